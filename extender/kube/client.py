@@ -1,0 +1,51 @@
+"""API clients built from a kubeconfig file, and the error type of this layer.
+
+A client is built per kubeconfig file, never from the process-global default configuration, so one
+process can talk to several clusters (the test suite, the demo and later the extender all do).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+
+
+class KubeError(Exception):
+    """An API call failed; the message names the object and the reason the server gave."""
+
+
+@contextmanager
+def connect(kubeconfig: Path) -> Iterator[k8s.ApiClient]:
+    """An ApiClient for `kubeconfig`, closed (its connection pool released) on exit."""
+    api = load_client(kubeconfig)
+    try:
+        yield api
+    finally:
+        api.close()
+
+
+def load_client(kubeconfig: Path) -> k8s.ApiClient:
+    """Return an ApiClient for the current context of `kubeconfig`."""
+    if not kubeconfig.is_file():
+        raise KubeError(f"kubeconfig {kubeconfig} does not exist")
+    try:
+        api: k8s.ApiClient = k8s_config.new_client_from_config(config_file=str(kubeconfig))
+    except k8s_config.ConfigException as exc:
+        raise KubeError(f"kubeconfig {kubeconfig} is not usable: {exc}") from exc
+    return api
+
+
+def api_reason(exc: k8s.ApiException) -> str:
+    """The server's own message for a failed call (the Status body), else the HTTP reason."""
+    try:
+        body = json.loads(exc.body or "")
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and body.get("message"):
+        return str(body["message"])
+    return f"HTTP {exc.status} {exc.reason}"

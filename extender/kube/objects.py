@@ -1,0 +1,59 @@
+"""Reading and deleting any kind of object through the dynamic client, as plain dicts.
+
+`read` returns None for an object that does not exist (a value, not an exception); every other
+failure is a `KubeError` naming the object and the server's reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes.dynamic.exceptions import NotFoundError
+
+from extender.kube.client import KubeError, api_reason
+from extender.kube.manifests import dynamic_resource
+
+
+def read(
+    api: k8s.ApiClient, api_version: str, kind: str, name: str, namespace: str | None = None
+) -> dict[str, Any] | None:
+    resource, dynamic = dynamic_resource(api, api_version, kind)
+    try:
+        found: dict[str, Any] = dynamic.get(resource, name=name, namespace=namespace).to_dict()
+    except NotFoundError:
+        return None
+    except k8s.ApiException as exc:
+        raise KubeError(f"reading {kind} {name}: {api_reason(exc)}") from exc
+    return found
+
+
+def list_objects(
+    api: k8s.ApiClient,
+    api_version: str,
+    kind: str,
+    *,
+    namespace: str | None = None,
+    label_selector: str | None = None,
+) -> list[dict[str, Any]]:
+    resource, dynamic = dynamic_resource(api, api_version, kind)
+    try:
+        listed = dynamic.get(resource, namespace=namespace, label_selector=label_selector)
+    except k8s.ApiException as exc:
+        raise KubeError(f"listing {kind}: {api_reason(exc)}") from exc
+    items: list[dict[str, Any]] = listed.to_dict().get("items") or []
+    return items
+
+
+def delete(
+    api: k8s.ApiClient, api_version: str, kind: str, name: str, namespace: str | None = None
+) -> bool:
+    """Delete the object; False when it did not exist."""
+    resource, dynamic = dynamic_resource(api, api_version, kind)
+    try:
+        dynamic.delete(resource, name=name, namespace=namespace)
+    except NotFoundError:
+        return False
+    except k8s.ApiException as exc:
+        raise KubeError(f"deleting {kind} {name}: {api_reason(exc)}") from exc
+    return True
