@@ -1,0 +1,26 @@
+"""A real local control plane for tests and the demo, built from pinned Go modules.
+
+`build` compiles etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK once per
+version into a cache outside the repository; `cluster` starts them on loopback ports with fake
+nodes (KWOK plays every kubelet) and stops them by pid. The CLI (`lahar dev-cluster`), the pytest
+fixtures and `make demo` all use this same code.
+"""
+
+from extender.devcluster.build import Binaries, ensure_binaries
+from extender.devcluster.cluster import ClusterOptions, DevCluster, down, status, up
+from extender.devcluster.errors import DevClusterError
+from extender.devcluster.nodes import fake_node
+from extender.devcluster.state import ClusterState
+
+__all__ = [
+    "Binaries",
+    "ClusterOptions",
+    "ClusterState",
+    "DevCluster",
+    "DevClusterError",
+    "down",
+    "ensure_binaries",
+    "fake_node",
+    "status",
+    "up",
+]

@@ -1,0 +1,235 @@
+"""Building the control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
+KWOK) from the Go modules pinned under `tests/controlplane/`.
+
+Each Go module is built once per content of its go.mod and go.sum: the binaries go to
+`<cache>/bin/<module>-<version>-<hash>/`, written to a temporary folder first and renamed into
+place, so an interrupted build never leaves a half-written binary that looks finished. A file lock
+makes concurrent callers (a test run and a demo) wait for one build instead of racing it. The build
+says what it builds and how long it took; a missing or too old Go fails with one line saying what
+to do.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from extender.devcluster.errors import DevClusterError
+from extender.devcluster.paths import cache_dir, controlplane_source
+
+# The stock KWOK stages the dev cluster uses: nodes turn Ready and keep a heartbeat, bound pods
+# turn Running, deleted pods go away. (The stock pod-complete stage is left out on purpose: it
+# completes every pod owned by any kind named Job, Volcano Jobs included.)
+KWOK_STAGES = (
+    "node/fast/node-initialize.yaml",
+    "node/heartbeat/node-heartbeat.yaml",
+    "pod/fast/pod-ready.yaml",
+    "pod/fast/pod-delete.yaml",
+)
+
+
+@dataclass(frozen=True)
+class GoModule:
+    """One Go module under tests/controlplane and the binaries built from it."""
+
+    folder: str
+    pinned: str  # the module path whose version names the build
+    packages: tuple[str, ...]
+    binaries: tuple[str, ...]
+    version_ldflags: bool = False
+
+
+MODULES = (
+    GoModule(
+        folder="kubernetes",
+        pinned="k8s.io/kubernetes",
+        packages=(
+            "k8s.io/kubernetes/cmd/kube-apiserver",
+            "k8s.io/kubernetes/cmd/kube-controller-manager",
+            "k8s.io/kubernetes/cmd/kube-scheduler",
+        ),
+        binaries=("kube-apiserver", "kube-controller-manager", "kube-scheduler"),
+        version_ldflags=True,
+    ),
+    GoModule(
+        folder="etcd",
+        pinned="go.etcd.io/etcd/server/v3",
+        packages=(".",),
+        binaries=("etcd",),
+    ),
+    GoModule(
+        folder="kwok",
+        pinned="sigs.k8s.io/kwok",
+        packages=("sigs.k8s.io/kwok/cmd/kwok",),
+        binaries=("kwok",),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Binaries:
+    """Paths of the built control-plane binaries and KWOK's stock stage files."""
+
+    etcd: Path
+    kube_apiserver: Path
+    kube_controller_manager: Path
+    kube_scheduler: Path
+    kwok: Path
+    kwok_stages: tuple[Path, ...]
+    kubernetes_version: str
+
+
+def _go_directive(text: str, keyword: str) -> str | None:
+    match = re.search(rf"^{re.escape(keyword)}\s+(\S+)", text, re.MULTILINE)
+    return match.group(1) if match else None
+
+
+def module_version(go_mod: str, module: str) -> str:
+    """The version `go_mod` requires of `module`."""
+    match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)}\s+(v\S+)", go_mod, re.MULTILINE)
+    if not match:
+        raise DevClusterError(f"go.mod does not require {module}; the control-plane pin is broken")
+    return match.group(1)
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+
+
+def check_go(required: str) -> str:
+    """Return the path of `go`; fail with one clear line if Go is missing or too old."""
+    go = shutil.which("go")
+    what = "kube-apiserver, kube-scheduler, kube-controller-manager, etcd and KWOK"
+    if go is None:
+        raise DevClusterError(
+            f"Go is not installed (no `go` on PATH): Lahar builds {what} from Go modules on first "
+            f"use; install Go {required} or newer and run the command again"
+        )
+    found = subprocess.run(
+        [go, "env", "GOVERSION"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    if _version_tuple(found) < _version_tuple(required):
+        raise DevClusterError(
+            f"Go {found or '(unknown version)'} is too old: the pinned control plane needs Go "
+            f"{required} or newer; install it and run the command again"
+        )
+    return go
+
+
+def _ldflags(module: GoModule, version: str) -> str:
+    flags = "-s -w"
+    if module.version_ldflags:
+        major, minor = _version_tuple(version)[:2]
+        base = "k8s.io/component-base/version"
+        flags += (
+            f" -X {base}.gitVersion={version} -X {base}.gitMajor={major} -X {base}.gitMinor={minor}"
+        )
+    return flags
+
+
+def _build_dir(root: Path, module: GoModule) -> tuple[Path, str, str]:
+    source = root / module.folder
+    try:
+        go_mod = (source / "go.mod").read_text()
+        go_sum = (source / "go.sum").read_bytes()
+    except FileNotFoundError as exc:
+        raise DevClusterError(
+            f"the control-plane Go module {source} is missing ({exc.filename}); "
+            "run from a Lahar checkout or set LAHAR_CONTROLPLANE_SRC"
+        ) from exc
+    version = module_version(go_mod, module.pinned)
+    digest = hashlib.sha256(go_mod.encode() + go_sum + _ldflags(module, version).encode())
+    name = f"{module.folder}-{version}-{digest.hexdigest()[:12]}"
+    return cache_dir() / "bin" / name, version, go_mod
+
+
+@contextmanager
+def _build_lock() -> Iterator[None]:
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    with (cache_dir() / "build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _go_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(CGO_ENABLED="0", GOTOOLCHAIN="local", GOFLAGS="-mod=readonly")
+    return env
+
+
+def _build_module(go: str, root: Path, module: GoModule, target: Path, version: str) -> None:
+    names = ", ".join(module.binaries)
+    print(f"lahar: building {names} {version} from Go modules (once per version) ...", flush=True)
+    started = time.monotonic()
+    partial = target.with_name(target.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    log = target.with_name(target.name + ".log")
+    command = [go, "build", "-ldflags", _ldflags(module, version), "-o", f"{partial}/"]
+    with log.open("w") as out:
+        result = subprocess.run(
+            [*command, *module.packages],
+            cwd=root / module.folder,
+            env=_go_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+    if result.returncode != 0:
+        tail = log.read_text().strip().splitlines()[-1:] or ["(no output)"]
+        raise DevClusterError(f"building {names} failed: {tail[0]} (full log: {log})")
+    if module.folder == "kwok":
+        _copy_kwok_stages(go, partial, version)
+    partial.rename(target)
+    print(f"lahar: built {names} in {time.monotonic() - started:.0f} s", flush=True)
+
+
+def _copy_kwok_stages(go: str, target: Path, version: str) -> None:
+    modcache = subprocess.run(
+        [go, "env", "GOMODCACHE"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    stages = Path(modcache) / f"sigs.k8s.io/kwok@{version}" / "kustomize" / "stage"
+    (target / "stages").mkdir()
+    for stage in KWOK_STAGES:
+        shutil.copyfile(stages / stage, target / "stages" / Path(stage).name)
+
+
+def ensure_binaries(*, quiet: bool = False) -> Binaries:
+    """Build whatever is not cached yet and return the binaries' paths."""
+    root = controlplane_source()
+    plans = [(module, *_build_dir(root, module)) for module in MODULES]
+    missing = [plan for plan in plans if not plan[1].is_dir()]
+    if missing:
+        required = max(
+            (_go_directive(go_mod, "go") or "1.0" for *_, go_mod in missing), key=_version_tuple
+        )
+        go = check_go(required)
+        with _build_lock():
+            for module, target, version, _ in missing:
+                if not target.is_dir():  # another process may have built it while we waited
+                    _build_module(go, root, module, target, version)
+    elif not quiet:
+        print(f"lahar: control plane binaries cached in {cache_dir() / 'bin'}", file=sys.stderr)
+    dirs = {module.folder: target for module, target, _, _ in plans}
+    return Binaries(
+        etcd=dirs["etcd"] / "etcd",
+        kube_apiserver=dirs["kubernetes"] / "kube-apiserver",
+        kube_controller_manager=dirs["kubernetes"] / "kube-controller-manager",
+        kube_scheduler=dirs["kubernetes"] / "kube-scheduler",
+        kwok=dirs["kwok"] / "kwok",
+        kwok_stages=tuple(dirs["kwok"] / "stages" / Path(s).name for s in KWOK_STAGES),
+        kubernetes_version=plans[0][2],
+    )

@@ -1,0 +1,328 @@
+"""Starting, inspecting and stopping a local control plane: etcd, kube-apiserver,
+kube-controller-manager, kube-scheduler and KWOK, all on loopback ports.
+
+`up` checks everything it can before starting anything (state directory, requested ports, scheduler
+configuration), then starts the components in dependency order and waits for each one's health
+endpoint, then creates fake nodes and waits until they are schedulable and the default service
+account exists (pods can be created). If any step fails, everything already started is stopped and
+the error names the component and its log file: `up` never leaves half-started processes.
+`down` stops every recorded process by pid (checking the pid still runs the same binary) and removes
+the state directory.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client as k8s
+
+from extender.devcluster import configs, health, pki, ports, process
+from extender.devcluster.build import Binaries
+from extender.devcluster.errors import DevClusterError
+from extender.devcluster.nodes import fake_node, is_schedulable
+from extender.devcluster.state import STATE_FILE, ClusterState, load_state
+from extender.kube import KubeError, apply_object, connect, list_objects, read, wait_until
+
+OWN_STAGES = Path(__file__).with_name("kwok-stages.yaml")
+SERVICE_CIDR = "10.0.0.0/24"
+POD_CIDR = "10.244.0.0/16"
+ISSUER = "https://kubernetes.default.svc.cluster.local"
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    state_dir: Path
+    apiserver_port: int | None = None
+    scheduler_config: Path | None = None
+    nodes: int = 2
+    node_cpu: str = "8"
+    node_memory: str = "32Gi"
+    ready_timeout: float = 120.0
+    die_with_parent: bool = False
+
+
+@dataclass
+class DevCluster:
+    """A running dev cluster; `down()` stops it."""
+
+    state: ClusterState
+    _children: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.state.kubeconfig
+
+    def down(self) -> list[str]:
+        stopped = stop_processes(self.state)
+        for child in self._children.values():
+            child.poll()
+        shutil.rmtree(self.state.state_dir, ignore_errors=True)
+        return stopped
+
+
+def stop_processes(state: ClusterState) -> list[str]:
+    """Stop every process of `state`, last started first; return the names that were running."""
+    stopped = []
+    for record in reversed(state.processes):
+        if process.is_running(record):
+            process.stop(record)
+            stopped.append(record.name)
+    return stopped
+
+
+def _check_state_dir(state_dir: Path) -> None:
+    existing = load_state(state_dir)
+    if existing is None:
+        return
+    running = existing.running()
+    if running:
+        names = ", ".join(f"{r.name} pid {r.pid}" for r in running)
+        raise DevClusterError(
+            f"a dev cluster is already running from {state_dir} ({names}); use it "
+            f"(kubeconfig {existing.kubeconfig}) or stop it with "
+            f"`lahar dev-cluster down --state-dir {state_dir}`"
+        )
+    raise DevClusterError(
+        f"{state_dir} holds the state of a dev cluster that is no longer running (stale); "
+        f"clean it with `lahar dev-cluster down --state-dir {state_dir}` and run `up` again"
+    )
+
+
+class _Starter:
+    """Starts the components one by one, recording each in the state file as it goes."""
+
+    def __init__(self, options: ClusterOptions, binaries: Binaries, state: ClusterState) -> None:
+        self.options = options
+        self.binaries = binaries
+        self.state = state
+        self.children: dict[int, subprocess.Popen[bytes]] = {}
+        self.logs = options.state_dir / "logs"
+
+    def start(self, name: str, argv: list[str]) -> process.ProcessRecord:
+        record, popen = process.start(
+            name, argv, self.logs / f"{name}.log", die_with_parent=self.options.die_with_parent
+        )
+        self.children[record.pid] = popen
+        self.state.processes.append(record)
+        self.state.save()
+        return record
+
+
+def up(options: ClusterOptions, binaries: Binaries) -> DevCluster:
+    """Start a dev cluster in `options.state_dir`; on failure raise a one-line DevClusterError."""
+    state_dir = options.state_dir
+    _check_state_dir(state_dir)
+    if options.apiserver_port is not None:
+        ports.require_free(options.apiserver_port, "kube-apiserver", "--apiserver-port")
+    scheduler_config = (
+        configs.load_scheduler_config(options.scheduler_config)
+        if options.scheduler_config
+        else configs.default_scheduler_config()
+    )
+    shutil.rmtree(state_dir, ignore_errors=True)  # leftovers of a failed start, no state file
+    (state_dir / "logs").mkdir(parents=True)
+    picked = ports.free_ports(5)
+    port = dict(zip(("etcd", "kcm", "scheduler", "kwok", "apiserver"), picked, strict=True))
+    if options.apiserver_port is not None:
+        port["apiserver"] = options.apiserver_port
+    server = f"https://127.0.0.1:{port['apiserver']}"
+    state = ClusterState(
+        state_dir=state_dir,
+        kubeconfig=state_dir / "kubeconfig",
+        server=server,
+        kubernetes_version=binaries.kubernetes_version,
+        ports=port,
+    )
+    state.save()
+    starter = _Starter(options, binaries, state)
+    try:
+        _start_all(starter, scheduler_config)
+    except BaseException:
+        stop_processes(state)
+        (state_dir / STATE_FILE).unlink(missing_ok=True)  # keep the logs the error points to
+        raise
+    return DevCluster(state, starter.children)
+
+
+def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
+    options, binaries, state = starter.options, starter.binaries, starter.state
+    state_dir, port, timeout = options.state_dir, state.ports, options.ready_timeout
+    keys = pki.write_pki(state_dir / "pki")
+    kubeconfigs = {
+        user: configs.write_yaml(
+            state_dir / f"{stem}.kubeconfig" if stem else state.kubeconfig,
+            [configs.kubeconfig(state.server, keys.ca_cert, user, keys.tokens[user])],
+            private=True,
+        )
+        for user, stem in (
+            ("admin", ""),
+            ("system:kube-scheduler", "scheduler"),
+            ("system:kube-controller-manager", "controller-manager"),
+        )
+    }
+
+    etcd_url = f"http://127.0.0.1:{port['etcd']}"
+    etcd = starter.start(
+        "etcd",
+        [
+            str(binaries.etcd),
+            f"--data-dir={state_dir / 'etcd'}",
+            f"--listen-client-urls={etcd_url}",
+            f"--advertise-client-urls={etcd_url}",
+            "--listen-peer-urls=http://127.0.0.1:0",
+            "--unsafe-no-fsync",
+            "--log-level=warn",
+        ],
+    )
+    health.wait_healthy(etcd, f"{etcd_url}/health", timeout=timeout)
+
+    apiserver = starter.start(
+        "kube-apiserver",
+        [
+            str(binaries.kube_apiserver),
+            f"--etcd-servers={etcd_url}",
+            "--advertise-address=127.0.0.1",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port['apiserver']}",
+            f"--tls-cert-file={keys.serving_cert}",
+            f"--tls-private-key-file={keys.serving_key}",
+            f"--client-ca-file={keys.ca_cert}",
+            f"--token-auth-file={keys.token_file}",
+            f"--service-account-issuer={ISSUER}",
+            f"--service-account-key-file={keys.service_account_key}",
+            f"--service-account-signing-key-file={keys.service_account_key}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--authorization-mode=RBAC",
+            "--allow-privileged=true",
+            # No kubelet or kube-proxy runs, so nothing reads the `kubernetes` Service endpoints;
+            # reconciling them on loopback only logs an error every 10 s.
+            "--endpoint-reconciler-type=none",
+            "--enable-priority-and-fairness=false",
+            "--max-requests-inflight=0",
+            "--max-mutating-requests-inflight=0",
+        ],
+    )
+    health.wait_healthy(
+        apiserver,
+        f"{state.server}/readyz",
+        timeout=timeout,
+        ca=keys.ca_cert,
+        token=keys.tokens["admin"],
+    )
+
+    config_path = configs.write_yaml(
+        state_dir / "scheduler-config.yaml",
+        [
+            configs.scheduler_config_for_cluster(
+                scheduler_config, kubeconfigs["system:kube-scheduler"]
+            )
+        ],
+    )
+    kwok_config = configs.write_yaml(
+        state_dir / "kwok.yaml", configs.kwok_config(binaries.kwok_stages, OWN_STAGES)
+    )
+    controller_manager = starter.start(
+        "kube-controller-manager",
+        [
+            str(binaries.kube_controller_manager),
+            f"--kubeconfig={kubeconfigs['system:kube-controller-manager']}",
+            f"--service-account-private-key-file={keys.service_account_key}",
+            f"--root-ca-file={keys.ca_cert}",
+            f"--cluster-signing-cert-file={keys.ca_cert}",
+            f"--cluster-signing-key-file={keys.ca_key}",
+            # Each controller acts as its own ServiceAccount, as in a real cluster; bootstrap RBAC
+            # grants the controller-manager user itself almost nothing.
+            "--use-service-account-credentials=true",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port['kcm']}",
+            # KWOK's heartbeat comes every 20-45 s; leave slack so a busy machine does not
+            # flap nodes to NotReady.
+            "--node-monitor-grace-period=2m",
+        ],
+    )
+    scheduler = starter.start(
+        "kube-scheduler",
+        [
+            str(binaries.kube_scheduler),
+            f"--config={config_path}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port['scheduler']}",
+        ],
+    )
+    kwok = starter.start(
+        "kwok",
+        [
+            str(binaries.kwok),
+            f"--kubeconfig={state.kubeconfig}",
+            f"--config={kwok_config}",
+            "--manage-all-nodes=true",
+            f"--cidr={POD_CIDR}",
+            f"--server-address=127.0.0.1:{port['kwok']}",
+        ],
+    )
+    health.wait_healthy(
+        controller_manager, f"https://127.0.0.1:{port['kcm']}/healthz", timeout=timeout
+    )
+    health.wait_healthy(
+        scheduler, f"https://127.0.0.1:{port['scheduler']}/healthz", timeout=timeout
+    )
+    health.wait_healthy(kwok, f"http://127.0.0.1:{port['kwok']}/healthz", timeout=timeout)
+    _prepare_workloads(starter)
+
+
+def _prepare_workloads(starter: _Starter) -> None:
+    """Create the fake nodes; wait until they take pods and the default ServiceAccount exists."""
+    options = starter.options
+    names = [f"kwok-node-{index}" for index in range(options.nodes)]
+    try:
+        with connect(starter.state.kubeconfig) as api:
+            for name in names:
+                node = fake_node(name, cpu=options.node_cpu, memory=options.node_memory)
+                apply_object(api, node)
+            wait_until(
+                lambda: _all_schedulable(api, names),
+                timeout=options.ready_timeout,
+                what=f"nodes {', '.join(names)} to be Ready without NoSchedule taints",
+                describe=lambda: str({name: _taints(n) for name, n in _nodes(api).items()}),
+            )
+            wait_until(
+                lambda: read(api, "v1", "ServiceAccount", "default", "default"),
+                timeout=options.ready_timeout,
+                what="the default ServiceAccount (created by kube-controller-manager)",
+            )
+    except (KubeError, TimeoutError) as exc:
+        raise DevClusterError(
+            f"the cluster did not get ready: {exc} (logs: {starter.logs})"
+        ) from exc
+
+
+def _nodes(api: k8s.ApiClient) -> dict[str, dict[str, Any]]:
+    return {node["metadata"]["name"]: node for node in list_objects(api, "v1", "Node")}
+
+
+def _all_schedulable(api: k8s.ApiClient, names: list[str]) -> bool:
+    nodes = _nodes(api)
+    return all(name in nodes and is_schedulable(nodes[name]) for name in names)
+
+
+def _taints(node: dict[str, Any]) -> list[str]:
+    return [t["key"] for t in (node.get("spec") or {}).get("taints") or []]
+
+
+def down(state_dir: Path) -> list[str]:
+    """Stop the cluster recorded in `state_dir`, remove the directory; return what was stopped."""
+    state = load_state(state_dir)
+    if state is None:
+        if state_dir.exists():
+            shutil.rmtree(state_dir)  # only logs of a start that failed are left
+        return []
+    return DevCluster(state).down()
+
+
+def status(state_dir: Path) -> ClusterState | None:
+    return load_state(state_dir)

@@ -1,0 +1,45 @@
+"""Fake nodes for the dev cluster: plain Node objects that KWOK keeps Ready (no kubelet runs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+FAKE_NODE_LABEL = "lahar.io/fake-node"
+
+
+def fake_node(
+    name: str,
+    *,
+    cpu: str = "8",
+    memory: str = "32Gi",
+    pods: int = 110,
+    labels: dict[str, str] | None = None,
+    extended: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A Node with the given allocatable resources (extended resources such as GPUs included)."""
+    resources = {"cpu": cpu, "memory": memory, "pods": str(pods), **(extended or {})}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "type": "kwok",
+                FAKE_NODE_LABEL: "true",
+                **(labels or {}),
+            },
+            "annotations": {"kwok.x-k8s.io/node": "fake"},
+        },
+        "status": {"allocatable": resources, "capacity": resources},
+    }
+
+
+def is_schedulable(node: dict[str, Any]) -> bool:
+    """Ready, and free of the NoSchedule taints a node carries until it is Ready."""
+    conditions = (node.get("status") or {}).get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    taints = (node.get("spec") or {}).get("taints") or []
+    return ready and not any(t.get("effect") == "NoSchedule" for t in taints)

@@ -1,0 +1,165 @@
+"""Certificates, keys and tokens for a dev cluster, made with `cryptography`.
+
+One CA signs the API server's serving certificate (valid for 127.0.0.1, localhost and the in-cluster
+service names), so kubeconfigs verify the server instead of skipping TLS checks; the same CA is the
+controller-manager's root CA and CSR signer. The service-account signing key is RSA. Each component
+authenticates with its own bearer token and user name, so RBAC in the dev cluster is the real
+bootstrap RBAC (admin is in system:masters, the scheduler and the controller-manager are their
+system users).
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+SERVICE_IP = "10.0.0.1"  # first address of --service-cluster-ip-range
+SERVER_NAMES = (
+    "localhost",
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+)
+VALIDITY = datetime.timedelta(days=365)
+
+# user name -> groups; the names are those kube-apiserver's bootstrap RBAC grants roles to.
+USERS: dict[str, tuple[str, ...]] = {
+    "admin": ("system:masters",),
+    "system:kube-scheduler": (),
+    "system:kube-controller-manager": (),
+}
+
+
+@dataclass(frozen=True)
+class Pki:
+    folder: Path
+    tokens: dict[str, str]  # user name -> bearer token
+
+    @property
+    def ca_cert(self) -> Path:
+        return self.folder / "ca.crt"
+
+    @property
+    def ca_key(self) -> Path:
+        return self.folder / "ca.key"
+
+    @property
+    def serving_cert(self) -> Path:
+        return self.folder / "apiserver.crt"
+
+    @property
+    def serving_key(self) -> Path:
+        return self.folder / "apiserver.key"
+
+    @property
+    def service_account_key(self) -> Path:
+        return self.folder / "sa.key"
+
+    @property
+    def token_file(self) -> Path:
+        return self.folder / "tokens.csv"
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    path.touch(mode=0o600)
+    path.write_bytes(data)
+
+
+def _pem_key(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def _name(common_name: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def make_ca(common_name: str) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(common_name))
+        .issuer_name(_name(common_name))
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    return cert, key
+
+
+def make_serving_cert(
+    ca: x509.Certificate,
+    ca_key: ec.EllipticCurvePrivateKey,
+    common_name: str,
+    dns_names: tuple[str, ...],
+    ip_addresses: tuple[str, ...],
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    alt_names: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
+    alt_names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(common_name))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    return cert, key
+
+
+def write_pki(folder: Path) -> Pki:
+    """Create the CA, the API server's certificate, the service-account key and the tokens."""
+    folder.mkdir(parents=True, exist_ok=True)
+    pki = Pki(folder, {user: secrets.token_urlsafe(32) for user in USERS})
+    ca, ca_key = make_ca("lahar-dev-cluster-ca")
+    cert, key = make_serving_cert(
+        ca, ca_key, "kube-apiserver", SERVER_NAMES, ("127.0.0.1", SERVICE_IP)
+    )
+    pki.ca_cert.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    _write_private(pki.ca_key, _pem_key(ca_key))
+    pki.serving_cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    _write_private(pki.serving_key, _pem_key(key))
+    _write_private(pki.service_account_key, _pem_key(rsa.generate_private_key(65537, 2048)))
+    lines = []
+    for index, (user, groups) in enumerate(USERS.items()):
+        group_field = f',"{",".join(groups)}"' if groups else ""
+        lines.append(f"{pki.tokens[user]},{user},uid-{index}{group_field}\n")
+    _write_private(pki.token_file, "".join(lines).encode())
+    return pki
