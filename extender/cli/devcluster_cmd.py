@@ -1,0 +1,125 @@
+"""`lahar dev-cluster build|up|down|status`: the local control plane from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from extender import devcluster
+from extender.devcluster.paths import default_state_dir
+from extender.devcluster.process import is_running
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "dev-cluster",
+        help="run a local control plane (etcd, kube-apiserver, kube-controller-manager, "
+        "kube-scheduler, KWOK)",
+    )
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    build = verbs.add_parser("build", help="build the control-plane binaries (once per version)")
+    build.set_defaults(run=_build)
+
+    up = verbs.add_parser("up", help="start a dev cluster and wait until it takes pods")
+    _state_dir_flag(up)
+    up.add_argument("--apiserver-port", type=int, help="kube-apiserver port (default: a free one)")
+    up.add_argument(
+        "--scheduler-config", type=Path, help="a KubeSchedulerConfiguration file to run with"
+    )
+    up.add_argument("--nodes", type=int, default=2, help="fake nodes to create (default 2)")
+    up.add_argument("--node-cpu", default="8", help="allocatable cpu per node (default 8)")
+    up.add_argument("--node-memory", default="32Gi", help="allocatable memory per node")
+    up.add_argument("--timeout", type=float, default=120.0, help="seconds to wait per component")
+    up.set_defaults(run=_up)
+
+    down = verbs.add_parser("down", help="stop every process of a dev cluster, remove its state")
+    _state_dir_flag(down)
+    down.set_defaults(run=_down)
+
+    status = verbs.add_parser("status", help="show a dev cluster's processes and kubeconfig")
+    _state_dir_flag(status)
+    status.set_defaults(run=_status)
+
+
+def _state_dir_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        help=f"where the cluster keeps its state (default {default_state_dir()})",
+    )
+
+
+def _fail(error: Exception) -> int:
+    print(f"lahar: error: {error}", file=sys.stderr)
+    return 2
+
+
+def _build(args: argparse.Namespace) -> int:
+    try:
+        binaries = devcluster.ensure_binaries()
+    except devcluster.DevClusterError as error:
+        return _fail(error)
+    print(
+        f"kube-apiserver, kube-scheduler, kube-controller-manager: {binaries.kube_apiserver.parent}"
+    )
+    print(f"etcd: {binaries.etcd.parent}")
+    print(f"kwok: {binaries.kwok.parent}")
+    return 0
+
+
+def _up(args: argparse.Namespace) -> int:
+    state_dir = (args.state_dir or default_state_dir()).resolve()
+    options = devcluster.ClusterOptions(
+        state_dir=state_dir,
+        apiserver_port=args.apiserver_port,
+        scheduler_config=args.scheduler_config,
+        nodes=args.nodes,
+        node_cpu=args.node_cpu,
+        node_memory=args.node_memory,
+        ready_timeout=args.timeout,
+    )
+    try:
+        binaries = devcluster.ensure_binaries(quiet=True)
+        cluster = devcluster.up(options, binaries)
+    except devcluster.DevClusterError as error:
+        return _fail(error)
+    print(
+        f"dev cluster up: Kubernetes {cluster.state.kubernetes_version} at {cluster.state.server}"
+    )
+    print(f"  export KUBECONFIG={cluster.kubeconfig}")
+    print(f"  stop it with: lahar dev-cluster down --state-dir {state_dir}")
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    state_dir = (args.state_dir or default_state_dir()).resolve()
+    try:
+        stopped = devcluster.down(state_dir)
+    except devcluster.DevClusterError as error:
+        return _fail(error)
+    if stopped:
+        print(f"dev cluster down: stopped {', '.join(stopped)}; removed {state_dir}")
+    else:
+        print(f"no dev cluster was running in {state_dir}")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    state_dir = (args.state_dir or default_state_dir()).resolve()
+    try:
+        state = devcluster.status(state_dir)
+    except devcluster.DevClusterError as error:
+        return _fail(error)
+    if state is None:
+        print(f"no dev cluster in {state_dir}")
+        return 1
+    print(f"Kubernetes {state.kubernetes_version} at {state.server}")
+    print(f"kubeconfig: {state.kubeconfig}")
+    for record in state.processes:
+        alive = "running" if is_running(record) else "stopped"
+        print(f"  {record.name:<24} pid {record.pid:<8} {alive:<8} log {record.log}")
+    return 0 if all(is_running(r) for r in state.processes) else 1

@@ -1,0 +1,39 @@
+"""`lahar` entry point: builds the argument parser from the command-group modules and runs one."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from extender import __version__
+from extender.cli import demo_cmd, devcluster_cmd
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lahar",
+        description="Gang scheduling, fair queues and whole-job preemption for the stock "
+        "kube-scheduler.",
+    )
+    parser.add_argument("--version", action="version", version=f"lahar {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    devcluster_cmd.register(commands)
+    demo_cmd.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    code: int = args.run(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
