@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
-from extender import devcluster
 from extender.demo import DemoOptions, run_demo
 from extender.devcluster.paths import default_state_dir
 
@@ -25,9 +23,5 @@ def register(commands: Any) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    state_dir = (args.state_dir or Path(f"{default_state_dir()}-demo")).resolve()
-    try:
-        return run_demo(DemoOptions(state_dir=state_dir, keep=args.keep))
-    except devcluster.DevClusterError as error:
-        print(f"lahar: error: {error}", file=sys.stderr)
-        return 2
+    state_dir = Path(args.state_dir or f"{default_state_dir()}-demo").resolve()
+    return run_demo(DemoOptions(state_dir=state_dir, keep=args.keep))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -53,16 +52,12 @@ def _state_dir_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _fail(error: Exception) -> int:
-    print(f"lahar: error: {error}", file=sys.stderr)
-    return 2
+def _state_dir(args: argparse.Namespace) -> Path:
+    return Path(args.state_dir or default_state_dir()).resolve()
 
 
 def _build(args: argparse.Namespace) -> int:
-    try:
-        binaries = devcluster.ensure_binaries()
-    except devcluster.DevClusterError as error:
-        return _fail(error)
+    binaries = devcluster.ensure_binaries()
     print(
         f"kube-apiserver, kube-scheduler, kube-controller-manager: {binaries.kube_apiserver.parent}"
     )
@@ -72,7 +67,7 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
-    state_dir = (args.state_dir or default_state_dir()).resolve()
+    state_dir = _state_dir(args)
     options = devcluster.ClusterOptions(
         state_dir=state_dir,
         apiserver_port=args.apiserver_port,
@@ -82,11 +77,7 @@ def _up(args: argparse.Namespace) -> int:
         node_memory=args.node_memory,
         ready_timeout=args.timeout,
     )
-    try:
-        binaries = devcluster.ensure_binaries(quiet=True)
-        cluster = devcluster.up(options, binaries)
-    except devcluster.DevClusterError as error:
-        return _fail(error)
+    cluster = devcluster.up(options)
     print(
         f"dev cluster up: Kubernetes {cluster.state.kubernetes_version} at {cluster.state.server}"
     )
@@ -96,11 +87,8 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    state_dir = (args.state_dir or default_state_dir()).resolve()
-    try:
-        stopped = devcluster.down(state_dir)
-    except devcluster.DevClusterError as error:
-        return _fail(error)
+    state_dir = _state_dir(args)
+    stopped = devcluster.down(state_dir)
     if stopped:
         print(f"dev cluster down: stopped {', '.join(stopped)}; removed {state_dir}")
     else:
@@ -109,11 +97,8 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    state_dir = (args.state_dir or default_state_dir()).resolve()
-    try:
-        state = devcluster.status(state_dir)
-    except devcluster.DevClusterError as error:
-        return _fail(error)
+    state_dir = _state_dir(args)
+    state = devcluster.status(state_dir)
     if state is None:
         print(f"no dev cluster in {state_dir}")
         return 1

@@ -1,4 +1,7 @@
-"""`lahar` entry point: builds the argument parser from the command-group modules and runs one."""
+"""`lahar` entry point: builds the argument parser from the command-group modules and runs one.
+
+Errors a user can act on (DevClusterError, KubeError) become one line on stderr and exit code 2.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,8 @@ from collections.abc import Sequence
 
 from extender import __version__
 from extender.cli import demo_cmd, devcluster_cmd
+from extender.devcluster import DevClusterError
+from extender.kube import KubeError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,7 +36,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    code: int = args.run(args)
+    try:
+        code: int = args.run(args)
+    except (DevClusterError, KubeError) as error:
+        print(f"lahar: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("lahar: interrupted", file=sys.stderr)
+        return 130
     return code
 
 

@@ -11,10 +11,10 @@ from typing import Any
 from kubernetes import client as k8s
 
 from extender import devcluster
+from extender.devcluster.lifecycle import end_pod
 from extender.kube import apply_object, connect, read, wait_until
 
 NAMESPACE = "lahar-demo"
-EXIT_ANNOTATION = "sim.lahar.io/exit-code"
 
 
 @dataclass(frozen=True)
@@ -96,19 +96,7 @@ def _show_one_pod(api: k8s.ApiClient, step: Callable[[str], None]) -> None:
     step(f"pod {NAMESPACE}/{name} bound to {node} {time.monotonic() - submitted:.2f}s after submit")
     pod = when(lambda p: _phase_of(p) == "Running", "to run")
     step(f"pod {NAMESPACE}/{name} Running on {node} with IP {pod['status'].get('podIP')}")
-    apply_object(
-        api,
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": name,
-                "namespace": NAMESPACE,
-                "annotations": {EXIT_ANNOTATION: "0"},
-            },
-        },
-        field_manager="lahar-demo-exit",
-    )
+    end_pod(api, NAMESPACE, name, exit_code=0)
     pod = when(lambda p: _phase_of(p) in ("Succeeded", "Failed"), "to finish")
     statuses = pod["status"].get("containerStatuses") or [{}]
     code = statuses[0].get("state", {}).get("terminated", {}).get("exitCode")

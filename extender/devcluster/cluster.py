@@ -21,7 +21,7 @@ from typing import Any
 from kubernetes import client as k8s
 
 from extender.devcluster import configs, health, pki, ports, process
-from extender.devcluster.build import Binaries
+from extender.devcluster.build import Binaries, ensure_binaries
 from extender.devcluster.errors import DevClusterError
 from extender.devcluster.nodes import fake_node, is_schedulable
 from extender.devcluster.state import STATE_FILE, ClusterState, load_state
@@ -112,8 +112,11 @@ class _Starter:
         return record
 
 
-def up(options: ClusterOptions, binaries: Binaries) -> DevCluster:
-    """Start a dev cluster in `options.state_dir`; on failure raise a one-line DevClusterError."""
+def up(options: ClusterOptions, binaries: Binaries | None = None) -> DevCluster:
+    """Start a dev cluster in `options.state_dir`; on failure raise a one-line DevClusterError.
+
+    Without `binaries`, they are built (or found in the cache) after the checks that need none.
+    """
     state_dir = options.state_dir
     _check_state_dir(state_dir)
     if options.apiserver_port is not None:
@@ -123,6 +126,8 @@ def up(options: ClusterOptions, binaries: Binaries) -> DevCluster:
         if options.scheduler_config
         else configs.default_scheduler_config()
     )
+    if binaries is None:
+        binaries = ensure_binaries(quiet=True)
     shutil.rmtree(state_dir, ignore_errors=True)  # leftovers of a failed start, no state file
     (state_dir / "logs").mkdir(parents=True)
     picked = ports.free_ports(5)

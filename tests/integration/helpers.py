@@ -7,9 +7,7 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from extender.kube import apply_object, read, wait_until
-
-EXIT_ANNOTATION = "sim.lahar.io/exit-code"
+from extender.kube import read, wait_until
 
 
 def pod_when(
@@ -37,20 +35,3 @@ def pod_when(
 
 def phase(pod: dict[str, Any]) -> str:
     return str((pod.get("status") or {}).get("phase", ""))
-
-
-def end_pod(api: k8s.ApiClient, namespace: str, name: str, exit_code: int) -> None:
-    """Ask KWOK (Lahar's exit stage) to end a running pod with `exit_code`."""
-    apply_object(
-        api,
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "annotations": {EXIT_ANNOTATION: str(exit_code)},
-            },
-        },
-        field_manager="lahar-tests-exit",
-    )

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
+from extender.devcluster.lifecycle import end_pod
 from extender.kube import apply_object, delete, read, wait_until
 from tests.builders import make_pod
-from tests.integration.helpers import end_pod, phase, pod_when
+from tests.integration.helpers import phase, pod_when
 
 
 def test_servers_report_the_pinned_kubernetes_version(api: k8s.ApiClient) -> None:
