@@ -1,9 +1,22 @@
-"""Fluent builders for the objects tests submit: `make_pod("w-0").ns(ns).cpu("1").build()`."""
+"""Fluent builders for the objects tests use, reading like the scenario:
+
+make_pod("w-0").ns(ns).cpu("1").build()            # a dict to apply to a real cluster
+make_pod("w-0").cpu("1").on("n1").model()          # an api.objects.Pod for pure policy tests
+make_node("n1").cpu("4").memory("8Gi").model()
+cluster([make_node("n1").cpu("4")], [make_pod("a").cpu("1").on("n1")])   # a ClusterState
+"""
 
 from __future__ import annotations
 
 import copy
+import itertools
+from collections.abc import Iterable
 from typing import Any, Self
+
+from extender.api.objects import Node, Pod
+from extender.cache.state import ClusterState
+
+_uids = itertools.count(1)
 
 
 class PodBuilder:
@@ -37,8 +50,52 @@ class PodBuilder:
         self._requests()["memory"] = quantity
         return self
 
+    def request(self, resource: str, quantity: str) -> Self:
+        self._requests()[resource] = quantity
+        return self
+
+    def container(self, **requests: str) -> Self:
+        """One more app container with these requests (keyword names: cpu, memory)."""
+        index = len(self._pod["spec"]["containers"])
+        self._pod["spec"]["containers"].append(
+            {"name": f"c{index}", "image": "pause", "resources": {"requests": requests}}
+        )
+        return self
+
+    def init_container(self, *, sidecar: bool = False, **requests: str) -> Self:
+        inits = self._pod["spec"].setdefault("initContainers", [])
+        container: dict[str, Any] = {
+            "name": f"init{len(inits)}",
+            "image": "pause",
+            "resources": {"requests": requests},
+        }
+        if sidecar:
+            container["restartPolicy"] = "Always"
+        inits.append(container)
+        return self
+
+    def overhead(self, **amounts: str) -> Self:
+        self._pod["spec"]["overhead"] = amounts
+        return self
+
+    def pod_requests(self, **amounts: str) -> Self:
+        self._pod["spec"]["resources"] = {"requests": amounts}
+        return self
+
     def scheduler(self, name: str) -> Self:
         self._pod["spec"]["schedulerName"] = name
+        return self
+
+    def on(self, node: str) -> Self:
+        self._pod["spec"]["nodeName"] = node
+        return self
+
+    def phase(self, phase: str) -> Self:
+        self._pod.setdefault("status", {})["phase"] = phase
+        return self
+
+    def uid(self, uid: str) -> Self:
+        self._pod["metadata"]["uid"] = uid
         return self
 
     def label(self, key: str, value: str) -> Self:
@@ -52,6 +109,67 @@ class PodBuilder:
     def build(self) -> dict[str, Any]:
         return copy.deepcopy(self._pod)
 
+    def model(self) -> Pod:
+        """The pod as Lahar's policies see it (a uid is made up when none was set)."""
+        body = self.build()
+        body["metadata"].setdefault("uid", f"uid-{body['metadata']['name']}-{next(_uids)}")
+        return Pod.model_validate(body)
+
+
+class NodeBuilder:
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._allocatable: dict[str, str] = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+        self._unschedulable = False
+
+    def cpu(self, quantity: str) -> Self:
+        self._allocatable["cpu"] = quantity
+        return self
+
+    def memory(self, quantity: str) -> Self:
+        self._allocatable["memory"] = quantity
+        return self
+
+    def pods(self, count: int) -> Self:
+        self._allocatable["pods"] = str(count)
+        return self
+
+    def offers(self, resource: str, quantity: str) -> Self:
+        self._allocatable[resource] = quantity
+        return self
+
+    def cordoned(self) -> Self:
+        self._unschedulable = True
+        return self
+
+    def build(self) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": self._name, "labels": {"kubernetes.io/hostname": self._name}},
+            "spec": {"unschedulable": self._unschedulable},
+            "status": {"allocatable": dict(self._allocatable), "capacity": dict(self._allocatable)},
+        }
+
+    def model(self) -> Node:
+        return Node.model_validate(self.build())
+
 
 def make_pod(name: str) -> PodBuilder:
     return PodBuilder(name)
+
+
+def make_node(name: str) -> NodeBuilder:
+    return NodeBuilder(name)
+
+
+def cluster(
+    nodes: Iterable[NodeBuilder | Node], pods: Iterable[PodBuilder | Pod] = ()
+) -> ClusterState:
+    """A ClusterState holding these nodes and pods, as the informers would have filled it."""
+    state = ClusterState()
+    for node in nodes:
+        state.upsert_node(node.model() if isinstance(node, NodeBuilder) else node)
+    for pod in pods:
+        state.upsert_pod(pod.model() if isinstance(pod, PodBuilder) else pod)
+    return state

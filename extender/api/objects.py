@@ -1,0 +1,138 @@
+"""The fields of Pods and Nodes that Lahar's policies read, as typed models.
+
+Models parse Kubernetes' camelCase JSON (from the scheduler's requests and from watches), ignore
+every field Lahar does not read, and turn ResourceLists into `Resources` at parse time, so a
+malformed quantity is an error naming its field before any policy runs.
+
+`Pod.request` is Kubernetes' effective pod request, as the scheduler's NodeResourcesFit computes it:
+the sum of the app containers and of the sidecars (init containers with `restartPolicy: Always`),
+or, if larger, what any one init container needs next to the sidecars started before it; pod-level
+`spec.resources.requests` replace the container sums for the resources they name; `spec.overhead`
+is added; and one `pods` slot.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, PlainSerializer, PlainValidator
+from pydantic.alias_generators import to_camel
+
+from extender.api.resources import EMPTY, ONE_POD, Resources
+
+
+def _resources(value: Any) -> Resources:
+    if isinstance(value, Resources):
+        return value
+    if value is None:
+        return EMPTY
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a mapping of resource name to quantity, got {value!r}")
+    return Resources.parse(value)
+
+
+ResourceList = Annotated[
+    Resources,
+    PlainValidator(_resources),
+    PlainSerializer(dict, return_type=dict[str, int]),
+]
+
+
+class KubeModel(BaseModel):
+    """camelCase on the wire, snake_case in Python; unknown fields are ignored."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True
+    )
+
+
+class ObjectMeta(KubeModel):
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    deletion_timestamp: str | None = None
+
+
+class ResourceRequirements(KubeModel):
+    requests: ResourceList = EMPTY
+
+
+class Container(KubeModel):
+    name: str = ""
+    resources: ResourceRequirements = ResourceRequirements()
+    restart_policy: str | None = None
+
+    @property
+    def is_sidecar(self) -> bool:
+        return self.restart_policy == "Always"
+
+
+class PodSpec(KubeModel):
+    node_name: str = ""
+    scheduler_name: str = "default-scheduler"
+    priority: int = 0
+    priority_class_name: str = ""
+    containers: list[Container] = []
+    init_containers: list[Container] = []
+    overhead: ResourceList = EMPTY
+    resources: ResourceRequirements | None = None
+
+
+class PodStatus(KubeModel):
+    phase: str = ""
+    nominated_node_name: str = ""
+
+
+class Pod(KubeModel):
+    metadata: ObjectMeta = ObjectMeta()
+    spec: PodSpec = PodSpec()
+    status: PodStatus = PodStatus()
+
+    @property
+    def key(self) -> str:
+        """`namespace/name`, the way users and logs name a pod."""
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+    @property
+    def finished(self) -> bool:
+        """Succeeded or Failed: its resources are free again."""
+        return self.status.phase in ("Succeeded", "Failed")
+
+    @cached_property
+    def request(self) -> Resources:
+        """The effective request the pod occupies on its node (see the module docstring)."""
+        spec = self.spec
+        total = EMPTY
+        for container in spec.containers:
+            total += container.resources.requests
+        sidecars = EMPTY
+        init_peak = EMPTY
+        for container in spec.init_containers:
+            if container.is_sidecar:
+                total += container.resources.requests
+                sidecars += container.resources.requests
+                init_peak = init_peak.maximum(sidecars)
+            else:
+                init_peak = init_peak.maximum(container.resources.requests + sidecars)
+        total = total.maximum(init_peak)
+        if spec.resources is not None:
+            total = total.replace(spec.resources.requests)
+        return total + spec.overhead + ONE_POD
+
+
+class NodeSpec(KubeModel):
+    unschedulable: bool = False
+
+
+class NodeStatus(KubeModel):
+    allocatable: ResourceList = EMPTY
+
+
+class Node(KubeModel):
+    metadata: ObjectMeta = ObjectMeta()
+    spec: NodeSpec = NodeSpec()
+    status: NodeStatus = NodeStatus()

@@ -1,0 +1,172 @@
+"""The cluster as Lahar knows it: nodes, pods and what each node has left, kept from watch events.
+
+Pure bookkeeping, no I/O: the informers feed it events, the bind action tells it what it bound, and
+decisions read `snapshot()`. All calls happen on one thread (the server's event loop).
+
+Accounting follows the scheduler: a pod counts on `spec.nodeName` with its effective request until
+it finishes (Succeeded/Failed) or is deleted; pods still terminating keep counting. A pod Lahar has
+just bound is *assumed*: it counts on its node at once, before the watch shows the binding. The
+watch then confirms it (the count stays, never doubled); an assumption the watch never confirms
+expires after `assume_ttl` seconds, so a binding lost in flight cannot leak capacity forever.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from extender.api.objects import Node, Pod
+from extender.api.resources import EMPTY, Resources
+from extender.cache.snapshot import ChangeLog, NodeInfo, Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a pod counts and how much: the request it holds on `node`."""
+
+    node: str
+    request: Resources
+    assumed_at: float | None = None  # set while the binding is not yet seen by the watch
+
+
+class ClusterState:
+    def __init__(self, *, assume_ttl: float = 30.0, clock: Callable[[], float] = time.monotonic):
+        self._assume_ttl = assume_ttl
+        self._clock = clock
+        self._nodes: dict[str, Node] = {}
+        self._requested: dict[str, Resources] = {}
+        self._infos: dict[str, NodeInfo] = {}
+        self.pods: dict[str, Pod] = {}  # by uid
+        self._placements: dict[str, Placement] = {}  # by pod uid
+        self._changes = ChangeLog()
+        self._snapshot: Snapshot | None = None
+
+    @property
+    def generation(self) -> int:
+        """Grows by one with every change to any node's view."""
+        return self._changes.generation
+
+    # -- nodes ---------------------------------------------------------------------------------
+
+    def upsert_node(self, node: Node) -> None:
+        self._nodes[node.metadata.name] = node
+        self._refresh(node.metadata.name)
+
+    def delete_node(self, name: str) -> None:
+        self._nodes.pop(name, None)
+        self._refresh(name)
+
+    def replace_nodes(self, nodes: Iterable[Node]) -> None:
+        """A full list: nodes missing from it are gone."""
+        listed = {node.metadata.name: node for node in nodes}
+        for name in set(self._nodes) - set(listed):
+            self.delete_node(name)
+        for node in listed.values():
+            self.upsert_node(node)
+
+    # -- pods ----------------------------------------------------------------------------------
+
+    def upsert_pod(self, pod: Pod) -> None:
+        uid = pod.metadata.uid
+        self.pods[uid] = pod
+        current = self._placements.get(uid)
+        wanted: Placement | None = None
+        if not pod.finished:
+            if pod.spec.node_name:
+                wanted = Placement(pod.spec.node_name, pod.request)
+            elif current is not None and current.assumed_at is not None:
+                wanted = current  # the watch has not caught up with our binding yet
+        self._place(uid, wanted)
+
+    def delete_pod(self, uid: str) -> None:
+        self.pods.pop(uid, None)
+        self._place(uid, None)
+
+    def replace_pods(self, pods: Iterable[Pod]) -> None:
+        """A full list: pods missing from it are gone (assumed ones too, unless listed)."""
+        listed = {pod.metadata.uid: pod for pod in pods}
+        for uid in (set(self.pods) | set(self._placements)) - set(listed):
+            self.delete_pod(uid)
+        for pod in listed.values():
+            self.upsert_pod(pod)
+
+    # -- assumed bindings ----------------------------------------------------------------------
+
+    def assume(self, pod: Pod, node: str) -> None:
+        """Count `pod` on `node` now: Lahar has just bound it there."""
+        uid = pod.metadata.uid
+        self.pods.setdefault(uid, pod)
+        current = self._placements.get(uid)
+        if current is not None and current.node == node and current.assumed_at is None:
+            return  # the watch already shows it bound there
+        self._place(uid, Placement(node, pod.request, assumed_at=self._clock()))
+
+    def forget(self, uid: str) -> None:
+        """The binding of an assumed pod failed: stop counting it."""
+        current = self._placements.get(uid)
+        if current is not None and current.assumed_at is not None:
+            self._place(uid, None)
+
+    def expire_assumed(self) -> list[str]:
+        """Drop assumptions older than the TTL that the watch never confirmed; return their uids."""
+        deadline = self._clock() - self._assume_ttl
+        expired = [
+            uid
+            for uid, placement in self._placements.items()
+            if placement.assumed_at is not None and placement.assumed_at < deadline
+        ]
+        for uid in expired:
+            self._place(uid, None)
+        return expired
+
+    def is_assumed(self, uid: str) -> bool:
+        placement = self._placements.get(uid)
+        return placement is not None and placement.assumed_at is not None
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        """The current nodes; the same object until the state changes again."""
+        if self._snapshot is None or self._snapshot.generation != self.generation:
+            self._snapshot = Snapshot.of(self._infos, self.generation, self._changes)
+        return self._snapshot
+
+    def sizes(self) -> dict[str, int]:
+        assumed = sum(1 for p in self._placements.values() if p.assumed_at is not None)
+        return {"nodes": len(self._nodes), "pods": len(self.pods), "assumed_pods": assumed}
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _place(self, uid: str, wanted: Placement | None) -> None:
+        current = self._placements.get(uid)
+        if current == wanted:
+            return
+        if current is not None:
+            self._add(current.node, EMPTY - current.request)
+        if wanted is None:
+            self._placements.pop(uid, None)
+        else:
+            self._placements[uid] = wanted
+            self._add(wanted.node, wanted.request)
+
+    def _add(self, node: str, delta: Resources) -> None:
+        total = self._requested.get(node, EMPTY) + delta
+        if total:
+            self._requested[node] = total
+        else:
+            self._requested.pop(node, None)
+        self._refresh(node)
+
+    def _refresh(self, name: str) -> None:
+        node = self._nodes.get(name)
+        if node is None:
+            self._infos.pop(name, None)
+        else:
+            self._infos[name] = NodeInfo(
+                name=name,
+                allocatable=node.status.allocatable,
+                requested=self._requested.get(name, EMPTY),
+                unschedulable=node.spec.unschedulable,
+            )
+        self._changes.record(name)

@@ -1,0 +1,44 @@
+"""The plugin protocol: small typed hooks, each plugin implementing only the ones it needs.
+
+Node hooks see the pod's effective request and one node, nothing else, so their answers depend only
+on (request, node version). That is what lets the framework keep every node's verdict and score per
+request shape and recompute only the nodes that changed (`framework.table`):
+
+- `NodeFilter.filter_node(request, node)`: None when the node can take the pod, else a `Status`.
+- `NodeScorer.score_node(request, node)`: 0.0 .. 1.0 (1 = best); the session weighs scorers by
+  `weight` and maps the weighted mean onto the extender's 0..10.
+
+A plugin is built from its policy arguments by a `PluginFactory`, which validates them and raises
+`ValueError("<argument>: <reason>")` on bad input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Protocol, runtime_checkable
+
+from extender.api.resources import Resources
+from extender.cache.snapshot import NodeInfo
+from extender.framework.status import Status
+
+Argument = str | int | float | bool
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    name: str
+
+
+@runtime_checkable
+class NodeFilter(Plugin, Protocol):
+    def filter_node(self, request: Resources, node: NodeInfo) -> Status | None: ...
+
+
+@runtime_checkable
+class NodeScorer(Plugin, Protocol):
+    weight: float
+
+    def score_node(self, request: Resources, node: NodeInfo) -> float: ...
+
+
+PluginFactory = Callable[[Mapping[str, Argument]], Plugin]

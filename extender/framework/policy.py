@@ -1,0 +1,124 @@
+"""Lahar's policy file: plugins in tiers, with arguments, validated when a component starts.
+
+The file (`policy/lahar.yaml`) reads like Volcano's scheduler configuration:
+
+    apiVersion: lahar.io/v1alpha1
+    kind: SchedulerPolicy
+    tiers:
+      - plugins:
+          - name: predicates
+      - plugins:
+          - name: binpack
+            arguments: {binpack.weight: 10, binpack.cpu: 1}
+
+Plugins are looked up in a registry handed in by the caller (the framework does not know the
+plugins); each factory validates its own arguments. Every problem is a `PolicyError` naming the
+file, the key (`tiers.1.plugins.0.arguments.binpack.cpu`) and the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from extender.framework.plugin import Argument, NodeFilter, NodeScorer, Plugin, PluginFactory
+
+API_VERSION = "lahar.io/v1alpha1"
+KIND = "SchedulerPolicy"
+
+
+class PolicyError(Exception):
+    """The policy file is unusable; the message names the file, the key and the reason."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PluginEntry(_Strict):
+    name: str = Field(min_length=1)
+    arguments: dict[str, Argument] = {}
+
+
+class TierEntry(_Strict):
+    plugins: list[PluginEntry] = Field(min_length=1)
+
+
+class PolicyFile(_Strict):
+    api_version: Literal["lahar.io/v1alpha1"] = Field(alias="apiVersion")
+    kind: Literal["SchedulerPolicy"]
+    tiers: list[TierEntry] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The plugins to run, in tier order, built from a validated policy file."""
+
+    source: str
+    tiers: tuple[tuple[Plugin, ...], ...]
+
+    @property
+    def plugins(self) -> list[Plugin]:
+        return [plugin for tier in self.tiers for plugin in tier]
+
+    @property
+    def filters(self) -> list[NodeFilter]:
+        return [p for p in self.plugins if isinstance(p, NodeFilter)]
+
+    @property
+    def scorers(self) -> list[NodeScorer]:
+        return [p for p in self.plugins if isinstance(p, NodeScorer)]
+
+
+def load_policy(path: Path, registry: Mapping[str, PluginFactory]) -> Policy:
+    """Read, validate and build the policy in `path`."""
+    try:
+        document = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise PolicyError(f"policy {path}: cannot read it: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        raise PolicyError(f"policy {path}: not valid YAML: {exc}") from exc
+    return build_policy(document, registry, source=str(path))
+
+
+def build_policy(
+    document: object, registry: Mapping[str, PluginFactory], *, source: str = "policy"
+) -> Policy:
+    """Validate a parsed policy document and build its plugins."""
+    if not isinstance(document, dict):
+        raise PolicyError(f"{source}: must be a YAML mapping with apiVersion, kind and tiers")
+    try:
+        parsed = PolicyFile.model_validate(document)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        raise PolicyError(f"{source}: {where}: {first['msg']}") from exc
+    seen: dict[str, str] = {}
+    tiers = []
+    for t, tier in enumerate(parsed.tiers):
+        built = []
+        for p, entry in enumerate(tier.plugins):
+            where = f"tiers.{t}.plugins.{p}"
+            factory = registry.get(entry.name)
+            if factory is None:
+                known = ", ".join(sorted(registry))
+                raise PolicyError(
+                    f"{source}: {where}.name: unknown plugin {entry.name!r} (known: {known})"
+                )
+            if entry.name in seen:
+                raise PolicyError(
+                    f"{source}: {where}.name: plugin {entry.name!r} "
+                    f"is already in {seen[entry.name]}"
+                )
+            seen[entry.name] = where
+            try:
+                built.append(factory(entry.arguments))
+            except ValueError as exc:
+                raise PolicyError(f"{source}: {where}.arguments.{exc}") from exc
+        tiers.append(tuple(built))
+    return Policy(source=source, tiers=tuple(tiers))

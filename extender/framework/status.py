@@ -1,0 +1,37 @@
+"""Outcomes of a policy decision, as values: a closed set of codes and a reason a user can act on.
+
+The codes mirror kube-scheduler's: `UNSCHEDULABLE` nodes stay candidates for preemption (the
+extender reply's `FailedNodes`), `UNRESOLVABLE` ones do not (`FailedAndUnresolvableNodes`).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Code(enum.Enum):
+    SUCCESS = "Success"
+    UNSCHEDULABLE = "Unschedulable"
+    UNRESOLVABLE = "UnschedulableAndUnresolvable"
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    code: Code
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.code is Code.SUCCESS
+
+    @classmethod
+    def unschedulable(cls, reason: str) -> Status:
+        return cls(Code.UNSCHEDULABLE, reason)
+
+    @classmethod
+    def unresolvable(cls, reason: str) -> Status:
+        return cls(Code.UNRESOLVABLE, reason)
+
+
+SUCCESS = Status(Code.SUCCESS)

@@ -1,0 +1,93 @@
+"""The cluster state counts what the scheduler counts: bound, unfinished pods at their effective
+request; assumed pods at once and exactly once; nothing left behind by deletes or relists."""
+
+from __future__ import annotations
+
+from extender.api.resources import Resources
+from extender.cache.state import ClusterState
+from tests.builders import cluster, make_node, make_pod
+
+
+def requested(state: ClusterState, node: str) -> Resources:
+    return state.snapshot().nodes[node].requested
+
+
+def test_bound_pods_count_and_finished_ones_do_not() -> None:
+    state = cluster(
+        [make_node("n1").cpu("4")],
+        [
+            make_pod("a").cpu("1").on("n1"),
+            make_pod("b").cpu("2").on("n1").phase("Succeeded"),
+            make_pod("pending").cpu("3"),
+        ],
+    )
+    assert requested(state, "n1") == Resources({"cpu": 1000, "pods": 1})
+    assert state.snapshot().nodes["n1"].free["cpu"] == 3000
+
+
+def test_a_pod_finishing_frees_its_request() -> None:
+    pod = make_pod("a").cpu("1").on("n1").uid("a")
+    state = cluster([make_node("n1")], [pod])
+    state.upsert_pod(pod.phase("Failed").model())
+    assert requested(state, "n1") == Resources()
+
+
+def test_pods_seen_before_their_node_count_when_it_arrives() -> None:
+    state = cluster([], [make_pod("a").cpu("1").on("n1")])
+    state.upsert_node(make_node("n1").model())
+    assert requested(state, "n1")["cpu"] == 1000
+
+
+def test_an_assumed_pod_counts_once_through_confirmation() -> None:
+    pod = make_pod("a").cpu("2").uid("a")
+    state = cluster([make_node("n1")], [pod])
+    state.assume(pod.model(), "n1")
+    assert requested(state, "n1")["cpu"] == 2000
+    assert state.is_assumed("a")
+
+    state.upsert_pod(pod.model())  # a stale event from before the binding
+    assert requested(state, "n1")["cpu"] == 2000
+
+    state.upsert_pod(pod.on("n1").model())  # the watch shows the binding
+    assert requested(state, "n1")["cpu"] == 2000
+    assert not state.is_assumed("a")
+    state.assume(pod.model(), "n1")  # a retried bind of a pod already bound: still once
+    assert requested(state, "n1")["cpu"] == 2000
+
+
+def test_forget_and_expiry_release_assumed_pods() -> None:
+    now = [100.0]
+    state = ClusterState(assume_ttl=30, clock=lambda: now[0])
+    state.upsert_node(make_node("n1").model())
+    a, b = make_pod("a").cpu("1").uid("a").model(), make_pod("b").cpu("1").uid("b").model()
+    state.assume(a, "n1")
+    state.assume(b, "n1")
+    state.forget("a")
+    assert requested(state, "n1")["cpu"] == 1000
+    now[0] = 129.0
+    assert state.expire_assumed() == []
+    now[0] = 131.0
+    assert state.expire_assumed() == ["b"]
+    assert requested(state, "n1") == Resources()
+
+
+def test_relists_drop_what_is_gone() -> None:
+    keep, gone = make_pod("keep").cpu("1").on("n1"), make_pod("gone").cpu("1").on("n1")
+    state = cluster([make_node("n1"), make_node("n2")], [keep, gone])
+    state.replace_pods([keep.model()])
+    state.replace_nodes([make_node("n1").model()])
+    assert set(state.snapshot().nodes) == {"n1"}
+    assert requested(state, "n1")["cpu"] == 1000
+    assert state.sizes() == {"nodes": 1, "pods": 1, "assumed_pods": 0}
+
+
+def test_snapshots_are_shared_until_something_changes() -> None:
+    state = cluster([make_node("n1"), make_node("n2")])
+    first = state.snapshot()
+    assert state.snapshot() is first
+    state.upsert_pod(make_pod("a").cpu("1").on("n2").model())
+    second = state.snapshot()
+    assert second is not first
+    assert first.nodes["n2"].requested == Resources()  # the old snapshot did not change
+    assert second.changed_since(first.generation) == {"n2"}
+    assert second.changed_since(second.generation) == set()

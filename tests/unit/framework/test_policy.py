@@ -1,0 +1,108 @@
+"""The policy file is validated at start: every problem names the file, the key and the reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from extender.framework.policy import PolicyError, build_policy, load_policy
+from extender.plugins import REGISTRY
+from extender.plugins.binpack import Binpack
+from extender.plugins.predicates import Predicates
+
+REPO_POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
+
+
+def policy(*tiers: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "lahar.io/v1alpha1",
+        "kind": "SchedulerPolicy",
+        "tiers": [{"plugins": plugins} for plugins in tiers],
+    }
+
+
+def test_the_shipped_policy_loads() -> None:
+    loaded = load_policy(REPO_POLICY, REGISTRY)
+    assert [p.name for p in loaded.plugins] == ["predicates", "binpack"]
+
+
+def test_plugins_get_their_arguments() -> None:
+    built = build_policy(
+        policy(
+            [{"name": "predicates"}],
+            [
+                {
+                    "name": "binpack",
+                    "arguments": {
+                        "binpack.weight": 5,
+                        "binpack.cpu": 2,
+                        "binpack.memory": 1,
+                        "binpack.resources": "nvidia.com/gpu",
+                        "binpack.resources.nvidia.com/gpu": 4,
+                    },
+                }
+            ],
+        ),
+        REGISTRY,
+    )
+    assert isinstance(built.filters[0], Predicates)
+    binpack = built.scorers[0]
+    assert isinstance(binpack, Binpack)
+    assert binpack.weight == 5
+    assert binpack.resource_weights == {"cpu": 2, "memory": 1, "nvidia.com/gpu": 4}
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ([], "p.yaml: must be a YAML mapping"),
+        ({**policy([{"name": "binpack"}]), "kind": "Other"}, "p.yaml: kind: Input should be"),
+        ({**policy([{"name": "binpack"}]), "extra": 1}, "p.yaml: extra: Extra inputs"),
+        (policy(), "p.yaml: tiers: List should have at least 1 item"),
+        (policy([]), "p.yaml: tiers.0.plugins: List should have at least 1 item"),
+        (
+            policy([{"name": "gang"}]),
+            "p.yaml: tiers.0.plugins.0.name: unknown plugin 'gang' (known: binpack, "
+            "predicates, spread)",
+        ),
+        (
+            policy([{"name": "binpack"}], [{"name": "binpack"}]),
+            "p.yaml: tiers.1.plugins.0.name: plugin 'binpack' is already in tiers.0.plugins.0",
+        ),
+        (
+            policy([{"name": "binpack", "arguments": {"binpack.cpu": "x"}}]),
+            "p.yaml: tiers.0.plugins.0.arguments.binpack.cpu: must be a whole number >= 0, got 'x'",
+        ),
+        (
+            policy([{"name": "binpack", "arguments": {"binpack.weight": -1}}]),
+            "tiers.0.plugins.0.arguments.binpack.weight: must be a whole number >= 0, got -1",
+        ),
+        (
+            policy([{"name": "spread", "arguments": {"binpack.cpu": 1}}]),
+            "tiers.0.plugins.0.arguments.binpack.cpu: unknown argument of plugin spread",
+        ),
+        (
+            policy([{"name": "predicates", "arguments": {"x": 1}}]),
+            "tiers.0.plugins.0.arguments.x: unknown argument of plugin predicates (known: none)",
+        ),
+        (
+            policy([{"name": "binpack", "arguments": {"binpack.resources": 3}}]),
+            "binpack.resources: must be a comma-separated list",
+        ),
+    ],
+)
+def test_invalid_policies_name_the_key(document: object, message: str) -> None:
+    with pytest.raises(PolicyError) as error:
+        build_policy(document, REGISTRY, source="p.yaml")
+    assert message in str(error.value)
+
+
+def test_unreadable_and_broken_files(tmp_path: Path) -> None:
+    with pytest.raises(PolicyError, match=r"cannot read it"):
+        load_policy(tmp_path / "missing.yaml", REGISTRY)
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("tiers: [\n")
+    with pytest.raises(PolicyError, match=rf"policy {broken}: not valid YAML"):
+        load_policy(broken, REGISTRY)

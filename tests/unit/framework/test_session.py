@@ -1,0 +1,101 @@
+"""A session filters and scores over a snapshot, and the per-shape tables it keeps between calls
+always equal a fresh evaluation, whatever happened in between."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from extender.cache.state import ClusterState
+from extender.framework.policy import Policy, build_policy
+from extender.framework.session import Engine
+from extender.plugins import REGISTRY
+from tests.builders import cluster, make_node, make_pod
+
+
+def make_policy(*plugins: str) -> Policy:
+    document = {
+        "apiVersion": "lahar.io/v1alpha1",
+        "kind": "SchedulerPolicy",
+        "tiers": [{"plugins": [{"name": name} for name in plugins]}],
+    }
+    return build_policy(document, REGISTRY)
+
+
+def test_filter_names_every_failed_node_and_why() -> None:
+    state = cluster(
+        [make_node("small").cpu("2"), make_node("full").cpu("8"), make_node("ok").cpu("8")],
+        [make_pod("a").cpu("7").on("full")],
+    )
+    session = Engine(make_policy("predicates")).session(state.snapshot())
+
+    outcome = session.filter(make_pod("p").cpu("4").model(), ["small", "full", "ok", "ghost"])
+
+    assert outcome.passed == ["ok"]
+    assert outcome.failed == {
+        "full": "Insufficient cpu: requested 4, free 1",
+        "ghost": "node ghost is not in Lahar's cache (just created, or already deleted)",
+    }
+    assert outcome.unresolvable == {"small": "Insufficient cpu: requested 4, allocatable 2"}
+
+
+def test_binpack_ranks_the_fullest_node_that_fits_first() -> None:
+    state = cluster(
+        [make_node("empty").cpu("8"), make_node("half").cpu("8"), make_node("most").cpu("8")],
+        [make_pod("a").cpu("4").on("half"), make_pod("b").cpu("6").on("most")],
+    )
+    session = Engine(make_policy("predicates", "binpack")).session(state.snapshot())
+    pod = make_pod("p").cpu("1").model()
+
+    scores = dict(session.score(pod, ["empty", "half", "most", "ghost"]))
+
+    assert scores == {"empty": 1, "half": 6, "most": 9, "ghost": 0}
+    reply = json.loads(session.score_reply(pod, ["most", "ghost"]))
+    assert reply == [{"Host": "most", "Score": 9}, {"Host": "ghost", "Score": 0}]
+
+
+def test_no_scorer_scores_zero() -> None:
+    state = cluster([make_node("n1")])
+    session = Engine(make_policy("predicates")).session(state.snapshot())
+    assert session.score(make_pod("p").cpu("1").model(), ["n1"]) == [("n1", 0)]
+
+
+NODES = [f"n{i}" for i in range(4)]
+operation = st.one_of(
+    st.tuples(st.just("bind"), st.sampled_from(NODES), st.integers(1, 4000)),
+    st.tuples(st.just("finish"), st.integers(0, 30), st.just(0)),
+    st.tuples(st.just("node"), st.sampled_from(NODES), st.integers(0, 8)),
+    st.tuples(st.just("score"), st.integers(500, 5000), st.just(0)),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(operation, max_size=30))
+def test_incremental_tables_equal_a_fresh_evaluation(ops: list[tuple[str, object, int]]) -> None:
+    state = ClusterState()
+    for name in NODES:
+        state.upsert_node(make_node(name).cpu("8").model())
+    engine = Engine(make_policy("predicates", "binpack"))
+    bound: list[str] = []
+    shapes = [make_pod("p").cpu(f"{m}m").model() for m in (500, 2000, 7000)]
+    for kind, target, amount in ops:
+        if kind == "bind":
+            pod = make_pod(f"b{len(bound)}").cpu(f"{amount}m").uid(f"b{len(bound)}")
+            state.upsert_pod(pod.on(str(target)).model())
+            bound.append(f"b{len(bound)}")
+        elif kind == "finish" and bound:
+            state.delete_pod(bound[int(str(target)) % len(bound)])
+        elif kind == "node":
+            if amount == 0:
+                state.delete_node(str(target))
+            else:
+                state.upsert_node(make_node(str(target)).cpu(str(amount)).model())
+        elif kind == "score":
+            shapes.append(make_pod("p").cpu(f"{amount}m").model())
+        for pod in shapes:
+            kept = engine.session(state.snapshot())
+            fresh = Engine(engine.policy).session(state.snapshot())
+            assert kept.filter(pod, NODES) == fresh.filter(pod, NODES)
+            assert kept.score(pod, NODES) == fresh.score(pod, NODES)
