@@ -136,3 +136,9 @@ class Node(KubeModel):
     metadata: ObjectMeta = ObjectMeta()
     spec: NodeSpec = NodeSpec()
     status: NodeStatus = NodeStatus()
+
+
+class PriorityClass(KubeModel):
+    metadata: ObjectMeta = ObjectMeta()
+    value: int = 0
+    global_default: bool = False

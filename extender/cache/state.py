@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from extender.api.objects import Node, Pod
+from extender.api.objects import Node, Pod, PriorityClass
 from extender.api.resources import EMPTY, Resources
 from extender.cache.snapshot import ChangeLog, NodeInfo, Snapshot
 
@@ -39,6 +39,7 @@ class ClusterState:
         self._infos: dict[str, NodeInfo] = {}
         self.pods: dict[str, Pod] = {}  # by uid
         self._placements: dict[str, Placement] = {}  # by pod uid
+        self.priority_classes: dict[str, PriorityClass] = {}
         self._changes = ChangeLog()
         self._snapshot: Snapshot | None = None
 
@@ -64,6 +65,17 @@ class ClusterState:
             self.delete_node(name)
         for node in listed.values():
             self.upsert_node(node)
+
+    # -- priority classes ----------------------------------------------------------------------
+
+    def upsert_priority_class(self, priority_class: PriorityClass) -> None:
+        self.priority_classes[priority_class.metadata.name] = priority_class
+
+    def delete_priority_class(self, name: str) -> None:
+        self.priority_classes.pop(name, None)
+
+    def replace_priority_classes(self, classes: Iterable[PriorityClass]) -> None:
+        self.priority_classes = {c.metadata.name: c for c in classes}
 
     # -- pods ----------------------------------------------------------------------------------
 
@@ -134,7 +146,12 @@ class ClusterState:
 
     def sizes(self) -> dict[str, int]:
         assumed = sum(1 for p in self._placements.values() if p.assumed_at is not None)
-        return {"nodes": len(self._nodes), "pods": len(self.pods), "assumed_pods": assumed}
+        return {
+            "nodes": len(self._nodes),
+            "pods": len(self.pods),
+            "assumed_pods": assumed,
+            "priority_classes": len(self.priority_classes),
+        }
 
     # -- internals -----------------------------------------------------------------------------
 

@@ -40,6 +40,20 @@ def load_client(kubeconfig: Path) -> k8s.ApiClient:
     return api
 
 
+def client_for(kubeconfig: Path | None) -> k8s.ApiClient:
+    """A client for `kubeconfig`; without one, for the pod's ServiceAccount (in a cluster)."""
+    if kubeconfig is not None:
+        return load_client(kubeconfig)
+    configuration = k8s.Configuration()
+    try:
+        k8s_config.load_incluster_config(client_configuration=configuration)
+    except k8s_config.ConfigException as exc:
+        raise KubeError(
+            f"no --kubeconfig given and not running in a cluster ({exc}); pass --kubeconfig FILE"
+        ) from exc
+    return k8s.ApiClient(configuration)
+
+
 def api_reason(exc: k8s.ApiException) -> str:
     """The server's own message for a failed call (the Status body), else the HTTP reason."""
     try:

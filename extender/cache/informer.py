@@ -1,0 +1,228 @@
+"""List+watch loops that keep the cluster state current, without blocking the event loop.
+
+Each watched kind gets an `Informer`: a daemon thread runs the blocking list and watch (through the
+kube layer) and decodes each event straight into the state's model with pydantic; the decoded
+object is handed to the event loop (`call_soon_threadsafe`), where the only writer of the state
+applies it. So decisions on the loop never see a half-applied event and never wait for the network.
+
+The loop of one informer: list (a full replace of that kind in the state, which marks it synced),
+then watch from the list's resourceVersion; every event and bookmark moves the version forward, so
+a watch the server ends, or a dropped connection, resumes where it stopped. A 410 Gone lists again.
+Errors (the API server restarting, a network fault) are logged and retried with capped exponential
+backoff, never fatal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from kubernetes import client as k8s
+from kubernetes.client.rest import RESTResponse
+from pydantic import BaseModel, ValidationError
+
+from extender.api.objects import KubeModel, Node, Pod, PriorityClass
+from extender.cache.state import ClusterState
+from extender.kube.watch import Gone, list_pages, watch_lines
+
+log = logging.getLogger(__name__)
+M = TypeVar("M", bound=KubeModel)
+
+
+class WatchEvent(BaseModel, Generic[M]):
+    type: str
+    object: M
+
+
+@dataclass(frozen=True)
+class Kind(Generic[M]):
+    """One watched collection and how its objects land in the state."""
+
+    name: str
+    path: str
+    model: type[M]
+    replace: Callable[[ClusterState, list[M]], None]
+    upsert: Callable[[ClusterState, M], None]
+    delete: Callable[[ClusterState, M], None]
+
+
+NODES = Kind(
+    "nodes",
+    "/api/v1/nodes",
+    Node,
+    ClusterState.replace_nodes,
+    ClusterState.upsert_node,
+    lambda state, node: state.delete_node(node.metadata.name),
+)
+PODS = Kind(
+    "pods",
+    "/api/v1/pods",
+    Pod,
+    ClusterState.replace_pods,
+    ClusterState.upsert_pod,
+    lambda state, pod: state.delete_pod(pod.metadata.uid),
+)
+PRIORITY_CLASSES = Kind(
+    "priorityclasses",
+    "/apis/scheduling.k8s.io/v1/priorityclasses",
+    PriorityClass,
+    ClusterState.replace_priority_classes,
+    ClusterState.upsert_priority_class,
+    lambda state, pc: state.delete_priority_class(pc.metadata.name),
+)
+KINDS: tuple[Kind[Any], ...] = (NODES, PODS, PRIORITY_CLASSES)
+
+
+class Informer(Generic[M]):
+    def __init__(
+        self,
+        api: k8s.ApiClient,
+        kind: Kind[M],
+        state: ClusterState,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        watch_timeout: int = 300,
+        max_backoff: float = 5.0,
+    ) -> None:
+        self.api, self.kind, self.state, self.loop = api, kind, state, loop
+        self.watch_timeout, self.max_backoff = watch_timeout, max_backoff
+        self.synced = False
+        self.relists = 0
+        self.reconnects = 0
+        self._events = WatchEvent[kind.model]  # type: ignore[name-defined]
+        self._stop = threading.Event()
+        self._response: RESTResponse | None = None
+        self._thread = threading.Thread(target=self._run, name=f"informer-{kind.name}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        response = self._response
+        if response is not None:
+            response.response.shutdown()  # unblocks the thread's read
+        self._thread.join(timeout)
+
+    # -- the watch thread ----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        version: str | None = None
+        backoff = 0.2
+        while not self._stop.is_set():
+            try:
+                if version is None:
+                    version = self._list()
+                version = self._watch(version)
+                backoff = 0.2
+            except Gone:
+                log.info(
+                    "watch of %s: resourceVersion %s is too old; listing again",
+                    self.kind.name,
+                    version,
+                )
+                version = None
+            except Exception as error:  # the API server restarting, a reset connection, ...
+                if self._stop.is_set():
+                    return
+                self.reconnects += 1
+                log.warning(
+                    "watch of %s failed (%s); retrying in %.1fs from resourceVersion %s",
+                    self.kind.name,
+                    error,
+                    backoff,
+                    version or "(list)",
+                )
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, self.max_backoff)
+
+    def _list(self) -> str:
+        items, version = list_pages(self.api, self.kind.path)
+        objects = list(self._decode_all(items))
+        self.relists += 1
+        self._post(self._replace, objects)
+        log.info("listed %d %s at resourceVersion %s", len(objects), self.kind.name, version)
+        return version
+
+    def _watch(self, version: str) -> str:
+        lines = watch_lines(
+            self.api,
+            self.kind.path,
+            version,
+            timeout_seconds=self.watch_timeout,
+            on_open=self._opened,
+        )
+        try:
+            for line in lines:
+                try:
+                    event = self._events.model_validate_json(line)
+                except ValidationError as error:
+                    log.error(
+                        "watch of %s: skipping an event Lahar cannot read: %s",
+                        self.kind.name,
+                        error,
+                    )
+                    continue
+                version = event.object.metadata.resource_version or version
+                if event.type in ("ADDED", "MODIFIED"):
+                    self._post(self.kind.upsert, event.object)
+                elif event.type == "DELETED":
+                    self._post(self.kind.delete, event.object)
+        finally:
+            self._response = None
+        return version
+
+    def _opened(self, response: RESTResponse) -> None:
+        self._response = response
+        if self._stop.is_set():
+            response.response.shutdown()
+
+    def _decode_all(self, items: Iterable[dict[str, Any]]) -> Iterable[M]:
+        for item in items:
+            try:
+                yield self.kind.model.model_validate(item)
+            except ValidationError as error:
+                name = (item.get("metadata") or {}).get("name", "?")
+                log.error("skipping %s %s that Lahar cannot read: %s", self.kind.name, name, error)
+
+    def _post(self, apply: Callable[[ClusterState, Any], None], value: Any) -> None:
+        try:
+            self.loop.call_soon_threadsafe(apply, self.state, value)
+        except RuntimeError:  # the loop has closed: we are shutting down
+            self._stop.set()
+
+    # -- on the loop ---------------------------------------------------------------------------
+
+    def _replace(self, state: ClusterState, objects: list[M]) -> None:
+        self.kind.replace(state, objects)
+        self.synced = True
+
+
+class Informers:
+    """The informers of every kind Lahar watches, started and stopped together."""
+
+    def __init__(
+        self, api: k8s.ApiClient, state: ClusterState, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        self.items = [Informer(api, kind, state, loop) for kind in KINDS]
+
+    @property
+    def synced(self) -> bool:
+        return all(informer.synced for informer in self.items)
+
+    def start(self) -> None:
+        for informer in self.items:
+            informer.start()
+
+    def stop(self) -> None:
+        for informer in self.items:
+            informer.request_stop()
+        for informer in self.items:
+            informer.stop()

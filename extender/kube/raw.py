@@ -1,0 +1,66 @@
+"""Raw API requests: JSON bytes in and out, no generated model objects.
+
+The generated client builds a model object for every field of every watched object; the cache needs
+a handful of fields, decoded once by pydantic straight from the bytes. These helpers sign requests
+with the client's own configuration (token or client certificate, CA) and leave decoding to the
+caller. A failed call raises `KubeError` with the server's reason and HTTP status.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes.client.rest import RESTResponse
+
+from extender.kube.client import KubeError
+
+JSON = {"Accept": "application/json", "Content-Type": "application/json"}
+Timeout = float | tuple[float, float]
+
+
+class ApiStatusError(KubeError):
+    """The server answered with an error status; `status` is the HTTP code (410 Gone, 409, ...)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def send(
+    api: k8s.ApiClient,
+    method: str,
+    path: str,
+    *,
+    query: Iterable[tuple[str, str | int]] = (),
+    body: Any = None,
+    timeout: Timeout = (5.0, 30.0),
+) -> RESTResponse:
+    """Send one request; return the response with its body not yet read (it may be a stream)."""
+    verb, url, headers, payload, _ = api.param_serialize(
+        method=method,
+        resource_path=path,
+        query_params=list(query),
+        header_params=dict(JSON),
+        body=body,
+        auth_settings=["BearerToken"],
+    )
+    response: RESTResponse = api.call_api(
+        verb, url, header_params=headers, body=payload, _request_timeout=timeout
+    )
+    if not 200 <= response.status <= 299:
+        raise ApiStatusError(
+            f"{method} {path}: {status_reason(response.read(), response.status)}", response.status
+        )
+    return response
+
+
+def status_reason(body: bytes | None, status: int) -> str:
+    """The message of a Kubernetes Status body, else the HTTP status."""
+    try:
+        message = json.loads(body or b"").get("message")
+    except (ValueError, AttributeError):
+        message = None
+    return f"{message} (HTTP {status})" if message else f"HTTP {status}"
