@@ -32,6 +32,11 @@ def register(commands: Any) -> None:
     up.add_argument("--node-cpu", default="8", help="allocatable cpu per node (default 8)")
     up.add_argument("--node-memory", default="32Gi", help="allocatable memory per node")
     up.add_argument("--timeout", type=float, default=120.0, help="seconds to wait per component")
+    up.add_argument(
+        "--lahar",
+        action="store_true",
+        help="also run Lahar: its extender and a kube-scheduler with policy/'s profiles",
+    )
     up.set_defaults(run=_up)
 
     down = verbs.add_parser("down", help="stop every process of a dev cluster, remove its state")
@@ -76,6 +81,7 @@ def _up(args: argparse.Namespace) -> int:
         node_cpu=args.node_cpu,
         node_memory=args.node_memory,
         ready_timeout=args.timeout,
+        with_lahar=args.lahar,
     )
     cluster = devcluster.up(options)
     print(

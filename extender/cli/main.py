@@ -1,6 +1,7 @@
 """`lahar` entry point: builds the argument parser from the command-group modules and runs one.
 
-Errors a user can act on (DevClusterError, KubeError) become one line on stderr and exit code 2.
+Errors a user can act on (DevClusterError, KubeError, PolicyError) become one line on stderr and
+exit code 2.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from extender import __version__
-from extender.cli import demo_cmd, devcluster_cmd
+from extender.cli import demo_cmd, devcluster_cmd, serve_cmd
 from extender.devcluster import DevClusterError
+from extender.framework.policy import PolicyError
 from extender.kube import KubeError
 
 
@@ -25,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"lahar {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve_cmd.register(commands)
     devcluster_cmd.register(commands)
     demo_cmd.register(commands)
     return parser
@@ -38,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         code: int = args.run(args)
-    except (DevClusterError, KubeError) as error:
+    except (DevClusterError, KubeError, PolicyError) as error:
         print(f"lahar: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

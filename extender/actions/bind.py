@@ -1,0 +1,51 @@
+"""The bind verb: create the pod's binding and count the pod on its node at once.
+
+The pod is *assumed* on the node before the API call, so filters that run while the call is in
+flight already see the capacity as taken (as kube-scheduler does); if the API refuses the binding,
+the assumption is forgotten and the error goes back to the scheduler, which frees the pod's place
+and retries it later. The binder is a function handed in (the kube layer's `bind_pod` run in a
+thread, in the server), so this logic is tested without a cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from extender.api.wire import ExtenderBindingArgs, ExtenderBindingResult
+from extender.cache.state import ClusterState
+
+log = logging.getLogger(__name__)
+
+Binder = Callable[[str, str, str, str], Awaitable[None]]  # namespace, name, uid, node
+
+
+class BindError(Exception):
+    """The binding was refused; the message says why (it goes back to the scheduler as is)."""
+
+
+async def bind(
+    state: ClusterState, binder: Binder, args: ExtenderBindingArgs
+) -> ExtenderBindingResult:
+    key = f"{args.pod_namespace}/{args.pod_name}"
+    pod = state.pods.get(args.pod_uid) if args.pod_uid else None
+    if pod is not None:
+        state.assume(pod, args.node)
+    started = time.monotonic()
+    try:
+        await binder(args.pod_namespace, args.pod_name, args.pod_uid, args.node)
+    except BindError as error:
+        if pod is not None:
+            state.forget(args.pod_uid)
+        log.warning("bind of pod %s to node %s refused: %s", key, args.node, error)
+        return ExtenderBindingResult(error=str(error))
+    note = "" if pod is not None else " (not yet in Lahar's cache: counted when the watch shows it)"
+    log.info(
+        "bound pod %s to node %s in %.0f ms%s",
+        key,
+        args.node,
+        (time.monotonic() - started) * 1000,
+        note,
+    )
+    return ExtenderBindingResult()

@@ -1,0 +1,17 @@
+"""Typed keys of what the app holds (aiohttp `AppKey`s): one place, no stringly-typed lookups."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from extender.actions.bind import Binder
+from extender.cache.informer import Informers
+from extender.cache.state import ClusterState
+from extender.framework.session import Engine
+from extender.server.metrics import Metrics
+
+STATE = web.AppKey("state", ClusterState)
+ENGINE = web.AppKey("engine", Engine)
+BINDER: web.AppKey[Binder] = web.AppKey("binder")
+METRICS = web.AppKey("metrics", Metrics)
+INFORMERS: web.AppKey[Informers | None] = web.AppKey("informers")
