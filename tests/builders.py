@@ -86,6 +86,15 @@ class PodBuilder:
         self._pod["spec"]["schedulerName"] = name
         return self
 
+    def node_selector(self, key: str, value: str) -> Self:
+        self._pod["spec"].setdefault("nodeSelector", {})[key] = value
+        return self
+
+    def tolerate(self, key: str, value: str, effect: str = "NoSchedule") -> Self:
+        toleration = {"key": key, "operator": "Equal", "value": value, "effect": effect}
+        self._pod["spec"].setdefault("tolerations", []).append(toleration)
+        return self
+
     def on(self, node: str) -> Self:
         self._pod["spec"]["nodeName"] = node
         return self

@@ -1,6 +1,8 @@
 """Shared fixtures: one real dev cluster per test session, a fresh namespace per test.
 
-The cluster starts only when a test asks for it (unit tests never do), runs with the parent-death
+The cluster runs the whole control plane plus Lahar (its extender and a second stock kube-scheduler
+with Lahar's profiles, as in `policy/`). It starts only when a test asks for it (unit tests never
+do), runs with the parent-death
 signal so an interrupted or killed pytest leaves no process behind, and is stopped in teardown
 whether tests passed or not. Each test gets its own namespace, deleted afterwards (the real
 namespace controller finishes the deletion in the background).
@@ -20,11 +22,18 @@ from extender import devcluster
 from extender.kube import apply_object, connect, delete, read, wait_until
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests under tests/integration and tests/e2e run on the shared real dev cluster."""
+    for item in items:
+        if {"integration", "e2e"} & set(item.path.parts):
+            item.add_marker(pytest.mark.cluster)
+
+
 @pytest.fixture(scope="session")
 def dev_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devcluster.DevCluster]:
     binaries = devcluster.ensure_binaries(quiet=True)
     options = devcluster.ClusterOptions(
-        state_dir=tmp_path_factory.mktemp("dev-cluster"), die_with_parent=True
+        state_dir=tmp_path_factory.mktemp("dev-cluster"), die_with_parent=True, with_lahar=True
     )
     cluster = devcluster.up(options, binaries)
     try:

@@ -20,10 +20,11 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from extender.devcluster import configs, health, pki, ports, process
+from extender.devcluster import configs, health, lahar, pki, ports, process
 from extender.devcluster.build import Binaries, ensure_binaries
 from extender.devcluster.errors import DevClusterError
 from extender.devcluster.nodes import fake_node, is_schedulable
+from extender.devcluster.paths import manifests_dir, policy_dir
 from extender.devcluster.state import STATE_FILE, ClusterState, load_state
 from extender.kube import KubeError, apply_object, connect, list_objects, read, wait_until
 
@@ -43,6 +44,9 @@ class ClusterOptions:
     node_memory: str = "32Gi"
     ready_timeout: float = 120.0
     die_with_parent: bool = False
+    # Lahar's extender and a second kube-scheduler with Lahar's profiles (see devcluster.lahar).
+    with_lahar: bool = False
+    lahar_policy_dir: Path | None = None  # default: the checkout's policy/
 
 
 @dataclass
@@ -55,6 +59,29 @@ class DevCluster:
     @property
     def kubeconfig(self) -> Path:
         return self.state.kubeconfig
+
+    def _record(self, name: str) -> process.ProcessRecord:
+        for record in self.state.processes:
+            if record.name == name:
+                return record
+        raise DevClusterError(f"the dev cluster runs no component named {name}")
+
+    def stop_component(self, name: str, *, kill: bool = False) -> None:
+        """Stop one component (SIGKILL at once with `kill`, as a crash would)."""
+        record = self._record(name)
+        process.stop(record, timeout=0.0 if kill else 10.0)
+        if (child := self._children.get(record.pid)) is not None:
+            child.poll()
+
+    def start_component(self, name: str, *, die_with_parent: bool = False) -> None:
+        """Start a stopped component again with the same command line and log file."""
+        old = self._record(name)
+        if process.is_running(old):
+            raise DevClusterError(f"{name} is still running (pid {old.pid})")
+        record, popen = process.start(name, old.argv, old.log, die_with_parent=die_with_parent)
+        self._children[record.pid] = popen
+        self.state.processes[self.state.processes.index(old)] = record
+        self.state.save()
 
     def down(self) -> list[str]:
         stopped = stop_processes(self.state)
@@ -130,8 +157,8 @@ def up(options: ClusterOptions, binaries: Binaries | None = None) -> DevCluster:
         binaries = ensure_binaries(quiet=True)
     shutil.rmtree(state_dir, ignore_errors=True)  # leftovers of a failed start, no state file
     (state_dir / "logs").mkdir(parents=True)
-    picked = ports.free_ports(5)
-    port = dict(zip(("etcd", "kcm", "scheduler", "kwok", "apiserver"), picked, strict=True))
+    names = ("etcd", "kcm", "scheduler", "kwok", "apiserver", *lahar.PORTS)
+    port = dict(zip(names, ports.free_ports(len(names)), strict=True))
     if options.apiserver_port is not None:
         port["apiserver"] = options.apiserver_port
     server = f"https://127.0.0.1:{port['apiserver']}"
@@ -167,6 +194,7 @@ def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
             ("admin", ""),
             ("system:kube-scheduler", "scheduler"),
             ("system:kube-controller-manager", "controller-manager"),
+            (lahar.EXTENDER_USER, "lahar"),
         )
     }
 
@@ -277,7 +305,43 @@ def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
         scheduler, f"https://127.0.0.1:{port['scheduler']}/healthz", timeout=timeout
     )
     health.wait_healthy(kwok, f"http://127.0.0.1:{port['kwok']}/healthz", timeout=timeout)
+    if options.with_lahar:
+        _start_lahar(starter, kubeconfigs)
     _prepare_workloads(starter)
+
+
+def _start_lahar(starter: _Starter, kubeconfigs: dict[str, Path]) -> None:
+    options, state, binaries = starter.options, starter.state, starter.binaries
+    policies = options.lahar_policy_dir or policy_dir()
+    port = state.ports
+    lahar.grant_extender_role(state.kubeconfig, manifests_dir())
+    extender = starter.start(
+        "lahar",
+        lahar.extender_argv(
+            kubeconfigs[lahar.EXTENDER_USER], policies / "lahar.yaml", port["lahar"]
+        ),
+    )
+    lahar.wait_extender_ready(extender, port["lahar"], options.ready_timeout)
+    config = lahar.scheduler_config(
+        policies / "kube-scheduler-config.yaml",
+        kubeconfigs["system:kube-scheduler"],
+        port["lahar"],
+    )
+    config_path = configs.write_yaml(options.state_dir / "lahar-scheduler-config.yaml", [config])
+    scheduler = starter.start(
+        "lahar-scheduler",
+        [
+            str(binaries.kube_scheduler),
+            f"--config={config_path}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port['lahar-scheduler']}",
+        ],
+    )
+    health.wait_healthy(
+        scheduler,
+        f"https://127.0.0.1:{port['lahar-scheduler']}/healthz",
+        timeout=options.ready_timeout,
+    )
 
 
 def _prepare_workloads(starter: _Starter) -> None:

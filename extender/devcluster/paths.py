@@ -7,6 +7,7 @@
   `~/.local/state/lahar/dev-cluster`.
 - The Go modules that pin the control plane live in the repository under `tests/controlplane/`
   (`$LAHAR_CONTROLPLANE_SRC` points elsewhere).
+- Lahar's policy files and manifests are the checkout's `policy/` and `manifests/`.
 """
 
 from __future__ import annotations
@@ -39,4 +40,16 @@ def default_state_dir() -> Path:
 def controlplane_source() -> Path:
     if path := _env_path("LAHAR_CONTROLPLANE_SRC"):
         return path
-    return Path(extender.__file__).resolve().parent.parent / "tests" / "controlplane"
+    return repository() / "tests" / "controlplane"
+
+
+def repository() -> Path:
+    return Path(extender.__file__).resolve().parent.parent
+
+
+def policy_dir() -> Path:
+    return repository() / "policy"
+
+
+def manifests_dir() -> Path:
+    return repository() / "manifests"

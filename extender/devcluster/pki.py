@@ -36,6 +36,8 @@ USERS: dict[str, tuple[str, ...]] = {
     "admin": ("system:masters",),
     "system:kube-scheduler": (),
     "system:kube-controller-manager": (),
+    # Lahar's extender: granted the lahar-extender ClusterRole of manifests/extender-rbac.yaml.
+    "lahar:extender": (),
 }
 
 

@@ -32,6 +32,7 @@ class ProcessRecord(BaseModel):
     start_time: int  # clock ticks after boot, field 22 of /proc/PID/stat
     binary: str
     log: Path
+    argv: list[str] = []  # to start it again (`DevCluster.restart`)
 
 
 def _stat(pid: int) -> tuple[str, int] | None:
@@ -66,7 +67,12 @@ def start(
         )
     stat = _stat(popen.pid)
     record = ProcessRecord(
-        name=name, pid=popen.pid, start_time=stat[1] if stat else -1, binary=str(argv[0]), log=log
+        name=name,
+        pid=popen.pid,
+        start_time=stat[1] if stat else -1,
+        binary=str(argv[0]),
+        log=log,
+        argv=list(argv),
     )
     return record, popen
 

@@ -1,6 +1,7 @@
 """Every manifest in manifests/ is accepted by the real kube-apiserver: CRDs are created for real
-and must become Established (a broken structural schema fails here); every other object is
-validated with a server-side dry run."""
+and must become Established (a broken structural schema fails here), Namespaces are created for
+real (the objects inside them need them), and every other object is validated with a server-side
+dry run."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from extender.kube import KubeError, apply_object, load_manifests, read, wait_un
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
 CRD = "CustomResourceDefinition"
+CREATED_FOR_REAL = (CRD, "Namespace")
 
 
 def _established(api: k8s.ApiClient, name: str) -> bool:
@@ -28,17 +30,17 @@ def test_manifests_folder_holds_objects() -> None:
 
 def test_every_manifest_is_accepted_by_the_api_server(api: k8s.ApiClient) -> None:
     manifests = load_manifests(MANIFESTS)
-    crds = [m for m in manifests if m.kind == CRD]
-    for manifest in crds:
-        apply_object(api, manifest.body, source=manifest.source)
-    for manifest in crds:
+    for manifest in manifests:
+        if manifest.kind in CREATED_FOR_REAL:
+            apply_object(api, manifest.body, source=manifest.source)
+    for manifest in (m for m in manifests if m.kind == CRD):
         wait_until(
             lambda name=manifest.name: _established(api, name),
             timeout=30,
             what=f"CRD {manifest.name} ({manifest.source}) to be Established",
         )
     for manifest in manifests:
-        if manifest.kind != CRD:
+        if manifest.kind not in CREATED_FOR_REAL:
             apply_object(api, manifest.body, dry_run=True, source=manifest.source)
 
 

@@ -1,0 +1,72 @@
+"""Fixtures for end-to-end tests: the real stock kube-scheduler with Lahar's profiles, calling the
+real Lahar extender, on nodes of the test's own.
+
+The dev cluster's nodes are shared by every test; binpack and capacity expectations need nodes no
+other test touches. `own_nodes` creates fake nodes tainted and labelled for the test's namespace,
+and `pod` builds pods that tolerate the taint and select those nodes (the in-tree filters narrow
+the candidates to them before Lahar is called).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+from kubernetes import client as k8s
+
+from extender.devcluster.nodes import fake_node, is_schedulable
+from extender.kube import apply_object, delete, read, wait_until
+from tests.builders import PodBuilder, make_pod
+
+TEST_KEY = "lahar.io/e2e"
+
+
+@pytest.fixture
+def own_nodes(api: k8s.ApiClient, namespace: str) -> Iterator[Callable[..., list[str]]]:
+    created: list[str] = []
+
+    def make(count: int, *, cpu: str = "8", memory: str = "32Gi") -> list[str]:
+        names = [f"{namespace}-n{len(created) + i}" for i in range(count)]
+        for name in names:
+            node = fake_node(name, cpu=cpu, memory=memory, labels={TEST_KEY: namespace})
+            node["spec"] = {
+                "taints": [{"key": TEST_KEY, "value": namespace, "effect": "NoSchedule"}]
+            }
+            apply_object(api, node)
+            created.append(name)
+        for name in names:
+            wait_until(
+                lambda name=name: is_schedulable_for_test(read(api, "v1", "Node", name)),
+                timeout=60,
+                what=f"node {name} to be Ready",
+            )
+        return names
+
+    yield make
+    for name in created:
+        delete(api, "v1", "Node", name)
+
+
+def is_schedulable_for_test(node: dict[str, object] | None) -> bool:
+    """Ready, with no NoSchedule taint but the test's own."""
+    if not node:
+        return False
+    spec = dict(node.get("spec") or {})  # type: ignore[call-overload]
+    taints = [t for t in spec.get("taints") or [] if t.get("key") != TEST_KEY]
+    return is_schedulable({**node, "spec": {**spec, "taints": taints}})
+
+
+@pytest.fixture
+def pod(namespace: str) -> Callable[[str], PodBuilder]:
+    """`pod("w-0")`: a pod for Lahar's scheduler, on this test's own nodes only."""
+
+    def build(name: str, scheduler: str = "lahar") -> PodBuilder:
+        return (
+            make_pod(name)
+            .ns(namespace)
+            .scheduler(scheduler)
+            .node_selector(TEST_KEY, namespace)
+            .tolerate(TEST_KEY, namespace)
+        )
+
+    return build

@@ -1,0 +1,146 @@
+"""Pods for Lahar's profiles (`lahar`, and `volcano` for Volcano YAML) are scheduled by the real
+stock kube-scheduler through the real Lahar extender: binpacked, with Lahar's reasons when they fit
+nowhere, and without losing or double-binding a pod when Lahar is killed mid-run."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client as k8s
+
+from extender import devcluster
+from extender.api.objects import Pod
+from extender.kube import apply_object, list_objects, read, wait_until
+from tests.builders import PodBuilder
+
+
+def bound_node(api: k8s.ApiClient, namespace: str, name: str) -> str:
+    pod = wait_until(
+        lambda: (p := read(api, "v1", "Pod", name, namespace)) and p["spec"].get("nodeName") and p,
+        timeout=60,
+        what=f"pod {namespace}/{name} to be bound",
+    )
+    return str(pod["spec"]["nodeName"])
+
+
+def events(api: k8s.ApiClient, namespace: str, reason: str) -> list[dict[str, Any]]:
+    return [
+        e for e in list_objects(api, "v1", "Event", namespace=namespace) if e["reason"] == reason
+    ]
+
+
+def lahar_metric(cluster: devcluster.DevCluster, line_prefix: str) -> float:
+    url = f"http://127.0.0.1:{cluster.state.ports['lahar']}/metrics"
+    with urllib.request.urlopen(url, timeout=5) as response:
+        for line in response.read().decode().splitlines():
+            if line.startswith(line_prefix):
+                return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_both_profiles_schedule_through_lahar_and_binpack(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: Callable[..., list[str]],
+    pod: Callable[..., PodBuilder],
+    dev_cluster: devcluster.DevCluster,
+) -> None:
+    nodes = own_nodes(3, cpu="4")
+    binds_before = lahar_metric(dev_cluster, 'lahar_binds_total{result="bound"}')
+
+    placed = []
+    for index in range(6):
+        scheduler = "lahar" if index % 2 == 0 else "volcano"
+        apply_object(api, pod(f"w-{index}", scheduler).cpu("1").build())
+        placed.append(bound_node(api, namespace, f"w-{index}"))
+
+    # Binpack: the first four fill one node before a second node is used at all.
+    assert len(set(placed[:4])) == 1
+    assert placed[4] == placed[5] != placed[0]
+    assert set(placed) <= set(nodes)
+    assert lahar_metric(dev_cluster, 'lahar_binds_total{result="bound"}') == binds_before + 6
+    scheduled = events(api, namespace, "Scheduled")
+    components = {e["involvedObject"]["name"]: e.get("reportingComponent") for e in scheduled}
+    assert components == {f"w-{i}": "lahar" if i % 2 == 0 else "volcano" for i in range(6)}
+
+
+def test_a_pod_that_fits_nowhere_carries_lahars_reason(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: Callable[..., list[str]],
+    pod: Callable[..., PodBuilder],
+) -> None:
+    own_nodes(1, cpu="4")
+    apply_object(api, pod("filler").cpu("3").build())
+    bound_node(api, namespace, "filler")
+    apply_object(api, pod("huge").cpu("6").build())
+    apply_object(api, pod("big").cpu("3").memory("1Gi").build())
+
+    def unschedulable_message(name: str) -> str | None:
+        found = read(api, "v1", "Pod", name, namespace) or {}
+        for condition in (found.get("status") or {}).get("conditions") or []:
+            if condition["type"] == "PodScheduled" and condition.get("reason") == "Unschedulable":
+                return str(condition["message"])
+        return None
+
+    huge = wait_until(lambda: unschedulable_message("huge"), timeout=60, what="huge unschedulable")
+    assert "1 Insufficient cpu: requested 6, allocatable 4" in huge
+    # big fits the node by capacity, but 3 of its 4 cpus are taken: Lahar says what is free.
+    big = wait_until(lambda: unschedulable_message("big"), timeout=60, what="big unschedulable")
+    assert "Insufficient cpu: requested 3, free 1" in big
+
+
+def test_killing_lahar_mid_run_loses_no_pod_and_binds_none_twice(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: Callable[..., list[str]],
+    pod: Callable[..., PodBuilder],
+    dev_cluster: devcluster.DevCluster,
+) -> None:
+    nodes = own_nodes(2, cpu="8")
+    names = [f"p-{i}" for i in range(12)]
+    for name in names[:6]:
+        apply_object(api, pod(name).cpu("1").build())
+    for name in names[:6]:
+        bound_node(api, namespace, name)
+
+    dev_cluster.stop_component("lahar", kill=True)
+    try:
+        for name in names[6:]:
+            apply_object(api, pod(name).cpu("1").build())
+        wait_until(
+            lambda: events(api, namespace, "FailedScheduling"),
+            timeout=60,
+            what="the scheduler to fail a pod while Lahar is down",
+        )
+    finally:
+        dev_cluster.start_component("lahar", die_with_parent=True)
+
+    placement = {name: bound_node(api, namespace, name) for name in names}
+
+    scheduled = Counter(e["involvedObject"]["name"] for e in events(api, namespace, "Scheduled"))
+    assert scheduled == dict.fromkeys(names, 1)
+    per_node = Counter(placement.values())
+    assert set(per_node) <= set(nodes)
+    assert all(count <= 8 for count in per_node.values())
+    # The restarted Lahar rebuilt its cache from the API: its view of the nodes is the real one.
+    fuller, emptier = sorted(nodes, key=lambda n: -per_node[n])
+    probe = pod("probe").cpu("5").build()
+    probe["metadata"]["uid"] = "probe"
+    body = json.dumps({"Pod": probe, "NodeNames": nodes}).encode()
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{dev_cluster.state.ports['lahar']}/filter", data=body, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=5) as response:
+        reply = json.loads(response.read())
+    free = {n: 8 - per_node[n] for n in nodes}
+    assert Pod.model_validate(probe).request["cpu"] == 5000
+    for node in (fuller, emptier):
+        if free[node] >= 5:
+            assert node in reply["NodeNames"]
+        else:
+            assert reply["FailedNodes"][node] == f"Insufficient cpu: requested 5, free {free[node]}"

@@ -1,0 +1,177 @@
+"""The running app answers kube-scheduler-shaped calls for every verb, in both node variants, and
+refuses malformed bodies with HTTP 400 naming the field. The state is filled by the test (no
+cluster); bind goes to a recording binder (the real binding is tested in tests/e2e)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from extender.actions.bind import BindError
+from extender.cache.state import ClusterState
+from extender.framework.policy import load_policy
+from extender.plugins import REGISTRY
+from extender.server.app import make_app
+from tests.builders import cluster, make_node, make_pod
+
+POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
+Scenario = Callable[[TestClient[Any, Any], ClusterState, list[tuple[str, ...]]], Awaitable[None]]
+
+
+def run(scenario: Scenario, refuse: str = "") -> None:
+    state = cluster(
+        [make_node("empty").cpu("8"), make_node("busy").cpu("8"), make_node("tiny").cpu("1")],
+        [make_pod("a").cpu("6").on("busy").uid("a"), make_pod("new").cpu("1").uid("new")],
+    )
+    bound: list[tuple[str, ...]] = []
+
+    async def binder(namespace: str, name: str, uid: str, node: str) -> None:
+        if refuse:
+            raise BindError(refuse)
+        bound.append((namespace, name, uid, node))
+
+    async def main() -> None:
+        app = make_app(load_policy(POLICY, REGISTRY), state=state, binder=binder)
+        async with TestClient(TestServer(app)) as client:
+            await scenario(client, state, bound)
+
+    asyncio.run(main())
+
+
+def args(pod: dict[str, Any], names: list[str], *, objects: bool = False) -> dict[str, Any]:
+    if objects:
+        items = [make_node(n).build() for n in names]
+        return {"Pod": pod, "Nodes": {"metadata": {}, "items": items}, "NodeNames": None}
+    return {"Pod": pod, "Nodes": None, "NodeNames": names}
+
+
+def test_filter_with_node_names() -> None:
+    async def scenario(client: TestClient[Any, Any], *_: object) -> None:
+        response = await client.post(
+            "/filter", json=args(make_pod("p").cpu("4").build(), ["empty", "busy", "tiny", "gone"])
+        )
+        assert response.status == 200
+        assert await response.json() == {
+            "Nodes": None,
+            "NodeNames": ["empty"],
+            "FailedNodes": {
+                "busy": "Insufficient cpu: requested 4, free 2",
+                "gone": "node gone is not in Lahar's cache (just created, or already deleted)",
+            },
+            "FailedAndUnresolvableNodes": {"tiny": "Insufficient cpu: requested 4, allocatable 1"},
+            "Error": "",
+        }
+
+    run(scenario)
+
+
+def test_filter_with_node_objects_echoes_the_passing_objects() -> None:
+    async def scenario(client: TestClient[Any, Any], *_: object) -> None:
+        body = args(make_pod("p").cpu("2").build(), ["empty", "busy", "tiny"], objects=True)
+        reply = await (await client.post("/filter", json=body)).json()
+        assert reply["NodeNames"] is None
+        assert reply["Nodes"]["items"] == body["Nodes"]["items"][:2]
+        assert set(reply["FailedAndUnresolvableNodes"]) == {"tiny"}
+
+    run(scenario)
+
+
+@pytest.mark.parametrize("objects", [False, True])
+def test_prioritize_binpacks(objects: bool) -> None:
+    async def scenario(client: TestClient[Any, Any], *_: object) -> None:
+        body = args(make_pod("p").cpu("1").build(), ["empty", "busy"], objects=objects)
+        reply = await (await client.post("/prioritize", json=body)).json()
+        assert reply == [{"Host": "empty", "Score": 1}, {"Host": "busy", "Score": 9}]
+
+    run(scenario)
+
+
+def test_preempt_returns_the_candidates_with_victims_in_meta_form() -> None:
+    async def scenario(client: TestClient[Any, Any], *_: object) -> None:
+        body = {
+            "Pod": make_pod("p").build(),
+            "NodeNameToVictims": {
+                "busy": {"Pods": [make_pod("a").uid("a").build()], "NumPDBViolations": 0},
+                "empty": {"Pods": [], "NumPDBViolations": 0},
+            },
+        }
+        reply = await (await client.post("/preempt", json=body)).json()
+        assert reply == {
+            "NodeNameToMetaVictims": {"busy": {"Pods": [{"UID": "a"}], "NumPDBViolations": 0}}
+        }
+
+    run(scenario)
+
+
+def test_bind_counts_the_pod_at_once() -> None:
+    async def scenario(
+        client: TestClient[Any, Any], state: ClusterState, bound: list[tuple[str, ...]]
+    ) -> None:
+        body = {"PodName": "new", "PodNamespace": "default", "PodUID": "new", "Node": "empty"}
+        reply = await (await client.post("/bind", json=body)).json()
+        assert reply == {"Error": ""}
+        assert bound == [("default", "new", "new", "empty")]
+        assert state.snapshot().nodes["empty"].requested["cpu"] == 1000
+        metrics = await (await client.get("/metrics")).text()
+        assert 'lahar_binds_total{result="bound"} 1.0' in metrics
+
+    run(scenario)
+
+
+def test_a_refused_bind_is_returned_and_forgotten() -> None:
+    async def scenario(client: TestClient[Any, Any], state: ClusterState, *_: object) -> None:
+        body = {"PodName": "new", "PodNamespace": "default", "PodUID": "new", "Node": "empty"}
+        reply = await (await client.post("/bind", json=body)).json()
+        assert reply == {"Error": "pod default/new is being deleted"}
+        assert state.snapshot().nodes["empty"].requested["cpu"] == 0
+
+    run(scenario, refuse="pod default/new is being deleted")
+
+
+@pytest.mark.parametrize(
+    ("verb", "body", "message"),
+    [
+        ("/filter", b"{not json", "/filter: invalid ExtenderArgs: body: Invalid JSON"),
+        ("/filter", b'{"NodeNames": []}', "/filter: invalid ExtenderArgs: Pod: Field required"),
+        (
+            "/prioritize",
+            json.dumps(args(make_pod("p").cpu("much").build(), ["empty"])).encode(),
+            "Pod.spec.containers.0.resources.requests: cpu: invalid quantity 'much'",
+        ),
+        ("/bind", b'{"PodName": "p"}', "PodNamespace: Field required"),
+        ("/preempt", b"[]", "/preempt: invalid ExtenderPreemptionArgs: body: Input should be"),
+    ],
+)
+def test_malformed_bodies_are_400_naming_the_field(verb: str, body: bytes, message: str) -> None:
+    async def scenario(client: TestClient[Any, Any], *_: object) -> None:
+        response = await client.post(verb, data=body)
+        assert response.status == 400
+        text = await response.text()
+        assert message in text
+        assert "Traceback" not in text
+        metrics = await (await client.get("/metrics")).text()
+        assert f'lahar_extender_requests_total{{result="bad_request",verb="{verb[1:]}"}} 1.0' in (
+            metrics
+        )
+
+    run(scenario)
+
+
+def test_health_readiness_and_metrics() -> None:
+    async def scenario(client: TestClient[Any, Any], *_: object) -> None:
+        assert (await client.get("/healthz")).status == 200
+        assert (await client.get("/readyz")).status == 200
+        await client.post("/filter", json=args(make_pod("p").build(), ["empty"]))
+        metrics = await (await client.get("/metrics")).text()
+        assert 'lahar_cache_objects{kind="nodes"} 3.0' in metrics
+        assert 'lahar_cache_objects{kind="pods"} 2.0' in metrics
+        assert 'lahar_extender_requests_total{result="ok",verb="filter"} 1.0' in metrics
+        assert 'lahar_extender_request_duration_seconds_count{verb="filter"} 1.0' in metrics
+
+    run(scenario)
