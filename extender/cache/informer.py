@@ -104,6 +104,13 @@ class Informer(Generic[M]):
     def request_stop(self) -> None:
         self._stop.set()
 
+    def interrupt(self) -> None:
+        """Close the current watch connection, as a network fault would; the watch resumes from
+        the last resourceVersion it saw."""
+        response = self._response
+        if response is not None:
+            response.response.shutdown()
+
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
         response = self._response

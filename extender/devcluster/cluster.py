@@ -46,6 +46,7 @@ class ClusterOptions:
     die_with_parent: bool = False
     # Lahar's extender and a second kube-scheduler with Lahar's profiles (see devcluster.lahar).
     with_lahar: bool = False
+    extra_apiserver_args: tuple[str, ...] = ()
     lahar_policy_dir: Path | None = None  # default: the checkout's policy/
 
 
@@ -237,6 +238,7 @@ def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
             "--enable-priority-and-fairness=false",
             "--max-requests-inflight=0",
             "--max-mutating-requests-inflight=0",
+            *options.extra_apiserver_args,
         ],
     )
     health.wait_healthy(

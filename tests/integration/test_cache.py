@@ -1,0 +1,214 @@
+"""The cache follows the real API server: it lists, then watches; resumes a dropped watch without
+listing again; lists again when its resourceVersion was compacted away (410 Gone); and survives the
+API server restarting.
+
+The 410 and restart cases run on a second, small cluster whose API server has its watch cache off,
+so watches are served by etcd and compacting etcd (through its own API) really expires a version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import urllib.request
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import pytest
+from kubernetes import client as k8s
+
+from extender import devcluster
+from extender.api.objects import Pod
+from extender.api.resources import Resources
+from extender.cache.informer import Informer, Informers
+from extender.cache.state import ClusterState
+from extender.kube import apply_object, connect, delete, list_objects, wait_until
+from tests.builders import make_pod
+from tests.integration.helpers import phase, pod_when
+
+T = TypeVar("T")
+
+
+class Following:
+    """Informers feeding a ClusterState on an event loop of their own (a thread), as in the
+    server; the test reads the state on that loop too."""
+
+    def __init__(self, api: k8s.ApiClient) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.state = ClusterState()
+        self.informers = Informers(api, self.state, self.loop)
+        self.informers.start()
+        wait_until(lambda: self.informers.synced, timeout=30, what="the first list of every kind")
+
+    def read(self, look: Callable[[ClusterState], T]) -> T:
+        async def on_loop() -> T:
+            return look(self.state)
+
+        return asyncio.run_coroutine_threadsafe(on_loop(), self.loop).result(10)
+
+    def eventually(self, check: Callable[[ClusterState], Any], what: str) -> Any:
+        return wait_until(lambda: self.read(check), timeout=60, what=what)
+
+    def informer(self, kind: str) -> Informer[Any]:
+        return next(i for i in self.informers.items if i.kind.name == kind)
+
+    def close(self) -> None:
+        self.informers.stop()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+        self.loop.close()
+
+
+def has_pod(namespace: str, name: str) -> Callable[[ClusterState], bool]:
+    return lambda state: any(
+        p.metadata.namespace == namespace and p.metadata.name == name for p in state.pods.values()
+    )
+
+
+@pytest.fixture
+def following(api: k8s.ApiClient) -> Iterator[Following]:
+    watcher = Following(api)
+    yield watcher
+    watcher.close()
+
+
+def test_lists_then_follows_pods_and_nodes(
+    following: Following, api: k8s.ApiClient, namespace: str
+) -> None:
+    nodes = following.read(lambda s: dict(s.snapshot().nodes))
+    assert {"kwok-node-0", "kwok-node-1"} <= set(nodes)
+    assert nodes["kwok-node-0"].allocatable["cpu"] == 8000
+    assert following.read(lambda s: s.priority_classes.keys() >= {"system-node-critical"})
+
+    apply_object(api, make_pod("web").ns(namespace).cpu("1500m").build())
+    bound = pod_when(api, namespace, "web", "to run", lambda p: phase(p) == "Running")
+    node = bound["spec"]["nodeName"]
+
+    def counted(state: ClusterState) -> bool:
+        pods = [p for p in state.pods.values() if p.metadata.namespace == namespace]
+        requested = state.snapshot().nodes[node].requested
+        return bool(pods) and pods[0].spec.node_name == node and requested["cpu"] >= 1500
+
+    following.eventually(counted, "the bound pod to count on its node")
+    delete(api, "v1", "Pod", "web", namespace)
+    following.eventually(lambda s: not has_pod(namespace, "web")(s), "the pod to leave the cache")
+
+
+def test_a_dropped_watch_resumes_without_listing_again(
+    following: Following, api: k8s.ApiClient, namespace: str
+) -> None:
+    pods = following.informer("pods")
+    assert pods.relists == 1
+    pods.interrupt()
+    apply_object(api, make_pod("after").ns(namespace).build())
+    following.eventually(has_pod(namespace, "after"), "a pod created after the drop")
+    assert pods.relists == 1
+
+
+# -- a cluster whose watches are served by etcd ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def etcd_watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devcluster.DevCluster]:
+    options = devcluster.ClusterOptions(
+        state_dir=tmp_path_factory.mktemp("etcd-watched"),
+        nodes=1,
+        die_with_parent=True,
+        extra_apiserver_args=("--watch-cache=false",),
+    )
+    cluster = devcluster.up(options)
+    yield cluster
+    cluster.down()
+
+
+def etcd(cluster: devcluster.DevCluster, call: str, body: dict[str, Any]) -> dict[str, Any]:
+    """etcd's own JSON API (gRPC gateway) on the cluster's loopback port."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{cluster.state.ports['etcd']}/v3/{call}",
+        data=json.dumps(body).encode(),
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        reply: dict[str, Any] = json.loads(response.read())
+    return reply
+
+
+def test_a_compacted_resource_version_lists_again(etcd_watched: devcluster.DevCluster) -> None:
+    with connect(etcd_watched.kubeconfig) as api:
+        following = Following(api)
+        try:
+            pods = following.informer("pods")
+            for index in range(3):  # move etcd's revision past the pod watch's version
+                apply_object(api, configmap(f"filler-{index}"))
+            revision = etcd(etcd_watched, "kv/range", {"key": "Lw==", "count_only": True})
+            etcd(etcd_watched, "kv/compaction", {"revision": revision["header"]["revision"]})
+
+            pods.interrupt()
+
+            wait_until(lambda: pods.relists == 2, timeout=30, what="the pod informer to list again")
+            apply_object(api, make_pod("fresh").build())
+            following.eventually(has_pod("default", "fresh"), "a pod created after the relist")
+        finally:
+            following.close()
+
+
+def test_survives_the_api_server_restarting(etcd_watched: devcluster.DevCluster) -> None:
+    with connect(etcd_watched.kubeconfig) as api:
+        apply_object(api, make_pod("before").cpu("1").build())
+        following = Following(api)
+        try:
+            following.eventually(has_pod("default", "before"), "the pod from before the restart")
+            reconnects = following.informer("pods").reconnects
+
+            etcd_watched.stop_component("kube-apiserver")
+            wait_until(
+                lambda: following.informer("pods").reconnects > reconnects,
+                timeout=30,
+                what="the informer to notice the API server is gone",
+            )
+            etcd_watched.start_component("kube-apiserver", die_with_parent=True)
+            wait_until(
+                lambda: _try(lambda: apply_object(api, make_pod("after").cpu("2").build())),
+                timeout=60,
+                what="the API server to accept writes again",
+            )
+            wait_until(
+                lambda: _try(lambda: delete(api, "v1", "Pod", "before", "default")),
+                timeout=30,
+                what="the pod from before to be deleted",
+            )
+
+            following.eventually(has_pod("default", "after"), "the pod created after the restart")
+            following.eventually(
+                lambda s: not has_pod("default", "before")(s), "the deleted pod to leave the cache"
+            )
+            pod_when(api, "default", "after", "to run", lambda p: phase(p) == "Running")
+            truth = sum(
+                (
+                    Pod.model_validate(p).request
+                    for p in list_objects(api, "v1", "Pod")
+                    if p["spec"].get("nodeName") == "kwok-node-0"
+                ),
+                Resources(),
+            )
+            following.eventually(
+                lambda s: s.snapshot().nodes["kwok-node-0"].requested == truth,
+                f"the cache to count {truth!r} on kwok-node-0, as the API server does",
+            )
+        finally:
+            following.close()
+
+
+def configmap(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
+
+
+def _try(action: Callable[[], object]) -> bool:
+    try:
+        action()
+    except Exception:  # the API server is still starting
+        return False
+    return True
