@@ -1,19 +1,27 @@
 """The filter verb: which candidate nodes can take the pod, and why each other one cannot.
 
 The reply mirrors the request's variant: node names when the scheduler sent names
-(`nodeCacheCapable`), the passing node objects, exactly as sent, when it sent objects.
+(`nodeCacheCapable`), the passing node objects, exactly as sent, when it sent objects. When every
+candidate passes, the reply echoes the request's own NodeNames bytes instead of encoding them again.
 """
 
 from __future__ import annotations
 
-from extender.api.wire import ExtenderArgs, ExtenderFilterResult, NodeList
+from extender.api.candidates import Candidates
+from extender.api.wire import ExtenderArgs, ExtenderFilterResult, NodeList, all_passed_json
 from extender.framework.session import Session
 
 
-def filter_nodes(session: Session, args: ExtenderArgs) -> ExtenderFilterResult:
-    outcome = session.filter(args.pod, args.candidate_names())
-    result = ExtenderFilterResult(
-        failed_nodes=outcome.failed, failed_and_unresolvable_nodes=outcome.unresolvable
+def filter_nodes(session: Session, args: ExtenderArgs, candidates: Candidates) -> bytes:
+    outcome = session.filter(args.pod, candidates)
+    if outcome.everything_passed and candidates.raw is not None and args.nodes is None:
+        return all_passed_json(candidates.raw)
+    result = ExtenderFilterResult.model_construct(
+        nodes=None,
+        node_names=None,
+        failed_nodes=outcome.failed,
+        failed_and_unresolvable_nodes=outcome.unresolvable,
+        error="",
     )
     if args.node_names is not None or args.nodes is None:
         result.node_names = outcome.passed
@@ -22,4 +30,4 @@ def filter_nodes(session: Session, args: ExtenderArgs) -> ExtenderFilterResult:
         result.nodes = NodeList(
             items=[item for item in args.nodes.items if item["metadata"]["name"] in passed]
         )
-    return result
+    return result.dump()

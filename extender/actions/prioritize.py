@@ -6,9 +6,10 @@ per-node encodings kept by the session's tables are joined instead of built per 
 
 from __future__ import annotations
 
+from extender.api.candidates import Candidates
 from extender.api.wire import ExtenderArgs
 from extender.framework.session import Session
 
 
-def prioritize(session: Session, args: ExtenderArgs) -> bytes:
-    return session.score_reply(args.pod, args.candidate_names())
+def prioritize(session: Session, args: ExtenderArgs, candidates: Candidates) -> bytes:
+    return session.score_reply(args.pod, candidates.names)

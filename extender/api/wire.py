@@ -68,6 +68,15 @@ class ExtenderFilterResult(WireModel):
     error: str = ""
 
 
+def all_passed_json(raw_names: bytes) -> bytes:
+    """A filter reply in which every candidate passed, echoing the request's raw NodeNames array."""
+    return (
+        b'{"Nodes":null,"NodeNames":'
+        + raw_names
+        + b',"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""}'
+    )
+
+
 class HostPriority(WireModel):
     host: str
     score: int

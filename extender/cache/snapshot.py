@@ -69,12 +69,17 @@ class Snapshot:
     nodes: Mapping[str, NodeInfo]
     generation: int
     changes: ChangeLog | None = None
+    membership: int = 0  # changes only when a node is added or removed
 
     @classmethod
     def of(
-        cls, nodes: Mapping[str, NodeInfo], generation: int = 0, changes: ChangeLog | None = None
+        cls,
+        nodes: Mapping[str, NodeInfo],
+        generation: int = 0,
+        changes: ChangeLog | None = None,
+        membership: int = 0,
     ) -> Snapshot:
-        return cls(dict(nodes), generation, changes)
+        return cls(dict(nodes), generation, changes, membership)
 
     def changed_since(self, generation: int) -> set[str] | None:
         """Names of nodes that differ from `generation`; None when that is not known."""

@@ -41,6 +41,7 @@ class ClusterState:
         self._placements: dict[str, Placement] = {}  # by pod uid
         self.priority_classes: dict[str, PriorityClass] = {}
         self._changes = ChangeLog()
+        self._membership = 0
         self._snapshot: Snapshot | None = None
 
     @property
@@ -139,10 +140,21 @@ class ClusterState:
     # -- reading -------------------------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:
-        """The current nodes; the same object until the state changes again."""
+        """The current nodes, frozen: safe to hold across an await. The same object until the
+        state changes again."""
         if self._snapshot is None or self._snapshot.generation != self.generation:
-            self._snapshot = Snapshot.of(self._infos, self.generation, self._changes)
+            self._snapshot = Snapshot.of(
+                self._infos, self.generation, self._changes, self._membership
+            )
         return self._snapshot
+
+    def view(self) -> Snapshot:
+        """The current nodes without a copy, for a decision made within one synchronous call.
+
+        The state changes only on the event loop between such calls, so a view is consistent for
+        as long as its holder does not await; filter and prioritize at 5,000 nodes use it to
+        spare a copy per call. Hold `snapshot()` across an await instead."""
+        return Snapshot(self._infos, self.generation, self._changes, self._membership)
 
     def sizes(self) -> dict[str, int]:
         assumed = sum(1 for p in self._placements.values() if p.assumed_at is not None)
@@ -178,8 +190,11 @@ class ClusterState:
     def _refresh(self, name: str) -> None:
         node = self._nodes.get(name)
         if node is None:
-            self._infos.pop(name, None)
+            if self._infos.pop(name, None) is not None:
+                self._membership += 1
         else:
+            if name not in self._infos:
+                self._membership += 1
             self._infos[name] = NodeInfo(
                 name=name,
                 allocatable=node.status.allocatable,

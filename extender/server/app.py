@@ -17,12 +17,13 @@ from aiohttp import web
 from kubernetes import client as k8s
 
 from extender.actions.bind import Binder, BindError
+from extender.api.candidates import CandidateParser
 from extender.cache.informer import Informers
 from extender.cache.state import ClusterState
 from extender.framework.policy import Policy
 from extender.framework.session import Engine
 from extender.kube import KubeError, bind_pod
-from extender.server.keys import BINDER, ENGINE, INFORMERS, METRICS, STATE
+from extender.server.keys import BINDER, ENGINE, INFORMERS, METRICS, PARSER, STATE
 from extender.server.metrics import Metrics
 from extender.server.routes import add_routes
 
@@ -52,6 +53,7 @@ def make_app(
     app = web.Application()
     app[STATE] = state if state is not None else ClusterState()
     app[ENGINE] = Engine(policy)
+    app[PARSER] = CandidateParser()
     app[INFORMERS] = None
     app[METRICS] = Metrics(app[STATE].sizes, lambda: _informer_counts(app))
     if binder is None:

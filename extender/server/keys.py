@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from extender.actions.bind import Binder
+from extender.api.candidates import CandidateParser
 from extender.cache.informer import Informers
 from extender.cache.state import ClusterState
 from extender.framework.session import Engine
@@ -15,3 +16,4 @@ ENGINE = web.AppKey("engine", Engine)
 BINDER: web.AppKey[Binder] = web.AppKey("binder")
 METRICS = web.AppKey("metrics", Metrics)
 INFORMERS: web.AppKey[Informers | None] = web.AppKey("informers")
+PARSER = web.AppKey("candidates", CandidateParser)

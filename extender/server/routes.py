@@ -19,8 +19,9 @@ from extender.actions.bind import bind
 from extender.actions.filter import filter_nodes
 from extender.actions.preempt import preempt
 from extender.actions.prioritize import prioritize
+from extender.api.candidates import Candidates
 from extender.api.wire import ExtenderArgs, ExtenderBindingArgs, ExtenderPreemptionArgs, explain
-from extender.server.keys import BINDER, ENGINE, INFORMERS, METRICS, STATE
+from extender.server.keys import BINDER, ENGINE, INFORMERS, METRICS, PARSER, STATE
 
 log = logging.getLogger(__name__)
 W = TypeVar("W", bound=BaseModel)
@@ -58,16 +59,26 @@ def _verb(
     return handler
 
 
+async def _parse_args(request: web.Request) -> tuple[ExtenderArgs, Candidates]:
+    body = await request.read()
+    try:
+        return request.app[PARSER].parse(body)
+    except ValidationError as error:
+        raise BadRequest(f"{request.path}: invalid ExtenderArgs: {explain(error)}") from error
+
+
+# Filter and prioritize decide within one synchronous step (no await after the body is read), so
+# they read the state's live view instead of a copy.
 async def _filter(request: web.Request) -> bytes:
-    args = await _parse(request, ExtenderArgs)
-    session = request.app[ENGINE].session(request.app[STATE].snapshot())
-    return filter_nodes(session, args).dump()
+    args, candidates = await _parse_args(request)
+    session = request.app[ENGINE].session(request.app[STATE].view())
+    return filter_nodes(session, args, candidates)
 
 
 async def _prioritize(request: web.Request) -> bytes:
-    args = await _parse(request, ExtenderArgs)
-    session = request.app[ENGINE].session(request.app[STATE].snapshot())
-    return prioritize(session, args)
+    args, candidates = await _parse_args(request)
+    session = request.app[ENGINE].session(request.app[STATE].view())
+    return prioritize(session, args, candidates)
 
 
 async def _preempt(request: web.Request) -> bytes:
