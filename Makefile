@@ -11,7 +11,7 @@ INSTALLED := $(VENV)/.installed
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: demo test unit lint controlplane clean
+.PHONY: demo test unit lint bench controlplane clean
 
 $(INSTALLED): pyproject.toml
 	@echo "lahar: setting up $(VENV) (Python packages from PyPI)"
@@ -31,6 +31,9 @@ test: controlplane
 
 unit: $(INSTALLED)
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
+
+bench: $(INSTALLED)
+	$(BIN)/python benchmarks/verbs.py $(ARGS)
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .

@@ -1,4 +1,9 @@
-"""The demo script: every step prints what happened to which object, with the time it took."""
+"""The demo script: every step prints what happened to which object, with the time it took.
+
+It starts a dev cluster with Lahar (the extender and a kube-scheduler running Lahar's profiles),
+submits pods through both profiles (`lahar` and `volcano`) and shows Lahar's binpack placing them
+on the fullest node that fits, then a pod that fits nowhere with the reason Lahar gave.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +16,11 @@ from typing import Any
 from kubernetes import client as k8s
 
 from extender import devcluster
-from extender.devcluster.lifecycle import end_pod
 from extender.kube import apply_object, connect, read, wait_until
 
 NAMESPACE = "lahar-demo"
+NODE_CPU = "8"
+Step = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -23,17 +29,18 @@ class DemoOptions:
     keep: bool = False
 
 
-def _pod(name: str) -> dict[str, Any]:
+def _pod(name: str, scheduler: str, cpu: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": "lahar-demo"}},
         "spec": {
+            "schedulerName": scheduler,
             "containers": [
                 {
                     "name": "main",
                     "image": "registry.k8s.io/pause:3.10",
-                    "resources": {"requests": {"cpu": "500m", "memory": "256Mi"}},
+                    "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}},
                 }
             ],
             "terminationGracePeriodSeconds": 0,
@@ -41,11 +48,7 @@ def _pod(name: str) -> dict[str, Any]:
     }
 
 
-def _phase_of(pod: dict[str, Any] | None) -> str:
-    return str(((pod or {}).get("status") or {}).get("phase") or "")
-
-
-def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> int:
+def run_demo(options: DemoOptions, say: Step = print) -> int:
     started = time.monotonic()
 
     def step(message: str) -> None:
@@ -53,12 +56,20 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> int:
 
     step("building the control plane from Go modules if it is not cached yet")
     binaries = devcluster.ensure_binaries()
-    step(f"starting a dev cluster (Kubernetes {binaries.kubernetes_version}, 2 fake nodes)")
-    cluster = devcluster.up(devcluster.ClusterOptions(state_dir=options.state_dir), binaries)
+    step(
+        f"starting a dev cluster (Kubernetes {binaries.kubernetes_version}, 2 fake nodes of "
+        f"{NODE_CPU} cpu) with Lahar: the extender and a stock kube-scheduler calling it"
+    )
+    cluster_options = devcluster.ClusterOptions(
+        state_dir=options.state_dir, node_cpu=NODE_CPU, with_lahar=True
+    )
+    cluster = devcluster.up(cluster_options, binaries)
     try:
         step(f"cluster ready at {cluster.state.server}")
         with connect(cluster.kubeconfig) as api:
-            _show_one_pod(api, step)
+            _namespace(api)
+            _show_binpack(api, step)
+            _show_unschedulable(api, step)
     finally:
         if options.keep:
             step(f"cluster left running: export KUBECONFIG={cluster.kubeconfig}")
@@ -69,39 +80,56 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> int:
     return 0
 
 
-def _show_one_pod(api: k8s.ApiClient, step: Callable[[str], None]) -> None:
+def _namespace(api: k8s.ApiClient) -> None:
     apply_object(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     wait_until(
         lambda: read(api, "v1", "ServiceAccount", "default", NAMESPACE),
         timeout=60,
         what=f"the default ServiceAccount of namespace {NAMESPACE}",
     )
-    name = "hello"
-    submitted = time.monotonic()
-    apply_object(api, _pod(name))
-    step(f"pod {NAMESPACE}/{name} submitted (cpu 500m, memory 256Mi) to the stock kube-scheduler")
 
-    def get() -> dict[str, Any] | None:
-        return read(api, "v1", "Pod", name, NAMESPACE)
 
-    def when(ready: Callable[[dict[str, Any]], bool], what: str) -> dict[str, Any]:
-        return wait_until(
-            lambda: pod if (pod := get()) and ready(pod) else None,
-            timeout=60,
-            what=f"pod {NAMESPACE}/{name} {what}",
+def _wait_pod(
+    api: k8s.ApiClient, name: str, ready: Callable[[dict[str, Any]], Any], what: str
+) -> Any:
+    def check() -> Any:
+        pod = read(api, "v1", "Pod", name, NAMESPACE)
+        return ready(pod) if pod else None
+
+    return wait_until(check, timeout=60, what=f"pod {NAMESPACE}/{name} {what}")
+
+
+def _show_binpack(api: k8s.ApiClient, step: Step) -> None:
+    placed: dict[str, str] = {}
+    for index in range(6):
+        name, scheduler = f"worker-{index}", ("lahar" if index % 2 == 0 else "volcano")
+        submitted = time.monotonic()
+        apply_object(api, _pod(name, scheduler, cpu="2"))
+        node = _wait_pod(api, name, lambda p: p["spec"].get("nodeName"), "to be bound")
+        placed[name] = node
+        step(
+            f"pod {NAMESPACE}/{name} (cpu 2, schedulerName {scheduler}) bound to {node} "
+            f"through Lahar {time.monotonic() - submitted:.2f}s after submit"
         )
+    for name in placed:
+        _wait_pod(api, name, lambda p: (p.get("status") or {}).get("phase") == "Running", "to run")
+    per_node: dict[str, list[str]] = {}
+    for name, node in placed.items():
+        per_node.setdefault(node, []).append(name)
+    layout = "; ".join(f"{node}: {', '.join(names)}" for node, names in per_node.items())
+    step(f"binpack: every pod went to the fullest node that fit, all Running ({layout})")
 
-    pod = when(lambda p: bool(p["spec"].get("nodeName")), "to be bound")
-    node = pod["spec"]["nodeName"]
-    step(f"pod {NAMESPACE}/{name} bound to {node} {time.monotonic() - submitted:.2f}s after submit")
-    pod = when(lambda p: _phase_of(p) == "Running", "to run")
-    step(f"pod {NAMESPACE}/{name} Running on {node} with IP {pod['status'].get('podIP')}")
-    end_pod(api, NAMESPACE, name, exit_code=0)
-    pod = when(lambda p: _phase_of(p) in ("Succeeded", "Failed"), "to finish")
-    statuses = pod["status"].get("containerStatuses") or [{}]
-    code = statuses[0].get("state", {}).get("terminated", {}).get("exitCode")
-    step(f"pod {NAMESPACE}/{name} {_phase_of(pod)} (exit code {code})")
-    step(
-        f"summary: pod {NAMESPACE}/{name} was bound to {node} by the stock kube-scheduler, "
-        f"ran and ended {_phase_of(pod)} in {time.monotonic() - submitted:.1f}s"
-    )
+
+def _show_unschedulable(api: k8s.ApiClient, step: Step) -> None:
+    name = "too-big"
+    apply_object(api, _pod(name, "lahar", cpu="6"))
+    step(f"pod {NAMESPACE}/{name} (cpu 6) submitted: more cpu than any node has free")
+
+    def unschedulable(pod: dict[str, Any]) -> str | None:
+        for condition in (pod.get("status") or {}).get("conditions") or []:
+            if condition["type"] == "PodScheduled" and condition.get("reason") == "Unschedulable":
+                return str(condition["message"])
+        return None
+
+    message = _wait_pod(api, name, unschedulable, "to be marked Unschedulable")
+    step(f"pod {NAMESPACE}/{name} stays Pending; kube-scheduler reports Lahar's reason: {message}")

@@ -1,4 +1,4 @@
-"""The candidate parser gives exactly what a full parse gives, for Go-shaped bodies and any other."""
+"""The candidate parser gives what a full parse gives, for Go-shaped bodies and any other."""
 
 from __future__ import annotations
 
