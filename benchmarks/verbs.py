@@ -86,17 +86,10 @@ def serve(nodes: int, pending: int, port: int, ready: Queue) -> None:  # type: i
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", port).start()
-        ready.put(rss_mib())
+        ready.put(server_rss(os.getpid()))
         await asyncio.Event().wait()
 
     asyncio.run(main())
-
-
-def rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def server_rss(pid: int) -> float:
