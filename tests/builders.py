@@ -3,6 +3,7 @@
 make_pod("w-0").ns(ns).cpu("1").build()            # a dict to apply to a real cluster
 make_pod("w-0").cpu("1").on("n1").model()          # an api.objects.Pod for pure policy tests
 make_node("n1").cpu("4").memory("8Gi").model()
+make_group("tf").min_member(4).build()             # a PodGroup; pods join with .group("tf")
 cluster([make_node("n1").cpu("4")], [make_pod("a").cpu("1").on("n1")])   # a ClusterState
 """
 
@@ -14,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any, Self
 
 from extender.api.objects import Node, Pod
+from extender.api.scheduling import GROUP_ANNOTATION, TASK_ANNOTATION, PodGroup
 from extender.cache.state import ClusterState
 
 _uids = itertools.count(1)
@@ -115,6 +117,12 @@ class PodBuilder:
         self._pod["metadata"]["annotations"][key] = value
         return self
 
+    def group(self, name: str) -> Self:
+        return self.annotate(GROUP_ANNOTATION, name)
+
+    def task(self, name: str) -> Self:
+        return self.annotate(TASK_ANNOTATION, name)
+
     def build(self) -> dict[str, Any]:
         return copy.deepcopy(self._pod)
 
@@ -162,6 +170,46 @@ class NodeBuilder:
 
     def model(self) -> Node:
         return Node.model_validate(self.build())
+
+
+class PodGroupBuilder:
+    def __init__(self, name: str) -> None:
+        self._group: dict[str, Any] = {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"minMember": 1},
+        }
+
+    def ns(self, namespace: str) -> Self:
+        self._group["metadata"]["namespace"] = namespace
+        return self
+
+    def min_member(self, count: int) -> Self:
+        self._group["spec"]["minMember"] = count
+        return self
+
+    def min_task(self, task: str, count: int) -> Self:
+        self._group["spec"].setdefault("minTaskMember", {})[task] = count
+        return self
+
+    def min_resources(self, **amounts: str) -> Self:
+        self._group["spec"]["minResources"] = {k.replace("_", "."): v for k, v in amounts.items()}
+        return self
+
+    def queue(self, name: str) -> Self:
+        self._group["spec"]["queue"] = name
+        return self
+
+    def build(self) -> dict[str, Any]:
+        return copy.deepcopy(self._group)
+
+    def model(self) -> PodGroup:
+        return PodGroup.model_validate(self.build())
+
+
+def make_group(name: str) -> PodGroupBuilder:
+    return PodGroupBuilder(name)
 
 
 def make_pod(name: str) -> PodBuilder:

@@ -13,6 +13,7 @@ is added; and one `pods` slot.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
 from typing import Annotated, Any
 
@@ -71,8 +72,33 @@ class Container(KubeModel):
         return self.restart_policy == "Always"
 
 
+class Toleration(KubeModel):
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        """Kubernetes' rule: an empty key with Exists tolerates every taint."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if not self.key:
+            return self.operator == "Exists"
+        if self.key != taint.key:
+            return False
+        return self.operator == "Exists" or self.value == taint.value
+
+
+class Taint(KubeModel):
+    key: str = ""
+    value: str = ""
+    effect: str = ""
+
+
 class PodSpec(KubeModel):
     node_name: str = ""
+    node_selector: dict[str, str] = {}
+    tolerations: list[Toleration] = []
     scheduler_name: str = "default-scheduler"
     priority: int = 0
     priority_class_name: str = ""
@@ -123,9 +149,23 @@ class Pod(KubeModel):
             total = total.replace(spec.resources.requests)
         return total + spec.overhead + ONE_POD
 
+    def may_run_on(self, labels: Mapping[str, str], taints: tuple[Taint, ...]) -> bool:
+        """The node matches the pod's nodeSelector and it tolerates the node's NoSchedule and
+        NoExecute taints (what the in-tree filters check before Lahar sees a node; gang plans,
+        made over every node, check it themselves). Node affinity is not evaluated yet."""
+        selector = self.spec.node_selector
+        if any(labels.get(key) != value for key, value in selector.items()):
+            return False
+        return all(
+            any(t.tolerates(taint) for t in self.spec.tolerations)
+            for taint in taints
+            if taint.effect in ("NoSchedule", "NoExecute")
+        )
+
 
 class NodeSpec(KubeModel):
     unschedulable: bool = False
+    taints: list[Taint] = []
 
 
 class NodeStatus(KubeModel):

@@ -26,6 +26,7 @@ from kubernetes.client.rest import RESTResponse
 from pydantic import BaseModel, ValidationError
 
 from extender.api.objects import KubeModel, Node, Pod, PriorityClass
+from extender.api.scheduling import PodGroup, Queue
 from extender.cache.state import ClusterState
 from extender.kube.watch import Gone, list_pages, watch_lines
 
@@ -74,7 +75,23 @@ PRIORITY_CLASSES = Kind(
     ClusterState.upsert_priority_class,
     lambda state, pc: state.delete_priority_class(pc.metadata.name),
 )
-KINDS: tuple[Kind[Any], ...] = (NODES, PODS, PRIORITY_CLASSES)
+POD_GROUPS = Kind(
+    "podgroups",
+    "/apis/scheduling.volcano.sh/v1beta1/podgroups",
+    PodGroup,
+    ClusterState.replace_pod_groups,
+    ClusterState.upsert_pod_group,
+    lambda state, group: state.delete_pod_group(group.key),
+)
+QUEUES = Kind(
+    "queues",
+    "/apis/scheduling.volcano.sh/v1beta1/queues",
+    Queue,
+    ClusterState.replace_queues,
+    ClusterState.upsert_queue,
+    lambda state, queue: state.delete_queue(queue.metadata.name),
+)
+KINDS: tuple[Kind[Any], ...] = (NODES, PODS, PRIORITY_CLASSES, POD_GROUPS, QUEUES)
 
 
 class Informer(Generic[M]):

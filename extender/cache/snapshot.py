@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from extender.api.objects import Taint
 from extender.api.resources import Resources
 
 
@@ -22,6 +23,8 @@ class NodeInfo:
     allocatable: Resources
     requested: Resources
     unschedulable: bool = False
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
     free: Resources = field(init=False)
 
     def __post_init__(self) -> None:

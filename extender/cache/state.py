@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from extender.api.objects import Node, Pod, PriorityClass
 from extender.api.resources import EMPTY, Resources
+from extender.api.scheduling import PodGroup, Queue, gang_key
 from extender.cache.snapshot import ChangeLog, NodeInfo, Snapshot
 
 
@@ -40,6 +41,15 @@ class ClusterState:
         self.pods: dict[str, Pod] = {}  # by uid
         self._placements: dict[str, Placement] = {}  # by pod uid
         self.priority_classes: dict[str, PriorityClass] = {}
+        self.pod_groups: dict[str, PodGroup] = {}  # by namespace/name
+        self.queues: dict[str, Queue] = {}
+        self.members: dict[str, set[str]] = {}  # gang key -> uids of its pods
+        # Grows whenever a gang's pods or PodGroup change: with `generation`, it keys gang plans.
+        self.groups_version = 0
+        # Called (on the loop) when capacity may have been freed: a pod stopped counting, or a
+        # node appeared or changed. The waker retries parked gangs then.
+        self.on_capacity_freed: list[Callable[[], None]] = []
+        self.on_pod_group: list[Callable[[str], None]] = []  # a PodGroup appeared or changed
         self._changes = ChangeLog()
         self._membership = 0
         self._snapshot: Snapshot | None = None
@@ -78,11 +88,48 @@ class ClusterState:
     def replace_priority_classes(self, classes: Iterable[PriorityClass]) -> None:
         self.priority_classes = {c.metadata.name: c for c in classes}
 
+    # -- PodGroups and Queues -----------------------------------------------------------------
+
+    def upsert_pod_group(self, group: PodGroup) -> None:
+        self.pod_groups[group.key] = group
+        self.groups_version += 1
+        for callback in self.on_pod_group:
+            callback(group.key)
+
+    def delete_pod_group(self, key: str) -> None:
+        if self.pod_groups.pop(key, None) is not None:
+            self.groups_version += 1
+
+    def replace_pod_groups(self, groups: Iterable[PodGroup]) -> None:
+        self.pod_groups = {group.key: group for group in groups}
+        self.groups_version += 1
+
+    def upsert_queue(self, queue: Queue) -> None:
+        self.queues[queue.metadata.name] = queue
+
+    def delete_queue(self, name: str) -> None:
+        self.queues.pop(name, None)
+
+    def replace_queues(self, queues: Iterable[Queue]) -> None:
+        self.queues = {queue.metadata.name: queue for queue in queues}
+
+    def gang_pods(self, key: str) -> list[Pod]:
+        """The pods that name gang `key`, by name (finished ones included)."""
+        pods = (self.pods[uid] for uid in self.members.get(key, ()) if uid in self.pods)
+        return sorted(pods, key=lambda pod: pod.metadata.name)
+
+    def placed_on(self, uid: str) -> str | None:
+        """The node a pod counts on (bound, or assumed by Lahar), if any."""
+        placement = self._placements.get(uid)
+        return placement.node if placement is not None else None
+
     # -- pods ----------------------------------------------------------------------------------
 
     def upsert_pod(self, pod: Pod) -> None:
         uid = pod.metadata.uid
+        previous = self.pods.get(uid)
         self.pods[uid] = pod
+        self._index(previous, pod)
         current = self._placements.get(uid)
         wanted: Placement | None = None
         if not pod.finished:
@@ -93,7 +140,7 @@ class ClusterState:
         self._place(uid, wanted)
 
     def delete_pod(self, uid: str) -> None:
-        self.pods.pop(uid, None)
+        self._index(self.pods.pop(uid, None), None)
         self._place(uid, None)
 
     def replace_pods(self, pods: Iterable[Pod]) -> None:
@@ -109,7 +156,8 @@ class ClusterState:
     def assume(self, pod: Pod, node: str) -> None:
         """Count `pod` on `node` now: Lahar has just bound it there."""
         uid = pod.metadata.uid
-        self.pods.setdefault(uid, pod)
+        if uid not in self.pods:
+            self.upsert_pod(pod)
         current = self._placements.get(uid)
         if current is not None and current.node == node and current.assumed_at is None:
             return  # the watch already shows it bound there
@@ -163,9 +211,26 @@ class ClusterState:
             "pods": len(self.pods),
             "assumed_pods": assumed,
             "priority_classes": len(self.priority_classes),
+            "pod_groups": len(self.pod_groups),
+            "queues": len(self.queues),
         }
 
     # -- internals -----------------------------------------------------------------------------
+
+    def _index(self, previous: Pod | None, pod: Pod | None) -> None:
+        """Keep `members` current; a change to a gang member's phase or node is a gang change."""
+        before = gang_key(previous) if previous is not None else None
+        after = gang_key(pod) if pod is not None else None
+        if before is None and after is None:
+            return
+        if before is not None and before != after:
+            uids = self.members.get(before, set())
+            uids.discard(previous.metadata.uid)  # type: ignore[union-attr]
+            if not uids:
+                self.members.pop(before, None)
+        if after is not None:
+            self.members.setdefault(after, set()).add(pod.metadata.uid)  # type: ignore[union-attr]
+        self.groups_version += 1
 
     def _place(self, uid: str, wanted: Placement | None) -> None:
         current = self._placements.get(uid)
@@ -178,6 +243,8 @@ class ClusterState:
         else:
             self._placements[uid] = wanted
             self._add(wanted.node, wanted.request)
+        if current is not None and (wanted is None or wanted.node != current.node):
+            self._capacity_freed()
 
     def _add(self, node: str, delta: Resources) -> None:
         total = self._requested.get(node, EMPTY) + delta
@@ -189,16 +256,29 @@ class ClusterState:
 
     def _refresh(self, name: str) -> None:
         node = self._nodes.get(name)
+        previous = self._infos.get(name)
         if node is None:
             if self._infos.pop(name, None) is not None:
                 self._membership += 1
         else:
-            if name not in self._infos:
+            if previous is None:
                 self._membership += 1
             self._infos[name] = NodeInfo(
                 name=name,
                 allocatable=node.status.allocatable,
                 requested=self._requested.get(name, EMPTY),
                 unschedulable=node.spec.unschedulable,
+                labels=node.metadata.labels,
+                taints=tuple(node.spec.taints),
             )
         self._changes.record(name)
+        if node is not None and (
+            previous is None
+            or previous.allocatable != node.status.allocatable
+            or previous.unschedulable != node.spec.unschedulable
+        ):
+            self._capacity_freed()
+
+    def _capacity_freed(self) -> None:
+        for callback in self.on_capacity_freed:
+            callback()

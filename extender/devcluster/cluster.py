@@ -307,6 +307,7 @@ def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
         scheduler, f"https://127.0.0.1:{port['scheduler']}/healthz", timeout=timeout
     )
     health.wait_healthy(kwok, f"http://127.0.0.1:{port['kwok']}/healthz", timeout=timeout)
+    lahar.install_crds(starter.state.kubeconfig, manifests_dir(), starter.options.ready_timeout)
     if options.with_lahar:
         _start_lahar(starter, kubeconfigs)
     _prepare_workloads(starter)

@@ -7,7 +7,7 @@ deletes (`objects`), condition waits (`wait`), raw list+watch (`watch`, over `ra
 exceptions do not leak upward.
 """
 
-from extender.kube.binding import bind_pod
+from extender.kube.binding import annotate_pod, bind_pod
 from extender.kube.client import KubeError, client_for, connect, load_client
 from extender.kube.manifests import Manifest, apply_object, load_manifests
 from extender.kube.objects import delete, list_objects, read
@@ -16,6 +16,7 @@ from extender.kube.wait import wait_until
 __all__ = [
     "KubeError",
     "Manifest",
+    "annotate_pod",
     "apply_object",
     "bind_pod",
     "client_for",

@@ -3,6 +3,9 @@
 The binding carries the pod's UID, so a pod deleted and re-created under the same name is never
 bound by a stale request. Binding is idempotent: if the pod is already bound to that very node (a
 retried call), it is a success; bound elsewhere, it is an error saying where.
+
+`annotate_pod` merge-patches a pod's annotations: Lahar uses it to have the scheduler retry a
+parked pod at once (any update to a pod requeues it), instead of after the periodic flush.
 """
 
 from __future__ import annotations
@@ -41,3 +44,15 @@ def _bound_to(api: k8s.ApiClient, namespace: str, name: str, uid: str) -> str | 
     if uid and pod.get("metadata", {}).get("uid") != uid:
         return None
     return (pod.get("spec") or {}).get("nodeName") or None
+
+
+def annotate_pod(
+    api: k8s.ApiClient, namespace: str, name: str, annotations: dict[str, str]
+) -> None:
+    """Merge `annotations` into the pod's; raise `KubeError` saying why when it cannot."""
+    path = f"/api/v1/namespaces/{namespace}/pods/{name}"
+    body = {"metadata": {"annotations": annotations}}
+    try:
+        send(api, "PATCH", path, body=body, content_type="application/merge-patch+json").read()
+    except ApiStatusError as error:
+        raise KubeError(f"annotating pod {namespace}/{name}: {error}") from error

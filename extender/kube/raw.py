@@ -37,13 +37,14 @@ def send(
     query: Iterable[tuple[str, str | int]] = (),
     body: Any = None,
     timeout: Timeout = (5.0, 30.0),
+    content_type: str = "application/json",
 ) -> RESTResponse:
     """Send one request; return the response with its body not yet read (it may be a stream)."""
     verb, url, headers, payload, _ = api.param_serialize(
         method=method,
         resource_path=path,
         query_params=list(query),
-        header_params=dict(JSON),
+        header_params={**JSON, "Content-Type": content_type},
         body=body,
         auth_settings=["BearerToken"],
     )

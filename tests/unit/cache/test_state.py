@@ -78,7 +78,14 @@ def test_relists_drop_what_is_gone() -> None:
     state.replace_nodes([make_node("n1").model()])
     assert set(state.snapshot().nodes) == {"n1"}
     assert requested(state, "n1")["cpu"] == 1000
-    assert state.sizes() == {"nodes": 1, "pods": 1, "assumed_pods": 0, "priority_classes": 0}
+    assert state.sizes() == {
+        "nodes": 1,
+        "pods": 1,
+        "assumed_pods": 0,
+        "priority_classes": 0,
+        "pod_groups": 0,
+        "queues": 0,
+    }
 
 
 def test_snapshots_are_shared_until_something_changes() -> None:

@@ -1,0 +1,80 @@
+"""Volcano's scheduling API as Lahar reads it: PodGroup and Queue (`scheduling.volcano.sh/v1beta1`).
+
+A pod joins a PodGroup through the annotation `scheduling.k8s.io/group-name` (in the pod's
+namespace) and a task through `volcano.sh/task-spec`; `gang_key` and `task_of` read them. Only the
+fields Lahar's policies read are modelled; resource lists parse exactly as a pod's do, so a bad
+quantity in `minResources` is an error naming that field.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from extender.api.objects import KubeModel, ObjectMeta, Pod, ResourceList
+from extender.api.resources import EMPTY
+
+GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+TASK_ANNOTATION = "volcano.sh/task-spec"
+DEFAULT_QUEUE = "default"
+
+
+class PodGroupSpec(KubeModel):
+    min_member: int = 0
+    min_task_member: dict[str, int] = Field(default_factory=dict)
+    queue: str = DEFAULT_QUEUE
+    priority_class_name: str = ""
+    min_resources: ResourceList = EMPTY
+
+
+class PodGroupCondition(KubeModel):
+    type: str = ""
+    status: str = ""
+    reason: str = ""
+    message: str = ""
+
+
+class PodGroupStatus(KubeModel):
+    phase: str = ""
+    conditions: list[PodGroupCondition] = Field(default_factory=list)
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+
+
+class PodGroup(KubeModel):
+    metadata: ObjectMeta = ObjectMeta()
+    spec: PodGroupSpec = PodGroupSpec()
+    status: PodGroupStatus = PodGroupStatus()
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
+class QueueSpec(KubeModel):
+    weight: int = 1
+    capability: ResourceList = EMPTY
+    deserved: ResourceList = EMPTY
+    reclaimable: bool = True
+    priority: int = 0
+    parent: str = ""
+
+
+class QueueStatus(KubeModel):
+    state: str = ""
+
+
+class Queue(KubeModel):
+    metadata: ObjectMeta = ObjectMeta()
+    spec: QueueSpec = QueueSpec()
+    status: QueueStatus = QueueStatus()
+
+
+def gang_key(pod: Pod) -> str | None:
+    """`namespace/podgroup` of the pod's gang, or None for a pod that is a gang of one."""
+    name = pod.metadata.annotations.get(GROUP_ANNOTATION)
+    return f"{pod.metadata.namespace}/{name}" if name else None
+
+
+def task_of(pod: Pod) -> str:
+    return pod.metadata.annotations.get(TASK_ANNOTATION, "")
