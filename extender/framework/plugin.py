@@ -7,6 +7,7 @@ request shape and recompute only the nodes that changed (`framework.table`):
 - `NodeFilter.filter_node(request, node)`: None when the node can take the pod, else a `Status`.
 - `NodeScorer.score_node(request, node)`: 0.0 .. 1.0 (1 = best); the session weighs scorers by
   `weight` and maps the weighted mean onto the extender's 0..10.
+- `GangRules.settings`: present, it turns on gang admission (`framework.gang`) and the barrier.
 
 A plugin is built from its policy arguments by a `PluginFactory`, which validates them and raises
 `ValueError("<argument>: <reason>")` on bad input.
@@ -19,6 +20,7 @@ from typing import Protocol, runtime_checkable
 
 from extender.api.resources import Resources
 from extender.cache.snapshot import NodeInfo
+from extender.framework.gang import GangSettings
 from extender.framework.status import Status
 
 Argument = str | int | float | bool
@@ -39,6 +41,13 @@ class NodeScorer(Plugin, Protocol):
     weight: float
 
     def score_node(self, request: Resources, node: NodeInfo) -> float: ...
+
+
+@runtime_checkable
+class GangRules(Plugin, Protocol):
+    """Turns on gang admission and the bind barrier, with these settings."""
+
+    settings: GangSettings
 
 
 PluginFactory = Callable[[Mapping[str, Argument]], Plugin]

@@ -26,7 +26,15 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from extender.framework.plugin import Argument, NodeFilter, NodeScorer, Plugin, PluginFactory
+from extender.framework.gang import GangSettings
+from extender.framework.plugin import (
+    Argument,
+    GangRules,
+    NodeFilter,
+    NodeScorer,
+    Plugin,
+    PluginFactory,
+)
 
 API_VERSION = "lahar.io/v1alpha1"
 KIND = "SchedulerPolicy"
@@ -73,6 +81,11 @@ class Policy:
     @property
     def scorers(self) -> list[NodeScorer]:
         return [p for p in self.plugins if isinstance(p, NodeScorer)]
+
+    @property
+    def gang_settings(self) -> GangSettings | None:
+        """The gang plugin's settings; None when the policy has no gang plugin."""
+        return next((p.settings for p in self.plugins if isinstance(p, GangRules)), None)
 
 
 def load_policy(path: Path, registry: Mapping[str, PluginFactory]) -> Policy:

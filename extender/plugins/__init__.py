@@ -7,10 +7,11 @@ factory that validates the plugin's arguments from the policy file.
 from collections.abc import Mapping
 
 from extender.framework.plugin import PluginFactory
-from extender.plugins import binpack, predicates, spread
+from extender.plugins import binpack, gang, predicates, spread
 
 REGISTRY: Mapping[str, PluginFactory] = {
     binpack.NAME: binpack.configure,
+    gang.NAME: gang.configure,
     predicates.NAME: predicates.configure,
     spread.NAME: spread.configure,
 }

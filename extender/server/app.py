@@ -16,16 +16,28 @@ from collections.abc import AsyncIterator, Callable
 from aiohttp import web
 from kubernetes import client as k8s
 
+from extender.actions.barrier import Barrier, BarrierObserver
 from extender.actions.bind import Binder, BindError
 from extender.api.candidates import CandidateParser
 from extender.cache.informer import Informers
 from extender.cache.state import ClusterState
+from extender.framework.gang import Gangs
 from extender.framework.policy import Policy
 from extender.framework.session import Engine
-from extender.kube import KubeError, bind_pod
-from extender.server.keys import BINDER, ENGINE, INFORMERS, METRICS, PARSER, STATE
+from extender.kube import KubeError, annotate_pod, bind_pod
+from extender.server.keys import (
+    BARRIER,
+    BINDER,
+    ENGINE,
+    INFORMERS,
+    METRICS,
+    PARSER,
+    STATE,
+    WAKER,
+)
 from extender.server.metrics import Metrics
 from extender.server.routes import add_routes
+from extender.server.waker import Patcher, Waker
 
 log = logging.getLogger(__name__)
 EXPIRY_INTERVAL = 5.0
@@ -43,12 +55,20 @@ def api_binder(api: k8s.ApiClient) -> Binder:
     return binder
 
 
+def api_patcher(api: k8s.ApiClient) -> Patcher:
+    async def patch(namespace: str, name: str, annotations: dict[str, str]) -> None:
+        await asyncio.to_thread(annotate_pod, api, namespace, name, annotations)
+
+    return patch
+
+
 def make_app(
     policy: Policy,
     *,
     api: k8s.ApiClient | None = None,
     state: ClusterState | None = None,
     binder: Binder | None = None,
+    patcher: Patcher | None = None,
 ) -> web.Application:
     app = web.Application()
     app[STATE] = state if state is not None else ClusterState()
@@ -61,6 +81,25 @@ def make_app(
             raise ValueError("make_app needs an API client or a binder")
         binder = api_binder(api)
     app[BINDER] = binder
+    app[BARRIER], app[WAKER] = None, None
+    gangs = app[ENGINE].gangs
+    if gangs is not None:
+        metrics = app[METRICS]
+        observer = BarrierObserver(
+            waited=metrics.barrier_wait.observe,
+            timed_out=lambda key: metrics.barrier_timeouts.inc(),
+            partial=lambda key: metrics.partial_gangs.inc(),
+        )
+        app[BARRIER] = Barrier(app[STATE], gangs, binder, observer)
+        gangs.on_admitted.append(lambda key: metrics.gangs_admitted.inc())
+        gangs.on_rejected.append(lambda key, why: metrics.gang_rejections.labels(why.cause).inc())
+        metrics.pending_gangs.set_function(lambda: len(gangs.parked))
+        if patcher is None and api is not None:
+            patcher = api_patcher(api)
+        if patcher is not None:
+            app[WAKER] = waker = Waker(app[STATE], gangs, patcher)
+            waker.on_woken = metrics.wakes.inc
+            app.cleanup_ctx.append(_waker)
     if api is not None:
         app.cleanup_ctx.append(_informers(api))
     add_routes(app)
@@ -79,7 +118,7 @@ def _informers(api: k8s.ApiClient) -> Callable[[web.Application], AsyncIterator[
         informers = Informers(api, app[STATE], asyncio.get_running_loop())
         app[INFORMERS] = informers
         informers.start()
-        expiry = asyncio.create_task(_expire_assumed(app[STATE]))
+        expiry = asyncio.create_task(_expire(app[STATE], app[ENGINE].gangs))
         yield
         expiry.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -89,9 +128,25 @@ def _informers(api: k8s.ApiClient) -> Callable[[web.Application], AsyncIterator[
     return context
 
 
-async def _expire_assumed(state: ClusterState) -> None:
+async def _waker(app: web.Application) -> AsyncIterator[None]:
+    waker = app[WAKER]
+    assert waker is not None
+    waker.attach()
+    task = asyncio.create_task(waker.run())
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def _expire(state: ClusterState, gangs: Gangs | None) -> None:
+    """Drop assumptions the watch never confirmed and reservations that made no progress."""
     while True:
         await asyncio.sleep(EXPIRY_INTERVAL)
+        for key in gangs.expire() if gangs is not None else ():
+            log.warning(
+                "gang %s held its reservation without progress; released it and backing off", key
+            )
         for uid in state.expire_assumed():
             pod = state.pods.get(uid)
             log.warning(

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from extender.actions.barrier import Barrier
 from extender.actions.bind import Binder
 from extender.api.candidates import CandidateParser
 from extender.cache.informer import Informers
 from extender.cache.state import ClusterState
 from extender.framework.session import Engine
 from extender.server.metrics import Metrics
+from extender.server.waker import Waker
 
 STATE = web.AppKey("state", ClusterState)
 ENGINE = web.AppKey("engine", Engine)
@@ -17,3 +19,5 @@ BINDER: web.AppKey[Binder] = web.AppKey("binder")
 METRICS = web.AppKey("metrics", Metrics)
 INFORMERS: web.AppKey[Informers | None] = web.AppKey("informers")
 PARSER = web.AppKey("candidates", CandidateParser)
+BARRIER: web.AppKey[Barrier | None] = web.AppKey("barrier")
+WAKER: web.AppKey[Waker | None] = web.AppKey("waker")

@@ -8,13 +8,17 @@ several apps in one process).
 - `lahar_cache_objects{kind}`: objects in the cache (nodes, pods, assumed_pods, priority_classes),
   read from the state at scrape time.
 - `lahar_cache_relists_total{kind}`, `lahar_cache_watch_reconnects_total{kind}`: informer health.
+- Gangs: `lahar_gangs_admitted_total`, `lahar_gang_rejections_total{cause}` (one per rejected
+  filter call of a member), `lahar_gang_barrier_wait_seconds` (histogram per held member),
+  `lahar_gang_barrier_timeouts_total`, `lahar_partial_gangs_total` (must stay 0),
+  `lahar_pending_gangs` (gangs waiting for admission), `lahar_gang_wakes_total` (pods requeued).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -70,3 +74,33 @@ class Metrics:
             "lahar_binds", "Bindings by result (bound, refused)", ["result"], registry=self.registry
         )
         self.registry.register(_Gauges(sizes, informers))
+
+        self.gangs_admitted = Counter(
+            "lahar_gangs_admitted", "Gangs admitted (capacity reserved)", registry=self.registry
+        )
+        self.gang_rejections = Counter(
+            "lahar_gang_rejections",
+            "Filter calls of gang members rejected, by cause",
+            ["cause"],
+            registry=self.registry,
+        )
+        self.barrier_wait = Histogram(
+            "lahar_gang_barrier_wait_seconds",
+            "Time a gang member's bind was held at the barrier",
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30),
+            registry=self.registry,
+        )
+        self.barrier_timeouts = Counter(
+            "lahar_gang_barrier_timeouts", "Gangs whose barrier timed out", registry=self.registry
+        )
+        self.partial_gangs = Counter(
+            "lahar_partial_gangs",
+            "Gangs left partly bound (a binding refused after others were made)",
+            registry=self.registry,
+        )
+        self.pending_gangs = Gauge(
+            "lahar_pending_gangs", "Gangs waiting for admission", registry=self.registry
+        )
+        self.wakes = Counter(
+            "lahar_gang_wakes", "Parked pods Lahar had the scheduler retry", registry=self.registry
+        )

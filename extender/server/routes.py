@@ -21,7 +21,7 @@ from extender.actions.preempt import preempt
 from extender.actions.prioritize import prioritize
 from extender.api.candidates import Candidates
 from extender.api.wire import ExtenderArgs, ExtenderBindingArgs, ExtenderPreemptionArgs, explain
-from extender.server.keys import BINDER, ENGINE, INFORMERS, METRICS, PARSER, STATE
+from extender.server.keys import BARRIER, BINDER, ENGINE, INFORMERS, METRICS, PARSER, STATE
 
 log = logging.getLogger(__name__)
 W = TypeVar("W", bound=BaseModel)
@@ -71,7 +71,8 @@ async def _parse_args(request: web.Request) -> tuple[ExtenderArgs, Candidates]:
 # they read the state's live view instead of a copy.
 async def _filter(request: web.Request) -> bytes:
     args, candidates = await _parse_args(request)
-    session = request.app[ENGINE].session(request.app[STATE].view())
+    state = request.app[STATE]
+    session = request.app[ENGINE].session(state.view(), state)
     return filter_nodes(session, args, candidates)
 
 
@@ -87,7 +88,11 @@ async def _preempt(request: web.Request) -> bytes:
 
 async def _bind(request: web.Request) -> bytes:
     args = await _parse(request, ExtenderBindingArgs)
-    result = await bind(request.app[STATE], request.app[BINDER], args)
+    barrier = request.app[BARRIER]
+    if barrier is not None:
+        result = await barrier.bind(args)
+    else:
+        result = await bind(request.app[STATE], request.app[BINDER], args)
     request.app[METRICS].binds.labels("refused" if result.error else "bound").inc()
     return result.dump()
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from extender.framework.gang import GangSettings
 from extender.framework.policy import PolicyError, build_policy, load_policy
 from extender.plugins import REGISTRY
 from extender.plugins.binpack import Binpack
@@ -25,7 +26,28 @@ def policy(*tiers: list[dict[str, Any]]) -> dict[str, Any]:
 
 def test_the_shipped_policy_loads() -> None:
     loaded = load_policy(REPO_POLICY, REGISTRY)
-    assert [p.name for p in loaded.plugins] == ["predicates", "binpack"]
+    assert [p.name for p in loaded.plugins] == ["gang", "predicates", "binpack"]
+    assert loaded.gang_settings == GangSettings(
+        barrier_timeout=20, backoff=10, reservation_timeout=60
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({"gang.backoffSeconds": 0}, "gang.backoffSeconds: must be a number of seconds > 0, got 0"),
+        ({"gang.barrierTimeoutSeconds": "5s"}, "gang.barrierTimeoutSeconds: must be a number"),
+        ({"gang.timeout": 5}, "gang.timeout: unknown argument of plugin gang"),
+    ],
+)
+def test_gang_arguments_are_checked(arguments: dict[str, object], expected: str) -> None:
+    with pytest.raises(PolicyError) as error:
+        build_policy(policy([{"name": "gang", "arguments": arguments}]), REGISTRY)
+    assert f"tiers.0.plugins.0.arguments.{expected}" in str(error.value)
+
+
+def test_without_the_gang_plugin_there_are_no_gang_rules() -> None:
+    assert build_policy(policy([{"name": "predicates"}]), REGISTRY).gang_settings is None
 
 
 def test_plugins_get_their_arguments() -> None:
@@ -63,9 +85,9 @@ def test_plugins_get_their_arguments() -> None:
         (policy(), "p.yaml: tiers: List should have at least 1 item"),
         (policy([]), "p.yaml: tiers.0.plugins: List should have at least 1 item"),
         (
-            policy([{"name": "gang"}]),
-            "p.yaml: tiers.0.plugins.0.name: unknown plugin 'gang' (known: binpack, "
-            "predicates, spread)",
+            policy([{"name": "drf"}]),
+            "p.yaml: tiers.0.plugins.0.name: unknown plugin 'drf' (known: binpack, "
+            "gang, predicates, spread)",
         ),
         (
             policy([{"name": "binpack"}], [{"name": "binpack"}]),

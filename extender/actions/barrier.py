@@ -1,0 +1,173 @@
+"""The bind barrier: an admitted gang's binds wait until the gang can stand, then go together.
+
+kube-scheduler binds each pod in its own goroutine, so a held bind call does not stop it from
+scheduling other pods. A member's bind is held (an awaited future, no thread) until `minMember`
+members are placed: held here, or already bound. Then every held binding is created at once;
+members beyond `minMember` bind at once. A held member counts on its node (assumed) and its slot
+in the gang's reservation becomes that usage, so nobody else takes the place meanwhile.
+
+If the gang does not come together within the barrier timeout, every held member gets an error
+(the scheduler forgets it and retries later), the assumptions and the reservation are dropped and
+the gang backs off, so two gangs cannot hold each other's capacity forever. A member deleted while
+held fails the whole gang before any binding is created; a binding the API refuses after others
+succeeded cannot be undone: it is logged and counted as a partial gang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from extender.actions.bind import Binder, BindError, bind
+from extender.api.objects import Pod
+from extender.api.scheduling import gang_key
+from extender.api.wire import ExtenderBindingArgs, ExtenderBindingResult
+from extender.cache.state import ClusterState
+from extender.framework.gang import Gangs, view_gang
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class BarrierObserver:
+    """What the barrier reports (metrics hook in here); no-ops by default."""
+
+    waited: Callable[[float], None] = lambda seconds: None
+    timed_out: Callable[[str], None] = lambda key: None
+    partial: Callable[[str], None] = lambda key: None
+
+
+@dataclass
+class _Held:
+    pod: Pod
+    args: ExtenderBindingArgs
+    since: float
+    result: asyncio.Future[str]  # "" when bound, else the error
+
+
+@dataclass
+class _Gate:
+    timer: asyncio.TimerHandle
+    held: dict[str, _Held] = field(default_factory=dict)
+
+
+class Barrier:
+    def __init__(
+        self,
+        state: ClusterState,
+        gangs: Gangs,
+        binder: Binder,
+        observer: BarrierObserver | None = None,
+    ) -> None:
+        self.state, self.gangs, self.binder = state, gangs, binder
+        self.observer = observer or BarrierObserver()
+        self._gates: dict[str, _Gate] = {}
+
+    def holding(self, key: str) -> int:
+        gate = self._gates.get(key)
+        return len(gate.held) if gate is not None else 0
+
+    async def bind(self, args: ExtenderBindingArgs) -> ExtenderBindingResult:
+        pod = self.state.pods.get(args.pod_uid) if args.pod_uid else None
+        key = gang_key(pod) if pod is not None else None
+        if pod is None or key is None or key not in self.state.pod_groups:
+            return await bind(self.state, self.binder, args)
+        self.gangs.consume(pod.metadata.uid)
+        gate = self._gates.get(key)
+        self.state.assume(pod, args.node)
+        gang = view_gang(self.state, key)
+        if gate is None and gang.stands:
+            return await bind(self.state, self.binder, args)  # the gang stands: extras go at once
+        if gate is None:
+            loop = asyncio.get_running_loop()
+            timeout = self.gangs.settings.barrier_timeout
+            gate = self._gates[key] = _Gate(loop.call_later(timeout, self._time_out, key))
+        held = _Held(pod, args, time.monotonic(), asyncio.get_running_loop().create_future())
+        previous = gate.held.get(pod.metadata.uid)
+        if previous is not None and not previous.result.done():
+            previous.result.set_result("superseded by a newer bind call for the same pod")
+        gate.held[pod.metadata.uid] = held
+        log.info(
+            "holding bind of pod %s to node %s: gang %s has %d of %d members placed",
+            pod.key,
+            args.node,
+            key,
+            gang.ready,
+            gang.min_member,
+        )
+        if gang.stands:
+            asyncio.get_running_loop().create_task(self._release(key))
+        try:
+            error = await held.result
+        except asyncio.CancelledError:  # the scheduler gave up on the call
+            if gate.held.get(pod.metadata.uid) is held:
+                del gate.held[pod.metadata.uid]
+                self.state.forget(pod.metadata.uid)
+            raise
+        self.observer.waited(time.monotonic() - held.since)
+        return ExtenderBindingResult(error=error)
+
+    async def _release(self, key: str) -> None:
+        gate = self._gates.pop(key, None)
+        if gate is None:
+            return
+        gate.timer.cancel()
+        held = list(gate.held.values())
+        gone = [h.pod.key for h in held if self._deleted(h.pod)]
+        if gone:
+            self._fail(key, held, f"gang {key}: member {', '.join(gone)} was deleted while held")
+            self.gangs.release(key)
+            return
+        log.info("gang %s stands: creating %d held bindings together", key, len(held))
+        errors = await asyncio.gather(*(self._create(h) for h in held))
+        failed = [(h, e) for h, e in zip(held, errors, strict=True) if e]
+        for h, error in zip(held, errors, strict=True):
+            if not h.result.done():
+                h.result.set_result(error)
+        if failed and len(failed) < len(held):
+            self.observer.partial(key)
+            log.error(
+                "gang %s is partly bound: %s refused after the others were bound",
+                key,
+                ", ".join(f"{h.pod.key} ({e})" for h, e in failed),
+            )
+
+    async def _create(self, held: _Held) -> str:
+        args = held.args
+        try:
+            await self.binder(args.pod_namespace, args.pod_name, args.pod_uid, args.node)
+        except BindError as error:
+            self.state.forget(args.pod_uid)
+            return str(error)
+        log.info("bound pod %s to node %s (gang)", held.pod.key, args.node)
+        return ""
+
+    def _time_out(self, key: str) -> None:
+        gate = self._gates.pop(key, None)
+        if gate is None:
+            return
+        held = list(gate.held.values())
+        gang = view_gang(self.state, key)
+        backoff = self.gangs.settings.backoff
+        self._fail(
+            key,
+            held,
+            f"gang {key}: only {gang.ready} of {gang.min_member} members were placed within "
+            f"{self.gangs.settings.barrier_timeout:.0f}s; none bound, backing off {backoff:.0f}s",
+        )
+        self.observer.timed_out(key)
+        self.gangs.release(key, back_off=True)
+
+    def _fail(self, key: str, held: list[_Held], error: str) -> None:
+        log.warning("%s (releasing %d held members)", error, len(held))
+        for h in held:
+            self.state.forget(h.pod.metadata.uid)
+            if not h.result.done():
+                h.result.set_result(error)
+
+    def _deleted(self, pod: Pod) -> bool:
+        current = self.state.pods.get(pod.metadata.uid)
+        return current is None or current.metadata.deletion_timestamp is not None

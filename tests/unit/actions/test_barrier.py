@@ -1,0 +1,112 @@
+"""The bind barrier: members wait until minMember are there, then bind together; or none binds."""
+
+from __future__ import annotations
+
+import asyncio
+
+from extender.actions.barrier import Barrier
+from extender.actions.bind import BindError
+from extender.api.wire import ExtenderBindingArgs, ExtenderBindingResult
+from extender.cache.state import ClusterState
+from extender.framework.gang import Gangs, GangSettings
+from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod
+
+
+def member(index: int) -> PodBuilder:
+    return make_pod(f"g-{index}").uid(f"g-{index}").cpu("1").group("g")
+
+
+def setup(
+    members: int, min_member: int, refuse: str = ""
+) -> tuple[ClusterState, Gangs, Barrier, list[str]]:
+    state = cluster([make_node("n1").cpu("8")], [member(i) for i in range(members)])
+    state.upsert_pod_group(make_group("g").min_member(min_member).model())
+    gangs = Gangs(GangSettings(barrier_timeout=0.2, backoff=5))
+    bound: list[str] = []
+
+    async def binder(namespace: str, name: str, uid: str, node: str) -> None:
+        if name == refuse:
+            raise BindError(f"pods {name!r} not found")
+        bound.append(name)
+
+    return state, gangs, Barrier(state, gangs, binder), bound
+
+
+def call(barrier: Barrier, index: int) -> asyncio.Task[ExtenderBindingResult]:
+    args = ExtenderBindingArgs(
+        pod_name=f"g-{index}", pod_namespace="default", pod_uid=f"g-{index}", node="n1"
+    )
+    return asyncio.get_running_loop().create_task(barrier.bind(args))
+
+
+def test_members_are_held_until_min_member_then_bound_together() -> None:
+    state, _gangs, barrier, bound = setup(members=4, min_member=3)
+
+    async def main() -> None:
+        first, second = call(barrier, 0), call(barrier, 1)
+        await asyncio.sleep(0.01)
+        assert bound == [] and barrier.holding("default/g") == 2
+        assert state.is_assumed("g-0")  # held members count on their node
+        third = call(barrier, 2)
+        results = await asyncio.gather(first, second, third)
+        assert [r.error for r in results] == ["", "", ""]
+        assert sorted(bound) == ["g-0", "g-1", "g-2"]
+        extra = await call(barrier, 3)  # the gang stands: beyond minMember binds at once
+        assert extra.error == "" and bound[-1] == "g-3"
+
+    asyncio.run(main())
+
+
+def test_a_gang_that_does_not_come_together_binds_nothing_and_backs_off() -> None:
+    state, gangs, barrier, bound = setup(members=3, min_member=3)
+
+    async def main() -> None:
+        results = await asyncio.gather(call(barrier, 0), call(barrier, 1))
+        for result in results:
+            assert result.error.startswith("gang default/g: only 2 of 3 members were placed")
+        assert bound == []
+        assert not state.is_assumed("g-0") and not state.is_assumed("g-1")
+        assert gangs.backoff_until["default/g"] > gangs.clock()
+
+    asyncio.run(main())
+
+
+def test_a_member_deleted_while_held_fails_the_whole_gang() -> None:
+    state, _gangs, barrier, bound = setup(members=2, min_member=2)
+
+    async def main() -> None:
+        first = call(barrier, 0)
+        await asyncio.sleep(0.01)
+        state.delete_pod("g-1")
+        state.upsert_pod(member(1).uid("g-1").model())  # same uid, still pending
+        deleting = (
+            member(0)
+            .model()
+            .model_copy(
+                update={
+                    "metadata": state.pods["g-0"].metadata.model_copy(
+                        update={"deletion_timestamp": "2026-11-23T10:00:00Z"}
+                    )
+                }
+            )
+        )
+        state.upsert_pod(deleting)
+        second = await call(barrier, 1)
+        assert "member default/g-0 was deleted while held" in second.error
+        assert "member default/g-0 was deleted while held" in (await first).error
+        assert bound == []
+
+    asyncio.run(main())
+
+
+def test_a_refused_binding_after_others_is_reported_as_a_partial_gang() -> None:
+    _state, _gangs, barrier, bound = setup(members=2, min_member=2, refuse="g-1")
+    partial: list[str] = []
+    barrier.observer.partial = partial.append
+
+    async def main() -> None:
+        results = await asyncio.gather(call(barrier, 0), call(barrier, 1))
+        assert results[0].error == "" and "not found" in results[1].error
+        assert bound == ["g-0"] and partial == ["default/g"]
+
+    asyncio.run(main())

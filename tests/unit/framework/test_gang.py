@@ -1,0 +1,157 @@
+"""Gang admission: all or nothing at filter time, reservations held, the same plan reused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from extender.cache.state import ClusterState
+from extender.framework import gang as gang_module
+from extender.framework.policy import build_policy
+from extender.framework.session import Engine, FilterOutcome
+from extender.plugins import REGISTRY
+from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod
+
+POLICY = {
+    "apiVersion": "lahar.io/v1alpha1",
+    "kind": "SchedulerPolicy",
+    "tiers": [{"plugins": [{"name": "gang"}, {"name": "predicates"}, {"name": "binpack"}]}],
+}
+NODES = ["n1", "n2"]
+
+
+def member(group: str, index: int, cpu: str = "2", task: str = "") -> PodBuilder:
+    pod = make_pod(f"{group}-{index}").uid(f"{group}-{index}").cpu(cpu).group(group)
+    return pod.task(task) if task else pod
+
+
+def two_node_cluster(*pods: PodBuilder, cpu: str = "4") -> ClusterState:
+    return cluster([make_node(n).cpu(cpu) for n in NODES], list(pods))
+
+
+def filter_pod(engine: Engine, state: ClusterState, pod: PodBuilder) -> FilterOutcome:
+    model = state.pods[pod.model().metadata.uid]
+    return engine.session(state.view(), state).filter(model, NODES)
+
+
+@pytest.fixture
+def engine() -> Engine:
+    return Engine(build_policy(POLICY, REGISTRY))
+
+
+def test_one_gang_is_admitted_whole_and_the_other_waits_with_nothing(engine: Engine) -> None:
+    a = [member("a", i) for i in range(4)]
+    b = [member("b", i) for i in range(4)]
+    state = two_node_cluster(*a, *b)
+    state.upsert_pod_group(make_group("a").min_member(4).model())
+    state.upsert_pod_group(make_group("b").min_member(4).model())
+
+    first = filter_pod(engine, state, a[0])
+    assert engine.gangs is not None and set(engine.gangs.admissions) == {"default/a"}
+    slot = engine.gangs.admissions["default/a"].slots["a-0"]
+    assert first.passed == [slot.node]  # steered to its slot: the rest is held for the others
+    assert len(first.failed) == 1
+
+    rejected = filter_pod(engine, state, b[0])
+    assert rejected.passed == []
+    assert rejected.failed == dict.fromkeys(
+        NODES, "gang default/b: 4 of 4 members cannot be placed: Insufficient cpu"
+    )
+    plain = make_pod("plain").uid("plain").cpu("1")
+    state.upsert_pod(plain.model())
+    held = filter_pod(engine, state, plain)
+    assert held.passed == []
+    assert "free 4 of which 4 is reserved for admitted gangs" in held.failed["n1"]
+
+
+@pytest.mark.parametrize(
+    ("pods", "group", "expected"),
+    [
+        (
+            [member("g", 0), member("g", 1)],
+            make_group("g").min_member(4),
+            "gang default/g: 2/4 pods of gang default/g exist",
+        ),
+        (
+            [member("g", 0, task="ps"), member("g", 1, task="worker")],
+            make_group("g").min_member(2).min_task("ps", 2),
+            "gang default/g: task ps has 1 of the 2 pods it needs",
+        ),
+        (
+            [member("g", 0), member("g", 1)],
+            None,
+            "gang default/g: PodGroup default/g does not exist; its pods wait until it is created",
+        ),
+        (
+            [member("g", 0, cpu="1"), member("g", 1, cpu="1")],
+            make_group("g").min_member(2).min_resources(cpu="12"),
+            "gang default/g: minResources need cpu 12, 8 free",
+        ),
+        (
+            [member("g", 0, cpu="3"), member("g", 1, cpu="3"), member("g", 2, cpu="3")],
+            make_group("g").min_member(3),
+            "gang default/g: 1 of 3 members cannot be placed: Insufficient cpu",
+        ),
+    ],
+    ids=["too-few-pods", "task-short", "no-podgroup", "min-resources", "does-not-fit"],
+)
+def test_a_gang_that_cannot_be_admitted_fails_everywhere_with_its_reason(
+    engine: Engine, pods: list[PodBuilder], group: Any, expected: str
+) -> None:
+    state = two_node_cluster(*pods)
+    if group is not None:
+        state.upsert_pod_group(group.model())
+    outcome = filter_pod(engine, state, pods[0])
+    assert outcome.passed == []
+    assert outcome.failed == dict.fromkeys(NODES, expected)
+
+
+def test_members_in_one_cluster_state_share_one_plan(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pods = [member("g", i, cpu="3") for i in range(3)]
+    state = two_node_cluster(*pods)
+    state.upsert_pod_group(make_group("g").min_member(3).model())
+    calls = []
+    real_place = gang_module.place
+    monkeypatch.setattr(gang_module, "place", lambda *a: calls.append(1) or real_place(*a))
+    for pod in pods:
+        assert filter_pod(engine, state, pod).passed == []
+    assert len(calls) == 1
+    state.upsert_node(make_node("n3").cpu("4").model())  # the cluster changed: plan again
+    filter_pod(engine, state, pods[0])
+    assert len(calls) == 2
+
+
+def test_slots_turn_into_usage_and_a_standing_gang_is_plain_again(engine: Engine) -> None:
+    pods = [member("g", i) for i in range(3)]
+    state = two_node_cluster(*pods)
+    state.upsert_pod_group(make_group("g").min_member(2).model())
+    assert engine.gangs is not None
+    filter_pod(engine, state, pods[0])
+    admission = engine.gangs.admissions["default/g"]
+    assert len(admission.slots) == 2
+    for pod in pods[:2]:
+        slot = admission.slots[pod.model().metadata.uid]
+        engine.gangs.consume(pod.model().metadata.uid)
+        state.assume(state.pods[pod.model().metadata.uid], slot.node)
+    assert engine.gangs.reserved() == {}
+    extra = filter_pod(engine, state, pods[2])  # beyond minMember: fits like any pod
+    assert extra.passed == ["n2"]  # binpack put both members on n1, which is now full
+    assert "default/g" not in engine.gangs.admissions
+
+
+def test_a_released_gang_backs_off(engine: Engine) -> None:
+    now = [100.0]
+    assert engine.gangs is not None
+    engine.gangs.clock = lambda: now[0]
+    pods = [member("g", i) for i in range(2)]
+    state = two_node_cluster(*pods)
+    state.upsert_pod_group(make_group("g").min_member(2).model())
+    filter_pod(engine, state, pods[0])
+    engine.gangs.release("default/g", back_off=True)
+    outcome = filter_pod(engine, state, pods[0])
+    assert outcome.failed["n1"].startswith("gang default/g: backing off for 10s")
+    now[0] += 11
+    assert filter_pod(engine, state, pods[0]).failed == {}
