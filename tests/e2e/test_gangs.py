@@ -1,0 +1,96 @@
+"""Gangs through the real stock kube-scheduler and Lahar: all or nothing, and the next one follows.
+
+The story Lahar exists for: two training jobs of 2 parameter servers + 2 workers on two nodes
+that fit one job. One job runs complete, the other waits with nothing placed and runs when the
+first finishes. The same pods under the stock scheduler alone show what goes wrong without Lahar.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from kubernetes import client as k8s
+
+from extender.devcluster.lifecycle import end_pod
+from extender.kube import apply_object, list_objects, wait_until
+from tests.builders import PodBuilder, make_group
+
+TASKS = ("ps", "ps", "worker", "worker")
+
+
+def submit_jobs(
+    api: k8s.ApiClient,
+    namespace: str,
+    pod: Callable[..., PodBuilder],
+    scheduler: str = "lahar",
+) -> dict[str, list[str]]:
+    """Two PodGroups of minMember 4, then their pods (2 ps + 2 workers, 2 cpu each) created
+    interleaved, the way two jobs submitted together arrive."""
+    jobs: dict[str, list[str]] = {"job-a": [], "job-b": []}
+    for job in jobs:
+        apply_object(api, make_group(job).ns(namespace).min_member(4).build())
+    for index, task in enumerate(TASKS):
+        for job, names in jobs.items():
+            name = f"{job}-{task}-{index % 2}"
+            apply_object(api, pod(name, scheduler).cpu("2").group(job).task(task).build())
+            names.append(name)
+    return jobs
+
+
+def bound(api: k8s.ApiClient, namespace: str, names: list[str]) -> list[str]:
+    pods = {p["metadata"]["name"]: p for p in list_objects(api, "v1", "Pod", namespace=namespace)}
+    return [n for n in names if n in pods and pods[n]["spec"].get("nodeName")]
+
+
+def test_one_job_runs_whole_the_other_waits_with_nothing_then_follows(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: Callable[..., list[str]],
+    pod: Callable[..., PodBuilder],
+) -> None:
+    own_nodes(2, cpu="4")
+    jobs = submit_jobs(api, namespace, pod)
+
+    def one_job_whole() -> str | None:
+        done = [job for job, names in jobs.items() if len(bound(api, namespace, names)) == 4]
+        return done[0] if done else None
+
+    running = wait_until(one_job_whole, timeout=60, what="one job to have all 4 pods bound")
+    waiting = "job-b" if running == "job-a" else "job-a"
+    deadline = time.monotonic() + 3  # the waiting job holds nothing, also a moment later
+    while time.monotonic() < deadline:
+        assert bound(api, namespace, jobs[waiting]) == []
+        time.sleep(0.5)
+
+    finished_at = time.monotonic()
+    for name in jobs[running]:
+        end_pod(api, namespace, name, exit_code=0)
+    wait_until(
+        lambda: len(bound(api, namespace, jobs[waiting])) == 4,
+        timeout=60,
+        what=f"{waiting} to have all 4 pods bound after {running} finished",
+    )
+    started_after = time.monotonic() - finished_at
+    print(f"{waiting} had all 4 pods bound {started_after:.2f}s after {running} was ended")
+    assert started_after < 30, f"{waiting} started {started_after:.1f}s after capacity freed"
+
+
+def test_the_stock_scheduler_alone_splits_both_jobs(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: Callable[..., list[str]],
+    pod: Callable[..., PodBuilder],
+) -> None:
+    """The difference Lahar makes: without it, pods are placed one at a time in arrival order,
+    so each job gets half its pods and neither can train."""
+    own_nodes(2, cpu="4")
+    jobs = submit_jobs(api, namespace, pod, scheduler="default-scheduler")
+    everything = jobs["job-a"] + jobs["job-b"]
+    wait_until(
+        lambda: len(bound(api, namespace, everything)) == 4,
+        timeout=60,
+        what="the stock scheduler to fill both nodes",
+    )
+    counts = sorted(len(bound(api, namespace, names)) for names in jobs.values())
+    assert counts == [2, 2]
