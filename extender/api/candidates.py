@@ -38,25 +38,33 @@ class CandidateParser:
 
     def parse(self, body: bytes) -> tuple[ExtenderArgs, Candidates]:
         """The call's arguments and its candidates; a malformed body raises ValidationError."""
-        split = _split(body)
-        if split is not None:
-            head, raw = split
-            try:
-                candidates = self._recent.get(raw)
-                if candidates is None:
-                    names = _NAMES.validate_json(raw)
-                    candidates = Candidates(names, frozenset(names), raw)
-                    self._recent[raw] = candidates
-                args = ExtenderArgs.model_validate_json(head)
-            except ValidationError:
-                pass  # not the shape it seemed: the full parse below says what is wrong
-            else:
-                if args.nodes is None:
-                    args.node_names = candidates.names
-                    return args, candidates
+        fast = self._parse_split(body)
+        if fast is not None:
+            return fast
         args = ExtenderArgs.model_validate_json(body)
         names = args.candidate_names()
         return args, Candidates(names, frozenset(names))
+
+    def _parse_split(self, body: bytes) -> tuple[ExtenderArgs, Candidates] | None:
+        """The fast path for Go's shape (NodeNames last); None when the body is not that shape,
+        so the full parse decides and its error names the field."""
+        split = _split(body)
+        if split is None:
+            return None
+        head, raw = split
+        try:
+            candidates = self._recent.get(raw)
+            if candidates is None:
+                names = _NAMES.validate_json(raw)
+                candidates = Candidates(names, frozenset(names), raw)
+                self._recent[raw] = candidates
+            args = ExtenderArgs.model_validate_json(head)
+        except ValidationError:
+            return None
+        if args.nodes is not None:
+            return None
+        args.node_names = candidates.names
+        return args, candidates
 
 
 def _split(body: bytes) -> tuple[bytes, bytes] | None:
