@@ -139,11 +139,12 @@ class ExtenderBindingResult(WireModel):
     error: str = ""
 
 
-def explain(error: ValidationError) -> str:
-    """A validation error as one line per problem: `Pod.spec.containers.0...: what is wrong`."""
+def explain(error: ValidationError, root: str = "body") -> str:
+    """A validation error as one line per problem: `Pod.spec.containers.0...: what is wrong`;
+    a problem with the whole document is named `root`."""
     problems = []
     for item in error.errors(include_url=False):
-        where = ".".join(str(part) for part in item["loc"]) or "body"
+        where = ".".join(str(part) for part in item["loc"]) or root
         message = str(item["msg"]).removeprefix("Value error, ")
         problems.append(f"{where}: {message}")
     return "; ".join(problems)

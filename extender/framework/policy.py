@@ -26,6 +26,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from extender.api.wire import explain
 from extender.framework.gang import GangSettings
 from extender.framework.plugin import (
     Argument,
@@ -108,9 +109,7 @@ def build_policy(
     try:
         parsed = PolicyFile.model_validate(document)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        raise PolicyError(f"{source}: {where}: {first['msg']}") from exc
+        raise PolicyError(f"{source}: {explain(exc, root='(top level)')}") from exc
     seen: dict[str, str] = {}
     tiers = []
     for t, tier in enumerate(parsed.tiers):
