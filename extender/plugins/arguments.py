@@ -43,10 +43,12 @@ def resource_weights(arguments: Mapping[str, Argument], prefix: str) -> dict[str
     return weights
 
 
-def known_keys(arguments: Mapping[str, Argument], prefix: str, fixed: Iterable[str]) -> set[str]:
-    """The fixed keys plus one `<prefix>.resources.<name>` per resource listed."""
-    keys = set(fixed)
+def scorer_arguments(arguments: Mapping[str, Argument], prefix: str) -> tuple[int, dict[str, int]]:
+    """A Volcano-style score plugin's arguments, checked: `<p>.weight` and its resource weights
+    (`<p>.cpu`, `<p>.memory`, `<p>.resources` and one `<p>.resources.<name>` per listed name)."""
+    fixed = {f"{prefix}.{key}" for key in ("weight", "cpu", "memory", "resources")}
     listed = arguments.get(f"{prefix}.resources", "")
     if isinstance(listed, str):
-        keys.update(f"{prefix}.resources.{n.strip()}" for n in listed.split(",") if n.strip())
-    return keys
+        fixed.update(f"{prefix}.resources.{n.strip()}" for n in listed.split(",") if n.strip())
+    reject_unknown(arguments, fixed, prefix)
+    return weight(arguments, f"{prefix}.weight"), resource_weights(arguments, prefix)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from extender.api.resources import Resources
 from extender.cache.snapshot import NodeInfo
 from extender.framework.plugin import Argument
-from extender.plugins.arguments import known_keys, reject_unknown, resource_weights, weight
+from extender.plugins.arguments import scorer_arguments
 
 NAME = "binpack"
 
@@ -45,6 +45,4 @@ class Binpack:
 
 
 def configure(arguments: Mapping[str, Argument]) -> Binpack:
-    fixed = ("binpack.weight", "binpack.cpu", "binpack.memory", "binpack.resources")
-    reject_unknown(arguments, known_keys(arguments, NAME, fixed), NAME)
-    return Binpack(weight(arguments, "binpack.weight"), resource_weights(arguments, NAME))
+    return Binpack(*scorer_arguments(arguments, NAME))

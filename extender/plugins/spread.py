@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from extender.api.resources import Resources
 from extender.cache.snapshot import NodeInfo
 from extender.framework.plugin import Argument
-from extender.plugins.arguments import known_keys, reject_unknown, resource_weights, weight
+from extender.plugins.arguments import scorer_arguments
 
 NAME = "spread"
 
@@ -40,6 +40,4 @@ class Spread:
 
 
 def configure(arguments: Mapping[str, Argument]) -> Spread:
-    fixed = ("spread.weight", "spread.cpu", "spread.memory", "spread.resources")
-    reject_unknown(arguments, known_keys(arguments, NAME, fixed), NAME)
-    return Spread(weight(arguments, "spread.weight"), resource_weights(arguments, NAME))
+    return Spread(*scorer_arguments(arguments, NAME))
