@@ -108,6 +108,7 @@ class Informer(Generic[M]):
         self.api, self.kind, self.state, self.loop = api, kind, state, loop
         self.watch_timeout, self.max_backoff = watch_timeout, max_backoff
         self.synced = False
+        self.version: str | None = None  # the last resourceVersion seen; None: list first
         self.relists = 0
         self.reconnects = 0
         self._events = WatchEvent[kind.model]  # type: ignore[name-defined]
@@ -129,30 +130,27 @@ class Informer(Generic[M]):
             response.response.shutdown()
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        response = self._response
-        if response is not None:
-            response.response.shutdown()  # unblocks the thread's read
+        self.request_stop()
+        self.interrupt()  # unblocks the thread's read
         self._thread.join(timeout)
 
     # -- the watch thread ----------------------------------------------------------------------
 
     def _run(self) -> None:
-        version: str | None = None
         backoff = 0.2
         while not self._stop.is_set():
             try:
-                if version is None:
-                    version = self._list()
-                version = self._watch(version)
+                if self.version is None:
+                    self.version = self._list()
+                self._watch(self.version)
                 backoff = 0.2
             except Gone:
                 log.info(
                     "watch of %s: resourceVersion %s is too old; listing again",
                     self.kind.name,
-                    version,
+                    self.version,
                 )
-                version = None
+                self.version = None
             except Exception as error:  # the API server restarting, a reset connection, ...
                 if self._stop.is_set():
                     return
@@ -162,7 +160,7 @@ class Informer(Generic[M]):
                     self.kind.name,
                     error,
                     backoff,
-                    version or "(list)",
+                    self.version or "(list)",
                 )
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, self.max_backoff)
@@ -175,7 +173,9 @@ class Informer(Generic[M]):
         log.info("listed %d %s at resourceVersion %s", len(objects), self.kind.name, version)
         return version
 
-    def _watch(self, version: str) -> str:
+    def _watch(self, version: str) -> None:
+        """Follow the watch, moving `self.version` with every event and bookmark, so a watch that
+        breaks (not only one the server ends) resumes from the last event applied."""
         lines = watch_lines(
             self.api,
             self.kind.path,
@@ -194,14 +194,13 @@ class Informer(Generic[M]):
                         error,
                     )
                     continue
-                version = event.object.metadata.resource_version or version
+                self.version = event.object.metadata.resource_version or self.version
                 if event.type in ("ADDED", "MODIFIED"):
                     self._post(self.kind.upsert, event.object)
                 elif event.type == "DELETED":
                     self._post(self.kind.delete, event.object)
         finally:
             self._response = None
-        return version
 
     def _opened(self, response: RESTResponse) -> None:
         self._response = response

@@ -30,6 +30,16 @@ class NodeInfo:
     def __post_init__(self) -> None:
         object.__setattr__(self, "free", self.allocatable - self.requested)
 
+    def same_as(self, other: NodeInfo) -> bool:
+        """Whether `other` offers policies exactly what this one does."""
+        return (
+            self.allocatable == other.allocatable
+            and self.requested == other.requested
+            and self.unschedulable == other.unschedulable
+            and self.labels == other.labels
+            and self.taints == other.taints
+        )
+
 
 class ChangeLog:
     """Which node changed at which generation: one entry per generation, append-only, bounded.

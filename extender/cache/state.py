@@ -91,18 +91,25 @@ class ClusterState:
     # -- PodGroups and Queues -----------------------------------------------------------------
 
     def upsert_pod_group(self, group: PodGroup) -> None:
+        """A new PodGroup or a new spec is a gang change; a status write is not."""
+        previous = self.pod_groups.get(group.key)
         self.pod_groups[group.key] = group
-        self.groups_version += 1
-        for callback in self.on_pod_group:
-            callback(group.key)
+        if previous is None or previous.spec != group.spec:
+            self.groups_version += 1
+            for callback in self.on_pod_group:
+                callback(group.key)
 
     def delete_pod_group(self, key: str) -> None:
         if self.pod_groups.pop(key, None) is not None:
             self.groups_version += 1
 
     def replace_pod_groups(self, groups: Iterable[PodGroup]) -> None:
-        self.pod_groups = {group.key: group for group in groups}
-        self.groups_version += 1
+        """A full list: groups missing from it are gone; new or changed ones are announced."""
+        listed = {group.key: group for group in groups}
+        for key in set(self.pod_groups) - set(listed):
+            self.delete_pod_group(key)
+        for group in listed.values():
+            self.upsert_pod_group(group)
 
     def upsert_queue(self, queue: Queue) -> None:
         self.queues[queue.metadata.name] = queue
@@ -230,11 +237,25 @@ class ClusterState:
                 self.members.pop(before, None)
         if after is not None:
             self.members.setdefault(after, set()).add(pod.metadata.uid)  # type: ignore[union-attr]
-        self.groups_version += 1
+        if (
+            previous is None
+            or pod is None
+            or before != after
+            or previous.status.phase != pod.status.phase
+            or previous.metadata.deletion_timestamp != pod.metadata.deletion_timestamp
+        ):
+            self.groups_version += 1  # placements are covered by `generation`
 
     def _place(self, uid: str, wanted: Placement | None) -> None:
         current = self._placements.get(uid)
         if current == wanted:
+            return
+        if (
+            current is not None
+            and wanted is not None
+            and (current.node, current.request) == (wanted.node, wanted.request)
+        ):
+            self._placements[uid] = wanted  # the watch confirmed an assumption: usage unchanged
             return
         if current is not None:
             self._add(current.node, EMPTY - current.request)
@@ -258,12 +279,11 @@ class ClusterState:
         node = self._nodes.get(name)
         previous = self._infos.get(name)
         if node is None:
-            if self._infos.pop(name, None) is not None:
-                self._membership += 1
+            if self._infos.pop(name, None) is None:
+                return  # it was not known: nothing changes
+            self._membership += 1
         else:
-            if previous is None:
-                self._membership += 1
-            self._infos[name] = NodeInfo(
+            info = NodeInfo(
                 name=name,
                 allocatable=node.status.allocatable,
                 requested=self._requested.get(name, EMPTY),
@@ -271,6 +291,11 @@ class ClusterState:
                 labels=node.metadata.labels,
                 taints=tuple(node.spec.taints),
             )
+            if previous is not None and previous.same_as(info):
+                return  # a heartbeat or status the policies do not read: nothing to recompute
+            if previous is None:
+                self._membership += 1
+            self._infos[name] = info
         self._changes.record(name)
         if node is not None and (
             previous is None

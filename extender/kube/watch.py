@@ -71,21 +71,24 @@ def watch_lines(
         raise
     if on_open is not None:
         on_open(response)
-    buffer = b""
+    pending = bytearray()
     try:
         for chunk in response.response.stream(amt=None, decode_content=True):
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
+            pending += chunk
+            if b"\n" not in chunk:
+                continue  # a long object arriving in pieces: split once its line is complete
+            *lines, rest = pending.split(b"\n")
+            pending = bytearray(rest)
             for line in lines:
                 if line.startswith(ERROR_PREFIX):
                     _raise_error(line)
                 if line:
-                    yield line
+                    yield bytes(line)
     finally:
         response.response.release_conn()
 
 
-def _raise_error(line: bytes) -> None:
+def _raise_error(line: bytes | bytearray) -> None:
     status = json.loads(line).get("object") or {}
     code = int(status.get("code") or 0)
     if code == 410:

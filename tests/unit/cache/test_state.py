@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from extender.api.resources import Resources
 from extender.cache.state import ClusterState
-from tests.builders import cluster, make_node, make_pod
+from tests.builders import cluster, make_group, make_node, make_pod
 
 
 def requested(state: ClusterState, node: str) -> Resources:
@@ -98,3 +98,37 @@ def test_snapshots_are_shared_until_something_changes() -> None:
     assert first.nodes["n2"].requested == Resources()  # the old snapshot did not change
     assert second.changed_since(first.generation) == {"n2"}
     assert second.changed_since(second.generation) == set()
+
+
+def test_changes_policies_do_not_read_cost_nothing() -> None:
+    state = cluster([make_node("n1")])
+    generation = state.generation
+    state.upsert_node(make_node("n1").model())  # a heartbeat: same allocatable, labels, taints
+    state.delete_node("never-seen")
+    assert state.generation == generation
+    pod = make_pod("a").cpu("1").model()
+    state.assume(pod, "n1")
+    assumed = state.generation
+    bound = pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": "n1"})})
+    state.upsert_pod(bound)  # the watch confirms the binding: usage is unchanged
+    assert state.generation == assumed
+    assert not state.is_assumed(pod.metadata.uid)
+    assert requested(state, "n1")["cpu"] == 1000
+
+
+def test_pod_groups_are_announced_when_new_or_respecified_also_after_a_relist() -> None:
+    state = ClusterState()
+    announced: list[str] = []
+    state.on_pod_group.append(announced.append)
+    group = make_group("g").min_member(2).model()
+    state.replace_pod_groups([group])
+    versions = state.groups_version
+    status_only = group.model_copy(
+        update={"status": group.status.model_copy(update={"phase": "Inqueue"})}
+    )
+    state.upsert_pod_group(status_only)
+    assert state.groups_version == versions
+    state.upsert_pod_group(make_group("g").min_member(3).model())
+    state.replace_pod_groups([])
+    assert announced == ["default/g", "default/g"]
+    assert state.pod_groups == {}
