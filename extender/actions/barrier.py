@@ -106,6 +106,9 @@ class Barrier:
             if gate.held.get(pod.metadata.uid) is held:
                 del gate.held[pod.metadata.uid]
                 self.state.forget(pod.metadata.uid)
+            if not gate.held and self._gates.get(key) is gate:  # nobody waits: no timeout due
+                gate.timer.cancel()
+                del self._gates[key]
             raise
         self.observer.waited(time.monotonic() - held.since)
         return ExtenderBindingResult(error=error)

@@ -3,17 +3,26 @@
 The reply mirrors the request's variant: node names when the scheduler sent names
 (`nodeCacheCapable`), the passing node objects, exactly as sent, when it sent objects. When every
 candidate passes, the reply echoes the request's own NodeNames bytes instead of encoding them again.
+Gang admission happens here (`framework.gang`), before the pure session decides.
 """
 
 from __future__ import annotations
 
 from extender.api.candidates import Candidates
 from extender.api.wire import ExtenderArgs, ExtenderFilterResult, NodeList, all_passed_json
+from extender.cache.state import ClusterState
+from extender.framework.gang import PLAIN
 from extender.framework.session import Session
 
 
-def filter_nodes(session: Session, args: ExtenderArgs, candidates: Candidates) -> bytes:
-    outcome = session.filter(args.pod, candidates)
+def filter_nodes(
+    session: Session, args: ExtenderArgs, candidates: Candidates, state: ClusterState
+) -> bytes:
+    verdict = PLAIN
+    gangs = session.engine.gangs
+    if gangs is not None:  # may admit the pod's gang: the one change a filter call makes
+        verdict = gangs.verdict(state, session.snapshot.nodes, args.pod)
+    outcome = session.filter(args.pod, candidates, verdict)
     if outcome.everything_passed and candidates.raw is not None and args.nodes is None:
         return all_passed_json(candidates.raw)
     result = ExtenderFilterResult.model_construct(

@@ -44,9 +44,7 @@ class Slot:
 
 @dataclass
 class Admission:
-    key: str
-    min_member: int
-    slots: dict[str, Slot]  # member uid -> its reserved place
+    slots: dict[str, Slot]  # member uid -> its reserved place, until the member is bound
     progress_at: float
 
 
@@ -57,12 +55,16 @@ class GangView:
     key: str
     group: PodGroup | None
     placed: list[Pod]  # counted on a node (bound, or assumed by Lahar's bind)
-    succeeded: int
+    succeeded: list[Pod]
     pending: list[Pod]  # unplaced, not finished, not being deleted
 
     @property
     def ready(self) -> int:
-        return len(self.placed) + self.succeeded
+        return len(self.placed) + len(self.succeeded)
+
+    @property
+    def ready_per_task(self) -> Counter[str]:
+        return Counter(task_of(pod) for pod in self.placed + self.succeeded)
 
     @property
     def min_member(self) -> int:
@@ -70,14 +72,21 @@ class GangView:
 
     @property
     def stands(self) -> bool:
-        return self.ready >= self.min_member
+        """minMember members ready, and each task's minTaskMember of them."""
+        if self.ready < self.min_member:
+            return False
+        tasks = self.group.spec.min_task_member if self.group is not None else {}
+        ready = self.ready_per_task
+        return all(ready[task] >= wanted for task, wanted in tasks.items())
 
 
 def view_gang(state: ClusterState, key: str) -> GangView:
-    placed, pending, succeeded = [], [], 0
+    placed: list[Pod] = []
+    pending: list[Pod] = []
+    succeeded: list[Pod] = []
     for pod in state.gang_pods(key):
         if pod.status.phase == "Succeeded":
-            succeeded += 1
+            succeeded.append(pod)
         elif pod.finished:
             continue
         elif state.placed_on(pod.metadata.uid) is not None:
@@ -119,6 +128,7 @@ class Gangs:
     on_released: list[Callable[[str], None]] = field(default_factory=list)
     on_rejected: list[Callable[[str, Rejection], None]] = field(default_factory=list)
     _memo: dict[str, tuple[tuple[int, int, int], Rejection]] = field(default_factory=dict)
+    _causes: dict[str, str] = field(default_factory=dict)  # the last rejection cause per gang
     _reserved: dict[str, Resources] = field(default_factory=dict)
     _reserved_at: int = -1
 
@@ -185,10 +195,26 @@ class Gangs:
         return None
 
     def _reject(self, key: str, rejection: Rejection) -> Verdict:
+        """Park the gang; tell listeners when it is rejected anew or for a new cause (not once
+        per member asked)."""
+        if self._causes.get(key) != rejection.cause:
+            self._causes[key] = rejection.cause
+            for callback in self.on_rejected:
+                callback(key, rejection)
         self.parked.setdefault(key, self.clock())
-        for callback in self.on_rejected:
-            callback(key, rejection)
         return Verdict(rejection.message)
+
+    def would_admit(self, state: ClusterState, key: str, nodes: Mapping[str, NodeInfo]) -> bool:
+        """A dry run of admission for a parked gang: nothing is reserved or remembered."""
+        gang = view_gang(state, key)
+        if gang.group is None or self._blocked(gang) is not None:
+            return False
+        return self.plan(gang, nodes)[1] is None
+
+    def forget(self, key: str) -> None:
+        """Drop what is remembered of a gang that waited (admitted now, or gone)."""
+        for remembered in (self.parked, self._memo, self._causes, self.backoff_until):
+            remembered.pop(key, None)
 
     def plan(
         self, gang: GangView, nodes: Mapping[str, NodeInfo]
@@ -211,7 +237,7 @@ class Gangs:
         assignment, failures = place(chosen, nodes, reserved)
         if failures:
             missing = sum(failures.values())
-            why = ", ".join(f"Insufficient {r}" for r in sorted(failures))
+            why = ", ".join(sorted(failures))
             message = f"gang {key}: {missing} of {len(chosen)} members cannot be placed: {why}"
             return {}, Rejection("NotEnoughResources", message)
         requests = {pod.metadata.uid: pod.request for pod in chosen}
@@ -220,11 +246,14 @@ class Gangs:
     # -- changing ------------------------------------------------------------------------------
 
     def consume(self, uid: str) -> None:
-        """A member is being bound: its slot turns into real usage on its node."""
-        for admission in self.admissions.values():
+        """A member is being bound: its slot turns into real usage on its node. An admission
+        whose every slot is consumed has done its work and ends."""
+        for key, admission in self.admissions.items():
             if admission.slots.pop(uid, None) is not None:
                 admission.progress_at = self.clock()
                 self.version += 1
+                if not admission.slots:
+                    del self.admissions[key]
                 return
 
     def release(self, key: str, *, back_off: bool = False) -> None:
@@ -244,9 +273,8 @@ class Gangs:
         return stale
 
     def _admit(self, gang: GangView, slots: dict[str, Slot]) -> None:
-        self.admissions[gang.key] = Admission(gang.key, gang.min_member, slots, self.clock())
-        self.parked.pop(gang.key, None)
-        self._memo.pop(gang.key, None)
+        self.admissions[gang.key] = Admission(slots, self.clock())
+        self.forget(gang.key)
         self.version += 1
         for callback in self.on_admitted:
             callback(gang.key)
@@ -264,8 +292,7 @@ class Gangs:
         if gone:
             self.version += 1
         if gang.stands or gang.ready + len(admission.slots) < gang.min_member:
-            self.admissions.pop(gang.key)
-            self.version += 1
+            self.release(gang.key)  # done, or lost members: plan again if it must wait
             return None
         return admission
 
@@ -274,7 +301,7 @@ def _choose(gang: GangView) -> tuple[list[Pod], Rejection | None]:
     """The pending members to plan: each task's shortfall first, then up to minMember."""
     assert gang.group is not None
     spec = gang.group.spec
-    placed_per_task = Counter(task_of(pod) for pod in gang.placed)
+    placed_per_task = gang.ready_per_task
     chosen: list[Pod] = []
     for task, wanted in sorted(spec.min_task_member.items()):
         need = wanted - placed_per_task[task]
@@ -323,7 +350,8 @@ def place(
     """First fit, largest member first, onto the fullest nodes first (binpack's preference),
     on nodes the member may run on (nodeSelector, taints).
 
-    Returns member uid -> node, and per resource how many members found no node short of it."""
+    Returns member uid -> node, and per cause ("Insufficient cpu", or no node the member may
+    run on) how many members found no node."""
     free = {
         info.name: info.free - reserved.get(info.name, EMPTY)
         for info in nodes.values()
@@ -335,14 +363,16 @@ def place(
     failures: Counter[str] = Counter()
     for pod in ranked:
         request = pod.request
-        for name in order:
-            info = nodes[name]
-            if request.shortfall(free[name]) is None and pod.may_run_on(info.labels, info.taints):
+        allowed = [n for n in order if pod.may_run_on(nodes[n].labels, nodes[n].taints)]
+        for name in allowed:
+            if request.shortfall(free[name]) is None:
                 assignment[pod.metadata.uid] = name
                 free[name] = free[name] - request
                 break
         else:
-            roomiest = max(order, key=lambda n: (free[n][CPU], free[n][MEMORY]), default=None)
-            short = request.shortfall(free[roomiest]) if roomiest is not None else CPU
-            failures[short or CPU] += 1
+            if not allowed:
+                failures["no node matches its nodeSelector and tolerations"] += 1
+                continue
+            roomiest = max(allowed, key=lambda n: (free[n][CPU], free[n][MEMORY]))
+            failures[f"Insufficient {request.shortfall(free[roomiest])}"] += 1
     return assignment, failures

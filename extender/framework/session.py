@@ -18,7 +18,6 @@ from extender.api.quantity import format_units
 from extender.api.resources import Resources
 from extender.api.wire import host_priority_json, host_priority_list_json
 from extender.cache.snapshot import NodeInfo, Snapshot
-from extender.cache.state import ClusterState
 from extender.framework.gang import PLAIN, Gangs, Verdict
 from extender.framework.policy import Policy
 from extender.framework.status import Code
@@ -46,29 +45,28 @@ class Engine:
         settings = policy.gang_settings
         self.gangs = Gangs(settings) if settings is not None else None
 
-    def session(self, snapshot: Snapshot, state: ClusterState | None = None) -> Session:
-        return Session(snapshot, self, state)
+    def session(self, snapshot: Snapshot) -> Session:
+        return Session(snapshot, self)
 
 
 class Session:
-    def __init__(self, snapshot: Snapshot, engine: Engine, state: ClusterState | None) -> None:
+    def __init__(self, snapshot: Snapshot, engine: Engine) -> None:
         self.snapshot = snapshot
         self.engine = engine
-        self.state = state  # pods and gangs; None for node-only decisions
 
-    def filter(self, pod: Pod, candidates: Candidates | Sequence[str]) -> FilterOutcome:
+    def filter(
+        self, pod: Pod, candidates: Candidates | Sequence[str], verdict: Verdict = PLAIN
+    ) -> FilterOutcome:
         """Which candidates can take the pod; every other one with its reason.
 
-        Gang rules first (a member of a gang that cannot be admitted fails everywhere), then
-        resource fit from the node tables, then the capacity admitted gangs hold. Works on sets,
+        The gang rules' `verdict` first (a member of a gang that is not admitted fails
+        everywhere), then resource fit from the node tables, then the capacity admitted gangs
+        hold (the pod's own slot excepted). Works on sets,
         in C: at 5,000 candidates a Python loop per name would cost more than the decision. When
         some nodes fail, `passed` is in no particular order (the protocol has none).
         """
         if not isinstance(candidates, Candidates):
             candidates = Candidates(list(candidates), frozenset(candidates))
-        verdict = PLAIN
-        if self.state is not None and self.engine.gangs is not None:
-            verdict = self.engine.gangs.verdict(self.state, self.snapshot.nodes, pod)
         if verdict.reason is not None:
             return FilterOutcome(failed=dict.fromkeys(candidates.names, verdict.reason))
         table = self.engine.tables.current(self.snapshot, pod.request)

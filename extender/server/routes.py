@@ -72,8 +72,8 @@ async def _parse_args(request: web.Request) -> tuple[ExtenderArgs, Candidates]:
 async def _filter(request: web.Request) -> bytes:
     args, candidates = await _parse_args(request)
     state = request.app[STATE]
-    session = request.app[ENGINE].session(state.view(), state)
-    return filter_nodes(session, args, candidates)
+    session = request.app[ENGINE].session(state.view())
+    return filter_nodes(session, args, candidates, state)
 
 
 async def _prioritize(request: web.Request) -> bytes:

@@ -68,18 +68,12 @@ class Waker:
     def _look(self) -> None:
         self._pass = None
         nodes = self.state.view().nodes
-        now = self.gangs.clock()
         for key, _since in sorted(self.gangs.parked.items(), key=lambda item: item[1]):
-            gang = view_gang(self.state, key)
-            if gang.group is None or not gang.pending:
-                if gang.group is not None:
-                    self.gangs.parked.pop(key, None)
-                continue
-            if self.gangs.backoff_until.get(key, 0.0) > now:
-                continue
-            _slots, rejection = self.gangs.plan(gang, nodes)
-            if rejection is None:
-                log.info("gang %s fits now: waking its %d pending pods", key, len(gang.pending))
+            pending = view_gang(self.state, key).pending
+            if not pending:
+                self.gangs.forget(key)  # nothing of it waits any more
+            elif self.gangs.would_admit(self.state, key, nodes):
+                log.info("gang %s fits now: waking its %d pending pods", key, len(pending))
                 self.wake_gang(key)
 
     async def run(self) -> None:

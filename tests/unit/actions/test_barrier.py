@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from extender.actions.barrier import Barrier
 from extender.actions.bind import BindError
@@ -32,6 +33,13 @@ def setup(
     return state, gangs, Barrier(state, gangs, binder), bound
 
 
+async def until(check: Callable[[], bool]) -> None:
+    """Let the loop run until `check` holds (a condition, not a fixed sleep)."""
+    async with asyncio.timeout(1):
+        while not check():  # noqa: ASYNC110 (the barrier exposes no event to wait on)
+            await asyncio.sleep(0)
+
+
 def call(barrier: Barrier, index: int) -> asyncio.Task[ExtenderBindingResult]:
     args = ExtenderBindingArgs(
         pod_name=f"g-{index}", pod_namespace="default", pod_uid=f"g-{index}", node="n1"
@@ -44,8 +52,8 @@ def test_members_are_held_until_min_member_then_bound_together() -> None:
 
     async def main() -> None:
         first, second = call(barrier, 0), call(barrier, 1)
-        await asyncio.sleep(0.01)
-        assert bound == [] and barrier.holding("default/g") == 2
+        await until(lambda: barrier.holding("default/g") == 2)
+        assert bound == []
         assert state.is_assumed("g-0")  # held members count on their node
         third = call(barrier, 2)
         results = await asyncio.gather(first, second, third)
@@ -76,9 +84,7 @@ def test_a_member_deleted_while_held_fails_the_whole_gang() -> None:
 
     async def main() -> None:
         first = call(barrier, 0)
-        await asyncio.sleep(0.01)
-        state.delete_pod("g-1")
-        state.upsert_pod(member(1).uid("g-1").model())  # same uid, still pending
+        await until(lambda: barrier.holding("default/g") == 1)
         deleting = (
             member(0)
             .model()
@@ -108,5 +114,22 @@ def test_a_refused_binding_after_others_is_reported_as_a_partial_gang() -> None:
         results = await asyncio.gather(call(barrier, 0), call(barrier, 1))
         assert results[0].error == "" and "not found" in results[1].error
         assert bound == ["g-0"] and partial == ["default/g"]
+
+    asyncio.run(main())
+
+
+def test_a_held_call_the_scheduler_abandons_leaves_no_timer_behind() -> None:
+    state, gangs, barrier, bound = setup(members=2, min_member=2)
+
+    async def main() -> None:
+        first = call(barrier, 0)
+        await until(lambda: barrier.holding("default/g") == 1)
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+        assert barrier.holding("default/g") == 0
+        assert not state.is_assumed("g-0")
+        await asyncio.sleep(0.3)  # past the barrier timeout: nothing fires, no backoff
+        assert "default/g" not in gangs.backoff_until
+        assert bound == []
 
     asyncio.run(main())

@@ -31,8 +31,11 @@ def two_node_cluster(*pods: PodBuilder, cpu: str = "4") -> ClusterState:
 
 
 def filter_pod(engine: Engine, state: ClusterState, pod: PodBuilder) -> FilterOutcome:
+    """As the filter action does: the gang rules' verdict (admitting), then the session."""
     model = state.pods[pod.model().metadata.uid]
-    return engine.session(state.view(), state).filter(model, NODES)
+    assert engine.gangs is not None
+    verdict = engine.gangs.verdict(state, state.view().nodes, model)
+    return engine.session(state.view()).filter(model, NODES, verdict)
 
 
 @pytest.fixture
@@ -155,3 +158,44 @@ def test_a_released_gang_backs_off(engine: Engine) -> None:
     assert outcome.failed["n1"].startswith("gang default/g: backing off for 10s")
     now[0] += 11
     assert filter_pod(engine, state, pods[0]).failed == {}
+
+
+def test_a_gang_whose_slots_are_all_consumed_is_done_not_expired(engine: Engine) -> None:
+    now = [0.0]
+    assert engine.gangs is not None
+    engine.gangs.clock = lambda: now[0]
+    pods = [member("g", i) for i in range(2)]
+    state = two_node_cluster(*pods)
+    state.upsert_pod_group(make_group("g").min_member(2).model())
+    filter_pod(engine, state, pods[0])
+    for uid in ("g-0", "g-1"):
+        engine.gangs.consume(uid)
+    assert engine.gangs.admissions == {}
+    now[0] += 3600
+    assert engine.gangs.expire() == []
+    assert "default/g" not in engine.gangs.backoff_until
+
+
+def test_min_task_member_is_part_of_standing() -> None:
+    state = two_node_cluster(
+        member("g", 0, task="ps"), member("g", 1, task="w"), member("g", 2, task="w")
+    )
+    state.upsert_pod_group(make_group("g").min_member(2).min_task("ps", 1).model())
+    for uid in ("g-1", "g-2"):  # two workers placed: minMember reached, but no ps
+        state.assume(state.pods[uid], "n1")
+    gang = gang_module.view_gang(state, "default/g")
+    assert gang.ready == 2
+    assert not gang.stands
+    state.assume(state.pods["g-0"], "n2")
+    assert gang_module.view_gang(state, "default/g").stands
+
+
+def test_place_names_nodes_the_member_may_not_run_on() -> None:
+    state = two_node_cluster(member("g", 0).node_selector("zone", "nowhere"))
+    state.upsert_pod_group(make_group("g").min_member(1).model())
+    engine = Engine(build_policy(POLICY, REGISTRY))
+    outcome = filter_pod(engine, state, member("g", 0))
+    assert outcome.failed["n1"] == (
+        "gang default/g: 1 of 1 members cannot be placed: "
+        "no node matches its nodeSelector and tolerations"
+    )
