@@ -13,12 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client as k8s
-
 from extender.devcluster import configs, health
 from extender.devcluster.errors import DevClusterError
 from extender.devcluster.process import ProcessRecord
-from extender.kube import apply_object, connect, load_manifests, read, wait_until
+from extender.kube import apply_object, connect, load_manifests, wait_established
 
 EXTENDER_USER = "lahar:extender"
 PORTS = ("lahar", "lahar-scheduler")
@@ -30,12 +28,7 @@ def install_crds(kubeconfig: Path, manifests: Path, timeout: float) -> None:
     with connect(kubeconfig) as api:
         for crd in crds:
             apply_object(api, crd.body, source=crd.source)
-        names = [crd.name for crd in crds]
-        wait_until(
-            lambda: all(_established(api, name) for name in names),
-            timeout=timeout,
-            what=f"CRDs {', '.join(names)} to be Established",
-        )
+        wait_established(api, [crd.name for crd in crds], timeout)
 
 
 def grant_extender_role(kubeconfig: Path, manifests: Path) -> None:
@@ -62,12 +55,6 @@ def grant_extender_role(kubeconfig: Path, manifests: Path) -> None:
     with connect(kubeconfig) as api:
         apply_object(api, role.body, source=role.source)
         apply_object(api, binding)
-
-
-def _established(api: k8s.ApiClient, name: str) -> bool:
-    crd = read(api, "apiextensions.k8s.io/v1", "CustomResourceDefinition", name) or {}
-    conditions = (crd.get("status") or {}).get("conditions") or []
-    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
 
 def extender_argv(kubeconfig: Path, policy: Path, port: int) -> list[str]:

@@ -2,15 +2,17 @@
 
 Everything above this layer gets API access through these modules: a client built from a kubeconfig
 or the pod's ServiceAccount (`client`), server-side apply of manifests (`manifests`), reads and
-deletes (`objects`), condition waits (`wait`), raw list+watch (`watch`, over `raw`) and pod binding
-(`binding`). Callers get values or a `KubeError` naming the object and the reason; raw client
-exceptions do not leak upward.
+deletes (`objects`), condition waits (`wait`; on pods, `pods`; on CRDs, `crds`), raw list+watch
+(`watch`, over `raw`) and pod binding and annotation (`binding`). Callers get values or a
+`KubeError` naming the object and the reason; raw client exceptions do not leak upward.
 """
 
 from extender.kube.binding import annotate_pod, bind_pod
 from extender.kube.client import KubeError, client_for, connect, load_client
+from extender.kube.crds import wait_established
 from extender.kube.manifests import Manifest, apply_object, load_manifests
 from extender.kube.objects import delete, list_objects, read
+from extender.kube.pods import pod_when, unschedulable_message
 from extender.kube.wait import wait_until
 
 __all__ = [
@@ -25,6 +27,9 @@ __all__ = [
     "list_objects",
     "load_client",
     "load_manifests",
+    "pod_when",
     "read",
+    "unschedulable_message",
+    "wait_established",
     "wait_until",
 ]

@@ -14,16 +14,12 @@ from kubernetes import client as k8s
 
 from extender import devcluster
 from extender.api.objects import Pod
-from extender.kube import apply_object, list_objects, read, wait_until
+from extender.kube import apply_object, list_objects, pod_when, unschedulable_message, wait_until
 from tests.builders import PodBuilder
 
 
 def bound_node(api: k8s.ApiClient, namespace: str, name: str) -> str:
-    pod = wait_until(
-        lambda: (p := read(api, "v1", "Pod", name, namespace)) and p["spec"].get("nodeName") and p,
-        timeout=60,
-        what=f"pod {namespace}/{name} to be bound",
-    )
+    pod = pod_when(api, namespace, name, "to be bound", lambda p: p["spec"].get("nodeName"))
     return str(pod["spec"]["nodeName"])
 
 
@@ -80,17 +76,14 @@ def test_a_pod_that_fits_nowhere_carries_lahars_reason(
     apply_object(api, pod("huge").cpu("6").build())
     apply_object(api, pod("big").cpu("3").memory("1Gi").build())
 
-    def unschedulable_message(name: str) -> str | None:
-        found = read(api, "v1", "Pod", name, namespace) or {}
-        for condition in (found.get("status") or {}).get("conditions") or []:
-            if condition["type"] == "PodScheduled" and condition.get("reason") == "Unschedulable":
-                return str(condition["message"])
-        return None
+    def unschedulable(name: str) -> str:
+        pod = pod_when(api, namespace, name, "to be Unschedulable", unschedulable_message)
+        return str(unschedulable_message(pod))
 
-    huge = wait_until(lambda: unschedulable_message("huge"), timeout=60, what="huge unschedulable")
+    huge = unschedulable("huge")
     assert "1 Insufficient cpu: requested 6, allocatable 4" in huge
     # big fits the node by capacity, but 3 of its 4 cpus are taken: Lahar says what is free.
-    big = wait_until(lambda: unschedulable_message("big"), timeout=60, what="big unschedulable")
+    big = unschedulable("big")
     assert "Insufficient cpu: requested 3, free 1" in big
 
 

@@ -11,17 +11,11 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from extender.kube import KubeError, apply_object, load_manifests, read, wait_until
+from extender.kube import KubeError, apply_object, load_manifests, wait_established
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
 CRD = "CustomResourceDefinition"
 CREATED_FOR_REAL = (CRD, "Namespace")
-
-
-def _established(api: k8s.ApiClient, name: str) -> bool:
-    crd = read(api, "apiextensions.k8s.io/v1", CRD, name) or {}
-    conditions = (crd.get("status") or {}).get("conditions") or []
-    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
 
 def test_manifests_folder_holds_objects() -> None:
@@ -33,12 +27,7 @@ def test_every_manifest_is_accepted_by_the_api_server(api: k8s.ApiClient) -> Non
     for manifest in manifests:
         if manifest.kind in CREATED_FOR_REAL:
             apply_object(api, manifest.body, source=manifest.source)
-    for manifest in (m for m in manifests if m.kind == CRD):
-        wait_until(
-            lambda name=manifest.name: _established(api, name),
-            timeout=30,
-            what=f"CRD {manifest.name} ({manifest.source}) to be Established",
-        )
+    wait_established(api, [m.name for m in manifests if m.kind == CRD], timeout=30)
     for manifest in manifests:
         if manifest.kind not in CREATED_FOR_REAL:
             apply_object(api, manifest.body, dry_run=True, source=manifest.source)
