@@ -22,9 +22,11 @@ from extender.actions.prioritize import prioritize
 from extender.api.candidates import Candidates
 from extender.api.wire import ExtenderArgs, ExtenderBindingArgs, ExtenderPreemptionArgs, explain
 from extender.server.keys import BARRIER, BINDER, ENGINE, INFORMERS, METRICS, PARSER, STATE
+from extender.server.metrics import Metrics
 
 log = logging.getLogger(__name__)
 W = TypeVar("W", bound=BaseModel)
+T = TypeVar("T")
 JSON = "application/json"
 
 
@@ -32,39 +34,47 @@ class BadRequest(Exception):
     pass
 
 
-async def _parse(request: web.Request, model: type[W]) -> W:
+async def _read(request: web.Request, what: str, parse: Callable[[bytes], T]) -> T:
+    """The request body parsed by `parse`; a validation error is a 400 naming the field."""
     body = await request.read()
     try:
-        return model.model_validate_json(body)
+        return parse(body)
     except ValidationError as error:
-        raise BadRequest(f"{request.path}: invalid {model.__name__}: {explain(error)}") from error
+        raise BadRequest(f"{request.path}: invalid {what}: {explain(error)}") from error
+
+
+async def _parse(request: web.Request, model: type[W]) -> W:
+    return await _read(request, model.__name__, model.model_validate_json)
+
+
+async def _parse_args(request: web.Request) -> tuple[ExtenderArgs, Candidates]:
+    return await _read(request, "ExtenderArgs", request.app[PARSER].parse)
 
 
 def _verb(
-    name: str, handle: Callable[[web.Request], Awaitable[bytes]]
+    name: str, handle: Callable[[web.Request], Awaitable[bytes]], metrics: Metrics
 ) -> Callable[[web.Request], Awaitable[web.Response]]:
+    # The metric children of this verb, looked up once rather than per call.
+    ok, bad, failed = (metrics.requests.labels(name, r) for r in ("ok", "bad_request", "error"))
+    latency = metrics.latency.labels(name)
+
     async def handler(request: web.Request) -> web.Response:
-        metrics = request.app[METRICS]
         started = time.perf_counter()
         try:
             body = await handle(request)
         except BadRequest as error:
             log.warning("rejected a %s call: %s", name, error)
-            metrics.requests.labels(name, "bad_request").inc()
+            bad.inc()
             return web.Response(status=400, text=str(error))
-        metrics.requests.labels(name, "ok").inc()
-        metrics.latency.labels(name).observe(time.perf_counter() - started)
+        except Exception:
+            log.exception("%s call failed", name)
+            failed.inc()
+            raise  # aiohttp answers 500
+        ok.inc()
+        latency.observe(time.perf_counter() - started)
         return web.Response(body=body, content_type=JSON)
 
     return handler
-
-
-async def _parse_args(request: web.Request) -> tuple[ExtenderArgs, Candidates]:
-    body = await request.read()
-    try:
-        return request.app[PARSER].parse(body)
-    except ValidationError as error:
-        raise BadRequest(f"{request.path}: invalid ExtenderArgs: {explain(error)}") from error
 
 
 # Filter and prioritize decide within one synchronous step (no await after the body is read), so
@@ -115,10 +125,10 @@ async def _metrics(request: web.Request) -> web.Response:
 
 
 def add_routes(app: web.Application) -> None:
-    app.router.add_post("/filter", _verb("filter", _filter))
-    app.router.add_post("/prioritize", _verb("prioritize", _prioritize))
-    app.router.add_post("/preempt", _verb("preempt", _preempt))
-    app.router.add_post("/bind", _verb("bind", _bind))
+    app.router.add_post("/filter", _verb("filter", _filter, app[METRICS]))
+    app.router.add_post("/prioritize", _verb("prioritize", _prioritize, app[METRICS]))
+    app.router.add_post("/preempt", _verb("preempt", _preempt, app[METRICS]))
+    app.router.add_post("/bind", _verb("bind", _bind, app[METRICS]))
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)
     app.router.add_get("/metrics", _metrics)
