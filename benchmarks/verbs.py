@@ -30,11 +30,13 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from extender.api.objects import Node, Pod
+from prometheus_client.parser import text_string_to_metric_families
+
 from extender.cache.state import ClusterState
 from extender.framework.policy import load_policy
 from extender.plugins import REGISTRY
 from extender.server.app import make_app
+from tests.builders import PodBuilder, cluster, make_node, make_pod
 
 POLICY = Path(__file__).resolve().parents[1] / "policy" / "lahar.yaml"
 SERVER_CPU, CLIENT_CPU = 0, 1
@@ -45,32 +47,19 @@ def node_name(index: int) -> str:
 
 
 def fill(nodes: int, pending: int) -> ClusterState:
-    state = ClusterState()
-    allocatable = {"cpu": "32", "memory": "256Gi", "pods": "110"}
-    for index in range(nodes):
-        state.upsert_node(
-            Node.model_validate(
-                {"metadata": {"name": node_name(index)}, "status": {"allocatable": allocatable}}
-            )
+    big = [make_node(node_name(i)).cpu("32").memory("256Gi").pods(110) for i in range(nodes)]
+    bound = [
+        bench_pod(f"bound-{i}", cpu=f"{i % 7 + 1}", memory=f"{i % 5 + 1}Gi").on(
+            node_name(i % nodes)
         )
-    for index in range(nodes * 4):
-        requests = {"cpu": f"{index % 7 + 1}", "memory": f"{index % 5 + 1}Gi"}
-        state.upsert_pod(pod(f"bound-{index}", requests, node_name(index % nodes)))
-    for index in range(pending):
-        state.upsert_pod(pod(f"job-{index}", {"cpu": "1", "memory": "2Gi"}))
-    return state
+        for i in range(nodes * 4)
+    ]
+    return cluster(big, bound + [bench_pod(f"job-{i}") for i in range(pending)])
 
 
-def pod(name: str, requests: dict[str, str], node: str = "") -> Pod:
-    return Pod.model_validate(
-        {
-            "metadata": {"name": name, "namespace": "bench", "uid": name},
-            "spec": {
-                "nodeName": node,
-                "containers": [{"name": "c", "resources": {"requests": requests}}],
-            },
-        }
-    )
+def bench_pod(name: str, cpu: str = "1", memory: str = "2Gi") -> PodBuilder:
+    """A pod of the benchmark's namespace, its uid its name (so the bind call can name it)."""
+    return make_pod(name).ns("bench").uid(name).cpu(cpu).memory(memory)
 
 
 def serve(nodes: int, pending: int, port: int, ready: Queue) -> None:  # type: ignore[type-arg]
@@ -99,21 +88,6 @@ def server_rss(pid: int) -> float:
     return float("nan")
 
 
-def pod_json(name: str, cpu: str = "1") -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "namespace": "bench", "uid": name},
-        "spec": {
-            "containers": [
-                {
-                    "name": "c",
-                    "image": "x",
-                    "resources": {"requests": {"cpu": cpu, "memory": "2Gi"}},
-                }
-            ]
-        },
-    }
-
-
 async def client(nodes: int, calls: int, port: int) -> dict[str, Any]:
     os.sched_setaffinity(0, {CLIENT_CPU})
     names = [node_name(i) for i in range(nodes)]
@@ -135,18 +109,18 @@ async def client(nodes: int, calls: int, port: int) -> dict[str, Any]:
 
         # The first call for a shape builds that shape's table over every node.
         cold = time.perf_counter()
-        await post(
-            "filter", json.dumps({"Pod": pod_json("cold", cpu="3"), "NodeNames": names}).encode()
-        )
+        cold_pod = bench_pod("cold", cpu="3").build()
+        await post("filter", go_json({"Pod": cold_pod, "NodeNames": names}))
         cold_ms = (time.perf_counter() - cold) * 1000
         for samples in timings.values():
             samples.clear()
 
         for index in range(calls):
             name = f"job-{index}"
-            body = go_json({"Pod": pod_json(name), "NodeNames": names})
+            pod = bench_pod(name).build()
+            body = go_json({"Pod": pod, "NodeNames": names})
             passed = json.loads(await post("filter", body))["NodeNames"]
-            body = go_json({"Pod": pod_json(name), "NodeNames": passed})
+            body = go_json({"Pod": pod, "NodeNames": passed})
             scores = json.loads(await post("prioritize", body))
             best = max(scores, key=lambda s: s["Score"])["Host"]
             binding = {"PodName": name, "PodNamespace": "bench", "PodUID": name, "Node": best}
@@ -160,12 +134,13 @@ def server_means(metrics: str) -> dict[str, float]:
     """Mean time inside the server per verb (its latency histogram), in ms; warm-up included."""
     sums: dict[str, float] = {}
     counts: dict[str, float] = {}
-    for line in metrics.splitlines():
-        for suffix, into in (("_sum", sums), ("_count", counts)):
-            prefix = f'lahar_extender_request_duration_seconds{suffix}{{verb="'
-            if line.startswith(prefix):
-                verb = line[len(prefix) :].split('"', 1)[0]
-                into[verb] = float(line.rsplit(" ", 1)[1])
+    for family in text_string_to_metric_families(metrics):
+        if family.name != "lahar_extender_request_duration_seconds":
+            continue
+        for sample in family.samples:
+            into = {"_sum": sums, "_count": counts}.get(sample.name.removeprefix(family.name))
+            if into is not None:
+                into[sample.labels["verb"]] = sample.value
     return {verb: sums[verb] / counts[verb] * 1000 for verb in sums if counts.get(verb)}
 
 
