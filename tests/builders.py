@@ -10,15 +10,12 @@ cluster([make_node("n1").cpu("4")], [make_pod("a").cpu("1").on("n1")])   # a Clu
 from __future__ import annotations
 
 import copy
-import itertools
 from collections.abc import Iterable
 from typing import Any, Self
 
 from extender.api.objects import Node, Pod
 from extender.api.scheduling import GROUP_ANNOTATION, TASK_ANNOTATION, PodGroup
 from extender.cache.state import ClusterState
-
-_uids = itertools.count(1)
 
 
 class PodBuilder:
@@ -127,9 +124,11 @@ class PodBuilder:
         return copy.deepcopy(self._pod)
 
     def model(self) -> Pod:
-        """The pod as Lahar's policies see it (a uid is made up when none was set)."""
+        """The pod as Lahar's policies see it. Without `.uid()`, the uid follows from the namespace
+        and name, so building the same pod twice gives the same pod (as a relist would)."""
         body = self.build()
-        body["metadata"].setdefault("uid", f"uid-{body['metadata']['name']}-{next(_uids)}")
+        meta = body["metadata"]
+        meta.setdefault("uid", f"uid-{meta['namespace']}-{meta['name']}")
         return Pod.model_validate(body)
 
 

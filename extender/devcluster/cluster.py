@@ -195,7 +195,7 @@ def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
             ("admin", ""),
             ("system:kube-scheduler", "scheduler"),
             ("system:kube-controller-manager", "controller-manager"),
-            (lahar.EXTENDER_USER, "lahar"),
+            (pki.EXTENDER_USER, "lahar"),
         )
     }
 
@@ -320,9 +320,7 @@ def _start_lahar(starter: _Starter, kubeconfigs: dict[str, Path]) -> None:
     lahar.grant_extender_role(state.kubeconfig, manifests_dir())
     extender = starter.start(
         "lahar",
-        lahar.extender_argv(
-            kubeconfigs[lahar.EXTENDER_USER], policies / "lahar.yaml", port["lahar"]
-        ),
+        lahar.extender_argv(kubeconfigs[pki.EXTENDER_USER], policies / "lahar.yaml", port["lahar"]),
     )
     lahar.wait_extender_ready(extender, port["lahar"], options.ready_timeout)
     config = lahar.scheduler_config(

@@ -15,10 +15,10 @@ from typing import Any
 
 from extender.devcluster import configs, health
 from extender.devcluster.errors import DevClusterError
+from extender.devcluster.pki import EXTENDER_USER
 from extender.devcluster.process import ProcessRecord
 from extender.kube import apply_object, connect, load_manifests, wait_established
 
-EXTENDER_USER = "lahar:extender"
 PORTS = ("lahar", "lahar-scheduler")
 
 

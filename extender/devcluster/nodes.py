@@ -15,8 +15,10 @@ def fake_node(
     pods: int = 110,
     labels: dict[str, str] | None = None,
     extended: dict[str, str] | None = None,
+    taints: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """A Node with the given allocatable resources (extended resources such as GPUs included)."""
+    """A Node with the given allocatable resources (extended resources such as GPUs included)
+    and taints of its own."""
     resources = {"cpu": cpu, "memory": memory, "pods": str(pods), **(extended or {})}
     return {
         "apiVersion": "v1",
@@ -33,13 +35,17 @@ def fake_node(
             },
             "annotations": {"kwok.x-k8s.io/node": "fake"},
         },
+        "spec": {"taints": list(taints or [])},
         "status": {"allocatable": resources, "capacity": resources},
     }
 
 
-def is_schedulable(node: dict[str, Any]) -> bool:
-    """Ready, and free of the NoSchedule taints a node carries until it is Ready."""
+def is_schedulable(node: dict[str, Any], own_taint: str = "") -> bool:
+    """Ready, and free of the NoSchedule taints a node carries until it is Ready (a taint the
+    node was given on purpose, keyed `own_taint`, aside)."""
     conditions = (node.get("status") or {}).get("conditions") or []
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
     taints = (node.get("spec") or {}).get("taints") or []
-    return ready and not any(t.get("effect") == "NoSchedule" for t in taints)
+    return ready and not any(
+        t.get("effect") == "NoSchedule" and t.get("key") != own_taint for t in taints
+    )

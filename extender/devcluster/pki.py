@@ -31,13 +31,14 @@ SERVER_NAMES = (
 )
 VALIDITY = datetime.timedelta(days=365)
 
+# Lahar's extender: granted the lahar-extender ClusterRole of manifests/extender-rbac.yaml.
+EXTENDER_USER = "lahar:extender"
 # user name -> groups; the names are those kube-apiserver's bootstrap RBAC grants roles to.
 USERS: dict[str, tuple[str, ...]] = {
     "admin": ("system:masters",),
     "system:kube-scheduler": (),
     "system:kube-controller-manager": (),
-    # Lahar's extender: granted the lahar-extender ClusterRole of manifests/extender-rbac.yaml.
-    "lahar:extender": (),
+    EXTENDER_USER: (),
 }
 
 

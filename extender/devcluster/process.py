@@ -32,7 +32,7 @@ class ProcessRecord(BaseModel):
     start_time: int  # clock ticks after boot, field 22 of /proc/PID/stat
     binary: str
     log: Path
-    argv: list[str] = []  # to start it again (`DevCluster.restart`)
+    argv: list[str] = []  # to start it again (`DevCluster.start_component`)
 
 
 def _stat(pid: int) -> tuple[str, int] | None:

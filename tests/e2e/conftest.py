@@ -9,11 +9,14 @@ the candidates to them before Lahar is called).
 
 from __future__ import annotations
 
+import urllib.request
 from collections.abc import Callable, Iterator
 
 import pytest
 from kubernetes import client as k8s
+from prometheus_client.parser import text_string_to_metric_families
 
+from extender import devcluster
 from extender.devcluster.nodes import fake_node, is_schedulable
 from extender.kube import apply_object, delete, read, wait_until
 from tests.builders import PodBuilder, make_pod
@@ -28,15 +31,15 @@ def own_nodes(api: k8s.ApiClient, namespace: str) -> Iterator[Callable[..., list
     def make(count: int, *, cpu: str = "8", memory: str = "32Gi") -> list[str]:
         names = [f"{namespace}-n{len(created) + i}" for i in range(count)]
         for name in names:
-            node = fake_node(name, cpu=cpu, memory=memory, labels={TEST_KEY: namespace})
-            node["spec"] = {
-                "taints": [{"key": TEST_KEY, "value": namespace, "effect": "NoSchedule"}]
-            }
+            taint = {"key": TEST_KEY, "value": namespace, "effect": "NoSchedule"}
+            node = fake_node(
+                name, cpu=cpu, memory=memory, labels={TEST_KEY: namespace}, taints=[taint]
+            )
             apply_object(api, node)
             created.append(name)
         for name in names:
             wait_until(
-                lambda name=name: is_schedulable_for_test(read(api, "v1", "Node", name)),
+                lambda name=name: is_schedulable(read(api, "v1", "Node", name) or {}, TEST_KEY),
                 timeout=60,
                 what=f"node {name} to be Ready",
             )
@@ -45,15 +48,6 @@ def own_nodes(api: k8s.ApiClient, namespace: str) -> Iterator[Callable[..., list
     yield make
     for name in created:
         delete(api, "v1", "Node", name)
-
-
-def is_schedulable_for_test(node: dict[str, object] | None) -> bool:
-    """Ready, with no NoSchedule taint but the test's own."""
-    if not node:
-        return False
-    spec = dict(node.get("spec") or {})  # type: ignore[call-overload]
-    taints = [t for t in spec.get("taints") or [] if t.get("key") != TEST_KEY]
-    return is_schedulable({**node, "spec": {**spec, "taints": taints}})
 
 
 @pytest.fixture
@@ -70,3 +64,15 @@ def pod(namespace: str) -> Callable[[str], PodBuilder]:
         )
 
     return build
+
+
+def lahar_metric(cluster: devcluster.DevCluster, sample: str, **labels: str) -> float:
+    """The value of one sample of the running extender's /metrics (0 when not exported yet)."""
+    url = f"http://127.0.0.1:{cluster.state.ports['lahar']}/metrics"
+    with urllib.request.urlopen(url, timeout=5) as response:
+        text = response.read().decode()
+    for family in text_string_to_metric_families(text):
+        for found in family.samples:
+            if found.name == sample and found.labels == labels:
+                return float(found.value)
+    return 0.0

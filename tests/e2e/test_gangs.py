@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from kubernetes import client as k8s
 
+from extender import devcluster
 from extender.devcluster.lifecycle import end_pod
-from extender.kube import apply_object, list_objects, wait_until
+from extender.kube import apply_object, list_objects, pod_when, unschedulable_message, wait_until
 from tests.builders import PodBuilder, make_group
+from tests.e2e.conftest import lahar_metric
 
 TASKS = ("ps", "ps", "worker", "worker")
 
@@ -43,7 +46,15 @@ def bound(api: k8s.ApiClient, namespace: str, names: list[str]) -> list[str]:
     return [n for n in names if n in pods and pods[n]["spec"].get("nodeName")]
 
 
+def refused_as(namespace: str, job: str) -> Callable[[dict[str, Any]], bool]:
+    def check(pod: dict[str, Any]) -> bool:
+        return f"gang {namespace}/{job}:" in (unschedulable_message(pod) or "")
+
+    return check
+
+
 def test_one_job_runs_whole_the_other_waits_with_nothing_then_follows(
+    dev_cluster: devcluster.DevCluster,
     api: k8s.ApiClient,
     namespace: str,
     own_nodes: Callable[..., list[str]],
@@ -58,11 +69,11 @@ def test_one_job_runs_whole_the_other_waits_with_nothing_then_follows(
 
     running = wait_until(one_job_whole, timeout=60, what="one job to have all 4 pods bound")
     waiting = "job-b" if running == "job-a" else "job-a"
-    deadline = time.monotonic() + 3  # the waiting job holds nothing, also a moment later
-    while time.monotonic() < deadline:
-        assert bound(api, namespace, jobs[waiting]) == []
-        time.sleep(0.5)
+    for name in jobs[waiting]:  # each was tried and refused as a whole gang: nothing placed
+        pod_when(api, namespace, name, "to be refused for its gang", refused_as(namespace, waiting))
+    assert bound(api, namespace, jobs[waiting]) == []
 
+    wakes = lahar_metric(dev_cluster, "lahar_gang_wakes_total")
     finished_at = time.monotonic()
     for name in jobs[running]:
         end_pod(api, namespace, name, exit_code=0)
@@ -74,6 +85,7 @@ def test_one_job_runs_whole_the_other_waits_with_nothing_then_follows(
     started_after = time.monotonic() - finished_at
     print(f"{waiting} had all 4 pods bound {started_after:.2f}s after {running} was ended")
     assert started_after < 30, f"{waiting} started {started_after:.1f}s after capacity freed"
+    assert lahar_metric(dev_cluster, "lahar_gang_wakes_total") > wakes  # Lahar woke them
 
 
 def test_the_stock_scheduler_alone_splits_both_jobs(

@@ -16,6 +16,7 @@ from extender import devcluster
 from extender.api.objects import Pod
 from extender.kube import apply_object, list_objects, pod_when, unschedulable_message, wait_until
 from tests.builders import PodBuilder
+from tests.e2e.conftest import lahar_metric
 
 
 def bound_node(api: k8s.ApiClient, namespace: str, name: str) -> str:
@@ -29,15 +30,6 @@ def events(api: k8s.ApiClient, namespace: str, reason: str) -> list[dict[str, An
     ]
 
 
-def lahar_metric(cluster: devcluster.DevCluster, line_prefix: str) -> float:
-    url = f"http://127.0.0.1:{cluster.state.ports['lahar']}/metrics"
-    with urllib.request.urlopen(url, timeout=5) as response:
-        for line in response.read().decode().splitlines():
-            if line.startswith(line_prefix):
-                return float(line.rsplit(" ", 1)[1])
-    return 0.0
-
-
 def test_both_profiles_schedule_through_lahar_and_binpack(
     api: k8s.ApiClient,
     namespace: str,
@@ -46,7 +38,7 @@ def test_both_profiles_schedule_through_lahar_and_binpack(
     dev_cluster: devcluster.DevCluster,
 ) -> None:
     nodes = own_nodes(3, cpu="4")
-    binds_before = lahar_metric(dev_cluster, 'lahar_binds_total{result="bound"}')
+    binds_before = lahar_metric(dev_cluster, "lahar_binds_total", result="bound")
 
     placed = []
     for index in range(6):
@@ -58,7 +50,7 @@ def test_both_profiles_schedule_through_lahar_and_binpack(
     assert len(set(placed[:4])) == 1
     assert placed[4] == placed[5] != placed[0]
     assert set(placed) <= set(nodes)
-    assert lahar_metric(dev_cluster, 'lahar_binds_total{result="bound"}') == binds_before + 6
+    assert lahar_metric(dev_cluster, "lahar_binds_total", result="bound") == binds_before + 6
     scheduled = events(api, namespace, "Scheduled")
     components = {e["involvedObject"]["name"]: e.get("reportingComponent") for e in scheduled}
     assert components == {f"w-{i}": "lahar" if i % 2 == 0 else "volcano" for i in range(6)}

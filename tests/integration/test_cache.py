@@ -88,9 +88,16 @@ def test_lists_then_follows_pods_and_nodes(
     node = bound["spec"]["nodeName"]
 
     def counted(state: ClusterState) -> bool:
+        """The pod counts on its node exactly once: the node's requested cpu is the sum over
+        the unfinished pods bound there (other tests' pods may share the node)."""
         pods = [p for p in state.pods.values() if p.metadata.namespace == namespace]
+        there = [p for p in state.pods.values() if p.spec.node_name == node and not p.finished]
         requested = state.snapshot().nodes[node].requested
-        return bool(pods) and pods[0].spec.node_name == node and requested["cpu"] >= 1500
+        return (
+            bool(pods)
+            and pods[0].spec.node_name == node
+            and requested["cpu"] == sum(p.request["cpu"] for p in there)
+        )
 
     following.eventually(counted, "the bound pod to count on its node")
     delete(api, "v1", "Pod", "web", namespace)
