@@ -20,7 +20,7 @@ from extender.api.wire import host_priority_json, host_priority_list_json
 from extender.cache.snapshot import NodeInfo, Snapshot
 from extender.framework.gang import PLAIN, Gangs, Verdict
 from extender.framework.policy import Policy
-from extender.framework.status import Code
+from extender.framework.status import Code, insufficient
 from extender.framework.table import Tables
 
 
@@ -126,8 +126,7 @@ def _reserved_reason(pod: Pod, node: NodeInfo, reserved: Resources, verdict: Ver
     short = pod.request.shortfall(node.free - reserved)
     if short is None:
         return None
+    reason = insufficient(short, pod.request[short], node.free[short])
     return (
-        f"Insufficient {short}: requested {format_units(pod.request[short], short)}, "
-        f"free {format_units(max(node.free[short], 0), short)} of which "
-        f"{format_units(reserved[short], short)} is reserved for admitted gangs"
+        f"{reason} of which {format_units(reserved[short], short)} is reserved for admitted gangs"
     )

@@ -9,6 +9,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from extender.api.quantity import format_units
+
 
 class Code(enum.Enum):
     SUCCESS = "Success"
@@ -35,3 +37,11 @@ class Status:
 
 
 SUCCESS = Status(Code.SUCCESS)
+
+
+def insufficient(resource: str, requested: int, free: int) -> str:
+    """The reason a node lacks a resource: `Insufficient cpu: requested 2, free 1500m`."""
+    return (
+        f"Insufficient {resource}: requested {format_units(requested, resource)}, "
+        f"free {format_units(max(free, 0), resource)}"
+    )

@@ -14,7 +14,7 @@ from extender.api.quantity import format_units
 from extender.api.resources import PODS, Resources
 from extender.cache.snapshot import NodeInfo
 from extender.framework.plugin import Argument
-from extender.framework.status import Status
+from extender.framework.status import Status, insufficient
 from extender.plugins.arguments import reject_unknown
 
 NAME = "predicates"
@@ -33,11 +33,7 @@ def fit(request: Resources, node: NodeInfo) -> Status | None:
         return Status.unresolvable(
             f"Insufficient {short}: requested {format_units(wanted, short)}, {has}"
         )
-    free = max(node.free[short], 0)
-    return Status.unschedulable(
-        f"Insufficient {short}: requested {format_units(wanted, short)}, "
-        f"free {format_units(free, short)}"
-    )
+    return Status.unschedulable(insufficient(short, wanted, node.free[short]))
 
 
 class Predicates:
