@@ -46,9 +46,8 @@ def resource_weights(arguments: Mapping[str, Argument], prefix: str) -> dict[str
 def scorer_arguments(arguments: Mapping[str, Argument], prefix: str) -> tuple[int, dict[str, int]]:
     """A Volcano-style score plugin's arguments, checked: `<p>.weight` and its resource weights
     (`<p>.cpu`, `<p>.memory`, `<p>.resources` and one `<p>.resources.<name>` per listed name)."""
-    fixed = {f"{prefix}.{key}" for key in ("weight", "cpu", "memory", "resources")}
-    listed = arguments.get(f"{prefix}.resources", "")
-    if isinstance(listed, str):
-        fixed.update(f"{prefix}.resources.{n.strip()}" for n in listed.split(",") if n.strip())
-    reject_unknown(arguments, fixed, prefix)
-    return weight(arguments, f"{prefix}.weight"), resource_weights(arguments, prefix)
+    weights = resource_weights(arguments, prefix)
+    known = {f"{prefix}.{key}" for key in ("weight", "cpu", "memory", "resources")}
+    known.update(f"{prefix}.resources.{name}" for name in weights if name not in ("cpu", "memory"))
+    reject_unknown(arguments, known, prefix)
+    return weight(arguments, f"{prefix}.weight"), weights
