@@ -145,14 +145,21 @@ def test_slots_turn_into_usage_and_a_standing_gang_is_plain_again(engine: Engine
     assert "default/g" not in engine.gangs.admissions
 
 
-def test_a_released_gang_backs_off(engine: Engine) -> None:
-    now = [100.0]
+def admitted_pair(engine: Engine, now: list[float]) -> tuple[ClusterState, list[PodBuilder]]:
+    """A gang of two, admitted by filtering its first member, on a clock the test moves."""
     assert engine.gangs is not None
     engine.gangs.clock = lambda: now[0]
     pods = [member("g", i) for i in range(2)]
     state = two_node_cluster(*pods)
     state.upsert_pod_group(make_group("g").min_member(2).model())
     filter_pod(engine, state, pods[0])
+    return state, pods
+
+
+def test_a_released_gang_backs_off(engine: Engine) -> None:
+    now = [100.0]
+    state, pods = admitted_pair(engine, now)
+    assert engine.gangs is not None
     engine.gangs.release("default/g", back_off=True)
     outcome = filter_pod(engine, state, pods[0])
     assert outcome.failed["n1"].startswith("gang default/g: backing off for 10s")
@@ -162,12 +169,8 @@ def test_a_released_gang_backs_off(engine: Engine) -> None:
 
 def test_a_gang_whose_slots_are_all_consumed_is_done_not_expired(engine: Engine) -> None:
     now = [0.0]
+    admitted_pair(engine, now)
     assert engine.gangs is not None
-    engine.gangs.clock = lambda: now[0]
-    pods = [member("g", i) for i in range(2)]
-    state = two_node_cluster(*pods)
-    state.upsert_pod_group(make_group("g").min_member(2).model())
-    filter_pod(engine, state, pods[0])
     for uid in ("g-0", "g-1"):
         engine.gangs.consume(uid)
     assert engine.gangs.admissions == {}
