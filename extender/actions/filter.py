@@ -25,18 +25,32 @@ def filter_nodes(
     outcome = session.filter(args.pod, candidates, verdict)
     if outcome.everything_passed and candidates.raw is not None and args.nodes is None:
         return all_passed_json(candidates.raw)
+    return _reply(args, outcome.passed, outcome.failed, outcome.unresolvable)
+
+
+def refuse_all(args: ExtenderArgs, candidates: Candidates, reason: str) -> bytes:
+    """Every candidate fails for `reason` (retried later: not marked unresolvable)."""
+    return _reply(args, [], dict.fromkeys(candidates.names, reason), {})
+
+
+def _reply(
+    args: ExtenderArgs,
+    passed: list[str],
+    failed: dict[str, str],
+    unresolvable: dict[str, str],
+) -> bytes:
     result = ExtenderFilterResult.model_construct(
         nodes=None,
         node_names=None,
-        failed_nodes=outcome.failed,
-        failed_and_unresolvable_nodes=outcome.unresolvable,
+        failed_nodes=failed,
+        failed_and_unresolvable_nodes=unresolvable,
         error="",
     )
     if args.node_names is not None or args.nodes is None:
-        result.node_names = outcome.passed
+        result.node_names = passed
     else:
-        passed = set(outcome.passed)
+        kept = set(passed)
         result.nodes = NodeList(
-            items=[item for item in args.nodes.items if item["metadata"]["name"] in passed]
+            items=[item for item in args.nodes.items if item["metadata"]["name"] in kept]
         )
     return result.dump()

@@ -31,6 +31,7 @@ class PodGroupCondition(KubeModel):
     status: str = ""
     reason: str = ""
     message: str = ""
+    last_transition_time: str = ""
 
 
 class PodGroupStatus(KubeModel):

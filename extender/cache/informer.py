@@ -108,6 +108,7 @@ class Informer(Generic[M]):
         self.api, self.kind, self.state, self.loop = api, kind, state, loop
         self.watch_timeout, self.max_backoff = watch_timeout, max_backoff
         self.synced = False
+        self.on_synced: Callable[[], None] = lambda: None  # after the first full list (on the loop)
         self.version: str | None = None  # the last resourceVersion seen; None: list first
         self.relists = 0
         self.reconnects = 0
@@ -225,7 +226,9 @@ class Informer(Generic[M]):
 
     def _replace(self, state: ClusterState, objects: list[M]) -> None:
         self.kind.replace(state, objects)
-        self.synced = True
+        if not self.synced:
+            self.synced = True
+            self.on_synced()
 
 
 class Informers:
@@ -235,6 +238,15 @@ class Informers:
         self, api: k8s.ApiClient, state: ClusterState, loop: asyncio.AbstractEventLoop
     ) -> None:
         self.items = [Informer(api, kind, state, loop) for kind in KINDS]
+        # Called once (on the loop) when every kind has been listed: the state is whole.
+        self.on_synced: list[Callable[[], None]] = []
+        for informer in self.items:
+            informer.on_synced = self._informer_synced
+
+    def _informer_synced(self) -> None:
+        if self.synced:
+            for callback in self.on_synced:
+                callback()
 
     @property
     def synced(self) -> bool:

@@ -50,6 +50,8 @@ class ClusterState:
         # node appeared or changed. The waker retries parked gangs then.
         self.on_capacity_freed: list[Callable[[], None]] = []
         self.on_pod_group: list[Callable[[str], None]] = []  # a PodGroup appeared or changed
+        # A gang's members changed: one joined or left, or a member's phase or node changed.
+        self.on_gang_changed: list[Callable[[str], None]] = []
         self._changes = ChangeLog()
         self._membership = 0
         self._snapshot: Snapshot | None = None
@@ -245,6 +247,11 @@ class ClusterState:
             or previous.metadata.deletion_timestamp != pod.metadata.deletion_timestamp
         ):
             self.groups_version += 1  # placements are covered by `generation`
+        elif previous.spec.node_name == pod.spec.node_name:
+            return
+        for key in {k for k in (before, after) if k is not None}:
+            for callback in self.on_gang_changed:
+                callback(key)
 
     def _place(self, uid: str, wanted: Placement | None) -> None:
         current = self._placements.get(uid)

@@ -57,6 +57,7 @@ class GangView:
     placed: list[Pod]  # counted on a node (bound, or assumed by Lahar's bind)
     succeeded: list[Pod]
     pending: list[Pod]  # unplaced, not finished, not being deleted
+    failed: list[Pod] = field(default_factory=list)
 
     @property
     def ready(self) -> int:
@@ -84,16 +85,17 @@ def view_gang(state: ClusterState, key: str) -> GangView:
     placed: list[Pod] = []
     pending: list[Pod] = []
     succeeded: list[Pod] = []
+    failed: list[Pod] = []
     for pod in state.gang_pods(key):
         if pod.status.phase == "Succeeded":
             succeeded.append(pod)
         elif pod.finished:
-            continue
+            failed.append(pod)
         elif state.placed_on(pod.metadata.uid) is not None:
             placed.append(pod)
         elif pod.metadata.deletion_timestamp is None:
             pending.append(pod)
-    return GangView(key, state.pod_groups.get(key), placed, succeeded, pending)
+    return GangView(key, state.pod_groups.get(key), placed, succeeded, pending, failed)
 
 
 @dataclass(frozen=True)
@@ -123,12 +125,12 @@ class Gangs:
     admissions: dict[str, Admission] = field(default_factory=dict)
     backoff_until: dict[str, float] = field(default_factory=dict)
     parked: dict[str, float] = field(default_factory=dict)  # rejected gangs, since when
+    rejections: dict[str, Rejection] = field(default_factory=dict)  # why each parked gang waits
     version: int = 0
     on_admitted: list[Callable[[str], None]] = field(default_factory=list)
     on_released: list[Callable[[str], None]] = field(default_factory=list)
     on_rejected: list[Callable[[str, Rejection], None]] = field(default_factory=list)
     _memo: dict[str, tuple[tuple[int, int, int], Rejection]] = field(default_factory=dict)
-    _causes: dict[str, str] = field(default_factory=dict)  # the last rejection cause per gang
     _reserved: dict[str, Resources] = field(default_factory=dict)
     _reserved_at: int = -1
 
@@ -170,12 +172,11 @@ class Gangs:
                 "NoPodGroup",
                 f"gang {key}: PodGroup {key} does not exist; its pods wait until it is created",
             )
-        until = self.backoff_until.get(key, 0.0)
-        if until > self.clock():
+        if self.backoff_until.get(key, 0.0) > self.clock():
             return Rejection(
                 "BackingOff",
-                f"gang {key}: backing off for {until - self.clock():.0f}s after its members "
-                f"did not all reach bind in time",
+                f"gang {key}: backing off {self.settings.backoff:.0f}s because its members did "
+                f"not all reach bind within {self.settings.barrier_timeout:.0f}s",
             )
         return None
 
@@ -195,10 +196,10 @@ class Gangs:
         return None
 
     def _reject(self, key: str, rejection: Rejection) -> Verdict:
-        """Park the gang; tell listeners when it is rejected anew or for a new cause (not once
+        """Park the gang; tell listeners when it is rejected anew or for a new reason (not once
         per member asked)."""
-        if self._causes.get(key) != rejection.cause:
-            self._causes[key] = rejection.cause
+        if self.rejections.get(key) != rejection:
+            self.rejections[key] = rejection
             for callback in self.on_rejected:
                 callback(key, rejection)
         self.parked.setdefault(key, self.clock())
@@ -213,7 +214,7 @@ class Gangs:
 
     def forget(self, key: str) -> None:
         """Drop what is remembered of a gang that waited (admitted now, or gone)."""
-        for remembered in (self.parked, self._memo, self._causes, self.backoff_until):
+        for remembered in (self.parked, self._memo, self.rejections, self.backoff_until):
             remembered.pop(key, None)
 
     def plan(

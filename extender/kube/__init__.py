@@ -3,7 +3,8 @@
 Everything above this layer gets API access through these modules: a client built from a kubeconfig
 or the pod's ServiceAccount (`client`), server-side apply of manifests (`manifests`), reads and
 deletes (`objects`), condition waits (`wait`; on pods, `pods`; on CRDs, `crds`), raw list+watch
-(`watch`, over `raw`) and pod binding and annotation (`binding`). Callers get values or a
+(`watch`, over `raw`), pod binding and annotation (`binding`) and what Lahar reports back: PodGroup
+status and Events (`reports`). Callers get values or a
 `KubeError` naming the object and the reason; raw client exceptions do not leak upward.
 """
 
@@ -13,6 +14,7 @@ from extender.kube.crds import wait_established
 from extender.kube.manifests import Manifest, apply_object, load_manifests
 from extender.kube.objects import delete, list_objects, read
 from extender.kube.pods import pod_when, unschedulable_message
+from extender.kube.reports import patch_pod_group_status, record_event
 from extender.kube.wait import wait_until
 
 __all__ = [
@@ -27,8 +29,10 @@ __all__ = [
     "list_objects",
     "load_client",
     "load_manifests",
+    "patch_pod_group_status",
     "pod_when",
     "read",
+    "record_event",
     "unschedulable_message",
     "wait_established",
     "wait_until",

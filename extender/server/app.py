@@ -4,6 +4,11 @@
 With an API client, a `cleanup_ctx` starts the informers when the app starts and stops them when it
 stops, and a periodic task expires assumed pods the watch never confirmed; without one (tests,
 benchmarks) the state is whatever the caller filled in and the app is ready at once.
+
+Until every informer has listed once, filter and bind calls wait (`SYNCED`): a decision on half
+a cluster could bind a gang member whose PodGroup is not known yet. When the state is whole, gangs
+found partly bound are admitted before anything else (`framework.recovery`) and reported, and
+every PodGroup's status is brought up to date.
 """
 
 from __future__ import annotations
@@ -12,19 +17,22 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
+from typing import Protocol
 
 from aiohttp import web
 from kubernetes import client as k8s
 
 from extender.actions.barrier import Barrier, BarrierObserver
-from extender.actions.bind import Binder, BindError
+from extender.actions.bind import Binder
 from extender.api.candidates import CandidateParser
 from extender.cache.informer import Informers
 from extender.cache.state import ClusterState
 from extender.framework.gang import Gangs
+from extender.framework.group_status import Event
 from extender.framework.policy import Policy
+from extender.framework.recovery import recover
 from extender.framework.session import Engine
-from extender.kube import KubeError, annotate_pod, bind_pod
+from extender.server.adapters import api_binder, api_event_sink, api_patcher, api_status_patch
 from extender.server.keys import (
     BARRIER,
     BINDER,
@@ -33,33 +41,17 @@ from extender.server.keys import (
     METRICS,
     PARSER,
     STATE,
+    STATUS,
+    SYNCED,
     WAKER,
 )
 from extender.server.metrics import Metrics
 from extender.server.routes import add_routes
+from extender.server.status_writer import StatusWriter
 from extender.server.waker import Patcher, Waker
 
 log = logging.getLogger(__name__)
 EXPIRY_INTERVAL = 5.0
-
-
-def api_binder(api: k8s.ApiClient) -> Binder:
-    """Bindings through the API server, in a worker thread (the client blocks)."""
-
-    async def binder(namespace: str, name: str, uid: str, node: str) -> None:
-        try:
-            await asyncio.to_thread(bind_pod, api, namespace, name, uid, node)
-        except KubeError as error:
-            raise BindError(str(error)) from error
-
-    return binder
-
-
-def api_patcher(api: k8s.ApiClient) -> Patcher:
-    async def patch(namespace: str, name: str, annotations: dict[str, str]) -> None:
-        await asyncio.to_thread(annotate_pod, api, namespace, name, annotations)
-
-    return patch
 
 
 def make_app(
@@ -75,13 +67,16 @@ def make_app(
     app[ENGINE] = Engine(policy)
     app[PARSER] = CandidateParser()
     app[INFORMERS] = None
+    app[SYNCED] = asyncio.Event()
+    if api is None:
+        app[SYNCED].set()
     app[METRICS] = Metrics(app[STATE].sizes, lambda: _informer_counts(app))
     if binder is None:
         if api is None:
             raise ValueError("make_app needs an API client or a binder")
         binder = api_binder(api)
     app[BINDER] = binder
-    app[BARRIER], app[WAKER] = None, None
+    app[BARRIER], app[WAKER], app[STATUS] = None, None, None
     gangs = app[ENGINE].gangs
     if gangs is not None:
         metrics = app[METRICS]
@@ -99,7 +94,12 @@ def make_app(
         if patcher is not None:
             app[WAKER] = waker = Waker(app[STATE], gangs, patcher)
             waker.on_woken = metrics.wakes.inc
-            app.cleanup_ctx.append(_waker)
+            app.cleanup_ctx.append(_background(waker))
+        if api is not None:
+            app[STATUS] = writer = StatusWriter(
+                app[STATE], gangs, api_status_patch(api), api_event_sink(api)
+            )
+            app.cleanup_ctx.append(_background(writer))
     if api is not None:
         app.cleanup_ctx.append(_informers(api))
     add_routes(app)
@@ -117,6 +117,7 @@ def _informers(api: k8s.ApiClient) -> Callable[[web.Application], AsyncIterator[
     async def context(app: web.Application) -> AsyncIterator[None]:
         informers = Informers(api, app[STATE], asyncio.get_running_loop())
         app[INFORMERS] = informers
+        informers.on_synced.append(lambda: _synced(app))
         informers.start()
         expiry = asyncio.create_task(_expire(app[STATE], app[ENGINE].gangs))
         yield
@@ -128,15 +129,44 @@ def _informers(api: k8s.ApiClient) -> Callable[[web.Application], AsyncIterator[
     return context
 
 
-async def _waker(app: web.Application) -> AsyncIterator[None]:
-    waker = app[WAKER]
-    assert waker is not None
-    waker.attach()
-    task = asyncio.create_task(waker.run())
-    yield
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+def _synced(app: web.Application) -> None:
+    """The state is whole: complete partly bound gangs first, refresh statuses, serve."""
+    state, gangs, writer = app[STATE], app[ENGINE].gangs, app[STATUS]
+    sizes = state.sizes()
+    log.info(
+        "cache synced: %d nodes, %d pods, %d PodGroups",
+        sizes["nodes"],
+        sizes["pods"],
+        sizes["pod_groups"],
+    )
+    if gangs is not None:
+        for outcome in recover(gangs, state, state.view().nodes):
+            log.warning("%s", outcome.message)
+            if writer is not None:
+                writer.announce(outcome.gang.key, Event("Warning", "PartlyBound", outcome.message))
+    if writer is not None:
+        writer.mark_all()
+    app[SYNCED].set()
+
+
+class _Worker(Protocol):
+    def attach(self) -> None: ...
+
+    async def run(self) -> None: ...
+
+
+def _background(worker: _Worker) -> Callable[[web.Application], AsyncIterator[None]]:
+    """A cleanup context that attaches `worker` and runs it as long as the app runs."""
+
+    async def context(app: web.Application) -> AsyncIterator[None]:
+        worker.attach()
+        task = asyncio.create_task(worker.run())
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    return context
 
 
 async def _expire(state: ClusterState, gangs: Gangs | None) -> None:

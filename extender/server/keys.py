@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import web
 
 from extender.actions.barrier import Barrier
@@ -11,6 +13,7 @@ from extender.cache.informer import Informers
 from extender.cache.state import ClusterState
 from extender.framework.session import Engine
 from extender.server.metrics import Metrics
+from extender.server.status_writer import StatusWriter
 from extender.server.waker import Waker
 
 STATE = web.AppKey("state", ClusterState)
@@ -21,3 +24,5 @@ INFORMERS: web.AppKey[Informers | None] = web.AppKey("informers")
 PARSER = web.AppKey("candidates", CandidateParser)
 BARRIER: web.AppKey[Barrier | None] = web.AppKey("barrier")
 WAKER: web.AppKey[Waker | None] = web.AppKey("waker")
+STATUS: web.AppKey[StatusWriter | None] = web.AppKey("status")
+SYNCED = web.AppKey("synced", asyncio.Event)  # set once the cache holds the whole cluster

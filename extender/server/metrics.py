@@ -8,8 +8,9 @@ several apps in one process).
 - `lahar_cache_objects{kind}`: objects in the cache (nodes, pods, assumed_pods, priority_classes),
   read from the state at scrape time.
 - `lahar_cache_relists_total{kind}`, `lahar_cache_watch_reconnects_total{kind}`: informer health.
-- Gangs: `lahar_gangs_admitted_total`, `lahar_gang_rejections_total{cause}` (one per rejected
-  filter call of a member), `lahar_gang_barrier_wait_seconds` (histogram per held member),
+- Gangs: `lahar_gangs_admitted_total`, `lahar_gang_rejections_total{cause}` (one per new verdict
+  on a waiting gang: rejected anew, or for a new reason; not one per member asked),
+  `lahar_gang_barrier_wait_seconds` (histogram per held member),
   `lahar_gang_barrier_timeouts_total`, `lahar_partial_gangs_total` (must stay 0),
   `lahar_pending_gangs` (gangs waiting for admission), `lahar_gang_wakes_total` (pods requeued).
 """
@@ -80,7 +81,7 @@ class Metrics:
         )
         self.gang_rejections = Counter(
             "lahar_gang_rejections",
-            "Filter calls of gang members rejected, by cause",
+            "Gangs rejected anew or for a new reason, by cause",
             ["cause"],
             registry=self.registry,
         )

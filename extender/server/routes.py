@@ -2,10 +2,14 @@
 
 A body that is not valid JSON or does not match the verb's type is answered with HTTP 400 and one
 line naming the field and the reason (the scheduler logs it); never a 500 with a stack trace.
+Filter and bind wait (up to `SYNC_WAIT`) until the cache holds the whole cluster; past that, the
+filter fails every node and the bind is refused, saying so, and the scheduler retries.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -16,18 +20,34 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ValidationError
 
 from extender.actions.bind import bind
-from extender.actions.filter import filter_nodes
+from extender.actions.filter import filter_nodes, refuse_all
 from extender.actions.preempt import preempt
 from extender.actions.prioritize import prioritize
 from extender.api.candidates import Candidates
-from extender.api.wire import ExtenderArgs, ExtenderBindingArgs, ExtenderPreemptionArgs, explain
-from extender.server.keys import BARRIER, BINDER, ENGINE, INFORMERS, METRICS, PARSER, STATE
+from extender.api.wire import (
+    ExtenderArgs,
+    ExtenderBindingArgs,
+    ExtenderBindingResult,
+    ExtenderPreemptionArgs,
+    explain,
+)
+from extender.server.keys import (
+    BARRIER,
+    BINDER,
+    ENGINE,
+    INFORMERS,
+    METRICS,
+    PARSER,
+    STATE,
+    SYNCED,
+)
 from extender.server.metrics import Metrics
 
 log = logging.getLogger(__name__)
 W = TypeVar("W", bound=BaseModel)
 T = TypeVar("T")
 JSON = "application/json"
+SYNC_WAIT = 10.0  # seconds a call waits for the cache; well below the scheduler's httpTimeout
 
 
 class BadRequest(Exception):
@@ -81,6 +101,9 @@ def _verb(
 # they read the state's live view instead of a copy.
 async def _filter(request: web.Request) -> bytes:
     args, candidates = await _parse_args(request)
+    waiting = await _unsynced(request.app)
+    if waiting is not None:
+        return refuse_all(args, candidates, waiting)
     state = request.app[STATE]
     session = request.app[ENGINE].session(state.view())
     return filter_nodes(session, args, candidates, state)
@@ -98,8 +121,11 @@ async def _preempt(request: web.Request) -> bytes:
 
 async def _bind(request: web.Request) -> bytes:
     args = await _parse(request, ExtenderBindingArgs)
+    waiting = await _unsynced(request.app)
     barrier = request.app[BARRIER]
-    if barrier is not None:
+    if waiting is not None:
+        result = ExtenderBindingResult(error=waiting)
+    elif barrier is not None:
         result = await barrier.bind(args)
     else:
         result = await bind(request.app[STATE], request.app[BINDER], args)
@@ -107,16 +133,29 @@ async def _bind(request: web.Request) -> bytes:
     return result.dump()
 
 
+async def _unsynced(app: web.Application) -> str | None:
+    """None once the cache is whole (waiting for it a while); else why the call cannot proceed."""
+    synced = app[SYNCED]
+    if not synced.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(synced.wait(), SYNC_WAIT)
+    return None if synced.is_set() else f"Lahar's {_not_synced(app)}"
+
+
+def _not_synced(app: web.Application) -> str:
+    informers = app[INFORMERS]
+    kinds = [i.kind.name for i in informers.items if not i.synced] if informers else []
+    return f"cache is not synced yet (listing {', '.join(kinds) or 'nothing'})"
+
+
 async def _healthz(request: web.Request) -> web.Response:
     return web.Response(text="ok")
 
 
 async def _readyz(request: web.Request) -> web.Response:
-    informers = request.app[INFORMERS]
-    if informers is None or informers.synced:
+    if request.app[SYNCED].is_set():
         return web.Response(text="ok")
-    waiting = ", ".join(i.kind.name for i in informers.items if not i.synced)
-    return web.Response(status=503, text=f"cache not synced yet: {waiting}")
+    return web.Response(status=503, text=_not_synced(request.app))
 
 
 async def _metrics(request: web.Request) -> web.Response:

@@ -162,7 +162,7 @@ def test_a_released_gang_backs_off(engine: Engine) -> None:
     assert engine.gangs is not None
     engine.gangs.release("default/g", back_off=True)
     outcome = filter_pod(engine, state, pods[0])
-    assert outcome.failed["n1"].startswith("gang default/g: backing off for 10s")
+    assert outcome.failed["n1"].startswith("gang default/g: backing off 10s")
     now[0] += 11
     assert filter_pod(engine, state, pods[0]).failed == {}
 

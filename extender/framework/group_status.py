@@ -1,0 +1,135 @@
+"""A PodGroup's status, derived from its gang and the gang rules; the events its changes make.
+
+`group_status` is a pure function of what the cache shows (the gang's members and their phases),
+whether the gang is admitted and why it waits, and the status written before (to keep
+`lastTransitionTime` of conditions that did not change). Phases, as Volcano's:
+
+- Pending: not admitted; nothing of it bound.
+- Inqueue: admitted (capacity reserved), or some members placed but fewer than `minMember`.
+- Running: at least `minMember` members bound or succeeded (and each task's `minTaskMember`).
+- Completed: every member finished and at least `minMember` of them succeeded.
+- Failed: every member finished and fewer than `minMember` succeeded.
+
+Conditions: `Unschedulable` (True with the rejection's reason and message while the gang waits;
+False once it is admitted or stands) and `Scheduled` (True once the gang stands). `events` compares
+two statuses and says which Kubernetes Events the change deserves, so a status written once gives
+one event, however many members moved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from extender.api.scheduling import PodGroupCondition, PodGroupStatus
+from extender.framework.gang import GangView, Rejection
+
+UNSCHEDULABLE = "Unschedulable"
+SCHEDULED = "Scheduled"
+
+# Volcano's condition reasons, where a cause has one.
+_REASONS = {
+    "NotEnoughResources": "NotEnoughResources",
+    "MinResources": "NotEnoughResources",
+    "NotEnoughPods": "NotEnoughTasks",
+    "NotEnoughPodsOfTask": "NotEnoughPodsOfTask",
+}
+
+
+@dataclass(frozen=True)
+class Event:
+    type: str  # Normal | Warning
+    reason: str
+    message: str
+
+
+def group_status(
+    gang: GangView,
+    *,
+    admitted: bool,
+    rejection: Rejection | None,
+    previous: PodGroupStatus,
+    now: str,
+) -> PodGroupStatus:
+    """The status the gang's PodGroup should show; `now` stamps conditions that change."""
+    bound = sum(1 for pod in gang.placed if pod.spec.node_name)
+    succeeded, failed = len(gang.succeeded), len(gang.failed)
+    floor = max(gang.min_member, 1)
+    finished = not gang.placed and not gang.pending and succeeded + failed > 0
+    stands = gang.stands and bound + succeeded >= floor
+    if finished:
+        phase = "Completed" if succeeded >= floor else "Failed"
+    elif stands:
+        phase = "Running"
+    elif admitted or gang.placed:
+        phase = "Inqueue"
+    else:
+        phase = "Pending"
+    wanted: list[PodGroupCondition] = []
+    if rejection is not None and not stands and not admitted:
+        reason = _REASONS.get(rejection.cause, rejection.cause)
+        wanted.append(_condition(UNSCHEDULABLE, "True", reason, rejection.message))
+    elif _find(previous, UNSCHEDULABLE) is not None:
+        why = "gang stands" if stands or finished else "gang admitted: capacity reserved"
+        wanted.append(_condition(UNSCHEDULABLE, "False", "Admitted", why))
+    if stands or (finished and succeeded >= floor):
+        message = f"{bound + succeeded} of {gang.min_member} required members bound or done"
+        wanted.append(_condition(SCHEDULED, "True", "GangScheduled", message))
+    conditions = [_stamped(condition, _find(previous, condition.type), now) for condition in wanted]
+    return PodGroupStatus(
+        phase=phase, conditions=conditions, running=bound, succeeded=succeeded, failed=failed
+    )
+
+
+def same_status(a: PodGroupStatus, b: PodGroupStatus) -> bool:
+    """Equal but for condition timestamps (a rewrite of an equal status is not needed)."""
+
+    def bare(status: PodGroupStatus) -> PodGroupStatus:
+        conditions = [c.model_copy(update={"last_transition_time": ""}) for c in status.conditions]
+        return status.model_copy(update={"conditions": conditions})
+
+    return bare(a) == bare(b)
+
+
+def events(before: PodGroupStatus, after: PodGroupStatus, gang_key: str) -> list[Event]:
+    """The events a change of status from `before` to `after` deserves."""
+    out: list[Event] = []
+    if after.phase != before.phase:
+        if after.phase == "Inqueue" and before.phase in ("", "Pending"):
+            out.append(Event("Normal", "Admitted", f"gang {gang_key}: capacity reserved"))
+        elif after.phase == "Running":
+            scheduled = _find(after, SCHEDULED)
+            out.append(Event("Normal", "Scheduled", scheduled.message if scheduled else ""))
+        elif after.phase == "Completed":
+            out.append(Event("Normal", "Completed", f"{after.succeeded} members succeeded"))
+        elif after.phase == "Failed":
+            out.append(
+                Event(
+                    "Warning",
+                    "Failed",
+                    f"{after.failed} members failed, {after.succeeded} succeeded",
+                )
+            )
+    now, then = _find(after, UNSCHEDULABLE), _find(before, UNSCHEDULABLE)
+    said = (then.status, then.message) if then is not None else None
+    if now is not None and now.status == "True" and said != ("True", now.message):
+        out.append(Event("Warning", UNSCHEDULABLE, now.message))
+    return out
+
+
+def _condition(kind: str, status: str, reason: str, message: str) -> PodGroupCondition:
+    return PodGroupCondition(type=kind, status=status, reason=reason, message=message)
+
+
+def _find(status: PodGroupStatus, kind: str) -> PodGroupCondition | None:
+    return next((c for c in status.conditions if c.type == kind), None)
+
+
+def _stamped(
+    condition: PodGroupCondition, previous: PodGroupCondition | None, now: str
+) -> PodGroupCondition:
+    """Keep the previous transition time while the condition's status does not change."""
+    if previous is not None and previous.status == condition.status:
+        when = previous.last_transition_time or now
+    else:
+        when = now
+    return condition.model_copy(update={"last_transition_time": when})

@@ -1,0 +1,53 @@
+"""After a restart: gangs found partly bound are completed first, or reported.
+
+Lahar's state is rebuilt from the API, so a gang whose bindings were being created when Lahar
+stopped shows some members bound and fewer than `minMember` of them. Before any other pod is
+filtered, each such gang (closest to standing first) is put through admission: if the rest of it
+fits, its reservation is taken ahead of every other gang and its pending members bind as soon as
+the scheduler retries them; if not, it waits like any gang, and the caller reports it. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from extender.cache.snapshot import NodeInfo
+from extender.cache.state import ClusterState
+from extender.framework.gang import Gangs, GangView, view_gang
+
+
+@dataclass(frozen=True)
+class Recovery:
+    gang: GangView
+    admitted: bool
+    message: str
+
+
+def partly_bound(state: ClusterState) -> list[GangView]:
+    """Gangs with members placed or done, but not enough of them to stand."""
+    found = []
+    for key in state.pod_groups:
+        gang = view_gang(state, key)
+        if gang.ready > 0 and not gang.stands:
+            found.append(gang)
+    return sorted(found, key=lambda gang: (-gang.ready, gang.key))
+
+
+def recover(gangs: Gangs, state: ClusterState, nodes: Mapping[str, NodeInfo]) -> list[Recovery]:
+    """Admit the partly bound gangs that can be completed, before anyone else; say what became
+    of each."""
+    outcomes = []
+    for gang in partly_bound(state):
+        found = f"gang {gang.key}: found {gang.ready} of {gang.min_member} members bound"
+        if not gang.pending:
+            message = f"{found} and no other member waiting; it stays partial until they exist"
+            outcomes.append(Recovery(gang, False, message))
+            continue
+        why = gangs.verdict(state, nodes, gang.pending[0]).reason
+        if why is None:
+            message = f"{found}; completing it first: capacity reserved for the rest"
+        else:
+            message = f"{found}; cannot complete it yet: {why}"
+        outcomes.append(Recovery(gang, why is None, message))
+    return outcomes

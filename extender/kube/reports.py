@@ -1,0 +1,66 @@
+"""What Lahar reports back into the cluster: PodGroup status and Kubernetes Events.
+
+`patch_pod_group_status` merge-patches the `status` subresource (a list such as `conditions` is
+replaced whole, which is what a writer that computes the full status wants). `record_event` creates
+a core/v1 Event about an object, as `kubectl describe` shows them, from the component `lahar`.
+Failures raise `KubeError` naming the object and the server's reason.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from kubernetes import client as k8s
+
+from extender.kube.client import KubeError
+from extender.kube.raw import ApiStatusError, send
+
+PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1/namespaces/{namespace}/podgroups/{name}"
+COMPONENT = "lahar"
+
+
+def patch_pod_group_status(
+    api: k8s.ApiClient, namespace: str, name: str, status: dict[str, Any]
+) -> None:
+    path = PODGROUPS.format(namespace=namespace, name=name) + "/status"
+    try:
+        send(
+            api,
+            "PATCH",
+            path,
+            body={"status": status},
+            content_type="application/merge-patch+json",
+        ).read()
+    except ApiStatusError as error:
+        raise KubeError(f"writing status of PodGroup {namespace}/{name}: {error}") from error
+
+
+def record_event(
+    api: k8s.ApiClient,
+    involved: dict[str, str],
+    event_type: str,
+    reason: str,
+    message: str,
+) -> None:
+    """An Event about `involved` (apiVersion, kind, namespace, name, uid)."""
+    namespace, name = involved["namespace"], involved["name"]
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    body = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{name}.", "namespace": namespace},
+        "involvedObject": involved,
+        "type": event_type,
+        "reason": reason,
+        "message": message[:1024],
+        "source": {"component": COMPONENT},
+        "reportingComponent": COMPONENT,
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
+    try:
+        send(api, "POST", f"/api/v1/namespaces/{namespace}/events", body=body).read()
+    except ApiStatusError as error:
+        raise KubeError(f"recording event {reason} on {namespace}/{name}: {error}") from error

@@ -1,0 +1,61 @@
+"""The extender's outputs to the API server, as the async callables the core is handed.
+
+The core (barrier, waker, status writer) takes plain async functions, so it is tested without a
+cluster; these wrap the kube layer's blocking calls in worker threads for the real server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kubernetes import client as k8s
+
+from extender.actions.bind import Binder, BindError
+from extender.api.scheduling import PodGroup
+from extender.framework.group_status import Event
+from extender.kube import KubeError, annotate_pod, bind_pod, patch_pod_group_status, record_event
+from extender.server.status_writer import EventSink, StatusPatch
+from extender.server.waker import Patcher
+
+
+def api_binder(api: k8s.ApiClient) -> Binder:
+    """Bindings through the API server, in a worker thread (the client blocks)."""
+
+    async def binder(namespace: str, name: str, uid: str, node: str) -> None:
+        try:
+            await asyncio.to_thread(bind_pod, api, namespace, name, uid, node)
+        except KubeError as error:
+            raise BindError(str(error)) from error
+
+    return binder
+
+
+def api_patcher(api: k8s.ApiClient) -> Patcher:
+    async def patch(namespace: str, name: str, annotations: dict[str, str]) -> None:
+        await asyncio.to_thread(annotate_pod, api, namespace, name, annotations)
+
+    return patch
+
+
+def api_status_patch(api: k8s.ApiClient) -> StatusPatch:
+    async def write(namespace: str, name: str, status: dict[str, Any]) -> None:
+        await asyncio.to_thread(patch_pod_group_status, api, namespace, name, status)
+
+    return write
+
+
+def api_event_sink(api: k8s.ApiClient) -> EventSink:
+    async def record(group: PodGroup, event: Event) -> None:
+        involved = {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "namespace": group.metadata.namespace,
+            "name": group.metadata.name,
+            "uid": group.metadata.uid,
+        }
+        await asyncio.to_thread(
+            record_event, api, involved, event.type, event.reason, event.message
+        )
+
+    return record

@@ -1,0 +1,121 @@
+"""Writing PodGroup status and events, coalesced: one write per gang per pass, not per member.
+
+Gang changes (a member created, bound, finished or gone; a PodGroup created; a gang admitted,
+released or rejected for a new reason) only *mark* the gang. A background task wakes on the first
+mark, waits `interval` so that what else happens meanwhile joins the same pass, then for each marked
+gang derives the status (`framework.group_status`), writes it when it differs from what the API
+shows, and records the events the change deserves. A 1,000-pod gang that binds in one second is
+written a few times, not a thousand. The written status also goes into the cache at once, so the
+next pass compares against it even before the watch delivers it (no repeated events).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from extender.api.scheduling import PodGroup
+from extender.cache.state import ClusterState
+from extender.framework.gang import Gangs, view_gang
+from extender.framework.group_status import Event, events, group_status, same_status
+
+log = logging.getLogger(__name__)
+StatusPatch = Callable[[str, str, dict[str, Any]], Awaitable[None]]  # namespace, name, status
+EventSink = Callable[[PodGroup, Event], Awaitable[None]]
+RETRY_AFTER = 5.0
+
+
+def utc_now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class StatusWriter:
+    def __init__(
+        self,
+        state: ClusterState,
+        gangs: Gangs,
+        write: StatusPatch,
+        record: EventSink,
+        *,
+        interval: float = 0.5,
+        now: Callable[[], str] = utc_now,
+    ) -> None:
+        self.state, self.gangs, self.write, self.record = state, gangs, write, record
+        self.interval, self.now = interval, now
+        self.writes = 0
+        self._dirty: set[str] = set()
+        self._wake: asyncio.Event | None = None
+
+    def attach(self) -> None:
+        """Listen to the gang rules and the state (call on the event loop)."""
+        self._wake = asyncio.Event()
+        self.gangs.on_admitted.append(self.mark)
+        self.gangs.on_released.append(self.mark)
+        self.gangs.on_rejected.append(lambda key, rejection: self.mark(key))
+        self.state.on_gang_changed.append(self.mark)
+        self.state.on_pod_group.append(self.mark)
+
+    def mark(self, key: str) -> None:
+        self._dirty.add(key)
+        if self._wake is not None:
+            self._wake.set()
+
+    def mark_all(self) -> None:
+        for key in list(self.state.pod_groups):
+            self.mark(key)
+
+    def announce(self, key: str, event: Event) -> None:
+        """Record a one-off event on the gang's PodGroup (in the background)."""
+        group = self.state.pod_groups.get(key)
+        if group is not None:
+            asyncio.get_running_loop().create_task(self._record(key, group, event))
+
+    async def run(self) -> None:
+        """Write marked gangs' status, a pass at a time, forever (a background task)."""
+        assert self._wake is not None, "attach() first"
+        while True:
+            await self._wake.wait()
+            await asyncio.sleep(self.interval)  # what is marked meanwhile joins this pass
+            self._wake.clear()
+            await self.flush()
+
+    async def flush(self) -> None:
+        keys, self._dirty = sorted(self._dirty), set()
+        for key in keys:
+            await self._sync(key)
+
+    async def _sync(self, key: str) -> None:
+        group = self.state.pod_groups.get(key)
+        if group is None:
+            return
+        wanted = group_status(
+            view_gang(self.state, key),
+            admitted=key in self.gangs.admissions,
+            rejection=self.gangs.rejections.get(key),
+            previous=group.status,
+            now=self.now(),
+        )
+        if same_status(wanted, group.status):
+            return
+        namespace, name = group.metadata.namespace, group.metadata.name
+        try:
+            await self.write(namespace, name, wanted.model_dump(by_alias=True, mode="json"))
+        except Exception as error:  # an API hiccup: try again later; a deleted group is skipped
+            log.warning("could not write status of PodGroup %s: %s", key, error)
+            asyncio.get_running_loop().call_later(RETRY_AFTER, self.mark, key)
+            return
+        self.writes += 1
+        if wanted.phase != group.status.phase:
+            log.info("PodGroup %s: phase %s -> %s", key, group.status.phase or "-", wanted.phase)
+        self.state.upsert_pod_group(group.model_copy(update={"status": wanted}))
+        for event in events(group.status, wanted, key):
+            await self._record(key, group, event)
+
+    async def _record(self, key: str, group: PodGroup, event: Event) -> None:
+        try:
+            await self.record(group, event)
+        except Exception as error:  # events are best effort: the status and the log say it too
+            log.warning("could not record event %s of %s: %s", event.reason, key, error)

@@ -1,0 +1,139 @@
+"""PodGroup status from the gang: phases, conditions with kept transition times, and events."""
+
+from __future__ import annotations
+
+import pytest
+
+from extender.api.scheduling import PodGroupCondition, PodGroupStatus
+from extender.framework.gang import Rejection, view_gang
+from extender.framework.group_status import events, group_status, same_status
+from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod
+
+T0, T1 = "2026-11-23T10:00:00Z", "2026-11-23T10:05:00Z"
+NO_ROOM = Rejection("NotEnoughResources", "gang default/g: 2 of 4 members cannot be placed: cpu")
+
+
+def members(*states: str) -> list[PodBuilder]:
+    """One member per state: pending, bound, succeeded or failed."""
+    pods = []
+    for index, kind in enumerate(states):
+        pod = make_pod(f"g-{index}").cpu("1").group("g")
+        if kind in ("bound", "succeeded", "failed"):
+            pod = pod.on("n1")
+        if kind == "bound":
+            pod = pod.phase("Running")
+        if kind in ("succeeded", "failed"):
+            pod = pod.phase(kind.capitalize())
+        pods.append(pod)
+    return pods
+
+
+def status_of(
+    states: tuple[str, ...],
+    *,
+    min_member: int = 2,
+    admitted: bool = False,
+    rejection: Rejection | None = None,
+    previous: PodGroupStatus | None = None,
+) -> PodGroupStatus:
+    state = cluster([make_node("n1").cpu("16")], members(*states))
+    state.upsert_pod_group(make_group("g").min_member(min_member).model())
+    return group_status(
+        view_gang(state, "default/g"),
+        admitted=admitted,
+        rejection=rejection,
+        previous=previous or PodGroupStatus(),
+        now=T1,
+    )
+
+
+@pytest.mark.parametrize(
+    ("states", "admitted", "rejection", "phase", "counts"),
+    [
+        (("pending", "pending"), False, None, "Pending", (0, 0, 0)),
+        (("pending", "pending"), False, NO_ROOM, "Pending", (0, 0, 0)),
+        (("pending", "pending"), True, None, "Inqueue", (0, 0, 0)),
+        (("bound", "pending"), False, None, "Inqueue", (1, 0, 0)),
+        (("bound", "bound", "pending"), False, None, "Running", (2, 0, 0)),
+        (("bound", "succeeded"), False, None, "Running", (1, 1, 0)),
+        (("succeeded", "succeeded", "failed"), False, None, "Completed", (0, 2, 1)),
+        (("succeeded", "failed", "failed"), False, None, "Failed", (0, 1, 2)),
+    ],
+)
+def test_phase_and_counts_follow_the_members(
+    states: tuple[str, ...],
+    admitted: bool,
+    rejection: Rejection | None,
+    phase: str,
+    counts: tuple[int, int, int],
+) -> None:
+    status = status_of(states, admitted=admitted, rejection=rejection)
+    assert status.phase == phase
+    assert (status.running, status.succeeded, status.failed) == counts
+
+
+def test_a_waiting_gang_is_unschedulable_with_volcanos_reason_and_lahars_message() -> None:
+    status = status_of(("pending", "pending"), rejection=NO_ROOM)
+    [condition] = status.conditions
+    assert (condition.type, condition.status, condition.reason) == (
+        "Unschedulable",
+        "True",
+        "NotEnoughResources",
+    )
+    assert condition.message == NO_ROOM.message
+    assert condition.last_transition_time == T1
+    too_few = Rejection("NotEnoughPods", "gang default/g: 1/2 pods of gang default/g exist")
+    assert status_of(("pending",), rejection=too_few).conditions[0].reason == "NotEnoughTasks"
+
+
+def test_once_it_stands_the_gang_is_scheduled_and_no_longer_unschedulable() -> None:
+    waiting = PodGroupStatus(
+        phase="Pending",
+        conditions=[
+            PodGroupCondition(
+                type="Unschedulable", status="True", reason="x", last_transition_time=T0
+            )
+        ],
+    )
+    status = status_of(("bound", "bound"), previous=waiting)
+    conditions = {c.type: c for c in status.conditions}
+    assert conditions["Unschedulable"].status == "False"
+    assert conditions["Scheduled"].status == "True"
+    assert conditions["Scheduled"].message == "2 of 2 required members bound or done"
+    assert all(c.last_transition_time == T1 for c in status.conditions)
+
+
+def test_an_unchanged_condition_keeps_its_transition_time() -> None:
+    first = status_of(("pending", "pending"), rejection=NO_ROOM)
+    earlier = first.model_copy(
+        update={"conditions": [first.conditions[0].model_copy(update={"last_transition_time": T0})]}
+    )
+    again = status_of(("pending", "pending"), rejection=NO_ROOM, previous=earlier)
+    assert again.conditions[0].last_transition_time == T0
+    assert same_status(again, first)  # timestamps aside, nothing to write
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        (("pending", "pending"), ("bound", "bound"), [("Normal", "Scheduled")]),
+        (("bound", "bound"), ("succeeded", "succeeded"), [("Normal", "Completed")]),
+        (("bound", "bound"), ("failed", "succeeded"), [("Warning", "Failed")]),
+        (("bound", "bound"), ("bound", "bound"), []),
+    ],
+)
+def test_events_follow_phase_changes_once(
+    before: tuple[str, ...], after: tuple[str, ...], expected: list[tuple[str, str]]
+) -> None:
+    old, new = status_of(before), status_of(after, previous=status_of(before))
+    assert [(e.type, e.reason) for e in events(old, new, "default/g")] == expected
+
+
+def test_admission_and_a_new_rejection_reason_make_events() -> None:
+    pending = status_of(("pending", "pending"), rejection=NO_ROOM)
+    [unschedulable] = events(PodGroupStatus(), pending, "default/g")
+    assert (unschedulable.type, unschedulable.message) == ("Warning", NO_ROOM.message)
+    assert events(pending, status_of(("pending", "pending"), rejection=NO_ROOM), "g") == []
+    admitted = status_of(("pending", "pending"), admitted=True, previous=pending)
+    assert [(e.reason) for e in events(pending, admitted, "default/g")] == ["Admitted"]
+    assert admitted.conditions[0].status == "False"

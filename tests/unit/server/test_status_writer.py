@@ -1,0 +1,82 @@
+"""The status writer coalesces: many member changes in one interval make one write and one event."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from extender.api.scheduling import PodGroup
+from extender.framework.gang import Gangs
+from extender.framework.group_status import Event
+from extender.server.status_writer import StatusWriter
+from tests.builders import cluster, make_group, make_node, make_pod
+
+
+class Sink:
+    """Collects what the writer would send to the API server."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[str, str, dict[str, Any]]] = []
+        self.events: list[tuple[str, str]] = []
+        self.fail = False
+        self.written = asyncio.Event()
+
+    async def write(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        if self.fail:
+            raise RuntimeError("apiserver unavailable")
+        self.writes.append((namespace, name, status))
+        self.written.set()
+
+    async def record(self, group: PodGroup, event: Event) -> None:
+        self.events.append((group.metadata.name, event.reason))
+
+
+def test_a_hundred_members_binding_make_one_write_and_one_event() -> None:
+    async def scenario() -> None:
+        size = 100
+        pods = [make_pod(f"big-{i}").cpu("100m").group("big") for i in range(size)]
+        state = cluster([make_node("n1").cpu("64")], pods)
+        state.upsert_pod_group(make_group("big").min_member(size).model())
+        sink = Sink()
+        writer = StatusWriter(state, Gangs(), sink.write, sink.record, interval=0.05)
+        writer.attach()
+        task = asyncio.create_task(writer.run())
+        for pod in pods:
+            state.upsert_pod(pod.on("n1").phase("Running").model())
+        await asyncio.wait_for(sink.written.wait(), 2)
+        await asyncio.sleep(0.15)  # a second pass would have run by now
+        task.cancel()
+
+        [(namespace, name, status)] = sink.writes
+        assert (namespace, name, status["phase"], status["running"]) == (
+            "default",
+            "big",
+            "Running",
+            size,
+        )
+        assert sink.events == [("big", "Scheduled")]
+        assert state.pod_groups["default/big"].status.phase == "Running"  # cached at once
+
+    asyncio.run(scenario())
+
+
+def test_an_unchanged_status_is_not_written_and_a_failed_write_is_retried_later() -> None:
+    async def scenario() -> None:
+        state = cluster([make_node("n1").cpu("4")], [make_pod("g-0").group("g")])
+        state.upsert_pod_group(make_group("g").min_member(1).model())
+        sink = Sink()
+        writer = StatusWriter(state, Gangs(), sink.write, sink.record)
+        writer.attach()
+        writer.mark("default/g")
+        await writer.flush()
+        assert [status["phase"] for *_, status in sink.writes] == ["Pending"]
+        writer.mark_all()
+        await writer.flush()
+        assert len(sink.writes) == 1  # the same status: nothing written
+
+        sink.fail = True
+        state.upsert_pod(make_pod("g-0").group("g").on("n1").phase("Running").model())
+        await writer.flush()
+        assert len(sink.writes) == 1 and state.pod_groups["default/g"].status.phase == "Pending"
+
+    asyncio.run(scenario())
