@@ -98,6 +98,11 @@ class PodBuilder:
         self._pod["spec"]["nodeName"] = node
         return self
 
+    def gated(self, gate: str) -> Self:
+        """A scheduling gate: the scheduler leaves the pod alone until the gate is removed."""
+        self._pod["spec"].setdefault("schedulingGates", []).append({"name": gate})
+        return self
+
     def phase(self, phase: str) -> Self:
         self._pod.setdefault("status", {})["phase"] = phase
         return self

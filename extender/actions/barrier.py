@@ -66,7 +66,10 @@ class Barrier:
         self.observer = observer or BarrierObserver()
         self._gates: dict[str, _Gate] = {}
 
-    def holding(self, key: str) -> int:
+    def holding(self, key: str | None = None) -> int:
+        """Bind calls held now: of gang `key`, or of every gang."""
+        if key is None:
+            return sum(len(gate.held) for gate in self._gates.values())
         gate = self._gates.get(key)
         return len(gate.held) if gate is not None else 0
 

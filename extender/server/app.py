@@ -85,7 +85,8 @@ def make_app(
             timed_out=lambda key: metrics.barrier_timeouts.inc(),
             partial=lambda key: metrics.partial_gangs.inc(),
         )
-        app[BARRIER] = Barrier(app[STATE], gangs, binder, observer)
+        app[BARRIER] = barrier = Barrier(app[STATE], gangs, binder, observer)
+        metrics.members_held.set_function(barrier.holding)
         gangs.on_admitted.append(lambda key: metrics.gangs_admitted.inc())
         gangs.on_rejected.append(lambda key, why: metrics.gang_rejections.labels(why.cause).inc())
         metrics.pending_gangs.set_function(lambda: len(gangs.parked))

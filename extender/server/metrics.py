@@ -12,7 +12,8 @@ several apps in one process).
   on a waiting gang: rejected anew, or for a new reason; not one per member asked),
   `lahar_gang_barrier_wait_seconds` (histogram per held member),
   `lahar_gang_barrier_timeouts_total`, `lahar_partial_gangs_total` (must stay 0),
-  `lahar_pending_gangs` (gangs waiting for admission), `lahar_gang_wakes_total` (pods requeued).
+  `lahar_pending_gangs` (gangs waiting for admission), `lahar_gang_members_held` (bind calls
+  held at the barrier now), `lahar_gang_wakes_total` (pods requeued).
 """
 
 from __future__ import annotations
@@ -101,6 +102,11 @@ class Metrics:
         )
         self.pending_gangs = Gauge(
             "lahar_pending_gangs", "Gangs waiting for admission", registry=self.registry
+        )
+        self.members_held = Gauge(
+            "lahar_gang_members_held",
+            "Bind calls of gang members held at the barrier now",
+            registry=self.registry,
         )
         self.wakes = Counter(
             "lahar_gang_wakes", "Parked pods Lahar had the scheduler retry", registry=self.registry

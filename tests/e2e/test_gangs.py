@@ -9,15 +9,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 from kubernetes import client as k8s
 
 from extender import devcluster
-from extender.devcluster.lifecycle import end_pod
-from extender.kube import apply_object, list_objects, pod_when, unschedulable_message, wait_until
+from extender.kube import apply_object, pod_when, wait_until
 from tests.builders import PodBuilder, make_group
 from tests.e2e.conftest import lahar_metric
+from tests.e2e.gangs import (
+    bound,
+    condition,
+    finish,
+    group_events,
+    refused_as,
+    wait_bound,
+    wait_phase,
+)
 
 TASKS = ("ps", "ps", "worker", "worker")
 
@@ -41,18 +48,6 @@ def submit_jobs(
     return jobs
 
 
-def bound(api: k8s.ApiClient, namespace: str, names: list[str]) -> list[str]:
-    pods = {p["metadata"]["name"]: p for p in list_objects(api, "v1", "Pod", namespace=namespace)}
-    return [n for n in names if n in pods and pods[n]["spec"].get("nodeName")]
-
-
-def refused_as(namespace: str, job: str) -> Callable[[dict[str, Any]], bool]:
-    def check(pod: dict[str, Any]) -> bool:
-        return f"gang {namespace}/{job}:" in (unschedulable_message(pod) or "")
-
-    return check
-
-
 def test_one_job_runs_whole_the_other_waits_with_nothing_then_follows(
     dev_cluster: devcluster.DevCluster,
     api: k8s.ApiClient,
@@ -72,20 +67,32 @@ def test_one_job_runs_whole_the_other_waits_with_nothing_then_follows(
     for name in jobs[waiting]:  # each was tried and refused as a whole gang: nothing placed
         pod_when(api, namespace, name, "to be refused for its gang", refused_as(namespace, waiting))
     assert bound(api, namespace, jobs[waiting]) == []
+    # The PodGroups say the same, with Volcano's phases and reasons, and events to describe.
+    scheduled = condition(wait_phase(api, namespace, running, "Running"), "Scheduled")
+    assert scheduled["status"] == "True"
+    unschedulable = condition(wait_phase(api, namespace, waiting, "Pending"), "Unschedulable")
+    assert (unschedulable["status"], unschedulable["reason"]) == ("True", "NotEnoughResources")
+    assert unschedulable["message"].startswith(f"gang {namespace}/{waiting}: ")
+    wait_until(
+        lambda: (
+            ("Unschedulable", unschedulable["message"]) in group_events(api, namespace, waiting)
+        ),
+        timeout=30,
+        what=f"an Unschedulable event on PodGroup {waiting}",
+    )
 
     wakes = lahar_metric(dev_cluster, "lahar_gang_wakes_total")
     finished_at = time.monotonic()
-    for name in jobs[running]:
-        end_pod(api, namespace, name, exit_code=0)
-    wait_until(
-        lambda: len(bound(api, namespace, jobs[waiting])) == 4,
-        timeout=60,
-        what=f"{waiting} to have all 4 pods bound after {running} finished",
-    )
+    finish(api, namespace, jobs[running])
+    wait_bound(api, namespace, jobs[waiting], 4, f"{waiting} to run after {running} finished")
     started_after = time.monotonic() - finished_at
     print(f"{waiting} had all 4 pods bound {started_after:.2f}s after {running} was ended")
     assert started_after < 30, f"{waiting} started {started_after:.1f}s after capacity freed"
     assert lahar_metric(dev_cluster, "lahar_gang_wakes_total") > wakes  # Lahar woke them
+    wait_phase(api, namespace, running, "Completed")
+    wait_phase(api, namespace, waiting, "Running")
+    reasons = [reason for reason, _ in group_events(api, namespace, running)]
+    assert reasons.count("Scheduled") == 1 and reasons.count("Completed") == 1
 
 
 def test_the_stock_scheduler_alone_splits_both_jobs(
@@ -99,10 +106,6 @@ def test_the_stock_scheduler_alone_splits_both_jobs(
     own_nodes(2, cpu="4")
     jobs = submit_jobs(api, namespace, pod, scheduler="default-scheduler")
     everything = jobs["job-a"] + jobs["job-b"]
-    wait_until(
-        lambda: len(bound(api, namespace, everything)) == 4,
-        timeout=60,
-        what="the stock scheduler to fill both nodes",
-    )
+    wait_bound(api, namespace, everything, 4, "the stock scheduler to fill both nodes")
     counts = sorted(len(bound(api, namespace, names)) for names in jobs.values())
     assert counts == [2, 2]

@@ -1,0 +1,98 @@
+"""Helpers for the gang e2e tests: submit gangs, read what the cluster shows of them, end them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client as k8s
+
+from extender.devcluster.lifecycle import end_pod
+from extender.kube import apply_object, list_objects, read, unschedulable_message, wait_until
+from tests.builders import PodBuilder, make_group
+
+PodFactory = Callable[..., PodBuilder]
+
+
+def submit_gang(
+    api: k8s.ApiClient,
+    namespace: str,
+    pod: PodFactory,
+    name: str,
+    size: int,
+    *,
+    cpu: str = "1",
+    min_member: int | None = None,
+    scheduler: str = "lahar",
+    group: bool = True,
+) -> list[str]:
+    """A PodGroup `name` (minMember = size unless given; none with `group=False`), then its pods."""
+    if group:
+        minimum = size if min_member is None else min_member
+        apply_object(api, make_group(name).ns(namespace).min_member(minimum).build())
+    names = [f"{name}-{index}" for index in range(size)]
+    for member in names:
+        apply_object(api, pod(member, scheduler).cpu(cpu).group(name).build())
+    return names
+
+
+def bound(api: k8s.ApiClient, namespace: str, names: list[str]) -> list[str]:
+    """Those of `names` the API shows bound to a node."""
+    pods = {p["metadata"]["name"]: p for p in list_objects(api, "v1", "Pod", namespace=namespace)}
+    return [n for n in names if n in pods and pods[n]["spec"].get("nodeName")]
+
+
+def wait_bound(api: k8s.ApiClient, namespace: str, names: list[str], count: int, what: str) -> None:
+    wait_until(
+        lambda: len(bound(api, namespace, names)) == count,
+        timeout=60,
+        what=what,
+        describe=lambda: f"bound: {bound(api, namespace, names)}",
+    )
+
+
+def refused_as(namespace: str, gang: str, words: str = "") -> Callable[[dict[str, Any]], bool]:
+    """A pod check: refused for gang `namespace/gang` (and for a reason containing `words`)."""
+
+    def check(pod: dict[str, Any]) -> bool:
+        message = unschedulable_message(pod) or ""
+        return f"gang {namespace}/{gang}:" in message and words in message
+
+    return check
+
+
+def finish(api: k8s.ApiClient, namespace: str, names: list[str]) -> None:
+    """End the pods as succeeded (KWOK plays the kubelet)."""
+    for name in names:
+        end_pod(api, namespace, name, exit_code=0)
+
+
+def group_status(api: k8s.ApiClient, namespace: str, name: str) -> dict[str, Any]:
+    group = read(api, "scheduling.volcano.sh/v1beta1", "PodGroup", name, namespace) or {}
+    status: dict[str, Any] = group.get("status") or {}
+    return status
+
+
+def wait_phase(api: k8s.ApiClient, namespace: str, name: str, phase: str) -> dict[str, Any]:
+    """Wait until PodGroup `name` shows `phase`; its status."""
+    found: dict[str, Any] = wait_until(
+        lambda: (s := group_status(api, namespace, name)).get("phase") == phase and s,
+        timeout=60,
+        what=f"PodGroup {namespace}/{name} to be {phase}",
+        describe=lambda: f"status: {group_status(api, namespace, name)}",
+    )
+    return found
+
+
+def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in status.get("conditions", []) if c["type"] == kind), {})
+
+
+def group_events(api: k8s.ApiClient, namespace: str, name: str) -> list[tuple[str, str]]:
+    """(reason, message) of the events Lahar recorded on PodGroup `name`."""
+    return [
+        (event["reason"], event.get("message", ""))
+        for event in list_objects(api, "v1", "Event", namespace=namespace)
+        if event["involvedObject"].get("kind") == "PodGroup"
+        and event["involvedObject"].get("name") == name
+    ]
