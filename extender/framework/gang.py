@@ -328,8 +328,9 @@ def _min_resources_shortfall(
     for pod in gang.placed:
         needed = needed - pod.request
     free = EMPTY
-    for info in nodes.values():
-        if not info.unschedulable:
+    for info in nodes.values():  # on the nodes some pending member may run on
+        usable = any(pod.may_run_on(info.labels, info.taints) for pod in gang.pending)
+        if usable and not info.unschedulable:
             free = free + _floor(info.free - reserved.get(info.name, EMPTY))
     short = needed.shortfall(free)
     if short is None:
@@ -337,7 +338,7 @@ def _min_resources_shortfall(
     return Rejection(
         "MinResources",
         f"gang {gang.key}: minResources need {short} {format_units(needed[short], short)}, "
-        f"{format_units(max(free[short], 0), short)} free",
+        f"{format_units(max(free[short], 0), short)} free on the nodes its pods may run on",
     )
 
 

@@ -11,7 +11,8 @@ from extender.devcluster.lifecycle import end_pod
 from extender.kube import apply_object, list_objects, read, unschedulable_message, wait_until
 from tests.builders import PodBuilder, make_group
 
-PodFactory = Callable[..., PodBuilder]
+PodFactory = Callable[..., PodBuilder]  # the `pod` fixture
+NodeFactory = Callable[..., list[str]]  # the `own_nodes` fixture
 
 
 def submit_gang(
@@ -40,6 +41,12 @@ def bound(api: k8s.ApiClient, namespace: str, names: list[str]) -> list[str]:
     """Those of `names` the API shows bound to a node."""
     pods = {p["metadata"]["name"]: p for p in list_objects(api, "v1", "Pod", namespace=namespace)}
     return [n for n in names if n in pods and pods[n]["spec"].get("nodeName")]
+
+
+def whole(api: k8s.ApiClient, namespace: str, gangs: dict[str, list[str]]) -> str | None:
+    """The first of `gangs` (name -> members) whose every member is bound, if any."""
+    done = [g for g, members in gangs.items() if bound(api, namespace, members) == members]
+    return done[0] if done else None
 
 
 def wait_bound(api: k8s.ApiClient, namespace: str, names: list[str], count: int, what: str) -> None:

@@ -89,7 +89,7 @@ def test_one_gang_is_admitted_whole_and_the_other_waits_with_nothing(engine: Eng
         (
             [member("g", 0, cpu="1"), member("g", 1, cpu="1")],
             make_group("g").min_member(2).min_resources(cpu="12"),
-            "gang default/g: minResources need cpu 12, 8 free",
+            "gang default/g: minResources need cpu 12, 8 free on the nodes its pods may run on",
         ),
         (
             [member("g", 0, cpu="3"), member("g", 1, cpu="3"), member("g", 2, cpu="3")],
@@ -108,6 +108,15 @@ def test_a_gang_that_cannot_be_admitted_fails_everywhere_with_its_reason(
     outcome = filter_pod(engine, state, pods[0])
     assert outcome.passed == []
     assert outcome.failed == dict.fromkeys(NODES, expected)
+
+
+def test_min_resources_count_only_nodes_the_members_may_run_on(engine: Engine) -> None:
+    pods = [member("g", i, cpu="1").node_selector("kubernetes.io/hostname", "n1") for i in (0, 1)]
+    state = two_node_cluster(*pods)
+    state.upsert_pod_group(make_group("g").min_member(2).min_resources(cpu="6").model())
+    outcome = filter_pod(engine, state, pods[0])
+    assert outcome.passed == []
+    assert "minResources need cpu 6, 4 free on the nodes" in outcome.failed["n1"]
 
 
 def test_members_in_one_cluster_state_share_one_plan(
