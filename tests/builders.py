@@ -98,6 +98,18 @@ class PodBuilder:
         self._pod["spec"]["nodeName"] = node
         return self
 
+    def requires(self, key: str, operator: str, *values: str) -> Self:
+        """A required node affinity expression (all of them in one node selector term)."""
+        affinity = self._pod["spec"].setdefault("affinity", {}).setdefault("nodeAffinity", {})
+        required = affinity.setdefault(
+            "requiredDuringSchedulingIgnoredDuringExecution", {"nodeSelectorTerms": [{}]}
+        )
+        term = required["nodeSelectorTerms"][0]
+        term.setdefault("matchExpressions", []).append(
+            {"key": key, "operator": operator, "values": list(values)}
+        )
+        return self
+
     def gated(self, gate: str) -> Self:
         """A scheduling gate: the scheduler leaves the pod alone until the gate is removed."""
         self._pod["spec"].setdefault("schedulingGates", []).append({"name": gate})

@@ -17,10 +17,13 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, PlainSerializer, PlainValidator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, PlainSerializer, PlainValidator
 
+from extender.api.affinity import Affinity
+from extender.api.model import KubeModel
 from extender.api.resources import EMPTY, ONE_POD, Resources
+
+__all__ = ["KubeModel", "Node", "Pod", "PriorityClass", "ResourceList", "Taint", "Toleration"]
 
 
 def _resources(value: Any) -> Resources:
@@ -40,21 +43,13 @@ ResourceList = Annotated[
 ]
 
 
-class KubeModel(BaseModel):
-    """camelCase on the wire, snake_case in Python; unknown fields are ignored."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True
-    )
-
-
 class ObjectMeta(KubeModel):
     name: str = ""
     namespace: str = ""
     uid: str = ""
     resource_version: str = ""
-    labels: dict[str, str] = {}
-    annotations: dict[str, str] = {}
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
     deletion_timestamp: str | None = None
 
 
@@ -97,13 +92,14 @@ class Taint(KubeModel):
 
 class PodSpec(KubeModel):
     node_name: str = ""
-    node_selector: dict[str, str] = {}
-    tolerations: list[Toleration] = []
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    tolerations: list[Toleration] = Field(default_factory=list)
+    affinity: Affinity = Affinity()
     scheduler_name: str = "default-scheduler"
     priority: int = 0
     priority_class_name: str = ""
-    containers: list[Container] = []
-    init_containers: list[Container] = []
+    containers: list[Container] = Field(default_factory=list)
+    init_containers: list[Container] = Field(default_factory=list)
     overhead: ResourceList = EMPTY
     resources: ResourceRequirements | None = None
 
@@ -149,12 +145,14 @@ class Pod(KubeModel):
             total = total.replace(spec.resources.requests)
         return total + spec.overhead + ONE_POD
 
-    def may_run_on(self, labels: Mapping[str, str], taints: tuple[Taint, ...]) -> bool:
-        """The node matches the pod's nodeSelector and it tolerates the node's NoSchedule and
-        NoExecute taints (what the in-tree filters check before Lahar sees a node; gang plans,
-        made over every node, check it themselves). Node affinity is not evaluated yet."""
+    def may_run_on(self, labels: Mapping[str, str], taints: tuple[Taint, ...], name: str) -> bool:
+        """The node matches the pod's nodeSelector and required node affinity, and the pod
+        tolerates the node's NoSchedule and NoExecute taints (what the in-tree filters check
+        before Lahar sees a node; gang plans, made over every node, check it themselves)."""
         selector = self.spec.node_selector
         if any(labels.get(key) != value for key, value in selector.items()):
+            return False
+        if not self.spec.affinity.allows(labels, name):
             return False
         return all(
             any(t.tolerates(taint) for t in self.spec.tolerations)
@@ -165,7 +163,7 @@ class Pod(KubeModel):
 
 class NodeSpec(KubeModel):
     unschedulable: bool = False
-    taints: list[Taint] = []
+    taints: list[Taint] = Field(default_factory=list)
 
 
 class NodeStatus(KubeModel):

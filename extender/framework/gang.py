@@ -329,7 +329,7 @@ def _min_resources_shortfall(
         needed = needed - pod.request
     free = EMPTY
     for info in nodes.values():  # on the nodes some pending member may run on
-        usable = any(pod.may_run_on(info.labels, info.taints) for pod in gang.pending)
+        usable = any(pod.may_run_on(info.labels, info.taints, info.name) for pod in gang.pending)
         if usable and not info.unschedulable:
             free = free + _floor(info.free - reserved.get(info.name, EMPTY))
     short = needed.shortfall(free)
@@ -350,7 +350,7 @@ def place(
     members: list[Pod], nodes: Mapping[str, NodeInfo], reserved: Mapping[str, Resources]
 ) -> tuple[dict[str, str], Counter[str]]:
     """First fit, largest member first, onto the fullest nodes first (binpack's preference),
-    on nodes the member may run on (nodeSelector, taints).
+    on nodes the member may run on (nodeSelector, required node affinity, taints).
 
     Returns member uid -> node, and per cause ("Insufficient cpu", or no node the member may
     run on) how many members found no node."""
@@ -365,7 +365,7 @@ def place(
     failures: Counter[str] = Counter()
     for pod in ranked:
         request = pod.request
-        allowed = [n for n in order if pod.may_run_on(nodes[n].labels, nodes[n].taints)]
+        allowed = [n for n in order if pod.may_run_on(nodes[n].labels, nodes[n].taints, n)]
         for name in allowed:
             if request.shortfall(free[name]) is None:
                 assignment[pod.metadata.uid] = name
@@ -373,7 +373,7 @@ def place(
                 break
         else:
             if not allowed:
-                failures["no node matches its nodeSelector and tolerations"] += 1
+                failures["no node matches its nodeSelector, node affinity and tolerations"] += 1
                 continue
             roomiest = max(allowed, key=lambda n: (free[n][CPU], free[n][MEMORY]))
             failures[f"Insufficient {request.shortfall(free[roomiest])}"] += 1

@@ -9,6 +9,7 @@ the candidates to them before Lahar is called).
 
 from __future__ import annotations
 
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 
@@ -76,3 +77,13 @@ def lahar_metric(cluster: devcluster.DevCluster, sample: str, **labels: str) -> 
             if found.name == sample and found.labels == labels:
                 return float(found.value)
     return 0.0
+
+
+def lahar_ready(cluster: devcluster.DevCluster) -> bool:
+    """Whether the running extender answers /readyz with 200 (its cache is whole)."""
+    url = f"http://127.0.0.1:{cluster.state.ports['lahar']}/readyz"
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, ConnectionError):
+        return False

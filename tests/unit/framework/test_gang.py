@@ -209,5 +209,17 @@ def test_place_names_nodes_the_member_may_not_run_on() -> None:
     outcome = filter_pod(engine, state, member("g", 0))
     assert outcome.failed["n1"] == (
         "gang default/g: 1 of 1 members cannot be placed: "
-        "no node matches its nodeSelector and tolerations"
+        "no node matches its nodeSelector, node affinity and tolerations"
     )
+
+
+def test_plans_respect_required_node_affinity() -> None:
+    """Members pinned by node affinity to n2 are planned there, not on the fuller n1."""
+    pods = [member("g", i, cpu="1").requires("kubernetes.io/hostname", "In", "n2") for i in (0, 1)]
+    state = two_node_cluster(*pods, make_pod("filler").cpu("2").on("n1"))
+    state.upsert_pod_group(make_group("g").min_member(2).model())
+    engine = Engine(build_policy(POLICY, REGISTRY))
+    filter_pod(engine, state, pods[0])
+    assert engine.gangs is not None
+    slots = engine.gangs.admissions["default/g"].slots.values()
+    assert {slot.node for slot in slots} == {"n2"}
