@@ -2,50 +2,30 @@
 
 It starts a dev cluster with Lahar (the extender and a kube-scheduler running Lahar's profiles),
 submits pods through both profiles (`lahar` and `volcano`) and shows Lahar's binpack placing them
-on the fullest node that fits, then a pod that fits nowhere with the reason Lahar gave.
+on the fullest node that fits, then a pod that fits nowhere with the reason Lahar gave, then the
+gang story (`demo.gangs`): two jobs that each fit alone, one runs whole, the other waits whole.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kubernetes import client as k8s
 
 from extender import devcluster
+from extender.demo.gangs import show_gangs
+from extender.demo.objects import NAMESPACE, Step, pod_body
 from extender.kube import apply_object, connect, pod_when, read, unschedulable_message, wait_until
 
-NAMESPACE = "lahar-demo"
 NODE_CPU = "8"
-Step = Callable[[str], None]
 
 
 @dataclass(frozen=True)
 class DemoOptions:
     state_dir: Path
     keep: bool = False
-
-
-def _pod(name: str, scheduler: str, cpu: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": "lahar-demo"}},
-        "spec": {
-            "schedulerName": scheduler,
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "registry.k8s.io/pause:3.10",
-                    "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}},
-                }
-            ],
-            "terminationGracePeriodSeconds": 0,
-        },
-    }
 
 
 def run_demo(options: DemoOptions, say: Step = print) -> int:
@@ -70,6 +50,7 @@ def run_demo(options: DemoOptions, say: Step = print) -> int:
             _namespace(api)
             _show_binpack(api, step)
             _show_unschedulable(api, step)
+            show_gangs(api, step)
     finally:
         if options.keep:
             step(f"cluster left running: export KUBECONFIG={cluster.kubeconfig}")
@@ -94,7 +75,7 @@ def _show_binpack(api: k8s.ApiClient, step: Step) -> None:
     for index in range(6):
         name, scheduler = f"worker-{index}", ("lahar" if index % 2 == 0 else "volcano")
         submitted = time.monotonic()
-        apply_object(api, _pod(name, scheduler, cpu="2"))
+        apply_object(api, pod_body(name, scheduler, cpu="2"))
         pod = pod_when(api, NAMESPACE, name, "to be bound", lambda p: p["spec"].get("nodeName"))
         node = placed[name] = pod["spec"]["nodeName"]
         step(
@@ -119,7 +100,7 @@ def _show_binpack(api: k8s.ApiClient, step: Step) -> None:
 
 def _show_unschedulable(api: k8s.ApiClient, step: Step) -> None:
     name = "too-big"
-    apply_object(api, _pod(name, "lahar", cpu="6"))
+    apply_object(api, pod_body(name, "lahar", cpu="6"))
     step(f"pod {NAMESPACE}/{name} (cpu 6) submitted: more cpu than any node has free")
 
     pod = pod_when(api, NAMESPACE, name, "to be marked Unschedulable", unschedulable_message)
