@@ -196,10 +196,11 @@ class Gangs:
         return None
 
     def _reject(self, key: str, rejection: Rejection) -> Verdict:
-        """Park the gang; tell listeners when it is rejected anew or for a new reason (not once
-        per member asked)."""
-        if self.rejections.get(key) != rejection:
-            self.rejections[key] = rejection
+        """Park the gang; tell listeners when it is rejected anew or for a new cause (not once
+        per member asked, nor when only the figures in the message moved)."""
+        previous = self.rejections.get(key)
+        self.rejections[key] = rejection
+        if previous is None or previous.cause != rejection.cause:
             for callback in self.on_rejected:
                 callback(key, rejection)
         self.parked.setdefault(key, self.clock())

@@ -11,7 +11,10 @@ whether the gang is admitted and why it waits, and the status written before (to
 - Failed: every member finished and fewer than `minMember` succeeded.
 
 Conditions: `Unschedulable` (True with the rejection's reason and message while the gang waits;
-False once it is admitted or stands) and `Scheduled` (True once the gang stands). `events` compares
+False once it is admitted or stands; kept as it was while there is no verdict, e.g. just after a
+restart) and `Scheduled` (True once the gang stands). A finished gang whose pods were deleted keeps
+its Completed or Failed status. An Unschedulable event is recorded when the reason changes, not
+when only the figures in the message move. `events` compares
 two statuses and says which Kubernetes Events the change deserves, so a status written once gives
 one event, however many members moved.
 """
@@ -51,6 +54,11 @@ def group_status(
     now: str,
 ) -> PodGroupStatus:
     """The status the gang's PodGroup should show; `now` stamps conditions that change."""
+    members = gang.placed or gang.pending or gang.succeeded or gang.failed
+    if not members and previous.phase in ("Completed", "Failed"):
+        return previous  # its finished pods were deleted: the outcome stays
+    if rejection is not None and rejection.cause == "NoPodGroup":
+        rejection = None  # said of its pods before the PodGroup existed; not true of it now
     bound = sum(1 for pod in gang.placed if pod.spec.node_name)
     succeeded, failed = len(gang.succeeded), len(gang.failed)
     floor = max(gang.min_member, 1)
@@ -65,12 +73,16 @@ def group_status(
     else:
         phase = "Pending"
     wanted: list[PodGroupCondition] = []
-    if rejection is not None and not stands and not admitted:
+    earlier = _find(previous, UNSCHEDULABLE)
+    if stands or finished or admitted:
+        if earlier is not None:
+            why = "gang stands" if stands or finished else "gang admitted: capacity reserved"
+            wanted.append(_condition(UNSCHEDULABLE, "False", "Admitted", why))
+    elif rejection is not None:
         reason = _REASONS.get(rejection.cause, rejection.cause)
         wanted.append(_condition(UNSCHEDULABLE, "True", reason, rejection.message))
-    elif _find(previous, UNSCHEDULABLE) is not None:
-        why = "gang stands" if stands or finished else "gang admitted: capacity reserved"
-        wanted.append(_condition(UNSCHEDULABLE, "False", "Admitted", why))
+    elif earlier is not None:
+        wanted.append(earlier)  # no verdict yet (just restarted, or between two): keep the last
     if stands or (finished and succeeded >= floor):
         message = f"{bound + succeeded} of {gang.min_member} required members bound or done"
         wanted.append(_condition(SCHEDULED, "True", "GangScheduled", message))
@@ -110,9 +122,9 @@ def events(before: PodGroupStatus, after: PodGroupStatus, gang_key: str) -> list
                 )
             )
     now, then = _find(after, UNSCHEDULABLE), _find(before, UNSCHEDULABLE)
-    said = (then.status, then.message) if then is not None else None
-    if now is not None and now.status == "True" and said != ("True", now.message):
-        out.append(Event("Warning", UNSCHEDULABLE, now.message))
+    said = (then.status, then.reason) if then is not None else None
+    if now is not None and now.status == "True" and said != ("True", now.reason):
+        out.append(Event("Warning", UNSCHEDULABLE, now.message))  # a new cause, not new figures
     return out
 
 

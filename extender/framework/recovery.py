@@ -25,11 +25,11 @@ class Recovery:
 
 
 def partly_bound(state: ClusterState) -> list[GangView]:
-    """Gangs with members placed or done, but not enough of them to stand."""
+    """Gangs with members bound, but not enough of them to stand."""
     found = []
     for key in state.pod_groups:
         gang = view_gang(state, key)
-        if gang.ready > 0 and not gang.stands:
+        if gang.placed and not gang.stands:
             found.append(gang)
     return sorted(found, key=lambda gang: (-gang.ready, gang.key))
 

@@ -20,6 +20,11 @@ PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1/namespaces/{namespace}/podgroup
 COMPONENT = "lahar"
 
 
+def utc_now() -> str:
+    """Now, as Kubernetes writes times (RFC 3339, seconds, UTC)."""
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def patch_pod_group_status(
     api: k8s.ApiClient, namespace: str, name: str, status: dict[str, Any]
 ) -> None:
@@ -45,7 +50,7 @@ def record_event(
 ) -> None:
     """An Event about `involved` (apiVersion, kind, namespace, name, uid)."""
     namespace, name = involved["namespace"], involved["name"]
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = utc_now()
     body = {
         "apiVersion": "v1",
         "kind": "Event",

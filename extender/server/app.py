@@ -98,7 +98,7 @@ def make_app(
             app.cleanup_ctx.append(_background(waker))
         if api is not None:
             app[STATUS] = writer = StatusWriter(
-                app[STATE], gangs, api_status_patch(api), api_event_sink(api)
+                app[STATE], gangs, api_status_patch(api), api_event_sink(api), ready=app[SYNCED]
             )
             app.cleanup_ctx.append(_background(writer))
     if api is not None:
@@ -131,7 +131,17 @@ def _informers(api: k8s.ApiClient) -> Callable[[web.Application], AsyncIterator[
 
 
 def _synced(app: web.Application) -> None:
-    """The state is whole: complete partly bound gangs first, refresh statuses, serve."""
+    """The state is whole: complete partly bound gangs first, refresh statuses, serve (even if
+    the first two fail: a bug there must not refuse every call forever)."""
+    try:
+        _recover(app)
+    except Exception:
+        log.exception("recovering gangs after the cache sync failed; serving anyway")
+    finally:
+        app[SYNCED].set()
+
+
+def _recover(app: web.Application) -> None:
     state, gangs, writer = app[STATE], app[ENGINE].gangs, app[STATUS]
     sizes = state.sizes()
     log.info(
@@ -147,7 +157,6 @@ def _synced(app: web.Application) -> None:
                 writer.announce(outcome.gang.key, Event("Warning", "PartlyBound", outcome.message))
     if writer is not None:
         writer.mark_all()
-    app[SYNCED].set()
 
 
 class _Worker(Protocol):

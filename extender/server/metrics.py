@@ -9,7 +9,7 @@ several apps in one process).
   read from the state at scrape time.
 - `lahar_cache_relists_total{kind}`, `lahar_cache_watch_reconnects_total{kind}`: informer health.
 - Gangs: `lahar_gangs_admitted_total`, `lahar_gang_rejections_total{cause}` (one per new verdict
-  on a waiting gang: rejected anew, or for a new reason; not one per member asked),
+  on a waiting gang: rejected anew, or for a new cause; not one per member asked),
   `lahar_gang_barrier_wait_seconds` (histogram per held member),
   `lahar_gang_barrier_timeouts_total`, `lahar_partial_gangs_total` (must stay 0),
   `lahar_pending_gangs` (gangs waiting for admission), `lahar_gang_members_held` (bind calls
@@ -82,7 +82,7 @@ class Metrics:
         )
         self.gang_rejections = Counter(
             "lahar_gang_rejections",
-            "Gangs rejected anew or for a new reason, by cause",
+            "Gangs rejected anew or for a new cause, by cause",
             ["cause"],
             registry=self.registry,
         )

@@ -47,7 +47,9 @@ log = logging.getLogger(__name__)
 W = TypeVar("W", bound=BaseModel)
 T = TypeVar("T")
 JSON = "application/json"
-SYNC_WAIT = 10.0  # seconds a call waits for the cache; well below the scheduler's httpTimeout
+# Seconds a call waits for the cache. The scheduler calls filter from its one scheduling loop, so
+# this is short: a listing takes about a second here; past it, the pod is refused and retried.
+SYNC_WAIT = 3.0
 
 
 class BadRequest(Exception):

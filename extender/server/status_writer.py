@@ -5,14 +5,15 @@ released or rejected for a new reason) only *mark* the gang. A background task w
 mark, waits `interval` so that what else happens meanwhile joins the same pass, then for each marked
 gang derives the status (`framework.group_status`), writes it when it differs from what the API
 shows, and records the events the change deserves. A 1,000-pod gang that binds in one second is
-written a few times, not a thousand. The written status also goes into the cache at once, so the
-next pass compares against it even before the watch delivers it (no repeated events).
+written a few times, not a thousand. The written status also goes onto the cached PodGroup at once,
+so the next pass compares against it before the watch delivers it (a late watch event carrying an
+older status can still cause one rewrite and repeat its events). No pass runs before `ready` (the
+cache is whole): a status derived from PodGroups listed before their pods would be wrong.
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -21,15 +22,11 @@ from extender.api.scheduling import PodGroup
 from extender.cache.state import ClusterState
 from extender.framework.gang import Gangs, view_gang
 from extender.framework.group_status import Event, events, group_status, same_status
+from extender.kube.reports import utc_now
 
 log = logging.getLogger(__name__)
 StatusPatch = Callable[[str, str, dict[str, Any]], Awaitable[None]]  # namespace, name, status
 EventSink = Callable[[PodGroup, Event], Awaitable[None]]
-RETRY_AFTER = 5.0
-
-
-def utc_now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class StatusWriter:
@@ -40,14 +37,17 @@ class StatusWriter:
         write: StatusPatch,
         record: EventSink,
         *,
+        ready: asyncio.Event | None = None,
         interval: float = 0.5,
+        retry_after: float = 5.0,
         now: Callable[[], str] = utc_now,
     ) -> None:
         self.state, self.gangs, self.write, self.record = state, gangs, write, record
-        self.interval, self.now = interval, now
+        self.ready, self.interval, self.retry_after, self.now = ready, interval, retry_after, now
         self.writes = 0
         self._dirty: set[str] = set()
         self._wake: asyncio.Event | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def attach(self) -> None:
         """Listen to the gang rules and the state (call on the event loop)."""
@@ -71,11 +71,15 @@ class StatusWriter:
         """Record a one-off event on the gang's PodGroup (in the background)."""
         group = self.state.pod_groups.get(key)
         if group is not None:
-            asyncio.get_running_loop().create_task(self._record(key, group, event))
+            task = asyncio.get_running_loop().create_task(self._record(key, group, event))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     async def run(self) -> None:
         """Write marked gangs' status, a pass at a time, forever (a background task)."""
         assert self._wake is not None, "attach() first"
+        if self.ready is not None:
+            await self.ready.wait()
         while True:
             await self._wake.wait()
             await asyncio.sleep(self.interval)  # what is marked meanwhile joins this pass
@@ -85,7 +89,14 @@ class StatusWriter:
     async def flush(self) -> None:
         keys, self._dirty = sorted(self._dirty), set()
         for key in keys:
-            await self._sync(key)
+            try:
+                await self._sync(key)
+            except Exception:  # a bug must not end the writer: say so, try the gang again later
+                log.exception("could not bring the status of PodGroup %s up to date", key)
+                self._retry(key)
+
+    def _retry(self, key: str) -> None:
+        asyncio.get_running_loop().call_later(self.retry_after, self.mark, key)
 
     async def _sync(self, key: str) -> None:
         group = self.state.pod_groups.get(key)
@@ -105,12 +116,14 @@ class StatusWriter:
             await self.write(namespace, name, wanted.model_dump(by_alias=True, mode="json"))
         except Exception as error:  # an API hiccup: try again later; a deleted group is skipped
             log.warning("could not write status of PodGroup %s: %s", key, error)
-            asyncio.get_running_loop().call_later(RETRY_AFTER, self.mark, key)
+            self._retry(key)
             return
         self.writes += 1
         if wanted.phase != group.status.phase:
             log.info("PodGroup %s: phase %s -> %s", key, group.status.phase or "-", wanted.phase)
-        self.state.upsert_pod_group(group.model_copy(update={"status": wanted}))
+        current = self.state.pod_groups.get(key)  # the watch may have moved on during the write
+        if current is not None and current.metadata.uid == group.metadata.uid:
+            self.state.upsert_pod_group(current.model_copy(update={"status": wanted}))
         for event in events(group.status, wanted, key):
             await self._record(key, group, event)
 

@@ -132,3 +132,17 @@ def test_pod_groups_are_announced_when_new_or_respecified_also_after_a_relist() 
     state.replace_pod_groups([])
     assert announced == ["default/g", "default/g"]
     assert state.pod_groups == {}
+
+
+def test_gang_changes_are_announced_per_gang_and_only_when_they_matter() -> None:
+    state = cluster([make_node("n1")], [])
+    changed: list[str] = []
+    state.on_gang_changed.append(changed.append)
+    member = make_pod("g-0").group("g")
+    state.upsert_pod(member.model())  # joined
+    state.upsert_pod(member.label("x", "y").model())  # a label: not a gang change
+    state.upsert_pod(member.on("n1").model())  # bound
+    state.upsert_pod(member.on("n1").phase("Succeeded").model())  # finished
+    state.upsert_pod(make_pod("loner").model())  # no gang
+    state.delete_pod("uid-default-g-0")  # left
+    assert changed == ["default/g"] * 4

@@ -137,3 +137,43 @@ def test_admission_and_a_new_rejection_reason_make_events() -> None:
     admitted = status_of(("pending", "pending"), admitted=True, previous=pending)
     assert [(e.reason) for e in events(pending, admitted, "default/g")] == ["Admitted"]
     assert admitted.conditions[0].status == "False"
+
+
+def unschedulable_since(when: str, message: str = NO_ROOM.message) -> PodGroupStatus:
+    condition = PodGroupCondition(
+        type="Unschedulable",
+        status="True",
+        reason="NotEnoughResources",
+        message=message,
+        last_transition_time=when,
+    )
+    return PodGroupStatus(phase="Pending", conditions=[condition])
+
+
+def test_without_a_verdict_the_last_condition_stays_as_it_was() -> None:
+    """Just after a restart the gang rules have said nothing yet: no false "Admitted"."""
+    status = status_of(("pending", "pending"), previous=unschedulable_since(T0))
+    assert status == unschedulable_since(T0)
+
+
+def test_a_missing_pod_group_said_of_the_pods_is_not_written_on_the_group() -> None:
+    gone = Rejection("NoPodGroup", "gang default/g: PodGroup default/g does not exist")
+    assert status_of(("pending", "pending"), rejection=gone).conditions == []
+
+
+def test_a_finished_gang_keeps_its_outcome_when_its_pods_are_deleted() -> None:
+    done = status_of(("succeeded", "succeeded"))
+    assert done.phase == "Completed"
+    assert status_of((), previous=done) == done
+
+
+def test_new_figures_in_the_same_reason_update_the_message_without_an_event() -> None:
+    before = unschedulable_since(T0)
+    fewer = Rejection("NotEnoughResources", "gang default/g: 1 of 4 members cannot be placed: cpu")
+    after = status_of(("pending", "pending"), rejection=fewer, previous=before)
+    assert after.conditions[0].message == fewer.message
+    assert after.conditions[0].last_transition_time == T0
+    assert events(before, after, "default/g") == []
+    other = Rejection("NotEnoughPodsOfTask", "gang default/g: task ps has 0 of the 1 pods")
+    changed = status_of(("pending", "pending"), rejection=other, previous=before)
+    assert [e.reason for e in events(before, changed, "default/g")] == ["Unschedulable"]
