@@ -52,6 +52,11 @@ class ObjectMeta(KubeModel):
     annotations: dict[str, str] = Field(default_factory=dict)
     deletion_timestamp: str | None = None
 
+    @property
+    def key(self) -> str:
+        """`namespace/name`, the way users and logs name a namespaced object."""
+        return f"{self.namespace}/{self.name}"
+
 
 class ResourceRequirements(KubeModel):
     requests: ResourceList = EMPTY
@@ -116,8 +121,7 @@ class Pod(KubeModel):
 
     @property
     def key(self) -> str:
-        """`namespace/name`, the way users and logs name a pod."""
-        return f"{self.metadata.namespace}/{self.metadata.name}"
+        return self.metadata.key
 
     @property
     def finished(self) -> bool:

@@ -49,7 +49,7 @@ class PodGroup(KubeModel):
 
     @property
     def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
+        return self.metadata.key
 
 
 class QueueSpec(KubeModel):
