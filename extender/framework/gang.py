@@ -366,16 +366,20 @@ def place(
     failures: Counter[str] = Counter()
     for pod in ranked:
         request = pod.request
-        allowed = [n for n in order if pod.may_run_on(nodes[n].labels, nodes[n].taints, n)]
-        for name in allowed:
-            if request.shortfall(free[name]) is None:
-                assignment[pod.metadata.uid] = name
-                free[name] = free[name] - request
-                break
-        else:
-            if not allowed:
-                failures["no node matches its nodeSelector, node affinity and tolerations"] += 1
-                continue
-            roomiest = max(allowed, key=lambda n: (free[n][CPU], free[n][MEMORY]))
-            failures[f"Insufficient {request.shortfall(free[roomiest])}"] += 1
+
+        def allows(name: str, pod: Pod = pod) -> bool:
+            return pod.may_run_on(nodes[name].labels, nodes[name].taints, name)
+
+        # The cheap resource test first: the selector and affinity test runs on nodes with room.
+        fit = next((n for n in order if request.shortfall(free[n]) is None and allows(n)), None)
+        if fit is not None:
+            assignment[pod.metadata.uid] = fit
+            free[fit] = free[fit] - request
+            continue
+        allowed = [n for n in order if allows(n)]  # only to say why it failed
+        if not allowed:
+            failures["no node matches its nodeSelector, node affinity and tolerations"] += 1
+            continue
+        roomiest = max(allowed, key=lambda n: (free[n][CPU], free[n][MEMORY]))
+        failures[f"Insufficient {request.shortfall(free[roomiest])}"] += 1
     return assignment, failures
