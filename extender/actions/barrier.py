@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from extender.actions.bind import Binder, BindError, bind
+from extender.actions.bind import Binder, bind, create_binding
 from extender.api.objects import Pod
 from extender.api.scheduling import gang_key
 from extender.api.wire import ExtenderBindingArgs, ExtenderBindingResult
@@ -82,8 +82,9 @@ class Barrier:
         gate = self._gates.get(key)
         self.state.assume(pod, args.node)
         gang = view_gang(self.state, key)
-        if gate is None and gang.stands:
-            return await bind(self.state, self.binder, args)  # the gang stands: extras go at once
+        if gate is None and gang.stands:  # the gang stands: extras go at once
+            error = await create_binding(self.state, self.binder, args, note=" (gang stands)")
+            return ExtenderBindingResult(error=error)
         if gate is None:
             loop = asyncio.get_running_loop()
             timeout = self.gangs.settings.barrier_timeout
@@ -128,7 +129,9 @@ class Barrier:
             self.gangs.release(key)
             return
         log.info("gang %s stands: creating %d held bindings together", key, len(held))
-        errors = await asyncio.gather(*(self._create(h) for h in held))
+        errors = await asyncio.gather(
+            *(create_binding(self.state, self.binder, h.args, note=" (gang)") for h in held)
+        )
         failed = [(h, e) for h, e in zip(held, errors, strict=True) if e]
         for h, error in zip(held, errors, strict=True):
             if not h.result.done():
@@ -140,16 +143,6 @@ class Barrier:
                 key,
                 ", ".join(f"{h.pod.key} ({e})" for h, e in failed),
             )
-
-    async def _create(self, held: _Held) -> str:
-        args = held.args
-        try:
-            await self.binder(args.pod_namespace, args.pod_name, args.pod_uid, args.node)
-        except BindError as error:
-            self.state.forget(args.pod_uid)
-            return str(error)
-        log.info("bound pod %s to node %s (gang)", held.pod.key, args.node)
-        return ""
 
     def _time_out(self, key: str) -> None:
         gate = self._gates.pop(key, None)

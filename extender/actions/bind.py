@@ -28,24 +28,26 @@ class BindError(Exception):
 async def bind(
     state: ClusterState, binder: Binder, args: ExtenderBindingArgs
 ) -> ExtenderBindingResult:
-    key = f"{args.pod_namespace}/{args.pod_name}"
     pod = state.pods.get(args.pod_uid) if args.pod_uid else None
     if pod is not None:
         state.assume(pod, args.node)
+    note = "" if pod is not None else " (not yet in Lahar's cache: counted when the watch shows it)"
+    return ExtenderBindingResult(error=await create_binding(state, binder, args, note=note))
+
+
+async def create_binding(
+    state: ClusterState, binder: Binder, args: ExtenderBindingArgs, *, note: str = ""
+) -> str:
+    """Create the binding of a pod already counted on its node: "" when made, else why not (the
+    assumption is then dropped)."""
+    key = f"{args.pod_namespace}/{args.pod_name}"
     started = time.monotonic()
     try:
         await binder(args.pod_namespace, args.pod_name, args.pod_uid, args.node)
     except BindError as error:
-        if pod is not None:
-            state.forget(args.pod_uid)
+        state.forget(args.pod_uid)
         log.warning("bind of pod %s to node %s refused: %s", key, args.node, error)
-        return ExtenderBindingResult(error=str(error))
-    note = "" if pod is not None else " (not yet in Lahar's cache: counted when the watch shows it)"
-    log.info(
-        "bound pod %s to node %s in %.0f ms%s",
-        key,
-        args.node,
-        (time.monotonic() - started) * 1000,
-        note,
-    )
-    return ExtenderBindingResult()
+        return str(error)
+    took = (time.monotonic() - started) * 1000
+    log.info("bound pod %s to node %s in %.0f ms%s", key, args.node, took, note)
+    return ""
