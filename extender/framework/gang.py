@@ -206,9 +206,8 @@ class Gangs:
         self.parked.setdefault(key, self.clock())
         return Verdict(rejection.message)
 
-    def would_admit(self, state: ClusterState, key: str, nodes: Mapping[str, NodeInfo]) -> bool:
+    def would_admit(self, gang: GangView, nodes: Mapping[str, NodeInfo]) -> bool:
         """A dry run of admission for a parked gang: nothing is reserved or remembered."""
-        gang = view_gang(state, key)
         if gang.group is None or self._blocked(gang) is not None:
             return False
         return self.plan(gang, nodes)[1] is None

@@ -37,7 +37,7 @@ class Waker:
         self.state, self.gangs, self.patch = state, gangs, patch
         self.delay, self.min_interval = delay, min_interval
         self.on_woken: Callable[[], None] = lambda: None
-        self._queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+        self._queue: asyncio.Queue[str] = asyncio.Queue()  # keys of gangs to wake
         self._touched: dict[tuple[str, str], float] = {}
         self._pass: asyncio.TimerHandle | None = None
 
@@ -54,9 +54,9 @@ class Waker:
             self._pass = asyncio.get_running_loop().call_later(self.delay, self._look)
 
     def wake_gang(self, key: str) -> None:
-        """Requeue the gang's pending members."""
-        for pod in view_gang(self.state, key).pending:
-            self._queue.put_nowait((pod.metadata.namespace, pod.metadata.name))
+        """Have the gang's pending members requeued (by the background task: this may be called
+        from a filter call, which must not walk the gang again)."""
+        self._queue.put_nowait(key)
 
     def _released(self, key: str) -> None:
         self.poke()
@@ -69,26 +69,30 @@ class Waker:
         self._pass = None
         nodes = self.state.view().nodes
         for key, _since in sorted(self.gangs.parked.items(), key=lambda item: item[1]):
-            pending = view_gang(self.state, key).pending
-            if not pending:
+            gang = view_gang(self.state, key)
+            if not gang.pending:
                 self.gangs.forget(key)  # nothing of it waits any more
-            elif self.gangs.would_admit(self.state, key, nodes):
-                log.info("gang %s fits now: waking its %d pending pods", key, len(pending))
+            elif self.gangs.would_admit(gang, nodes):
+                log.info("gang %s fits now: waking its %d pending pods", key, len(gang.pending))
                 self.wake_gang(key)
 
     async def run(self) -> None:
-        """Touch queued pods, one at a time, forever (a background task)."""
+        """Touch the pending pods of queued gangs, one at a time, forever (a background task)."""
         while True:
-            namespace, name = await self._queue.get()
-            now = time.monotonic()
-            if now - self._touched.get((namespace, name), -1e9) < self.min_interval:
-                continue
-            self._touched[(namespace, name)] = now
-            try:
-                await self.patch(namespace, name, {RETRY_ANNOTATION: f"{time.time():.3f}"})
-                self.on_woken()
-            except Exception as error:  # a deleted pod, an API hiccup: the flush still retries
-                log.info("could not wake pod %s/%s: %s", namespace, name, error)
-            if len(self._touched) > 10_000:
-                cutoff = now - self.min_interval
-                self._touched = {k: t for k, t in self._touched.items() if t >= cutoff}
+            key = await self._queue.get()
+            for pod in view_gang(self.state, key).pending:
+                await self._touch(pod.metadata.namespace, pod.metadata.name)
+
+    async def _touch(self, namespace: str, name: str) -> None:
+        now = time.monotonic()
+        if now - self._touched.get((namespace, name), -1e9) < self.min_interval:
+            return
+        self._touched[(namespace, name)] = now
+        try:
+            await self.patch(namespace, name, {RETRY_ANNOTATION: f"{time.time():.3f}"})
+            self.on_woken()
+        except Exception as error:  # a deleted pod, an API hiccup: the flush still retries
+            log.info("could not wake pod %s/%s: %s", namespace, name, error)
+        if len(self._touched) > 10_000:
+            cutoff = now - self.min_interval
+            self._touched = {k: t for k, t in self._touched.items() if t >= cutoff}
