@@ -1,7 +1,8 @@
 """Outcomes of a policy decision, as values: a closed set of codes and a reason a user can act on.
 
-The codes mirror kube-scheduler's: `UNSCHEDULABLE` nodes stay candidates for preemption (the
-extender reply's `FailedNodes`), `UNRESOLVABLE` ones do not (`FailedAndUnresolvableNodes`).
+A filter that passes returns None; a Status is always a failure. The codes mirror kube-scheduler's:
+`UNSCHEDULABLE` nodes stay candidates for preemption (the extender reply's `FailedNodes`),
+`UNRESOLVABLE` ones do not (`FailedAndUnresolvableNodes`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from extender.api.quantity import format_units
 
 
 class Code(enum.Enum):
-    SUCCESS = "Success"
     UNSCHEDULABLE = "Unschedulable"
     UNRESOLVABLE = "UnschedulableAndUnresolvable"
 
@@ -23,10 +23,6 @@ class Status:
     code: Code
     reason: str = ""
 
-    @property
-    def ok(self) -> bool:
-        return self.code is Code.SUCCESS
-
     @classmethod
     def unschedulable(cls, reason: str) -> Status:
         return cls(Code.UNSCHEDULABLE, reason)
@@ -34,9 +30,6 @@ class Status:
     @classmethod
     def unresolvable(cls, reason: str) -> Status:
         return cls(Code.UNRESOLVABLE, reason)
-
-
-SUCCESS = Status(Code.SUCCESS)
 
 
 def insufficient(resource: str, requested: int, free: int) -> str:

@@ -43,12 +43,11 @@ from extender.server.keys import (
     STATE,
     STATUS,
     SYNCED,
-    WAKER,
 )
 from extender.server.metrics import Metrics
 from extender.server.routes import add_routes
 from extender.server.status_writer import StatusWriter
-from extender.server.waker import Patcher, Waker
+from extender.server.waker import Waker
 
 log = logging.getLogger(__name__)
 EXPIRY_INTERVAL = 5.0
@@ -60,7 +59,6 @@ def make_app(
     api: k8s.ApiClient | None = None,
     state: ClusterState | None = None,
     binder: Binder | None = None,
-    patcher: Patcher | None = None,
 ) -> web.Application:
     app = web.Application()
     app[STATE] = state if state is not None else ClusterState()
@@ -76,7 +74,7 @@ def make_app(
             raise ValueError("make_app needs an API client or a binder")
         binder = api_binder(api)
     app[BINDER] = binder
-    app[BARRIER], app[WAKER], app[STATUS] = None, None, None
+    app[BARRIER], app[STATUS] = None, None
     gangs = app[ENGINE].gangs
     if gangs is not None:
         metrics = app[METRICS]
@@ -90,13 +88,10 @@ def make_app(
         gangs.on_admitted.append(lambda key: metrics.gangs_admitted.inc())
         gangs.on_rejected.append(lambda key, why: metrics.gang_rejections.labels(why.cause).inc())
         metrics.pending_gangs.set_function(lambda: len(gangs.parked))
-        if patcher is None and api is not None:
-            patcher = api_patcher(api)
-        if patcher is not None:
-            app[WAKER] = waker = Waker(app[STATE], gangs, patcher)
+        if api is not None:
+            waker = Waker(app[STATE], gangs, api_patcher(api))
             waker.on_woken = metrics.wakes.inc
             app.cleanup_ctx.append(_background(waker))
-        if api is not None:
             app[STATUS] = writer = StatusWriter(
                 app[STATE], gangs, api_status_patch(api), api_event_sink(api), ready=app[SYNCED]
             )

@@ -14,7 +14,6 @@ from extender.cache.state import ClusterState
 from extender.framework.session import Engine
 from extender.server.metrics import Metrics
 from extender.server.status_writer import StatusWriter
-from extender.server.waker import Waker
 
 STATE = web.AppKey("state", ClusterState)
 ENGINE = web.AppKey("engine", Engine)
@@ -23,6 +22,5 @@ METRICS = web.AppKey("metrics", Metrics)
 INFORMERS: web.AppKey[Informers | None] = web.AppKey("informers")
 PARSER = web.AppKey("candidates", CandidateParser)
 BARRIER: web.AppKey[Barrier | None] = web.AppKey("barrier")
-WAKER: web.AppKey[Waker | None] = web.AppKey("waker")
 STATUS: web.AppKey[StatusWriter | None] = web.AppKey("status")
 SYNCED = web.AppKey("synced", asyncio.Event)  # set once the cache holds the whole cluster

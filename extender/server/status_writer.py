@@ -44,7 +44,6 @@ class StatusWriter:
     ) -> None:
         self.state, self.gangs, self.write, self.record = state, gangs, write, record
         self.ready, self.interval, self.retry_after, self.now = ready, interval, retry_after, now
-        self.writes = 0
         self._dirty: set[str] = set()
         self._wake: asyncio.Event | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -118,7 +117,6 @@ class StatusWriter:
             log.warning("could not write status of PodGroup %s: %s", key, error)
             self._retry(key)
             return
-        self.writes += 1
         if wanted.phase != group.status.phase:
             log.info("PodGroup %s: phase %s -> %s", key, group.status.phase or "-", wanted.phase)
         current = self.state.pod_groups.get(key)  # the watch may have moved on during the write
