@@ -7,6 +7,9 @@ from typing import Any
 FAKE_NODE_LABEL = "lahar.io/fake-node"
 
 
+LIFECYCLE = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/")  # taints of node state
+
+
 def fake_node(
     name: str,
     *,
@@ -40,12 +43,13 @@ def fake_node(
     }
 
 
-def is_schedulable(node: dict[str, Any], own_taint: str = "") -> bool:
-    """Ready, and free of the NoSchedule taints a node carries until it is Ready (a taint the
-    node was given on purpose, keyed `own_taint`, aside)."""
+def is_schedulable(node: dict[str, Any]) -> bool:
+    """Ready, and free of the taints Kubernetes puts on a node until it is (not-ready,
+    unreachable, uninitialized). Taints a node was given on purpose do not count."""
     conditions = (node.get("status") or {}).get("conditions") or []
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
     taints = (node.get("spec") or {}).get("taints") or []
     return ready and not any(
-        t.get("effect") == "NoSchedule" and t.get("key") != own_taint for t in taints
+        t.get("effect") in ("NoSchedule", "NoExecute") and t.get("key", "").startswith(LIFECYCLE)
+        for t in taints
     )

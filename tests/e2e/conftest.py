@@ -40,7 +40,7 @@ def own_nodes(api: k8s.ApiClient, namespace: str) -> Iterator[Callable[..., list
             created.append(name)
         for name in names:
             wait_until(
-                lambda name=name: is_schedulable(read(api, "v1", "Node", name) or {}, TEST_KEY),
+                lambda name=name: is_schedulable(read(api, "v1", "Node", name) or {}),
                 timeout=60,
                 what=f"node {name} to be Ready",
             )

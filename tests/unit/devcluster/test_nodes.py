@@ -36,10 +36,18 @@ def test_fake_node_has_the_allocatable_resources_and_labels_asked_for() -> None:
         ([READY], [], True),
         ([READY], [PREFER_TAINT], True),
         ([READY], [NOT_READY_TAINT], False),
+        ([READY], [{"key": "team", "value": "a", "effect": "NoSchedule"}], True),
         ([NOT_READY], [], False),
         ([], [], False),
     ],
-    ids=["ready", "ready-prefer-taint", "ready-but-tainted", "not-ready", "no-conditions"],
+    ids=[
+        "ready",
+        "ready-prefer-taint",
+        "ready-but-tainted",
+        "ready-with-own-taint",
+        "not-ready",
+        "no-conditions",
+    ],
 )
 def test_is_schedulable(conditions: list[Any], taints: list[Any], schedulable: bool) -> None:
     node = {"spec": {"taints": taints}, "status": {"conditions": conditions}}
