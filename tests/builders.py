@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any, Self
 
 from extender.api.objects import Node, Pod
-from extender.api.scheduling import GROUP_ANNOTATION, TASK_ANNOTATION, PodGroup
+from extender.api.scheduling import API_VERSION, GROUP_ANNOTATION, TASK_ANNOTATION, PodGroup
 from extender.cache.state import ClusterState
 
 
@@ -191,7 +191,7 @@ class NodeBuilder:
 class PodGroupBuilder:
     def __init__(self, name: str) -> None:
         self._group: dict[str, Any] = {
-            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "apiVersion": API_VERSION,
             "kind": "PodGroup",
             "metadata": {"name": name, "namespace": "default"},
             "spec": {"minMember": 1},

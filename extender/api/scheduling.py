@@ -13,6 +13,7 @@ from pydantic import Field
 from extender.api.objects import KubeModel, ObjectMeta, Pod, ResourceList
 from extender.api.resources import EMPTY
 
+API_VERSION = "scheduling.volcano.sh/v1beta1"
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 TASK_ANNOTATION = "volcano.sh/task-spec"
 DEFAULT_QUEUE = "default"

@@ -26,7 +26,7 @@ from kubernetes.client.rest import RESTResponse
 from pydantic import BaseModel, ValidationError
 
 from extender.api.objects import KubeModel, Node, Pod, PriorityClass
-from extender.api.scheduling import PodGroup, Queue
+from extender.api.scheduling import API_VERSION, PodGroup, Queue
 from extender.cache.state import ClusterState
 from extender.kube.watch import Gone, list_pages, watch_lines
 
@@ -77,7 +77,7 @@ PRIORITY_CLASSES = Kind(
 )
 POD_GROUPS = Kind(
     "podgroups",
-    "/apis/scheduling.volcano.sh/v1beta1/podgroups",
+    f"/apis/{API_VERSION}/podgroups",
     PodGroup,
     ClusterState.replace_pod_groups,
     ClusterState.upsert_pod_group,
@@ -85,7 +85,7 @@ POD_GROUPS = Kind(
 )
 QUEUES = Kind(
     "queues",
-    "/apis/scheduling.volcano.sh/v1beta1/queues",
+    f"/apis/{API_VERSION}/queues",
     Queue,
     ClusterState.replace_queues,
     ClusterState.upsert_queue,

@@ -10,13 +10,19 @@ it starts as soon as the first job's pods end.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from kubernetes import client as k8s
 
 from extender.demo.objects import NAMESPACE, Step, pod_body, pod_group_body
 from extender.devcluster.lifecycle import end_pod
-from extender.kube import apply_object, delete, list_objects, read, wait_until
+from extender.kube import (
+    apply_object,
+    condition,
+    delete,
+    list_objects,
+    pod_group_status,
+    wait_until,
+)
 
 JOBS = ("tf-a", "tf-b")
 TASKS = ("ps-0", "ps-1", "worker-0", "worker-1")
@@ -87,18 +93,10 @@ def _bound(api: k8s.ApiClient, job: str) -> int:
     return sum(1 for pod in members if pod["spec"].get("nodeName"))
 
 
-def _status(api: k8s.ApiClient, job: str) -> dict[str, Any]:
-    group = read(api, "scheduling.volcano.sh/v1beta1", "PodGroup", job, NAMESPACE) or {}
-    status: dict[str, Any] = group.get("status") or {}
-    return status
-
-
 def _phase(api: k8s.ApiClient, job: str) -> str:
-    return str(_status(api, job).get("phase", "-"))
+    return str(pod_group_status(api, NAMESPACE, job).get("phase", "-"))
 
 
 def _unschedulable(api: k8s.ApiClient, job: str) -> str | None:
-    for condition in _status(api, job).get("conditions", []):
-        if condition["type"] == "Unschedulable" and condition["status"] == "True":
-            return f"{condition['reason']}: {condition['message']}"
-    return None
+    found = condition(pod_group_status(api, NAMESPACE, job), "Unschedulable")
+    return f"{found['reason']}: {found['message']}" if found.get("status") == "True" else None

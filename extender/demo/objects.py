@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from extender.api.scheduling import GROUP_ANNOTATION
+from extender.api.scheduling import API_VERSION, GROUP_ANNOTATION
 
 NAMESPACE = "lahar-demo"
 Step = Callable[[str], None]  # prints one line of the demo's story
@@ -39,7 +39,7 @@ def pod_body(name: str, scheduler: str, cpu: str, group: str = "") -> dict[str, 
 
 def pod_group_body(name: str, min_member: int) -> dict[str, Any]:
     return {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "apiVersion": API_VERSION,
         "kind": "PodGroup",
         "metadata": {"name": name, "namespace": NAMESPACE},
         "spec": {"minMember": min_member},

@@ -14,7 +14,7 @@ from extender.kube.crds import wait_established
 from extender.kube.manifests import Manifest, apply_object, load_manifests
 from extender.kube.objects import delete, list_objects, read
 from extender.kube.pods import pod_when, unschedulable_message
-from extender.kube.reports import patch_pod_group_status, record_event
+from extender.kube.reports import condition, patch_pod_group_status, pod_group_status, record_event
 from extender.kube.wait import wait_until
 
 __all__ = [
@@ -24,12 +24,14 @@ __all__ = [
     "apply_object",
     "bind_pod",
     "client_for",
+    "condition",
     "connect",
     "delete",
     "list_objects",
     "load_client",
     "load_manifests",
     "patch_pod_group_status",
+    "pod_group_status",
     "pod_when",
     "read",
     "record_event",

@@ -3,7 +3,8 @@
 `patch_pod_group_status` merge-patches the `status` subresource (a list such as `conditions` is
 replaced whole, which is what a writer that computes the full status wants). `record_event` creates
 a core/v1 Event about an object, as `kubectl describe` shows them, from the component `lahar`.
-Failures raise `KubeError` naming the object and the server's reason.
+Failures raise `KubeError` naming the object and the server's reason. `pod_group_status` and
+`condition` read a PodGroup's status back, as the demo and the tests show it.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from typing import Any
 
 from kubernetes import client as k8s
 
+from extender.api.scheduling import API_VERSION
 from extender.kube.client import KubeError
+from extender.kube.objects import read
 from extender.kube.raw import ApiStatusError, send
 
-PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1/namespaces/{namespace}/podgroups/{name}"
+PODGROUPS = f"/apis/{API_VERSION}/namespaces/{{namespace}}/podgroups/{{name}}"
 COMPONENT = "lahar"
 
 
@@ -69,3 +72,15 @@ def record_event(
         send(api, "POST", f"/api/v1/namespaces/{namespace}/events", body=body).read()
     except ApiStatusError as error:
         raise KubeError(f"recording event {reason} on {namespace}/{name}: {error}") from error
+
+
+def pod_group_status(api: k8s.ApiClient, namespace: str, name: str) -> dict[str, Any]:
+    """The PodGroup's status as the API shows it ({} while it has none or does not exist)."""
+    group = read(api, API_VERSION, "PodGroup", name, namespace) or {}
+    status: dict[str, Any] = group.get("status") or {}
+    return status
+
+
+def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The status's condition of type `kind` ({} when absent)."""
+    return next((c for c in status.get("conditions", []) if c["type"] == kind), {})

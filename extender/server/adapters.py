@@ -12,7 +12,7 @@ from typing import Any
 from kubernetes import client as k8s
 
 from extender.actions.bind import Binder, BindError
-from extender.api.scheduling import PodGroup
+from extender.api.scheduling import API_VERSION, PodGroup
 from extender.framework.group_status import Event
 from extender.kube import KubeError, annotate_pod, bind_pod, patch_pod_group_status, record_event
 from extender.server.status_writer import EventSink, StatusPatch
@@ -48,7 +48,7 @@ def api_status_patch(api: k8s.ApiClient) -> StatusPatch:
 def api_event_sink(api: k8s.ApiClient) -> EventSink:
     async def record(group: PodGroup, event: Event) -> None:
         involved = {
-            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "apiVersion": API_VERSION,
             "kind": "PodGroup",
             "namespace": group.metadata.namespace,
             "name": group.metadata.name,

@@ -8,7 +8,13 @@ from typing import Any
 from kubernetes import client as k8s
 
 from extender.devcluster.lifecycle import end_pod
-from extender.kube import apply_object, list_objects, read, unschedulable_message, wait_until
+from extender.kube import (
+    apply_object,
+    list_objects,
+    pod_group_status,
+    unschedulable_message,
+    wait_until,
+)
 from tests.builders import PodBuilder, make_group
 
 PodFactory = Callable[..., PodBuilder]  # the `pod` fixture
@@ -74,25 +80,15 @@ def finish(api: k8s.ApiClient, namespace: str, names: list[str]) -> None:
         end_pod(api, namespace, name, exit_code=0)
 
 
-def group_status(api: k8s.ApiClient, namespace: str, name: str) -> dict[str, Any]:
-    group = read(api, "scheduling.volcano.sh/v1beta1", "PodGroup", name, namespace) or {}
-    status: dict[str, Any] = group.get("status") or {}
-    return status
-
-
 def wait_phase(api: k8s.ApiClient, namespace: str, name: str, phase: str) -> dict[str, Any]:
     """Wait until PodGroup `name` shows `phase`; its status."""
     found: dict[str, Any] = wait_until(
-        lambda: (s := group_status(api, namespace, name)).get("phase") == phase and s,
+        lambda: (s := pod_group_status(api, namespace, name)).get("phase") == phase and s,
         timeout=60,
         what=f"PodGroup {namespace}/{name} to be {phase}",
-        describe=lambda: f"status: {group_status(api, namespace, name)}",
+        describe=lambda: f"status: {pod_group_status(api, namespace, name)}",
     )
     return found
-
-
-def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
-    return next((c for c in status.get("conditions", []) if c["type"] == kind), {})
 
 
 def group_events(api: k8s.ApiClient, namespace: str, name: str) -> list[tuple[str, str]]:

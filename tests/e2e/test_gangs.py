@@ -13,12 +13,11 @@ from collections.abc import Callable
 from kubernetes import client as k8s
 
 from extender import devcluster
-from extender.kube import apply_object, pod_when, wait_until
+from extender.kube import apply_object, condition, pod_when, wait_until
 from tests.builders import PodBuilder, make_group
 from tests.e2e.conftest import lahar_metric
 from tests.e2e.gangs import (
     bound,
-    condition,
     finish,
     group_events,
     refused_as,
