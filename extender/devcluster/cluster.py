@@ -74,7 +74,7 @@ class DevCluster:
         if (child := self._children.get(record.pid)) is not None:
             child.poll()
 
-    def start_component(self, name: str, *, die_with_parent: bool = False) -> None:
+    def start_component(self, name: str, *, die_with_parent: bool = False) -> process.ProcessRecord:
         """Start a stopped component again with the same command line and log file."""
         old = self._record(name)
         if process.is_running(old):
@@ -83,6 +83,7 @@ class DevCluster:
         self._children[record.pid] = popen
         self.state.processes[self.state.processes.index(old)] = record
         self.state.save()
+        return record
 
     def down(self) -> list[str]:
         stopped = stop_processes(self.state)

@@ -9,24 +9,28 @@ the candidates to them before Lahar is called).
 
 from __future__ import annotations
 
-import urllib.error
 import urllib.request
+from collections import Counter
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from kubernetes import client as k8s
 from prometheus_client.parser import text_string_to_metric_families
 
 from extender import devcluster
+from extender.devcluster.lahar import wait_extender_ready
 from extender.devcluster.nodes import fake_node, is_schedulable
-from extender.kube import apply_object, delete, read, wait_until
+from extender.kube import apply_object, delete, list_objects, read, wait_until
 from tests.builders import PodBuilder, make_pod
 
 TEST_KEY = "lahar.io/e2e"
+PodFactory = Callable[..., PodBuilder]  # the `pod` fixture
+NodeFactory = Callable[..., list[str]]  # the `own_nodes` fixture
 
 
 @pytest.fixture
-def own_nodes(api: k8s.ApiClient, namespace: str) -> Iterator[Callable[..., list[str]]]:
+def own_nodes(api: k8s.ApiClient, namespace: str) -> Iterator[NodeFactory]:
     created: list[str] = []
 
     def make(count: int, *, cpu: str = "8", memory: str = "32Gi") -> list[str]:
@@ -52,7 +56,7 @@ def own_nodes(api: k8s.ApiClient, namespace: str) -> Iterator[Callable[..., list
 
 
 @pytest.fixture
-def pod(namespace: str) -> Callable[[str], PodBuilder]:
+def pod(namespace: str) -> PodFactory:
     """`pod("w-0")`: a pod for Lahar's scheduler, on this test's own nodes only."""
 
     def build(name: str, scheduler: str = "lahar") -> PodBuilder:
@@ -79,11 +83,31 @@ def lahar_metric(cluster: devcluster.DevCluster, sample: str, **labels: str) -> 
     return 0.0
 
 
-def lahar_ready(cluster: devcluster.DevCluster) -> bool:
-    """Whether the running extender answers /readyz with 200 (its cache is whole)."""
-    url = f"http://127.0.0.1:{cluster.state.ports['lahar']}/readyz"
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, ConnectionError):
-        return False
+def restart_lahar(cluster: devcluster.DevCluster) -> None:
+    """Start the stopped extender again and wait until its cache is whole (/readyz)."""
+    record = cluster.start_component("lahar", die_with_parent=True)
+    wait_extender_ready(record, cluster.state.ports["lahar"], timeout=60)
+
+
+def events(
+    api: k8s.ApiClient,
+    namespace: str,
+    *,
+    reason: str | None = None,
+    kind: str | None = None,
+    name: str | None = None,
+) -> list[dict[str, Any]]:
+    """The namespace's Events, narrowed by reason and by the kind and name they are about."""
+    wanted = {"kind": kind, "name": name}
+    return [
+        event
+        for event in list_objects(api, "v1", "Event", namespace=namespace)
+        if reason in (None, event["reason"])
+        and all(v is None or event["involvedObject"].get(k) == v for k, v in wanted.items())
+    ]
+
+
+def scheduled_counts(api: k8s.ApiClient, namespace: str) -> Counter[str]:
+    """How many times the scheduler reported each pod bound."""
+    scheduled = events(api, namespace, reason="Scheduled", kind="Pod")
+    return Counter(event["involvedObject"]["name"] for event in scheduled)

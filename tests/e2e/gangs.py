@@ -15,10 +15,8 @@ from extender.kube import (
     unschedulable_message,
     wait_until,
 )
-from tests.builders import PodBuilder, make_group
-
-PodFactory = Callable[..., PodBuilder]  # the `pod` fixture
-NodeFactory = Callable[..., list[str]]  # the `own_nodes` fixture
+from tests.builders import make_group
+from tests.e2e.conftest import PodFactory, events
 
 
 def submit_gang(
@@ -93,9 +91,5 @@ def wait_phase(api: k8s.ApiClient, namespace: str, name: str, phase: str) -> dic
 
 def group_events(api: k8s.ApiClient, namespace: str, name: str) -> list[tuple[str, str]]:
     """(reason, message) of the events Lahar recorded on PodGroup `name`."""
-    return [
-        (event["reason"], event.get("message", ""))
-        for event in list_objects(api, "v1", "Event", namespace=namespace)
-        if event["involvedObject"].get("kind") == "PodGroup"
-        and event["involvedObject"].get("name") == name
-    ]
+    about = events(api, namespace, kind="PodGroup", name=name)
+    return [(event["reason"], event.get("message", "")) for event in about]

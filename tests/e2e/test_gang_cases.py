@@ -13,10 +13,8 @@ from kubernetes import client as k8s
 from extender import devcluster
 from extender.kube import apply_object, condition, pod_when, wait_until
 from tests.builders import make_group
-from tests.e2e.conftest import lahar_metric
+from tests.e2e.conftest import NodeFactory, PodFactory, lahar_metric
 from tests.e2e.gangs import (
-    NodeFactory,
-    PodFactory,
     bound,
     finish,
     refused_as,

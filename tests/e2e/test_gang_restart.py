@@ -8,17 +8,19 @@ short by the kill) is completed before any other gang and reported on its PodGro
 
 from __future__ import annotations
 
-from collections import Counter
-
 from kubernetes import client as k8s
 
 from extender import devcluster
-from extender.kube import apply_object, list_objects, pod_when, wait_until
+from extender.kube import apply_object, pod_when, wait_until
 from tests.builders import make_group
-from tests.e2e.conftest import lahar_metric, lahar_ready
-from tests.e2e.gangs import (
+from tests.e2e.conftest import (
     NodeFactory,
     PodFactory,
+    lahar_metric,
+    restart_lahar,
+    scheduled_counts,
+)
+from tests.e2e.gangs import (
     bound,
     finish,
     group_events,
@@ -29,21 +31,6 @@ from tests.e2e.gangs import (
 )
 
 GATE = "lahar.io/e2e-hold"
-
-
-def restart_lahar(cluster: devcluster.DevCluster) -> None:
-    cluster.start_component("lahar", die_with_parent=True)
-    wait_until(lambda: lahar_ready(cluster), timeout=60, what="the restarted Lahar to be ready")
-
-
-def scheduled_events(api: k8s.ApiClient, namespace: str) -> Counter[str]:
-    """How many times the scheduler reported each pod bound."""
-    listed = list_objects(api, "v1", "Event", namespace=namespace)
-    return Counter(
-        e["involvedObject"]["name"]
-        for e in listed
-        if e["reason"] == "Scheduled" and e["involvedObject"].get("kind") == "Pod"
-    )
 
 
 def test_killed_while_a_gang_is_held_at_the_barrier(
@@ -77,7 +64,7 @@ def test_killed_while_a_gang_is_held_at_the_barrier(
 
     wait_bound(api, namespace, names, 4, "the whole gang to bind after the restart")
     wait_phase(api, namespace, "held", "Running")
-    assert scheduled_events(api, namespace) == dict.fromkeys(names, 1)
+    assert scheduled_counts(api, namespace) == dict.fromkeys(names, 1)
     assert lahar_metric(dev_cluster, "lahar_partial_gangs_total") == 0
 
 

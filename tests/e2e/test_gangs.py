@@ -8,14 +8,13 @@ first finishes. The same pods under the stock scheduler alone show what goes wro
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 from kubernetes import client as k8s
 
 from extender import devcluster
 from extender.kube import apply_object, condition, pod_when, wait_until
-from tests.builders import PodBuilder, make_group
-from tests.e2e.conftest import lahar_metric
+from tests.builders import make_group
+from tests.e2e.conftest import NodeFactory, PodFactory, lahar_metric
 from tests.e2e.gangs import (
     bound,
     finish,
@@ -23,6 +22,7 @@ from tests.e2e.gangs import (
     refused_as,
     wait_bound,
     wait_phase,
+    whole,
 )
 
 TASKS = ("ps", "ps", "worker", "worker")
@@ -31,7 +31,7 @@ TASKS = ("ps", "ps", "worker", "worker")
 def submit_jobs(
     api: k8s.ApiClient,
     namespace: str,
-    pod: Callable[..., PodBuilder],
+    pod: PodFactory,
     scheduler: str = "lahar",
 ) -> dict[str, list[str]]:
     """Two PodGroups of minMember 4, then their pods (2 ps + 2 workers, 2 cpu each) created
@@ -51,17 +51,15 @@ def test_one_job_runs_whole_the_other_waits_with_nothing_then_follows(
     dev_cluster: devcluster.DevCluster,
     api: k8s.ApiClient,
     namespace: str,
-    own_nodes: Callable[..., list[str]],
-    pod: Callable[..., PodBuilder],
+    own_nodes: NodeFactory,
+    pod: PodFactory,
 ) -> None:
     own_nodes(2, cpu="4")
     jobs = submit_jobs(api, namespace, pod)
 
-    def one_job_whole() -> str | None:
-        done = [job for job, names in jobs.items() if len(bound(api, namespace, names)) == 4]
-        return done[0] if done else None
-
-    running = wait_until(one_job_whole, timeout=60, what="one job to have all 4 pods bound")
+    running = wait_until(
+        lambda: whole(api, namespace, jobs), timeout=60, what="one job to have all 4 pods bound"
+    )
     waiting = "job-b" if running == "job-a" else "job-a"
     for name in jobs[waiting]:  # each was tried and refused as a whole gang: nothing placed
         pod_when(api, namespace, name, "to be refused for its gang", refused_as(namespace, waiting))
@@ -97,8 +95,8 @@ def test_one_job_runs_whole_the_other_waits_with_nothing_then_follows(
 def test_the_stock_scheduler_alone_splits_both_jobs(
     api: k8s.ApiClient,
     namespace: str,
-    own_nodes: Callable[..., list[str]],
-    pod: Callable[..., PodBuilder],
+    own_nodes: NodeFactory,
+    pod: PodFactory,
 ) -> None:
     """The difference Lahar makes: without it, pods are placed one at a time in arrival order,
     so each job gets half its pods and neither can train."""

@@ -7,16 +7,20 @@ from __future__ import annotations
 import json
 import urllib.request
 from collections import Counter
-from collections.abc import Callable
-from typing import Any
 
 from kubernetes import client as k8s
 
 from extender import devcluster
 from extender.api.objects import Pod
-from extender.kube import apply_object, list_objects, pod_when, unschedulable_message, wait_until
-from tests.builders import PodBuilder
-from tests.e2e.conftest import lahar_metric
+from extender.kube import apply_object, pod_when, unschedulable_message, wait_until
+from tests.e2e.conftest import (
+    NodeFactory,
+    PodFactory,
+    events,
+    lahar_metric,
+    restart_lahar,
+    scheduled_counts,
+)
 
 
 def bound_node(api: k8s.ApiClient, namespace: str, name: str) -> str:
@@ -24,17 +28,11 @@ def bound_node(api: k8s.ApiClient, namespace: str, name: str) -> str:
     return str(pod["spec"]["nodeName"])
 
 
-def events(api: k8s.ApiClient, namespace: str, reason: str) -> list[dict[str, Any]]:
-    return [
-        e for e in list_objects(api, "v1", "Event", namespace=namespace) if e["reason"] == reason
-    ]
-
-
 def test_both_profiles_schedule_through_lahar_and_binpack(
     api: k8s.ApiClient,
     namespace: str,
-    own_nodes: Callable[..., list[str]],
-    pod: Callable[..., PodBuilder],
+    own_nodes: NodeFactory,
+    pod: PodFactory,
     dev_cluster: devcluster.DevCluster,
 ) -> None:
     nodes = own_nodes(3, cpu="4")
@@ -51,7 +49,7 @@ def test_both_profiles_schedule_through_lahar_and_binpack(
     assert placed[4] == placed[5] != placed[0]
     assert set(placed) <= set(nodes)
     assert lahar_metric(dev_cluster, "lahar_binds_total", result="bound") == binds_before + 6
-    scheduled = events(api, namespace, "Scheduled")
+    scheduled = events(api, namespace, reason="Scheduled")
     components = {e["involvedObject"]["name"]: e.get("reportingComponent") for e in scheduled}
     assert components == {f"w-{i}": "lahar" if i % 2 == 0 else "volcano" for i in range(6)}
 
@@ -59,8 +57,8 @@ def test_both_profiles_schedule_through_lahar_and_binpack(
 def test_a_pod_that_fits_nowhere_carries_lahars_reason(
     api: k8s.ApiClient,
     namespace: str,
-    own_nodes: Callable[..., list[str]],
-    pod: Callable[..., PodBuilder],
+    own_nodes: NodeFactory,
+    pod: PodFactory,
 ) -> None:
     own_nodes(1, cpu="4")
     apply_object(api, pod("filler").cpu("3").build())
@@ -82,8 +80,8 @@ def test_a_pod_that_fits_nowhere_carries_lahars_reason(
 def test_killing_lahar_mid_run_loses_no_pod_and_binds_none_twice(
     api: k8s.ApiClient,
     namespace: str,
-    own_nodes: Callable[..., list[str]],
-    pod: Callable[..., PodBuilder],
+    own_nodes: NodeFactory,
+    pod: PodFactory,
     dev_cluster: devcluster.DevCluster,
 ) -> None:
     nodes = own_nodes(2, cpu="8")
@@ -98,17 +96,16 @@ def test_killing_lahar_mid_run_loses_no_pod_and_binds_none_twice(
         for name in names[6:]:
             apply_object(api, pod(name).cpu("1").build())
         wait_until(
-            lambda: events(api, namespace, "FailedScheduling"),
+            lambda: events(api, namespace, reason="FailedScheduling"),
             timeout=60,
             what="the scheduler to fail a pod while Lahar is down",
         )
     finally:
-        dev_cluster.start_component("lahar", die_with_parent=True)
+        restart_lahar(dev_cluster)
 
     placement = {name: bound_node(api, namespace, name) for name in names}
 
-    scheduled = Counter(e["involvedObject"]["name"] for e in events(api, namespace, "Scheduled"))
-    assert scheduled == dict.fromkeys(names, 1)
+    assert scheduled_counts(api, namespace) == dict.fromkeys(names, 1)
     per_node = Counter(placement.values())
     assert set(per_node) <= set(nodes)
     assert all(count <= 8 for count in per_node.values())
