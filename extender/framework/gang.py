@@ -9,9 +9,9 @@ when its member is bound (or assumed at the bind barrier); the admission ends wh
 stands (`minMember` placed), is released by the barrier's timeout (then the gang backs off), or
 makes no progress for `reservation_timeout` seconds.
 
-Rejections are memoised per (cluster generation, gang version, ledger version), so the members
-of one gang asked about in one cluster state share one plan. Pure: no I/O, the clock is handed in;
-callbacks tell the server whom to wake.
+A refused gang is remembered with the state its plan failed in (cluster generation, gang version,
+ledger version), so the other members asked about in that state get the same answer at once.
+Pure: no I/O, the clock is handed in; callbacks tell the server whom to wake.
 """
 
 from __future__ import annotations
@@ -108,6 +108,16 @@ class Rejection:
 
 
 @dataclass(frozen=True)
+class Waiting:
+    """A gang that was refused: since when, why, and the state its plan failed in (if it was
+    planned): in that same state the answer is the same, without looking at the gang again."""
+
+    since: float
+    rejection: Rejection
+    planned_at: tuple[int, int, int] | None = None
+
+
+@dataclass(frozen=True)
 class Verdict:
     """For one pod: None reason = go on (plain fit, minus reservations); else fail every node."""
 
@@ -124,13 +134,11 @@ class Gangs:
     clock: Callable[[], float] = time.monotonic
     admissions: dict[str, Admission] = field(default_factory=dict)
     backoff_until: dict[str, float] = field(default_factory=dict)
-    parked: dict[str, float] = field(default_factory=dict)  # rejected gangs, since when
-    rejections: dict[str, Rejection] = field(default_factory=dict)  # why each parked gang waits
+    waiting: dict[str, Waiting] = field(default_factory=dict)  # refused gangs
     version: int = 0
     on_admitted: list[Callable[[str], None]] = field(default_factory=list)
     on_released: list[Callable[[str], None]] = field(default_factory=list)
     on_rejected: list[Callable[[str, Rejection], None]] = field(default_factory=list)
-    _memo: dict[str, tuple[tuple[int, int, int], Rejection]] = field(default_factory=dict)
     _reserved: dict[str, Resources] = field(default_factory=dict)
     _reserved_at: int = -1
 
@@ -153,6 +161,10 @@ class Gangs:
         key = gang_key(pod)
         if key is None:
             return PLAIN
+        now = (state.generation, state.groups_version, self.version)
+        waiting = self.waiting.get(key)
+        if waiting is not None and waiting.planned_at == now:
+            return Verdict(waiting.rejection.message)  # refused in this very state already
         gang = view_gang(state, key)
         if gang.group is not None:
             admission = self._current(gang)
@@ -160,10 +172,14 @@ class Gangs:
                 return Verdict(own_slot=admission.slots.get(pod.metadata.uid))
             if gang.stands:
                 return PLAIN
-        rejection = self._blocked(gang) or self._try_admit(state, gang, nodes)
+        slots: dict[str, Slot] = {}
+        rejection, planned_at = self._blocked(gang), None
+        if rejection is None:
+            (slots, rejection), planned_at = self.plan(gang, nodes), now
         if rejection is not None:
-            return self._reject(key, rejection)
-        return Verdict(own_slot=self.admissions[key].slots.get(pod.metadata.uid))
+            return self._reject(key, rejection, planned_at)
+        self._admit(gang, slots)
+        return Verdict(own_slot=slots.get(pod.metadata.uid))
 
     def _blocked(self, gang: GangView) -> Rejection | None:
         key = gang.key
@@ -180,42 +196,29 @@ class Gangs:
             )
         return None
 
-    def _try_admit(
-        self, state: ClusterState, gang: GangView, nodes: Mapping[str, NodeInfo]
-    ) -> Rejection | None:
-        """Admit the gang if its plan fits; the same state reuses the last rejection."""
-        memo_key = (state.generation, state.groups_version, self.version)
-        memo = self._memo.get(gang.key)
-        if memo is not None and memo[0] == memo_key:
-            return memo[1]
-        slots, rejection = self.plan(gang, nodes)
-        if rejection is not None:
-            self._memo[gang.key] = (memo_key, rejection)
-            return rejection
-        self._admit(gang, slots)
-        return None
-
-    def _reject(self, key: str, rejection: Rejection) -> Verdict:
-        """Park the gang; tell listeners when it is rejected anew or for a new cause (not once
-        per member asked, nor when only the figures in the message moved)."""
-        previous = self.rejections.get(key)
-        self.rejections[key] = rejection
-        if previous is None or previous.cause != rejection.cause:
+    def _reject(
+        self, key: str, rejection: Rejection, planned_at: tuple[int, int, int] | None
+    ) -> Verdict:
+        """Remember why the gang waits; tell listeners when it is rejected anew or for a new
+        cause (not once per member asked, nor when only the figures in the message moved)."""
+        previous = self.waiting.get(key)
+        since = previous.since if previous is not None else self.clock()
+        self.waiting[key] = Waiting(since, rejection, planned_at)
+        if previous is None or previous.rejection.cause != rejection.cause:
             for callback in self.on_rejected:
                 callback(key, rejection)
-        self.parked.setdefault(key, self.clock())
         return Verdict(rejection.message)
 
     def would_admit(self, gang: GangView, nodes: Mapping[str, NodeInfo]) -> bool:
-        """A dry run of admission for a parked gang: nothing is reserved or remembered."""
+        """A dry run of admission for a waiting gang: nothing is reserved or remembered."""
         if gang.group is None or self._blocked(gang) is not None:
             return False
         return self.plan(gang, nodes)[1] is None
 
     def forget(self, key: str) -> None:
         """Drop what is remembered of a gang that waited (admitted now, or gone)."""
-        for remembered in (self.parked, self._memo, self.rejections, self.backoff_until):
-            remembered.pop(key, None)
+        self.waiting.pop(key, None)
+        self.backoff_until.pop(key, None)
 
     def plan(
         self, gang: GangView, nodes: Mapping[str, NodeInfo]

@@ -87,7 +87,7 @@ def make_app(
         metrics.members_held.set_function(barrier.holding)
         gangs.on_admitted.append(lambda key: metrics.gangs_admitted.inc())
         gangs.on_rejected.append(lambda key, why: metrics.gang_rejections.labels(why.cause).inc())
-        metrics.pending_gangs.set_function(lambda: len(gangs.parked))
+        metrics.pending_gangs.set_function(lambda: len(gangs.waiting))
         if api is not None:
             waker = Waker(app[STATE], gangs, api_patcher(api))
             waker.on_woken = metrics.wakes.inc

@@ -104,7 +104,7 @@ class StatusWriter:
         wanted = group_status(
             view_gang(self.state, key),
             admitted=key in self.gangs.admissions,
-            rejection=self.gangs.rejections.get(key),
+            rejection=waiting.rejection if (waiting := self.gangs.waiting.get(key)) else None,
             previous=group.status,
             now=self.now(),
         )

@@ -68,7 +68,7 @@ class Waker:
     def _look(self) -> None:
         self._pass = None
         nodes = self.state.view().nodes
-        for key, _since in sorted(self.gangs.parked.items(), key=lambda item: item[1]):
+        for key, _ in sorted(self.gangs.waiting.items(), key=lambda item: item[1].since):
             gang = view_gang(self.state, key)
             if not gang.pending:
                 self.gangs.forget(key)  # nothing of it waits any more
