@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
@@ -56,10 +57,15 @@ def client_for(kubeconfig: Path | None) -> k8s.ApiClient:
 
 def api_reason(exc: k8s.ApiException) -> str:
     """The server's own message for a failed call (the Status body), else the HTTP reason."""
-    try:
-        body = json.loads(exc.body or "")
-    except ValueError:
-        body = None
-    if isinstance(body, dict) and body.get("message"):
-        return str(body["message"])
-    return f"HTTP {exc.status} {exc.reason}"
+    return status_message(exc.body) or f"HTTP {exc.status} {exc.reason}"
+
+
+def status_message(body: str | bytes | dict[str, Any] | None) -> str | None:
+    """The `message` of a Kubernetes Status (raw JSON or already parsed), if it has one."""
+    if not isinstance(body, dict):
+        try:
+            body = json.loads(body or b"")
+        except ValueError:
+            return None
+    message = body.get("message") if isinstance(body, dict) else None
+    return str(message) if message else None

@@ -8,14 +8,13 @@ caller. A failed call raises `KubeError` with the server's reason and HTTP statu
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes.client.rest import RESTResponse
 
-from extender.kube.client import KubeError
+from extender.kube.client import KubeError, status_message
 
 JSON = {"Accept": "application/json", "Content-Type": "application/json"}
 Timeout = float | tuple[float, float]
@@ -58,10 +57,7 @@ def send(
     return response
 
 
-def status_reason(body: bytes | None, status: int) -> str:
-    """The message of a Kubernetes Status body, else the HTTP status."""
-    try:
-        message = json.loads(body or b"").get("message")
-    except (ValueError, AttributeError):
-        message = None
+def status_reason(body: bytes | dict[str, Any] | None, status: int) -> str:
+    """The message of a Kubernetes Status (raw or parsed), with the HTTP status."""
+    message = status_message(body)
     return f"{message} (HTTP {status})" if message else f"HTTP {status}"

@@ -93,4 +93,4 @@ def _raise_error(line: bytes | bytearray) -> None:
     code = int(status.get("code") or 0)
     if code == 410:
         raise Gone(str(status.get("message", "resource version too old")))
-    raise ApiStatusError(f"watch error: {status_reason(json.dumps(status).encode(), code)}", code)
+    raise ApiStatusError(f"watch error: {status_reason(status, code)}", code)
