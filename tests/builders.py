@@ -4,6 +4,7 @@ make_pod("w-0").ns(ns).cpu("1").build()            # a dict to apply to a real c
 make_pod("w-0").cpu("1").on("n1").model()          # an api.objects.Pod for pure policy tests
 make_node("n1").cpu("4").memory("8Gi").model()
 make_group("tf").min_member(4).build()             # a PodGroup; pods join with .group("tf")
+make_queue("research").weight(3).capability(cpu="8").model()   # a Queue
 cluster([make_node("n1").cpu("4")], [make_pod("a").cpu("1").on("n1")])   # a ClusterState
 """
 
@@ -14,7 +15,13 @@ from collections.abc import Iterable
 from typing import Any, Self
 
 from extender.api.objects import Node, Pod
-from extender.api.scheduling import API_VERSION, GROUP_ANNOTATION, TASK_ANNOTATION, PodGroup
+from extender.api.scheduling import (
+    API_VERSION,
+    GROUP_ANNOTATION,
+    TASK_ANNOTATION,
+    PodGroup,
+    Queue,
+)
 from extender.cache.state import ClusterState
 
 
@@ -108,6 +115,18 @@ class PodBuilder:
         term.setdefault("matchExpressions", []).append(
             {"key": key, "operator": operator, "values": list(values)}
         )
+        return self
+
+    def priority(self, value: int, class_name: str = "") -> Self:
+        """As the apiserver sets it from the pod's PriorityClass."""
+        self._pod["spec"]["priority"] = value
+        if class_name:
+            self._pod["spec"]["priorityClassName"] = class_name
+        return self
+
+    def priority_class(self, name: str) -> Self:
+        """For a real cluster: the apiserver sets the pod's priority from the class."""
+        self._pod["spec"]["priorityClassName"] = name
         return self
 
     def gated(self, gate: str) -> Self:
@@ -222,6 +241,50 @@ class PodGroupBuilder:
 
     def model(self) -> PodGroup:
         return PodGroup.model_validate(self.build())
+
+
+class QueueBuilder:
+    def __init__(self, name: str) -> None:
+        self._queue: dict[str, Any] = {
+            "apiVersion": API_VERSION,
+            "kind": "Queue",
+            "metadata": {"name": name},
+            "spec": {"weight": 1},
+        }
+
+    def weight(self, weight: int) -> Self:
+        self._queue["spec"]["weight"] = weight
+        return self
+
+    def capability(self, **amounts: str) -> Self:
+        self._queue["spec"]["capability"] = amounts
+        return self
+
+    def guarantee(self, **amounts: str) -> Self:
+        self._queue["spec"]["guarantee"] = {"resource": amounts}
+        return self
+
+    def deserved(self, **amounts: str) -> Self:
+        self._queue["spec"]["deserved"] = amounts
+        return self
+
+    def reclaimable(self, value: bool) -> Self:
+        self._queue["spec"]["reclaimable"] = value
+        return self
+
+    def state(self, state: str) -> Self:
+        self._queue.setdefault("status", {})["state"] = state
+        return self
+
+    def build(self) -> dict[str, Any]:
+        return copy.deepcopy(self._queue)
+
+    def model(self) -> Queue:
+        return Queue.model_validate(self.build())
+
+
+def make_queue(name: str) -> QueueBuilder:
+    return QueueBuilder(name)
 
 
 def make_group(name: str) -> PodGroupBuilder:

@@ -26,7 +26,8 @@ from extender.api.objects import Pod
 from extender.api.scheduling import gang_key
 from extender.api.wire import ExtenderBindingArgs, ExtenderBindingResult
 from extender.cache.state import ClusterState
-from extender.framework.gang import Gangs, view_gang
+from extender.framework.gang import Gangs
+from extender.framework.members import view_gang
 
 log = logging.getLogger(__name__)
 

@@ -49,6 +49,9 @@ class Resources(Mapping[str, int]):
     def get(self, name: str, default: int = 0) -> int:  # type: ignore[override]
         return self._amounts.get(name, default)
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._amounts
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._amounts)
 

@@ -53,23 +53,47 @@ class PodGroup(KubeModel):
         return self.metadata.key
 
 
+class Guarantee(KubeModel):
+    resource: ResourceList = EMPTY
+
+
 class QueueSpec(KubeModel):
-    weight: int = 1
-    capability: ResourceList = EMPTY
-    deserved: ResourceList = EMPTY
+    weight: int = Field(default=1, ge=1)
+    capability: ResourceList = EMPTY  # a resource not named is not capped
+    deserved: ResourceList = EMPTY  # a resource not named is water-filled
+    guarantee: Guarantee = Guarantee()
     reclaimable: bool = True
     priority: int = 0
     parent: str = ""
 
 
+QUEUE_PHASES = ("pending", "inqueue", "running", "completed", "unknown")
+
+
 class QueueStatus(KubeModel):
-    state: str = ""
+    state: str = ""  # Open | Closed | Closing | Unknown; unset reads as Open
+    pending: int = 0
+    inqueue: int = 0
+    running: int = 0
+    completed: int = 0
+    unknown: int = 0
+    allocated: ResourceList = EMPTY
 
 
 class Queue(KubeModel):
     metadata: ObjectMeta = ObjectMeta()
     spec: QueueSpec = QueueSpec()
     status: QueueStatus = QueueStatus()
+
+    @property
+    def open(self) -> bool:
+        """Whether new work may enter: a Closed or Closing queue admits nothing new."""
+        return self.status.state not in ("Closed", "Closing")
+
+
+def default_queue() -> Queue:
+    """The queue a PodGroup without one goes to, as Lahar creates it when it is missing."""
+    return Queue(metadata=ObjectMeta(name=DEFAULT_QUEUE), spec=QueueSpec(reclaimable=True))
 
 
 def gang_key(pod: Pod) -> str | None:

@@ -46,6 +46,8 @@ class ClusterState:
         self.members: dict[str, set[str]] = {}  # gang key -> uids of its pods
         # Grows whenever a gang's pods or PodGroup change: with `generation`, it keys gang plans.
         self.groups_version = 0
+        # Grows when a queue's spec or state, or a PriorityClass, changes: what fair order reads.
+        self.queues_version = 0
         # Called (on the loop) when capacity may have been freed: a pod stopped counting, or a
         # node appeared or changed. The waker retries parked gangs then.
         self.on_capacity_freed: list[Callable[[], None]] = []
@@ -83,12 +85,15 @@ class ClusterState:
 
     def upsert_priority_class(self, priority_class: PriorityClass) -> None:
         self.priority_classes[priority_class.metadata.name] = priority_class
+        self.queues_version += 1
 
     def delete_priority_class(self, name: str) -> None:
-        self.priority_classes.pop(name, None)
+        if self.priority_classes.pop(name, None) is not None:
+            self.queues_version += 1
 
     def replace_priority_classes(self, classes: Iterable[PriorityClass]) -> None:
         self.priority_classes = {c.metadata.name: c for c in classes}
+        self.queues_version += 1
 
     # -- PodGroups and Queues -----------------------------------------------------------------
 
@@ -114,13 +119,27 @@ class ClusterState:
             self.upsert_pod_group(group)
 
     def upsert_queue(self, queue: Queue) -> None:
+        """A new queue, spec or state is a change to the fair order; counts written by the
+        status writer are not."""
+        previous = self.queues.get(queue.metadata.name)
         self.queues[queue.metadata.name] = queue
+        if (
+            previous is None
+            or previous.spec != queue.spec
+            or previous.status.state != queue.status.state
+        ):
+            self.queues_version += 1
 
     def delete_queue(self, name: str) -> None:
-        self.queues.pop(name, None)
+        if self.queues.pop(name, None) is not None:
+            self.queues_version += 1
 
     def replace_queues(self, queues: Iterable[Queue]) -> None:
-        self.queues = {queue.metadata.name: queue for queue in queues}
+        listed = {queue.metadata.name: queue for queue in queues}
+        for name in set(self.queues) - set(listed):
+            self.delete_queue(name)
+        for queue in listed.values():
+            self.upsert_queue(queue)
 
     def gang_pods(self, key: str) -> list[Pod]:
         """The pods that name gang `key`, by name (finished ones included)."""

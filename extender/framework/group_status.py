@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from extender.api.scheduling import PodGroupCondition, PodGroupStatus
-from extender.framework.gang import GangView, Rejection
+from extender.framework.members import GangView, Rejection
 
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULED = "Scheduled"
@@ -35,6 +35,7 @@ _REASONS = {
     "MinResources": "NotEnoughResources",
     "NotEnoughPods": "NotEnoughTasks",
     "NotEnoughPodsOfTask": "NotEnoughPodsOfTask",
+    "Queued": "NotEnoughResources",
 }
 
 

@@ -8,6 +8,12 @@ request shape and recompute only the nodes that changed (`framework.table`):
 - `NodeScorer.score_node(request, node)`: 0.0 .. 1.0 (1 = best); the session weighs scorers by
   `weight` and maps the weighted mean onto the extender's 0..10.
 - `GangRules.settings`: present, it turns on gang admission (`framework.gang`) and the barrier.
+- `JobOrder.job_key(job)`: ranks waiting gangs within a queue in the fair order (lower first);
+  plugins rank in tier order (`framework.order`).
+- `QueueShares`: present, queues are ordered by their share of what they deserve.
+- `StarvationGuard.starving_after`: seconds after which a waiting gang starves (goes first and
+  drains capacity).
+- `Preempts.preempt_interval`: present, Lahar evicts whole gangs for gangs that cannot fit.
 
 A plugin is built from its policy arguments by a `PluginFactory`, which validates them and raises
 `ValueError("<argument>: <reason>")` on bad input.
@@ -21,6 +27,7 @@ from typing import Protocol, runtime_checkable
 from extender.api.resources import Resources
 from extender.cache.snapshot import NodeInfo
 from extender.framework.gang import GangSettings
+from extender.framework.order import Job
 from extender.framework.status import Status
 
 Argument = str | int | float | bool
@@ -48,6 +55,30 @@ class GangRules(Plugin, Protocol):
     """Turns on gang admission and the bind barrier, with these settings."""
 
     settings: GangSettings
+
+
+@runtime_checkable
+class JobOrder(Plugin, Protocol):
+    def job_key(self, job: Job) -> float: ...
+
+
+@runtime_checkable
+class QueueShares(Plugin, Protocol):
+    """Orders queues by their share of what they deserve (and lets starved queues reclaim)."""
+
+    orders_queues_by_share: bool
+
+
+@runtime_checkable
+class StarvationGuard(Plugin, Protocol):
+    starving_after: float
+
+
+@runtime_checkable
+class Preempts(Plugin, Protocol):
+    """Turns on Lahar-initiated preemption and reclaim, at most one every `preempt_interval` s."""
+
+    preempt_interval: float
 
 
 PluginFactory = Callable[[Mapping[str, Argument]], Plugin]

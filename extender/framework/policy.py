@@ -28,14 +28,20 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from extender.api.wire import explain
 from extender.framework.gang import GangSettings
+from extender.framework.order import Ordering
 from extender.framework.plugin import (
     Argument,
     GangRules,
+    JobOrder,
     NodeFilter,
     NodeScorer,
     Plugin,
     PluginFactory,
+    Preempts,
+    QueueShares,
+    StarvationGuard,
 )
+from extender.framework.victims import Rules
 
 API_VERSION = "lahar.io/v1alpha1"
 KIND = "SchedulerPolicy"
@@ -87,6 +93,26 @@ class Policy:
     def gang_settings(self) -> GangSettings | None:
         """The gang plugin's settings; None when the policy has no gang plugin."""
         return next((p.settings for p in self.plugins if isinstance(p, GangRules)), None)
+
+    @property
+    def preemption(self) -> tuple[float, Rules] | None:
+        """(seconds between preemptions, who may be evicted) with the preempt plugin; else None."""
+        interval = next((p.preempt_interval for p in self.plugins if isinstance(p, Preempts)), None)
+        if interval is None:
+            return None
+        names = {plugin.name for plugin in self.plugins}
+        return interval, Rules(preempt="priority" in names, reclaim="proportion" in names)
+
+    @property
+    def ordering(self) -> Ordering:
+        """The fair order's rules: job-order plugins in tier order, queue shares, starvation."""
+        return Ordering(
+            job_keys=tuple(p.job_key for p in self.plugins if isinstance(p, JobOrder)),
+            by_queue_share=any(isinstance(p, QueueShares) for p in self.plugins),
+            starving_after=next(
+                (p.starving_after for p in self.plugins if isinstance(p, StarvationGuard)), None
+            ),
+        )
 
 
 def load_policy(path: Path, registry: Mapping[str, PluginFactory]) -> Policy:

@@ -43,7 +43,7 @@ class Engine:
         self.policy = policy
         self.tables = Tables(policy.filters, policy.scorers)
         settings = policy.gang_settings
-        self.gangs = Gangs(settings) if settings is not None else None
+        self.gangs = Gangs(settings, ordering=policy.ordering) if settings is not None else None
 
     def session(self, snapshot: Snapshot) -> Session:
         return Session(snapshot, self)

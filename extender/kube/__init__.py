@@ -8,7 +8,7 @@ status and Events (`reports`). Callers get values or a
 `KubeError` naming the object and the reason; raw client exceptions do not leak upward.
 """
 
-from extender.kube.binding import annotate_pod, bind_pod
+from extender.kube.binding import annotate_pod, bind_pod, evict_pod
 from extender.kube.client import KubeError, client_for, connect, load_client
 from extender.kube.crds import wait_established
 from extender.kube.manifests import Manifest, apply_object, load_manifests
@@ -27,6 +27,7 @@ __all__ = [
     "condition",
     "connect",
     "delete",
+    "evict_pod",
     "list_objects",
     "load_client",
     "load_manifests",

@@ -4,8 +4,10 @@ The binding carries the pod's UID, so a pod deleted and re-created under the sam
 bound by a stale request. Binding is idempotent: if the pod is already bound to that very node (a
 retried call), it is a success; bound elsewhere, it is an error saying where.
 
-`annotate_pod` merge-patches a pod's annotations: Lahar uses it to have the scheduler retry a
-parked pod at once (any update to a pod requeues it), instead of after the periodic flush.
+`evict_pod` asks for a pod's eviction through the Eviction API, so PodDisruptionBudgets are
+honoured (a dry run first tells whether they would allow it). `annotate_pod` merge-patches a
+pod's annotations: Lahar uses it to have the scheduler retry a parked pod at once (any update
+to a pod requeues it), instead of after the periodic flush.
 """
 
 from __future__ import annotations
@@ -56,3 +58,26 @@ def annotate_pod(
         send(api, "PATCH", path, body=body, content_type="application/merge-patch+json").read()
     except ApiStatusError as error:
         raise KubeError(f"annotating pod {namespace}/{name}: {error}") from error
+
+
+def evict_pod(
+    api: k8s.ApiClient, namespace: str, name: str, uid: str, *, dry_run: bool = False
+) -> None:
+    """Evict `namespace/name` (only that very pod: its uid is a precondition); raise `KubeError`
+    saying why when the API refuses (a PodDisruptionBudget answers 429)."""
+    options: dict[str, object] = {"preconditions": {"uid": uid}} if uid else {}
+    if dry_run:
+        options["dryRun"] = ["All"]
+    body = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": name, "namespace": namespace},
+        "deleteOptions": options,
+    }
+    path = f"/api/v1/namespaces/{namespace}/pods/{name}/eviction"
+    try:
+        send(api, "POST", path, body=body, timeout=(5.0, 20.0)).read()
+    except ApiStatusError as error:
+        if error.status == 404 and not dry_run:
+            return  # already gone: what the eviction wanted
+        raise KubeError(f"evicting pod {namespace}/{name}: {error}") from error

@@ -51,3 +51,11 @@ def scorer_arguments(arguments: Mapping[str, Argument], prefix: str) -> tuple[in
     known.update(f"{prefix}.resources.{name}" for name in weights if name not in ("cpu", "memory"))
     reject_unknown(arguments, known, prefix)
     return weight(arguments, f"{prefix}.weight"), weights
+
+
+def seconds(arguments: Mapping[str, Argument], key: str, default: float) -> float:
+    """A number of seconds > 0."""
+    value = arguments.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ValueError(f"{key}: must be a number of seconds > 0, got {value!r}")
+    return float(value)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from extender.framework.gang import GangSettings
 from extender.framework.plugin import Argument
-from extender.plugins.arguments import reject_unknown
+from extender.plugins.arguments import reject_unknown, seconds
 
 NAME = "gang"
 KEYS = {
@@ -33,17 +33,10 @@ class Gang:
         self.settings = settings
 
 
-def _seconds(arguments: Mapping[str, Argument], key: str, default: float) -> float:
-    value = arguments.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ValueError(f"{key}: must be a number of seconds > 0, got {value!r}")
-    return float(value)
-
-
 def configure(arguments: Mapping[str, Argument]) -> Gang:
     reject_unknown(arguments, KEYS, NAME)
     defaults = GangSettings()
     values = {
-        field: _seconds(arguments, key, getattr(defaults, field)) for key, field in KEYS.items()
+        field: seconds(arguments, key, getattr(defaults, field)) for key, field in KEYS.items()
     }
     return Gang(GangSettings(**values))

@@ -1,7 +1,8 @@
 """The extender's outputs to the API server, as the async callables the core is handed.
 
-The core (barrier, waker, status writer) takes plain async functions, so it is tested without a
-cluster; these wrap the kube layer's blocking calls in worker threads for the real server.
+The core (barrier, waker, status writer, preemptor) takes plain async functions, so it is tested
+without a cluster; these wrap the kube layer's blocking calls in worker threads for the real
+server.
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ from kubernetes import client as k8s
 from extender.actions.bind import Binder, BindError
 from extender.api.scheduling import API_VERSION, PodGroup
 from extender.framework.group_status import Event
-from extender.kube import KubeError, annotate_pod, bind_pod, patch_pod_group_status, record_event
+from extender.kube import (
+    KubeError,
+    annotate_pod,
+    bind_pod,
+    evict_pod,
+    patch_pod_group_status,
+    record_event,
+)
+from extender.server.preemptor import Evictor
 from extender.server.status_writer import EventSink, StatusPatch
 from extender.server.waker import Patcher
 
@@ -36,6 +45,13 @@ def api_patcher(api: k8s.ApiClient) -> Patcher:
         await asyncio.to_thread(annotate_pod, api, namespace, name, annotations)
 
     return patch
+
+
+def api_evictor(api: k8s.ApiClient) -> Evictor:
+    async def evict(namespace: str, name: str, uid: str, dry_run: bool) -> None:
+        await asyncio.to_thread(evict_pod, api, namespace, name, uid, dry_run=dry_run)
+
+    return evict
 
 
 def api_status_patch(api: k8s.ApiClient) -> StatusPatch:

@@ -32,7 +32,13 @@ from extender.framework.group_status import Event
 from extender.framework.policy import Policy
 from extender.framework.recovery import recover
 from extender.framework.session import Engine
-from extender.server.adapters import api_binder, api_event_sink, api_patcher, api_status_patch
+from extender.server.adapters import (
+    api_binder,
+    api_event_sink,
+    api_evictor,
+    api_patcher,
+    api_status_patch,
+)
 from extender.server.keys import (
     BARRIER,
     BINDER,
@@ -44,7 +50,8 @@ from extender.server.keys import (
     STATUS,
     SYNCED,
 )
-from extender.server.metrics import Metrics
+from extender.server.metrics import Metrics, QueueGauges
+from extender.server.preemptor import Preemptor
 from extender.server.routes import add_routes
 from extender.server.status_writer import StatusWriter
 from extender.server.waker import Waker
@@ -88,6 +95,9 @@ def make_app(
         gangs.on_admitted.append(lambda key: metrics.gangs_admitted.inc())
         gangs.on_rejected.append(lambda key, why: metrics.gang_rejections.labels(why.cause).inc())
         metrics.pending_gangs.set_function(lambda: len(gangs.waiting))
+        metrics.registry.register(
+            QueueGauges(lambda: gangs.order(app[STATE], app[STATE].view().nodes))
+        )
         if api is not None:
             waker = Waker(app[STATE], gangs, api_patcher(api))
             waker.on_woken = metrics.wakes.inc
@@ -96,6 +106,19 @@ def make_app(
                 app[STATE], gangs, api_status_patch(api), api_event_sink(api), ready=app[SYNCED]
             )
             app.cleanup_ctx.append(_background(writer))
+            if policy.preemption is not None:
+                interval, rules = policy.preemption
+                preemptor = Preemptor(
+                    app[STATE],
+                    gangs,
+                    api_evictor(api),
+                    api_event_sink(api),
+                    interval=interval,
+                    rules=rules,
+                    ready=app[SYNCED],
+                )
+                preemptor.on_evicted = metrics.preemption_victims.inc
+                app.cleanup_ctx.append(_background(preemptor))
     if api is not None:
         app.cleanup_ctx.append(_informers(api))
     add_routes(app)

@@ -14,6 +14,11 @@ several apps in one process).
   `lahar_gang_barrier_timeouts_total`, `lahar_partial_gangs_total` (must stay 0),
   `lahar_pending_gangs` (gangs waiting for admission), `lahar_gang_members_held` (bind calls
   held at the barrier now), `lahar_gang_wakes_total` (pods requeued).
+- Queues, read from the fair order at scrape time (Volcano's names with Lahar's prefix):
+  `lahar_queue_allocated_{milli_cpu,memory_bytes}{queue}`, `lahar_queue_deserved_*`,
+  `lahar_queue_capacity_*` (capability; absent when uncapped), `lahar_queue_share{queue}`,
+  `lahar_queue_weight{queue}`, `lahar_queue_overused{queue}` (0/1), `lahar_queue_pending_gangs`;
+  `lahar_pod_preemption_victims_total` (pods Lahar evicted to preempt or reclaim).
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ from collections.abc import Callable, Iterable, Mapping
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from extender.api.resources import CPU, MEMORY
+from extender.framework.gang import Order
 
 # Filter and prioritize sit on the scheduler's serial path: resolve well below a millisecond.
 BUCKETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -50,6 +58,51 @@ class _Gauges(Collector):
             relists.add_metric([kind], relisted)
             reconnects.add_metric([kind], reconnected)
         return [objects, relists, reconnects]
+
+
+class QueueGauges(Collector):
+    """Per-queue figures of the current fair order (walked again only if the state moved)."""
+
+    def __init__(self, order: Callable[[], Order]) -> None:
+        self._order = order
+
+    def collect(self) -> Iterable[Metric]:
+        order = self._order()
+        families: dict[str, GaugeMetricFamily] = {}
+
+        def gauge(name: str, text: str, labels: list[str], value: float) -> None:
+            family = families.setdefault(
+                name, GaugeMetricFamily(f"lahar_{name}", text, labels=["queue"])
+            )
+            family.add_metric(labels, value)
+
+        pending = order.waiting_by_queue
+        for view in order.queues.values():
+            name = view.name
+            for field, amounts in (
+                ("allocated", view.allocated),
+                ("deserved", view.deserved),
+                ("capacity", view.queue.spec.capability),
+            ):
+                if field == "capacity" and CPU not in amounts:
+                    continue
+                gauge(f"queue_{field}_milli_cpu", f"Queue {field}: cpu", [name], amounts[CPU])
+                gauge(
+                    f"queue_{field}_memory_bytes",
+                    f"Queue {field}: memory",
+                    [name],
+                    amounts[MEMORY],
+                )
+            gauge("queue_share", "Allocated / deserved (max over resources)", [name], view.share)
+            gauge("queue_weight", "Queue weight", [name], view.queue.spec.weight)
+            gauge("queue_overused", "1 when holding more than deserved", [name], view.overused)
+            gauge(
+                "queue_pending_gangs",
+                "Gangs of the queue waiting for admission",
+                [name],
+                pending.get(name, 0),
+            )
+        return list(families.values())
 
 
 class Metrics:
@@ -106,6 +159,11 @@ class Metrics:
         self.members_held = Gauge(
             "lahar_gang_members_held",
             "Bind calls of gang members held at the barrier now",
+            registry=self.registry,
+        )
+        self.preemption_victims = Counter(
+            "lahar_pod_preemption_victims",
+            "Pods Lahar evicted to preempt or reclaim for a gang",
             registry=self.registry,
         )
         self.wakes = Counter(

@@ -20,8 +20,9 @@ from typing import Any
 
 from extender.api.scheduling import PodGroup
 from extender.cache.state import ClusterState
-from extender.framework.gang import Gangs, view_gang
+from extender.framework.gang import Gangs
 from extender.framework.group_status import Event, events, group_status, same_status
+from extender.framework.members import view_gang
 from extender.kube.reports import utc_now
 
 log = logging.getLogger(__name__)

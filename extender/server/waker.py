@@ -2,10 +2,10 @@
 
 kube-scheduler parks a pod every node rejected and retries it on a cluster event or a periodic
 flush minutes away; Lahar's own changes (a gang admitted, a reservation released, a backoff
-over, a PodGroup created) are no cluster events. So on those, and when capacity frees, the waker
-looks at the parked gangs, oldest first, asks the gang rules whether each would be admitted now
-(a dry run: nothing is reserved), and touches the annotation `lahar.io/retry` of the pending
-members of those that would, which requeues them at once. Passes are debounced; a pod is touched
+over, a PodGroup or Queue changed) are no cluster events. So on those, and when capacity frees,
+the waker asks the gang rules which parked gangs the fair order lets in now (nothing is
+reserved), and touches the annotation `lahar.io/retry` of their pending members, most deserving
+first, which requeues them at once. Passes are debounced; a pod is touched
 at most once per `min_interval`.
 """
 
@@ -17,7 +17,8 @@ import time
 from collections.abc import Awaitable, Callable
 
 from extender.cache.state import ClusterState
-from extender.framework.gang import Gangs, view_gang
+from extender.framework.gang import Gangs
+from extender.framework.members import view_gang
 
 log = logging.getLogger(__name__)
 RETRY_ANNOTATION = "lahar.io/retry"
@@ -67,14 +68,9 @@ class Waker:
 
     def _look(self) -> None:
         self._pass = None
-        nodes = self.state.view().nodes
-        for key, _ in sorted(self.gangs.waiting.items(), key=lambda item: item[1].since):
-            gang = view_gang(self.state, key)
-            if not gang.pending:
-                self.gangs.forget(key)  # nothing of it waits any more
-            elif self.gangs.would_admit(gang, nodes):
-                log.info("gang %s fits now: waking its %d pending pods", key, len(gang.pending))
-                self.wake_gang(key)
+        for key in self.gangs.admissible(self.state, self.state.view().nodes):
+            log.info("gang %s is let in by the fair order now: waking its pending pods", key)
+            self.wake_gang(key)
 
     async def run(self) -> None:
         """Touch the pending pods of queued gangs, one at a time, forever (a background task)."""

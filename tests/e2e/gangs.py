@@ -30,14 +30,21 @@ def submit_gang(
     min_member: int | None = None,
     scheduler: str = "lahar",
     group: bool = True,
+    queue: str = "",
+    priority_class: str = "",
 ) -> list[str]:
-    """A PodGroup `name` (minMember = size unless given; none with `group=False`), then its pods."""
+    """A PodGroup `name` (minMember = size unless given; none with `group=False`; in `queue` when
+    given), then its pods (of `priority_class` when given)."""
     if group:
         minimum = size if min_member is None else min_member
-        apply_object(api, make_group(name).ns(namespace).min_member(minimum).build())
+        body = make_group(name).ns(namespace).min_member(minimum)
+        apply_object(api, (body.queue(queue) if queue else body).build())
     names = [f"{name}-{index}" for index in range(size)]
     for member in names:
-        apply_object(api, pod(member, scheduler).cpu(cpu).group(name).build())
+        built = pod(member, scheduler).cpu(cpu).group(name)
+        apply_object(
+            api, (built.priority_class(priority_class) if priority_class else built).build()
+        )
     return names
 
 

@@ -105,6 +105,11 @@ def test_killing_lahar_mid_run_loses_no_pod_and_binds_none_twice(
 
     placement = {name: bound_node(api, namespace, name) for name in names}
 
+    wait_until(  # the scheduler records its events asynchronously, after the binding
+        lambda: set(scheduled_counts(api, namespace)) == set(names),
+        timeout=30,
+        what="a Scheduled event for every pod",
+    )
     assert scheduled_counts(api, namespace) == dict.fromkeys(names, 1)
     per_node = Counter(placement.values())
     assert set(per_node) <= set(nodes)

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from extender.cache.state import ClusterState
-from extender.framework import gang as gang_module
+from extender.framework import placement as placement_module
+from extender.framework.members import view_gang
 from extender.framework.policy import build_policy
 from extender.framework.session import Engine, FilterOutcome
 from extender.plugins import REGISTRY
@@ -126,8 +127,8 @@ def test_members_in_one_cluster_state_share_one_plan(
     state = two_node_cluster(*pods)
     state.upsert_pod_group(make_group("g").min_member(3).model())
     calls = []
-    real_place = gang_module.place
-    monkeypatch.setattr(gang_module, "place", lambda *a: calls.append(1) or real_place(*a))
+    real_place = placement_module.place
+    monkeypatch.setattr(placement_module, "place", lambda *a: calls.append(1) or real_place(*a))
     for pod in pods:
         assert filter_pod(engine, state, pod).passed == []
     assert len(calls) == 1
@@ -195,11 +196,11 @@ def test_min_task_member_is_part_of_standing() -> None:
     state.upsert_pod_group(make_group("g").min_member(2).min_task("ps", 1).model())
     for uid in ("g-1", "g-2"):  # two workers placed: minMember reached, but no ps
         state.assume(state.pods[uid], "n1")
-    gang = gang_module.view_gang(state, "default/g")
+    gang = view_gang(state, "default/g")
     assert gang.ready == 2
     assert not gang.stands
     state.assume(state.pods["g-0"], "n2")
-    assert gang_module.view_gang(state, "default/g").stands
+    assert view_gang(state, "default/g").stands
 
 
 def test_place_names_nodes_the_member_may_not_run_on() -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from extender.framework.gang import GangSettings
 from extender.framework.policy import PolicyError, build_policy, load_policy
+from extender.framework.victims import Rules
 from extender.plugins import REGISTRY
 from extender.plugins.binpack import Binpack
 from extender.plugins.predicates import Predicates
@@ -26,7 +27,19 @@ def policy(*tiers: list[dict[str, Any]]) -> dict[str, Any]:
 
 def test_the_shipped_policy_loads() -> None:
     loaded = load_policy(REPO_POLICY, REGISTRY)
-    assert [p.name for p in loaded.plugins] == ["gang", "predicates", "binpack"]
+    assert [p.name for p in loaded.plugins] == [
+        "sla",
+        "priority",
+        "gang",
+        "predicates",
+        "preempt",
+        "drf",
+        "proportion",
+        "binpack",
+    ]
+    assert loaded.ordering.starving_after == 120
+    assert loaded.ordering.by_queue_share
+    assert loaded.preemption == (5.0, Rules(preempt=True, reclaim=True))
     assert loaded.gang_settings == GangSettings(
         barrier_timeout=20, backoff=10, reservation_timeout=60
     )
@@ -85,9 +98,9 @@ def test_plugins_get_their_arguments() -> None:
         (policy(), "p.yaml: tiers: List should have at least 1 item"),
         (policy([]), "p.yaml: tiers.0.plugins: List should have at least 1 item"),
         (
-            policy([{"name": "drf"}]),
-            "p.yaml: tiers.0.plugins.0.name: unknown plugin 'drf' (known: binpack, "
-            "gang, predicates, spread)",
+            policy([{"name": "overcommit"}]),
+            "p.yaml: tiers.0.plugins.0.name: unknown plugin 'overcommit' (known: binpack, "
+            "drf, gang, predicates, preempt, priority, proportion, sla, spread)",
         ),
         (
             policy([{"name": "binpack"}], [{"name": "binpack"}]),

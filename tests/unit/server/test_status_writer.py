@@ -38,14 +38,15 @@ def test_a_hundred_members_binding_make_one_write_and_one_event() -> None:
         state = cluster([make_node("n1").cpu("64")], pods)
         state.upsert_pod_group(make_group("big").min_member(size).model())
         sink = Sink()
-        writer = StatusWriter(state, Gangs(), sink.write, sink.record, interval=0.2)
+        # The pass waits well beyond the ~0.1 s of binding, even on a loaded machine.
+        writer = StatusWriter(state, Gangs(), sink.write, sink.record, interval=0.5)
         writer.attach()
         task = asyncio.create_task(writer.run())
         for pod in pods:  # members bound one by one over about 0.1 s, as a scheduler binds them
             state.upsert_pod(pod.on("n1").phase("Running").model())
             await asyncio.sleep(0.001)
         await asyncio.wait_for(sink.written.wait(), 2)
-        await asyncio.sleep(0.3)  # a second pass would have run by now
+        await asyncio.sleep(0.6)  # a second pass would have run by now
         task.cancel()
 
         [(namespace, name, status)] = sink.writes

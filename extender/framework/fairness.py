@@ -1,0 +1,120 @@
+"""Fair shares: what each queue deserves of the cluster, and how far a queue or a job is into it.
+
+`water_fill` is Volcano's proportion rule, computed exactly per resource instead of by repeated
+rounds: each queue gets `weight / Σ weight` of what is left, never more than its capability nor
+than it asks for (allocated + pending), never less than its guarantee; what a capped queue cannot
+use flows to the others. A queue whose spec names `deserved` for a resource gets that (capped at
+its capability) before the rest is shared. Guarantees that together exceed the cluster shrink in
+proportion. So Σ deserved ≤ cluster and deserved ≤ capability always.
+
+`share` is how far a queue is into what it deserves (max over resources of allocated / deserved);
+`dominant_share` is DRF's job share (max over resources of allocated / cluster total). The pod
+count is not a shared resource and is left out of both. Pure arithmetic, integer units in and out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from extender.api.resources import EMPTY, PODS, Resources
+
+UNCAPPED = 2**62  # larger than any cluster's amount of any resource
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One queue's side of the sharing."""
+
+    name: str
+    weight: int = 1
+    request: Resources = EMPTY  # what it holds plus what its waiting gangs ask for
+    capability: Resources = EMPTY  # resources named here are capped
+    guarantee: Resources = EMPTY
+    deserved: Resources = EMPTY  # set by the user: taken as is for the resources it names
+
+
+def water_fill(claims: Sequence[Claim], total: Resources) -> dict[str, Resources]:
+    """What each queue deserves of `total` (see the module docstring)."""
+    amounts: dict[str, dict[str, int]] = {claim.name: {} for claim in claims}
+    for resource in total:
+        if resource == PODS:
+            continue
+        for name, amount in _fill_one(claims, resource, total[resource]).items():
+            amounts[name][resource] = amount
+    return {name: Resources(values) for name, values in amounts.items()}
+
+
+def _cap(claim: Claim, resource: str) -> int:
+    return claim.capability.get(resource, UNCAPPED)
+
+
+def _fill_one(claims: Sequence[Claim], resource: str, total: int) -> dict[str, int]:
+    result: dict[str, int] = {}
+    left = total
+    fixed = [c for c in claims if resource in c.deserved]
+    for claim in sorted(fixed, key=lambda c: c.name):
+        result[claim.name] = min(claim.deserved[resource], _cap(claim, resource), left)
+        left -= result[claim.name]
+    shared = [c for c in claims if resource not in c.deserved]
+    if not shared:
+        return result
+    floors = {c.name: min(c.guarantee[resource], _cap(c, resource)) for c in shared}
+    promised = sum(floors.values())
+    if promised > left:  # guarantees beyond the cluster: shrink them in proportion
+        floors = {name: floor * left // promised for name, floor in floors.items()}
+    ceilings = {
+        c.name: max(floors[c.name], min(_cap(c, resource), c.request[resource])) for c in shared
+    }
+    if sum(ceilings.values()) <= left:
+        result.update(ceilings)
+        return result
+
+    def filled(level: float) -> dict[str, int]:
+        return {
+            c.name: min(ceilings[c.name], max(floors[c.name], int(level * c.weight)))
+            for c in shared
+        }
+
+    low, high = 0.0, max(ceilings[c.name] / c.weight for c in shared) + 1.0
+    for _ in range(200):  # the largest water level whose fill still fits in what is left
+        middle = (low + high) / 2
+        if sum(filled(middle).values()) <= left:
+            low = middle
+        else:
+            high = middle
+        if high - low < 1e-6:
+            break
+    result.update(filled(low))
+    return result
+
+
+def share(allocated: Mapping[str, int], deserved: Mapping[str, int]) -> float:
+    """How far into its deserved share a queue is: 0 empty, 1 exactly at it, above 1 overused.
+    Holding any of a resource it deserves none of counts as fully used (1)."""
+    worst = 0.0
+    for resource, amount in allocated.items():
+        if resource == PODS or amount <= 0:
+            continue
+        limit = deserved.get(resource, 0)
+        worst = max(worst, amount / limit if limit > 0 else 1.0)
+    return worst
+
+
+def dominant_share(allocated: Mapping[str, int], total: Mapping[str, int]) -> float:
+    """DRF: the largest fraction of any cluster resource the job holds."""
+    worst = 0.0
+    for resource, amount in allocated.items():
+        limit = total.get(resource, 0)
+        if resource != PODS and limit > 0:
+            worst = max(worst, amount / limit)
+    return worst
+
+
+def overused(allocated: Mapping[str, int], deserved: Mapping[str, int]) -> bool:
+    """Holding more than it deserves of some resource (what makes a queue reclaimable from)."""
+    return any(
+        amount > deserved.get(resource, 0)
+        for resource, amount in allocated.items()
+        if resource != PODS and amount > 0
+    )

@@ -1,0 +1,90 @@
+"""A gang as the cluster state shows it now, and why a gang is refused.
+
+`view_gang` sorts a gang's pods into placed (counted on a node: bound, or assumed by Lahar's bind),
+pending, succeeded and failed; `GangView` answers the gang rules' questions about them (how many
+are ready, does the gang stand). A `Rejection` is a refusal as a value: a short cause for metrics
+and conditions, and the message a user reads. Pure.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from extender.api.objects import Pod
+from extender.api.resources import EMPTY, Resources
+from extender.api.scheduling import DEFAULT_QUEUE, PodGroup, task_of
+from extender.cache.state import ClusterState
+
+
+@dataclass(frozen=True)
+class GangView:
+    """One gang as the cluster state shows it now."""
+
+    key: str
+    group: PodGroup | None
+    placed: list[Pod]  # counted on a node (bound, or assumed by Lahar's bind)
+    succeeded: list[Pod]
+    pending: list[Pod]  # unplaced, not finished, not being deleted
+    failed: list[Pod] = field(default_factory=list)
+
+    @property
+    def ready(self) -> int:
+        return len(self.placed) + len(self.succeeded)
+
+    @property
+    def ready_per_task(self) -> Counter[str]:
+        return Counter(task_of(pod) for pod in self.placed + self.succeeded)
+
+    @property
+    def min_member(self) -> int:
+        return self.group.spec.min_member if self.group is not None else 1
+
+    @property
+    def queue(self) -> str:
+        return (self.group.spec.queue or DEFAULT_QUEUE) if self.group is not None else DEFAULT_QUEUE
+
+    @property
+    def allocated(self) -> Resources:
+        """What its placed members hold on their nodes."""
+        return sum((pod.request for pod in self.placed), EMPTY)
+
+    @property
+    def demand(self) -> Resources:
+        """What its pending members ask for."""
+        return sum((pod.request for pod in self.pending), EMPTY)
+
+    @property
+    def stands(self) -> bool:
+        """minMember members ready, and each task's minTaskMember of them."""
+        if self.ready < self.min_member:
+            return False
+        tasks = self.group.spec.min_task_member if self.group is not None else {}
+        ready = self.ready_per_task
+        return all(ready[task] >= wanted for task, wanted in tasks.items())
+
+
+def view_gang(state: ClusterState, key: str) -> GangView:
+    placed: list[Pod] = []
+    pending: list[Pod] = []
+    succeeded: list[Pod] = []
+    failed: list[Pod] = []
+    for pod in state.gang_pods(key):
+        if pod.status.phase == "Succeeded":
+            succeeded.append(pod)
+        elif pod.finished:
+            failed.append(pod)
+        elif state.placed_on(pod.metadata.uid) is not None:
+            placed.append(pod)
+        elif pod.metadata.deletion_timestamp is None:
+            pending.append(pod)
+    return GangView(key, state.pod_groups.get(key), placed, succeeded, pending, failed)
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Why a gang is not admitted: `cause` is a short class (metrics), `message` the full reason."""
+
+    cause: str  # NoPodGroup | BackingOff | NotEnoughPods | NotEnoughPodsOfTask | MinResources
+    #             | NotEnoughResources | QueueClosed | NoQueue | QueueCapability | Queued
+    message: str

@@ -1,0 +1,249 @@
+"""The admission order: which waiting gangs a batch scheduler would admit now, and in what order.
+
+The stock kube-scheduler picks which pod to ask about; Lahar decides whether its gang may go. Once
+per cluster change, `walk` lines up every gang that waits (plus the one being asked about), as
+Volcano's allocate action does:
+
+1. queues by their share of what they deserve, lowest first, re-ranked after every admission
+   (so two saturated queues weighted 1:3 end up holding 1:3);
+2. within a queue, jobs by the policy's job-order plugins in tier order (a gang waiting longer
+   than the starvation limit first, then PriorityClass, then DRF dominant share), then by age.
+
+Each gang in turn is planned on the capacity that admitted gangs and the gangs before it leave
+(`Turn.slots`). One that does not fit claims nothing, so capacity is never left idle while a
+more deserving gang cannot use it (backfill), except for a *starving* gang: it holds the free
+capacity of the nodes it is draining toward (`Turn.held`), so small gangs stop taking what it
+needs, until it fits. A gang the walk passed over because others came first says who.
+Queue rules refuse before any plan: a Closed queue admits nothing new, a missing queue nothing,
+and a gang never takes its queue past its capability. Pure.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from extender.api.objects import Pod
+from extender.api.quantity import format_units
+from extender.api.resources import CPU, EMPTY, MEMORY, Resources
+from extender.cache.snapshot import NodeInfo
+from extender.framework.fairness import dominant_share, share
+from extender.framework.members import GangView, Rejection
+from extender.framework.placement import Slot, choose, plan
+from extender.framework.queues import QueueView
+
+
+@dataclass(frozen=True)
+class Job:
+    """A waiting gang as the job-order plugins see it."""
+
+    key: str
+    queue: str
+    priority: int
+    dominant_share: float  # DRF: of the cluster, the largest fraction it holds of any resource
+    since: float  # when it started waiting (the clock's seconds)
+    starving: bool  # waiting longer than the starvation limit
+
+
+JobKey = Callable[[Job], float]  # lower goes first
+
+
+@dataclass(frozen=True)
+class Ordering:
+    """The order rules the policy's plugins turn on."""
+
+    job_keys: tuple[JobKey, ...] = ()
+    by_queue_share: bool = True  # proportion: the least served queue goes first
+    starving_after: float | None = None  # seconds; None: no starvation guard
+
+
+@dataclass(frozen=True)
+class Turn:
+    key: str
+    slots: dict[str, Slot] = field(default_factory=dict)  # it fits: admit it with these
+    rejection: Rejection | None = None
+    held: dict[str, Resources] = field(default_factory=dict)  # starving: capacity kept for it
+    targets: dict[str, Resources] = field(default_factory=dict)  # starving: what it drains toward
+
+
+@dataclass(frozen=True)
+class Contender:
+    gang: GangView
+    since: float
+    blocked: Rejection | None = None  # refused before any plan (backing off, no PodGroup)
+
+
+def walk(
+    contenders: Sequence[Contender],
+    queues: Mapping[str, QueueView],
+    nodes: Mapping[str, NodeInfo],
+    reserved: Mapping[str, Resources],
+    ordering: Ordering,
+    *,
+    now: float,
+    priority_of: Callable[[GangView], int],
+    targets: Mapping[str, dict[str, Resources]] | None = None,
+) -> list[Turn]:
+    """Every contender's turn, in the order decided (see the module docstring). `reserved` is
+    per node what admitted gangs hold; `targets` the nodes starving gangs drained toward before
+    (kept while they can still take the gang, so draining accumulates)."""
+    total = sum((i.allocatable for i in nodes.values() if not i.unschedulable), EMPTY)
+    turns: list[Turn] = []
+    claims = _Claims(nodes, reserved)
+    allocated = {name: view.allocated for name, view in queues.items()}
+    lines: dict[str, list[tuple[tuple[float, ...], Contender]]] = {}
+    for contender in contenders:
+        gang = contender.gang
+        refusal = contender.blocked or _queue_refusal(gang, queues)
+        if refusal is not None:
+            turns.append(Turn(gang.key, rejection=refusal))
+            continue
+        job = Job(
+            gang.key,
+            gang.queue,
+            priority_of(gang),
+            dominant_share(gang.allocated, total),
+            contender.since,
+            _starving(contender, ordering, now),
+        )
+        rank = (*(key(job) for key in ordering.job_keys), job.since)
+        lines.setdefault(gang.queue, []).append((rank, contender))
+    for line in lines.values():
+        line.sort(key=lambda entry: (entry[0], entry[1].gang.key))
+        line.reverse()  # pop() takes the first
+
+    def queue_rank(name: str) -> tuple[float, int, str]:
+        view = queues[name]
+        fill = share(allocated[name], view.deserved) if ordering.by_queue_share else 0.0
+        return (fill, -view.queue.spec.priority, name)
+
+    heap = [(queue_rank(name), name) for name in lines]
+    heapq.heapify(heap)
+    while heap:
+        _, name = heapq.heappop(heap)
+        _, contender = lines[name].pop()
+        gang = contender.gang
+        turn = claims.turn(gang, queues[name], allocated[name])
+        if turn.slots:
+            for slot in turn.slots.values():
+                claims.take(gang.key, slot.node, slot.request)
+                allocated[name] = allocated[name] + slot.request
+        elif _starving(contender, ordering, now):
+            aimed, held = drain(gang, nodes, claims.claimed, (targets or {}).get(gang.key))
+            for node, amount in held.items():
+                claims.take(gang.key, node, amount)
+            turn = Turn(gang.key, rejection=turn.rejection, held=held, targets=aimed)
+        turns.append(turn)
+        if lines[name]:
+            heapq.heappush(heap, (queue_rank(name), name))
+    return turns
+
+
+def _starving(contender: Contender, ordering: Ordering, now: float) -> bool:
+    limit = ordering.starving_after
+    return limit is not None and now - contender.since >= limit
+
+
+def _queue_refusal(gang: GangView, queues: Mapping[str, QueueView]) -> Rejection | None:
+    view = queues.get(gang.queue)
+    if view is None:
+        return Rejection(
+            "NoQueue",
+            f"gang {gang.key}: queue {gang.queue} does not exist; it waits until it is created",
+        )
+    if not view.queue.open:
+        return Rejection(
+            "QueueClosed",
+            f"gang {gang.key}: queue {gang.queue} is {view.queue.status.state}: it admits "
+            "nothing new (running work continues)",
+        )
+    return None
+
+
+class _Claims:
+    """What the walk has handed out so far, on top of what admitted gangs reserve."""
+
+    def __init__(self, nodes: Mapping[str, NodeInfo], reserved: Mapping[str, Resources]) -> None:
+        self.nodes, self.reserved = nodes, reserved
+        self.claimed: dict[str, Resources] = dict(reserved)
+        self.claimants: dict[str, list[str]] = {}  # node -> gangs that took capacity on it
+
+    def take(self, key: str, node: str, amount: Resources) -> None:
+        self.claimed[node] = self.claimed.get(node, EMPTY) + amount
+        self.claimants.setdefault(node, []).append(key)
+
+    def turn(self, gang: GangView, view: QueueView, allocated: Resources) -> Turn:
+        """The gang's turn on what is left: its slots, or why it waits."""
+        members, _ = choose(gang)
+        over = view.capped(sum((pod.request for pod in members), EMPTY), allocated)
+        if over is not None:
+            limit = format_units(view.queue.spec.capability[over], over)
+            message = (
+                f"gang {gang.key}: queue {view.name} would hold more {over} than its "
+                f"capability ({limit}); it waits until the queue's own work frees some"
+            )
+            return Turn(gang.key, rejection=Rejection("QueueCapability", message))
+        slots, rejection = plan(gang, self.nodes, self.claimed)
+        if rejection is None:
+            return Turn(gang.key, slots=slots)
+        if rejection.cause != "NotEnoughResources" or not self.claimants:
+            return Turn(gang.key, rejection=rejection)
+        alone, _ = plan(gang, self.nodes, self.reserved)
+        if not alone:
+            return Turn(gang.key, rejection=rejection)
+        ahead = sorted(
+            {k for slot in alone.values() for k in self.claimants.get(slot.node, [])}
+            or {k for keys in self.claimants.values() for k in keys}
+        )
+        named = ", ".join(ahead[:3]) + (f" and {len(ahead) - 3} more" if len(ahead) > 3 else "")
+        message = (
+            f"gang {gang.key}: the capacity it needs goes first to gangs ahead of it in the "
+            f"fair order (queue share, priority, age): {named}"
+        )
+        return Turn(gang.key, rejection=Rejection("Queued", message))
+
+
+def drain(
+    gang: GangView,
+    nodes: Mapping[str, NodeInfo],
+    claimed: Mapping[str, Resources],
+    previous: Mapping[str, Resources] | None,
+) -> tuple[dict[str, Resources], dict[str, Resources]]:
+    """The free capacity to hold for a starving gang that does not fit yet: on the nodes it
+    would fit on were they empty (those that have most free first, the previous targets kept),
+    what is free now up to what its members need there. Freed capacity then accumulates for it.
+    Returns (what it aims for per node, what is held now)."""
+    members, _ = choose(gang)
+    room = {name: info.allocatable for name, info in nodes.items() if not info.unschedulable}
+    free = {
+        name: info.free - claimed.get(name, EMPTY)
+        for name, info in nodes.items()
+        if not info.unschedulable
+    }
+    kept = set(previous or ())
+
+    def preference(name: str) -> tuple[int, int, int, str]:
+        return (0 if name in kept else 1, -free[name][CPU], -free[name][MEMORY], name)
+
+    ranked = sorted(room, key=preference)
+    target: dict[str, Resources] = {}
+    for pod in sorted(members, key=_largest_first):
+        for name in ranked:
+            info = nodes[name]
+            after = target.get(name, EMPTY) + pod.request
+            if after.shortfall(room[name]) is None and pod.may_run_on(
+                info.labels, info.taints, name
+            ):
+                target[name] = after
+                break
+    held: dict[str, Resources] = {}
+    for name, amount in target.items():
+        keep = Resources({r: max(0, min(amount[r], free[name][r])) for r in amount})
+        if keep:
+            held[name] = keep
+    return target, held
+
+
+def _largest_first(pod: Pod) -> tuple[int, int, str]:
+    return (-pod.request[CPU], -pod.request[MEMORY], pod.metadata.name)

@@ -1,0 +1,199 @@
+"""Choosing victims: the fewest whole gangs whose eviction lets a waiting gang fit.
+
+A victim is a `Unit`: a whole running gang, or one member a gang has beyond its `minMember`
+(taking it leaves the gang standing); never part of a gang's core, so no victim gang is left
+below `minMember`. Which units are eligible (`eligible`):
+
+- *preempt*: gangs of lower priority in the preemptor's own queue;
+- *reclaim*: gangs of other queues that are reclaimable and hold more than they deserve, while
+  the preemptor's queue holds less than it deserves; each such queue may be taken below its
+  deserved share by at most one unit (its last).
+
+`choose` finds the cheapest set (fewest pods, then least cpu, then memory) that lets the
+preemptor's members all be placed: an exact search over the cheapest units while a budget of
+tries lasts, else greedy by cost and then pruned, so the set is always irreducible (no unit in it
+can be spared). Pods outside PodGroups are never victims. Pure.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from extender.api.objects import Pod
+from extender.api.resources import CPU, EMPTY, MEMORY, Resources
+from extender.cache.snapshot import NodeInfo
+from extender.framework.fairness import overused
+from extender.framework.members import GangView
+from extender.framework.placement import place
+from extender.framework.queues import QueueView
+
+SEARCH_BUDGET = 4_000  # placement tries of the exact search before it turns greedy
+
+
+@dataclass(frozen=True)
+class Unit:
+    key: str  # the victim gang
+    queue: str
+    priority: int
+    pods: tuple[tuple[Pod, str], ...]  # each with its node
+    whole: bool  # the whole gang (else one spare member)
+
+    @property
+    def request(self) -> Resources:
+        return sum((pod.request for pod, _ in self.pods), EMPTY)
+
+    @property
+    def cost(self) -> tuple[int, int, int]:
+        request = self.request
+        return (len(self.pods), request[CPU], request[MEMORY])
+
+
+@dataclass(frozen=True)
+class Rules:
+    preempt: bool = True  # lower priority, same queue
+    reclaim: bool = True  # overused reclaimable queues, for a queue below its share
+
+
+def units_of(gang: GangView, priority: int, node_of: Mapping[str, str]) -> list[Unit]:
+    """The ways to evict from a running gang: whole, or each member beyond minMember."""
+    placed = tuple((pod, node_of[pod.metadata.uid]) for pod in gang.placed)
+    if not placed:
+        return []
+    units = [Unit(gang.key, gang.queue, priority, placed, whole=True)]
+    spare = gang.ready - max(gang.min_member, 1)
+    if spare > 0 and not (gang.group and gang.group.spec.min_task_member):
+        for member in sorted(placed, key=lambda p: p[0].metadata.name, reverse=True)[:spare]:
+            units.append(Unit(gang.key, gang.queue, priority, (member,), whole=False))
+    return units
+
+
+def eligible(
+    units: Iterable[Unit],
+    queue: str,
+    priority: int,
+    queues: Mapping[str, QueueView],
+    rules: Rules,
+) -> list[Unit]:
+    """The units a gang of `priority` in `queue` may take (see the module docstring)."""
+    own = queues.get(queue)
+    starved = own is not None and not overused(own.allocated, own.deserved)
+    chosen = []
+    for unit in units:
+        if unit.queue == queue:
+            if rules.preempt and unit.priority < priority:
+                chosen.append(unit)
+            continue
+        other = queues.get(unit.queue)
+        if (
+            rules.reclaim
+            and starved
+            and other is not None
+            and other.queue.spec.reclaimable
+            and other.overused
+        ):
+            chosen.append(unit)
+    return sorted(chosen, key=lambda u: (u.cost, u.priority, u.key))
+
+
+def choose(
+    members: Sequence[Pod],
+    units: Sequence[Unit],
+    nodes: Mapping[str, NodeInfo],
+    reserved: Mapping[str, Resources],
+    *,
+    queues: Mapping[str, QueueView],
+    preemptor_queue: str,
+) -> list[Unit] | None:
+    """The cheapest valid set of `units` (sorted by cost) after whose eviction all `members`
+    fit; None when even all of them would not do."""
+
+    def fits(chosen: Sequence[Unit]) -> bool:
+        return _valid(chosen, queues, preemptor_queue) and _fits(members, chosen, nodes, reserved)
+
+    wholes = {unit.key for unit in units if unit.whole}
+    everything = [unit for unit in units if unit.whole or unit.key not in wholes]
+    if not units or not _fits(members, everything, nodes, reserved):
+        return None
+    best: list[Unit] | None = None
+    tries = 0
+    for size in range(1, len(units) + 1):
+        if best is not None and size > _cost(best)[0]:
+            break  # every unit is at least one pod: a larger set cannot evict fewer
+        for combo in itertools.combinations(units, size):
+            tries += 1
+            if tries > SEARCH_BUDGET:
+                return best if best is not None else _greedy(units, fits)
+            if best is not None and _cost(combo) >= _cost(best):
+                continue
+            if fits(combo):
+                best = list(combo)
+    return best  # searched every set: None means no valid set lets it fit
+
+
+def _greedy(units: Sequence[Unit], fits: Callable[[Sequence[Unit]], bool]) -> list[Unit] | None:
+    chosen: list[Unit] = []
+    for unit in units:
+        if _valid_with(chosen, unit):
+            chosen.append(unit)
+        if fits(chosen):
+            break
+    else:
+        return None
+    for unit in sorted(chosen, key=lambda u: u.cost, reverse=True):  # prune what is not needed
+        rest = [u for u in chosen if u is not unit]
+        if rest and fits(rest):
+            chosen = rest
+    return chosen
+
+
+def _valid_with(chosen: Sequence[Unit], unit: Unit) -> bool:
+    """Whether `unit` adds anything to `chosen` (a spare member of a gang taken whole does not)."""
+    return not any(u.key == unit.key and (u.whole or unit.whole) for u in chosen)
+
+
+def _cost(units: Iterable[Unit]) -> tuple[int, int, int]:
+    pods: set[str] = set()
+    request = EMPTY
+    for unit in units:
+        for pod, _ in unit.pods:
+            if pod.metadata.uid not in pods:
+                pods.add(pod.metadata.uid)
+                request = request + pod.request
+    return (len(pods), request[CPU], request[MEMORY])
+
+
+def _valid(chosen: Sequence[Unit], queues: Mapping[str, QueueView], own: str) -> bool:
+    """No gang both whole and by spare members; a reclaimed queue taken below its deserved share
+    by at most its last unit."""
+    wholes = {unit.key for unit in chosen if unit.whole}
+    if any(not unit.whole and unit.key in wholes for unit in chosen):
+        return False
+    taken: dict[str, list[Resources]] = {}
+    for unit in chosen:
+        if unit.queue != own:
+            taken.setdefault(unit.queue, []).append(unit.request)
+    for name, requests in taken.items():
+        view = queues[name]
+        rest = view.allocated - sum(sorted(requests, key=lambda r: r[CPU])[:-1], EMPTY)
+        if not overused(rest, view.deserved):
+            return False
+    return True
+
+
+def _fits(
+    members: Sequence[Pod],
+    chosen: Sequence[Unit],
+    nodes: Mapping[str, NodeInfo],
+    reserved: Mapping[str, Resources],
+) -> bool:
+    after = dict(reserved)
+    seen: set[str] = set()
+    for unit in chosen:
+        for pod, node in unit.pods:
+            if pod.metadata.uid not in seen:
+                seen.add(pod.metadata.uid)
+                after[node] = after.get(node, EMPTY) - pod.request
+    _, failures = place(list(members), nodes, after)
+    return not failures

@@ -1,0 +1,32 @@
+"""Job priority: a gang of higher PriorityClass goes first within its queue, and may preempt.
+
+The gang's priority is its PodGroup's `priorityClassName` (the PriorityClass's value), else the
+highest priority among its pods (the apiserver sets a pod's from its class). In the fair order it
+ranks jobs in tier order with the other job-order plugins; with the `preempt` plugin, a gang may
+evict whole gangs of lower priority in its own queue.
+
+    - name: priority
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from extender.framework.order import Job
+from extender.framework.plugin import Argument
+from extender.plugins.arguments import reject_unknown
+
+NAME = "priority"
+
+
+class Priority:
+    name = NAME
+    preempts_lower_priority = True
+
+    def job_key(self, job: Job) -> float:
+        return -float(job.priority)
+
+
+def configure(arguments: Mapping[str, Argument]) -> Priority:
+    reject_unknown(arguments, (), NAME)
+    return Priority()

@@ -1,0 +1,30 @@
+"""Queues share the cluster by weight (Volcano's proportion).
+
+Each queue deserves a water-filled share of the schedulable capacity (`framework.fairness`): by
+weight, within its capability, no more than it asks for, no less than its guarantee; `deserved`
+in the Queue's spec fixes it. In the fair order the queue least far into its deserved share goes
+first; with the `preempt` plugin, a queue below its share may reclaim whole gangs from reclaimable
+queues above theirs.
+
+    - name: proportion
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from extender.framework.plugin import Argument
+from extender.plugins.arguments import reject_unknown
+
+NAME = "proportion"
+
+
+class Proportion:
+    name = NAME
+    orders_queues_by_share = True
+    reclaims_for_starved_queues = True
+
+
+def configure(arguments: Mapping[str, Argument]) -> Proportion:
+    reject_unknown(arguments, (), NAME)
+    return Proportion()

@@ -1,0 +1,37 @@
+"""The starvation guard (Volcano's sla): a gang waiting too long goes first and drains capacity.
+
+A gang refused for longer than `sla.waitingTimeSeconds` is *starving*: it goes before every other
+job of its queue, and when it still does not fit it holds the free capacity of the nodes it would
+fit on (the fair order's drain), so a stream of small gangs stops taking what it needs; as their
+pods end, the capacity accumulates for it until it fits.
+
+    - name: sla
+      arguments:
+        sla.waitingTimeSeconds: 300
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from extender.framework.order import Job
+from extender.framework.plugin import Argument
+from extender.plugins.arguments import reject_unknown, seconds
+
+NAME = "sla"
+WAITING = "sla.waitingTimeSeconds"
+
+
+class Sla:
+    name = NAME
+
+    def __init__(self, starving_after: float) -> None:
+        self.starving_after = starving_after
+
+    def job_key(self, job: Job) -> float:
+        return 0.0 if job.starving else 1.0
+
+
+def configure(arguments: Mapping[str, Argument]) -> Sla:
+    reject_unknown(arguments, (WAITING,), NAME)
+    return Sla(seconds(arguments, WAITING, 300.0))

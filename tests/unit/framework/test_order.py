@@ -1,0 +1,198 @@
+"""The fair order at admission: queue share, priority, backfill, queue rules and starvation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from extender.cache.state import ClusterState
+from extender.framework.policy import build_policy
+from extender.framework.session import Engine
+from extender.plugins import REGISTRY
+from tests.builders import (
+    PodBuilder,
+    QueueBuilder,
+    cluster,
+    make_group,
+    make_node,
+    make_pod,
+    make_queue,
+)
+
+PLUGINS = ["sla", "priority", "gang", "drf", "proportion", "predicates"]
+
+
+def engine(sla_seconds: float = 300, now: list[float] | None = None) -> Engine:
+    plugins = [
+        {"name": name, "arguments": {"sla.waitingTimeSeconds": sla_seconds}}
+        if name == "sla"
+        else {"name": name}
+        for name in PLUGINS
+    ]
+    document = {
+        "apiVersion": "lahar.io/v1alpha1",
+        "kind": "SchedulerPolicy",
+        "tiers": [{"plugins": plugins}],
+    }
+    built = Engine(build_policy(document, REGISTRY))
+    if now is not None:
+        assert built.gangs is not None
+        built.gangs.clock = lambda: now[0]
+    return built
+
+
+@dataclass
+class Gang:
+    name: str
+    size: int
+    cpu: str = "2"
+    queue: str = ""
+    priority: int = 0
+    on: str = ""  # already running there (all members)
+
+    def pods(self) -> list[PodBuilder]:
+        pods = []
+        for index in range(self.size):
+            pod = (
+                make_pod(f"{self.name}-{index}")
+                .cpu(self.cpu)
+                .group(self.name)
+                .priority(self.priority)
+            )
+            pods.append(pod.on(self.on).phase("Running") if self.on else pod)
+        return pods
+
+
+@dataclass
+class Scenario:
+    nodes: int
+    gangs: list[Gang]
+    queues: list[QueueBuilder] = field(default_factory=list)
+
+
+def state_of(scenario: Scenario) -> ClusterState:
+    nodes = [make_node(f"n{i}").cpu("4") for i in range(scenario.nodes)]
+    state = cluster(nodes, [pod for gang in scenario.gangs for pod in gang.pods()])
+    for queue in scenario.queues:
+        state.upsert_queue(queue.model())
+    for gang in scenario.gangs:
+        group = make_group(gang.name).min_member(gang.size)
+        state.upsert_pod_group((group.queue(gang.queue) if gang.queue else group).model())
+    return state
+
+
+def ask(built: Engine, state: ClusterState, gang: str) -> str | None:
+    """Filter the gang's first member as the filter action does: None when admitted."""
+    assert built.gangs is not None
+    pod = state.pods[f"uid-default-{gang}-0"]
+    return built.gangs.verdict(state, state.view().nodes, pod).reason
+
+
+def free(state: ClusterState, gang: Gang) -> None:
+    """The gang's pods finish: their capacity is free."""
+    for pod in gang.pods():
+        state.upsert_pod(pod.phase("Succeeded").model())
+
+
+def test_the_least_served_queue_goes_first_when_capacity_frees() -> None:
+    running_a = Gang("run-a", 2, queue="a", on="n0")
+    running = [
+        running_a,
+        Gang("run-a2", 2, queue="a", on="n1"),
+        Gang("run-b", 2, queue="b", on="n2"),
+    ]
+    scenario = Scenario(
+        3,
+        [*running, Gang("next-a", 2, queue="a"), Gang("next-b", 2, queue="b")],
+        [make_queue("a").weight(1), make_queue("b").weight(3)],
+    )
+    state, built = state_of(scenario), engine()
+    assert ask(built, state, "next-a") is not None  # full: both wait
+    assert ask(built, state, "next-b") is not None
+    # 4 cpu free. Of 12, a deserves 3 and holds 4 (share 1.33); b deserves 9 and holds 4 (0.44).
+    free(state, running_a)
+    reason = ask(built, state, "next-a")
+    assert reason is not None and "ahead of it in the fair order" in reason
+    assert "default/next-b" in reason
+    assert built.gangs is not None
+    assert built.gangs.admissible(state, state.view().nodes) == ["default/next-b"]
+    assert ask(built, state, "next-b") is None
+
+
+@pytest.mark.parametrize(
+    ("gangs", "asked", "admitted"),
+    [
+        pytest.param(
+            [Gang("low", 2, priority=1), Gang("high", 2, priority=100)],
+            "low",
+            "high",
+            id="higher priority first in a queue",
+        ),
+        pytest.param(
+            [Gang("big", 3, priority=100), Gang("small", 2, priority=1)],
+            "small",
+            "small",
+            id="backfill: a more deserving gang that cannot fit claims nothing",
+        ),
+    ],
+)
+def test_order_within_a_queue(gangs: list[Gang], asked: str, admitted: str) -> None:
+    blocker = Gang("run", 2, on="n0")  # 4 of 8 cpu in use: room for one gang of 2x2
+    state, built = state_of(Scenario(2, [blocker, Gang("filler", 2, on="n1"), *gangs])), engine()
+    for gang in gangs:
+        assert ask(built, state, gang.name) is not None
+    free(state, blocker)
+    assert built.gangs is not None
+    assert built.gangs.admissible(state, state.view().nodes) == [f"default/{admitted}"]
+    assert (ask(built, state, asked) is None) == (asked == admitted)
+
+
+@pytest.mark.parametrize(
+    ("queue", "words"),
+    [
+        (make_queue("q").state("Closed"), "queue q is Closed: it admits nothing new"),
+        (None, "queue q does not exist"),
+        (
+            make_queue("q").capability(cpu="3"),
+            "queue q would hold more cpu than its capability (3)",
+        ),
+    ],
+)
+def test_queue_rules_refuse_before_any_plan(queue: QueueBuilder | None, words: str) -> None:
+    scenario = Scenario(2, [Gang("g", 2, queue="q")], [queue] if queue else [])
+    state = state_of(scenario)
+    reason = ask(engine(), state, "g")
+    assert reason is not None and words in reason
+
+
+def test_a_closed_queue_keeps_its_running_work() -> None:
+    state = state_of(
+        Scenario(1, [Gang("g", 1, queue="q", on="n0")], [make_queue("q").state("Closed")])
+    )
+    assert ask(engine(), state, "g") is None  # it stands: nothing to admit, nothing refused
+
+
+def test_a_starving_gang_drains_capacity_that_small_gangs_would_take() -> None:
+    now = [0.0]
+    built = engine(sla_seconds=60, now=now)
+    small_running = [Gang(f"run{i}", 1, cpu="2", on=f"n{i}") for i in range(2)]
+    big = Gang("big", 2, cpu="4")  # needs two empty nodes
+    state = state_of(Scenario(2, [*small_running, big, Gang("small", 1, cpu="2")]))
+    assert ask(built, state, "big") is not None
+    now[0] = 30.0  # not starving yet: backfill lets the small one in
+    assert ask(built, state, "small") is None and built.gangs is not None
+    built.gangs.consume("uid-default-small-0")  # bound, as the bind action does
+    state.upsert_pod(make_pod("small-0").cpu("2").group("small").on("n0").phase("Running").model())
+    free(state, small_running[0])
+    state.upsert_pod(make_pod("later-0").cpu("2").group("later").model())
+    state.upsert_pod_group(make_group("later").model())
+    now[0] = 61.0  # big starves: the 2 cpu free on n0 are held for it
+    assert ask(built, state, "big") is not None
+    reason = ask(built, state, "later")
+    assert reason is not None and "default/big" in reason
+    free(state, small_running[1])
+    state.upsert_pod(
+        make_pod("small-0").cpu("2").group("small").on("n0").phase("Succeeded").model()
+    )
+    assert ask(built, state, "big") is None  # the drained nodes are whole: it goes

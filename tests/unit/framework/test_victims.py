@@ -1,0 +1,177 @@
+"""Victim choice: whole gangs or spare members only, eligible by priority and queue, fewest."""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from extender.cache.state import ClusterState
+from extender.framework import victims
+from extender.framework.members import view_gang
+from extender.framework.queues import account
+from extender.framework.victims import Rules, Unit, choose, eligible, units_of
+from tests.builders import cluster, make_group, make_node, make_pod, make_queue
+
+
+def running(
+    state: ClusterState,
+    name: str,
+    nodes: list[str],
+    *,
+    cpu: str = "2",
+    queue: str = "",
+    priority: int = 0,
+    min_member: int | None = None,
+) -> None:
+    for index, node in enumerate(nodes):
+        pod = make_pod(f"{name}-{index}").cpu(cpu).group(name).priority(priority).on(node)
+        state.upsert_pod(pod.phase("Running").model())
+    group = make_group(name).min_member(len(nodes) if min_member is None else min_member)
+    state.upsert_pod_group((group.queue(queue) if queue else group).model())
+
+
+def waiting(
+    state: ClusterState, name: str, size: int, *, cpu: str = "2", queue: str = "", priority: int = 0
+) -> None:
+    for index in range(size):
+        state.upsert_pod(
+            make_pod(f"{name}-{index}").cpu(cpu).group(name).priority(priority).model()
+        )
+    group = make_group(name).min_member(size)
+    state.upsert_pod_group((group.queue(queue) if queue else group).model())
+
+
+BOTH = Rules()
+
+
+def candidates(state: ClusterState, preemptor: str, rules: Rules = BOTH) -> list[Unit]:
+    """The units the waiting gang `preemptor` may take, cheapest first."""
+    queues = account(state, state.view().nodes, {})
+    node_of = {uid: state.placed_on(uid) or "" for uid in state.pods}
+    gang = view_gang(state, f"default/{preemptor}")
+    units: list[Unit] = []
+    for key in state.pod_groups:
+        if key != gang.key:
+            other = view_gang(state, key)
+            priority = max((p.spec.priority for p in other.placed), default=0)
+            units += units_of(other, priority, node_of)
+    priority = max(p.spec.priority for p in gang.pending)
+    return eligible(units, gang.queue, priority, queues, rules)
+
+
+def decide(state: ClusterState, preemptor: str, rules: Rules = BOTH) -> list[str] | None:
+    nodes = state.view().nodes
+    queues = account(state, nodes, {})
+    gang = view_gang(state, f"default/{preemptor}")
+    allowed = candidates(state, preemptor, rules)
+    chosen = choose(gang.pending, allowed, nodes, {}, queues=queues, preemptor_queue=gang.queue)
+    if chosen is None:
+        return None
+    return sorted(
+        u.key.split("/")[1] + ("" if u.whole else ":" + u.pods[0][0].metadata.name) for u in chosen
+    )
+
+
+def four_nodes() -> ClusterState:
+    return cluster([make_node(f"n{i}").cpu("4") for i in range(4)])
+
+
+def test_the_fewest_pods_go_whole_gangs_of_lower_priority_only() -> None:
+    state = four_nodes()
+    running(state, "big-low", ["n0", "n0", "n1", "n1"], priority=1)  # 4 pods, 8 cpu
+    running(state, "small-low", ["n2", "n2"], priority=1)  # 2 pods fill n2
+    running(state, "same", ["n3", "n3"], priority=50)  # as high as the preemptor: never
+    waiting(state, "urgent", 2, priority=50)
+    assert decide(state, "urgent") == ["small-low"]
+
+
+def test_spare_members_beyond_min_member_go_before_a_whole_gang() -> None:
+    state = four_nodes()
+    running(state, "elastic", ["n0", "n0", "n1", "n1", "n2", "n2", "n3", "n3"], min_member=4)
+    waiting(state, "urgent", 2, priority=10)
+    chosen = decide(state, "urgent")
+    assert chosen is not None and len(chosen) == 2 and all(c.startswith("elastic:") for c in chosen)
+
+
+def test_nothing_to_take_is_refused_not_guessed() -> None:
+    state = four_nodes()
+    running(state, "peer", ["n0", "n0", "n1", "n1", "n2", "n2", "n3", "n3"], priority=10)
+    waiting(state, "urgent", 2, priority=10)
+    assert decide(state, "urgent") is None
+
+
+def test_reclaim_takes_from_an_overused_reclaimable_queue_only() -> None:
+    state = four_nodes()
+    for queue in (make_queue("a"), make_queue("b"), make_queue("keep").reclaimable(False)):
+        state.upsert_queue(queue.model())
+    running(state, "b1", ["n0", "n0"], queue="b")
+    running(state, "b2", ["n1", "n1"], queue="b")
+    running(state, "b3", ["n2", "n2"], queue="b")
+    running(state, "k1", ["n3", "n3"], queue="keep")
+    waiting(state, "a1", 2, queue="a")
+    chosen = decide(state, "a1")
+    assert chosen is not None and len(chosen) == 1 and chosen[0].startswith("b")
+    assert decide(state, "a1", Rules(reclaim=False)) is None
+
+
+@st.composite
+def scenes(draw: st.DrawFn) -> ClusterState:
+    state = cluster([make_node(f"n{i}").cpu("4") for i in range(3)])
+    free = {f"n{i}": 4 for i in range(3)}
+    for g in range(draw(st.integers(1, 5))):
+        size = draw(st.integers(1, 3))
+        spots = [n for n, left in free.items() for _ in range(left // 1)]
+        nodes = (
+            draw(st.lists(st.sampled_from(spots), min_size=size, max_size=size)) if spots else []
+        )
+        if len(nodes) < size or any(nodes.count(n) > free[n] for n in nodes):
+            continue
+        for n in nodes:
+            free[n] -= 1
+        running(
+            state,
+            f"r{g}",
+            nodes,
+            cpu="1",
+            priority=draw(st.integers(0, 3)),
+            min_member=draw(st.integers(1, size)),
+        )
+    waiting(state, "p", draw(st.integers(1, 3)), cpu=draw(st.sampled_from(["1", "2"])), priority=5)
+    return state
+
+
+@settings(max_examples=60, deadline=None)
+@given(scenes())
+def test_victims_let_the_gang_fit_are_irreducible_and_cheapest(state: ClusterState) -> None:
+    nodes = state.view().nodes
+    queues = account(state, nodes, {})
+    gang = view_gang(state, "default/p")
+    allowed = candidates(state, "p")
+    chosen = choose(gang.pending, allowed, nodes, {}, queues=queues, preemptor_queue=gang.queue)
+    if victims._fits(gang.pending, [], nodes, {}):
+        return  # it fits as it is: nobody to evict
+    wholes = [u for u in allowed if u.whole]
+    if chosen is None:
+        assert not allowed or not victims._fits(gang.pending, wholes, nodes, {})
+        return
+    assert victims._fits(gang.pending, chosen, nodes, {})
+    for unit in chosen:  # irreducible: none of them can be spared
+        rest = [u for u in chosen if u is not unit]
+        assert not (
+            rest
+            and victims._valid(rest, queues, gang.queue)
+            and victims._fits(gang.pending, rest, nodes, {})
+        )
+    best = min(
+        (
+            victims._cost(combo)
+            for size in range(1, len(allowed) + 1)
+            for combo in itertools.combinations(allowed, size)
+            if victims._valid(combo, queues, gang.queue)
+            and victims._fits(gang.pending, combo, nodes, {})
+        ),
+        default=None,
+    )
+    assert best is not None and victims._cost(chosen) == best
