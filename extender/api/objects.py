@@ -48,7 +48,6 @@ class ObjectMeta(KubeModel):
     namespace: str = ""
     uid: str = ""
     resource_version: str = ""
-    creation_timestamp: str = ""
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
     deletion_timestamp: str | None = None

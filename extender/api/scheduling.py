@@ -67,9 +67,6 @@ class QueueSpec(KubeModel):
     parent: str = ""
 
 
-QUEUE_PHASES = ("pending", "inqueue", "running", "completed", "unknown")
-
-
 class QueueStatus(KubeModel):
     state: str = ""  # Open | Closed | Closing | Unknown; unset reads as Open
     pending: int = 0

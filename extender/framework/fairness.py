@@ -77,14 +77,13 @@ def _fill_one(claims: Sequence[Claim], resource: str, total: int) -> dict[str, i
         }
 
     low, high = 0.0, max(ceilings[c.name] / c.weight for c in shared) + 1.0
-    for _ in range(200):  # the largest water level whose fill still fits in what is left
-        middle = (low + high) / 2
+    heaviest = max(c.weight for c in shared)
+    while (high - low) * heaviest > 1e-3:  # the largest level whose fill fits in what is left
+        middle = (low + high) / 2  # (finer than 1/1000 of a unit changes no integer amount)
         if sum(filled(middle).values()) <= left:
             low = middle
         else:
             high = middle
-        if high - low < 1e-6:
-            break
     result.update(filled(low))
     return result
 

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from extender.api.objects import Pod
 from extender.api.resources import EMPTY, Resources
@@ -79,7 +78,6 @@ class Order:
     valid_until: float  # the clock's time a gang starts starving or a backoff ends
     turns: dict[str, Turn]
     queues: dict[str, QueueView]
-    waiting_by_queue: dict[str, int]
 
 
 @dataclass
@@ -134,21 +132,37 @@ class Gangs:
         if waiting is not None and current is not None and waiting.refused_in == current.number:
             return Verdict(waiting.rejection.message)  # refused in this very order already
         gang = view_gang(state, key)
-        if gang.group is not None:
-            admission = self._current(gang)
-            if admission is not None:
-                return Verdict(own_slot=admission.slots.get(pod.metadata.uid))
-            if gang.stands:
-                return PLAIN
-        rejection, slots, refused_in = self._blocked(gang), {}, None
-        if rejection is None:
-            order = self.order(state, nodes, asking=gang)
-            turn = order.turns[key]
-            rejection, slots, refused_in = turn.rejection, turn.slots, order.number
-        if rejection is not None:
-            return self._reject(key, rejection, refused_in)
-        self._admit(gang, slots)
-        return Verdict(own_slot=slots.get(pod.metadata.uid))
+        going = self._admitted_or_standing(state, nodes, gang, pod)
+        if going is not None:
+            return going
+        blocked = self._blocked(gang)
+        if blocked is not None:
+            return self._reject(key, blocked, None)
+        order = self.order(state, nodes, asking=gang)
+        turn = order.turns[key]
+        if turn.rejection is not None:
+            return self._reject(key, turn.rejection, order.number)
+        self._admit(gang, turn.slots)
+        # The walk already counted these slots as claimed: every other turn stands as it was.
+        self._order = replace(order, made_at=self._state_key(state))
+        return Verdict(own_slot=turn.slots.get(pod.metadata.uid))
+
+    def _admitted_or_standing(
+        self, state: ClusterState, nodes: Mapping[str, NodeInfo], gang: GangView, pod: Pod
+    ) -> Verdict | None:
+        """The verdict for a member of a gang admitted or standing (None for any other gang): its
+        own slot, or plain fit for a member beyond the plan, within its queue's capability."""
+        admission = self._current(gang) if gang.group is not None else None
+        if admission is None and not (gang.group is not None and gang.stands):
+            return None
+        slot = admission.slots.get(pod.metadata.uid) if admission is not None else None
+        queue = state.queues.get(gang.queue)
+        if slot is None and queue is not None and queue.spec.capability:
+            view = account(state, nodes, self.reserved_by_gang())[gang.queue]
+            refusal = view.capability_refusal(gang.key, pod.request, view.allocated)
+            if refusal is not None:
+                return Verdict(refusal.message)
+        return Verdict(own_slot=slot)
 
     def order(
         self, state: ClusterState, nodes: Mapping[str, NodeInfo], asking: GangView | None = None
@@ -188,8 +202,12 @@ class Gangs:
             self._valid_until(contenders, now),
             {turn.key: turn for turn in turns},
             queues,
-            dict(Counter(c.gang.queue for c in contenders if c.gang.key in self.waiting)),
         )
+        return self._order
+
+    @property
+    def last_order(self) -> Order | None:
+        """The order walked last, as it was (for reports: reading it changes nothing)."""
         return self._order
 
     def admissible(self, state: ClusterState, nodes: Mapping[str, NodeInfo]) -> list[str]:
@@ -209,7 +227,6 @@ class Gangs:
             state.groups_version,
             state.queues_version,
             self.version,
-            self._contenders,
         )
 
     def _valid_until(self, contenders: list[Contender], now: float) -> float:
@@ -240,8 +257,10 @@ class Gangs:
         previous = self.waiting.get(key)
         since = previous.since if previous is not None else self.clock()
         self.waiting[key] = Waiting(since, rejection, refused_in)
-        if previous is None and (self._order is None or key not in self._order.turns):
-            self._contenders += 1
+        if previous is None and refused_in is None:
+            pass  # refused before any plan: it claims nothing, no other turn changes
+        elif previous is None and (self._order is None or key not in self._order.turns):
+            self._order = None  # a contender the order does not know
         if previous is None or previous.rejection.cause != rejection.cause:
             for callback in self.on_rejected:
                 callback(key, rejection)
@@ -250,7 +269,7 @@ class Gangs:
     def forget(self, key: str) -> None:
         """Drop what is remembered of a gang that waited (admitted now, or gone)."""
         if self.waiting.pop(key, None) is not None:
-            self._contenders += 1
+            self._order = None  # one contender fewer: the others' turns may change
         self.backoff_until.pop(key, None)
         self._targets.pop(key, None)
         self._let_in_since.pop(key, None)
@@ -273,6 +292,7 @@ class Gangs:
             self.version += 1
         if back_off:
             self.backoff_until[key] = self.clock() + self.settings.backoff
+            self._order = None  # the order may have let it in: it no longer may
         for callback in self.on_released:
             callback(key)
 

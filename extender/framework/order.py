@@ -11,9 +11,10 @@ Volcano's allocate action does:
 
 Each gang in turn is planned on the capacity that admitted gangs and the gangs before it leave
 (`Turn.slots`). One that does not fit claims nothing, so capacity is never left idle while a
-more deserving gang cannot use it (backfill), except for a *starving* gang: it holds the free
-capacity of the nodes it is draining toward (`Turn.held`), so small gangs stop taking what it
-needs, until it fits. A gang the walk passed over because others came first says who.
+more deserving gang cannot use it (backfill), except for a *starving* gang refused for want of
+capacity: it holds the free capacity of the nodes it is draining toward (`Turn.targets`), so
+small gangs stop taking what it needs, until it fits. A gang the walk passed over because
+others came first says who.
 Queue rules refuse before any plan: a Closed queue admits nothing new, a missing queue nothing,
 and a gang never takes its queue past its capability. Pure.
 """
@@ -25,13 +26,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from extender.api.objects import Pod
-from extender.api.quantity import format_units
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo
 from extender.framework.fairness import dominant_share, share
 from extender.framework.members import GangView, Rejection
 from extender.framework.placement import Slot, choose, plan
-from extender.framework.queues import QueueView
+from extender.framework.queues import QueueView, cluster_total
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,6 @@ class Turn:
     key: str
     slots: dict[str, Slot] = field(default_factory=dict)  # it fits: admit it with these
     rejection: Rejection | None = None
-    held: dict[str, Resources] = field(default_factory=dict)  # starving: capacity kept for it
     targets: dict[str, Resources] = field(default_factory=dict)  # starving: what it drains toward
 
 
@@ -88,7 +87,7 @@ def walk(
     """Every contender's turn, in the order decided (see the module docstring). `reserved` is
     per node what admitted gangs hold; `targets` the nodes starving gangs drained toward before
     (kept while they can still take the gang, so draining accumulates)."""
-    total = sum((i.allocatable for i in nodes.values() if not i.unschedulable), EMPTY)
+    total = cluster_total(nodes)
     turns: list[Turn] = []
     claims = _Claims(nodes, reserved)
     allocated = {name: view.allocated for name, view in queues.items()}
@@ -129,15 +128,21 @@ def walk(
             for slot in turn.slots.values():
                 claims.take(gang.key, slot.node, slot.request)
                 allocated[name] = allocated[name] + slot.request
-        elif _starving(contender, ordering, now):
+        elif _starving(contender, ordering, now) and _lacks_capacity(turn):
             aimed, held = drain(gang, nodes, claims.claimed, (targets or {}).get(gang.key))
             for node, amount in held.items():
                 claims.take(gang.key, node, amount)
-            turn = Turn(gang.key, rejection=turn.rejection, held=held, targets=aimed)
+            turn = Turn(gang.key, rejection=turn.rejection, targets=aimed)
         turns.append(turn)
         if lines[name]:
             heapq.heappush(heap, (queue_rank(name), name))
     return turns
+
+
+def _lacks_capacity(turn: Turn) -> bool:
+    """Refused for want of capacity (what draining can help), not for a rule."""
+    cause = turn.rejection.cause if turn.rejection is not None else ""
+    return cause in ("NotEnoughResources", "MinResources", "Queued")
 
 
 def _starving(contender: Contender, ordering: Ordering, now: float) -> bool:
@@ -176,14 +181,10 @@ class _Claims:
     def turn(self, gang: GangView, view: QueueView, allocated: Resources) -> Turn:
         """The gang's turn on what is left: its slots, or why it waits."""
         members, _ = choose(gang)
-        over = view.capped(sum((pod.request for pod in members), EMPTY), allocated)
-        if over is not None:
-            limit = format_units(view.queue.spec.capability[over], over)
-            message = (
-                f"gang {gang.key}: queue {view.name} would hold more {over} than its "
-                f"capability ({limit}); it waits until the queue's own work frees some"
-            )
-            return Turn(gang.key, rejection=Rejection("QueueCapability", message))
+        wanted = sum((pod.request for pod in members), EMPTY)
+        refusal = view.capability_refusal(gang.key, wanted, allocated)
+        if refusal is not None:
+            return Turn(gang.key, rejection=refusal)
         slots, rejection = plan(gang, self.nodes, self.claimed)
         if rejection is None:
             return Turn(gang.key, slots=slots)

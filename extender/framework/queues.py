@@ -10,15 +10,16 @@ Pods outside PodGroups belong to no queue: they use capacity, no queue is charge
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from extender.api.quantity import format_units
 from extender.api.resources import EMPTY, Resources
 from extender.api.scheduling import DEFAULT_QUEUE, Queue, default_queue
 from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
 from extender.framework.fairness import Claim, overused, share, water_fill
+from extender.framework.members import Rejection, view_gang
 
 
 @dataclass
@@ -27,7 +28,6 @@ class QueueView:
     allocated: Resources = EMPTY
     request: Resources = EMPTY  # allocated + what its pending members ask for
     deserved: Resources = EMPTY
-    phases: Counter[str] = field(default_factory=Counter)  # its PodGroups by status phase
 
     @property
     def name(self) -> str:
@@ -41,14 +41,19 @@ class QueueView:
     def overused(self) -> bool:
         return overused(self.allocated, self.deserved)
 
-    def capped(self, extra: Resources, allocated: Resources | None = None) -> str | None:
-        """The first resource of which `extra` more than `allocated` (by default what it holds
-        now) would take the queue over its capability."""
-        held = self.allocated if allocated is None else allocated
+    def capability_refusal(
+        self, gang: str, extra: Resources, allocated: Resources
+    ) -> Rejection | None:
+        """Why `extra` more than `allocated` would take the queue over its capability, if so."""
         capability = self.queue.spec.capability
         for resource, amount in extra.items():
-            if resource in capability and held[resource] + amount > capability[resource]:
-                return resource
+            if resource in capability and allocated[resource] + amount > capability[resource]:
+                limit = format_units(capability[resource], resource)
+                message = (
+                    f"gang {gang}: queue {self.name} would hold more {resource} than its "
+                    f"capability ({limit}); it waits until the queue's own work frees some"
+                )
+                return Rejection("QueueCapability", message)
         return None
 
 
@@ -69,23 +74,13 @@ def account(
     views = {name: QueueView(queue) for name, queue in queues.items()}
     allocated: dict[str, Resources] = {}
     asked: dict[str, Resources] = {}
-    for key, group in state.pod_groups.items():
-        name = group.spec.queue or DEFAULT_QUEUE
-        if name not in views:
+    for key in state.pod_groups:
+        gang = view_gang(state, key)
+        if gang.queue not in views:
             continue
-        views[name].phases[group.status.phase or "Pending"] += 1
-        slots = reserved.get(key, EMPTY)
-        held, wanted = slots, EMPTY - slots  # slots are pending members' requests held
-        for uid in state.members.get(key, ()):
-            pod = state.pods.get(uid)
-            if pod is None or pod.finished:
-                continue
-            if state.placed_on(uid) is not None:
-                held = held + pod.request
-            elif pod.metadata.deletion_timestamp is None:
-                wanted = wanted + pod.request
-        allocated[name] = allocated.get(name, EMPTY) + held
-        asked[name] = asked.get(name, EMPTY) + wanted
+        slots = reserved.get(key, EMPTY)  # pending members' requests, held for them
+        allocated[gang.queue] = allocated.get(gang.queue, EMPTY) + gang.allocated + slots
+        asked[gang.queue] = asked.get(gang.queue, EMPTY) + gang.demand - slots
     claims = []
     for name, view in views.items():
         view.allocated = allocated.get(name, EMPTY)

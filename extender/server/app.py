@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol
 
@@ -29,7 +30,9 @@ from extender.cache.informer import Informers
 from extender.cache.state import ClusterState
 from extender.framework.gang import Gangs
 from extender.framework.group_status import Event
+from extender.framework.members import view_gang
 from extender.framework.policy import Policy
+from extender.framework.queues import account
 from extender.framework.recovery import recover
 from extender.framework.session import Engine
 from extender.server.adapters import (
@@ -50,7 +53,7 @@ from extender.server.keys import (
     STATUS,
     SYNCED,
 )
-from extender.server.metrics import Metrics, QueueGauges
+from extender.server.metrics import Metrics, QueueFigures, QueueGauges
 from extender.server.preemptor import Preemptor
 from extender.server.routes import add_routes
 from extender.server.status_writer import StatusWriter
@@ -95,9 +98,7 @@ def make_app(
         gangs.on_admitted.append(lambda key: metrics.gangs_admitted.inc())
         gangs.on_rejected.append(lambda key, why: metrics.gang_rejections.labels(why.cause).inc())
         metrics.pending_gangs.set_function(lambda: len(gangs.waiting))
-        metrics.registry.register(
-            QueueGauges(lambda: gangs.order(app[STATE], app[STATE].view().nodes))
-        )
+        metrics.registry.register(QueueGauges(lambda: _queue_figures(app[STATE], gangs)))
         if api is not None:
             waker = Waker(app[STATE], gangs, api_patcher(api))
             waker.on_woken = metrics.wakes.inc
@@ -123,6 +124,12 @@ def make_app(
         app.cleanup_ctx.append(_informers(api))
     add_routes(app)
     return app
+
+
+def _queue_figures(state: ClusterState, gangs: Gangs) -> QueueFigures:
+    views = account(state, state.view().nodes, gangs.reserved_by_gang())
+    waiting = Counter(view_gang(state, key).queue for key in gangs.waiting)
+    return views, waiting
 
 
 def _informer_counts(app: web.Application) -> list[tuple[str, int, int]]:

@@ -30,7 +30,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from extender.api.resources import CPU, MEMORY
-from extender.framework.gang import Order
+from extender.framework.queues import QueueView
 
 # Filter and prioritize sit on the scheduler's serial path: resolve well below a millisecond.
 BUCKETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -60,48 +60,41 @@ class _Gauges(Collector):
         return [objects, relists, reconnects]
 
 
-class QueueGauges(Collector):
-    """Per-queue figures of the current fair order (walked again only if the state moved)."""
+QueueFigures = tuple[Mapping[str, QueueView], Mapping[str, int]]  # views, waiting gangs by queue
 
-    def __init__(self, order: Callable[[], Order]) -> None:
-        self._order = order
+_UNITS = ((CPU, "milli_cpu"), (MEMORY, "memory_bytes"))
+
+
+class QueueGauges(Collector):
+    """Per-queue figures, computed at scrape time without touching any scheduling state."""
+
+    def __init__(self, figures: Callable[[], QueueFigures]) -> None:
+        self._figures = figures
 
     def collect(self) -> Iterable[Metric]:
-        order = self._order()
+        views, waiting = self._figures()
         families: dict[str, GaugeMetricFamily] = {}
 
-        def gauge(name: str, text: str, labels: list[str], value: float) -> None:
-            family = families.setdefault(
-                name, GaugeMetricFamily(f"lahar_{name}", text, labels=["queue"])
-            )
-            family.add_metric(labels, value)
+        def gauge(name: str, text: str, queue: str, value: float) -> None:
+            if name not in families:
+                families[name] = GaugeMetricFamily(f"lahar_{name}", text, labels=["queue"])
+            families[name].add_metric([queue], value)
 
-        pending = order.waiting_by_queue
-        for view in order.queues.values():
+        for view in views.values():
             name = view.name
             for field, amounts in (
                 ("allocated", view.allocated),
                 ("deserved", view.deserved),
                 ("capacity", view.queue.spec.capability),
             ):
-                if field == "capacity" and CPU not in amounts:
-                    continue
-                gauge(f"queue_{field}_milli_cpu", f"Queue {field}: cpu", [name], amounts[CPU])
-                gauge(
-                    f"queue_{field}_memory_bytes",
-                    f"Queue {field}: memory",
-                    [name],
-                    amounts[MEMORY],
-                )
-            gauge("queue_share", "Allocated / deserved (max over resources)", [name], view.share)
-            gauge("queue_weight", "Queue weight", [name], view.queue.spec.weight)
-            gauge("queue_overused", "1 when holding more than deserved", [name], view.overused)
-            gauge(
-                "queue_pending_gangs",
-                "Gangs of the queue waiting for admission",
-                [name],
-                pending.get(name, 0),
-            )
+                for resource, unit in _UNITS:
+                    if field != "capacity" or resource in amounts:  # uncapped: no sample
+                        text = f"Queue {field}: {resource}"
+                        gauge(f"queue_{field}_{unit}", text, name, amounts[resource])
+            gauge("queue_share", "Allocated / deserved (max over resources)", name, view.share)
+            gauge("queue_weight", "Queue weight", name, view.queue.spec.weight)
+            gauge("queue_overused", "1 when holding more than deserved", name, view.overused)
+            gauge("queue_pending_gangs", "Gangs waiting for admission", name, waiting.get(name, 0))
         return list(families.values())
 
 

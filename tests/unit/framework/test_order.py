@@ -196,3 +196,41 @@ def test_a_starving_gang_drains_capacity_that_small_gangs_would_take() -> None:
         make_pod("small-0").cpu("2").group("small").on("n0").phase("Succeeded").model()
     )
     assert ask(built, state, "big") is None  # the drained nodes are whole: it goes
+
+
+def test_members_beyond_the_plan_stay_within_the_queue_capability() -> None:
+    gang = Gang("g", 4, cpu="1", queue="q")
+    state = state_of(Scenario(1, [gang], [make_queue("q").capability(cpu="2")]))
+    state.upsert_pod_group(make_group("g").min_member(1).queue("q").model())
+    built = engine()
+    assert ask(built, state, "g") is None  # minMember 1: admitted with one slot
+    for index in (0, 1):  # two members bound: the queue holds its whole capability
+        state.upsert_pod(gang.pods()[index].on("n0").phase("Running").model())
+    reason = built.gangs.verdict(state, state.view().nodes, state.pods["uid-default-g-2"]).reason  # type: ignore[union-attr]
+    assert reason is not None and "capability (2)" in reason
+
+
+def test_a_gang_let_in_that_never_comes_stops_blocking_the_others() -> None:
+    now = [0.0]
+    built = engine(now=now)
+    blocker = Gang("run", 2, on="n0")
+    state = state_of(Scenario(1, [blocker, Gang("x", 2, priority=9), Gang("y", 2)]))
+    assert ask(built, state, "x") is not None and ask(built, state, "y") is not None
+    free(state, blocker)
+    assert built.gangs is not None
+    assert built.gangs.admissible(state, state.view().nodes) == ["default/x"]
+    now[0] = 61.0  # x was let in and never came for its capacity
+    assert built.gangs.expire() == ["default/x"]
+    assert built.gangs.admissible(state, state.view().nodes) == ["default/y"]
+
+
+def test_a_starving_gang_refused_by_a_queue_rule_drains_nothing() -> None:
+    now = [0.0]
+    built = engine(sla_seconds=60, now=now)
+    capped = Gang("s", 2, cpu="2", queue="a")
+    state = state_of(
+        Scenario(1, [capped, Gang("t", 1, cpu="2")], [make_queue("a").capability(cpu="2")])
+    )
+    assert ask(built, state, "s") is not None
+    now[0] = 61.0
+    assert ask(built, state, "t") is None  # s cannot go anyway: it holds nothing
