@@ -87,7 +87,7 @@ def min_resources_shortfall(
     for info in nodes.values():  # on the nodes some pending member may run on
         usable = any(pod.may_run_on(info.labels, info.taints, info.name) for pod in gang.pending)
         if usable and not info.unschedulable:
-            free = free + _floor(info.free - reserved.get(info.name, EMPTY))
+            free = free + at_least_zero(info.free - reserved.get(info.name, EMPTY))
     short = needed.shortfall(free)
     if short is None:
         return None
@@ -98,7 +98,7 @@ def min_resources_shortfall(
     )
 
 
-def _floor(resources: Resources) -> Resources:
+def at_least_zero(resources: Resources) -> Resources:
     return Resources({name: max(amount, 0) for name, amount in resources.items()})
 
 

@@ -13,7 +13,8 @@ request shape and recompute only the nodes that changed (`framework.table`):
 - `QueueShares`: present, queues are ordered by their share of what they deserve.
 - `StarvationGuard.starving_after`: seconds after which a waiting gang starves (goes first and
   drains capacity).
-- `Preempts.preempt_interval`: present, Lahar evicts whole gangs for gangs that cannot fit.
+- `Preempts.preempt_interval`: present, Lahar evicts whole gangs for gangs that cannot fit: of
+  lower priority with `PreemptsByPriority`, from overused queues with `QueueShares`.
 
 A plugin is built from its policy arguments by a `PluginFactory`, which validates them and raises
 `ValueError("<argument>: <reason>")` on bad input.
@@ -72,6 +73,13 @@ class QueueShares(Plugin, Protocol):
 @runtime_checkable
 class StarvationGuard(Plugin, Protocol):
     starving_after: float
+
+
+@runtime_checkable
+class PreemptsByPriority(Plugin, Protocol):
+    """A gang may take victims of lower priority in its own queue."""
+
+    preempts_lower_priority: bool
 
 
 @runtime_checkable

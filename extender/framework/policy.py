@@ -38,6 +38,7 @@ from extender.framework.plugin import (
     Plugin,
     PluginFactory,
     Preempts,
+    PreemptsByPriority,
     QueueShares,
     StarvationGuard,
 )
@@ -100,8 +101,10 @@ class Policy:
         interval = next((p.preempt_interval for p in self.plugins if isinstance(p, Preempts)), None)
         if interval is None:
             return None
-        names = {plugin.name for plugin in self.plugins}
-        return interval, Rules(preempt="priority" in names, reclaim="proportion" in names)
+        return interval, Rules(
+            preempt=any(isinstance(p, PreemptsByPriority) for p in self.plugins),
+            reclaim=any(isinstance(p, QueueShares) for p in self.plugins),
+        )
 
     @property
     def ordering(self) -> Ordering:

@@ -2,22 +2,23 @@
 
 kube-scheduler's preemption cannot help a gang: its dry run uses only in-tree filters (resource fit
 is Lahar's) and knows nothing of gangs or queues. So Lahar decides itself, like Volcano's preempt
-and reclaim actions: `next_preemption` goes through the waiting gangs in the fair order and, for
-the first one refused for lack of capacity, picks the fewest whole victim gangs (or spare
-members) that let its whole gang fit (`framework.victims`). The server evicts them and reports.
-Pure.
+and reclaim actions: for the gangs the fair order refused for want of capacity (`wanting`, most
+deserving first), `victims_for` picks the fewest whole victim gangs (or spare members) that let
+the whole gang fit (`framework.victims`), from a `Pool` gathered once per pass. Capacity that
+terminating pods are about to free counts as free, so victims already evicted are not replaced
+by more. The server evicts them and reports. Pure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from extender.cache.snapshot import NodeInfo
+from extender.api.resources import EMPTY, Resources
 from extender.cache.state import ClusterState
-from extender.framework.gang import Gangs, gang_priority
+from extender.framework.gang import Gangs, Order, gang_priority
 from extender.framework.members import GangView, view_gang
 from extender.framework.placement import choose as choose_members
+from extender.framework.placement import place
 from extender.framework.victims import Rules, Unit, choose, eligible, units_of
 
 WANTS_CAPACITY = frozenset({"NotEnoughResources", "MinResources"})
@@ -38,50 +39,67 @@ class Preemption:
         return f"evicting {pods} pods ({names}) so that gang {self.preemptor.key} fits whole"
 
 
-def next_preemption(
+@dataclass(frozen=True)
+class Pool:
+    """What a preemption pass may take, gathered once per pass: every running gang's victim
+    units (gangs with a member already terminating are being evicted: not again), and per node
+    what terminating pods are about to free."""
+
+    units: list[Unit]
+    freeing: dict[str, Resources]
+
+    @classmethod
+    def of(cls, state: ClusterState, gangs: Gangs) -> Pool:
+        units: list[Unit] = []
+        freeing: dict[str, Resources] = {}
+        for uid, pod in state.pods.items():
+            node = state.placed_on(uid)
+            if node is not None and pod.metadata.deletion_timestamp is not None:
+                freeing[node] = freeing.get(node, EMPTY) + pod.request
+        for key in state.pod_groups:
+            if key in gangs.admissions:
+                continue
+            view = view_gang(state, key)
+            if not view.placed or any(p.metadata.deletion_timestamp for p in view.placed):
+                continue
+            node_of = {p.metadata.uid: state.placed_on(p.metadata.uid) or "" for p in view.placed}
+            units += units_of(view, gang_priority(state, view), node_of)
+        return cls(units, freeing)
+
+
+def wanting(order: Order) -> list[str]:
+    """The waiting gangs refused for want of capacity, most deserving first."""
+    return [
+        key
+        for key, turn in order.turns.items()
+        if turn.rejection is not None and turn.rejection.cause in WANTS_CAPACITY
+    ]
+
+
+def victims_for(
     state: ClusterState,
     gangs: Gangs,
-    nodes: Mapping[str, NodeInfo],
-    rules: Rules,
+    order: Order,
+    pool: Pool,
     *,
-    skip: Collection[str] = (),
+    key: str,
+    rules: Rules,
 ) -> Preemption | None:
-    """The first waiting gang in the fair order that lacks capacity and has valid victims."""
-    order = gangs.order(state, nodes)
-    running: list[tuple[GangView, int]] | None = None
-    for key, turn in order.turns.items():
-        if key in skip or turn.rejection is None or turn.rejection.cause not in WANTS_CAPACITY:
-            continue
-        gang = view_gang(state, key)
-        if not gang.pending:
-            continue
-        if running is None:
-            running = [
-                (view, gang_priority(state, view))
-                for view in (view_gang(state, k) for k in state.pod_groups)
-                if view.placed
-            ]
-        node_of = {
-            pod.metadata.uid: state.placed_on(pod.metadata.uid) or ""
-            for view, _ in running
-            for pod in view.placed
-        }
-        units = [
-            unit
-            for view, priority in running
-            if view.key != key and view.key not in gangs.admissions
-            for unit in units_of(view, priority, node_of)
-        ]
-        allowed = eligible(units, gang.queue, gang_priority(state, gang), order.queues, rules)
-        members, _ = choose_members(gang)
-        victims = choose(
-            members,
-            allowed,
-            nodes,
-            gangs.reserved(),
-            queues=order.queues,
-            preemptor_queue=gang.queue,
-        )
-        if victims:
-            return Preemption(gang, victims)
-    return None
+    """Whom to evict so that gang `key` fits whole; None when nobody may be, or when the pods
+    already terminating will make room for it."""
+    gang = view_gang(state, key)
+    members, _ = choose_members(gang)
+    if not members:
+        return None
+    nodes = state.view().nodes
+    after = dict(gangs.reserved())
+    for node, amount in pool.freeing.items():
+        after[node] = after.get(node, EMPTY) - amount
+    if not place(members, nodes, after)[1]:
+        return None  # it fits once the terminating pods are gone: wait for them
+    others = [unit for unit in pool.units if unit.key != key]
+    allowed = eligible(others, gang.queue, gang_priority(state, gang), order.queues, rules)
+    victims = choose(
+        members, allowed, nodes, after, queues=order.queues, preemptor_queue=gang.queue
+    )
+    return Preemption(gang, victims) if victims else None

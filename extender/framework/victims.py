@@ -10,26 +10,29 @@ below `minMember`. Which units are eligible (`eligible`):
   deserved share by at most one unit (its last).
 
 `choose` finds the cheapest set (fewest pods, then least cpu, then memory) that lets the
-preemptor's members all be placed: an exact search over the cheapest units while a budget of
-tries lasts, else greedy by cost and then pruned, so the set is always irreducible (no unit in it
-can be spared). Pods outside PodGroups are never victims. Pure.
+preemptor's members all be placed: greedy by cost and then pruned gives a first answer (always
+irreducible: no unit in it can be spared); an exact search over smaller sets then improves on it
+while a budget of placement tries lasts, skipping sets that free less than the gang lacks. Pods
+outside PodGroups are never victims. Pure.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from extender.api.objects import Pod
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo
-from extender.framework.fairness import overused
+from extender.framework.fairness import overused, share
 from extender.framework.members import GangView
-from extender.framework.placement import place
+from extender.framework.placement import at_least_zero, place
 from extender.framework.queues import QueueView
 
-SEARCH_BUDGET = 4_000  # placement tries of the exact search before it turns greedy
+SEARCH_BUDGET = 1_000  # placement tries of the exact search before it settles for greedy's
+ENUMERATION_LIMIT = 50_000  # sets of one size listed at most
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ def eligible(
 ) -> list[Unit]:
     """The units a gang of `priority` in `queue` may take (see the module docstring)."""
     own = queues.get(queue)
-    starved = own is not None and not overused(own.allocated, own.deserved)
+    starved = own is not None and not own.overused
     chosen = []
     for unit in units:
         if unit.queue == queue:
@@ -109,36 +112,54 @@ def choose(
     """The cheapest valid set of `units` (sorted by cost) after whose eviction all `members`
     fit; None when even all of them would not do."""
 
+    def valid(chosen: Sequence[Unit]) -> bool:
+        return _valid(chosen, queues, preemptor_queue)
+
     def fits(chosen: Sequence[Unit]) -> bool:
-        return _valid(chosen, queues, preemptor_queue) and _fits(members, chosen, nodes, reserved)
+        return valid(chosen) and _fits(members, chosen, nodes, reserved)
 
     wholes = {unit.key for unit in units if unit.whole}
     everything = [unit for unit in units if unit.whole or unit.key not in wholes]
     if not units or not _fits(members, everything, nodes, reserved):
         return None
-    best: list[Unit] | None = None
+    # What must be freed at the least, summed over the cluster: a set freeing less cannot do,
+    # whatever the nodes (checked before any placement is tried).
+    free = sum(
+        (at_least_zero(info.free - reserved.get(name, EMPTY)) for name, info in nodes.items()),
+        EMPTY,
+    )
+    need = sum((pod.request for pod in members), EMPTY) - free
+    best = _greedy(units, fits, valid)  # an upper bound, found in a few tries
     tries = 0
     for size in range(1, len(units) + 1):
         if best is not None and size > _cost(best)[0]:
             break  # every unit is at least one pod: a larger set cannot evict fewer
+        if math.comb(len(units), size) > ENUMERATION_LIMIT:
+            break  # too many sets to even list: keep the greedy answer
         for combo in itertools.combinations(units, size):
-            tries += 1
-            if tries > SEARCH_BUDGET:
-                return best if best is not None else _greedy(units, fits)
             if best is not None and _cost(combo) >= _cost(best):
                 continue
+            if need.shortfall(_cost_request(combo)) is not None:
+                continue
+            tries += 1
+            if tries > SEARCH_BUDGET:
+                return best
             if fits(combo):
                 best = list(combo)
-    return best  # searched every set: None means no valid set lets it fit
+    return best
 
 
-def _greedy(units: Sequence[Unit], fits: Callable[[Sequence[Unit]], bool]) -> list[Unit] | None:
+def _greedy(
+    units: Sequence[Unit],
+    fits: Callable[[Sequence[Unit]], bool],
+    valid: Callable[[Sequence[Unit]], bool],
+) -> list[Unit] | None:
     chosen: list[Unit] = []
     for unit in units:
-        if _valid_with(chosen, unit):
+        if valid([*chosen, unit]):
             chosen.append(unit)
-        if fits(chosen):
-            break
+            if fits(chosen):
+                break
     else:
         return None
     for unit in sorted(chosen, key=lambda u: u.cost, reverse=True):  # prune what is not needed
@@ -148,9 +169,8 @@ def _greedy(units: Sequence[Unit], fits: Callable[[Sequence[Unit]], bool]) -> li
     return chosen
 
 
-def _valid_with(chosen: Sequence[Unit], unit: Unit) -> bool:
-    """Whether `unit` adds anything to `chosen` (a spare member of a gang taken whole does not)."""
-    return not any(u.key == unit.key and (u.whole or unit.whole) for u in chosen)
+def _cost_request(units: Iterable[Unit]) -> Resources:
+    return sum((unit.request for unit in units), EMPTY)
 
 
 def _cost(units: Iterable[Unit]) -> tuple[int, int, int]:
@@ -176,7 +196,8 @@ def _valid(chosen: Sequence[Unit], queues: Mapping[str, QueueView], own: str) ->
             taken.setdefault(unit.queue, []).append(unit.request)
     for name, requests in taken.items():
         view = queues[name]
-        rest = view.allocated - sum(sorted(requests, key=lambda r: r[CPU])[:-1], EMPTY)
+        ranked = sorted(requests, key=lambda request: share(request, view.deserved))
+        rest = view.allocated - sum(ranked[:-1], EMPTY)  # all but the largest
         if not overused(rest, view.deserved):
             return False
     return True

@@ -62,9 +62,10 @@ def annotate_pod(
 
 def evict_pod(
     api: k8s.ApiClient, namespace: str, name: str, uid: str, *, dry_run: bool = False
-) -> None:
-    """Evict `namespace/name` (only that very pod: its uid is a precondition); raise `KubeError`
-    saying why when the API refuses (a PodDisruptionBudget answers 429)."""
+) -> bool:
+    """Evict `namespace/name` (only that very pod: its uid is a precondition): True when it was
+    (or would be) evicted, False when it is already gone; raise `KubeError` saying why when the
+    API refuses (a PodDisruptionBudget answers 429)."""
     options: dict[str, object] = {"preconditions": {"uid": uid}} if uid else {}
     if dry_run:
         options["dryRun"] = ["All"]
@@ -78,6 +79,7 @@ def evict_pod(
     try:
         send(api, "POST", path, body=body, timeout=(5.0, 20.0)).read()
     except ApiStatusError as error:
-        if error.status == 404 and not dry_run:
-            return  # already gone: what the eviction wanted
+        if error.status == 404:
+            return False  # already gone: what the eviction wanted
         raise KubeError(f"evicting pod {namespace}/{name}: {error}") from error
+    return True

@@ -22,7 +22,6 @@ NAME = "proportion"
 class Proportion:
     name = NAME
     orders_queues_by_share = True
-    reclaims_for_starved_queues = True
 
 
 def configure(arguments: Mapping[str, Argument]) -> Proportion:

@@ -48,8 +48,8 @@ def api_patcher(api: k8s.ApiClient) -> Patcher:
 
 
 def api_evictor(api: k8s.ApiClient) -> Evictor:
-    async def evict(namespace: str, name: str, uid: str, dry_run: bool) -> None:
-        await asyncio.to_thread(evict_pod, api, namespace, name, uid, dry_run=dry_run)
+    async def evict(namespace: str, name: str, uid: str, dry_run: bool) -> bool:
+        return await asyncio.to_thread(evict_pod, api, namespace, name, uid, dry_run=dry_run)
 
     return evict
 

@@ -113,7 +113,7 @@ def make_app(
                     app[STATE],
                     gangs,
                     api_evictor(api),
-                    api_event_sink(api),
+                    writer.announce,
                     interval=interval,
                     rules=rules,
                     ready=app[SYNCED],

@@ -1,12 +1,18 @@
 """Carrying out Lahar's preemptions: evict the chosen victims whole, rate-limited, and say so.
 
 The background task wakes when a gang is refused for lack of capacity (and every `interval`
-seconds), asks `framework.preemption` for the next preemption and carries it out: a dry-run
-eviction of every victim pod first, so a PodDisruptionBudget that forbids one forbids the whole
-preemption (no victim gang is left broken); then the evictions. Events on the preemptor's
-PodGroup (Preempting) and on each victim's (Preempted) name both sides; a refused preemption is
-an Event too (PreemptionBlocked). At most one preemption per `interval`; a gang that had
-victims evicted is not preempted for again until `settle` seconds pass (its victims terminate).
+seconds); when the fair order moved since its last pass found nothing, it asks
+`framework.preemption` for victims for the gangs short of capacity, most deserving first
+(yielding to the event loop between gangs), and carries out the first preemption found:
+
+- a dry-run eviction of every victim pod first, so a PodDisruptionBudget that forbids one
+  forbids the whole preemption and no victim gang is left broken (PreemptionBlocked Event;
+  that gang is not preempted for again for `blocked_for` seconds);
+- then the evictions, through the Eviction API; Events on the preemptor's PodGroup
+  (Preempting) and on each victim's (Preempted) say what was evicted, after the fact.
+
+Victims being evicted count as capacity about to be free, so a gang is not preempted for twice.
+At most one preemption per `interval`. An error in a pass is logged; the task goes on.
 """
 
 from __future__ import annotations
@@ -17,17 +23,23 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from extender.api.scheduling import PodGroup
 from extender.cache.state import ClusterState
 from extender.framework.gang import Gangs
 from extender.framework.group_status import Event
 from extender.framework.members import Rejection
-from extender.framework.preemption import WANTS_CAPACITY, Preemption, next_preemption
+from extender.framework.preemption import (
+    WANTS_CAPACITY,
+    Pool,
+    Preemption,
+    victims_for,
+    wanting,
+)
 from extender.framework.victims import Rules
 
 log = logging.getLogger(__name__)
-Evictor = Callable[[str, str, str, bool], Awaitable[None]]  # namespace, name, uid, dry_run
-EventSink = Callable[[PodGroup, Event], Awaitable[None]]
+# namespace, name, uid, dry_run -> whether the pod was evicted (False: it was already gone)
+Evictor = Callable[[str, str, str, bool], Awaitable[bool]]
+Announce = Callable[[str, Event], None]  # an Event on a gang's PodGroup (the status writer's)
 
 
 class Preemptor:
@@ -36,19 +48,24 @@ class Preemptor:
         state: ClusterState,
         gangs: Gangs,
         evict: Evictor,
-        record: EventSink,
+        announce: Announce,
         *,
         interval: float,
         rules: Rules,
         ready: asyncio.Event,
-        settle: float = 30.0,
+        blocked_for: float = 60.0,
     ) -> None:
-        self.state, self.gangs, self.evict, self.record = state, gangs, evict, record
-        self.ready = ready
-        self.interval, self.rules, self.settle = interval, rules, settle
+        self.state, self.gangs, self.evict, self.announce = state, gangs, evict, announce
+        self.interval, self.rules, self.ready, self.blocked_for = (
+            interval,
+            rules,
+            ready,
+            blocked_for,
+        )
         self.on_evicted: Callable[[int], None] = lambda pods: None
         self._wake = asyncio.Event()
-        self._recent: dict[str, float] = {}  # preemptor key -> when its victims were evicted
+        self._blocked: dict[str, float] = {}  # gang -> until when a PDB refusal holds
+        self._fruitless: int | None = None  # the order whose pass found nothing to do
 
     def attach(self) -> None:
         self.gangs.on_rejected.append(self._rejected)
@@ -63,54 +80,60 @@ class Preemptor:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self.interval)
             self._wake.clear()
-            now = time.monotonic()
-            self._recent = {k: t for k, t in self._recent.items() if now - t < self.settle}
-            preemption = next_preemption(
-                self.state, self.gangs, self.state.view().nodes, self.rules, skip=self._recent
-            )
+            try:
+                if await self.one_pass():
+                    await asyncio.sleep(self.interval)  # the rate limit
+            except Exception:  # a bug must not end preemption for good: say so, go on
+                log.exception("a preemption pass failed")
+
+    async def one_pass(self) -> bool:
+        """Look for one preemption and carry it out; whether victims were evicted."""
+        order = self.gangs.order(self.state, self.state.view().nodes)
+        if order.number == self._fruitless:
+            return False  # nothing moved since a pass found nothing
+        now = time.monotonic()
+        self._blocked = {k: t for k, t in self._blocked.items() if t > now}
+        pool: Pool | None = None
+        for key in wanting(order):
+            if key in self._blocked:
+                continue
+            pool = pool or Pool.of(self.state, self.gangs)
+            preemption = victims_for(self.state, self.gangs, order, pool, key=key, rules=self.rules)
             if preemption is not None:
-                await self.carry_out(preemption)
-                await asyncio.sleep(self.interval)  # the rate limit
+                return await self.carry_out(preemption)
+            await asyncio.sleep(0)  # let filter and bind calls in between gangs
+        self._fruitless = order.number
+        return False
 
     async def carry_out(self, preemption: Preemption) -> bool:
-        """Evict the victims (all or none); report it. Whether they were evicted."""
+        """Evict the victims (all or none, as far as a dry run can tell); report what happened."""
         key = preemption.preemptor.key
-        pods = [pod for unit in preemption.victims for pod, _ in unit.pods]
         try:
-            for pod in pods:
-                meta = pod.metadata
-                await self.evict(meta.namespace, meta.name, meta.uid, True)
+            for unit in preemption.victims:
+                for pod, _ in unit.pods:
+                    meta = pod.metadata
+                    await self.evict(meta.namespace, meta.name, meta.uid, True)
         except Exception as error:  # a PDB, or the API: nothing evicted
             message = f"gang {key}: cannot preempt: {error}"
             log.warning("%s", message)
-            self._recent[key] = time.monotonic()
-            await self._report(key, Event("Warning", "PreemptionBlocked", message))
+            self._blocked[key] = time.monotonic() + self.blocked_for
+            self.announce(key, Event("Warning", "PreemptionBlocked", message))
             return False
         log.info("gang %s: %s", key, preemption.message)
-        self._recent[key] = time.monotonic()
-        await self._report(key, Event("Normal", "Preempting", preemption.message))
-        for unit in preemption.victims:
-            what = "whole" if unit.whole else "one member beyond its minMember"
-            await self._report(
-                unit.key,
-                Event("Warning", "Preempted", f"evicted ({what}) so that gang {key} fits"),
-            )
+        self.announce(key, Event("Normal", "Preempting", preemption.message))
         evicted = 0
-        for pod in pods:
-            meta = pod.metadata
-            try:
-                await self.evict(meta.namespace, meta.name, meta.uid, False)
-                evicted += 1
-            except Exception as error:  # allowed a moment ago: say so, go on with the rest
-                log.warning("gang %s: evicting victim %s failed: %s", key, pod.key, error)
+        for unit in preemption.victims:
+            done = 0
+            for pod, _ in unit.pods:
+                meta = pod.metadata
+                try:
+                    done += await self.evict(meta.namespace, meta.name, meta.uid, False)
+                except Exception as error:  # allowed a moment ago: stop on this gang, say so
+                    log.warning("gang %s: evicting victim %s failed: %s", key, pod.key, error)
+                    break
+            evicted += done
+            what = "whole" if unit.whole else "one member beyond its minMember"
+            said = f"{done} of {len(unit.pods)} pods evicted ({what}) so that gang {key} fits"
+            self.announce(unit.key, Event("Warning", "Preempted", said))
         self.on_evicted(evicted)
         return True
-
-    async def _report(self, key: str, event: Event) -> None:
-        group = self.state.pod_groups.get(key)
-        if group is None:
-            return
-        try:
-            await self.record(group, event)
-        except Exception as error:  # an Event is worth a log line, not a failed preemption
-            log.info("could not record %s on %s: %s", event.reason, key, error)

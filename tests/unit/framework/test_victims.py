@@ -9,9 +9,11 @@ from hypothesis import strategies as st
 
 from extender.cache.state import ClusterState
 from extender.framework import victims
+from extender.framework.gang import Gangs
 from extender.framework.members import view_gang
+from extender.framework.preemption import Pool, victims_for, wanting
 from extender.framework.queues import account
-from extender.framework.victims import Rules, Unit, choose, eligible, units_of
+from extender.framework.victims import Rules, Unit, choose, eligible
 from tests.builders import cluster, make_group, make_node, make_pod, make_queue
 
 
@@ -47,16 +49,11 @@ BOTH = Rules()
 
 
 def candidates(state: ClusterState, preemptor: str, rules: Rules = BOTH) -> list[Unit]:
-    """The units the waiting gang `preemptor` may take, cheapest first."""
+    """The units the waiting gang `preemptor` may take, cheapest first (the preemption pass's
+    own gathering)."""
     queues = account(state, state.view().nodes, {})
-    node_of = {uid: state.placed_on(uid) or "" for uid in state.pods}
     gang = view_gang(state, f"default/{preemptor}")
-    units: list[Unit] = []
-    for key in state.pod_groups:
-        if key != gang.key:
-            other = view_gang(state, key)
-            priority = max((p.spec.priority for p in other.placed), default=0)
-            units += units_of(other, priority, node_of)
+    units = [unit for unit in Pool.of(state, Gangs()).units if unit.key != gang.key]
     priority = max(p.spec.priority for p in gang.pending)
     return eligible(units, gang.queue, priority, queues, rules)
 
@@ -72,6 +69,27 @@ def decide(state: ClusterState, preemptor: str, rules: Rules = BOTH) -> list[str
     return sorted(
         u.key.split("/")[1] + ("" if u.whole else ":" + u.pods[0][0].metadata.name) for u in chosen
     )
+
+
+def test_victims_being_evicted_are_neither_taken_again_nor_replaced() -> None:
+    state = four_nodes()
+    running(state, "a", ["n0", "n0"], priority=1)
+    running(state, "b", ["n1", "n1"], priority=1)
+    running(state, "c", ["n2", "n2", "n3", "n3"], priority=1)
+    waiting(state, "u", 2, cpu="2", priority=9)
+    gangs = Gangs()
+    gangs.verdict(state, state.view().nodes, state.pods["uid-default-u-0"])
+    order = gangs.order(state, state.view().nodes)
+    assert wanting(order) == ["default/u"]
+    first = victims_for(state, gangs, order, Pool.of(state, gangs), key="default/u", rules=BOTH)
+    assert first is not None and [unit.key for unit in first.victims] == ["default/a"]
+    for pod in ("a-0", "a-1"):  # the eviction went through: a's pods terminate
+        evicted = state.pods[f"uid-default-{pod}"]
+        meta = evicted.metadata.model_copy(update={"deletion_timestamp": "2026-11-23T00:00:00Z"})
+        state.upsert_pod(evicted.model_copy(update={"metadata": meta}))
+    pool = Pool.of(state, gangs)
+    assert "default/a" not in {unit.key for unit in pool.units}
+    assert victims_for(state, gangs, order, pool, key="default/u", rules=BOTH) is None
 
 
 def four_nodes() -> ClusterState:
