@@ -117,11 +117,9 @@ class PodBuilder:
         )
         return self
 
-    def priority(self, value: int, class_name: str = "") -> Self:
-        """As the apiserver sets it from the pod's PriorityClass."""
+    def priority(self, value: int) -> Self:
+        """For pure policy tests: as the apiserver sets it from the pod's PriorityClass."""
         self._pod["spec"]["priority"] = value
-        if class_name:
-            self._pod["spec"]["priorityClassName"] = class_name
         return self
 
     def priority_class(self, name: str) -> Self:
@@ -258,10 +256,6 @@ class QueueBuilder:
 
     def capability(self, **amounts: str) -> Self:
         self._queue["spec"]["capability"] = amounts
-        return self
-
-    def guarantee(self, **amounts: str) -> Self:
-        self._queue["spec"]["guarantee"] = {"resource": amounts}
         return self
 
     def deserved(self, **amounts: str) -> Self:

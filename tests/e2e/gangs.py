@@ -54,6 +54,16 @@ def bound(api: k8s.ApiClient, namespace: str, names: list[str]) -> list[str]:
     return [n for n in names if n in pods and pods[n]["spec"].get("nodeName")]
 
 
+def alive(api: k8s.ApiClient, namespace: str, names: list[str]) -> list[str]:
+    """Those of `names` the API still shows, not being deleted (victims of an eviction are not)."""
+    pods = {
+        p["metadata"]["name"]
+        for p in list_objects(api, "v1", "Pod", namespace=namespace)
+        if not p["metadata"].get("deletionTimestamp")
+    }
+    return [name for name in names if name in pods]
+
+
 def whole(api: k8s.ApiClient, namespace: str, gangs: dict[str, list[str]]) -> str | None:
     """The first of `gangs` (name -> members) whose every member is bound, if any."""
     done = [g for g, members in gangs.items() if bound(api, namespace, members) == members]
@@ -85,10 +95,17 @@ def finish(api: k8s.ApiClient, namespace: str, names: list[str]) -> None:
         end_pod(api, namespace, name, exit_code=0)
 
 
-def wait_phase(api: k8s.ApiClient, namespace: str, name: str, phase: str) -> dict[str, Any]:
-    """Wait until PodGroup `name` shows `phase`; its status."""
+def wait_phase(
+    api: k8s.ApiClient, namespace: str, name: str, phase: str, *, running: int | None = None
+) -> dict[str, Any]:
+    """Wait until PodGroup `name` shows `phase` (and `running` members, when given: the status is
+    written a moment after the pods change, so a count can lag the phase); its status."""
+
+    def shows(status: dict[str, Any]) -> bool:
+        return status.get("phase") == phase and running in (None, status.get("running"))
+
     found: dict[str, Any] = wait_until(
-        lambda: (s := pod_group_status(api, namespace, name)).get("phase") == phase and s,
+        lambda: s if shows(s := pod_group_status(api, namespace, name)) else None,
         timeout=60,
         what=f"PodGroup {namespace}/{name} to be {phase}",
         describe=lambda: f"status: {pod_group_status(api, namespace, name)}",

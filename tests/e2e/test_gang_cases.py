@@ -92,7 +92,7 @@ def test_members_beyond_min_member_bind_once_the_gang_stands(
         "to be refused for room, not for its gang",
         lambda p: "Insufficient cpu" in str(p.get("status", {}).get("conditions")),
     )
-    status = wait_phase(api, namespace, "elastic", "Running")
+    status = wait_phase(api, namespace, "elastic", "Running", running=3)
     assert status["running"] == 3
 
 

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client as k8s
 
-from extender.kube import apply_object, delete, list_objects, wait_until
+from extender.kube import apply_object, delete, pod_when
 from tests.builders import make_queue
 from tests.e2e.conftest import NodeFactory, PodFactory, events
-from tests.e2e.gangs import bound, refused_as, submit_gang, wait_bound
+from tests.e2e.gangs import alive, bound, refused_as, submit_gang, wait_bound
 
 
 @pytest.fixture
@@ -25,15 +25,6 @@ def cluster_objects(api: k8s.ApiClient) -> Iterator[list[tuple[str, str, str]]]:
     yield made
     for api_version, kind, name in made:
         delete(api, api_version, kind, name)
-
-
-def present(api: k8s.ApiClient, namespace: str, names: list[str]) -> list[str]:
-    pods = {
-        p["metadata"]["name"]
-        for p in list_objects(api, "v1", "Pod", namespace=namespace)
-        if not p["metadata"].get("deletionTimestamp")
-    }
-    return [name for name in names if name in pods]
 
 
 def test_a_closed_queue_admits_nothing(
@@ -51,16 +42,15 @@ def test_a_closed_queue_admits_nothing(
         "scheduling.volcano.sh", "v1beta1", "queues", queue, {"status": {"state": "Closed"}}
     )
     names = submit_gang(api, namespace, pod, "job", 2, queue=queue)
-    wait_until(
-        lambda: all(refused_as(namespace, "job", "is Closed")(p) for p in _pods(api, namespace)),
-        timeout=60,
-        what="both members refused for the closed queue",
-    )
+    for name in names:
+        pod_when(
+            api,
+            namespace,
+            name,
+            "refused for the closed queue",
+            refused_as(namespace, "job", "is Closed"),
+        )
     assert bound(api, namespace, names) == []
-
-
-def _pods(api: k8s.ApiClient, namespace: str) -> list[dict[str, object]]:
-    return list_objects(api, "v1", "Pod", namespace=namespace)
 
 
 def test_a_high_priority_gang_preempts_the_fewest_whole_lower_priority_gangs(
@@ -92,7 +82,7 @@ def test_a_high_priority_gang_preempts_the_fewest_whole_lower_priority_gangs(
     urgent = submit_gang(api, namespace, pod, "urgent", 2, cpu="1", priority_class=high)
     wait_bound(api, namespace, urgent, 2, "the high-priority gang bound whole")
 
-    left = {name: present(api, namespace, members) for name, members in running.items()}
+    left = {name: alive(api, namespace, members) for name, members in running.items()}
     gone = [name for name, members in left.items() if not members]
     assert len(gone) == 1 and gone[0] in ("one", "two")  # one pod: fewer than "wide"'s two
     assert left["wide"] == running["wide"]  # untouched
@@ -110,8 +100,8 @@ def test_a_queue_below_its_share_reclaims_from_one_above_it(
 ) -> None:
     own_nodes(2, cpu="4")
     starved, greedy = f"{namespace}-a", f"{namespace}-b"
-    apply_object(api, make_queue(starved).weight(1).build())
-    apply_object(api, make_queue(greedy).weight(1).deserved(cpu="4").build())  # holds 8 below
+    apply_object(api, make_queue(starved).build())
+    apply_object(api, make_queue(greedy).deserved(cpu="4").build())  # holds 8 below
     for queue in (starved, greedy):
         cluster_objects.append(("scheduling.volcano.sh/v1beta1", "Queue", queue))
     held = [submit_gang(api, namespace, pod, f"b{i}", 2, cpu="1", queue=greedy) for i in range(4)]
@@ -121,6 +111,6 @@ def test_a_queue_below_its_share_reclaims_from_one_above_it(
     wanted = submit_gang(api, namespace, pod, "a0", 2, cpu="1", queue=starved)
     wait_bound(api, namespace, wanted, 2, "queue a's gang bound after reclaiming")
 
-    left = [present(api, namespace, members) for members in held]
+    left = [alive(api, namespace, members) for members in held]
     assert sorted(len(members) for members in left) == [0, 2, 2, 2]  # one whole gang reclaimed
     assert events(api, namespace, reason="Preempting", kind="PodGroup", name="a0")
