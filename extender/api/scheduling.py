@@ -8,8 +8,12 @@ quantity in `minResources` is an error naming that field.
 
 from __future__ import annotations
 
+import logging
+from functools import cached_property
+
 from pydantic import Field
 
+from extender.api.duration import parse_duration
 from extender.api.objects import KubeModel, ObjectMeta, Pod, ResourceList
 from extender.api.resources import EMPTY
 
@@ -17,6 +21,9 @@ API_VERSION = "scheduling.volcano.sh/v1beta1"
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 TASK_ANNOTATION = "volcano.sh/task-spec"
 DEFAULT_QUEUE = "default"
+SLA_ANNOTATION = "sla-waiting-time"  # Volcano's per-job starvation limit, a Go duration
+
+log = logging.getLogger(__name__)
 
 
 class PodGroupSpec(KubeModel):
@@ -51,6 +58,20 @@ class PodGroup(KubeModel):
     @property
     def key(self) -> str:
         return self.metadata.key
+
+    @cached_property
+    def sla_waiting_time(self) -> float | None:
+        """Seconds its annotation `sla-waiting-time` allows it to wait (None when not set, or
+        not a positive duration: then the policy's limit applies, and the log says why, once)."""
+        text = self.metadata.annotations.get(SLA_ANNOTATION)
+        if text is None:
+            return None
+        try:
+            seconds = parse_duration(text)
+        except ValueError as error:
+            log.warning("PodGroup %s: annotation %s ignored: %s", self.key, SLA_ANNOTATION, error)
+            return None
+        return seconds if seconds > 0 else None
 
 
 class Guarantee(KubeModel):

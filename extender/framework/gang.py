@@ -30,7 +30,7 @@ from extender.api.scheduling import gang_key
 from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
 from extender.framework.members import GangView, Rejection, view_gang
-from extender.framework.order import Contender, Ordering, Turn, walk
+from extender.framework.order import Contender, Ordering, Turn, starving_limit, walk
 from extender.framework.placement import Slot
 from extender.framework.queues import QueueView, account
 
@@ -231,9 +231,10 @@ class Gangs:
 
     def _valid_until(self, contenders: list[Contender], now: float) -> float:
         moments = [until for until in self.backoff_until.values() if until > now]
-        limit = self.ordering.starving_after
-        if limit is not None:
-            moments += [c.since + limit for c in contenders if c.since + limit > now]
+        for contender in contenders:
+            limit = starving_limit(contender.gang, self.ordering)
+            if limit is not None and contender.since + limit > now:
+                moments.append(contender.since + limit)
         return min(moments, default=float("inf"))
 
     def _blocked(self, gang: GangView) -> Rejection | None:

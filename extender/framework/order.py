@@ -8,6 +8,7 @@ Volcano's allocate action does:
    (so two saturated queues weighted 1:3 end up holding 1:3);
 2. within a queue, jobs by the policy's job-order plugins in tier order (a gang waiting longer
    than the starvation limit first, then PriorityClass, then DRF dominant share), then by age.
+   The limit is the sla plugin's, or the PodGroup's own `sla-waiting-time` annotation.
 
 Each gang in turn is planned on the capacity that admitted gangs and the gangs before it leave
 (`Turn.slots`). One that does not fit claims nothing, so capacity is never left idle while a
@@ -146,8 +147,17 @@ def _lacks_capacity(turn: Turn) -> bool:
 
 
 def _starving(contender: Contender, ordering: Ordering, now: float) -> bool:
-    limit = ordering.starving_after
+    limit = starving_limit(contender.gang, ordering)
     return limit is not None and now - contender.since >= limit
+
+
+def starving_limit(gang: GangView, ordering: Ordering) -> float | None:
+    """How long the gang may wait before it starves: its PodGroup's `sla-waiting-time` when
+    set, else the policy's limit; None when the policy has no starvation guard."""
+    if ordering.starving_after is None:
+        return None
+    own = gang.group.sla_waiting_time if gang.group is not None else None
+    return own if own is not None else ordering.starving_after
 
 
 def _queue_refusal(gang: GangView, queues: Mapping[str, QueueView]) -> Rejection | None:

@@ -3,7 +3,8 @@
 A gang refused for longer than `sla.waitingTimeSeconds` is *starving*: it goes before every other
 job of its queue, and when it still does not fit it holds the free capacity of the nodes it would
 fit on (the fair order's drain), so a stream of small gangs stops taking what it needs; as their
-pods end, the capacity accumulates for it until it fits.
+pods end, the capacity accumulates for it until it fits. A PodGroup may set its own limit with
+Volcano's annotation `sla-waiting-time` (a Go duration such as `10m`), as a Volcano Job does.
 
     - name: sla
       arguments:

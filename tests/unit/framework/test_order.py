@@ -173,12 +173,22 @@ def test_a_closed_queue_keeps_its_running_work() -> None:
     assert ask(engine(), state, "g") is None  # it stands: nothing to admit, nothing refused
 
 
-def test_a_starving_gang_drains_capacity_that_small_gangs_would_take() -> None:
+@pytest.mark.parametrize(
+    ("policy_limit", "annotation"),
+    [(60, None), (300, "1m")],  # the policy's limit, or the PodGroup's own sla-waiting-time
+)
+def test_a_starving_gang_drains_capacity_that_small_gangs_would_take(
+    policy_limit: float, annotation: str | None
+) -> None:
     now = [0.0]
-    built = engine(sla_seconds=60, now=now)
+    built = engine(sla_seconds=policy_limit, now=now)
     small_running = [Gang(f"run{i}", 1, cpu="2", on=f"n{i}") for i in range(2)]
     big = Gang("big", 2, cpu="4")  # needs two empty nodes
     state = state_of(Scenario(2, [*small_running, big, Gang("small", 1, cpu="2")]))
+    if annotation is not None:
+        state.upsert_pod_group(
+            make_group("big").min_member(2).annotate("sla-waiting-time", annotation).model()
+        )
     assert ask(built, state, "big") is not None
     now[0] = 30.0  # not starving yet: backfill lets the small one in
     assert ask(built, state, "small") is None and built.gangs is not None
@@ -196,6 +206,23 @@ def test_a_starving_gang_drains_capacity_that_small_gangs_would_take() -> None:
         make_pod("small-0").cpu("2").group("small").on("n0").phase("Succeeded").model()
     )
     assert ask(built, state, "big") is None  # the drained nodes are whole: it goes
+
+
+@pytest.mark.parametrize("annotation", [None, "10m", "soon", "-1m"])
+def test_a_gang_within_its_own_limit_does_not_starve(annotation: str | None) -> None:
+    now = [0.0]
+    built = engine(sla_seconds=60, now=now)
+    state = state_of(Scenario(2, [Gang("run0", 1, cpu="2", on="n0"), Gang("big", 2, cpu="4")]))
+    group = make_group("big").min_member(2)
+    if annotation is not None:  # a longer limit; not a duration or not positive: the policy's
+        group = group.annotate("sla-waiting-time", annotation)
+    state.upsert_pod_group(group.model())
+    assert ask(built, state, "big") is not None
+    now[0] = 61.0
+    state.upsert_pod(make_pod("small-0").cpu("2").group("small").model())
+    state.upsert_pod_group(make_group("small").model())
+    drained = ask(built, state, "small") is not None  # big holds n1's free capacity
+    assert drained is (annotation != "10m")
 
 
 def test_members_beyond_the_plan_stay_within_the_queue_capability() -> None:
