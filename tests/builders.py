@@ -234,6 +234,14 @@ class PodGroupBuilder:
         self._group["spec"]["queue"] = name
         return self
 
+    def phase(self, phase: str) -> Self:
+        self._group.setdefault("status", {})["phase"] = phase
+        return self
+
+    def annotate(self, key: str, value: str) -> Self:
+        self._group["metadata"].setdefault("annotations", {})[key] = value
+        return self
+
     def build(self) -> dict[str, Any]:
         return copy.deepcopy(self._group)
 
@@ -268,6 +276,14 @@ class QueueBuilder:
 
     def state(self, state: str) -> Self:
         self._queue.setdefault("status", {})["state"] = state
+        return self
+
+    def counts(self, allocated: dict[str, str] | None = None, **counts: int) -> Self:
+        """Status as written before: podgroup counts per phase and what was allocated."""
+        status = self._queue.setdefault("status", {})
+        status.update(counts)
+        if allocated is not None:
+            status["allocated"] = allocated
         return self
 
     def build(self) -> dict[str, Any]:

@@ -73,6 +73,13 @@ def to_units(amount: Decimal, resource: str) -> int:
     return math.ceil(scaled)
 
 
+def units_quantity(units: int, resource: str) -> str:
+    """`units` of `resource` exactly, as a Kubernetes quantity (cpu millicores as `500m` or `2`)."""
+    if resource == "cpu" and units % 1000:
+        return f"{units}m"
+    return f"{units // 1000}" if resource == "cpu" else f"{units}"
+
+
 def format_units(units: int, resource: str) -> str:
     """A short human form of `units` of `resource`: cpu in cores, bytes in Ki/Mi/Gi, else plain.
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Self
 
-from extender.api.quantity import Quantity, format_units, parse_quantity, to_units
+from extender.api.quantity import Quantity, format_units, parse_quantity, to_units, units_quantity
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -103,6 +103,10 @@ class Resources(Mapping[str, int]):
             if amount > free.get(name, 0):
                 return name
         return None
+
+    def quantities(self) -> dict[str, str]:
+        """As a Kubernetes ResourceList (`{"cpu": "1500m", "memory": "1073741824"}`), exactly."""
+        return {k: units_quantity(v, k) for k, v in self._amounts.items()}
 
     def describe(self) -> str:
         """`cpu 2, memory 4Gi, pods 1`, for messages."""

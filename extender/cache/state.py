@@ -52,6 +52,8 @@ class ClusterState:
         # node appeared or changed. The waker retries parked gangs then.
         self.on_capacity_freed: list[Callable[[], None]] = []
         self.on_pod_group: list[Callable[[str], None]] = []  # a PodGroup appeared or changed
+        # What queue status counts read changed: a Queue, or a PodGroup's phase or existence.
+        self.on_queue_change: list[Callable[[], None]] = []
         # A gang's members changed: one joined or left, or a member's phase or node changed.
         self.on_gang_changed: list[Callable[[str], None]] = []
         self._changes = ChangeLog()
@@ -105,10 +107,13 @@ class ClusterState:
             self.groups_version += 1
             for callback in self.on_pod_group:
                 callback(group.key)
+        if previous is None or previous.status.phase != group.status.phase:
+            self._queue_changed()
 
     def delete_pod_group(self, key: str) -> None:
         if self.pod_groups.pop(key, None) is not None:
             self.groups_version += 1
+            self._queue_changed()
 
     def replace_pod_groups(self, groups: Iterable[PodGroup]) -> None:
         """A full list: groups missing from it are gone; new or changed ones are announced."""
@@ -129,10 +134,16 @@ class ClusterState:
             or previous.status.state != queue.status.state
         ):
             self.queues_version += 1
+        self._queue_changed()
 
     def delete_queue(self, name: str) -> None:
         if self.queues.pop(name, None) is not None:
             self.queues_version += 1
+            self._queue_changed()
+
+    def _queue_changed(self) -> None:
+        for callback in self.on_queue_change:
+            callback()
 
     def replace_queues(self, queues: Iterable[Queue]) -> None:
         listed = {queue.metadata.name: queue for queue in queues}

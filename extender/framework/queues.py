@@ -25,7 +25,8 @@ from extender.framework.members import Rejection, view_gang
 @dataclass
 class QueueView:
     queue: Queue
-    allocated: Resources = EMPTY
+    allocated: Resources = EMPTY  # placed + the capacity admissions hold for pending members
+    placed: Resources = EMPTY  # what its members bound to nodes request
     request: Resources = EMPTY  # allocated + what its pending members ask for
     deserved: Resources = EMPTY
 
@@ -73,6 +74,7 @@ def account(
     queues.setdefault(DEFAULT_QUEUE, default_queue())
     views = {name: QueueView(queue) for name, queue in queues.items()}
     allocated: dict[str, Resources] = {}
+    placed: dict[str, Resources] = {}
     asked: dict[str, Resources] = {}
     for key in state.pod_groups:
         gang = view_gang(state, key)
@@ -80,10 +82,12 @@ def account(
             continue
         slots = reserved.get(key, EMPTY)  # pending members' requests, held for them
         allocated[gang.queue] = allocated.get(gang.queue, EMPTY) + gang.allocated + slots
+        placed[gang.queue] = placed.get(gang.queue, EMPTY) + gang.allocated
         asked[gang.queue] = asked.get(gang.queue, EMPTY) + gang.demand - slots
     claims = []
     for name, view in views.items():
         view.allocated = allocated.get(name, EMPTY)
+        view.placed = placed.get(name, EMPTY)
         view.request = view.allocated + asked.get(name, EMPTY)
         spec = view.queue.spec
         claims.append(

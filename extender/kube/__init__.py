@@ -4,7 +4,7 @@ Everything above this layer gets API access through these modules: a client buil
 or the pod's ServiceAccount (`client`), server-side apply of manifests (`manifests`), reads and
 deletes (`objects`), condition waits (`wait`; on pods, `pods`; on CRDs, `crds`), raw list+watch
 (`watch`, over `raw`), pod binding and annotation (`binding`) and what Lahar reports back: PodGroup
-status and Events (`reports`). Callers get values or a
+status, Queue status, the default Queue and Events (`reports`). Callers get values or a
 `KubeError` naming the object and the reason; raw client exceptions do not leak upward.
 """
 
@@ -14,7 +14,14 @@ from extender.kube.crds import wait_established
 from extender.kube.manifests import Manifest, apply_object, load_manifests
 from extender.kube.objects import delete, list_objects, read
 from extender.kube.pods import pod_when, unschedulable_message
-from extender.kube.reports import condition, patch_pod_group_status, pod_group_status, record_event
+from extender.kube.reports import (
+    condition,
+    create_queue,
+    patch_pod_group_status,
+    patch_queue_status,
+    pod_group_status,
+    record_event,
+)
 from extender.kube.wait import wait_until
 
 __all__ = [
@@ -26,12 +33,14 @@ __all__ = [
     "client_for",
     "condition",
     "connect",
+    "create_queue",
     "delete",
     "evict_pod",
     "list_objects",
     "load_client",
     "load_manifests",
     "patch_pod_group_status",
+    "patch_queue_status",
     "pod_group_status",
     "pod_when",
     "read",

@@ -1,7 +1,10 @@
-"""What Lahar reports back into the cluster: PodGroup status and Kubernetes Events.
+"""What Lahar reports back into the cluster: PodGroup and Queue status, Kubernetes Events, and the
+`default` Queue every PodGroup falls back to.
 
 `patch_pod_group_status` merge-patches the `status` subresource (a list such as `conditions` is
-replaced whole, which is what a writer that computes the full status wants). `record_event` creates
+replaced whole, which is what a writer that computes the full status wants); `patch_queue_status`
+does the same for a Queue, with whatever merge patch it is given. `create_queue` answers False when
+the Queue exists already. `record_event` creates
 a core/v1 Event about an object, as `kubectl describe` shows them, from the component `lahar`.
 Failures raise `KubeError` naming the object and the server's reason. `pod_group_status` and
 `condition` read a PodGroup's status back, as the demo and the tests show it.
@@ -20,6 +23,7 @@ from extender.kube.objects import read
 from extender.kube.raw import ApiStatusError, send
 
 PODGROUPS = f"/apis/{API_VERSION}/namespaces/{{namespace}}/podgroups/{{name}}"
+QUEUES = f"/apis/{API_VERSION}/queues"
 COMPONENT = "lahar"
 
 
@@ -42,6 +46,31 @@ def patch_pod_group_status(
         ).read()
     except ApiStatusError as error:
         raise KubeError(f"writing status of PodGroup {namespace}/{name}: {error}") from error
+
+
+def patch_queue_status(api: k8s.ApiClient, name: str, status: dict[str, Any]) -> None:
+    try:
+        send(
+            api,
+            "PATCH",
+            f"{QUEUES}/{name}/status",
+            body={"status": status},
+            content_type="application/merge-patch+json",
+        ).read()
+    except ApiStatusError as error:
+        raise KubeError(f"writing status of Queue {name}: {error}") from error
+
+
+def create_queue(api: k8s.ApiClient, body: dict[str, Any]) -> bool:
+    """Create the Queue `body` describes; False when one of that name exists already."""
+    name = body["metadata"]["name"]
+    try:
+        send(api, "POST", QUEUES, body=body).read()
+    except ApiStatusError as error:
+        if error.status == 409:
+            return False
+        raise KubeError(f"creating Queue {name}: {error}") from error
+    return True
 
 
 def record_event(

@@ -13,17 +13,20 @@ from typing import Any
 from kubernetes import client as k8s
 
 from extender.actions.bind import Binder, BindError
-from extender.api.scheduling import API_VERSION, PodGroup
+from extender.api.scheduling import API_VERSION, PodGroup, default_queue
 from extender.framework.group_status import Event
 from extender.kube import (
     KubeError,
     annotate_pod,
     bind_pod,
+    create_queue,
     evict_pod,
     patch_pod_group_status,
+    patch_queue_status,
     record_event,
 )
 from extender.server.preemptor import Evictor
+from extender.server.queue_writer import QueueCreate, QueuePatch
 from extender.server.status_writer import EventSink, StatusPatch
 from extender.server.waker import Patcher
 
@@ -75,3 +78,25 @@ def api_event_sink(api: k8s.ApiClient) -> EventSink:
         )
 
     return record
+
+
+def api_queue_patch(api: k8s.ApiClient) -> QueuePatch:
+    async def write(name: str, status: dict[str, Any]) -> None:
+        await asyncio.to_thread(patch_queue_status, api, name, status)
+
+    return write
+
+
+def api_queue_create(api: k8s.ApiClient) -> QueueCreate:
+    async def create(name: str) -> bool:
+        queue = default_queue()
+        assert queue.metadata.name == name, "only the default queue is ever created"
+        body = {
+            "apiVersion": API_VERSION,
+            "kind": "Queue",
+            "metadata": {"name": name},
+            "spec": {"weight": queue.spec.weight, "reclaimable": queue.spec.reclaimable},
+        }
+        return await asyncio.to_thread(create_queue, api, body)
+
+    return create

@@ -40,6 +40,8 @@ from extender.server.adapters import (
     api_event_sink,
     api_evictor,
     api_patcher,
+    api_queue_create,
+    api_queue_patch,
     api_status_patch,
 )
 from extender.server.keys import (
@@ -55,6 +57,7 @@ from extender.server.keys import (
 )
 from extender.server.metrics import Metrics, QueueFigures, QueueGauges
 from extender.server.preemptor import Preemptor
+from extender.server.queue_writer import QueueWriter
 from extender.server.routes import add_routes
 from extender.server.status_writer import StatusWriter
 from extender.server.waker import Waker
@@ -107,6 +110,10 @@ def make_app(
                 app[STATE], gangs, api_status_patch(api), api_event_sink(api), ready=app[SYNCED]
             )
             app.cleanup_ctx.append(_background(writer))
+            queues = QueueWriter(
+                app[STATE], gangs, api_queue_patch(api), api_queue_create(api), ready=app[SYNCED]
+            )
+            app.cleanup_ctx.append(_background(queues))
             if policy.preemption is not None:
                 interval, rules = policy.preemption
                 preemptor = Preemptor(

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from extender.api.quantity import format_units, parse_quantity, to_units
+from extender.api.quantity import format_units, parse_quantity, to_units, units_quantity
 
 
 @pytest.mark.parametrize(
@@ -102,3 +102,10 @@ def test_any_text_parses_or_raises_value_error(text: str) -> None:
 )
 def test_format_for_messages(units: int, resource: str, shown: str) -> None:
     assert format_units(units, resource) == shown
+
+
+@given(
+    st.integers(min_value=0, max_value=2**62), st.sampled_from(["cpu", "memory", "nvidia.com/gpu"])
+)
+def test_units_written_as_a_quantity_read_back_the_same(units: int, resource: str) -> None:
+    assert to_units(parse_quantity(units_quantity(units, resource)), resource) == units

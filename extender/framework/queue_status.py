@@ -1,0 +1,71 @@
+"""A Queue's status, derived from its PodGroups and what its gangs hold. Pure.
+
+`queue_status` is what the queue's status subresource should show:
+
+- counts of its PodGroups by the phase Lahar wrote (`pending`, `inqueue`, `running`, `completed`,
+  `unknown`); a PodGroup without a phase yet is pending, and a Failed one counts as completed
+  (Volcano's Queue status has no failed count: both are finished);
+- `allocated`: what its members bound to nodes request (capacity held for an admitted gang's
+  pending members is not allocated yet);
+- `state`: unset is written `Open`; a `Closing` queue becomes `Closed` once none of its PodGroups
+  is pending, inqueue, running or unknown; `Open` and `Closed` set by a user stay.
+
+`status_patch` is the JSON merge patch that takes the written status to the wanted one (None when
+they are equal): only the fields that differ, and a resource no longer allocated is removed with
+`null`, as a merge patch needs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from extender.api.resources import Resources
+from extender.api.scheduling import DEFAULT_QUEUE, PodGroup, Queue, QueueStatus
+
+OPEN, CLOSING, CLOSED = "Open", "Closing", "Closed"
+_COUNTED = {"Pending": "pending", "Inqueue": "inqueue", "Running": "running"}
+_COUNTED |= {"Completed": "completed", "Failed": "completed", "Unknown": "unknown"}
+_UNFINISHED = ("pending", "inqueue", "running", "unknown")
+
+
+def phases_by_queue(groups: Iterable[PodGroup]) -> dict[str, Counter[str]]:
+    """Per queue name, how many of its PodGroups are in each status count."""
+    counts: dict[str, Counter[str]] = {}
+    for group in groups:
+        queue = group.spec.queue or DEFAULT_QUEUE
+        counts.setdefault(queue, Counter())[_COUNTED.get(group.status.phase, "pending")] += 1
+    return counts
+
+
+def queue_status(queue: Queue, phases: Counter[str], placed: Resources) -> QueueStatus:
+    state = queue.status.state or OPEN
+    if state == CLOSING and not any(phases[count] for count in _UNFINISHED):
+        state = CLOSED
+    return QueueStatus(
+        state=state,
+        pending=phases["pending"],
+        inqueue=phases["inqueue"],
+        running=phases["running"],
+        completed=phases["completed"],
+        unknown=phases["unknown"],
+        allocated=placed,
+    )
+
+
+def status_patch(written: QueueStatus, wanted: QueueStatus) -> dict[str, Any] | None:
+    """The merge patch of the `status` that makes `written` into `wanted`; None if equal."""
+    if written == wanted:
+        return None
+    patch: dict[str, Any] = {
+        field: value
+        for field in ("state", "pending", "inqueue", "running", "completed", "unknown")
+        if (value := getattr(wanted, field)) != getattr(written, field)
+    }
+    if written.allocated != wanted.allocated:
+        gone: dict[str, Any] = {
+            name: None for name in written.allocated if name not in wanted.allocated
+        }
+        patch["allocated"] = gone | wanted.allocated.quantities()
+    return patch

@@ -1,0 +1,118 @@
+"""Writing Queue status, coalesced, and keeping the `default` Queue in existence.
+
+Anything a queue's status reads (a member bound or gone, a PodGroup created, deleted or moved to
+another phase, a Queue changed) only wakes the writer. It then waits `interval`, so that everything
+else that happens meanwhile joins the same pass, derives every queue's status
+(`framework.queue_status`) and merge-patches the queues whose status differs from what the API
+shows. However busy the cluster, a queue is written at most once per interval; an idle cluster is
+not written at all. The written status goes onto the cached Queue at once, so the next pass does
+not write it again before the watch delivers it.
+
+Each pass first makes sure the `default` Queue exists (PodGroups without a queue go there): it is
+created when missing at start and again if someone deletes it. Nothing runs before `ready` (the
+cache is whole): counts from PodGroups listed before their pods would be wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from extender.api.scheduling import DEFAULT_QUEUE, Queue, QueueStatus
+from extender.cache.state import ClusterState
+from extender.framework.gang import Gangs
+from extender.framework.queue_status import phases_by_queue, queue_status, status_patch
+from extender.framework.queues import account
+
+log = logging.getLogger(__name__)
+QueuePatch = Callable[[str, dict[str, Any]], Awaitable[None]]  # queue name, status merge patch
+QueueCreate = Callable[[str], Awaitable[bool]]  # create the named default queue; False if it exists
+
+
+class QueueWriter:
+    def __init__(
+        self,
+        state: ClusterState,
+        gangs: Gangs,
+        write: QueuePatch,
+        create: QueueCreate,
+        *,
+        ready: asyncio.Event | None = None,
+        interval: float = 2.0,
+        retry_after: float = 5.0,
+    ) -> None:
+        self.state, self.gangs, self.write, self.create = state, gangs, write, create
+        self.ready, self.interval, self.retry_after = ready, interval, retry_after
+        self._wake: asyncio.Event | None = None
+        self.writes = 0  # status patches sent, for the tests' and metrics' sake
+
+    def attach(self) -> None:
+        """Listen to the state (call on the event loop)."""
+        self._wake = asyncio.Event()
+        self.state.on_gang_changed.append(lambda key: self.poke())
+        self.state.on_pod_group.append(lambda key: self.poke())
+        self.state.on_queue_change.append(self.poke)
+
+    def poke(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    async def run(self) -> None:
+        """Bring queues up to date a pass at a time, forever (a background task)."""
+        assert self._wake is not None, "attach() first"
+        if self.ready is not None:
+            await self.ready.wait()
+        self._wake.set()  # the first pass: create the default queue, correct stale counts
+        while True:
+            await self._wake.wait()
+            await asyncio.sleep(self.interval)  # what changes meanwhile joins this pass
+            self._wake.clear()
+            try:
+                await self.flush()
+            except Exception:  # a bug must not end the writer: say so, try again later
+                log.exception("could not bring queue status up to date")
+                asyncio.get_running_loop().call_later(self.retry_after, self.poke)
+
+    async def flush(self) -> None:
+        if DEFAULT_QUEUE not in self.state.queues and await self._create_default():
+            return  # the watch delivers it; its arrival wakes the next pass
+        views = account(self.state, self.state.view().nodes, self.gangs.reserved_by_gang())
+        phases = phases_by_queue(self.state.pod_groups.values())
+        for name, queue in sorted(self.state.queues.items()):
+            placed = views[name].placed if name in views else queue.status.allocated
+            wanted = queue_status(queue, phases.get(name, Counter()), placed)
+            patch = status_patch(queue.status, wanted)
+            if patch is not None:
+                await self._write(queue, wanted, patch)
+
+    async def _create_default(self) -> bool:
+        try:
+            created = await self.create(DEFAULT_QUEUE)
+        except Exception as error:  # an API hiccup (or no permission): say so, try again later
+            log.warning("could not create the %s Queue: %s", DEFAULT_QUEUE, error)
+            asyncio.get_running_loop().call_later(self.retry_after, self.poke)
+            return False
+        if created:
+            log.info(
+                "created Queue %s: none existed, PodGroups without a queue go there", DEFAULT_QUEUE
+            )
+        return created
+
+    async def _write(self, queue: Queue, wanted: QueueStatus, patch: dict[str, Any]) -> None:
+        name, written = queue.metadata.name, queue.status
+        try:
+            await self.write(name, patch)
+        except (
+            Exception
+        ) as error:  # an API hiccup: the next pass tries again; a gone queue is skipped
+            log.warning("could not write status of Queue %s: %s", name, error)
+            asyncio.get_running_loop().call_later(self.retry_after, self.poke)
+            return
+        self.writes += 1
+        if wanted.state != written.state:
+            log.info("Queue %s: state %s -> %s", name, written.state or "-", wanted.state)
+        if self.state.queues.get(name) is queue:  # else the watch moved on during the write
+            self.state.upsert_queue(queue.model_copy(update={"status": wanted}))

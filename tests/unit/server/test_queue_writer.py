@@ -1,0 +1,113 @@
+"""The queue writer: the default queue exists, counts and allocation are written once per change
+burst, an equal status is not written again, a failed write is retried."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from extender.api.scheduling import Queue
+from extender.framework.gang import Gangs
+from extender.server.queue_writer import QueueWriter
+from tests.builders import cluster, make_group, make_node, make_pod, make_queue
+
+
+class Api:
+    """What the writer would send to the API server; created queues come back as a watch would."""
+
+    def __init__(self) -> None:
+        self.patches: list[tuple[str, dict[str, Any]]] = []
+        self.created: list[str] = []
+        self.fail = False
+        self.written = asyncio.Event()
+
+    async def write(self, name: str, status: dict[str, Any]) -> None:
+        if self.fail:
+            raise RuntimeError("apiserver unavailable")
+        self.patches.append((name, status))
+        self.written.set()
+
+    async def create(self, name: str) -> bool:
+        self.created.append(name)
+        return True
+
+
+def writer_for(api: Api, *queues: Queue, interval: float = 0.01) -> QueueWriter:
+    state = cluster([make_node("n1").cpu("8")])
+    for queue in queues:
+        state.upsert_queue(queue)
+    writer = QueueWriter(state, Gangs(), api.write, api.create, interval=interval, retry_after=0.05)
+    writer.attach()
+    return writer
+
+
+def test_the_default_queue_is_created_when_missing_and_only_then() -> None:
+    async def scenario() -> None:
+        api = Api()
+        writer = writer_for(api, make_queue("team").model())
+        await writer.flush()
+        assert api.created == ["default"] and api.patches == []  # counts wait for the watch
+        writer.state.upsert_queue(make_queue("default").model())  # the watch delivers it
+        await writer.flush()
+        assert api.created == ["default"]
+        assert sorted(name for name, _ in api.patches) == ["default", "team"]  # state Open
+
+    asyncio.run(scenario())
+
+
+def test_counts_and_allocation_are_written_then_not_again_while_unchanged() -> None:
+    async def scenario() -> None:
+        api = Api()
+        writer = writer_for(
+            api, make_queue("default").state("Open").model(), make_queue("q").state("Open").model()
+        )
+        state = writer.state
+        state.upsert_pod_group(make_group("a").queue("q").phase("Running").model())
+        state.upsert_pod_group(make_group("b").queue("q").model())
+        state.upsert_pod(make_pod("a-0").cpu("1500m").group("a").on("n1").phase("Running").model())
+        state.upsert_pod(make_pod("b-0").cpu("1").group("b").model())
+        await writer.flush()
+        assert api.patches == [
+            ("q", {"pending": 1, "running": 1, "allocated": {"cpu": "1500m", "pods": "1"}})
+        ]
+        assert state.queues["q"].status.running == 1  # cached at once
+        await writer.flush()
+        assert len(api.patches) == 1
+
+    asyncio.run(scenario())
+
+
+def test_a_burst_of_changes_makes_one_write() -> None:
+    async def scenario() -> None:
+        api = Api()
+        writer = writer_for(api, make_queue("default").state("Open").model(), interval=0.5)
+        state = writer.state
+        task = asyncio.create_task(writer.run())
+        for i in range(50):  # fifty one-pod gangs created and bound over about 0.05 s
+            state.upsert_pod_group(make_group(f"g{i}").phase("Running").model())
+            state.upsert_pod(
+                make_pod(f"g{i}-0").cpu("100m").group(f"g{i}").on("n1").phase("Running").model()
+            )
+            await asyncio.sleep(0.001)
+        await asyncio.wait_for(api.written.wait(), 3)
+        await asyncio.sleep(0.6)  # a second pass would have run by now
+        task.cancel()
+        [(name, patch)] = api.patches
+        assert (name, patch["running"], patch["allocated"]["cpu"]) == ("default", 50, "5")
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_write_is_retried() -> None:
+    async def scenario() -> None:
+        api = Api()
+        api.fail = True
+        writer = writer_for(api, make_queue("default").model())
+        task = asyncio.create_task(writer.run())
+        await asyncio.sleep(0.1)  # the first pass failed
+        api.fail = False
+        await asyncio.wait_for(api.written.wait(), 3)
+        task.cancel()
+        assert api.patches == [("default", {"state": "Open"})]
+
+    asyncio.run(scenario())
