@@ -136,6 +136,12 @@ class PodBuilder:
         self._pod.setdefault("status", {})["phase"] = phase
         return self
 
+    def parked(self) -> Self:
+        """A scheduler found no node for it (PodScheduled False, reason Unschedulable)."""
+        condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+        self._pod.setdefault("status", {}).setdefault("conditions", []).append(condition)
+        return self
+
     def uid(self, uid: str) -> Self:
         self._pod["metadata"]["uid"] = uid
         return self

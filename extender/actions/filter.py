@@ -21,6 +21,7 @@ def filter_nodes(
     verdict = PLAIN
     gangs = session.engine.gangs
     if gangs is not None:  # may admit the pod's gang: the one change a filter call makes
+        gangs.serve(args.pod.spec.scheduler_name)
         verdict = gangs.verdict(state, session.snapshot.nodes, args.pod)
     outcome = session.filter(args.pod, candidates, verdict)
     if outcome.everything_passed and candidates.raw is not None and args.nodes is None:

@@ -109,9 +109,15 @@ class PodSpec(KubeModel):
     resources: ResourceRequirements | None = None
 
 
+class PodCondition(KubeModel):
+    type: str = ""
+    status: str = ""
+
+
 class PodStatus(KubeModel):
     phase: str = ""
     nominated_node_name: str = ""
+    conditions: tuple[PodCondition, ...] = ()
 
 
 class Pod(KubeModel):
@@ -122,6 +128,12 @@ class Pod(KubeModel):
     @property
     def key(self) -> str:
         return self.metadata.key
+
+    @property
+    def parked(self) -> bool:
+        """A scheduler tried it and found no node (PodScheduled is False): it waits to be
+        retried on a cluster event."""
+        return any(c.type == "PodScheduled" and c.status == "False" for c in self.status.conditions)
 
     @property
     def finished(self) -> bool:

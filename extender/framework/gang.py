@@ -98,9 +98,9 @@ class Gangs:
     _walks: itertools.count[int] = field(default_factory=itertools.count)
     _targets: dict[str, dict[str, Resources]] = field(default_factory=dict)  # starving gangs
     _let_in_since: dict[str, float] = field(default_factory=dict)  # fit, not come for it yet
-    _contenders: int = (
-        0  # grows when a gang the current order does not know starts or stops waiting
-    )
+    # Scheduler names of the pods Lahar was asked about: gangs of those schedulers contend.
+    schedulers: set[str] = field(default_factory=set)
+    _pending_since: dict[str, float] = field(default_factory=dict)  # contenders never asked
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -121,6 +121,13 @@ class Gangs:
         }
 
     # -- deciding ------------------------------------------------------------------------------
+
+    def serve(self, scheduler: str) -> None:
+        """A scheduler of this name asks Lahar: the pending gangs of its pods contend in the fair
+        order even before it asks about them."""
+        if scheduler not in self.schedulers:
+            self.schedulers.add(scheduler)
+            self._order = None
 
     def verdict(self, state: ClusterState, nodes: Mapping[str, NodeInfo], pod: Pod) -> Verdict:
         """What the gang rules say about filtering `pod` now (admitting its gang if it can)."""
@@ -182,6 +189,7 @@ class Gangs:
             contenders.append(Contender(gang, self.waiting[key].since, self._blocked(gang)))
         if asking is not None and asking.key not in self.waiting:
             contenders.append(Contender(asking, now, self._blocked(asking)))
+        contenders += self._unasked(state, asking, now)
         queues = account(state, nodes, self.reserved_by_gang())
         turns = walk(
             contenders,
@@ -211,9 +219,35 @@ class Gangs:
         return self._order
 
     def admissible(self, state: ClusterState, nodes: Mapping[str, NodeInfo]) -> list[str]:
-        """The waiting gangs the fair order would admit now, in that order (nothing reserved)."""
+        """The parked gangs the fair order would admit now, in that order (nothing reserved):
+        refused by Lahar, or never asked about because the scheduler found no node before it."""
         order = self.order(state, nodes)
-        return [key for key, turn in order.turns.items() if turn.slots and key in self.waiting]
+        return [
+            key
+            for key, turn in order.turns.items()
+            if turn.slots
+            and (key in self.waiting or any(pod.parked for pod in view_gang(state, key).pending))
+        ]
+
+    def _unasked(self, state: ClusterState, asking: GangView | None, now: float) -> list[Contender]:
+        """Gangs of the schedulers Lahar serves with members pending that Lahar was not asked
+        about yet (the scheduler has not come to them, or found no node before asking): they
+        contend too, so the order does not depend on which pod the scheduler happens to try
+        first. They wait since first seen."""
+        seen: dict[str, float] = {}
+        contenders = []
+        for key in state.pod_groups:
+            if key in self.waiting or key in self.admissions or (asking and asking.key == key):
+                continue
+            gang = view_gang(state, key)
+            if gang.stands or not any(
+                pod.spec.scheduler_name in self.schedulers for pod in gang.pending
+            ):
+                continue
+            seen[key] = self._pending_since.get(key, now)
+            contenders.append(Contender(gang, seen[key], self._blocked(gang)))
+        self._pending_since = seen
+        return contenders
 
     def _fresh(self, state: ClusterState) -> Order | None:
         order = self._order

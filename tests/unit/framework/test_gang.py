@@ -35,6 +35,7 @@ def filter_pod(engine: Engine, state: ClusterState, pod: PodBuilder) -> FilterOu
     """As the filter action does: the gang rules' verdict (admitting), then the session."""
     model = state.pods[pod.model().metadata.uid]
     assert engine.gangs is not None
+    engine.gangs.serve(model.spec.scheduler_name)
     verdict = engine.gangs.verdict(state, state.view().nodes, model)
     return engine.session(state.view()).filter(model, NODES, verdict)
 
@@ -59,8 +60,12 @@ def test_one_gang_is_admitted_whole_and_the_other_waits_with_nothing(engine: Eng
 
     rejected = filter_pod(engine, state, b[0])
     assert rejected.passed == []
+    # b contended in the walk that admitted a (pending, though not asked about yet): its turn
+    # there names the gang the capacity went to.
     assert rejected.failed == dict.fromkeys(
-        NODES, "gang default/b: 4 of 4 members cannot be placed: Insufficient cpu"
+        NODES,
+        "gang default/b: the capacity it needs goes first to gangs ahead of it in the fair "
+        "order (queue share, priority, age): default/a",
     )
     plain = make_pod("plain").uid("plain").cpu("1")
     state.upsert_pod(plain.model())

@@ -86,6 +86,7 @@ def ask(built: Engine, state: ClusterState, gang: str) -> str | None:
     """Filter the gang's first member as the filter action does: None when admitted."""
     assert built.gangs is not None
     pod = state.pods[f"uid-default-{gang}-0"]
+    built.gangs.serve(pod.spec.scheduler_name)
     return built.gangs.verdict(state, state.view().nodes, pod).reason
 
 
@@ -118,6 +119,24 @@ def test_the_least_served_queue_goes_first_when_capacity_frees() -> None:
     assert built.gangs is not None
     assert built.gangs.admissible(state, state.view().nodes) == ["default/next-b"]
     assert ask(built, state, "next-b") is None
+
+
+def test_gangs_the_scheduler_has_not_asked_about_yet_contend_too() -> None:
+    """The scheduler tries pods in its own order (here: every light gang first); the fair order
+    still hands the capacity out 1:3, and wakes the parked gangs it lets in."""
+    light = [Gang(f"l{i}", 1, cpu="1", queue="light") for i in range(4)]
+    heavy = [Gang(f"h{i}", 1, cpu="1", queue="heavy") for i in range(4)]
+    queues = [make_queue("light").weight(1), make_queue("heavy").weight(3)]
+    state, built = state_of(Scenario(1, [*light, *heavy], queues)), engine()
+    for gang in heavy[:2]:  # tried before, when the node was full: parked
+        state.upsert_pod(gang.pods()[0].parked().model())
+    assert ask(built, state, "l0") is None  # 4 cpu: light deserves 1, heavy 3
+    for gang in light[1:]:
+        reason = ask(built, state, gang.name)
+        assert reason is not None and "ahead of it in the fair order" in reason
+    assert built.gangs is not None
+    assert built.gangs.admissible(state, state.view().nodes) == ["default/h0", "default/h1"]
+    assert all(ask(built, state, gang.name) is None for gang in heavy[:3])
 
 
 @pytest.mark.parametrize(
