@@ -111,3 +111,21 @@ def scheduled_counts(api: k8s.ApiClient, namespace: str) -> Counter[str]:
     """How many times the scheduler reported each pod bound."""
     scheduled = events(api, namespace, reason="Scheduled", kind="Pod")
     return Counter(event["involvedObject"]["name"] for event in scheduled)
+
+
+@pytest.fixture
+def cluster_objects(api: k8s.ApiClient) -> Iterator[list[tuple[str, str, str]]]:
+    """(apiVersion, kind, name) of cluster-scoped objects to delete after the test."""
+    made: list[tuple[str, str, str]] = []
+    yield made
+    for api_version, kind, name in made:
+        delete(api, api_version, kind, name)
+
+
+def priority_class(name: str, value: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
+from types import TracebackType
 from typing import Any
 
 from kubernetes import client as k8s
 
+from extender.api.scheduling import GROUP_ANNOTATION as GROUP
 from extender.devcluster.lifecycle import end_pod
 from extender.kube import (
     apply_object,
@@ -32,12 +36,15 @@ def submit_gang(
     group: bool = True,
     queue: str = "",
     priority_class: str = "",
+    annotations: dict[str, str] | None = None,
 ) -> list[str]:
-    """A PodGroup `name` (minMember = size unless given; none with `group=False`; in `queue` when
-    given), then its pods (of `priority_class` when given)."""
+    """A PodGroup `name` (minMember = size unless given; none with `group=False`; in `queue` and
+    with `annotations` when given), then its pods (of `priority_class` when given)."""
     if group:
         minimum = size if min_member is None else min_member
         body = make_group(name).ns(namespace).min_member(minimum)
+        for key, value in (annotations or {}).items():
+            body = body.annotate(key, value)
         apply_object(api, (body.queue(queue) if queue else body).build())
     names = [f"{name}-{index}" for index in range(size)]
     for member in names:
@@ -117,3 +124,56 @@ def group_events(api: k8s.ApiClient, namespace: str, name: str) -> list[tuple[st
     """(reason, message) of the events Lahar recorded on PodGroup `name`."""
     about = events(api, namespace, kind="PodGroup", name=name)
     return [(event["reason"], event.get("message", "")) for event in about]
+
+
+class BindTimeline:
+    """When each pod of the namespace was first seen bound, sampled every `interval` seconds in
+    a thread while the `with` block runs: binding is one API call per pod, so a gang is partly
+    bound for the moment its members' bindings take, and `partial` names any gang for which
+    that moment lasted longer than `spread` seconds, or that stayed partly bound."""
+
+    def __init__(self, api: k8s.ApiClient, namespace: str, interval: float = 0.25) -> None:
+        self.api, self.namespace, self.interval = api, namespace, interval
+        self.bound_at: dict[str, float] = {}  # pod name -> first seen bound (monotonic)
+        self.gang_of: dict[str, str] = {}  # pod name -> its gang
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> BindTimeline:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()  # the state at the end
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def sample(self) -> None:
+        now = time.monotonic()
+        for pod in list_objects(self.api, "v1", "Pod", namespace=self.namespace):
+            name = pod["metadata"]["name"]
+            gang = (pod["metadata"].get("annotations") or {}).get(GROUP)
+            if gang:
+                self.gang_of[name] = gang
+            if pod["spec"].get("nodeName"):
+                self.bound_at.setdefault(name, now)
+
+    def partial(self, spread: float = 2.0) -> list[str]:
+        members: dict[str, list[str]] = {}
+        for pod, gang in self.gang_of.items():
+            members.setdefault(gang, []).append(pod)
+        found = []
+        for gang, pods in sorted(members.items()):
+            times = [self.bound_at[pod] for pod in pods if pod in self.bound_at]
+            if times and (len(times) < len(pods) or max(times) - min(times) > spread):
+                found.append(gang)
+        return found

@@ -7,24 +7,29 @@ untouched, and the preemptor's gang bound whole.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
+from typing import Any
 
-import pytest
 from kubernetes import client as k8s
 
-from extender.kube import apply_object, delete, pod_when
+from extender.api.scheduling import API_VERSION
+from extender.kube import (
+    apply_object,
+    delete,
+    pod_when,
+    read,
+    wait_until,
+)
 from tests.builders import make_queue
-from tests.e2e.conftest import NodeFactory, PodFactory, events
-from tests.e2e.gangs import alive, bound, refused_as, submit_gang, wait_bound
-
-
-@pytest.fixture
-def cluster_objects(api: k8s.ApiClient) -> Iterator[list[tuple[str, str, str]]]:
-    """(apiVersion, kind, name) of cluster-scoped objects to delete after the test."""
-    made: list[tuple[str, str, str]] = []
-    yield made
-    for api_version, kind, name in made:
-        delete(api, api_version, kind, name)
+from tests.e2e.conftest import NodeFactory, PodFactory, events, priority_class
+from tests.e2e.gangs import (
+    alive,
+    bound,
+    finish,
+    refused_as,
+    submit_gang,
+    wait_bound,
+)
 
 
 def test_a_closed_queue_admits_nothing(
@@ -37,7 +42,7 @@ def test_a_closed_queue_admits_nothing(
     own_nodes(1, cpu="4")
     queue = f"{namespace}-q"
     apply_object(api, make_queue(queue).build())
-    cluster_objects.append(("scheduling.volcano.sh/v1beta1", "Queue", queue))
+    cluster_objects.append((API_VERSION, "Queue", queue))
     k8s.CustomObjectsApi(api).patch_cluster_custom_object_status(  # state lives in the status
         "scheduling.volcano.sh", "v1beta1", "queues", queue, {"status": {"state": "Closed"}}
     )
@@ -63,13 +68,7 @@ def test_a_high_priority_gang_preempts_the_fewest_whole_lower_priority_gangs(
     own_nodes(2, cpu="4")
     low, high = f"{namespace}-low", f"{namespace}-high"
     for name, value in ((low, 10), (high, 1000)):
-        body = {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": name},
-            "value": value,
-        }
-        apply_object(api, body)
+        apply_object(api, priority_class(name, value))
         cluster_objects.append(("scheduling.k8s.io/v1", "PriorityClass", name))
     running = {
         "wide": submit_gang(api, namespace, pod, "wide", 2, cpu="2", priority_class=low),
@@ -103,7 +102,7 @@ def test_a_queue_below_its_share_reclaims_from_one_above_it(
     apply_object(api, make_queue(starved).build())
     apply_object(api, make_queue(greedy).deserved(cpu="4").build())  # holds 8 below
     for queue in (starved, greedy):
-        cluster_objects.append(("scheduling.volcano.sh/v1beta1", "Queue", queue))
+        cluster_objects.append((API_VERSION, "Queue", queue))
     held = [submit_gang(api, namespace, pod, f"b{i}", 2, cpu="1", queue=greedy) for i in range(4)]
     for members in held:
         wait_bound(api, namespace, members, 2, "queue b's gang bound")
@@ -114,3 +113,91 @@ def test_a_queue_below_its_share_reclaims_from_one_above_it(
     left = [alive(api, namespace, members) for members in held]
     assert sorted(len(members) for members in left) == [0, 2, 2, 2]  # one whole gang reclaimed
     assert events(api, namespace, reason="Preempting", kind="PodGroup", name="a0")
+
+
+def queue_status(api: k8s.ApiClient, name: str) -> dict[str, Any]:
+    status: dict[str, Any] = (read(api, API_VERSION, "Queue", name) or {}).get("status") or {}
+    return status
+
+
+def test_queue_status_counts_podgroups_and_what_they_hold(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    pod: PodFactory,
+    cluster_objects: list[tuple[str, str, str]],
+) -> None:
+    wait_until(lambda: read(api, API_VERSION, "Queue", "default"), timeout=30, what="default Queue")
+    own_nodes(1, cpu="6")
+    queue = f"{namespace}-q"
+    apply_object(api, make_queue(queue).build())
+    cluster_objects.append((API_VERSION, "Queue", queue))
+    first = submit_gang(api, namespace, pod, "first", 2, cpu="1", queue=queue)
+    second = submit_gang(api, namespace, pod, "second", 1, cpu="1500m", queue=queue)
+    submit_gang(api, namespace, pod, "big", 2, cpu="2", queue=queue)  # no room left for it
+    wait_bound(api, namespace, first + second, 3, "the two gangs that fit bound")
+
+    def shows(**wanted: Any) -> Callable[[], dict[str, Any] | None]:
+        def check() -> dict[str, Any] | None:
+            status = queue_status(api, queue)
+            return status if all(status.get(k) == v for k, v in wanted.items()) else None
+
+        return check
+
+    expected = {
+        "state": "Open",
+        "running": 2,
+        "pending": 1,
+        "allocated": {"cpu": "3500m", "pods": "3"},
+    }
+    wait_until(
+        shows(**expected),
+        timeout=30,
+        what=f"queue status {expected}",
+        describe=lambda: str(queue_status(api, queue)),
+    )
+
+    finish(api, namespace, first)  # its capacity goes to big
+    expected = {
+        "running": 2,
+        "completed": 1,
+        "pending": 0,
+        "allocated": {"cpu": "5500m", "pods": "3"},
+    }
+    wait_until(
+        shows(**expected),
+        timeout=30,
+        what=f"queue status {expected}",
+        describe=lambda: str(queue_status(api, queue)),
+    )
+
+    k8s.CustomObjectsApi(api).patch_cluster_custom_object_status(
+        "scheduling.volcano.sh", "v1beta1", "queues", queue, {"status": {"state": "Closing"}}
+    )
+    finish(api, namespace, second)
+    assert queue_status(api, queue)["state"] == "Closing"  # big still runs
+    big = [f"big-{i}" for i in range(2)]
+    finish(api, namespace, big)
+    wait_until(
+        shows(state="Closed", running=0, completed=3),
+        timeout=30,
+        what="the closing queue closed",
+        describe=lambda: str(queue_status(api, queue)),
+    )
+
+
+def test_the_default_queue_comes_back_when_deleted(api: k8s.ApiClient) -> None:
+    before = wait_until(
+        lambda: read(api, API_VERSION, "Queue", "default"), timeout=30, what="default Queue"
+    )
+    delete(api, API_VERSION, "Queue", "default")
+    again = wait_until(
+        lambda: (
+            (q := read(api, API_VERSION, "Queue", "default"))
+            and q["metadata"]["uid"] != before["metadata"]["uid"]
+            and q
+        ),
+        timeout=30,
+        what="the default Queue created again",
+    )
+    assert again["spec"]["weight"] == 1 and again["spec"]["reclaimable"] is True
