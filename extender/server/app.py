@@ -28,11 +28,12 @@ from extender.actions.bind import Binder
 from extender.api.candidates import CandidateParser
 from extender.cache.informer import Informers
 from extender.cache.state import ClusterState
+from extender.framework.fairness import dominant_share
 from extender.framework.gang import Gangs
 from extender.framework.group_status import Event
 from extender.framework.members import view_gang
 from extender.framework.policy import Policy
-from extender.framework.queues import account
+from extender.framework.queues import account, cluster_total
 from extender.framework.recovery import recover
 from extender.framework.session import Engine
 from extender.server.adapters import (
@@ -134,9 +135,17 @@ def make_app(
 
 
 def _queue_figures(state: ClusterState, gangs: Gangs) -> QueueFigures:
-    views = account(state, state.view().nodes, gangs.reserved_by_gang())
+    nodes = state.view().nodes
+    views = account(state, nodes, gangs.reserved_by_gang())
     waiting = Counter(view_gang(state, key).queue for key in gangs.waiting)
-    return views, waiting
+    total = cluster_total(nodes)
+    shares = {}
+    for key, group in state.pod_groups.items():
+        gang = view_gang(state, key)
+        if gang.placed or gang.pending:  # finished gangs hold nothing: no series for them
+            labels = (group.metadata.namespace, group.metadata.name, gang.queue)
+            shares[labels] = dominant_share(gang.allocated, total)
+    return QueueFigures(views, waiting, shares)
 
 
 def _informer_counts(app: web.Application) -> list[tuple[str, int, int]]:

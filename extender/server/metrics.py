@@ -18,12 +18,15 @@ several apps in one process).
   `lahar_queue_allocated_{milli_cpu,memory_bytes}{queue}`, `lahar_queue_deserved_*`,
   `lahar_queue_capacity_*` (capability; absent when uncapped), `lahar_queue_share{queue}`,
   `lahar_queue_weight{queue}`, `lahar_queue_overused{queue}` (0/1), `lahar_queue_pending_gangs`;
+  `lahar_job_share{namespace,podgroup,queue}` (DRF: the largest fraction of the cluster a gang
+  with members running or waiting holds of any resource);
   `lahar_pod_preemption_victims_total` (pods Lahar evicted to preempt or reclaim).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -60,7 +63,12 @@ class _Gauges(Collector):
         return [objects, relists, reconnects]
 
 
-QueueFigures = tuple[Mapping[str, QueueView], Mapping[str, int]]  # views, waiting gangs by queue
+@dataclass(frozen=True)
+class QueueFigures:
+    views: Mapping[str, QueueView]
+    waiting: Mapping[str, int]  # gangs waiting for admission, by queue
+    job_shares: Mapping[tuple[str, str, str], float]  # (namespace, podgroup, queue) -> share
+
 
 _UNITS = ((CPU, "milli_cpu"), (MEMORY, "memory_bytes"))
 
@@ -72,7 +80,8 @@ class QueueGauges(Collector):
         self._figures = figures
 
     def collect(self) -> Iterable[Metric]:
-        views, waiting = self._figures()
+        figures = self._figures()
+        views, waiting = figures.views, figures.waiting
         families: dict[str, GaugeMetricFamily] = {}
 
         def gauge(name: str, text: str, queue: str, value: float) -> None:
@@ -95,7 +104,14 @@ class QueueGauges(Collector):
             gauge("queue_weight", "Queue weight", name, view.queue.spec.weight)
             gauge("queue_overused", "1 when holding more than deserved", name, view.overused)
             gauge("queue_pending_gangs", "Gangs waiting for admission", name, waiting.get(name, 0))
-        return list(families.values())
+        jobs = GaugeMetricFamily(
+            "lahar_job_share",
+            "DRF share of a gang: the largest fraction of the cluster it holds of any resource",
+            labels=["namespace", "podgroup", "queue"],
+        )
+        for labels, value in sorted(figures.job_shares.items()):
+            jobs.add_metric(list(labels), value)
+        return [*families.values(), jobs]
 
 
 class Metrics:

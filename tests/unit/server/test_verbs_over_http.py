@@ -18,7 +18,7 @@ from extender.cache.state import ClusterState
 from extender.framework.policy import load_policy
 from extender.plugins import REGISTRY
 from extender.server.app import make_app
-from tests.builders import cluster, make_node, make_pod
+from tests.builders import cluster, make_group, make_node, make_pod, make_queue
 
 POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
 Scenario = Callable[[TestClient[Any, Any], ClusterState, list[tuple[str, ...]]], Awaitable[None]]
@@ -173,5 +173,24 @@ def test_health_readiness_and_metrics() -> None:
         assert 'lahar_cache_objects{kind="pods"} 2.0' in metrics
         assert 'lahar_extender_requests_total{result="ok",verb="filter"} 1.0' in metrics
         assert 'lahar_extender_request_duration_seconds_count{verb="filter"} 1.0' in metrics
+
+    run(scenario)
+
+
+def test_queue_and_job_share_metrics() -> None:
+    async def scenario(client: TestClient[Any, Any], state: ClusterState, *_: object) -> None:
+        state.upsert_queue(make_queue("q").weight(3).capability(cpu="12").model())
+        state.upsert_pod_group(make_group("g").queue("q").model())
+        state.upsert_pod(make_pod("g-0").uid("g-0").cpu("4").group("g").on("empty").model())
+        state.upsert_pod_group(make_group("done").model())  # nothing running or waiting
+        metrics = await (await client.get("/metrics")).text()
+        # 17 cpu in the cluster: g holds 4 of them.
+        share = 'lahar_job_share{namespace="default",podgroup="g",queue="q"} 0.235294'
+        assert share in metrics
+        assert 'podgroup="done"' not in metrics
+        assert 'lahar_queue_allocated_milli_cpu{queue="q"} 4000.0' in metrics
+        assert 'lahar_queue_capacity_milli_cpu{queue="q"} 12000.0' in metrics
+        assert 'lahar_queue_weight{queue="q"} 3.0' in metrics
+        assert 'lahar_queue_weight{queue="default"} 1.0' in metrics  # there even if not created
 
     run(scenario)
