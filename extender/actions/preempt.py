@@ -1,14 +1,131 @@
-"""The preempt verb. Until Lahar's queue and gang-aware preemption arrives (issue 6), it accepts the
-scheduler's candidates as they are, in the meta form the protocol answers with: every node keeps
-the victims the scheduler chose (a node offered with no victim is dropped, as the protocol asks).
-Both request forms (full pods or UIDs) are read.
+"""The preempt verb: of the victims kube-scheduler proposes, keep only what Lahar's rules allow.
+
+kube-scheduler proposes candidates (node -> victims) from a dry run of its in-tree filters, which
+know nothing of gangs or queues. The answer keeps, of those (a node offered with no victim is
+dropped, as the protocol asks):
+
+- for a gang's pod: Lahar's own choice for the gang (`framework.preemption`: whole gangs of lower
+  priority in its queue, or of reclaimable queues above their deserved share, never part of a
+  gang's core; the fewest pods, then cpu and memory, that let the whole gang fit). When those
+  victims are all on one node the scheduler offered, are among the victims it proposed there, it
+  counted no PodDisruptionBudget violation there, and the gang is the most deserving one short of
+  capacity, the answer is that node with exactly those victims. Otherwise the answer is empty and
+  Lahar's preemptor carries out its choice itself, through the Eviction API (PDBs honoured, the
+  whole victim gang evicted, Events naming preemptor and victims), for the most deserving gang.
+  A gang waiting for another reason than capacity, or for which no valid victims exist, gets
+  nothing: preempting would not let it in, or would break the rules.
+- for a pod outside any PodGroup: the scheduler's candidates whose victims are all outside
+  PodGroups too (evicting a gang member would break its gang for a pod no queue accounts for),
+  the cheapest of them (fewest pods, then cpu, then memory).
+
+A victim the cache does not know is a case Lahar cannot decide: its node is dropped, never
+guessed. Both request forms (full pods or UIDs) are read; the answer is in the meta form.
+Outcomes are values: the decision says what to answer, why, and whether the preemptor must act.
 """
 
 from __future__ import annotations
 
-from extender.api.wire import ExtenderPreemptionArgs, ExtenderPreemptionResult
+from dataclasses import dataclass
+
+from extender.api.objects import Pod
+from extender.api.resources import CPU, EMPTY, MEMORY
+from extender.api.scheduling import gang_key
+from extender.api.wire import (
+    ExtenderPreemptionArgs,
+    ExtenderPreemptionResult,
+    MetaPod,
+    MetaVictims,
+)
+from extender.cache.state import ClusterState
+from extender.framework.gang import Gangs
+from extender.framework.members import view_gang
+from extender.framework.preemption import (
+    WANTS_CAPACITY,
+    Pool,
+    Preemption,
+    victims_for,
+    wanting,
+)
+from extender.framework.victims import Rules
+
+NOTHING = ExtenderPreemptionResult(node_name_to_meta_victims={})
 
 
-def preempt(args: ExtenderPreemptionArgs) -> ExtenderPreemptionResult:
+@dataclass(frozen=True)
+class PreemptDecision:
+    result: ExtenderPreemptionResult
+    reason: str  # what was decided and why, for the log
+    hand_off: bool = False  # Lahar's preemptor should act now
+
+
+def preempt(
+    args: ExtenderPreemptionArgs, state: ClusterState, gangs: Gangs | None, rules: Rules | None
+) -> PreemptDecision:
     candidates = {node: victims for node, victims in args.meta_victims().items() if victims.pods}
-    return ExtenderPreemptionResult(node_name_to_meta_victims=candidates)
+    key = gang_key(args.pod)
+    if key is None:
+        return _for_plain_pod(args.pod, candidates, state)
+    if gangs is None or rules is None:
+        return PreemptDecision(NOTHING, f"gang {key}: preemption is off in Lahar's policy")
+    order = gangs.order(state, state.view().nodes, asking=view_gang(state, key))
+    turn = order.turns.get(key)
+    refusal = turn.rejection if turn is not None else None
+    if refusal is None or refusal.cause not in WANTS_CAPACITY:
+        why = refusal.message if refusal is not None else f"gang {key}: not refused in the order"
+        return PreemptDecision(NOTHING, f"{why}; evicting would not let it in: no victims")
+    chosen = victims_for(state, gangs, order, Pool.of(state, gangs), key=key, rules=rules)
+    if chosen is None:
+        return PreemptDecision(
+            NOTHING,
+            f"gang {key}: no valid victims (lower priority in queue {view_gang(state, key).queue}"
+            ", or reclaimable queues above their share) that would let it fit whole",
+        )
+    if wanting(order)[:1] == [key]:
+        proposed = _as_proposed(chosen, candidates)
+        if proposed is not None:
+            return proposed
+    return PreemptDecision(
+        NOTHING, f"gang {key}: Lahar's preemptor evicts whole gangs itself", hand_off=True
+    )
+
+
+def _as_proposed(chosen: Preemption, candidates: dict[str, MetaVictims]) -> PreemptDecision | None:
+    """Lahar's victims as the scheduler's answer, when they are all on one node it offered,
+    among the victims it proposed there, with no PDB violation counted there."""
+    on: dict[str, list[str]] = {}
+    for unit in chosen.victims:
+        for pod, node in unit.pods:
+            on.setdefault(node, []).append(pod.metadata.uid)
+    if len(on) != 1:
+        return None
+    [(node, uids)] = on.items()
+    offered = candidates.get(node)
+    if (
+        offered is None
+        or offered.num_pdb_violations
+        or not set(uids) <= {pod.uid for pod in offered.pods}
+    ):
+        return None
+    victims = MetaVictims(pods=[MetaPod(uid=uid) for uid in uids])
+    result = ExtenderPreemptionResult(node_name_to_meta_victims={node: victims})
+    return PreemptDecision(result, f"{chosen.message}: on node {node}, as proposed")
+
+
+def _for_plain_pod(
+    pod: Pod, candidates: dict[str, MetaVictims], state: ClusterState
+) -> PreemptDecision:
+    valid: dict[str, tuple[int, int, int]] = {}
+    for node, victims in candidates.items():
+        known = [state.pods.get(victim.uid) for victim in victims.pods]
+        if any(p is None or gang_key(p) is not None for p in known):
+            continue  # unknown to the cache, or a gang member: not Lahar's to break
+        request = sum((p.request for p in known if p is not None), EMPTY)
+        valid[node] = (len(known), request[CPU], request[MEMORY])
+    if not valid:
+        return PreemptDecision(
+            NOTHING, f"pod {pod.key}: every proposed victim set breaks a gang or is unknown"
+        )
+    cheapest = min(valid.values())
+    kept = {node: candidates[node] for node, cost in valid.items() if cost == cheapest}
+    result = ExtenderPreemptionResult(node_name_to_meta_victims=kept)
+    return PreemptDecision(result, f"pod {pod.key}: kept {sorted(kept)} of {len(candidates)}")

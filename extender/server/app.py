@@ -52,6 +52,7 @@ from extender.server.keys import (
     INFORMERS,
     METRICS,
     PARSER,
+    PREEMPTOR,
     STATE,
     STATUS,
     SYNCED,
@@ -88,7 +89,7 @@ def make_app(
             raise ValueError("make_app needs an API client or a binder")
         binder = api_binder(api)
     app[BINDER] = binder
-    app[BARRIER], app[STATUS] = None, None
+    app[BARRIER], app[STATUS], app[PREEMPTOR] = None, None, None
     gangs = app[ENGINE].gangs
     if gangs is not None:
         metrics = app[METRICS]
@@ -117,7 +118,7 @@ def make_app(
             app.cleanup_ctx.append(_background(queues))
             if policy.preemption is not None:
                 interval, rules = policy.preemption
-                preemptor = Preemptor(
+                app[PREEMPTOR] = preemptor = Preemptor(
                     app[STATE],
                     gangs,
                     api_evictor(api),

@@ -13,6 +13,7 @@ from extender.cache.informer import Informers
 from extender.cache.state import ClusterState
 from extender.framework.session import Engine
 from extender.server.metrics import Metrics
+from extender.server.preemptor import Preemptor
 from extender.server.status_writer import StatusWriter
 
 STATE = web.AppKey("state", ClusterState)
@@ -23,4 +24,5 @@ INFORMERS: web.AppKey[Informers | None] = web.AppKey("informers")
 PARSER = web.AppKey("candidates", CandidateParser)
 BARRIER: web.AppKey[Barrier | None] = web.AppKey("barrier")
 STATUS: web.AppKey[StatusWriter | None] = web.AppKey("status")
+PREEMPTOR: web.AppKey[Preemptor | None] = web.AppKey("preemptor")
 SYNCED = web.AppKey("synced", asyncio.Event)  # set once the cache holds the whole cluster

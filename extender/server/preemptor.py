@@ -74,6 +74,10 @@ class Preemptor:
         if why.cause in WANTS_CAPACITY:
             self._wake.set()
 
+    def wake(self) -> None:
+        """Look for a preemption now (the scheduler asked to preempt for a gang's pod)."""
+        self._wake.set()
+
     async def run(self) -> None:
         await self.ready.wait()  # never decide on a half-listed cluster
         while True:

@@ -38,6 +38,7 @@ from extender.server.keys import (
     INFORMERS,
     METRICS,
     PARSER,
+    PREEMPTOR,
     STATE,
     SYNCED,
 )
@@ -118,7 +119,15 @@ async def _prioritize(request: web.Request) -> bytes:
 
 
 async def _preempt(request: web.Request) -> bytes:
-    return preempt(await _parse(request, ExtenderPreemptionArgs)).dump()
+    args = await _parse(request, ExtenderPreemptionArgs)
+    engine, preemptor = request.app[ENGINE], request.app[PREEMPTOR]
+    settings = engine.policy.preemption
+    rules = settings[1] if settings is not None else None
+    decision = preempt(args, request.app[STATE], engine.gangs, rules)
+    log.info("preempt for pod %s: %s", args.pod.key, decision.reason)
+    if decision.hand_off and preemptor is not None:
+        preemptor.wake()
+    return decision.result.dump()
 
 
 async def _bind(request: web.Request) -> bytes:

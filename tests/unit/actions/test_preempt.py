@@ -1,0 +1,112 @@
+"""The preempt verb keeps only the scheduler's proposals Lahar's rules allow, or hands the gang to
+Lahar's own preemptor; a case it cannot decide gets no candidate."""
+
+from __future__ import annotations
+
+from extender.actions.preempt import preempt
+from extender.api.wire import ExtenderPreemptionArgs
+from extender.cache.state import ClusterState
+from extender.framework.gang import Gangs
+from extender.framework.victims import Rules
+from tests.builders import cluster, make_node, make_pod, make_queue
+from tests.unit.framework.test_victims import running, waiting
+
+RULES = Rules()
+
+
+def ask(
+    state: ClusterState,
+    pod: str,
+    proposed: dict[str, list[str]],
+    *,
+    gangs: Gangs | None = None,
+    rules: Rules | None = RULES,
+    pdb_violations: int = 0,
+) -> tuple[dict[str, list[str]], str, bool]:
+    """The scheduler's call for pod `pod` with node -> victim pod names; what Lahar keeps."""
+    uid = {p.metadata.name: p.metadata.uid for p in state.pods.values()}
+    meta = {
+        node: {"Pods": [{"UID": uid.get(n, n)} for n in names], "NumPDBViolations": pdb_violations}
+        for node, names in proposed.items()
+    }
+    body = {"Pod": state.pods[uid[pod]].model_dump(by_alias=True), "NodeNameToMetaVictims": meta}
+    args = ExtenderPreemptionArgs.model_validate(body)
+    gangs = gangs if gangs is not None else Gangs()
+    decision = preempt(args, state, gangs, rules)
+    name = {u: n for n, u in uid.items()}
+    kept = {
+        node: [name[v.uid] for v in victims.pods]
+        for node, victims in decision.result.node_name_to_meta_victims.items()
+    }
+    return kept, decision.reason, decision.hand_off
+
+
+def plain_scene() -> ClusterState:
+    state = cluster([make_node(n).cpu("4") for n in ("n1", "n2", "n3")])
+    for name, node, cpu in (("p1", "n1", "4"), ("p2a", "n2", "2"), ("p2b", "n2", "2")):
+        state.upsert_pod(make_pod(name).cpu(cpu).on(node).phase("Running").model())
+    running(state, "g", ["n3"], cpu="4")
+    state.upsert_pod(make_pod("new").cpu("4").priority(100).model())
+    return state
+
+
+def test_a_plain_pod_keeps_the_cheapest_proposals_that_break_no_gang() -> None:
+    kept, _, hand_off = ask(
+        plain_scene(), "new", {"n1": ["p1"], "n2": ["p2a", "p2b"], "n3": ["g-0"], "n4": []}
+    )
+    assert kept == {"n1": ["p1"]} and not hand_off  # n2 costs two pods, n3 breaks gang g
+
+
+def test_a_victim_the_cache_does_not_know_is_not_guessed() -> None:
+    kept, reason, _ = ask(plain_scene(), "new", {"n1": ["ghost"], "n3": ["g-0"]})
+    assert kept == {} and "breaks a gang or is unknown" in reason
+
+
+def gang_scene() -> ClusterState:
+    state = cluster([make_node(n).cpu("4") for n in ("n1", "n2")])
+    running(state, "low", ["n1"], cpu="4", priority=1)
+    state.upsert_pod(make_pod("other").cpu("4").priority(1).on("n2").phase("Running").model())
+    waiting(state, "urgent", 1, cpu="4", priority=100)
+    return state
+
+
+def test_lahars_victims_on_one_proposed_node_are_the_answer() -> None:
+    kept, reason, hand_off = ask(gang_scene(), "urgent-0", {"n1": ["low-0"], "n2": ["other"]})
+    assert kept == {"n1": ["low-0"]} and not hand_off
+    assert "evicting 1 pods (default/low)" in reason
+
+
+def test_other_proposals_go_to_lahars_own_preemptor() -> None:
+    state = gang_scene()
+    assert ask(state, "urgent-0", {"n2": ["other"]}) == (
+        {},
+        "gang default/urgent: Lahar's preemptor evicts whole gangs itself",
+        True,
+    )
+    kept, _, hand_off = ask(state, "urgent-0", {"n1": ["low-0"]}, pdb_violations=1)
+    assert kept == {} and hand_off  # its eviction may be refused: the preemptor dry-runs it
+
+
+def test_a_gang_whose_victims_span_nodes_is_preempted_for_by_lahar() -> None:
+    state = cluster([make_node(n).cpu("4") for n in ("n1", "n2")])
+    running(state, "low", ["n1", "n2"], cpu="4", priority=1)
+    waiting(state, "urgent", 2, cpu="4", priority=100)
+    kept, _, hand_off = ask(state, "urgent-0", {"n1": ["low-0"], "n2": ["low-1"]})
+    assert kept == {} and hand_off  # the scheduler would evict on one node only
+
+
+def test_no_candidate_when_the_rules_allow_no_victim() -> None:
+    state = cluster([make_node("n1").cpu("4")])
+    running(state, "peer", ["n1"], cpu="4", priority=100)  # not lower priority
+    waiting(state, "urgent", 1, cpu="4", priority=100)
+    kept, reason, hand_off = ask(state, "urgent-0", {"n1": ["peer-0"]})
+    assert kept == {} and not hand_off and "no valid victims" in reason
+
+
+def test_no_candidate_for_a_gang_refused_for_another_reason_or_with_preemption_off() -> None:
+    state = gang_scene()
+    state.upsert_queue(make_queue("default").state("Closed").model())
+    kept, reason, _ = ask(state, "urgent-0", {"n1": ["low-0"]})
+    assert kept == {} and "is Closed" in reason and "evicting would not let it in" in reason
+    kept, reason, _ = ask(gang_scene(), "urgent-0", {"n1": ["low-0"]}, rules=None)
+    assert kept == {} and "preemption is off" in reason
