@@ -56,6 +56,7 @@ class PreemptDecision:
     result: ExtenderPreemptionResult
     reason: str  # what was decided and why, for the log
     hand_off: bool = False  # Lahar's preemptor should act now
+    proposed: Preemption | None = None  # Lahar's victims, answered for the scheduler to evict
 
 
 def preempt(
@@ -108,7 +109,9 @@ def _as_proposed(chosen: Preemption, candidates: dict[str, MetaVictims]) -> Pree
         return None
     victims = MetaVictims(pods=[MetaPod(uid=uid) for uid in uids])
     result = ExtenderPreemptionResult(node_name_to_meta_victims={node: victims})
-    return PreemptDecision(result, f"{chosen.message}: on node {node}, as proposed")
+    return PreemptDecision(
+        result, f"{chosen.message}: on node {node}, as proposed", proposed=chosen
+    )
 
 
 def _for_plain_pod(

@@ -20,7 +20,7 @@ several apps in one process).
   `lahar_queue_weight{queue}`, `lahar_queue_overused{queue}` (0/1), `lahar_queue_pending_gangs`;
   `lahar_job_share{namespace,podgroup,queue}` (DRF: the largest fraction of the cluster a gang
   with members running or waiting holds of any resource);
-  `lahar_pod_preemption_victims_total` (pods Lahar evicted to preempt or reclaim).
+  `lahar_pod_preemption_victims_total` (pods evicted for its preemptions and reclaims).
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ class Metrics:
         )
         self.preemption_victims = Counter(
             "lahar_pod_preemption_victims",
-            "Pods Lahar evicted to preempt or reclaim for a gang",
+            "Pods evicted for Lahar's preemptions and reclaims",
             registry=self.registry,
         )
         self.wakes = Counter(

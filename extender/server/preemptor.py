@@ -34,7 +34,7 @@ from extender.framework.preemption import (
     victims_for,
     wanting,
 )
-from extender.framework.victims import Rules
+from extender.framework.victims import Rules, Unit
 
 log = logging.getLogger(__name__)
 # namespace, name, uid, dry_run -> whether the pod was evicted (False: it was already gone)
@@ -136,8 +136,22 @@ class Preemptor:
                     log.warning("gang %s: evicting victim %s failed: %s", key, pod.key, error)
                     break
             evicted += done
-            what = "whole" if unit.whole else "one member beyond its minMember"
-            said = f"{done} of {len(unit.pods)} pods evicted ({what}) so that gang {key} fits"
-            self.announce(unit.key, Event("Warning", "Preempted", said))
+            self._preempted(unit, f"{done} of {len(unit.pods)} pods evicted", key)
         self.on_evicted(evicted)
         return True
+
+    def proposed(self, preemption: Preemption) -> None:
+        """The preempt verb answered the scheduler with these victims: it evicts them; say so."""
+        key = preemption.preemptor.key
+        message = f"{preemption.message} (through the scheduler's preemption)"
+        log.info("gang %s: %s", key, message)
+        self.announce(key, Event("Normal", "Preempting", message))
+        for unit in preemption.victims:
+            self._preempted(unit, f"{len(unit.pods)} pods preempted by the scheduler", key)
+        self.on_evicted(sum(len(unit.pods) for unit in preemption.victims))
+
+    def _preempted(self, unit: Unit, done: str, key: str) -> None:
+        what = "whole" if unit.whole else "one member beyond its minMember"
+        self.announce(
+            unit.key, Event("Warning", "Preempted", f"{done} ({what}) so that gang {key} fits")
+        )

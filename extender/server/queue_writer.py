@@ -8,9 +8,11 @@ shows. However busy the cluster, a queue is written at most once per interval; a
 not written at all. The written status goes onto the cached Queue at once, so the next pass does
 not write it again before the watch delivers it.
 
-Each pass first makes sure the `default` Queue exists (PodGroups without a queue go there): it is
-created when missing at start and again if someone deletes it. Nothing runs before `ready` (the
-cache is whole): counts from PodGroups listed before their pods would be wrong.
+A queue naming a `parent` is said once (in the log) to share the cluster as a top-level
+queue: hierarchy is not supported. Each pass first makes sure the `default` Queue exists
+(PodGroups without a queue go there): it is created when missing at start and again if someone
+deletes it. Nothing runs before `ready` (the cache is whole): counts from PodGroups listed before
+their pods would be wrong.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ class QueueWriter:
         self.state, self.gangs, self.write, self.create = state, gangs, write, create
         self.ready, self.interval, self.retry_after = ready, interval, retry_after
         self._wake: asyncio.Event | None = None
-        self.writes = 0  # status patches sent, for the tests' and metrics' sake
+        self._flat: set[str] = set()  # queues naming a parent, told once that it is ignored
 
     def attach(self) -> None:
         """Listen to the state (call on the event loop)."""
@@ -82,11 +84,23 @@ class QueueWriter:
         views = account(self.state, self.state.view().nodes, self.gangs.reserved_by_gang())
         phases = phases_by_queue(self.state.pod_groups.values())
         for name, queue in sorted(self.state.queues.items()):
+            self._say_flat(queue)
             placed = views[name].placed if name in views else queue.status.allocated
             wanted = queue_status(queue, phases.get(name, Counter()), placed)
             patch = status_patch(queue.status, wanted)
             if patch is not None:
                 await self._write(queue, wanted, patch)
+
+    def _say_flat(self, queue: Queue) -> None:
+        parent = queue.spec.parent
+        if parent and parent != "root" and queue.metadata.name not in self._flat:
+            self._flat.add(queue.metadata.name)
+            log.warning(
+                "Queue %s names parent %s: hierarchical queues are not supported; it shares the "
+                "cluster as a top-level queue",
+                queue.metadata.name,
+                parent,
+            )
 
     async def _create_default(self) -> bool:
         try:
@@ -111,7 +125,6 @@ class QueueWriter:
             log.warning("could not write status of Queue %s: %s", name, error)
             asyncio.get_running_loop().call_later(self.retry_after, self.poke)
             return
-        self.writes += 1
         if wanted.state != written.state:
             log.info("Queue %s: state %s -> %s", name, written.state or "-", wanted.state)
         if self.state.queues.get(name) is queue:  # else the watch moved on during the write

@@ -125,8 +125,10 @@ async def _preempt(request: web.Request) -> bytes:
     rules = settings[1] if settings is not None else None
     decision = preempt(args, request.app[STATE], engine.gangs, rules)
     log.info("preempt for pod %s: %s", args.pod.key, decision.reason)
-    if decision.hand_off and preemptor is not None:
+    if preemptor is not None and decision.hand_off:
         preemptor.wake()
+    if preemptor is not None and decision.proposed is not None:
+        preemptor.proposed(decision.proposed)
     return decision.result.dump()
 
 

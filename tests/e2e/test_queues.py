@@ -23,6 +23,7 @@ from extender.kube import (
 from tests.builders import make_queue
 from tests.e2e.conftest import NodeFactory, PodFactory, events, priority_class
 from tests.e2e.gangs import (
+    BindTimeline,
     alive,
     bound,
     finish,
@@ -78,8 +79,10 @@ def test_a_high_priority_gang_preempts_the_fewest_whole_lower_priority_gangs(
     for name, members in running.items():
         wait_bound(api, namespace, members, len(members), f"low-priority gang {name} bound")
 
-    urgent = submit_gang(api, namespace, pod, "urgent", 2, cpu="1", priority_class=high)
-    wait_bound(api, namespace, urgent, 2, "the high-priority gang bound whole")
+    with BindTimeline(api, namespace) as timeline:
+        urgent = submit_gang(api, namespace, pod, "urgent", 2, cpu="1", priority_class=high)
+        wait_bound(api, namespace, urgent, 2, "the high-priority gang bound whole")
+    assert timeline.partial() == []
 
     left = {name: alive(api, namespace, members) for name, members in running.items()}
     gone = [name for name, members in left.items() if not members]
@@ -107,8 +110,10 @@ def test_a_queue_below_its_share_reclaims_from_one_above_it(
     for members in held:
         wait_bound(api, namespace, members, 2, "queue b's gang bound")
 
-    wanted = submit_gang(api, namespace, pod, "a0", 2, cpu="1", queue=starved)
-    wait_bound(api, namespace, wanted, 2, "queue a's gang bound after reclaiming")
+    with BindTimeline(api, namespace) as timeline:
+        wanted = submit_gang(api, namespace, pod, "a0", 2, cpu="1", queue=starved)
+        wait_bound(api, namespace, wanted, 2, "queue a's gang bound after reclaiming")
+    assert timeline.partial() == []
 
     left = [alive(api, namespace, members) for members in held]
     assert sorted(len(members) for members in left) == [0, 2, 2, 2]  # one whole gang reclaimed

@@ -4,7 +4,10 @@ burst, an equal status is not written again, a failed write is retried."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
+
+import pytest
 
 from extender.api.scheduling import Queue
 from extender.framework.gang import Gangs
@@ -111,3 +114,20 @@ def test_a_failed_write_is_retried() -> None:
         assert api.patches == [("default", {"state": "Open"})]
 
     asyncio.run(scenario())
+
+
+def test_a_parent_is_said_once_to_be_ignored(caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> None:
+        api = Api()
+        child = Queue.model_validate({**make_queue("child").build(), "spec": {"parent": "org"}})
+        writer = writer_for(api, make_queue("default").model(), child)
+        await writer.flush()
+        await writer.flush()
+
+    with caplog.at_level(logging.WARNING):
+        asyncio.run(scenario())
+    said = [r.getMessage() for r in caplog.records if "parent" in r.getMessage()]
+    assert said == [
+        "Queue child names parent org: hierarchical queues are not supported; it shares the "
+        "cluster as a top-level queue"
+    ]
