@@ -7,7 +7,6 @@ untouched, and the preemptor's gang bound whole.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client as k8s
@@ -44,9 +43,7 @@ def test_a_closed_queue_admits_nothing(
     queue = f"{namespace}-q"
     apply_object(api, make_queue(queue).build())
     cluster_objects.append((API_VERSION, "Queue", queue))
-    k8s.CustomObjectsApi(api).patch_cluster_custom_object_status(  # state lives in the status
-        "scheduling.volcano.sh", "v1beta1", "queues", queue, {"status": {"state": "Closed"}}
-    )
+    set_state(api, queue, "Closed")
     names = submit_gang(api, namespace, pod, "job", 2, queue=queue)
     for name in names:
         pod_when(
@@ -142,52 +139,33 @@ def test_queue_status_counts_podgroups_and_what_they_hold(
     submit_gang(api, namespace, pod, "big", 2, cpu="2", queue=queue)  # no room left for it
     wait_bound(api, namespace, first + second, 3, "the two gangs that fit bound")
 
-    def shows(**wanted: Any) -> Callable[[], dict[str, Any] | None]:
+    def shows(**wanted: Any) -> None:
         def check() -> dict[str, Any] | None:
             status = queue_status(api, queue)
             return status if all(status.get(k) == v for k, v in wanted.items()) else None
 
-        return check
+        wait_until(
+            check,
+            timeout=30,
+            what=f"queue status {wanted}",
+            describe=lambda: str(queue_status(api, queue)),
+        )
 
-    expected = {
-        "state": "Open",
-        "running": 2,
-        "pending": 1,
-        "allocated": {"cpu": "3500m", "pods": "3"},
-    }
-    wait_until(
-        shows(**expected),
-        timeout=30,
-        what=f"queue status {expected}",
-        describe=lambda: str(queue_status(api, queue)),
-    )
-
+    allocated = {"cpu": "3500m", "pods": "3"}
+    shows(state="Open", running=2, pending=1, allocated=allocated)
     finish(api, namespace, first)  # its capacity goes to big
-    expected = {
-        "running": 2,
-        "completed": 1,
-        "pending": 0,
-        "allocated": {"cpu": "5500m", "pods": "3"},
-    }
-    wait_until(
-        shows(**expected),
-        timeout=30,
-        what=f"queue status {expected}",
-        describe=lambda: str(queue_status(api, queue)),
-    )
-
-    k8s.CustomObjectsApi(api).patch_cluster_custom_object_status(
-        "scheduling.volcano.sh", "v1beta1", "queues", queue, {"status": {"state": "Closing"}}
-    )
+    shows(running=2, completed=1, pending=0, allocated={"cpu": "5500m", "pods": "3"})
+    set_state(api, queue, "Closing")
     finish(api, namespace, second)
     assert queue_status(api, queue)["state"] == "Closing"  # big still runs
-    big = [f"big-{i}" for i in range(2)]
-    finish(api, namespace, big)
-    wait_until(
-        shows(state="Closed", running=0, completed=3),
-        timeout=30,
-        what="the closing queue closed",
-        describe=lambda: str(queue_status(api, queue)),
+    finish(api, namespace, [f"big-{i}" for i in range(2)])
+    shows(state="Closed", running=0, completed=3)
+
+
+def set_state(api: k8s.ApiClient, queue: str, state: str) -> None:
+    """As an operator closes a queue: the state lives in the status."""
+    k8s.CustomObjectsApi(api).patch_cluster_custom_object_status(
+        "scheduling.volcano.sh", "v1beta1", "queues", queue, {"status": {"state": state}}
     )
 
 
