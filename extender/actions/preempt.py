@@ -68,20 +68,22 @@ def preempt(
         return _for_plain_pod(args.pod, candidates, state)
     if gangs is None or rules is None:
         return PreemptDecision(NOTHING, f"gang {key}: preemption is off in Lahar's policy")
-    order = gangs.order(state, state.view().nodes, asking=view_gang(state, key))
-    turn = order.turns.get(key)
+    gang = view_gang(state, key)
+    settled = key in gangs.admissions or gang.stands  # its capacity is held or used already
+    order = None if settled else gangs.order(state, state.view().nodes, asking=gang)
+    turn = order.turns.get(key) if order is not None else None
     refusal = turn.rejection if turn is not None else None
-    if refusal is None or refusal.cause not in WANTS_CAPACITY:
-        why = refusal.message if refusal is not None else f"gang {key}: not refused in the order"
+    if order is None or refusal is None or refusal.cause not in WANTS_CAPACITY:
+        why = refusal.message if refusal else f"gang {key}: admitted, or not refused in the order"
         return PreemptDecision(NOTHING, f"{why}; evicting would not let it in: no victims")
     chosen = victims_for(state, gangs, order, Pool.of(state, gangs), key=key, rules=rules)
     if chosen is None:
         return PreemptDecision(
             NOTHING,
-            f"gang {key}: no valid victims (lower priority in queue {view_gang(state, key).queue}"
+            f"gang {key}: no valid victims (lower priority in queue {gang.queue}"
             ", or reclaimable queues above their share) that would let it fit whole",
         )
-    if wanting(order)[:1] == [key]:
+    if wanting(order, gangs)[:1] == [key]:
         proposed = _as_proposed(chosen, candidates)
         if proposed is not None:
             return proposed

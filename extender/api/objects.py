@@ -107,6 +107,11 @@ class PodSpec(KubeModel):
     init_containers: list[Container] = Field(default_factory=list)
     overhead: ResourceList = EMPTY
     resources: ResourceRequirements | None = None
+    scheduling_gates: tuple[SchedulingGate, ...] = ()
+
+
+class SchedulingGate(KubeModel):
+    name: str = ""
 
 
 class PodCondition(KubeModel):

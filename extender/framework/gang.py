@@ -188,7 +188,8 @@ class Gangs:
                 continue
             contenders.append(Contender(gang, self.waiting[key].since, self._blocked(gang)))
         if asking is not None and asking.key not in self.waiting:
-            contenders.append(Contender(asking, now, self._blocked(asking)))
+            since = self._pending_since.get(asking.key, now)  # it keeps its age
+            contenders.append(Contender(asking, since, self._blocked(asking)))
         contenders += self._unasked(state, asking, now)
         queues = account(state, nodes, self.reserved_by_gang())
         turns = walk(
@@ -202,7 +203,7 @@ class Gangs:
             targets=self._targets,
         )
         self._targets = {turn.key: turn.targets for turn in turns if turn.targets}
-        let_in = {turn.key for turn in turns if turn.slots}
+        let_in = {turn.key for turn in turns if turn.slots and turn.key not in self._pending_since}
         self._let_in_since = {k: self._let_in_since.get(k, now) for k in let_in}
         self._order = Order(
             next(self._walks),
@@ -230,22 +231,28 @@ class Gangs:
         ]
 
     def _unasked(self, state: ClusterState, asking: GangView | None, now: float) -> list[Contender]:
-        """Gangs of the schedulers Lahar serves with members pending that Lahar was not asked
-        about yet (the scheduler has not come to them, or found no node before asking): they
-        contend too, so the order does not depend on which pod the scheduler happens to try
-        first. They wait since first seen."""
+        """Gangs of the schedulers Lahar serves with members pending (not gated) that Lahar was
+        not asked about yet (the scheduler has not come to them, or found no node before
+        asking): they contend too, so the order does not depend on which pod the scheduler
+        happens to try first. They wait since first seen, never drain and are never preempted
+        for; one not asked about within `reservation_timeout` stops contending (the scheduler
+        may never send it: rules Lahar does not model) until it is."""
         seen: dict[str, float] = {}
         contenders = []
         for key in state.pod_groups:
-            if key in self.waiting or key in self.admissions or (asking and asking.key == key):
+            if key in self.waiting or key in self.admissions:
                 continue
             gang = view_gang(state, key)
             if gang.stands or not any(
-                pod.spec.scheduler_name in self.schedulers for pod in gang.pending
+                pod.spec.scheduler_name in self.schedulers and not pod.spec.scheduling_gates
+                for pod in gang.pending
             ):
                 continue
             seen[key] = self._pending_since.get(key, now)
-            contenders.append(Contender(gang, seen[key], self._blocked(gang)))
+            if asking is not None and asking.key == key:
+                continue  # it contends as the gang asked about, with this age
+            if now - seen[key] < self.settings.reservation_timeout:
+                contenders.append(Contender(gang, seen[key], self._blocked(gang), asked=False))
         self._pending_since = seen
         return contenders
 
@@ -266,6 +273,8 @@ class Gangs:
     def _valid_until(self, contenders: list[Contender], now: float) -> float:
         moments = [until for until in self.backoff_until.values() if until > now]
         for contender in contenders:
+            if not contender.asked:  # it stops contending once not asked about for this long
+                moments.append(contender.since + self.settings.reservation_timeout)
             limit = starving_limit(contender.gang, self.ordering)
             if limit is not None and contender.since + limit > now:
                 moments.append(contender.since + limit)
@@ -290,7 +299,9 @@ class Gangs:
         """Remember why the gang waits; tell listeners when it is rejected anew or for a new
         cause (not once per member asked, nor when only the figures in the message moved)."""
         previous = self.waiting.get(key)
-        since = previous.since if previous is not None else self.clock()
+        since = (
+            previous.since if previous is not None else self._pending_since.get(key, self.clock())
+        )
         self.waiting[key] = Waiting(since, rejection, refused_in)
         if previous is None and refused_in is None:
             pass  # refused before any plan: it claims nothing, no other turn changes

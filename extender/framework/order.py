@@ -72,6 +72,7 @@ class Contender:
     gang: GangView
     since: float
     blocked: Rejection | None = None  # refused before any plan (backing off, no PodGroup)
+    asked: bool = True  # False: pending, but Lahar was not asked about it yet
 
 
 def walk(
@@ -147,6 +148,8 @@ def _lacks_capacity(turn: Turn) -> bool:
 
 
 def _starving(contender: Contender, ordering: Ordering, now: float) -> bool:
+    if not contender.asked:
+        return False  # the scheduler may never send it: no capacity is held for it
     limit = starving_limit(contender.gang, ordering)
     return limit is not None and now - contender.since >= limit
 

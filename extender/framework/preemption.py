@@ -67,12 +67,15 @@ class Pool:
         return cls(units, freeing)
 
 
-def wanting(order: Order) -> list[str]:
-    """The waiting gangs refused for want of capacity, most deserving first."""
+def wanting(order: Order, gangs: Gangs) -> list[str]:
+    """The gangs Lahar refused for want of capacity, most deserving first (not those the
+    scheduler never asked about: it may never send them, for rules Lahar does not model)."""
     return [
         key
         for key, turn in order.turns.items()
-        if turn.rejection is not None and turn.rejection.cause in WANTS_CAPACITY
+        if turn.rejection is not None
+        and turn.rejection.cause in WANTS_CAPACITY
+        and key in gangs.waiting
     ]
 
 

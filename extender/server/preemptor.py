@@ -98,7 +98,7 @@ class Preemptor:
         now = time.monotonic()
         self._blocked = {k: t for k, t in self._blocked.items() if t > now}
         pool: Pool | None = None
-        for key in wanting(order):
+        for key in wanting(order, self.gangs):
             if key in self._blocked:
                 continue
             pool = pool or Pool.of(self.state, self.gangs)

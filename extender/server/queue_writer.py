@@ -57,6 +57,7 @@ class QueueWriter:
         self.state.on_gang_changed.append(lambda key: self.poke())
         self.state.on_pod_group.append(lambda key: self.poke())
         self.state.on_queue_change.append(self.poke)
+        self.state.on_capacity_freed.append(self.poke)  # an assumed binding dropped, too
 
     def poke(self) -> None:
         if self._wake is not None:

@@ -32,6 +32,8 @@ def ask(
     body = {"Pod": state.pods[uid[pod]].model_dump(by_alias=True), "NodeNameToMetaVictims": meta}
     args = ExtenderPreemptionArgs.model_validate(body)
     gangs = gangs if gangs is not None else Gangs()
+    gangs.serve(args.pod.spec.scheduler_name)  # the scheduler filtered the pod first
+    gangs.verdict(state, state.view().nodes, args.pod)
     decision = preempt(args, state, gangs, rules)
     name = {u: n for n, u in uid.items()}
     kept = {
@@ -101,6 +103,17 @@ def test_no_candidate_when_the_rules_allow_no_victim() -> None:
     waiting(state, "urgent", 1, cpu="4", priority=100)
     kept, reason, hand_off = ask(state, "urgent-0", {"n1": ["peer-0"]})
     assert kept == {} and not hand_off and "no valid victims" in reason
+
+
+def test_no_candidate_for_an_admitted_gang() -> None:
+    state = gang_scene()
+    state.upsert_pod(
+        make_pod("low-0").cpu("4").group("low").priority(1).phase("Succeeded").on("n1").model()
+    )
+    kept, reason, hand_off = ask(
+        state, "urgent-0", {"n2": ["other"]}
+    )  # admitted on n1 by the filter
+    assert kept == {} and not hand_off and "admitted" in reason
 
 
 def test_no_candidate_for_a_gang_refused_for_another_reason_or_with_preemption_off() -> None:

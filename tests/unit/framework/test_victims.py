@@ -80,7 +80,7 @@ def test_victims_being_evicted_are_neither_taken_again_nor_replaced() -> None:
     gangs = Gangs()
     gangs.verdict(state, state.view().nodes, state.pods["uid-default-u-0"])
     order = gangs.order(state, state.view().nodes)
-    assert wanting(order) == ["default/u"]
+    assert wanting(order, gangs) == ["default/u"]
     first = victims_for(state, gangs, order, Pool.of(state, gangs), key="default/u", rules=BOTH)
     assert first is not None and [unit.key for unit in first.victims] == ["default/a"]
     for pod in ("a-0", "a-1"):  # the eviction went through: a's pods terminate
