@@ -303,10 +303,11 @@ class Gangs:
             previous.since if previous is not None else self._pending_since.get(key, self.clock())
         )
         self.waiting[key] = Waiting(since, rejection, refused_in)
-        if previous is None and refused_in is None:
-            pass  # refused before any plan: it claims nothing, no other turn changes
-        elif previous is None and (self._order is None or key not in self._order.turns):
-            self._order = None  # a contender the order does not know
+        # A new contender the order does not know may change the others' turns; one refused
+        # before any plan (refused_in None) claims nothing, so it changes none.
+        unknown = self._order is None or key not in self._order.turns
+        if previous is None and refused_in is not None and unknown:
+            self._order = None
         if previous is None or previous.rejection.cause != rejection.cause:
             for callback in self.on_rejected:
                 callback(key, rejection)

@@ -8,6 +8,7 @@ reason instead of being guessed about, and scores 0.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -108,11 +109,9 @@ class Session:
     def score_reply(self, pod: Pod, names: Sequence[str]) -> bytes:
         """`score` as the encoded prioritize reply: the prioritize verb's hot path."""
         encoded = self.engine.tables.current(self.snapshot, pod.request).encoded
-        if len(names) > 1:
-            try:  # one C-level lookup of every name; a name unknown to the table falls through
+        if len(names) > 1:  # one C-level lookup of every name; a name unknown to the table
+            with contextlib.suppress(KeyError):  # falls through to the lookup one by one
                 return host_priority_list_json(list(itemgetter(*names)(encoded)))
-            except KeyError:
-                pass
         return host_priority_list_json(
             [encoded.get(name) or host_priority_json(name, 0) for name in names]
         )

@@ -54,7 +54,7 @@ SYNC_WAIT = 3.0
 
 
 class BadRequest(Exception):
-    pass
+    """A body that is not the verb's wire type: answered with HTTP 400 and the reason."""
 
 
 async def _read(request: web.Request, what: str, parse: Callable[[bytes], T]) -> T:
