@@ -38,9 +38,8 @@ from extender.api.wire import (
 )
 from extender.cache.state import ClusterState
 from extender.framework.gang import Gangs
-from extender.framework.members import view_gang
+from extender.framework.members import WANTS_CAPACITY, view_gang
 from extender.framework.preemption import (
-    WANTS_CAPACITY,
     Pool,
     Preemption,
     victims_for,

@@ -59,6 +59,10 @@ class PodGroup(KubeModel):
     def key(self) -> str:
         return self.metadata.key
 
+    @property
+    def queue(self) -> str:
+        return self.spec.queue or DEFAULT_QUEUE
+
     @cached_property
     def sla_waiting_time(self) -> float | None:
         """Seconds its annotation `sla-waiting-time` allows it to wait (None when not set, or

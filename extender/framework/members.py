@@ -42,7 +42,7 @@ class GangView:
 
     @property
     def queue(self) -> str:
-        return (self.group.spec.queue or DEFAULT_QUEUE) if self.group is not None else DEFAULT_QUEUE
+        return self.group.queue if self.group is not None else DEFAULT_QUEUE
 
     @property
     def allocated(self) -> Resources:
@@ -79,6 +79,10 @@ def view_gang(state: ClusterState, key: str) -> GangView:
         elif pod.metadata.deletion_timestamp is None:
             pending.append(pod)
     return GangView(key, state.pod_groups.get(key), placed, succeeded, pending, failed)
+
+
+# Refused for want of capacity (not for a rule): what evicting someone could help.
+WANTS_CAPACITY = frozenset({"NotEnoughResources", "MinResources"})
 
 
 @dataclass(frozen=True)

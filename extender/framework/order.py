@@ -26,12 +26,11 @@ import heapq
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from extender.api.objects import Pod
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo
 from extender.framework.fairness import dominant_share, share
-from extender.framework.members import GangView, Rejection
-from extender.framework.placement import Slot, choose, plan
+from extender.framework.members import WANTS_CAPACITY, GangView, Rejection
+from extender.framework.placement import Slot, choose, largest_first, plan
 from extender.framework.queues import QueueView, cluster_total
 
 
@@ -144,7 +143,7 @@ def walk(
 def _lacks_capacity(turn: Turn) -> bool:
     """Refused for want of capacity (what draining can help), not for a rule."""
     cause = turn.rejection.cause if turn.rejection is not None else ""
-    return cause in ("NotEnoughResources", "MinResources", "Queued")
+    return cause in WANTS_CAPACITY or cause == "Queued"
 
 
 def _starving(contender: Contender, ordering: Ordering, now: float) -> bool:
@@ -242,7 +241,7 @@ def drain(
 
     ranked = sorted(room, key=preference)
     target: dict[str, Resources] = {}
-    for pod in sorted(members, key=_largest_first):
+    for pod in sorted(members, key=largest_first):
         for name in ranked:
             info = nodes[name]
             after = target.get(name, EMPTY) + pod.request
@@ -257,7 +256,3 @@ def drain(
         if keep:
             held[name] = keep
     return target, held
-
-
-def _largest_first(pod: Pod) -> tuple[int, int, str]:
-    return (-pod.request[CPU], -pod.request[MEMORY], pod.metadata.name)

@@ -116,7 +116,7 @@ def place(
         if not info.unschedulable
     }
     order = sorted(free, key=lambda name: (free[name][CPU], free[name][MEMORY], name))
-    ranked = sorted(members, key=lambda p: (-p.request[CPU], -p.request[MEMORY], p.metadata.name))
+    ranked = sorted(members, key=largest_first)
     assignment: dict[str, str] = {}
     failures: Counter[str] = Counter()
     for pod in ranked:
@@ -138,3 +138,8 @@ def place(
         roomiest = max(allowed, key=lambda n: (free[n][CPU], free[n][MEMORY]))
         failures[f"Insufficient {request.shortfall(free[roomiest])}"] += 1
     return assignment, failures
+
+
+def largest_first(pod: Pod) -> tuple[int, int, str]:
+    """Sort key: the pods hardest to place first (most cpu, then memory), then by name."""
+    return (-pod.request[CPU], -pod.request[MEMORY], pod.metadata.name)

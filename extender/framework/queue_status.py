@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from extender.api.resources import Resources
-from extender.api.scheduling import DEFAULT_QUEUE, PodGroup, Queue, QueueStatus
+from extender.api.scheduling import PodGroup, Queue, QueueStatus
 
 OPEN, CLOSING, CLOSED = "Open", "Closing", "Closed"
 _COUNTED = {"Pending": "pending", "Inqueue": "inqueue", "Running": "running"}
@@ -34,8 +34,7 @@ def phases_by_queue(groups: Iterable[PodGroup]) -> dict[str, Counter[str]]:
     """Per queue name, how many of its PodGroups are in each status count."""
     counts: dict[str, Counter[str]] = {}
     for group in groups:
-        queue = group.spec.queue or DEFAULT_QUEUE
-        counts.setdefault(queue, Counter())[_COUNTED.get(group.status.phase, "pending")] += 1
+        counts.setdefault(group.queue, Counter())[_COUNTED.get(group.status.phase, "pending")] += 1
     return counts
 
 

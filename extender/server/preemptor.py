@@ -26,9 +26,8 @@ from collections.abc import Awaitable, Callable
 from extender.cache.state import ClusterState
 from extender.framework.gang import Gangs
 from extender.framework.group_status import Event
-from extender.framework.members import Rejection
+from extender.framework.members import WANTS_CAPACITY, Rejection
 from extender.framework.preemption import (
-    WANTS_CAPACITY,
     Pool,
     Preemption,
     victims_for,
