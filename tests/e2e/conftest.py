@@ -113,11 +113,21 @@ def scheduled_counts(api: k8s.ApiClient, namespace: str) -> Counter[str]:
     return Counter(event["involvedObject"]["name"] for event in scheduled)
 
 
+ClusterObject = Callable[[dict[str, Any]], str]  # the `cluster_object` fixture
+
+
 @pytest.fixture
-def cluster_objects(api: k8s.ApiClient) -> Iterator[list[tuple[str, str, str]]]:
-    """(apiVersion, kind, name) of cluster-scoped objects to delete after the test."""
+def cluster_object(api: k8s.ApiClient) -> Iterator[ClusterObject]:
+    """`cluster_object(body)`: apply a cluster-scoped object (a Queue, a PriorityClass) for this
+    test, deleted after it; its name."""
     made: list[tuple[str, str, str]] = []
-    yield made
+
+    def make(body: dict[str, Any]) -> str:
+        apply_object(api, body)
+        made.append((body["apiVersion"], body["kind"], body["metadata"]["name"]))
+        return str(body["metadata"]["name"])
+
+    yield make
     for api_version, kind, name in made:
         delete(api, api_version, kind, name)
 

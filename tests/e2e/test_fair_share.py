@@ -11,10 +11,10 @@ import time
 
 from kubernetes import client as k8s
 
-from extender.api.scheduling import API_VERSION, SLA_ANNOTATION
+from extender.api.scheduling import SLA_ANNOTATION
 from extender.kube import apply_object, list_objects, unschedulable_message, wait_until
 from tests.builders import make_queue
-from tests.e2e.conftest import NodeFactory, PodFactory, events, priority_class
+from tests.e2e.conftest import ClusterObject, NodeFactory, PodFactory, events, priority_class
 from tests.e2e.gangs import BindTimeline, bound, finish, submit_gang, wait_bound
 
 
@@ -23,19 +23,17 @@ def test_two_queues_weighted_one_to_three_share_the_capacity_one_to_three(
     namespace: str,
     own_nodes: NodeFactory,
     pod: PodFactory,
-    cluster_objects: list[tuple[str, str, str]],
+    cluster_object: ClusterObject,
 ) -> None:
     """Both queues ask for far more than the cluster has; whenever capacity frees, the fair order
     hands it out by share of deserved, so they hold 1:3 of it, not first come first served (the
     light queue submits first, and the scheduler tries its pods first) and without reclaiming."""
     own_nodes(2, cpu="64")  # 128 cpu: sixteen gangs of 2 x 4 cpu
     light, heavy = f"{namespace}-light", f"{namespace}-heavy"
-    apply_object(api, make_queue(light).weight(1).build())
-    apply_object(api, make_queue(heavy).weight(3).build())
-    cluster_objects += [(API_VERSION, "Queue", light), (API_VERSION, "Queue", heavy)]
-    first = f"{namespace}-first"  # the scheduler tries the light queue's pods first
-    apply_object(api, priority_class(first, 100))
-    cluster_objects.append(("scheduling.k8s.io/v1", "PriorityClass", first))
+    cluster_object(make_queue(light).weight(1).build())
+    cluster_object(make_queue(heavy).weight(3).build())
+    # The scheduler tries the light queue's pods first.
+    first = cluster_object(priority_class(f"{namespace}-first", 100))
     blockers = [f"blocker-{i}" for i in range(2)]  # outside any queue, until all gangs wait
     for name in blockers:
         apply_object(api, pod(name).cpu("64").build())

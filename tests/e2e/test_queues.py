@@ -13,14 +13,13 @@ from kubernetes import client as k8s
 
 from extender.api.scheduling import API_VERSION
 from extender.kube import (
-    apply_object,
     delete,
     pod_when,
     read,
     wait_until,
 )
 from tests.builders import make_queue
-from tests.e2e.conftest import NodeFactory, PodFactory, events, priority_class
+from tests.e2e.conftest import ClusterObject, NodeFactory, PodFactory, events, priority_class
 from tests.e2e.gangs import (
     BindTimeline,
     alive,
@@ -37,12 +36,11 @@ def test_a_closed_queue_admits_nothing(
     namespace: str,
     own_nodes: NodeFactory,
     pod: PodFactory,
-    cluster_objects: list[tuple[str, str, str]],
+    cluster_object: ClusterObject,
 ) -> None:
     own_nodes(1, cpu="4")
     queue = f"{namespace}-q"
-    apply_object(api, make_queue(queue).build())
-    cluster_objects.append((API_VERSION, "Queue", queue))
+    cluster_object(make_queue(queue).build())
     set_state(api, queue, "Closed")
     names = submit_gang(api, namespace, pod, "job", 2, queue=queue)
     for name in names:
@@ -61,13 +59,12 @@ def test_a_high_priority_gang_preempts_the_fewest_whole_lower_priority_gangs(
     namespace: str,
     own_nodes: NodeFactory,
     pod: PodFactory,
-    cluster_objects: list[tuple[str, str, str]],
+    cluster_object: ClusterObject,
 ) -> None:
     own_nodes(2, cpu="4")
     low, high = f"{namespace}-low", f"{namespace}-high"
     for name, value in ((low, 10), (high, 1000)):
-        apply_object(api, priority_class(name, value))
-        cluster_objects.append(("scheduling.k8s.io/v1", "PriorityClass", name))
+        cluster_object(priority_class(name, value))
     running = {
         "wide": submit_gang(api, namespace, pod, "wide", 2, cpu="2", priority_class=low),
         "one": submit_gang(api, namespace, pod, "one", 1, cpu="2", priority_class=low),
@@ -95,14 +92,12 @@ def test_a_queue_below_its_share_reclaims_from_one_above_it(
     namespace: str,
     own_nodes: NodeFactory,
     pod: PodFactory,
-    cluster_objects: list[tuple[str, str, str]],
+    cluster_object: ClusterObject,
 ) -> None:
     own_nodes(2, cpu="4")
     starved, greedy = f"{namespace}-a", f"{namespace}-b"
-    apply_object(api, make_queue(starved).build())
-    apply_object(api, make_queue(greedy).deserved(cpu="4").build())  # holds 8 below
-    for queue in (starved, greedy):
-        cluster_objects.append((API_VERSION, "Queue", queue))
+    cluster_object(make_queue(starved).build())
+    cluster_object(make_queue(greedy).deserved(cpu="4").build())  # holds 8 below
     held = [submit_gang(api, namespace, pod, f"b{i}", 2, cpu="1", queue=greedy) for i in range(4)]
     for members in held:
         wait_bound(api, namespace, members, 2, "queue b's gang bound")
@@ -127,13 +122,12 @@ def test_queue_status_counts_podgroups_and_what_they_hold(
     namespace: str,
     own_nodes: NodeFactory,
     pod: PodFactory,
-    cluster_objects: list[tuple[str, str, str]],
+    cluster_object: ClusterObject,
 ) -> None:
     wait_until(lambda: read(api, API_VERSION, "Queue", "default"), timeout=30, what="default Queue")
     own_nodes(1, cpu="6")
     queue = f"{namespace}-q"
-    apply_object(api, make_queue(queue).build())
-    cluster_objects.append((API_VERSION, "Queue", queue))
+    cluster_object(make_queue(queue).build())
     first = submit_gang(api, namespace, pod, "first", 2, cpu="1", queue=queue)
     second = submit_gang(api, namespace, pod, "second", 1, cpu="1500m", queue=queue)
     submit_gang(api, namespace, pod, "big", 2, cpu="2", queue=queue)  # no room left for it
