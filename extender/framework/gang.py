@@ -93,7 +93,9 @@ class Gangs:
     on_released: list[Callable[[str], None]] = field(default_factory=list)
     on_rejected: list[Callable[[str, Rejection], None]] = field(default_factory=list)
     _reserved: dict[str, Resources] = field(default_factory=dict)
+    _reserved_by_gang: dict[str, Resources] = field(default_factory=dict)
     _reserved_at: int = -1
+    _queues: tuple[tuple[int, ...], dict[str, QueueView]] | None = None
     _order: Order | None = None
     _walks: itertools.count[int] = field(default_factory=itertools.count)
     _targets: dict[str, dict[str, Resources]] = field(default_factory=dict)  # starving gangs
@@ -106,19 +108,32 @@ class Gangs:
 
     def reserved(self) -> Mapping[str, Resources]:
         """Per node, the capacity held by admitted gangs' unconsumed slots."""
-        if self._reserved_at != self.version:
-            totals: dict[str, Resources] = {}
-            for admission in self.admissions.values():
-                for slot in admission.slots.values():
-                    totals[slot.node] = totals.get(slot.node, EMPTY) + slot.request
-            self._reserved, self._reserved_at = totals, self.version
+        self._tally()
         return self._reserved
 
-    def reserved_by_gang(self) -> dict[str, Resources]:
-        return {
-            key: sum((slot.request for slot in admission.slots.values()), EMPTY)
-            for key, admission in self.admissions.items()
-        }
+    def reserved_by_gang(self) -> Mapping[str, Resources]:
+        """Per admitted gang, the capacity its unconsumed slots hold."""
+        self._tally()
+        return self._reserved_by_gang
+
+    def _tally(self) -> None:
+        if self._reserved_at != self.version:
+            by_node: dict[str, Resources] = {}
+            by_gang: dict[str, Resources] = {}
+            for key, admission in self.admissions.items():
+                for slot in admission.slots.values():
+                    by_node[slot.node] = by_node.get(slot.node, EMPTY) + slot.request
+                    by_gang[key] = by_gang.get(key, EMPTY) + slot.request
+            self._reserved, self._reserved_by_gang = by_node, by_gang
+            self._reserved_at = self.version
+
+    def queues(self, state: ClusterState, nodes: Mapping[str, NodeInfo]) -> dict[str, QueueView]:
+        """Every queue's figures (`framework.queues.account`), computed once per cluster change
+        and admission; reading them changes nothing (metrics and the queue writer read them)."""
+        key = self._state_key(state)
+        if self._queues is None or self._queues[0] != key:
+            self._queues = (key, account(state, nodes, self.reserved_by_gang()))
+        return self._queues[1]
 
     # -- deciding ------------------------------------------------------------------------------
 
@@ -165,7 +180,7 @@ class Gangs:
         slot = admission.slots.get(pod.metadata.uid) if admission is not None else None
         queue = state.queues.get(gang.queue)
         if slot is None and queue is not None and queue.spec.capability:
-            view = account(state, nodes, self.reserved_by_gang())[gang.queue]
+            view = self.queues(state, nodes)[gang.queue]
             refusal = view.capability_refusal(gang.key, pod.request, view.allocated)
             if refusal is not None:
                 return Verdict(refusal.message)
@@ -191,7 +206,7 @@ class Gangs:
             since = self._pending_since.get(asking.key, now)  # it keeps its age
             contenders.append(Contender(asking, since, self._blocked(asking)))
         contenders += self._unasked(state, asking, now)
-        queues = account(state, nodes, self.reserved_by_gang())
+        queues = self.queues(state, nodes)
         turns = walk(
             contenders,
             queues,

@@ -33,7 +33,7 @@ from extender.framework.gang import Gangs
 from extender.framework.group_status import Event
 from extender.framework.members import view_gang
 from extender.framework.policy import Policy
-from extender.framework.queues import account, cluster_total
+from extender.framework.queues import cluster_total
 from extender.framework.recovery import recover
 from extender.framework.session import Engine
 from extender.server.adapters import (
@@ -137,7 +137,7 @@ def make_app(
 
 def _queue_figures(state: ClusterState, gangs: Gangs) -> QueueFigures:
     nodes = state.view().nodes
-    views = account(state, nodes, gangs.reserved_by_gang())
+    views = gangs.queues(state, nodes)
     waiting = Counter(view_gang(state, key).queue for key in gangs.waiting)
     total = cluster_total(nodes)
     shares = {}

@@ -27,7 +27,6 @@ from extender.api.scheduling import DEFAULT_QUEUE, Queue, QueueStatus
 from extender.cache.state import ClusterState
 from extender.framework.gang import Gangs
 from extender.framework.queue_status import phases_by_queue, queue_status, status_patch
-from extender.framework.queues import account
 
 log = logging.getLogger(__name__)
 QueuePatch = Callable[[str, dict[str, Any]], Awaitable[None]]  # queue name, status merge patch
@@ -82,7 +81,7 @@ class QueueWriter:
     async def flush(self) -> None:
         if DEFAULT_QUEUE not in self.state.queues and await self._create_default():
             return  # the watch delivers it; its arrival wakes the next pass
-        views = account(self.state, self.state.view().nodes, self.gangs.reserved_by_gang())
+        views = self.gangs.queues(self.state, self.state.view().nodes)
         phases = phases_by_queue(self.state.pod_groups.values())
         for name, queue in sorted(self.state.queues.items()):
             self._say_flat(queue)
