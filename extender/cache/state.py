@@ -86,16 +86,21 @@ class ClusterState:
     # -- priority classes ----------------------------------------------------------------------
 
     def upsert_priority_class(self, priority_class: PriorityClass) -> None:
+        previous = self.priority_classes.get(priority_class.metadata.name)
         self.priority_classes[priority_class.metadata.name] = priority_class
-        self.queues_version += 1
+        if previous is None or previous.value != priority_class.value:
+            self.queues_version += 1
 
     def delete_priority_class(self, name: str) -> None:
         if self.priority_classes.pop(name, None) is not None:
             self.queues_version += 1
 
     def replace_priority_classes(self, classes: Iterable[PriorityClass]) -> None:
-        self.priority_classes = {c.metadata.name: c for c in classes}
-        self.queues_version += 1
+        listed = {c.metadata.name: c for c in classes}
+        values = {name: c.value for name, c in self.priority_classes.items()}
+        self.priority_classes = listed
+        if values != {name: c.value for name, c in listed.items()}:
+            self.queues_version += 1  # a relist that changed nothing keeps the fair order
 
     # -- PodGroups and Queues -----------------------------------------------------------------
 
@@ -334,12 +339,8 @@ class ClusterState:
                 self._membership += 1
             self._infos[name] = info
         self._changes.record(name)
-        if node is not None and (
-            previous is None
-            or previous.allocatable != node.status.allocatable
-            or previous.unschedulable != node.spec.unschedulable
-        ):
-            self._capacity_freed()
+        if node is not None and (previous is None or previous.requested == info.requested):
+            self._capacity_freed()  # the node itself changed (capacity, cordon, labels, taints)
 
     def _capacity_freed(self) -> None:
         for callback in self.on_capacity_freed:
