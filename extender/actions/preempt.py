@@ -28,7 +28,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from extender.api.objects import Pod
-from extender.api.resources import CPU, EMPTY, MEMORY
 from extender.api.scheduling import gang_key
 from extender.api.wire import (
     ExtenderPreemptionArgs,
@@ -45,7 +44,7 @@ from extender.framework.preemption import (
     victims_for,
     wanting,
 )
-from extender.framework.victims import Rules
+from extender.framework.victims import Rules, cost
 
 NOTHING = ExtenderPreemptionResult(node_name_to_meta_victims={})
 
@@ -75,6 +74,11 @@ def preempt(
     if order is None or refusal is None or refusal.cause not in WANTS_CAPACITY:
         why = refusal.message if refusal else f"gang {key}: admitted, or not refused in the order"
         return PreemptDecision(NOTHING, f"{why}; evicting would not let it in: no victims")
+    handed = PreemptDecision(
+        NOTHING, f"gang {key}: Lahar's preemptor evicts whole gangs itself", hand_off=True
+    )
+    if wanting(order, gangs)[:1] != [key]:
+        return handed  # the preemptor serves the most deserving gang first: no search here
     chosen = victims_for(state, gangs, order, Pool.of(state, gangs), key=key, rules=rules)
     if chosen is None:
         return PreemptDecision(
@@ -82,13 +86,7 @@ def preempt(
             f"gang {key}: no valid victims (lower priority in queue {gang.queue}"
             ", or reclaimable queues above their share) that would let it fit whole",
         )
-    if wanting(order, gangs)[:1] == [key]:
-        proposed = _as_proposed(chosen, candidates)
-        if proposed is not None:
-            return proposed
-    return PreemptDecision(
-        NOTHING, f"gang {key}: Lahar's preemptor evicts whole gangs itself", hand_off=True
-    )
+    return _as_proposed(chosen, candidates) or handed
 
 
 def _as_proposed(chosen: Preemption, candidates: dict[str, MetaVictims]) -> PreemptDecision | None:
@@ -121,10 +119,9 @@ def _for_plain_pod(
     valid: dict[str, tuple[int, int, int]] = {}
     for node, victims in candidates.items():
         known = [state.pods.get(victim.uid) for victim in victims.pods]
-        if any(p is None or gang_key(p) is not None for p in known):
-            continue  # unknown to the cache, or a gang member: not Lahar's to break
-        request = sum((p.request for p in known if p is not None), EMPTY)
-        valid[node] = (len(known), request[CPU], request[MEMORY])
+        plain = [p for p in known if p is not None and gang_key(p) is None]
+        if len(plain) == len(known):  # else unknown to the cache, or a gang member: not Lahar's
+            valid[node] = cost(plain)
     if not valid:
         return PreemptDecision(
             NOTHING, f"pod {pod.key}: every proposed victim set breaks a gang or is unknown"

@@ -45,6 +45,7 @@ class Engine:
         self.tables = Tables(policy.filters, policy.scorers)
         settings = policy.gang_settings
         self.gangs = Gangs(settings, ordering=policy.ordering) if settings is not None else None
+        self.preemption = policy.preemption  # (interval, rules), or None: no preemption
 
     def session(self, snapshot: Snapshot) -> Session:
         return Session(snapshot, self)

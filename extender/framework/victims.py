@@ -49,8 +49,7 @@ class Unit:
 
     @property
     def cost(self) -> tuple[int, int, int]:
-        request = self.request
-        return (len(self.pods), request[CPU], request[MEMORY])
+        return cost(pod for pod, _ in self.pods)
 
 
 @dataclass(frozen=True)
@@ -173,15 +172,17 @@ def _cost_request(units: Iterable[Unit]) -> Resources:
     return sum((unit.request for unit in units), EMPTY)
 
 
+def cost(pods: Iterable[Pod]) -> tuple[int, int, int]:
+    """What evicting these pods costs, cheapest first: how many, then cpu, then memory."""
+    listed = list(pods)
+    request = sum((pod.request for pod in listed), EMPTY)
+    return (len(listed), request[CPU], request[MEMORY])
+
+
 def _cost(units: Iterable[Unit]) -> tuple[int, int, int]:
-    pods: set[str] = set()
-    request = EMPTY
-    for unit in units:
-        for pod, _ in unit.pods:
-            if pod.metadata.uid not in pods:
-                pods.add(pod.metadata.uid)
-                request = request + pod.request
-    return (len(pods), request[CPU], request[MEMORY])
+    """The cost of a set of units, a pod named by two of them counted once."""
+    pods = {pod.metadata.uid: pod for unit in units for pod, _ in unit.pods}
+    return cost(pods.values())
 
 
 def _valid(chosen: Sequence[Unit], queues: Mapping[str, QueueView], own: str) -> bool:

@@ -116,8 +116,9 @@ def make_app(
                 app[STATE], gangs, api_queue_patch(api), api_queue_create(api), ready=app[SYNCED]
             )
             app.cleanup_ctx.append(_background(queues))
-            if policy.preemption is not None:
-                interval, rules = policy.preemption
+            preemption = app[ENGINE].preemption
+            if preemption is not None:
+                interval, rules = preemption
                 app[PREEMPTOR] = preemptor = Preemptor(
                     app[STATE],
                     gangs,
@@ -138,14 +139,16 @@ def make_app(
 def _queue_figures(state: ClusterState, gangs: Gangs) -> QueueFigures:
     nodes = state.view().nodes
     views = gangs.queues(state, nodes)
-    waiting = Counter(view_gang(state, key).queue for key in gangs.waiting)
     total = cluster_total(nodes)
+    waiting: Counter[str] = Counter()
     shares = {}
-    for key, group in state.pod_groups.items():
+    for key in {*state.pod_groups, *gangs.waiting}:
         gang = view_gang(state, key)
-        if gang.placed or gang.pending:  # finished gangs hold nothing: no series for them
-            labels = (group.metadata.namespace, group.metadata.name, gang.queue)
-            shares[labels] = dominant_share(gang.allocated, total)
+        if key in gangs.waiting:
+            waiting[gang.queue] += 1
+        if gang.group is not None and (gang.placed or gang.pending):  # finished: no series
+            meta = gang.group.metadata
+            shares[(meta.namespace, meta.name, gang.queue)] = dominant_share(gang.allocated, total)
     return QueueFigures(views, waiting, shares)
 
 

@@ -85,8 +85,7 @@ class QueueWriter:
         phases = phases_by_queue(self.state.pod_groups.values())
         for name, queue in sorted(self.state.queues.items()):
             self._say_flat(queue)
-            placed = views[name].placed if name in views else queue.status.allocated
-            wanted = queue_status(queue, phases.get(name, Counter()), placed)
+            wanted = queue_status(queue, phases.get(name, Counter()), views[name].placed)
             patch = status_patch(queue.status, wanted)
             if patch is not None:
                 await self._write(queue, wanted, patch)

@@ -121,8 +121,7 @@ async def _prioritize(request: web.Request) -> bytes:
 async def _preempt(request: web.Request) -> bytes:
     args = await _parse(request, ExtenderPreemptionArgs)
     engine, preemptor = request.app[ENGINE], request.app[PREEMPTOR]
-    settings = engine.policy.preemption
-    rules = settings[1] if settings is not None else None
+    rules = engine.preemption[1] if engine.preemption is not None else None
     decision = preempt(args, request.app[STATE], engine.gangs, rules)
     log.info("preempt for pod %s: %s", args.pod.key, decision.reason)
     if preemptor is not None and decision.hand_off:
