@@ -27,13 +27,16 @@ from extender.api.scheduling import DEFAULT_QUEUE, Queue, QueueStatus
 from extender.cache.state import ClusterState
 from extender.framework.gang import Gangs
 from extender.framework.queue_status import phases_by_queue, queue_status, status_patch
+from extender.server.coalesce import Coalesced
 
 log = logging.getLogger(__name__)
 QueuePatch = Callable[[str, dict[str, Any]], Awaitable[None]]  # queue name, status merge patch
 QueueCreate = Callable[[str], Awaitable[bool]]  # create the named default queue; False if it exists
 
 
-class QueueWriter:
+class QueueWriter(Coalesced):
+    first_pass = True  # create the default queue, correct counts written before a restart
+
     def __init__(
         self,
         state: ClusterState,
@@ -45,38 +48,17 @@ class QueueWriter:
         interval: float = 2.0,
         retry_after: float = 5.0,
     ) -> None:
+        super().__init__(ready=ready, interval=interval, retry_after=retry_after)
         self.state, self.gangs, self.write, self.create = state, gangs, write, create
-        self.ready, self.interval, self.retry_after = ready, interval, retry_after
-        self._wake: asyncio.Event | None = None
         self._flat: set[str] = set()  # queues naming a parent, told once that it is ignored
 
     def attach(self) -> None:
         """Listen to the state (call on the event loop)."""
-        self._wake = asyncio.Event()
+        super().attach()
         self.state.on_gang_changed.append(lambda key: self.poke())
         self.state.on_pod_group.append(lambda key: self.poke())
         self.state.on_queue_change.append(self.poke)
         self.state.on_capacity_freed.append(self.poke)  # an assumed binding dropped, too
-
-    def poke(self) -> None:
-        if self._wake is not None:
-            self._wake.set()
-
-    async def run(self) -> None:
-        """Bring queues up to date a pass at a time, forever (a background task)."""
-        assert self._wake is not None, "attach() first"
-        if self.ready is not None:
-            await self.ready.wait()
-        self._wake.set()  # the first pass: create the default queue, correct stale counts
-        while True:
-            await self._wake.wait()
-            await asyncio.sleep(self.interval)  # what changes meanwhile joins this pass
-            self._wake.clear()
-            try:
-                await self.flush()
-            except Exception:  # a bug must not end the writer: say so, try again later
-                log.exception("could not bring queue status up to date")
-                asyncio.get_running_loop().call_later(self.retry_after, self.poke)
 
     async def flush(self) -> None:
         if DEFAULT_QUEUE not in self.state.queues and await self._create_default():
@@ -106,7 +88,7 @@ class QueueWriter:
             created = await self.create(DEFAULT_QUEUE)
         except Exception as error:  # an API hiccup (or no permission): say so, try again later
             log.warning("could not create the %s Queue: %s", DEFAULT_QUEUE, error)
-            asyncio.get_running_loop().call_later(self.retry_after, self.poke)
+            self.later(self.poke)
             return False
         if created:
             log.info(
@@ -122,7 +104,7 @@ class QueueWriter:
             Exception
         ) as error:  # an API hiccup: the next pass tries again; a gone queue is skipped
             log.warning("could not write status of Queue %s: %s", name, error)
-            asyncio.get_running_loop().call_later(self.retry_after, self.poke)
+            self.later(self.poke)
             return
         if wanted.state != written.state:
             log.info("Queue %s: state %s -> %s", name, written.state or "-", wanted.state)

@@ -24,13 +24,14 @@ from extender.framework.gang import Gangs
 from extender.framework.group_status import Event, events, group_status, same_status
 from extender.framework.members import view_gang
 from extender.kube.reports import utc_now
+from extender.server.coalesce import Coalesced
 
 log = logging.getLogger(__name__)
 StatusPatch = Callable[[str, str, dict[str, Any]], Awaitable[None]]  # namespace, name, status
 EventSink = Callable[[PodGroup, Event], Awaitable[None]]
 
 
-class StatusWriter:
+class StatusWriter(Coalesced):
     def __init__(
         self,
         state: ClusterState,
@@ -43,15 +44,15 @@ class StatusWriter:
         retry_after: float = 5.0,
         now: Callable[[], str] = utc_now,
     ) -> None:
+        super().__init__(ready=ready, interval=interval, retry_after=retry_after)
         self.state, self.gangs, self.write, self.record = state, gangs, write, record
-        self.ready, self.interval, self.retry_after, self.now = ready, interval, retry_after, now
+        self.now = now
         self._dirty: set[str] = set()
-        self._wake: asyncio.Event | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
     def attach(self) -> None:
         """Listen to the gang rules and the state (call on the event loop)."""
-        self._wake = asyncio.Event()
+        super().attach()
         self.gangs.on_admitted.append(self.mark)
         self.gangs.on_released.append(self.mark)
         self.gangs.on_rejected.append(lambda key, rejection: self.mark(key))
@@ -60,8 +61,7 @@ class StatusWriter:
 
     def mark(self, key: str) -> None:
         self._dirty.add(key)
-        if self._wake is not None:
-            self._wake.set()
+        self.poke()
 
     def mark_all(self) -> None:
         for key in list(self.state.pod_groups):
@@ -75,17 +75,6 @@ class StatusWriter:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    async def run(self) -> None:
-        """Write marked gangs' status, a pass at a time, forever (a background task)."""
-        assert self._wake is not None, "attach() first"
-        if self.ready is not None:
-            await self.ready.wait()
-        while True:
-            await self._wake.wait()
-            await asyncio.sleep(self.interval)  # what is marked meanwhile joins this pass
-            self._wake.clear()
-            await self.flush()
-
     async def flush(self) -> None:
         keys, self._dirty = sorted(self._dirty), set()
         for key in keys:
@@ -96,7 +85,7 @@ class StatusWriter:
                 self._retry(key)
 
     def _retry(self, key: str) -> None:
-        asyncio.get_running_loop().call_later(self.retry_after, self.mark, key)
+        self.later(lambda: self.mark(key))
 
     async def _sync(self, key: str) -> None:
         group = self.state.pod_groups.get(key)

@@ -1,0 +1,56 @@
+"""Background writers that coalesce: many changes, one pass.
+
+A `Coalesced` worker is only *poked* by changes; its task then waits `interval`, so that what else
+changes meanwhile joins the same pass, and runs `flush` once. However busy the cluster, a pass
+runs at most once per interval; an idle one runs none. No pass runs before `ready` (the cache is
+whole). A pass that raises is logged and tried again after `retry_after`: a bug must not end the
+writer. The status writer and the queue writer are two of these.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+
+class Coalesced:
+    first_pass = False  # run a pass as soon as ready, before any poke
+
+    def __init__(self, *, ready: asyncio.Event | None, interval: float, retry_after: float) -> None:
+        self.ready, self.interval, self.retry_after = ready, interval, retry_after
+        self._wake: asyncio.Event | None = None
+
+    def attach(self) -> None:
+        """Create the wake-up (call on the event loop); subclasses subscribe to changes."""
+        self._wake = asyncio.Event()
+
+    def poke(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    def later(self, then: Callable[[], None]) -> None:
+        """Call `then` after `retry_after` seconds (a failed write tried again)."""
+        asyncio.get_running_loop().call_later(self.retry_after, then)
+
+    async def run(self) -> None:
+        """One pass per burst of pokes, forever (a background task)."""
+        assert self._wake is not None, "attach() first"
+        if self.ready is not None:
+            await self.ready.wait()
+        if self.first_pass:
+            self._wake.set()
+        while True:
+            await self._wake.wait()
+            await asyncio.sleep(self.interval)  # what changes meanwhile joins this pass
+            self._wake.clear()
+            try:
+                await self.flush()
+            except Exception:
+                log.exception("%s: a pass failed; trying again later", type(self).__name__)
+                self.later(self.poke)
+
+    async def flush(self) -> None:
+        raise NotImplementedError
