@@ -325,3 +325,33 @@ def cluster(
     for pod in pods:
         state.upsert_pod(pod.model() if isinstance(pod, PodBuilder) else pod)
     return state
+
+
+def running(
+    state: ClusterState,
+    name: str,
+    nodes: list[str],
+    *,
+    cpu: str = "2",
+    queue: str = "",
+    priority: int = 0,
+    min_member: int | None = None,
+) -> None:
+    """A gang `name` whose members run on `nodes` (one each), with its PodGroup."""
+    for index, node in enumerate(nodes):
+        pod = make_pod(f"{name}-{index}").cpu(cpu).group(name).priority(priority).on(node)
+        state.upsert_pod(pod.phase("Running").model())
+    group = make_group(name).min_member(len(nodes) if min_member is None else min_member)
+    state.upsert_pod_group((group.queue(queue) if queue else group).model())
+
+
+def waiting(
+    state: ClusterState, name: str, size: int, *, cpu: str = "2", queue: str = "", priority: int = 0
+) -> None:
+    """A gang `name` of `size` pending members, with its PodGroup (minMember = size)."""
+    for index in range(size):
+        state.upsert_pod(
+            make_pod(f"{name}-{index}").cpu(cpu).group(name).priority(priority).model()
+        )
+    group = make_group(name).min_member(size)
+    state.upsert_pod_group((group.queue(queue) if queue else group).model())

@@ -8,8 +8,7 @@ from extender.api.wire import ExtenderPreemptionArgs
 from extender.cache.state import ClusterState
 from extender.framework.gang import Gangs
 from extender.framework.victims import Rules
-from tests.builders import cluster, make_node, make_pod, make_queue
-from tests.unit.framework.test_victims import running, waiting
+from tests.builders import cluster, make_node, make_pod, make_queue, running, waiting
 
 RULES = Rules()
 

@@ -14,36 +14,7 @@ from extender.framework.members import view_gang
 from extender.framework.preemption import Pool, victims_for, wanting
 from extender.framework.queues import account
 from extender.framework.victims import Rules, Unit, choose, eligible
-from tests.builders import cluster, make_group, make_node, make_pod, make_queue
-
-
-def running(
-    state: ClusterState,
-    name: str,
-    nodes: list[str],
-    *,
-    cpu: str = "2",
-    queue: str = "",
-    priority: int = 0,
-    min_member: int | None = None,
-) -> None:
-    for index, node in enumerate(nodes):
-        pod = make_pod(f"{name}-{index}").cpu(cpu).group(name).priority(priority).on(node)
-        state.upsert_pod(pod.phase("Running").model())
-    group = make_group(name).min_member(len(nodes) if min_member is None else min_member)
-    state.upsert_pod_group((group.queue(queue) if queue else group).model())
-
-
-def waiting(
-    state: ClusterState, name: str, size: int, *, cpu: str = "2", queue: str = "", priority: int = 0
-) -> None:
-    for index in range(size):
-        state.upsert_pod(
-            make_pod(f"{name}-{index}").cpu(cpu).group(name).priority(priority).model()
-        )
-    group = make_group(name).min_member(size)
-    state.upsert_pod_group((group.queue(queue) if queue else group).model())
-
+from tests.builders import cluster, make_node, make_queue, running, waiting
 
 BOTH = Rules()
 

@@ -9,8 +9,7 @@ from extender.framework.gang import Gangs
 from extender.framework.group_status import Event
 from extender.framework.victims import Rules
 from extender.server.preemptor import Preemptor
-from tests.builders import cluster, make_node
-from tests.unit.framework.test_victims import running, waiting
+from tests.builders import cluster, make_node, running, waiting
 
 
 class Evictions:

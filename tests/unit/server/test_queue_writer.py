@@ -22,10 +22,12 @@ class Api:
         self.patches: list[tuple[str, dict[str, Any]]] = []
         self.created: list[str] = []
         self.fail = False
+        self.failed = asyncio.Event()
         self.written = asyncio.Event()
 
     async def write(self, name: str, status: dict[str, Any]) -> None:
         if self.fail:
+            self.failed.set()
             raise RuntimeError("apiserver unavailable")
         self.patches.append((name, status))
         self.written.set()
@@ -107,7 +109,7 @@ def test_a_failed_write_is_retried() -> None:
         api.fail = True
         writer = writer_for(api, make_queue("default").model())
         task = asyncio.create_task(writer.run())
-        await asyncio.sleep(0.1)  # the first pass failed
+        await asyncio.wait_for(api.failed.wait(), 3)  # the first pass failed
         api.fail = False
         await asyncio.wait_for(api.written.wait(), 3)
         task.cancel()
