@@ -39,7 +39,7 @@ def _resources(value: Any) -> Resources:
 ResourceList = Annotated[
     Resources,
     PlainValidator(_resources),
-    PlainSerializer(dict, return_type=dict[str, int]),
+    PlainSerializer(Resources.quantities, return_type=dict[str, str]),  # as the API writes it
 ]
 
 

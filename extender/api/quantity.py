@@ -86,7 +86,7 @@ def format_units(units: int, resource: str) -> str:
     For messages only: byte amounts are shown to three significant digits.
     """
     if resource == "cpu":
-        return f"{units // 1000}" if units % 1000 == 0 else f"{units}m"
+        return units_quantity(units, resource)
     if resource in _BYTE_RESOURCES or resource.startswith("hugepages-"):
         for suffix, size in reversed(_BINARY.items()):
             if abs(units) >= size:

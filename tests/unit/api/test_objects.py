@@ -105,3 +105,10 @@ def test_finished_pods() -> None:
     assert make_pod("p").phase("Succeeded").model().finished
     assert make_pod("p").phase("Failed").model().finished
     assert not make_pod("p").phase("Running").model().finished
+
+
+def test_a_dumped_pod_reads_back_with_the_same_requests() -> None:
+    pod = make_pod("p").cpu("1500m").memory("1Gi").model()
+    dumped = pod.model_dump(by_alias=True)
+    assert dumped["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "1500m"
+    assert Pod.model_validate(dumped).request == pod.request
