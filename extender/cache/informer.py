@@ -32,6 +32,7 @@ from extender.kube.watch import Gone, list_pages, watch_lines
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=KubeModel)
+S = TypeVar("S")  # the store the events land in: the extender's ClusterState, the controller's own
 
 
 class WatchEvent(BaseModel, Generic[M]):
@@ -40,15 +41,17 @@ class WatchEvent(BaseModel, Generic[M]):
 
 
 @dataclass(frozen=True)
-class Kind(Generic[M]):
-    """One watched collection and how its objects land in the state."""
+class Kind(Generic[S, M]):
+    """One watched collection and how its objects land in a store (`selector`: a label
+    selector, to watch only the objects one component owns)."""
 
     name: str
     path: str
     model: type[M]
-    replace: Callable[[ClusterState, list[M]], None]
-    upsert: Callable[[ClusterState, M], None]
-    delete: Callable[[ClusterState, M], None]
+    replace: Callable[[S, list[M]], None]
+    upsert: Callable[[S, M], None]
+    delete: Callable[[S, M], None]
+    selector: str = ""
 
 
 NODES = Kind(
@@ -91,15 +94,15 @@ QUEUES = Kind(
     ClusterState.upsert_queue,
     lambda state, queue: state.delete_queue(queue.metadata.name),
 )
-KINDS: tuple[Kind[Any], ...] = (NODES, PODS, PRIORITY_CLASSES, POD_GROUPS, QUEUES)
+KINDS: tuple[Kind[ClusterState, Any], ...] = (NODES, PODS, PRIORITY_CLASSES, POD_GROUPS, QUEUES)
 
 
-class Informer(Generic[M]):
+class Informer(Generic[S, M]):
     def __init__(
         self,
         api: k8s.ApiClient,
-        kind: Kind[M],
-        state: ClusterState,
+        kind: Kind[S, M],
+        state: S,
         loop: asyncio.AbstractEventLoop,
         *,
         watch_timeout: int = 300,
@@ -167,7 +170,7 @@ class Informer(Generic[M]):
                 backoff = min(backoff * 2, self.max_backoff)
 
     def _list(self) -> str:
-        items, version = list_pages(self.api, self.kind.path)
+        items, version = list_pages(self.api, self.kind.path, self.kind.selector)
         objects = list(self._decode_all(items))
         self.relists += 1
         self._post(self._replace, objects)
@@ -181,6 +184,7 @@ class Informer(Generic[M]):
             self.api,
             self.kind.path,
             version,
+            selector=self.kind.selector,
             timeout_seconds=self.watch_timeout,
             on_open=self._opened,
         )
@@ -216,7 +220,7 @@ class Informer(Generic[M]):
                 name = (item.get("metadata") or {}).get("name", "?")
                 log.error("skipping %s %s that Lahar cannot read: %s", self.kind.name, name, error)
 
-    def _post(self, apply: Callable[[ClusterState, Any], None], value: Any) -> None:
+    def _post(self, apply: Callable[[S, Any], None], value: Any) -> None:
         try:
             self.loop.call_soon_threadsafe(apply, self.state, value)
         except RuntimeError:  # the loop has closed: we are shutting down
@@ -224,7 +228,7 @@ class Informer(Generic[M]):
 
     # -- on the loop ---------------------------------------------------------------------------
 
-    def _replace(self, state: ClusterState, objects: list[M]) -> None:
+    def _replace(self, state: S, objects: list[M]) -> None:
         self.kind.replace(state, objects)
         if not self.synced:
             self.synced = True
@@ -237,7 +241,9 @@ class Informers:
     def __init__(
         self, api: k8s.ApiClient, state: ClusterState, loop: asyncio.AbstractEventLoop
     ) -> None:
-        self.items = [Informer(api, kind, state, loop) for kind in KINDS]
+        self.items: list[Informer[ClusterState, Any]] = [
+            Informer(api, kind, state, loop) for kind in KINDS
+        ]
         # Called once (on the loop) when every kind has been listed: the state is whole.
         self.on_synced: list[Callable[[], None]] = []
         for informer in self.items:

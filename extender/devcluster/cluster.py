@@ -197,6 +197,7 @@ def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
             ("system:kube-scheduler", "scheduler"),
             ("system:kube-controller-manager", "controller-manager"),
             (pki.EXTENDER_USER, "lahar"),
+            (pki.CONTROLLER_USER, "lahar-controller"),
         )
     }
 
@@ -318,12 +319,18 @@ def _start_lahar(starter: _Starter, kubeconfigs: dict[str, Path]) -> None:
     options, state, binaries = starter.options, starter.state, starter.binaries
     policies = options.lahar_policy_dir or policy_dir()
     port = state.ports
-    lahar.grant_extender_role(state.kubeconfig, manifests_dir())
+    for user in (pki.EXTENDER_USER, pki.CONTROLLER_USER):
+        lahar.grant_roles(state.kubeconfig, manifests_dir(), user)
     extender = starter.start(
         "lahar",
         lahar.extender_argv(kubeconfigs[pki.EXTENDER_USER], policies / "lahar.yaml", port["lahar"]),
     )
-    lahar.wait_extender_ready(extender, port["lahar"], options.ready_timeout)
+    controller = starter.start(
+        "lahar-controller",
+        lahar.controller_argv(kubeconfigs[pki.CONTROLLER_USER], port["lahar-controller"]),
+    )
+    lahar.wait_ready(extender, port["lahar"], options.ready_timeout)
+    lahar.wait_ready(controller, port["lahar-controller"], options.ready_timeout)
     config = lahar.scheduler_config(
         policies / "kube-scheduler-config.yaml",
         kubeconfigs["system:kube-scheduler"],

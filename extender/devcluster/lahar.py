@@ -1,10 +1,12 @@
-"""Lahar on the dev cluster: its extender (`lahar serve`) and a second stock kube-scheduler
-configured by `policy/kube-scheduler-config.yaml`, the way a user's cluster runs them.
+"""Lahar on the dev cluster: its extender (`lahar serve`), a second stock kube-scheduler
+configured by `policy/kube-scheduler-config.yaml`, and the Job controller (`lahar controller`),
+the way a user's cluster runs them.
 
 The cluster's own kube-scheduler keeps serving `default-scheduler`; the second one serves the
 `lahar` and `volcano` profiles and calls the extender, whose `urlPrefix` is rewritten to the port
-the extender got. The extender runs as its own user, granted the ClusterRole of
-`manifests/extender-rbac.yaml`, so missing RBAC rules fail the tests as they would fail a user.
+the extender got. The extender and the controller run as users of their own, granted the roles
+of `manifests/extender-rbac.yaml` and `manifests/controller-rbac.yaml`, so missing RBAC rules fail
+the tests as they would fail a user.
 """
 
 from __future__ import annotations
@@ -15,46 +17,66 @@ from typing import Any
 
 from extender.devcluster import configs, health
 from extender.devcluster.errors import DevClusterError
-from extender.devcluster.pki import EXTENDER_USER
+from extender.devcluster.pki import CONTROLLER_USER, EXTENDER_USER
 from extender.devcluster.process import ProcessRecord
 from extender.kube import apply_object, connect, load_manifests, wait_established
 
-PORTS = ("lahar", "lahar-scheduler")
+PORTS = ("lahar", "lahar-scheduler", "lahar-controller")
+CRD_FILES = ("crd-scheduling.yaml", "crd-batch.yaml")
+RBAC_FILES = {EXTENDER_USER: "extender-rbac.yaml", CONTROLLER_USER: "controller-rbac.yaml"}
 
 
 def install_crds(kubeconfig: Path, manifests: Path, timeout: float) -> None:
-    """The PodGroup and Queue CRDs every dev cluster serves, Established before anyone watches."""
-    crds = load_manifests(manifests / "crd-scheduling.yaml")
+    """The CRDs every dev cluster serves (PodGroup, Queue, Job), Established before anyone
+    watches, and Lahar's namespace."""
+    crds = load_manifests(*(manifests / name for name in CRD_FILES))
     with connect(kubeconfig) as api:
-        for crd in crds:
-            apply_object(api, crd.body, source=crd.source)
+        for item in [*load_manifests(manifests / "namespace.yaml"), *crds]:
+            apply_object(api, item.body, source=item.source)
         wait_established(api, [crd.name for crd in crds], timeout)
 
 
-def grant_extender_role(kubeconfig: Path, manifests: Path) -> None:
-    """The extender's ClusterRole from the manifests, bound to the dev cluster's Lahar user."""
-    role = next(
-        (m for m in load_manifests(manifests / "extender-rbac.yaml") if m.kind == "ClusterRole"),
-        None,
-    )
-    if role is None:
-        raise DevClusterError(f"{manifests / 'extender-rbac.yaml'} has no ClusterRole")
-    binding = {
+def grant_roles(kubeconfig: Path, manifests: Path, user: str) -> None:
+    """Every ClusterRole and Role of the user's RBAC manifest, bound to that dev cluster user."""
+    path = manifests / RBAC_FILES[user]
+    roles = [m for m in load_manifests(path) if m.kind in ("ClusterRole", "Role")]
+    if not roles:
+        raise DevClusterError(f"{path} has no ClusterRole or Role")
+    with connect(kubeconfig) as api:
+        for role in roles:
+            apply_object(api, role.body, source=role.source)
+            apply_object(api, _binding(role.body, user))
+
+
+def _binding(role: dict[str, Any], user: str) -> dict[str, Any]:
+    cluster_wide = role["kind"] == "ClusterRole"
+    metadata = {"name": f"{role['metadata']['name']}-dev-cluster"}
+    if not cluster_wide:
+        metadata["namespace"] = role["metadata"]["namespace"]
+    return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": "lahar-extender-dev-cluster"},
+        "kind": "ClusterRoleBinding" if cluster_wide else "RoleBinding",
+        "metadata": metadata,
         "roleRef": {
             "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": role.name,
+            "kind": role["kind"],
+            "name": role["metadata"]["name"],
         },
-        "subjects": [
-            {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": EXTENDER_USER}
-        ],
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
     }
-    with connect(kubeconfig) as api:
-        apply_object(api, role.body, source=role.source)
-        apply_object(api, binding)
+
+
+def controller_argv(kubeconfig: Path, port: int) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "extender.cli.main",
+        "controller",
+        f"--kubeconfig={kubeconfig}",
+        "--host=127.0.0.1",
+        f"--port={port}",
+        "--lease-namespace=lahar-system",
+    ]
 
 
 def extender_argv(kubeconfig: Path, policy: Path, port: int) -> list[str]:
@@ -82,5 +104,6 @@ def scheduler_config(policy: Path, kubeconfig: Path, extender_port: int) -> dict
     return config
 
 
-def wait_extender_ready(record: ProcessRecord, port: int, timeout: float) -> None:
+def wait_ready(record: ProcessRecord, port: int, timeout: float) -> None:
+    """The extender or the controller answers /readyz (its cache synced; the controller leads)."""
     health.wait_healthy(record, f"http://127.0.0.1:{port}/readyz", timeout=timeout)

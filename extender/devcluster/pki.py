@@ -33,12 +33,15 @@ VALIDITY = datetime.timedelta(days=365)
 
 # Lahar's extender: granted the lahar-extender ClusterRole of manifests/extender-rbac.yaml.
 EXTENDER_USER = "lahar:extender"
+# Lahar's Job controller: granted the roles of manifests/controller-rbac.yaml.
+CONTROLLER_USER = "lahar:controller"
 # user name -> groups; the names are those kube-apiserver's bootstrap RBAC grants roles to.
 USERS: dict[str, tuple[str, ...]] = {
     "admin": ("system:masters",),
     "system:kube-scheduler": (),
     "system:kube-controller-manager": (),
     EXTENDER_USER: (),
+    CONTROLLER_USER: (),
 }
 
 

@@ -26,12 +26,17 @@ class Gone(Exception):
     """The requested resourceVersion is too old (HTTP 410): list again."""
 
 
-def list_pages(api: k8s.ApiClient, path: str) -> tuple[list[dict[str, Any]], str]:
-    """Every item of the collection at `path` and the resourceVersion of the list."""
+def list_pages(
+    api: k8s.ApiClient, path: str, selector: str = ""
+) -> tuple[list[dict[str, Any]], str]:
+    """Every item of the collection at `path` (matching the label `selector`, if one is given)
+    and the resourceVersion of the list."""
     items: list[dict[str, Any]] = []
     token = ""
     while True:
         query: list[tuple[str, str | int]] = [("limit", PAGE)]
+        if selector:
+            query.append(("labelSelector", selector))
         if token:
             query.append(("continue", token))
         try:
@@ -53,6 +58,7 @@ def watch_lines(
     path: str,
     resource_version: str,
     *,
+    selector: str = "",
     timeout_seconds: int = 300,
     on_open: Callable[[RESTResponse], None] | None = None,
 ) -> Iterator[bytes]:
@@ -63,6 +69,8 @@ def watch_lines(
         ("allowWatchBookmarks", "true"),
         ("timeoutSeconds", timeout_seconds),
     ]
+    if selector:
+        query.append(("labelSelector", selector))
     try:
         response = send(api, "GET", path, query=query, timeout=(5.0, timeout_seconds + 30.0))
     except ApiStatusError as error:

@@ -19,7 +19,7 @@ from kubernetes import client as k8s
 from prometheus_client.parser import text_string_to_metric_families
 
 from extender import devcluster
-from extender.devcluster.lahar import wait_extender_ready
+from extender.devcluster.lahar import wait_ready
 from extender.devcluster.nodes import fake_node, is_schedulable
 from extender.kube import apply_object, delete, list_objects, read, wait_until
 from tests.builders import PodBuilder, make_pod
@@ -86,7 +86,7 @@ def lahar_metric(cluster: devcluster.DevCluster, sample: str, **labels: str) -> 
 def restart_lahar(cluster: devcluster.DevCluster) -> None:
     """Start the stopped extender again and wait until its cache is whole (/readyz)."""
     record = cluster.start_component("lahar", die_with_parent=True)
-    wait_extender_ready(record, cluster.state.ports["lahar"], timeout=60)
+    wait_ready(record, cluster.state.ports["lahar"], timeout=60)
 
 
 def events(

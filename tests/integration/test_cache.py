@@ -52,7 +52,7 @@ class Following:
     def eventually(self, check: Callable[[ClusterState], Any], what: str) -> Any:
         return wait_until(lambda: self.read(check), timeout=60, what=what)
 
-    def informer(self, kind: str) -> Informer[Any]:
+    def informer(self, kind: str) -> Informer[ClusterState, Any]:
         return next(i for i in self.informers.items if i.kind.name == kind)
 
     def close(self) -> None:

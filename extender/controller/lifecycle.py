@@ -1,0 +1,317 @@
+"""The job's phase machine: from the job and its pods to a plan (pods to create and delete, the
+status to write, whether the job's time is up). Pure: no I/O, `now` is given.
+
+Policies (`policies.decide`) are consulted only in Pending and Running; every other phase runs its
+own step, as Volcano's do:
+- RestartJob: every pod is deleted, `version` and `retryCount` go up, Restarting; once no pod of an
+  older version is left, Pending again (and the pods are made anew at the new version), unless
+  `retryCount` reached `maxRetry`: then Failed.
+- RestartTask / RestartPod: the task's pods / the pod are deleted and made again at the same
+  version; each counts as a retry against `maxRetry` as well (a pod failing for ever fails the job
+  instead of looping).
+- AbortJob, TerminateJob, CompleteJob: pods that have not finished are deleted (finished ones are
+  kept for their logs), Aborting / Terminating / Completing until none is left, then Aborted /
+  Terminated / Completed.
+- Sync (no policy matched): pods missing from the spec are made (a task whose `dependsOn` tasks are
+  not ready yet waits), pods beyond `replicas` or of removed tasks are deleted (scaling down);
+  Pending becomes Running once `minAvailable` pods run or ran; Running becomes Completed when
+  `minSuccess` pods succeeded, or when every pod finished and enough succeeded (else Failed).
+- Finished jobs (Completed, Failed, Terminated) keep no running pods, and are deleted
+  `ttlSecondsAfterFinished` after they finished.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from extender.api.batch import (
+    FINISHED,
+    Action,
+    Job,
+    JobCondition,
+    JobPod,
+    JobState,
+    JobStatus,
+    Phase,
+    TaskSpec,
+    TaskState,
+)
+from extender.controller.policies import Decision, Seen, decide, observe
+
+MAX_CONDITIONS = 16
+KILLS = {
+    Action.ABORT_JOB: Phase.ABORTING,
+    Action.TERMINATE_JOB: Phase.TERMINATING,
+    Action.COMPLETE_JOB: Phase.COMPLETING,
+}
+ENDS = {
+    Phase.ABORTING: Phase.ABORTED,
+    Phase.TERMINATING: Phase.TERMINATED,
+    Phase.COMPLETING: Phase.COMPLETED,
+}
+FINISHED_PODS = ("Succeeded", "Failed")
+
+
+def rfc3339(seconds: float) -> str:
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str | None) -> float | None:
+    if not text:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+@dataclass
+class Plan:
+    status: JobStatus
+    decision: Decision = field(default_factory=lambda: Decision(Action.SYNC_JOB))
+    create: list[tuple[TaskSpec, int]] = field(default_factory=list)
+    delete: list[JobPod] = field(default_factory=list)
+    delete_job: bool = False
+    requeue_after: float | None = None
+
+    @property
+    def phase(self) -> str:
+        return self.status.state.phase
+
+
+def count(job: Job, pods: Iterable[JobPod]) -> JobStatus:
+    """The job's status with its pod counts taken from `pods` (terminating pods apart)."""
+    phases: Counter[str] = Counter()
+    tasks: dict[str, Counter[str]] = {}
+    terminating = 0
+    for pod in pods:
+        if pod.terminating:
+            terminating += 1
+            continue
+        phases[pod.phase] += 1
+        tasks.setdefault(pod.task, Counter())[pod.phase] += 1
+    return job.status.model_copy(
+        update={
+            "min_available": job.spec.min_available,
+            "pending": phases["Pending"],
+            "running": phases["Running"],
+            "succeeded": phases["Succeeded"],
+            "failed": phases["Failed"],
+            "unknown": phases["Unknown"],
+            "terminating": terminating,
+            "task_status_count": {
+                task: TaskState(phase=dict(sorted(counts.items())))
+                for task, counts in sorted(tasks.items())
+            },
+        }
+    )
+
+
+class _Step:
+    """One reconcile's working copy of the job's status and the pod changes it decided."""
+
+    def __init__(self, job: Job, pods: Mapping[str, JobPod], now: float) -> None:
+        self.job, self.pods, self.now = job, pods, now
+        self.status = count(job, pods.values())
+        self.delete: dict[str, JobPod] = {}
+        self.create: list[tuple[TaskSpec, int]] = []
+
+    @property
+    def phase(self) -> Phase:
+        return Phase(self.status.state.phase or Phase.PENDING)
+
+    def enter(self, phase: Phase, reason: str = "", message: str = "") -> None:
+        if self.status.state.phase == phase and self.status.state.reason == reason:
+            return
+        stamp = rfc3339(self.now)
+        conditions = [
+            *self.status.conditions,
+            JobCondition(status=phase, last_transition_time=stamp),
+        ]
+        self.status = self.status.model_copy(
+            update={
+                "state": JobState(
+                    phase=phase, reason=reason, message=message, last_transition_time=stamp
+                ),
+                "conditions": conditions[-MAX_CONDITIONS:],
+            }
+        )
+
+    def update(self, **values: int) -> None:
+        self.status = self.status.model_copy(update=values)
+
+    def kill(self, *, keep_finished: bool, pods: Iterable[JobPod] | None = None) -> None:
+        for pod in self.pods.values() if pods is None else pods:
+            if pod.terminating or (keep_finished and pod.phase in FINISHED_PODS):
+                continue
+            self.delete[pod.name] = pod
+
+    def alive(self) -> int:
+        """Pods still running or going away (finished pods are not)."""
+        return sum(1 for p in self.pods.values() if p.terminating or p.phase not in FINISHED_PODS)
+
+    def retry(self, reason: str, message: str) -> bool:
+        """Count one retry; False (and the job Failed) when `maxRetry` is reached."""
+        retries = self.status.retry_count + 1
+        self.update(retry_count=retries)
+        if retries >= self.job.spec.max_retry:
+            self.kill(keep_finished=True)
+            self.enter(Phase.FAILED, "MaxRetryExceeded", f"{message}; retried {retries} times")
+            return False
+        return True
+
+
+def plan(job: Job, pods: Mapping[str, JobPod], evicted: Iterable[JobPod], now: float) -> Plan:
+    """What to do next for `job`, whose pods (every version) are `pods`, at time `now`."""
+    step = _Step(job, pods, now)
+    if job.metadata.deletion_timestamp is not None:
+        return Plan(step.status)  # garbage collection removes its pods
+    if not job.status.state.phase:
+        step.enter(Phase.PENDING, "Created", "the job was accepted")
+    decision = Decision(Action.SYNC_JOB)
+    requeue: float | None = None
+    phase = step.phase
+    if phase in (Phase.PENDING, Phase.RUNNING):
+        seen: Seen = observe(job, pods, evicted, now)
+        requeue = seen.recheck_after
+        decision = decide(job, seen)
+        _act(step, decision)
+    elif phase is Phase.RESTARTING:
+        _restarting(step)
+    elif phase in ENDS:
+        step.kill(keep_finished=True)
+        if step.alive() == 0:
+            step.enter(ENDS[phase], step.status.state.reason, step.status.state.message)
+    else:  # Aborted and the finished phases keep nothing running
+        step.kill(keep_finished=True)
+    if step.phase in FINISHED:
+        return _finished(step, decision)
+    return Plan(step.status, decision, step.create, list(step.delete.values()), False, requeue)
+
+
+def _act(step: _Step, decision: Decision) -> None:
+    job, action, trigger = step.job, decision.action, decision.trigger
+    why = trigger.describe() if trigger is not None else ""
+    if action is Action.RESTART_JOB:
+        if step.retry("RestartJob", why):
+            step.kill(keep_finished=False)
+            step.update(version=job.status.version + 1)
+            step.enter(Phase.RESTARTING, "RestartJob", why)
+    elif action in KILLS:
+        step.kill(keep_finished=True)
+        step.enter(KILLS[action], action.value, why)
+    elif action is Action.RESTART_TASK and trigger is not None:
+        if step.retry("RestartTask", why):
+            step.kill(
+                keep_finished=False,
+                pods=[p for p in step.pods.values() if p.task == trigger.task],
+            )
+    elif action is Action.RESTART_POD and trigger is not None and trigger.pod is not None:
+        if step.retry("RestartPod", why):
+            pod = step.pods.get(trigger.pod.name)
+            if pod is not None and pod.metadata.uid == trigger.pod.metadata.uid:
+                step.kill(keep_finished=False, pods=[pod])
+    else:  # SyncJob, ResumeJob (nothing to resume while pending or running)
+        _sync(step)
+
+
+def _restarting(step: _Step) -> None:
+    version = step.job.status.version
+    step.kill(keep_finished=False, pods=[p for p in step.pods.values() if p.version < version])
+    if step.status.retry_count >= step.job.spec.max_retry:
+        step.enter(Phase.FAILED, "MaxRetryExceeded", f"retried {step.status.retry_count} times")
+    elif not any(p.version < version for p in step.pods.values()):
+        step.enter(Phase.PENDING, "Restarted", f"restarted at version {version}")
+
+
+def _ready(step: _Step, task: TaskSpec) -> bool:
+    """The tasks `task` depends on run (enough of their pods run or succeeded)."""
+    depends = task.depends_on
+    if depends is None or not depends.name:
+        return True
+    version = step.job.status.version
+
+    def task_ready(name: str) -> bool:
+        other = step.job.task(name)
+        if other is None:
+            return False
+        up = sum(
+            1
+            for p in step.pods.values()
+            if p.task == name and p.version == version and p.phase in ("Running", "Succeeded")
+        )
+        return up >= max(other.min_members, 1 if other.replicas else 0)
+
+    ready = [task_ready(name) for name in depends.name]
+    return any(ready) if depends.iteration == "any" else all(ready)
+
+
+def _sync(step: _Step) -> None:
+    job, version = step.job, step.job.status.version
+    wanted: set[str] = set()
+    for task in job.spec.tasks:
+        ready = _ready(step, task)
+        for index in range(task.replicas):
+            name = f"{job.metadata.name}-{task.name}-{index}"
+            wanted.add(name)
+            pod = step.pods.get(name)
+            if pod is None:
+                if ready:
+                    step.create.append((task, index))
+            elif pod.version != version:
+                step.kill(keep_finished=False, pods=[pod])
+    step.kill(keep_finished=False, pods=[p for n, p in step.pods.items() if n not in wanted])
+    current = [p for p in step.pods.values() if p.version == version and p.name in wanted]
+    live = [p for p in current if not p.terminating]
+    phases = Counter(p.phase for p in live)
+    started = phases["Running"] + phases["Succeeded"] + phases["Failed"]
+    if step.phase is Phase.PENDING and started >= job.spec.min_available and live:
+        step.enter(Phase.RUNNING, "MinAvailableReached", f"{started} pods started")
+    if step.phase is Phase.RUNNING:
+        _maybe_done(step, live)
+
+
+def _maybe_done(step: _Step, live: list[JobPod]) -> None:
+    job = step.job
+    replicas = job.spec.replicas
+    if replicas == 0:
+        return  # scaled down to nothing: the phase stays
+    succeeded = sum(1 for p in live if p.phase == "Succeeded")
+    failed = sum(1 for p in live if p.phase == "Failed")
+    min_success = job.spec.min_success
+    if min_success is not None and succeeded >= min_success:
+        step.kill(keep_finished=True)
+        step.enter(Phase.COMPLETED, "MinSuccessReached", f"{succeeded} pods succeeded")
+        return
+    if succeeded + failed < replicas:
+        return
+    short = [
+        t.name
+        for t in job.spec.tasks
+        if t.min_available is not None
+        and sum(1 for p in live if p.task == t.name and p.phase == "Succeeded") < t.min_available
+    ]
+    total_min = sum(t.min_members for t in job.spec.tasks)
+    if short and job.spec.min_available >= total_min:
+        step.enter(Phase.FAILED, "TaskFailed", f"too few pods of task {short[0]} succeeded")
+    elif min_success is not None and succeeded < min_success:
+        step.enter(Phase.FAILED, "MinSuccessNotReached", f"{succeeded}/{min_success} succeeded")
+    elif succeeded >= job.spec.min_available:
+        step.enter(Phase.COMPLETED, "Completed", f"{succeeded}/{replicas} pods succeeded")
+    else:
+        step.enter(Phase.FAILED, "Failed", f"{succeeded}/{replicas} pods succeeded")
+
+
+def _finished(step: _Step, decision: Decision) -> Plan:
+    step.kill(keep_finished=True)
+    ttl = step.job.spec.ttl_seconds_after_finished
+    delete_job, requeue = False, None
+    if ttl is not None:
+        since = parse_time(step.status.state.last_transition_time) or step.now
+        left = since + ttl - step.now
+        delete_job, requeue = left <= 0, (left if left > 0 else None)
+    return Plan(step.status, decision, [], list(step.delete.values()), delete_job, requeue)

@@ -1,0 +1,159 @@
+"""The objects a Job owns, built from its spec: its PodGroup and the pod of each task replica.
+
+Pure. A pod is the task's template with the job's names, labels and annotations added (Volcano's
+keys, so tools written for Volcano find them), the job's scheduler and PriorityClass where the
+template names none, the job's volumes mounted, an owner reference to the job (garbage collection
+removes the pods with it) and then each plugin's changes. Template fields Lahar does not know pass
+through untouched; the API server validates them.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+from extender.api.batch import (
+    JOB_NAME_KEY,
+    JOB_NAMESPACE_KEY,
+    JOB_VERSION_KEY,
+    QUEUE_NAME_KEY,
+    RETRY_COUNT_KEY,
+    TASK_INDEX_KEY,
+    TASK_SPEC_KEY,
+    TEMPLATE_UID_KEY,
+    Job,
+    TaskSpec,
+    pod_name,
+)
+from extender.api.objects import Pod
+from extender.api.resources import EMPTY, PODS, Resources
+from extender.api.scheduling import API_VERSION, GROUP_ANNOTATION
+from extender.controller.plugins import JobPlugin
+from extender.controller.plugins._pods import mount
+
+NOT_COPIED = frozenset({"kubectl.kubernetes.io/last-applied-configuration"})
+
+
+def volume_claim_name(job: Job, index: int) -> str:
+    """The claim a job volume mounts: the one it names, else the one the controller makes."""
+    volume = job.spec.volumes[index]
+    return volume.volume_claim_name or f"{job.metadata.name}-volume-{index}"
+
+
+def build_pod(job: Job, task: TaskSpec, index: int, plugins: Sequence[JobPlugin]) -> dict[str, Any]:
+    template = copy.deepcopy(task.template)
+    meta = template.get("metadata") or {}
+    spec: dict[str, Any] = template.get("spec") or {}
+    name, namespace = job.metadata.name, job.metadata.namespace
+    labels = {
+        **(meta.get("labels") or {}),
+        JOB_NAME_KEY: name,
+        TASK_SPEC_KEY: task.name,
+        TASK_INDEX_KEY: str(index),
+        JOB_NAMESPACE_KEY: namespace,
+        QUEUE_NAME_KEY: job.spec.queue,
+    }
+    annotations = {
+        **(meta.get("annotations") or {}),
+        GROUP_ANNOTATION: job.pod_group_name,
+        JOB_NAME_KEY: name,
+        TASK_SPEC_KEY: task.name,
+        TASK_INDEX_KEY: str(index),
+        QUEUE_NAME_KEY: job.spec.queue,
+        JOB_VERSION_KEY: str(job.status.version),
+        TEMPLATE_UID_KEY: f"{name}-{task.name}",
+        RETRY_COUNT_KEY: str(job.status.retry_count),
+    }
+    if job.spec.scheduler_name and not spec.get("schedulerName"):
+        spec["schedulerName"] = job.spec.scheduler_name
+    if job.spec.priority_class_name and not spec.get("priorityClassName"):
+        spec["priorityClassName"] = job.spec.priority_class_name
+    pod: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": pod_name(name, task.name, index),
+            "namespace": namespace,
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [job.owner_reference()],
+        },
+        "spec": spec,
+    }
+    for number, volume in enumerate(job.spec.volumes):
+        claim = volume_claim_name(job, number)
+        mount(
+            pod,
+            {"name": claim, "persistentVolumeClaim": {"claimName": claim}},
+            {"name": claim, "mountPath": volume.mount_path},
+        )
+    for plugin in plugins:
+        plugin.mutate_pod(pod, job, task, index)
+    return pod
+
+
+def pod_request(task: TaskSpec) -> Resources:
+    """What one pod of the task asks for (Kubernetes' effective request, without the pod slot)."""
+    request = Pod.model_validate({"spec": task.template.get("spec") or {}}).request
+    return Resources({k: v for k, v in request.items() if k != PODS})
+
+
+def min_resources(job: Job) -> Resources:
+    """The requests of the first `minAvailable` pods, in task order: what the gang needs."""
+    total, left = EMPTY, job.spec.min_available
+    for task in job.spec.tasks:
+        take = min(left, task.replicas)
+        if take <= 0:
+            break
+        request = pod_request(task)
+        for _ in range(take):
+            total += request
+        left -= take
+    return total
+
+
+def build_pod_group(job: Job) -> dict[str, Any]:
+    meta = job.metadata
+    spec: dict[str, Any] = {
+        "minMember": job.spec.min_available,
+        "minTaskMember": {t.name: t.min_members for t in job.spec.tasks},
+        "queue": job.spec.queue,
+        "minResources": min_resources(job).quantities(),
+    }
+    if job.spec.priority_class_name:
+        spec["priorityClassName"] = job.spec.priority_class_name
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "PodGroup",
+        "metadata": {
+            "name": job.pod_group_name,
+            "namespace": meta.namespace,
+            "labels": dict(meta.labels),
+            "annotations": {k: v for k, v in meta.annotations.items() if k not in NOT_COPIED},
+            "ownerReferences": [job.owner_reference()],
+        },
+        "spec": spec,
+    }
+
+
+def volume_claims(job: Job) -> list[dict[str, Any]]:
+    """The claims the controller makes for job volumes that describe one (`volumeClaim`)."""
+    claims = []
+    for number, volume in enumerate(job.spec.volumes):
+        if volume.volume_claim_name or volume.volume_claim is None:
+            continue
+        claims.append(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {
+                    "name": volume_claim_name(job, number),
+                    "namespace": job.metadata.namespace,
+                    "labels": {JOB_NAME_KEY: job.metadata.name},
+                    "ownerReferences": [job.owner_reference()],
+                },
+                "spec": copy.deepcopy(volume.volume_claim),
+            }
+        )
+    return claims

@@ -1,0 +1,86 @@
+"""The pytorch plugin: what `torch.distributed` reads from the environment, per pod.
+
+Every container of every pod gets `MASTER_ADDR` (pod 0 of the master task, `<job>-<master>-0.<job>`
+unless its template fixes hostname/subdomain), `MASTER_PORT` and `WORLD_SIZE`; pods of the master
+task get `RANK` 0 and pods of the worker task `RANK` = index + 1. Every container also declares the
+port (`pytorchjob-port`) unless it already has it. Init containers are left alone, as in Volcano.
+
+Arguments (Volcano's): `--master=<task>` (master), `--worker=<task>` (worker), `--port=<n>`
+(23456).
+
+`WORLD_SIZE` counts the master and worker replicas only (Volcano counts every task of the job, so a
+side task such as a dashboard would make the group wait for a member that never joins). A job
+without the master task gets nothing, as in Volcano. `MASTER_ADDR` resolves through the svc
+plugin's Service: Volcano's webhook adds svc to a job that names pytorch; Lahar's must too (this
+plugin does not create the Service itself).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from extender.api.batch import Job, TaskSpec
+from extender.controller.plugins._base import Arguments, PluginObject
+from extender.controller.plugins._pods import containers, host, set_env
+
+NAME = "pytorch"
+DEFAULT_MASTER = "master"
+DEFAULT_WORKER = "worker"
+DEFAULT_PORT = 23456
+PORT_NAME = "pytorchjob-port"
+
+
+class PytorchPlugin:
+    name = NAME
+
+    def __init__(
+        self,
+        *,
+        master: str = DEFAULT_MASTER,
+        worker: str = DEFAULT_WORKER,
+        port: int = DEFAULT_PORT,
+    ) -> None:
+        self.master = master
+        self.worker = worker
+        self.port = port
+
+    def objects(self, job: Job) -> list[PluginObject]:
+        return []
+
+    def mutate_pod(self, pod: dict[str, Any], job: Job, task: TaskSpec, index: int) -> None:
+        master = job.task(self.master)
+        if master is None:
+            return
+        world = sum(t.replicas for t in job.spec.tasks if t.name in (self.master, self.worker))
+        env = [
+            {"name": "MASTER_ADDR", "value": host(job, master, 0).address},
+            {"name": "MASTER_PORT", "value": str(self.port)},
+            {"name": "WORLD_SIZE", "value": str(world)},
+        ]
+        if task.name == self.master:
+            env.append({"name": "RANK", "value": "0"})
+        elif task.name == self.worker:
+            env.append({"name": "RANK", "value": str(index + 1)})
+        set_env(pod, env, init=False)
+        for container in containers(pod, init=False):
+            self._open_port(container)
+
+    def _open_port(self, container: dict[str, Any]) -> None:
+        ports: list[dict[str, Any]] = container.setdefault("ports", [])
+        if any(p.get("containerPort") == self.port for p in ports):
+            return
+        port: dict[str, Any] = {"containerPort": self.port}
+        if all(p.get("name") != PORT_NAME for p in ports):  # a name may appear once per container
+            port = {"name": PORT_NAME, **port}
+        ports.append(port)
+
+
+def configure(args: list[str] | None) -> PytorchPlugin:
+    arguments = Arguments(NAME, args, options=("master", "worker", "port"))
+    master = arguments.text("master", DEFAULT_MASTER)
+    worker = arguments.text("worker", DEFAULT_WORKER)
+    if not master or not worker or master == worker:
+        raise arguments.error("--master and --worker must name two different tasks", "master")
+    return PytorchPlugin(
+        master=master, worker=worker, port=arguments.number("port", DEFAULT_PORT, 1, 65535)
+    )

@@ -1,0 +1,160 @@
+"""The controller's view of the cluster: Jobs, their pods and their PodGroups, fed by informers.
+
+Written only on the event loop (the informers post every change there), so a reconcile never sees
+a half-applied event. Every change names the job it concerns and pokes `on_change` with the job's
+key: the work queue coalesces the pokes into one reconcile.
+
+Evictions are the one event a pod's state cannot tell afterwards: a pod deleted by someone other
+than this controller (the Eviction API, a preempting scheduler, `kubectl delete`) is remembered as
+evicted, by uid, until the next reconcile of its job takes it (`take_evicted`). The controller
+records the uids it deletes itself (`expect_deletion`), so its own kills are never mistaken for
+evictions. A pod found already terminating at start-up counts as evicted unless it is of an older
+job version (the controller deletes those itself).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from extender.api.batch import JOB_NAME_KEY, Job, JobMeta, JobPod
+from extender.api.model import KubeModel
+from extender.api.scheduling import PodGroupSpec
+
+log = logging.getLogger(__name__)
+
+
+class OwnedGroup(KubeModel):
+    """A PodGroup as the controller reads it back: which job owns it, and its spec."""
+
+    metadata: JobMeta = JobMeta()
+    spec: PodGroupSpec = PodGroupSpec()
+
+    @property
+    def job_key(self) -> str | None:
+        owner = self.metadata.controlled_by("Job")
+        return f"{self.metadata.namespace}/{owner.name}" if owner else None
+
+
+class JobStore:
+    def __init__(self) -> None:
+        self.jobs: dict[str, Job] = {}
+        self.pods: dict[str, dict[str, JobPod]] = {}  # job key -> pod name -> pod
+        self.groups: dict[str, OwnedGroup] = {}  # job key -> its PodGroup
+        self.on_change: Callable[[str], None] = lambda key: None
+        self._evicted: dict[str, dict[str, JobPod]] = {}  # job key -> uid -> pod
+        self._deleting: set[str] = set()  # uids this controller deleted
+        self._written: dict[str, int] = {}  # job key -> resourceVersion this controller wrote
+
+    # -- jobs ----------------------------------------------------------------------------------
+
+    def replace_jobs(self, jobs: list[Job]) -> None:
+        gone = set(self.jobs) - {job.key for job in jobs}
+        self.jobs = {job.key: job for job in jobs}
+        for key in gone | set(self.jobs):
+            self.on_change(key)
+
+    def upsert_job(self, job: Job) -> None:
+        self.jobs[job.key] = job
+        self.on_change(job.key)
+
+    def delete_job(self, job: Job) -> None:
+        self.jobs.pop(job.key, None)
+        self._written.pop(job.key, None)
+        self.on_change(job.key)
+
+    def wrote(self, key: str, resource_version: str) -> None:
+        """The controller wrote this job: until the watch shows that version, the cached job is
+        stale and must not be acted on."""
+        if resource_version.isdigit():
+            self._written[key] = int(resource_version)
+
+    def fresh(self, key: str) -> bool:
+        written = self._written.get(key)
+        job = self.jobs.get(key)
+        if written is None or job is None or not job.metadata.resource_version.isdigit():
+            return True
+        return int(job.metadata.resource_version) >= written
+
+    # -- pods ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _job_key(pod: JobPod) -> str:
+        return f"{pod.metadata.namespace}/{pod.job}"
+
+    def replace_pods(self, pods: list[JobPod]) -> None:
+        before = set(self.pods)
+        self.pods = {}
+        for pod in pods:
+            self.pods.setdefault(self._job_key(pod), {})[pod.name] = pod
+            self._note_terminating(pod)
+        for key in before | set(self.pods):
+            self.on_change(key)
+
+    def upsert_pod(self, pod: JobPod) -> None:
+        key = self._job_key(pod)
+        self.pods.setdefault(key, {})[pod.name] = pod
+        self._note_terminating(pod)
+        self.on_change(key)
+
+    def delete_pod(self, pod: JobPod) -> None:
+        key = self._job_key(pod)
+        pods = self.pods.get(key, {})
+        if (known := pods.get(pod.name)) is not None and known.metadata.uid == pod.metadata.uid:
+            del pods[pod.name]
+            if not pods:
+                self.pods.pop(key, None)
+        self._note_gone(key, pod)
+        self.on_change(key)
+
+    def expect_deletion(self, uid: str) -> None:
+        self._deleting.add(uid)
+
+    def take_evicted(self, key: str) -> list[JobPod]:
+        return list(self._evicted.pop(key, {}).values())
+
+    def restore_evicted(self, key: str, pods: list[JobPod]) -> None:
+        """A reconcile that took these failed: the next one sees them again."""
+        for pod in pods:
+            self._evicted.setdefault(key, {}).setdefault(pod.metadata.uid, pod)
+
+    def _note_terminating(self, pod: JobPod) -> None:
+        if pod.terminating and pod.metadata.uid not in self._deleting:
+            self._evict(self._job_key(pod), pod)
+
+    def _note_gone(self, key: str, pod: JobPod) -> None:
+        if pod.metadata.uid in self._deleting:
+            self._deleting.discard(pod.metadata.uid)
+        else:
+            self._evict(key, pod)
+
+    def _evict(self, key: str, pod: JobPod) -> None:
+        job = self.jobs.get(key)
+        if job is not None and pod.version < job.status.version:
+            return  # an older version's pod: the controller deletes those itself
+        self._evicted.setdefault(key, {})[pod.metadata.uid] = pod
+
+    # -- PodGroups -----------------------------------------------------------------------------
+
+    def replace_groups(self, groups: list[OwnedGroup]) -> None:
+        before = set(self.groups)
+        self.groups = {}
+        for group in groups:
+            if (key := group.job_key) is not None:
+                self.groups[key] = group
+        for key in before | set(self.groups):
+            self.on_change(key)
+
+    def upsert_group(self, group: OwnedGroup) -> None:
+        if (key := group.job_key) is not None:
+            self.groups[key] = group
+            self.on_change(key)
+
+    def delete_group(self, group: OwnedGroup) -> None:
+        key = group.job_key
+        if key is not None and key in self.groups:
+            del self.groups[key]
+            self.on_change(key)
+
+
+JOB_POD_SELECTOR = JOB_NAME_KEY  # the label every pod the controller makes carries

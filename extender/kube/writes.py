@@ -1,0 +1,121 @@
+"""Creating, replacing and deleting objects of the kinds Lahar's controller owns, over raw requests.
+
+Each call names the object it touched in its error. Outcomes a caller acts on are values: `create`
+answers False when the object exists already (a deterministic name made before a restart), `delete`
+False when it is gone. Every other failure raises `ApiStatusError` carrying the HTTP status: 409 on
+`replace_status` is a conflict (the caller re-reads and retries), 400/422 a body the server refuses
+(a pod template it finds invalid), which the caller reports instead of retrying blindly.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from kubernetes import client as k8s
+
+from extender.kube.raw import ApiStatusError, send
+
+PLURALS = {
+    "Pod": "pods",
+    "Service": "services",
+    "ConfigMap": "configmaps",
+    "Secret": "secrets",
+    "NetworkPolicy": "networkpolicies",
+    "PersistentVolumeClaim": "persistentvolumeclaims",
+    "PodGroup": "podgroups",
+    "Job": "jobs",
+}
+FIELD_MANAGER = "lahar-controller"
+
+
+def object_path(api_version: str, kind: str, namespace: str, name: str = "") -> str:
+    """The URL path of a namespaced object (or, without `name`, of its collection)."""
+    if kind not in PLURALS:
+        raise ValueError(f"Lahar writes no objects of kind {kind}")
+    group = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    path = f"{group}/namespaces/{namespace}/{PLURALS[kind]}"
+    return f"{path}/{name}" if name else path
+
+
+def _describe(body: Mapping[str, Any]) -> str:
+    meta = body.get("metadata") or {}
+    return f"{body.get('kind')} {meta.get('namespace')}/{meta.get('name')}"
+
+
+def _fail(what: str, error: ApiStatusError) -> ApiStatusError:
+    return ApiStatusError(f"{what}: {error}", error.status)
+
+
+def create(api: k8s.ApiClient, body: Mapping[str, Any]) -> bool:
+    """Create `body`; False when an object of that name exists already."""
+    meta = body["metadata"]
+    path = object_path(body["apiVersion"], body["kind"], meta["namespace"])
+    try:
+        send(api, "POST", path, body=dict(body)).read()
+    except ApiStatusError as error:
+        if error.status == 409:
+            return False
+        raise _fail(f"creating {_describe(body)}", error) from error
+    return True
+
+
+def apply(api: k8s.ApiClient, body: Mapping[str, Any]) -> None:
+    """Server-side apply `body` as the controller (it owns every field it sets)."""
+    meta = body["metadata"]
+    path = object_path(body["apiVersion"], body["kind"], meta["namespace"], meta["name"])
+    try:
+        send(
+            api,
+            "PATCH",
+            path,
+            query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
+            body=dict(body),
+            content_type="application/apply-patch+yaml",  # JSON is YAML
+        ).read()
+    except ApiStatusError as error:
+        raise _fail(f"applying {_describe(body)}", error) from error
+
+
+def replace_status(api: k8s.ApiClient, body: Mapping[str, Any]) -> dict[str, Any]:
+    """Replace the object's status (its metadata.resourceVersion is the precondition: 409 when
+    the object changed since it was read); return the object as stored."""
+    meta = body["metadata"]
+    path = object_path(body["apiVersion"], body["kind"], meta["namespace"], meta["name"])
+    try:
+        stored: dict[str, Any] = json.loads(
+            send(api, "PUT", path + "/status", body=dict(body)).read()
+        )
+    except ApiStatusError as error:
+        raise _fail(f"writing status of {_describe(body)}", error) from error
+    return stored
+
+
+def delete(
+    api: k8s.ApiClient,
+    api_version: str,
+    kind: str,
+    namespace: str,
+    name: str,
+    *,
+    uid: str = "",
+    grace_seconds: int | None = None,
+    propagation: str = "Background",
+) -> bool:
+    """Delete the object (only that very one when `uid` is given) and, by garbage collection,
+    its dependents: in the background, or first (`Foreground`: the object stays until they are
+    gone); False when it is gone already."""
+    options: dict[str, Any] = {"propagationPolicy": propagation}
+    if uid:
+        options["preconditions"] = {"uid": uid}
+    if grace_seconds is not None:
+        options["gracePeriodSeconds"] = grace_seconds
+    path = object_path(api_version, kind, namespace, name)
+    try:
+        send(api, "DELETE", path, body=options).read()
+    except ApiStatusError as error:
+        if error.status == 404 or (error.status == 409 and uid):  # gone, or a newer namesake
+            return False
+        raise _fail(f"deleting {kind} {namespace}/{name}", error) from error
+    return True
