@@ -5,6 +5,8 @@ make_pod("w-0").cpu("1").on("n1").model()          # an api.objects.Pod for pure
 make_node("n1").cpu("4").memory("8Gi").model()
 make_group("tf").min_member(4).build()             # a PodGroup; pods join with .group("tf")
 make_queue("research").weight(3).capability(cpu="8").model()   # a Queue
+make_job("tf").task("ps", 1, cpu="1").task("worker", 2).policy("PodEvicted", "RestartJob")
+make_job_pod(job, "worker", 0).phase("Failed", exit_code=3).model()   # a pod the controller made
 cluster([make_node("n1").cpu("4")], [make_pod("a").cpu("1").on("n1")])   # a ClusterState
 """
 
@@ -14,6 +16,16 @@ import copy
 from collections.abc import Iterable
 from typing import Any, Self
 
+from extender.api.batch import (
+    BATCH_API_VERSION,
+    JOB_NAME_KEY,
+    JOB_VERSION_KEY,
+    TASK_INDEX_KEY,
+    TASK_SPEC_KEY,
+    Job,
+    JobPod,
+    pod_name,
+)
 from extender.api.objects import Node, Pod
 from extender.api.scheduling import (
     API_VERSION,
@@ -355,3 +367,194 @@ def waiting(
         )
     group = make_group(name).min_member(size)
     state.upsert_pod_group((group.queue(queue) if queue else group).model())
+
+
+class JobBuilder:
+    """A Volcano Job: `.build()` a dict to apply, `.model()` an api.batch.Job for pure tests."""
+
+    def __init__(self, name: str) -> None:
+        self._job: dict[str, Any] = {
+            "apiVersion": BATCH_API_VERSION,
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+            "spec": {"tasks": [], "policies": []},
+        }
+        self._pinned: tuple[str, str] | None = None
+
+    @property
+    def _spec(self) -> dict[str, Any]:
+        spec: dict[str, Any] = self._job["spec"]
+        return spec
+
+    def ns(self, namespace: str) -> Self:
+        self._job["metadata"]["namespace"] = namespace
+        return self
+
+    def task(
+        self,
+        name: str,
+        replicas: int = 1,
+        *,
+        cpu: str = "1",
+        min_available: int | None = None,
+        depends_on: list[str] | None = None,
+        iteration: str = "all",
+        scheduler: str = "volcano",
+        **template: Any,
+    ) -> Self:
+        """A task of `replicas` pods asking for `cpu` each; keyword `template` fields (such as
+        `node_selector`, `tolerations`) go into the pod spec under their camelCase names."""
+        pod_spec: dict[str, Any] = {
+            "schedulerName": scheduler,
+            "terminationGracePeriodSeconds": 0,
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": cpu}},
+                }
+            ],
+        }
+        for key, value in template.items():
+            head, *rest = key.split("_")
+            pod_spec[head + "".join(part.title() for part in rest)] = value
+        task: dict[str, Any] = {"name": name, "replicas": replicas, "template": {"spec": pod_spec}}
+        if min_available is not None:
+            task["minAvailable"] = min_available
+        if depends_on:
+            task["dependsOn"] = {"name": depends_on, "iteration": iteration}
+        self._spec["tasks"].append(task)
+        return self
+
+    def min_available(self, count: int) -> Self:
+        self._spec["minAvailable"] = count
+        return self
+
+    def min_success(self, count: int) -> Self:
+        self._spec["minSuccess"] = count
+        return self
+
+    def max_retry(self, count: int) -> Self:
+        self._spec["maxRetry"] = count
+        return self
+
+    def ttl(self, seconds: int) -> Self:
+        self._spec["ttlSecondsAfterFinished"] = seconds
+        return self
+
+    def queue(self, name: str) -> Self:
+        self._spec["queue"] = name
+        return self
+
+    def plugin(self, name: str, *args: str) -> Self:
+        self._spec.setdefault("plugins", {})[name] = list(args)
+        return self
+
+    def policy(
+        self,
+        event: str | None = None,
+        action: str = "RestartJob",
+        *,
+        task: str | None = None,
+        exit_code: int | None = None,
+        timeout: str | None = None,
+    ) -> Self:
+        """A lifecycle policy on the job, or (with `task`) on that task."""
+        policy: dict[str, Any] = {"action": action}
+        if event is not None:
+            policy["event"] = event
+        if exit_code is not None:
+            policy["exitCode"] = exit_code
+        if timeout is not None:
+            policy["timeout"] = timeout
+        owner = next(t for t in self._spec["tasks"] if t["name"] == task) if task else self._spec
+        owner.setdefault("policies", []).append(policy)
+        return self
+
+    def status(self, **fields: Any) -> Self:
+        """Status fields by their camelCase names; `phase=` sets status.state.phase."""
+        status = self._job.setdefault("status", {})
+        if "phase" in fields:
+            status["state"] = {"phase": fields.pop("phase")}
+        status.update(fields)
+        return self
+
+    def pinned(self, key: str, value: str) -> Self:
+        """Every task's pods select nodes labelled `key=value` and tolerate that taint."""
+        self._pinned = (key, value)
+        return self
+
+    def build(self) -> dict[str, Any]:
+        body = copy.deepcopy(self._job)
+        body["metadata"].pop("uid")
+        if self._pinned is not None:
+            key, value = self._pinned
+            toleration = {"key": key, "operator": "Equal", "value": value, "effect": "NoSchedule"}
+            for task in body["spec"]["tasks"]:
+                spec = task["template"]["spec"]
+                spec.setdefault("nodeSelector", {})[key] = value
+                spec.setdefault("tolerations", []).append(toleration)
+        return body
+
+    def model(self) -> Job:
+        return Job.model_validate(self._job)
+
+
+def make_job(name: str) -> JobBuilder:
+    return JobBuilder(name)
+
+
+class JobPodBuilder:
+    """A pod as the controller made it for `job` (task, index, the job's current version)."""
+
+    def __init__(self, job: Job, task: str, index: int) -> None:
+        name = pod_name(job.metadata.name, task, index)
+        keys = {JOB_NAME_KEY: job.metadata.name, TASK_SPEC_KEY: task, TASK_INDEX_KEY: str(index)}
+        self._pod: dict[str, Any] = {
+            "metadata": {
+                "name": name,
+                "namespace": job.metadata.namespace,
+                "uid": f"uid-{name}",
+                "labels": dict(keys),
+                "annotations": {**keys, JOB_VERSION_KEY: str(job.status.version)},
+                "creationTimestamp": "2026-01-01T00:00:00Z",
+            },
+            "status": {"phase": "Running"},
+        }
+
+    def phase(self, phase: str, *, exit_code: int | None = None) -> Self:
+        self._pod["status"]["phase"] = phase
+        if exit_code is not None:
+            terminated = {"exitCode": exit_code}
+            self._pod["status"]["containerStatuses"] = [
+                {"name": "main", "state": {"terminated": terminated}}
+            ]
+        return self
+
+    def version(self, version: int) -> Self:
+        self._pod["metadata"]["annotations"][JOB_VERSION_KEY] = str(version)
+        return self
+
+    def uid(self, uid: str) -> Self:
+        self._pod["metadata"]["uid"] = uid
+        return self
+
+    def terminating(self) -> Self:
+        self._pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:01:00Z"
+        return self
+
+    def created(self, timestamp: str) -> Self:
+        self._pod["metadata"]["creationTimestamp"] = timestamp
+        return self
+
+    def restarts(self, count: int) -> Self:
+        self._pod["status"]["containerStatuses"] = [{"name": "main", "restartCount": count}]
+        return self
+
+    def model(self) -> JobPod:
+        return JobPod.model_validate(self._pod)
+
+
+def make_job_pod(job: Job, task: str, index: int) -> JobPodBuilder:
+    return JobPodBuilder(job, task, index)
