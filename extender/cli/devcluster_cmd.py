@@ -35,7 +35,8 @@ def register(commands: Any) -> None:
     up.add_argument(
         "--lahar",
         action="store_true",
-        help="also run Lahar: its extender and a kube-scheduler with policy/'s profiles",
+        help="also run Lahar: its extender, a kube-scheduler with policy/'s profiles and the "
+        "Job controller",
     )
     up.set_defaults(run=_up)
 

@@ -1,0 +1,76 @@
+"""Two controllers, one Lease: the standby neither reconciles nor reports ready; when the leader
+dies it takes over within the lease time and runs the jobs submitted meanwhile."""
+
+from __future__ import annotations
+
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from kubernetes import client as k8s
+
+from extender import devcluster
+from extender.devcluster import process
+from extender.devcluster.lahar import controller_argv
+from extender.devcluster.ports import free_ports
+from extender.kube import read, wait_until
+from tests.builders import make_job
+from tests.e2e.conftest import TEST_KEY, NodeFactory
+from tests.e2e.jobs import CONTROLLER, restart_controller, running, status, submit
+
+LEASE_SECONDS = 15  # LeaseOptions.lease_seconds
+
+
+def _ready(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as answer:
+            return bool(answer.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def test_standby_takes_over_when_the_leader_dies(
+    dev_cluster: devcluster.DevCluster,
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    tmp_path: Path,
+) -> None:
+    own_nodes(1, cpu="4")
+    (port,) = free_ports(1)
+    kubeconfig = dev_cluster.state.state_dir / "lahar-controller.kubeconfig"
+    standby, child = process.start(
+        "lahar-controller-standby",
+        controller_argv(kubeconfig, port),
+        tmp_path / "standby.log",
+        die_with_parent=True,
+    )
+    try:
+        wait_until(
+            lambda: "waiting to lead" in (tmp_path / "standby.log").read_text(),
+            timeout=30,
+            what="the standby to wait for the Lease",
+        )
+        time.sleep(1)  # a moment in which a wrongly ready standby would say so
+        assert not _ready(port), "a standby must not report ready"
+        lease = read(api, "coordination.k8s.io/v1", "Lease", "lahar-controller", "lahar-system")
+        assert lease is not None and lease["spec"]["holderIdentity"]
+
+        dev_cluster.stop_component(CONTROLLER, kill=True)
+        died = time.monotonic()
+        submit(
+            api, make_job("late").ns(namespace).task("main", 2).pinned(TEST_KEY, namespace).build()
+        )
+        wait_until(lambda: _ready(port), timeout=LEASE_SECONDS + 15, what="the standby to lead")
+        took = time.monotonic() - died
+        assert took <= LEASE_SECONDS + 5, f"takeover took {took:.1f}s"
+        running(api, namespace, "late", 2)
+        assert (status(api, namespace, "late").get("state") or {}).get("phase") in (
+            "Pending",
+            "Running",
+        )
+    finally:
+        process.stop(standby, timeout=0.0)
+        child.poll()
+        restart_controller(dev_cluster)  # leads again once the standby's Lease expires
