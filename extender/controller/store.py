@@ -43,6 +43,7 @@ class JobStore:
         self.groups: dict[str, OwnedGroup] = {}  # job key -> its PodGroup
         self.on_change: Callable[[str], None] = lambda key: None
         self._evicted: dict[str, dict[str, JobPod]] = {}  # job key -> uid -> pod
+        self._noted: set[str] = set()  # uids already noted as evicted (each is told once)
         self._deleting: set[str] = set()  # uids this controller deleted
         self._written: dict[str, int] = {}  # job key -> resourceVersion this controller wrote
 
@@ -61,6 +62,7 @@ class JobStore:
     def delete_job(self, job: Job) -> None:
         self.jobs.pop(job.key, None)
         self._written.pop(job.key, None)
+        self._evicted.pop(job.key, None)
         self.on_change(job.key)
 
     def wrote(self, key: str, resource_version: str) -> None:
@@ -123,15 +125,24 @@ class JobStore:
             self._evict(self._job_key(pod), pod)
 
     def _note_gone(self, key: str, pod: JobPod) -> None:
-        if pod.metadata.uid in self._deleting:
-            self._deleting.discard(pod.metadata.uid)
+        uid = pod.metadata.uid
+        if uid in self._deleting:
+            self._deleting.discard(uid)
+        elif uid in self._noted:
+            self._noted.discard(uid)  # told when its deletion began
         else:
             self._evict(key, pod)
 
     def _evict(self, key: str, pod: JobPod) -> None:
+        """Note `pod` as evicted, once: a terminating pod changes several times before it is
+        gone, and each change must not be a new eviction."""
         job = self.jobs.get(key)
-        if job is not None and pod.version < job.status.version:
-            return  # an older version's pod: the controller deletes those itself
+        if job is None or pod.version < job.status.version:
+            return  # its job is gone, or an older version's pod the controller deletes itself
+        if pod.metadata.uid in self._noted and pod.terminating:
+            return
+        if pod.terminating:
+            self._noted.add(pod.metadata.uid)
         self._evicted.setdefault(key, {})[pod.metadata.uid] = pod
 
     # -- PodGroups -----------------------------------------------------------------------------
