@@ -18,6 +18,7 @@ from extender.api.model import KubeModel
 from extender.api.scheduling import DEFAULT_QUEUE
 
 BATCH_API_VERSION = "batch.volcano.sh/v1alpha1"
+BUS_API_VERSION = "bus.volcano.sh/v1alpha1"
 
 JOB_NAME_KEY = "volcano.sh/job-name"
 JOB_NAMESPACE_KEY = "volcano.sh/job-namespace"
@@ -222,6 +223,31 @@ class Job(KubeModel):
             "controller": True,
             "blockOwnerDeletion": True,
         }
+
+
+class CommandTarget(KubeModel):
+    api_version: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+
+
+class Command(KubeModel):
+    """Volcano's request for an action on a Job (`bus.volcano.sh/v1alpha1` Command), as
+    `vcctl job suspend|resume` makes them: the controller performs it once and deletes it."""
+
+    metadata: JobMeta = JobMeta()
+    action: str = ""
+    target: CommandTarget | None = None
+    reason: str = ""
+    message: str = ""
+
+    @property
+    def job_key(self) -> str | None:
+        target = self.target
+        if target is None or target.kind != "Job" or not target.name:
+            return None
+        return f"{self.metadata.namespace}/{target.name}"
 
 
 def pod_name(job: str, task: str, index: int) -> str:

@@ -29,7 +29,7 @@ from prometheus_client import (
     generate_latest,
 )
 
-from extender.api.batch import BATCH_API_VERSION, Job, JobPod
+from extender.api.batch import BATCH_API_VERSION, BUS_API_VERSION, Command, Job, JobPod
 from extender.api.scheduling import API_VERSION
 from extender.cache.informer import Informer, Kind
 from extender.controller.leader import Elector, LeaseOptions
@@ -63,6 +63,15 @@ GROUPS: Kind[JobStore, OwnedGroup] = Kind(
     JobStore.replace_groups,
     JobStore.upsert_group,
     JobStore.delete_group,
+)
+
+COMMANDS: Kind[JobStore, Command] = Kind(
+    "commands",
+    f"/apis/{BUS_API_VERSION}/commands",
+    Command,
+    JobStore.replace_commands,
+    JobStore.upsert_command,
+    JobStore.delete_command,
 )
 
 
@@ -143,7 +152,7 @@ def _run(
     async def context(app: web.Application) -> AsyncIterator[None]:
         loop = asyncio.get_running_loop()
         store, runtime = app[STORE], app[RUNTIME]
-        informers = [Informer(api, kind, store, loop) for kind in (JOBS, PODS, GROUPS)]
+        informers = [Informer(api, kind, store, loop) for kind in (JOBS, PODS, GROUPS, COMMANDS)]
 
         def one_synced() -> None:
             if all(i.synced for i in informers):

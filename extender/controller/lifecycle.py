@@ -18,6 +18,8 @@ own step, as Volcano's do:
   `minSuccess` pods succeeded, or when every pod finished and enough succeeded (else Failed).
 - Finished jobs (Completed, Failed, Terminated) keep no running pods, and are deleted
   `ttlSecondsAfterFinished` after they finished.
+- A Command (`vcctl job suspend|resume`) asks for one action: taken before any policy while the
+  job is Pending or Running; ResumeJob restarts an Aborted job at a new version.
 """
 
 from __future__ import annotations
@@ -165,8 +167,16 @@ class _Step:
         return True
 
 
-def plan(job: Job, pods: Mapping[str, JobPod], evicted: Iterable[JobPod], now: float) -> Plan:
-    """What to do next for `job`, whose pods (every version) are `pods`, at time `now`."""
+def plan(
+    job: Job,
+    pods: Mapping[str, JobPod],
+    evicted: Iterable[JobPod],
+    now: float,
+    command: Action | None = None,
+) -> Plan:
+    """What to do next for `job`, whose pods (every version) are `pods`, at time `now`; with a
+    `command` (a Command object's action) that action instead of the policies' while the job is
+    Pending or Running, and ResumeJob for an Aborting or Aborted job; ignored otherwise."""
     step = _Step(job, pods, now)
     if job.metadata.deletion_timestamp is not None:
         return Plan(step.status)  # garbage collection removes its pods
@@ -175,7 +185,13 @@ def plan(job: Job, pods: Mapping[str, JobPod], evicted: Iterable[JobPod], now: f
     decision = Decision(Action.SYNC_JOB)
     requeue: float | None = None
     phase = step.phase
-    if phase in (Phase.PENDING, Phase.RUNNING):
+    if command is not None and phase in (Phase.PENDING, Phase.RUNNING):
+        decision = Decision(command)
+        _act(step, decision)
+    elif command is Action.RESUME_JOB and phase in (Phase.ABORTING, Phase.ABORTED):
+        decision = Decision(command)
+        _resume(step)
+    elif phase in (Phase.PENDING, Phase.RUNNING):
         seen: Seen = observe(job, pods, evicted, now)
         requeue = seen.recheck_after
         decision = decide(job, seen)
@@ -217,6 +233,13 @@ def _act(step: _Step, decision: Decision) -> None:
                 step.kill(keep_finished=False, pods=[pod])
     else:  # SyncJob, ResumeJob (nothing to resume while pending or running)
         _sync(step)
+
+
+def _resume(step: _Step) -> None:
+    """An aborted job starts over at a new version (its pods are made anew); not a retry."""
+    step.kill(keep_finished=False)
+    step.update(version=step.job.status.version + 1)
+    step.enter(Phase.RESTARTING, "ResumeJob", "resumed by a Command")
 
 
 def _restarting(step: _Step) -> None:

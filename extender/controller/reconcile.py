@@ -29,7 +29,16 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from extender.api.batch import BATCH_API_VERSION, Job, JobCondition, JobStatus, Phase
+from extender.api.batch import (
+    BATCH_API_VERSION,
+    BUS_API_VERSION,
+    Action,
+    Command,
+    Job,
+    JobCondition,
+    JobStatus,
+    Phase,
+)
 from extender.controller import lifecycle
 from extender.controller.lifecycle import Plan, rfc3339
 from extender.controller.objects import build_pod, build_pod_group, volume_claims
@@ -76,6 +85,7 @@ class Writes:
     plugins: list[JobPlugin] = field(default_factory=list)
     owned: list[Callable[[], dict[str, Any]]] = field(default_factory=list)  # apply when changed
     once: list[Callable[[], dict[str, Any]]] = field(default_factory=list)  # create if missing
+    command: Command | None = None  # performed by this reconcile: deleted once it is written
 
 
 class Reconciler:
@@ -103,8 +113,10 @@ class Reconciler:
                 self.store.wrote(key, written)
             return None
         evicted = self.store.take_evicted(key)
-        plan = lifecycle.plan(job, pods, evicted, time.time())
+        command = self.store.next_command(key)
+        plan = lifecycle.plan(job, pods, evicted, time.time(), _action_of(job, command))
         work = self._prepare(job, plan)
+        work.command = command
         for pod in plan.delete:
             self.store.expect_deletion(pod.metadata.uid)
         try:
@@ -179,6 +191,8 @@ class Reconciler:
             )
             log.info("job %s: deleted pod %s (%s)", job.key, pod.name, plan.phase)
         version = self._write_status(job, plan.status)
+        if work.command is not None:
+            self._done(job, work.command, plan)
         if plan.create and plan.phase in (Phase.PENDING, Phase.RUNNING):
             current = job if version is None else _with(job, plan.status, version)
             refused = self._create_pods(current, work, plan)
@@ -193,6 +207,18 @@ class Reconciler:
                 )
                 version = self._write_status(current, cleared) or version
         return version
+
+    def _done(self, job: Job, command: Command, plan: Plan) -> None:
+        meta = command.metadata
+        writes.delete(self.api, BUS_API_VERSION, "Command", meta.namespace, meta.name, uid=meta.uid)
+        taken = plan.decision.action.value == command.action
+        log.info(
+            "job %s: Command %s (%s) %s",
+            job.key,
+            meta.name,
+            command.action,
+            "performed" if taken else f"ignored in phase {job.phase}",
+        )
 
     def _ensure_objects(self, work: Writes) -> None:
         uid = work.job.metadata.uid
@@ -320,6 +346,22 @@ class Reconciler:
             record_event(self.api, involved, kind, reason, message)
         except KubeError as error:
             log.warning("job %s: could not record event %s: %s", job.key, reason, error)
+
+
+def _action_of(job: Job, command: Command | None) -> Action | None:
+    """The action a Command asks for; an unknown one is logged and treated as none."""
+    if command is None:
+        return None
+    try:
+        return Action(command.action)
+    except ValueError:
+        log.warning(
+            "job %s: Command %s asks for unknown action %r; ignoring it",
+            job.key,
+            command.metadata.name,
+            command.action,
+        )
+        return None
 
 
 def _with(job: Job, status: JobStatus, version: str) -> Job:

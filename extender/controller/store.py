@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from extender.api.batch import JOB_NAME_KEY, Job, JobMeta, JobPod
+from extender.api.batch import JOB_NAME_KEY, Command, Job, JobMeta, JobPod
 from extender.api.model import KubeModel
 from extender.api.scheduling import PodGroupSpec
 
@@ -41,6 +41,7 @@ class JobStore:
         self.jobs: dict[str, Job] = {}
         self.pods: dict[str, dict[str, JobPod]] = {}  # job key -> pod name -> pod
         self.groups: dict[str, OwnedGroup] = {}  # job key -> its PodGroup
+        self.commands: dict[str, dict[str, Command]] = {}  # job key -> name -> Command
         self.on_change: Callable[[str], None] = lambda key: None
         self._evicted: dict[str, dict[str, JobPod]] = {}  # job key -> uid -> pod
         self._noted: set[str] = set()  # uids already noted as evicted (each is told once)
@@ -166,6 +167,39 @@ class JobStore:
         if key is not None and key in self.groups:
             del self.groups[key]
             self.on_change(key)
+
+    # -- Commands ------------------------------------------------------------------------------
+
+    def replace_commands(self, commands: list[Command]) -> None:
+        before = set(self.commands)
+        self.commands = {}
+        for command in commands:
+            if (key := command.job_key) is not None:
+                self.commands.setdefault(key, {})[command.metadata.name] = command
+        for key in before | set(self.commands):
+            self.on_change(key)
+
+    def upsert_command(self, command: Command) -> None:
+        if (key := command.job_key) is not None:
+            self.commands.setdefault(key, {})[command.metadata.name] = command
+            self.on_change(key)
+
+    def delete_command(self, command: Command) -> None:
+        key = command.job_key
+        if key is not None and command.metadata.name in self.commands.get(key, {}):
+            del self.commands[key][command.metadata.name]
+            if not self.commands[key]:
+                del self.commands[key]
+            self.on_change(key)  # the next Command, if any
+
+    def next_command(self, key: str) -> Command | None:
+        """The job's oldest Command (one is performed per reconcile)."""
+        pending = self.commands.get(key)
+        if not pending:
+            return None
+        return min(
+            pending.values(), key=lambda c: (c.metadata.creation_timestamp or "", c.metadata.name)
+        )
 
 
 JOB_POD_SELECTOR = JOB_NAME_KEY  # the label every pod the controller makes carries

@@ -22,12 +22,12 @@ from extender.devcluster.process import ProcessRecord
 from extender.kube import apply_object, connect, load_manifests, wait_established
 
 PORTS = ("lahar", "lahar-scheduler", "lahar-controller")
-CRD_FILES = ("crd-scheduling.yaml", "crd-batch.yaml")
+CRD_FILES = ("crd-scheduling.yaml", "crd-batch.yaml", "crd-bus.yaml")
 RBAC_FILES = {EXTENDER_USER: "extender-rbac.yaml", CONTROLLER_USER: "controller-rbac.yaml"}
 
 
 def install_crds(kubeconfig: Path, manifests: Path, timeout: float) -> None:
-    """The CRDs every dev cluster serves (PodGroup, Queue, Job), Established before anyone
+    """The CRDs every dev cluster serves (PodGroup, Queue, Job, Command), Established before anyone
     watches, and Lahar's namespace."""
     crds = load_manifests(*(manifests / name for name in CRD_FILES))
     with connect(kubeconfig) as api:

@@ -26,6 +26,7 @@ PLURALS = {
     "PersistentVolumeClaim": "persistentvolumeclaims",
     "PodGroup": "podgroups",
     "Job": "jobs",
+    "Command": "commands",
 }
 FIELD_MANAGER = "lahar-controller"
 

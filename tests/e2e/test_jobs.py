@@ -310,3 +310,54 @@ def test_controller_killed_mid_job_makes_no_duplicates(
     assert len({p["metadata"]["uid"] for p in made.values()}) == 16
     assert all(count == 1 for count in scheduled_counts(api, namespace).values())
     assert partial <= 16
+
+
+def _command(job_body: dict[str, Any], action: str) -> dict[str, Any]:
+    """A Command as `vcctl job suspend|resume` creates it."""
+    meta = job_body["metadata"]
+    target = {
+        "apiVersion": job_body["apiVersion"],
+        "kind": "Job",
+        "name": meta["name"],
+        "uid": meta["uid"],
+    }
+    return {
+        "apiVersion": "bus.volcano.sh/v1alpha1",
+        "kind": "Command",
+        "metadata": {
+            "name": f"{meta['name']}-{action.lower()}",
+            "namespace": meta["namespace"],
+            "ownerReferences": [target],
+        },
+        "target": target,
+        "action": action,
+    }
+
+
+def test_commands_abort_and_resume_a_job(
+    api: k8s.ApiClient, namespace: str, own_nodes: NodeFactory
+) -> None:
+    """`vcctl job suspend` (AbortJob): the pods go, the job is Aborted; `vcctl job resume`
+    (ResumeJob): it runs again at the next version. Each Command is deleted once performed."""
+    own_nodes(1, cpu="4")
+    submit(
+        api, make_job("pausable").ns(namespace).task("main", 2).pinned(TEST_KEY, namespace).build()
+    )
+    running(api, namespace, "pausable", 2)
+    stored = job(api, namespace, "pausable")
+    submit(api, _command(stored, "AbortJob"))
+    aborted = wait_job(api, namespace, "pausable", "Aborted")
+    assert aborted["state"]["reason"] == "AbortJob"
+    wait_until(lambda: not pods(api, namespace, "pausable"), timeout=30, what="the pods to go")
+    wait_until(
+        lambda: (
+            read(api, "bus.volcano.sh/v1alpha1", "Command", "pausable-abortjob", namespace) is None
+        ),
+        timeout=30,
+        what="the performed Command to be deleted",
+    )
+    submit(api, _command(stored, "ResumeJob"))
+    again = running(api, namespace, "pausable", 2)
+    assert {p["metadata"]["annotations"]["volcano.sh/job-version"] for p in again.values()} == {"1"}
+    resumed = wait_job(api, namespace, "pausable", "Running")
+    assert resumed["version"] == 1 and resumed["retryCount"] == 0
