@@ -333,6 +333,9 @@ def _finished(step: _Step, decision: Decision) -> Plan:
     step.kill(keep_finished=True)
     ttl = step.job.spec.ttl_seconds_after_finished
     delete_job, requeue = False, None
+    if step.status.state.last_transition_time is None:  # finished by a writer that kept no time
+        stamped = step.status.state.model_copy(update={"last_transition_time": rfc3339(step.now)})
+        step.status = step.status.model_copy(update={"state": stamped})
     if ttl is not None:
         since = parse_time(step.status.state.last_transition_time) or step.now
         left = since + ttl - step.now

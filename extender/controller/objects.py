@@ -105,7 +105,7 @@ def min_resources(job: Job) -> Resources:
     for task in job.spec.tasks:
         take = min(left, task.replicas)
         if take <= 0:
-            break
+            continue  # a task scaled to zero, or the gang is counted whole
         request = pod_request(task)
         for _ in range(take):
             total += request

@@ -55,13 +55,13 @@ def resolve(job: Job, trigger: Trigger) -> Action | None:
     """The action the job's policies ask for on `trigger`, or None (the default sync)."""
     task = job.task(trigger.task)
     for policies in (task.policies if task else [], job.spec.policies):
-        for policy in policies:
-            if policy.exit_code is None and _matches(policy, trigger.event):
-                return _action(policy)
-        if trigger.exit_code is not None:
-            for policy in policies:
-                if policy.exit_code is not None and policy.exit_code == trigger.exit_code:
-                    return _action(policy)
+        by_event = [p for p in policies if p.exit_code is None and _matches(p, trigger.event)]
+        by_code = [
+            p for p in policies if p.exit_code is not None and p.exit_code == trigger.exit_code
+        ]
+        for policy in [*by_event, *by_code]:
+            if (action := _action(policy)) is not None:  # an unknown action is skipped
+                return action
     return None
 
 

@@ -36,6 +36,7 @@ from extender.api.batch import (
     Command,
     Job,
     JobCondition,
+    JobPod,
     JobStatus,
     Phase,
 )
@@ -98,11 +99,12 @@ class Reconciler:
         job = self.store.jobs.get(key)
         if job is None:
             self._forget(key)
+            self.store.take_evicted(key)  # its pods going with it evicted nothing
             return None
         if not self.store.fresh(key):
             return 0.05  # our last write is not in the cache yet: never act on an older copy
         pods = {
-            name: pod
+            name: self._as_seen(pod)
             for name, pod in self.store.pods.get(key, {}).items()
             if (owner := pod.metadata.controlled_by("Job")) is None or owner.uid == job.metadata.uid
         }
@@ -129,6 +131,14 @@ class Reconciler:
         return plan.requeue_after
 
     # -- on the loop ---------------------------------------------------------------------------
+
+    def _as_seen(self, pod: JobPod) -> JobPod:
+        """A pod this controller deleted counts as terminating even before the watch says so
+        (else a failed pod deleted by RestartPod would be seen failing, and retried, again)."""
+        if pod.terminating or not self.store.deleting(pod.metadata.uid):
+            return pod
+        meta = pod.metadata.model_copy(update={"deletion_timestamp": "deleted by the controller"})
+        return pod.model_copy(update={"metadata": meta})
 
     def _prepare(self, job: Job, plan: Plan) -> Writes:
         work = Writes(job, plan)

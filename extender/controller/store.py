@@ -6,7 +6,8 @@ key: the work queue coalesces the pokes into one reconcile.
 
 Evictions are the one event a pod's state cannot tell afterwards: a pod deleted by someone other
 than this controller (the Eviction API, a preempting scheduler, `kubectl delete`) is remembered as
-evicted, by uid, until the next reconcile of its job takes it (`take_evicted`). The controller
+evicted, by uid, until the next reconcile of its job takes it (`take_evicted`; a reconcile that
+finds the job gone drops them). The controller
 records the uids it deletes itself (`expect_deletion`), so its own kills are never mistaken for
 evictions. A pod found already terminating at start-up counts as evicted unless it is of an older
 job version (the controller deletes those itself).
@@ -86,8 +87,19 @@ class JobStore:
         return f"{pod.metadata.namespace}/{pod.job}"
 
     def replace_pods(self, pods: list[JobPod]) -> None:
+        """A full list (at start, or after the watch fell too far behind): pods missing from it
+        are gone, as if their deletion had been watched."""
         before = set(self.pods)
+        listed = {pod.metadata.uid for pod in pods}
+        vanished = [
+            (key, pod)
+            for key, known in self.pods.items()
+            for pod in known.values()
+            if pod.metadata.uid not in listed
+        ]
         self.pods = {}
+        for key, pod in vanished:
+            self._note_gone(key, pod)
         for pod in pods:
             self.pods.setdefault(self._job_key(pod), {})[pod.name] = pod
             self._note_terminating(pod)
@@ -112,6 +124,10 @@ class JobStore:
 
     def expect_deletion(self, uid: str) -> None:
         self._deleting.add(uid)
+
+    def deleting(self, uid: str) -> bool:
+        """The controller deleted this pod (the watch may not show it terminating yet)."""
+        return uid in self._deleting
 
     def take_evicted(self, key: str) -> list[JobPod]:
         return list(self._evicted.pop(key, {}).values())
@@ -138,8 +154,8 @@ class JobStore:
         """Note `pod` as evicted, once: a terminating pod changes several times before it is
         gone, and each change must not be a new eviction."""
         job = self.jobs.get(key)
-        if job is None or pod.version < job.status.version:
-            return  # its job is gone, or an older version's pod the controller deletes itself
+        if job is not None and pod.version < job.status.version:
+            return  # an older version's pod: the controller deletes those itself
         if pod.metadata.uid in self._noted and pod.terminating:
             return
         if pod.terminating:

@@ -1,0 +1,65 @@
+"""Reconcile: what makes a job impossible to run, and how the pods are seen before planning."""
+
+from __future__ import annotations
+
+import pytest
+
+from extender.controller.reconcile import Reconciler, problems
+from extender.controller.store import JobStore
+from tests.builders import JobBuilder, make_job, make_job_pod
+
+
+@pytest.mark.parametrize(
+    ("job", "expected"),
+    [
+        (make_job("j").task("a", 1).task("b", 2).plugin("env").plugin("svc"), []),
+        (make_job("j"), ["spec.tasks: a job needs at least one task"]),
+        (make_job("j").task("a", 1).task("", 1), ["spec.tasks[1].name: must not be empty"]),
+        (
+            make_job("j").task("a", 1).task("b", 1).task("a", 1),
+            ["spec.tasks[2].name: duplicate task name 'a'"],
+        ),
+        (
+            make_job("j").task("", 1).task("", 1),
+            ["spec.tasks[0].name: must not be empty", "spec.tasks[1].name: must not be empty"],
+        ),
+        (
+            make_job("j").task("a", 1).plugin("env").plugin("horovod"),
+            ["spec.plugins.horovod: unknown plugin (known: env, svc, ssh, pytorch)"],
+        ),
+        (
+            make_job("j").task("a", 1).plugin("svc", "--no-such-flag"),
+            ["spec.plugins.svc: unknown argument --no-such-flag (known: "],
+        ),
+        (
+            make_job("j").plugin("nope"),
+            ["spec.tasks: a job needs at least one task", "spec.plugins.nope: unknown plugin"],
+        ),
+    ],
+    ids=[
+        "a valid job has none",
+        "no tasks",
+        "an empty task name",
+        "a duplicate task name",
+        "two empty names: each told, not as duplicates",
+        "an unknown plugin",
+        "an unknown plugin argument",
+        "every problem is told at once",
+    ],
+)
+def test_problems_name_their_field(job: JobBuilder, expected: list[str]) -> None:
+    found = problems(job.model())
+    assert len(found) == len(expected), found
+    for message, start in zip(found, expected, strict=True):
+        assert message.startswith(start)
+
+
+def test_a_pod_the_controller_deleted_counts_as_terminating_before_the_watch_says_so() -> None:
+    """Else a failed pod deleted by RestartPod would be seen failing, and retried, again."""
+    store = JobStore()
+    job = make_job("a").task("w", 1).model()
+    failed = make_job_pod(job, "w", 0).phase("Failed", exit_code=1).model()
+    reconciler = Reconciler(None, store)  # type: ignore[arg-type]  # no API call is made
+    assert not reconciler._as_seen(failed).terminating
+    store.expect_deletion(failed.metadata.uid)
+    assert reconciler._as_seen(failed).terminating
