@@ -70,7 +70,13 @@ class Elector:
 
     def _run(self) -> None:
         elector = leaderelection.LeaderElection(self._config)  # type: ignore[no-untyped-call]
-        elector.run()  # type: ignore[no-untyped-call]
+        try:
+            elector.run()  # type: ignore[no-untyped-call]
+        except Exception:  # the elector catches API errors only, not a refused connection
+            log.exception("leader election failed")
+        finally:
+            if not self._released.is_set():  # it ended without telling us: we may not lead
+                self._stopped()
 
     def _started(self) -> None:
         log.info("leading: holding Lease %s/%s", self.options.namespace, self.options.name)

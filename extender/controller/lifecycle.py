@@ -24,7 +24,6 @@ own step, as Volcano's do:
 
 from __future__ import annotations
 
-import datetime
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from extender.api.batch import (
     TaskSpec,
     TaskState,
 )
+from extender.api.times import parse_time, rfc3339
 from extender.controller.policies import Decision, Seen, decide, observe
 
 MAX_CONDITIONS = 16
@@ -55,20 +55,6 @@ ENDS = {
     Phase.COMPLETING: Phase.COMPLETED,
 }
 FINISHED_PODS = ("Succeeded", "Failed")
-
-
-def rfc3339(seconds: float) -> str:
-    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(text: str | None) -> float | None:
-    if not text:
-        return None
-    try:
-        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 @dataclass

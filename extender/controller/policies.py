@@ -11,13 +11,13 @@ unset, never with -1: Volcano's rule). `resolve` follows Volcano's order: the ta
 
 from __future__ import annotations
 
-import datetime
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from extender.api.batch import Action, Event, Job, JobPod, LifecyclePolicy, TaskSpec
 from extender.api.duration import parse_duration
+from extender.api.times import parse_time
 
 log = logging.getLogger(__name__)
 DEFAULT_TASK_RETRIES = 3  # a task's maxRetry when unset (0)
@@ -87,16 +87,6 @@ def pending_timeout(job: Job, task: TaskSpec) -> float | None:
     return min(timeouts) if timeouts else None
 
 
-def created_at(pod: JobPod) -> float | None:
-    stamp = pod.metadata.creation_timestamp
-    if not stamp:
-        return None
-    try:
-        return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 @dataclass(frozen=True)
 class Seen:
     triggers: list[Trigger]
@@ -121,7 +111,7 @@ def observe(job: Job, pods: Mapping[str, JobPod], evicted: Iterable[JobPod], now
         for pod in live:
             if pod.task != task.name or pod.phase != "Pending":
                 continue
-            born = created_at(pod)
+            born = parse_time(pod.metadata.creation_timestamp)
             if born is None:
                 continue
             left = born + timeout - now

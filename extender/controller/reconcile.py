@@ -22,6 +22,7 @@ import functools
 import hashlib
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,8 +41,9 @@ from extender.api.batch import (
     JobStatus,
     Phase,
 )
+from extender.api.times import rfc3339
 from extender.controller import lifecycle
-from extender.controller.lifecycle import Plan, rfc3339
+from extender.controller.lifecycle import Plan
 from extender.controller.objects import build_pod, build_pod_group, volume_claims
 from extender.controller.plugins import JobPlugin, PluginError, make_plugins
 from extender.controller.store import JobStore
@@ -87,6 +89,9 @@ class Writes:
     owned: list[Callable[[], dict[str, Any]]] = field(default_factory=list)  # apply when changed
     once: list[Callable[[], dict[str, Any]]] = field(default_factory=list)  # create if missing
     command: Command | None = None  # performed by this reconcile: deleted once it is written
+    # Filled in by the worker thread, read on the loop afterwards (even if the writes failed):
+    written: str | None = None  # the resourceVersion of the last status written
+    deleted: set[str] = field(default_factory=set)  # uids of the pods deleted
 
 
 class Reconciler:
@@ -94,6 +99,7 @@ class Reconciler:
         self.api, self.store = api, store
         self._applied: dict[str, str] = {}  # "<job key>#<job uid>/<kind>/<name>" -> digest
         self._made: set[str] = set()  # "<job key>#<job uid>/<kind>/<name>" created once
+        self._lock = threading.Lock()  # both are read and written by worker threads
 
     async def __call__(self, key: str) -> float | None:
         job = self.store.jobs.get(key)
@@ -117,17 +123,23 @@ class Reconciler:
         evicted = self.store.take_evicted(key)
         command = self.store.next_command(key)
         plan = lifecycle.plan(job, pods, evicted, time.time(), _action_of(job, command))
+        if command is not None:
+            self.store.restore_evicted(key, evicted)  # a Command decided: policies see them next
         work = self._prepare(job, plan)
         work.command = command
         for pod in plan.delete:
             self.store.expect_deletion(pod.metadata.uid)
         try:
-            stored = await asyncio.to_thread(self._write, work)
+            await asyncio.to_thread(self._write, work)
         except BaseException:
             self.store.restore_evicted(key, evicted)
+            for pod in plan.delete:  # deletions never sent are not the controller's
+                if pod.metadata.uid not in work.deleted:
+                    self.store.unexpect_deletion(pod.metadata.uid)
             raise
-        if stored is not None:
-            self.store.wrote(key, stored)
+        finally:
+            if work.written:
+                self.store.wrote(key, work.written)
         return plan.requeue_after
 
     # -- on the loop ---------------------------------------------------------------------------
@@ -145,7 +157,6 @@ class Reconciler:
         if plan.delete_job or plan.phase not in GROUP_PHASES:
             return work
         work.plugins = make_plugins(job.spec.plugins)
-        uid = job.metadata.uid
         group = self.store.groups.get(job.key)
         if group is None or self._group_changed(job, group.spec.model_dump(by_alias=True)):
             work.owned.append(lambda: build_pod_group(job))
@@ -155,12 +166,17 @@ class Reconciler:
             for item in plugin.objects(job):
                 if item.replace:
                     work.owned.append(item.build)
-                elif f"{job.key}#{uid}/{item.kind}/{item.name}" not in self._made:
+                elif not self._was_made(job, item.kind, item.name):
                     work.once.append(item.build)
         for claim in volume_claims(job):
-            work.once.append(functools.partial(dict, claim))
+            if not self._was_made(job, claim["kind"], claim["metadata"]["name"]):
+                work.once.append(functools.partial(dict, claim))
         plan.status = plan.status.model_copy(update={"controlled_resources": resources})
         return work
+
+    def _was_made(self, job: Job, kind: str, name: str) -> bool:
+        with self._lock:
+            return f"{job.key}#{job.metadata.uid}/{kind}/{name}" in self._made
 
     @staticmethod
     def _group_changed(job: Job, current: dict[str, Any]) -> bool:
@@ -170,13 +186,15 @@ class Reconciler:
     def _forget(self, key: str) -> None:
         """The job is gone: drop what this process remembers of its objects."""
         prefix = f"{key}#"
-        self._applied = {k: v for k, v in self._applied.items() if not k.startswith(prefix)}
-        self._made = {k for k in self._made if not k.startswith(prefix)}
+        with self._lock:
+            self._applied = {k: v for k, v in self._applied.items() if not k.startswith(prefix)}
+            self._made = {k for k in self._made if not k.startswith(prefix)}
 
     # -- in a worker thread --------------------------------------------------------------------
 
-    def _write(self, work: Writes) -> str | None:
-        """Send the plan; return the resourceVersion of the status written, if one was."""
+    def _write(self, work: Writes) -> None:
+        """Send the plan: the status before the pod changes, so a conflict (the job changed
+        meanwhile) stops the pass before a pod is touched on a stale status."""
         job, plan = work.job, work.plan
         if plan.delete_job:
             if writes.delete(
@@ -193,21 +211,22 @@ class Reconciler:
                     job.key,
                     job.spec.ttl_seconds_after_finished,
                 )
-            return None
+            return
         self._ensure_objects(work)
+        version = work.written = self._write_status(job, plan.status)
         for pod in plan.delete:
             writes.delete(
                 self.api, "v1", "Pod", pod.metadata.namespace, pod.name, uid=pod.metadata.uid
             )
+            work.deleted.add(pod.metadata.uid)
             log.info("job %s: deleted pod %s (%s)", job.key, pod.name, plan.phase)
-        version = self._write_status(job, plan.status)
         if work.command is not None:
             self._done(job, work.command, plan)
         if plan.create and plan.phase in (Phase.PENDING, Phase.RUNNING):
             current = job if version is None else _with(job, plan.status, version)
             refused = self._create_pods(current, work, plan)
             if refused:
-                version = self._report_refused(current, plan.status, refused) or version
+                work.written = self._report_refused(current, plan.status, refused) or version
                 raise PodsRefused(f"job {job.key}: {refused[0]}")
             if plan.status.state.reason == POD_CREATE_FAILED:
                 cleared = plan.status.model_copy(
@@ -215,8 +234,7 @@ class Reconciler:
                         "state": plan.status.state.model_copy(update={"reason": "", "message": ""})
                     }
                 )
-                version = self._write_status(current, cleared) or version
-        return version
+                work.written = self._write_status(current, cleared) or version
 
     def _done(self, job: Job, command: Command, plan: Plan) -> None:
         meta = command.metadata
@@ -236,16 +254,20 @@ class Reconciler:
             body = build()
             key = f"{work.job.key}#{uid}/{body['kind']}/{body['metadata']['name']}"
             digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-            if self._applied.get(key) != digest:
+            with self._lock:
+                unchanged = self._applied.get(key) == digest
+            if not unchanged:
                 writes.apply(self.api, body)
-                self._applied[key] = digest
+                with self._lock:
+                    self._applied[key] = digest
         for build in work.once:
             body = build()
             if writes.create(self.api, body):
                 log.info(
                     "job %s: created %s %s", work.job.key, body["kind"], body["metadata"]["name"]
                 )
-            self._made.add(f"{work.job.key}#{uid}/{body['kind']}/{body['metadata']['name']}")
+            with self._lock:
+                self._made.add(f"{work.job.key}#{uid}/{body['kind']}/{body['metadata']['name']}")
 
     def _write_status(self, job: Job, status: JobStatus) -> str | None:
         if status == job.status:

@@ -125,6 +125,10 @@ class JobStore:
     def expect_deletion(self, uid: str) -> None:
         self._deleting.add(uid)
 
+    def unexpect_deletion(self, uid: str) -> None:
+        """A deletion that was planned but never sent (the pass failed before it)."""
+        self._deleting.discard(uid)
+
     def deleting(self, uid: str) -> bool:
         """The controller deleted this pod (the watch may not show it terminating yet)."""
         return uid in self._deleting
