@@ -7,11 +7,11 @@ import logging
 import os
 import socket
 from contextlib import closing
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
+from extender.cli.flags import add_server_flags
 from extender.controller.app import RUNTIME, ControllerOptions, make_app
 from extender.controller.leader import LeaseOptions
 from extender.kube import client_for
@@ -23,17 +23,7 @@ def register(commands: Any) -> None:
     parser = commands.add_parser(
         "controller", help="run the Job controller (Volcano-compatible vcjobs)"
     )
-    parser.add_argument(
-        "--kubeconfig", type=Path, help="kubeconfig file (default: the pod's ServiceAccount)"
-    )
-    parser.add_argument(
-        "--host",
-        default="0.0.0.0",  # noqa: S104 - probes and Prometheus reach it over the pod network
-        help="address of the probe and metrics endpoints (default 0.0.0.0)",
-    )
-    parser.add_argument(
-        "--port", type=int, default=8080, help="port of /healthz, /readyz, /metrics (default 8080)"
-    )
+    add_server_flags(parser, port=8080, serves="/healthz, /readyz and /metrics")
     parser.add_argument(
         "--workers", type=int, default=4, help="jobs reconciled at the same time (default 4)"
     )

@@ -10,6 +10,7 @@ from typing import Any
 
 from aiohttp import web
 
+from extender.cli.flags import add_server_flags
 from extender.framework.policy import load_policy
 from extender.kube import client_for
 from extender.plugins import REGISTRY
@@ -23,21 +24,13 @@ def register(commands: Any) -> None:
     parser = commands.add_parser(
         "serve", help="run the scheduler extender (filter, prioritize, preempt, bind)"
     )
-    parser.add_argument(
-        "--kubeconfig", type=Path, help="kubeconfig file (default: the pod's ServiceAccount)"
-    )
+    add_server_flags(parser, port=8888, serves="the extender's verbs, probes and metrics")
     parser.add_argument(
         "--policy",
         type=Path,
         default=None,
         help=f"Lahar's policy file (default: policy/lahar.yaml here, else {DEFAULT_POLICY})",
     )
-    parser.add_argument(
-        "--host",
-        default="0.0.0.0",  # noqa: S104 - the scheduler reaches the extender over the pod network
-        help="address to listen on (default 0.0.0.0)",
-    )
-    parser.add_argument("--port", type=int, default=8888, help="port to listen on (default 8888)")
     parser.set_defaults(run=_serve)
 
 

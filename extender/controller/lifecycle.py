@@ -57,6 +57,23 @@ ENDS = {
 FINISHED_PODS = ("Succeeded", "Failed")
 
 
+def problem(
+    status: JobStatus, reason: str, message: str, now: float, *, phase: Phase | None = None
+) -> JobStatus:
+    """`status` with a problem the controller hit (a refused pod, an invalid job) in the state's
+    reason and message and in a condition; with `phase`, the job enters that phase too."""
+    stamp = rfc3339(now)
+    changes: dict[str, str] = {"reason": reason, "message": message}
+    if phase is not None:
+        changes |= {"phase": phase, "last_transition_time": stamp}
+    state = status.state.model_copy(update=changes)
+    condition = JobCondition(
+        status=state.phase, last_transition_time=stamp, reason=reason, message=message[:1024]
+    )
+    conditions = [*status.conditions, condition][-MAX_CONDITIONS:]
+    return status.model_copy(update={"state": state, "conditions": conditions})
+
+
 @dataclass
 class Plan:
     status: JobStatus

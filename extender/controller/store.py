@@ -129,9 +129,22 @@ class JobStore:
         """A deletion that was planned but never sent (the pass failed before it)."""
         self._deleting.discard(uid)
 
-    def deleting(self, uid: str) -> bool:
-        """The controller deleted this pod (the watch may not show it terminating yet)."""
-        return uid in self._deleting
+    def pods_of(self, job: Job) -> dict[str, JobPod]:
+        """The pods of this very job (not of an earlier namesake garbage collection has not
+        removed yet), by name. A pod this controller deleted counts as terminating even before
+        the watch says so: else a failed pod deleted by RestartPod would be seen failing, and
+        retried, again."""
+        found: dict[str, JobPod] = {}
+        for name, pod in self.pods.get(job.key, {}).items():
+            owner = pod.metadata.controlled_by("Job")
+            if owner is not None and owner.uid != job.metadata.uid:
+                continue
+            if not pod.terminating and pod.metadata.uid in self._deleting:
+                meta = pod.metadata.model_copy(update={"deletion_timestamp": "deleting"})
+                found[name] = pod.model_copy(update={"metadata": meta})
+            else:
+                found[name] = pod
+        return found
 
     def take_evicted(self, key: str) -> list[JobPod]:
         return list(self._evicted.pop(key, {}).values())

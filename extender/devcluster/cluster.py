@@ -18,15 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client as k8s
-
 from extender.devcluster import configs, health, lahar, pki, ports, process
 from extender.devcluster.build import Binaries, ensure_binaries
 from extender.devcluster.errors import DevClusterError
-from extender.devcluster.nodes import fake_node, is_schedulable
+from extender.devcluster.nodes import add_ready_nodes
 from extender.devcluster.paths import manifests_dir, policy_dir
 from extender.devcluster.state import STATE_FILE, ClusterState, load_state
-from extender.kube import KubeError, apply_object, connect, list_objects, read, wait_until
+from extender.kube import KubeError, connect, read, wait_until
 
 OWN_STAGES = Path(__file__).with_name("kwok-stages.yaml")
 SERVICE_CIDR = "10.0.0.0/24"
@@ -359,14 +357,12 @@ def _prepare_workloads(starter: _Starter) -> None:
     names = [f"kwok-node-{index}" for index in range(options.nodes)]
     try:
         with connect(starter.state.kubeconfig) as api:
-            for name in names:
-                node = fake_node(name, cpu=options.node_cpu, memory=options.node_memory)
-                apply_object(api, node)
-            wait_until(
-                lambda: _all_schedulable(api, names),
+            add_ready_nodes(
+                api,
+                names,
+                cpu=options.node_cpu,
+                memory=options.node_memory,
                 timeout=options.ready_timeout,
-                what=f"nodes {', '.join(names)} to be Ready without NoSchedule taints",
-                describe=lambda: str({name: _taints(n) for name, n in _nodes(api).items()}),
             )
             wait_until(
                 lambda: read(api, "v1", "ServiceAccount", "default", "default"),
@@ -377,19 +373,6 @@ def _prepare_workloads(starter: _Starter) -> None:
         raise DevClusterError(
             f"the cluster did not get ready: {exc} (logs: {starter.logs})"
         ) from exc
-
-
-def _nodes(api: k8s.ApiClient) -> dict[str, dict[str, Any]]:
-    return {node["metadata"]["name"]: node for node in list_objects(api, "v1", "Node")}
-
-
-def _all_schedulable(api: k8s.ApiClient, names: list[str]) -> bool:
-    nodes = _nodes(api)
-    return all(name in nodes and is_schedulable(nodes[name]) for name in names)
-
-
-def _taints(node: dict[str, Any]) -> list[str]:
-    return [t["key"] for t in (node.get("spec") or {}).get("taints") or []]
 
 
 def down(state_dir: Path) -> list[str]:

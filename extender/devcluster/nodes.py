@@ -1,8 +1,13 @@
-"""Fake nodes for the dev cluster: plain Node objects that KWOK keeps Ready (no kubelet runs)."""
+"""Fake nodes for the dev cluster: plain Node objects that KWOK keeps Ready (no kubelet runs), made
+and waited for until they take pods."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from kubernetes import client as k8s
+
+from extender.kube import apply_object, list_objects, wait_until
 
 FAKE_NODE_LABEL = "lahar.io/fake-node"
 
@@ -53,3 +58,30 @@ def is_schedulable(node: dict[str, Any]) -> bool:
         t.get("effect") in ("NoSchedule", "NoExecute") and t.get("key", "").startswith(LIFECYCLE)
         for t in taints
     )
+
+
+def add_ready_nodes(
+    api: k8s.ApiClient, names: list[str], *, cpu: str, memory: str, timeout: float
+) -> None:
+    """Create fake nodes `names` and wait until they are Ready without NoSchedule taints."""
+    for name in names:
+        apply_object(api, fake_node(name, cpu=cpu, memory=memory))
+    wait_until(
+        lambda: _all_schedulable(api, names),
+        timeout=timeout,
+        what=f"nodes {', '.join(names)} to be Ready without NoSchedule taints",
+        describe=lambda: str({name: _taints(n) for name, n in _nodes(api).items()}),
+    )
+
+
+def _nodes(api: k8s.ApiClient) -> dict[str, dict[str, Any]]:
+    return {node["metadata"]["name"]: node for node in list_objects(api, "v1", "Node")}
+
+
+def _all_schedulable(api: k8s.ApiClient, names: list[str]) -> bool:
+    nodes = _nodes(api)
+    return all(name in nodes and is_schedulable(nodes[name]) for name in names)
+
+
+def _taints(node: dict[str, Any]) -> list[str]:
+    return [t["key"] for t in (node.get("spec") or {}).get("taints") or []]

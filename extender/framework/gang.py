@@ -29,7 +29,7 @@ from extender.api.resources import EMPTY, Resources
 from extender.api.scheduling import gang_key
 from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
-from extender.framework.members import GangView, Rejection, view_gang
+from extender.framework.members import GangView, Rejection, gang_priority, view_gang
 from extender.framework.order import Contender, Ordering, Turn, starving_limit, walk
 from extender.framework.placement import Slot
 from extender.framework.queues import QueueView, account
@@ -393,13 +393,3 @@ class Gangs:
             self.release(gang.key)  # done, or lost members: plan again if it must wait
             return None
         return admission
-
-
-def gang_priority(state: ClusterState, gang: GangView) -> int:
-    """The gang's priority: its PodGroup's PriorityClass, else its highest member's priority."""
-    group = gang.group
-    if group is not None and group.spec.priority_class_name:
-        known = state.priority_classes.get(group.spec.priority_class_name)
-        if known is not None:
-            return known.value
-    return max((pod.spec.priority for pod in gang.pending + gang.placed), default=0)

@@ -2,8 +2,8 @@
 
 `view_gang` sorts a gang's pods into placed (counted on a node: bound, or assumed by Lahar's bind),
 pending, succeeded and failed; `GangView` answers the gang rules' questions about them (how many
-are ready, does the gang stand). A `Rejection` is a refusal as a value: a short cause for metrics
-and conditions, and the message a user reads. Pure.
+are ready, does the gang stand) and `gang_priority` its priority. A `Rejection` is a refusal as a
+value: a short cause for metrics and conditions, and the message a user reads. Pure.
 """
 
 from __future__ import annotations
@@ -92,3 +92,13 @@ class Rejection:
     cause: str  # NoPodGroup | BackingOff | NotEnoughPods | NotEnoughPodsOfTask | MinResources
     #             | NotEnoughResources | QueueClosed | NoQueue | QueueCapability | Queued
     message: str
+
+
+def gang_priority(state: ClusterState, gang: GangView) -> int:
+    """The gang's priority: its PodGroup's PriorityClass, else its highest member's priority."""
+    group = gang.group
+    if group is not None and group.spec.priority_class_name:
+        known = state.priority_classes.get(group.spec.priority_class_name)
+        if known is not None:
+            return known.value
+    return max((pod.spec.priority for pod in gang.pending + gang.placed), default=0)

@@ -11,6 +11,7 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.dynamic.exceptions import NotFoundError
 
+from extender.kube import writes
 from extender.kube.client import KubeError, api_reason
 from extender.kube.manifests import dynamic_resource
 
@@ -49,11 +50,4 @@ def delete(
     api: k8s.ApiClient, api_version: str, kind: str, name: str, namespace: str | None = None
 ) -> bool:
     """Delete the object; False when it did not exist."""
-    resource, dynamic = dynamic_resource(api, api_version, kind)
-    try:
-        dynamic.delete(resource, name=name, namespace=namespace)
-    except NotFoundError:
-        return False
-    except k8s.ApiException as exc:
-        raise KubeError(f"deleting {kind} {name}: {api_reason(exc)}") from exc
-    return True
+    return writes.delete(api, api_version, kind, namespace or "", name)

@@ -18,6 +18,7 @@ from typing import Any
 from kubernetes import client as k8s
 
 from extender.api.scheduling import API_VERSION
+from extender.kube import writes
 from extender.kube.client import KubeError
 from extender.kube.objects import read
 from extender.kube.raw import ApiStatusError, send
@@ -63,14 +64,7 @@ def patch_queue_status(api: k8s.ApiClient, name: str, status: dict[str, Any]) ->
 
 def create_queue(api: k8s.ApiClient, body: dict[str, Any]) -> bool:
     """Create the Queue `body` describes; False when one of that name exists already."""
-    name = body["metadata"]["name"]
-    try:
-        send(api, "POST", QUEUES, body=body).read()
-    except ApiStatusError as error:
-        if error.status == 409:
-            return False
-        raise KubeError(f"creating Queue {name}: {error}") from error
-    return True
+    return writes.create(api, body)
 
 
 def record_event(

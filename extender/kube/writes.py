@@ -1,4 +1,5 @@
-"""Creating, replacing and deleting objects of the kinds Lahar's controller owns, over raw requests.
+"""Creating, replacing and deleting objects over raw requests: the kinds Lahar writes by a fixed
+path, any other kind (deleted by tests and tools) found by discovery.
 
 Each call names the object it touched in its error. Outcomes a caller acts on are values: `create`
 answers False when the object exists already (a deterministic name made before a restart), `delete`
@@ -15,6 +16,7 @@ from typing import Any
 
 from kubernetes import client as k8s
 
+from extender.kube.manifests import dynamic_resource
 from extender.kube.raw import ApiStatusError, send
 
 PLURALS = {
@@ -27,22 +29,38 @@ PLURALS = {
     "PodGroup": "podgroups",
     "Job": "jobs",
     "Command": "commands",
+    "Queue": "queues",
 }
 FIELD_MANAGER = "lahar-controller"
 
 
 def object_path(api_version: str, kind: str, namespace: str, name: str = "") -> str:
-    """The URL path of a namespaced object (or, without `name`, of its collection)."""
+    """The URL path of an object Lahar writes (or, without `name`, of its collection);
+    cluster-scoped without a `namespace`."""
     if kind not in PLURALS:
         raise ValueError(f"Lahar writes no objects of kind {kind}")
     group = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-    path = f"{group}/namespaces/{namespace}/{PLURALS[kind]}"
+    scope = f"/namespaces/{namespace}" if namespace else ""
+    path = f"{group}{scope}/{PLURALS[kind]}"
     return f"{path}/{name}" if name else path
+
+
+def _any_path(api: k8s.ApiClient, api_version: str, kind: str, namespace: str, name: str) -> str:
+    """The path of an object of any kind (kinds Lahar does not write are found by discovery)."""
+    if kind in PLURALS:
+        return object_path(api_version, kind, namespace, name)
+    resource, _ = dynamic_resource(api, api_version, kind)
+    path: str = resource.path(name=name, namespace=namespace or None)
+    return path
+
+
+def _named(kind: object, namespace: object, name: object) -> str:
+    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
 
 
 def _describe(body: Mapping[str, Any]) -> str:
     meta = body.get("metadata") or {}
-    return f"{body.get('kind')} {meta.get('namespace')}/{meta.get('name')}"
+    return _named(body.get("kind"), meta.get("namespace"), meta.get("name"))
 
 
 def _fail(what: str, error: ApiStatusError) -> ApiStatusError:
@@ -51,8 +69,7 @@ def _fail(what: str, error: ApiStatusError) -> ApiStatusError:
 
 def create(api: k8s.ApiClient, body: Mapping[str, Any]) -> bool:
     """Create `body`; False when an object of that name exists already."""
-    meta = body["metadata"]
-    path = object_path(body["apiVersion"], body["kind"], meta["namespace"])
+    path = object_path(body["apiVersion"], body["kind"], body["metadata"].get("namespace", ""))
     try:
         send(api, "POST", path, body=dict(body)).read()
     except ApiStatusError as error:
@@ -112,11 +129,13 @@ def delete(
         options["preconditions"] = {"uid": uid}
     if grace_seconds is not None:
         options["gracePeriodSeconds"] = grace_seconds
-    path = object_path(api_version, kind, namespace, name)
+    path = _any_path(api, api_version, kind, namespace, name)
     try:
         send(api, "DELETE", path, body=options).read()
     except ApiStatusError as error:
         if error.status == 404 or (error.status == 409 and uid):  # gone, or a newer namesake
             return False
-        raise _fail(f"deleting {kind} {namespace}/{name}", error) from error
+        raise _fail(
+            f"deleting {kind} {namespace + '/' if namespace else ''}{name}", error
+        ) from error
     return True

@@ -9,6 +9,7 @@ writer. The status writer and the queue writer are two of these.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import logging
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from collections.abc import Callable
 log = logging.getLogger(__name__)
 
 
-class Coalesced:
+class Coalesced(abc.ABC):
     first_pass = False  # run a pass as soon as ready, before any poke
 
     def __init__(self, *, ready: asyncio.Event | None, interval: float, retry_after: float) -> None:
@@ -52,5 +53,6 @@ class Coalesced:
                 log.exception("%s: a pass failed; trying again later", type(self).__name__)
                 self.later(self.poke)
 
+    @abc.abstractmethod
     async def flush(self) -> None:
-        raise NotImplementedError
+        """One pass: write what changed since the last one."""

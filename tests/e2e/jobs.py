@@ -1,5 +1,5 @@
-"""Helpers for end-to-end tests of Volcano Jobs: submit, read back, wait for a phase, end pods,
-restart the controller."""
+"""Helpers for end-to-end tests of Volcano Jobs: submit, read back, wait for a phase or for running
+pods, restart the controller (pods are ended with `gangs.finish` or `end_pod`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from kubernetes import client as k8s
 from extender import devcluster
 from extender.api.batch import BATCH_API_VERSION, JOB_NAME_KEY
 from extender.devcluster.lahar import wait_ready
-from extender.devcluster.lifecycle import end_pod
 from extender.kube import apply_object, list_objects, read, wait_until
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -88,11 +87,6 @@ def running(api: k8s.ApiClient, namespace: str, name: str, count: int) -> dict[s
         ),
     )
     return result
-
-
-def end(api: k8s.ApiClient, namespace: str, names: list[str], exit_code: int = 0) -> None:
-    for pod in names:
-        end_pod(api, namespace, pod, exit_code)
 
 
 def restart_controller(cluster: devcluster.DevCluster) -> None:

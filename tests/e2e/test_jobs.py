@@ -16,13 +16,13 @@ from kubernetes import client as k8s
 
 from extender import devcluster
 from extender.api.scheduling import API_VERSION
+from extender.devcluster.lifecycle import end_pod
 from extender.kube import evict_pod, read, wait_until
 from tests.builders import make_job
 from tests.e2e.conftest import TEST_KEY, NodeFactory, events, scheduled_counts
-from tests.e2e.gangs import BindTimeline
+from tests.e2e.gangs import BindTimeline, finish
 from tests.e2e.jobs import (
     CONTROLLER,
-    end,
     example,
     job,
     pods,
@@ -80,7 +80,7 @@ def test_tensorflow_example_runs_unchanged(api: k8s.ApiClient, namespace: str) -
 
     state = wait_job(api, namespace, TF, "Running")
     assert state["running"] == 3 and state["minAvailable"] == 3
-    end(api, namespace, [f"{TF}-worker-0", f"{TF}-worker-1"])
+    finish(api, namespace, [f"{TF}-worker-0", f"{TF}-worker-1"])
     done = wait_job(api, namespace, TF, "Completed")
     phases = [c["status"] for c in done["conditions"]]
     assert phases[:2] == ["Pending", "Running"] and phases[-2:] == ["Completing", "Completed"]
@@ -138,7 +138,7 @@ def test_retries_exhausted_fail_the_job(
     submit(api, body)
     for attempt in range(2):
         running(api, namespace, "flaky", 2)
-        end(api, namespace, ["flaky-main-0"], exit_code=1)
+        end_pod(api, namespace, "flaky-main-0", exit_code=1)
         if attempt == 0:
             wait_until(
                 lambda: status(api, namespace, "flaky").get("version") == 1,
@@ -210,7 +210,7 @@ def test_ttl_deletes_a_finished_job_and_its_objects(
     submit(api, body)
     running(api, namespace, "brief", 2)
     uid = job(api, namespace, "brief")["metadata"]["uid"]
-    end(api, namespace, ["brief-main-0", "brief-main-1"])
+    finish(api, namespace, ["brief-main-0", "brief-main-1"])
     wait_job(api, namespace, "brief", "Completed")
     owned = [
         ("v1", "Service", "brief"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from extender.controller.reconcile import Reconciler, problems
+from extender.controller.reconcile import problems
 from extender.controller.store import JobStore
 from tests.builders import JobBuilder, make_job, make_job_pod
 
@@ -59,7 +59,7 @@ def test_a_pod_the_controller_deleted_counts_as_terminating_before_the_watch_say
     store = JobStore()
     job = make_job("a").task("w", 1).model()
     failed = make_job_pod(job, "w", 0).phase("Failed", exit_code=1).model()
-    reconciler = Reconciler(None, store)  # type: ignore[arg-type]  # no API call is made
-    assert not reconciler._as_seen(failed).terminating
+    store.upsert_pod(failed)
+    assert not store.pods_of(job)[failed.name].terminating
     store.expect_deletion(failed.metadata.uid)
-    assert reconciler._as_seen(failed).terminating
+    assert store.pods_of(job)[failed.name].terminating

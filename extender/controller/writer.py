@@ -1,0 +1,243 @@
+"""Sending one reconcile's plan to the API server, in a worker thread, in an order that survives a
+crash at any point:
+1. the PodGroup (pods name it) and the plugin objects (pods mount them), applied only when they
+   differ from what this process last applied; objects made once (the ssh key pair, volume
+   claims) posted once per job;
+2. the status, replaced with the job's resourceVersion as precondition: a conflict raises and the
+   work queue retries on a fresher copy, before any pod is touched on a stale status;
+3. pod deletions (the reconciler recorded them as the controller's own, so they are not taken
+   for evictions), and the Command performed, if any;
+4. pod creations, by deterministic name: a pod made before a restart answers "exists", so no
+   duplicate is ever made. A template the API server refuses becomes a condition and an Event on
+   the job, and `PodsRefused` is raised so the work queue retries with backoff.
+The writer never touches the store (it lives on the event loop): what the loop needs afterwards
+(the resourceVersion written, the pods deleted) is left in the `Writes` it was given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client as k8s
+
+from extender.api.batch import BATCH_API_VERSION, BUS_API_VERSION, Command, Job, JobStatus, Phase
+from extender.controller import lifecycle
+from extender.controller.lifecycle import Plan
+from extender.controller.objects import build_pod
+from extender.controller.plugins import JobPlugin
+from extender.kube import KubeError, record_event, writes
+from extender.kube.raw import ApiStatusError
+
+log = logging.getLogger(__name__)
+
+POD_CREATE_FAILED = "PodCreateFailed"
+REFUSED = (400, 403, 404, 422)  # the server will refuse this body again: report, do not retry hot
+
+
+class PodsRefused(Exception):
+    """The API server refused to create some of the job's pods (reported on the job)."""
+
+
+@dataclass
+class Writes:
+    """What one reconcile sends to the API server, prepared on the loop."""
+
+    job: Job
+    plan: Plan
+    plugins: list[JobPlugin] = field(default_factory=list)
+    owned: list[Callable[[], dict[str, Any]]] = field(default_factory=list)  # apply when changed
+    once: list[Callable[[], dict[str, Any]]] = field(default_factory=list)  # create if missing
+    command: Command | None = None  # performed by this reconcile: deleted once it is written
+    # Filled in by the worker thread, read on the loop afterwards (even if the writes failed):
+    written: str | None = None  # the resourceVersion of the last status written
+    deleted: set[str] = field(default_factory=set)  # uids of the pods deleted
+
+
+class JobWriter:
+    def __init__(self, api: k8s.ApiClient) -> None:
+        self.api = api
+        # "<job key>#<job uid>/<kind>/<name>" -> digest applied, and the objects made once; read
+        # on the loop and written by worker threads, hence the lock.
+        self._applied: dict[str, str] = {}
+        self._made: set[str] = set()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(job: Job, kind: str, name: str) -> str:
+        return f"{job.key}#{job.metadata.uid}/{kind}/{name}"
+
+    def made(self, job: Job, kind: str, name: str) -> bool:
+        with self._lock:
+            return self._key(job, kind, name) in self._made
+
+    def forget(self, key: str) -> None:
+        """The job is gone: drop what this process remembers of its objects."""
+        prefix = f"{key}#"
+        with self._lock:
+            self._applied = {k: v for k, v in self._applied.items() if not k.startswith(prefix)}
+            self._made = {k for k in self._made if not k.startswith(prefix)}
+
+    def write(self, work: Writes) -> None:
+        job, plan = work.job, work.plan
+        if plan.delete_job:
+            self._delete_job(job)
+            return
+        self._ensure_objects(work)
+        version = work.written = self.write_status(job, plan.status)
+        for pod in plan.delete:
+            meta = pod.metadata
+            writes.delete(self.api, "v1", "Pod", meta.namespace, meta.name, uid=meta.uid)
+            work.deleted.add(meta.uid)
+            log.info("job %s: deleted pod %s (%s)", job.key, pod.name, plan.phase)
+        if work.command is not None:
+            self._done(job, work.command, plan)
+        if plan.create and plan.phase in (Phase.PENDING, Phase.RUNNING):
+            current = job if version is None else _with(job, plan.status, version)
+            refused = self._create_pods(current, work)
+            if refused:
+                work.written = self._report_refused(current, plan.status, refused) or version
+                raise PodsRefused(f"job {job.key}: {refused[0]}")
+            if plan.status.state.reason == POD_CREATE_FAILED:
+                state = plan.status.state.model_copy(update={"reason": "", "message": ""})
+                cleared = plan.status.model_copy(update={"state": state})
+                work.written = self.write_status(current, cleared) or version
+
+    def fail_invalid(self, job: Job, invalid: list[str]) -> str | None:
+        """Fail a job the controller cannot run, saying why; the resourceVersion written."""
+        message = "; ".join(invalid)
+        if job.phase == Phase.FAILED and job.status.state.message == message:
+            return None
+        log.warning("job %s: cannot run: %s", job.key, message)
+        status = lifecycle.problem(
+            job.status, "InvalidJob", message, time.time(), phase=Phase.FAILED
+        )
+        return self.write_status(job, status)
+
+    def write_status(self, job: Job, status: JobStatus) -> str | None:
+        """Replace the job's status if it changed (an Event when the phase or reason did); the
+        resourceVersion written."""
+        if status == job.status:
+            return None
+        body = {
+            "apiVersion": BATCH_API_VERSION,
+            "kind": "Job",
+            "metadata": {
+                "name": job.metadata.name,
+                "namespace": job.metadata.namespace,
+                "resourceVersion": job.metadata.resource_version,
+            },
+            "status": status.model_dump(by_alias=True, exclude_none=True),
+        }
+        stored = writes.replace_status(self.api, body)
+        old, new = job.status.state, status.state
+        if (old.phase, old.reason) != (new.phase, new.reason) and new.reason != POD_CREATE_FAILED:
+            told = f": {new.message}" if new.message else ""
+            log.info(
+                "job %s: %s -> %s (%s%s)",
+                job.key,
+                old.phase or "(new)",
+                new.phase,
+                new.reason,
+                told,
+            )
+            self._event(job, "Normal", new.reason or new.phase, f"{new.phase}: {new.message}")
+        return str((stored.get("metadata") or {}).get("resourceVersion", ""))
+
+    def _delete_job(self, job: Job) -> None:
+        meta = job.metadata
+        deleted = writes.delete(
+            self.api,
+            BATCH_API_VERSION,
+            "Job",
+            meta.namespace,
+            meta.name,
+            uid=meta.uid,
+            propagation="Foreground",
+        )
+        if deleted:
+            log.info(
+                "job %s: deleted, %ss after it finished (ttlSecondsAfterFinished)",
+                job.key,
+                job.spec.ttl_seconds_after_finished,
+            )
+
+    def _done(self, job: Job, command: Command, plan: Plan) -> None:
+        meta = command.metadata
+        writes.delete(self.api, BUS_API_VERSION, "Command", meta.namespace, meta.name, uid=meta.uid)
+        taken = plan.decision.action.value == command.action
+        outcome = "performed" if taken else f"ignored in phase {job.phase}"
+        log.info("job %s: Command %s (%s) %s", job.key, meta.name, command.action, outcome)
+
+    def _ensure_objects(self, work: Writes) -> None:
+        job = work.job
+        for build in work.owned:
+            body = build()
+            key = self._key(job, body["kind"], body["metadata"]["name"])
+            digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+            with self._lock:
+                unchanged = self._applied.get(key) == digest
+            if not unchanged:
+                writes.apply(self.api, body)
+                with self._lock:
+                    self._applied[key] = digest
+        for build in work.once:
+            body = build()
+            kind, name = body["kind"], body["metadata"]["name"]
+            if writes.create(self.api, body):
+                log.info("job %s: created %s %s", job.key, kind, name)
+            with self._lock:
+                self._made.add(self._key(job, kind, name))
+
+    def _create_pods(self, job: Job, work: Writes) -> list[str]:
+        refused: list[str] = []
+        for task, index in work.plan.create:
+            body = build_pod(job, task, index, work.plugins)
+            try:
+                if writes.create(self.api, body):
+                    name, version = body["metadata"]["name"], job.status.version
+                    log.info("job %s: created pod %s (version %d)", job.key, name, version)
+            except ApiStatusError as error:
+                if error.status not in REFUSED:
+                    raise
+                refused.append(str(error))
+        return refused
+
+    def _report_refused(self, job: Job, status: JobStatus, refused: list[str]) -> str | None:
+        message = refused[0] if len(refused) == 1 else f"{refused[0]} (and {len(refused) - 1} more)"
+        log.warning("job %s: %s", job.key, message)
+        self._event(job, "Warning", "FailedCreatePod", message)
+        if status.state.reason == POD_CREATE_FAILED and status.state.message == message:
+            return None  # said already
+        try:
+            return self.write_status(
+                job, lifecycle.problem(status, POD_CREATE_FAILED, message, time.time())
+            )
+        except KubeError as error:
+            log.warning("job %s: could not record the refused pods: %s", job.key, error)
+            return None
+
+    def _event(self, job: Job, kind: str, reason: str, message: str) -> None:
+        involved = {
+            "apiVersion": BATCH_API_VERSION,
+            "kind": "Job",
+            "namespace": job.metadata.namespace,
+            "name": job.metadata.name,
+            "uid": job.metadata.uid,
+        }
+        try:
+            record_event(self.api, involved, kind, reason, message)
+        except KubeError as error:
+            log.warning("job %s: could not record event %s: %s", job.key, reason, error)
+
+
+def _with(job: Job, status: JobStatus, version: str) -> Job:
+    """The job as stored after its status was written."""
+    meta = job.metadata.model_copy(update={"resource_version": version})
+    return job.model_copy(update={"metadata": meta, "status": status})
