@@ -18,7 +18,9 @@ _UNITS = {
     "m": 60.0,
     "h": 3600.0,
 }
-_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+# `\d+(?:\.\d*)?`, not `\d+\.?\d*`, which backtracks quadratically on a long digit run.
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_MAX_LENGTH = 64  # far beyond any real duration; keeps hostile input cheap
 
 
 def parse_duration(text: str) -> float:
@@ -28,10 +30,10 @@ def parse_duration(text: str) -> float:
         return 0.0
     if not body:
         raise ValueError(f"invalid duration {text!r}: empty")
+    if len(body) > _MAX_LENGTH:
+        raise ValueError(f"invalid duration: {len(text)} characters, at most {_MAX_LENGTH}")
     seconds, at = 0.0, 0
-    for match in _PART.finditer(body):
-        if match.start() != at:
-            break
+    while match := _PART.match(body, at):
         seconds += float(match[1]) * _UNITS[match[2]]
         at = match.end()
     if at != len(body):

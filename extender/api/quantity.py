@@ -28,11 +28,13 @@ _DECIMAL = {
     "E": Decimal("1e18"),
 }
 _QUANTITY = re.compile(
-    r"(?P<number>[+-]?(?:\d+\.?\d*|\.\d+))"
+    # `\d+(?:\.\d*)?`, not `\d+\.?\d*`: the latter backtracks quadratically on a long digit run.
+    r"(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+))"
     r"(?:(?P<binary>[KMGTPE]i)|[eE](?P<exponent>[+-]?\d+)|(?P<decimal>[numkMGTPE]?))"
 )
 # Kubernetes refuses exponents this large too; it also keeps Decimal arithmetic bounded.
 _MAX_EXPONENT = 100
+_MAX_LENGTH = 64  # far beyond any real quantity; keeps hostile input cheap
 _BYTE_RESOURCES = frozenset({"memory", "ephemeral-storage", "storage"})
 
 Quantity = str | int | float
@@ -48,6 +50,8 @@ def parse_quantity(value: Quantity) -> Decimal:
         if not math.isfinite(value):
             raise ValueError(f"expected a finite quantity, got {value!r}")
         return Decimal(repr(value))
+    if isinstance(value, str) and len(value) > _MAX_LENGTH:
+        raise ValueError(f"invalid quantity: {len(value)} characters, at most {_MAX_LENGTH}")
     match = _QUANTITY.fullmatch(value.strip()) if isinstance(value, str) else None
     if match is None:
         raise ValueError(

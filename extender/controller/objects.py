@@ -29,8 +29,8 @@ from extender.api.batch import (
 from extender.api.objects import Pod
 from extender.api.resources import EMPTY, PODS, Resources
 from extender.api.scheduling import API_VERSION, GROUP_ANNOTATION
-from extender.controller.plugins import JobPlugin
-from extender.controller.plugins._pods import mount
+from extender.jobplugins import JobPlugin
+from extender.jobplugins._pods import mount
 
 NOT_COPIED = frozenset({"kubectl.kubernetes.io/last-applied-configuration"})
 

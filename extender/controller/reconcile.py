@@ -21,9 +21,9 @@ from extender.api.batch import Action, Command, Job, Phase
 from extender.controller import lifecycle
 from extender.controller.lifecycle import Plan
 from extender.controller.objects import build_pod_group, volume_claims
-from extender.controller.plugins import PluginError, make_plugins
 from extender.controller.store import JobStore
 from extender.controller.writer import JobWriter, Writes
+from extender.jobplugins import PluginError, make_plugins
 
 log = logging.getLogger(__name__)
 

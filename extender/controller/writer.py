@@ -31,7 +31,7 @@ from extender.api.batch import BATCH_API_VERSION, BUS_API_VERSION, Command, Job,
 from extender.controller import lifecycle
 from extender.controller.lifecycle import Plan
 from extender.controller.objects import build_pod
-from extender.controller.plugins import JobPlugin
+from extender.jobplugins import JobPlugin
 from extender.kube import KubeError, record_event, writes
 from extender.kube.raw import ApiStatusError
 

@@ -32,3 +32,10 @@ def test_valid(text: str, seconds: float) -> None:
 def test_invalid_says_why(text: str) -> None:
     with pytest.raises(ValueError, match="invalid duration"):
         parse_duration(text)
+
+
+@pytest.mark.parametrize("text", ["1" * 50_000 + "x", "1." + "1" * 50_000, "1s" * 40])
+def test_long_hostile_text_is_refused_quickly(text: str) -> None:
+    # The webhook parses durations users send: a long digit run once backtracked quadratically.
+    with pytest.raises(ValueError, match="invalid duration"):
+        parse_duration(text)

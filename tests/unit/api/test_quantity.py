@@ -109,3 +109,10 @@ def test_format_for_messages(units: int, resource: str, shown: str) -> None:
 )
 def test_units_written_as_a_quantity_read_back_the_same(units: int, resource: str) -> None:
     assert to_units(parse_quantity(units_quantity(units, resource)), resource) == units
+
+
+@pytest.mark.parametrize("text", ["1" * 50_000 + "x", "1" * 65, "." + "5" * 100])
+def test_long_hostile_text_is_refused_quickly(text: str) -> None:
+    # The webhook parses quantities users send: a long digit run once backtracked quadratically.
+    with pytest.raises(ValueError, match="invalid quantity"):
+        parse_quantity(text)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from extender.controller.plugins import KNOWN, PluginError, make_plugins
-from extender.controller.plugins.pytorch import PytorchPlugin
-from extender.controller.plugins.svc import SvcPlugin
+from extender.jobplugins import KNOWN, PluginError, make_plugins
+from extender.jobplugins.pytorch import PytorchPlugin
+from extender.jobplugins.svc import SvcPlugin
 
 
 def test_known_plugins() -> None:

@@ -29,8 +29,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 
 from extender.api.batch import Job, TaskSpec
-from extender.controller.plugins._base import Arguments, PluginObject
-from extender.controller.plugins._pods import hosts, metadata, mount
+from extender.jobplugins._base import Arguments, PluginObject
+from extender.jobplugins._pods import hosts, metadata, mount
 
 NAME = "ssh"
 KEY_FILE_PATH = "ssh-key-file-path"

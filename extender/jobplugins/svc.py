@@ -19,8 +19,8 @@ from functools import partial
 from typing import Any
 
 from extender.api.batch import Job, TaskSpec, pod_name
-from extender.controller.plugins._base import Arguments, PluginObject
-from extender.controller.plugins._pods import hosts, job_labels, metadata, mount, set_env
+from extender.jobplugins._base import Arguments, PluginObject
+from extender.jobplugins._pods import hosts, job_labels, metadata, mount, set_env
 
 NAME = "svc"
 MOUNT_PATH = "/etc/volcano"

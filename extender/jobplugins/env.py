@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from extender.api.batch import Job, TaskSpec
-from extender.controller.plugins._base import Arguments, PluginObject
-from extender.controller.plugins._pods import set_env
+from extender.jobplugins._base import Arguments, PluginObject
+from extender.jobplugins._pods import set_env
 
 NAME = "env"
 INDEX_ENV = ("VK_TASK_INDEX", "VC_TASK_INDEX")

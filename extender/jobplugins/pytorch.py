@@ -20,8 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from extender.api.batch import Job, TaskSpec
-from extender.controller.plugins._base import Arguments, PluginObject
-from extender.controller.plugins._pods import containers, host, set_env
+from extender.jobplugins._base import Arguments, PluginObject
+from extender.jobplugins._pods import containers, host, set_env
 
 NAME = "pytorch"
 DEFAULT_MASTER = "master"

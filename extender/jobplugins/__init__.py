@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from extender.controller.plugins import env, pytorch, ssh, svc
-from extender.controller.plugins._base import JobPlugin, PluginError, PluginObject
+from extender.jobplugins import env, pytorch, ssh, svc
+from extender.jobplugins._base import JobPlugin, PluginError, PluginObject
 
 __all__ = ["KNOWN", "JobPlugin", "PluginError", "PluginObject", "make_plugins"]
 

@@ -11,8 +11,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
 from extender.api.batch import Job
-from extender.controller.plugins import JobPlugin, make_plugins
-from tests.unit.controller.plugins.pods import MakePod, all_containers
+from extender.jobplugins import JobPlugin, make_plugins
+from tests.unit.jobplugins.pods import MakePod, all_containers
 
 CONFIG = """StrictHostKeyChecking no
 UserKnownHostsFile /dev/null

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from extender.api.batch import Job
-from extender.controller.plugins import make_plugins
-from tests.unit.controller.plugins.pods import MakePod, all_containers, env_of
+from extender.jobplugins import make_plugins
+from tests.unit.jobplugins.pods import MakePod, all_containers, env_of
 
 
 @pytest.mark.parametrize(("task", "index"), [("ps", 0), ("worker", 0), ("worker", 1)])

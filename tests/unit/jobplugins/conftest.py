@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from extender.api.batch import Job, TaskSpec, pod_name
-from tests.unit.controller.plugins.pods import MakePod, container, load_job
+from tests.unit.jobplugins.pods import MakePod, container, load_job
 
-EXAMPLE = Path(__file__).parents[4] / "examples" / "tf-dist-mnist.yaml"
+EXAMPLE = Path(__file__).parents[3] / "examples" / "tf-dist-mnist.yaml"
 
 
 @pytest.fixture

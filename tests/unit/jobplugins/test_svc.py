@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from extender.api.batch import Job
-from extender.controller.plugins import JobPlugin, PluginObject, make_plugins
-from tests.unit.controller.plugins.pods import MakePod, all_containers, env_of, load_job
+from extender.jobplugins import JobPlugin, PluginObject, make_plugins
+from tests.unit.jobplugins.pods import MakePod, all_containers, env_of, load_job
 
 LABELS = {"volcano.sh/job-name": "tensorflow-benchmark", "volcano.sh/job-namespace": "ml"}
 

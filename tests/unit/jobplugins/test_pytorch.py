@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from extender.api.batch import Job
-from extender.controller.plugins import JobPlugin, make_plugins
-from tests.unit.controller.plugins.pods import MakePod, container, env_of, load_job
+from extender.jobplugins import JobPlugin, make_plugins
+from tests.unit.jobplugins.pods import MakePod, container, env_of, load_job
 
 
 def pytorch(*args: str) -> JobPlugin:

@@ -1,0 +1,106 @@
+"""What an admission rule finds, as values: a `Problem` names a field path and the reason, and a
+`Verdict` carries every problem found (never only the first) or the JSONPatch that defaults an
+object.
+
+Paths are written as `kubectl explain` and the API server's own errors write them
+(`spec.tasks[1].minAvailable`). Values quoted back to the user are clipped, so a hostile object
+(a megabyte string, a huge number) never makes a huge message; at most `SHOWN` problems are
+listed, with a count of the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+SHOWN = 20  # problems listed in one denial
+CLIP = 60  # characters of a value quoted in a message
+
+Loc = Sequence[str | int]
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}" if self.path else self.reason
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Allowed when there is no problem; `patch` (JSONPatch operations) applies only then."""
+
+    problems: tuple[Problem, ...] = ()
+    patch: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def allowed(self) -> bool:
+        return not self.problems
+
+
+def field(*loc: str | int) -> str:
+    """`spec`, `tasks`, 1, `minAvailable` -> `spec.tasks[1].minAvailable`."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else part
+    return text
+
+
+def pointer(*loc: str | int) -> str:
+    """The JSON Pointer (RFC 6901) of a field, for a JSONPatch `path`."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in loc)
+
+
+def shown(value: Any) -> str:
+    """A value as a message quotes it, clipped to `CLIP` characters."""
+    text = repr(value) if isinstance(value, str) else _short(value)
+    return text if len(text) <= CLIP else text[: CLIP - 3] + "..."
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, dict):
+        return f"an object of {len(value)} fields"
+    if isinstance(value, list):
+        return f"a list of {len(value)} items"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**18:
+        return f"a {len(str(abs(value)))}-digit number"
+    return str(value)
+
+
+def from_validation(error: ValidationError, *prefix: str | int) -> list[Problem]:
+    """pydantic's errors as problems: the wrong type or value, at the field it was found."""
+    problems = []
+    for item in error.errors(include_url=False):
+        loc = [*prefix, *(p for p in item["loc"] if not _is_union_branch(p))]
+        reason = item["msg"]
+        if item["type"] not in ("missing", "extra_forbidden"):
+            reason = f"{reason}, got {shown(item.get('input'))}"
+        problems.append(Problem(field(*loc), reason))
+    return _unique(problems)
+
+
+def _is_union_branch(part: str | int) -> bool:
+    # pydantic names the member of a union it tried (`list[str]`, `none`): not a field.
+    return isinstance(part, str) and ("[" in part or part in ("none", "str", "int", "bool"))
+
+
+def _unique(problems: Iterable[Problem]) -> list[Problem]:
+    return list(dict.fromkeys(problems))
+
+
+def describe(what: str, problems: Sequence[Problem]) -> str:
+    """One message for a denial: `<what> is invalid: <path>: <reason>; ...` with every problem (up
+    to `SHOWN`, then how many more)."""
+    listed = "; ".join(str(p) for p in problems[:SHOWN])
+    more = len(problems) - SHOWN
+    if more > 0:
+        listed += f"; and {more} more"
+    return f"{what} is invalid: {listed}"

@@ -1,0 +1,199 @@
+"""The webhook's certificates, made and rotated with `cryptography`: pure functions of the stored
+bundle, the options and the time, so every rotation step is unit-tested without a cluster.
+
+A `Bundle` is what the Secret holds: the CA (certificate and key) that signs serving certificates,
+the serving certificate and key, and `trusted`, the CA certificates the API server is told to
+trust (the webhook configurations' `caBundle`). `plan` returns the next bundle, or None when the
+stored one is good. One step at a time, so no request is ever refused during a rotation:
+
+1. nothing stored, or unreadable: a new CA and a serving certificate;
+2. the CA nears its end: a new CA joins `trusted` beside the old one; the serving certificate,
+   signed by the old CA, stays (both are trusted);
+3. the serving certificate nears its end, does not name every host, or was signed by a CA other
+   than the current one once that CA has been trusted for `grace` (the time the API server needs
+   to see the new `caBundle`): a new serving certificate from the current CA (a certificate that
+   ends before the new CA settles is renewed at once: an expired one would fail every request);
+4. CAs that have expired leave `trusted`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+# Secret keys (type kubernetes.io/tls: tls.crt and tls.key are the serving pair).
+CA_CERT, CA_KEY, CERT, KEY, TRUSTED = "ca.crt", "ca.key", "tls.crt", "tls.key", "ca-bundle.crt"
+BACKDATE = datetime.timedelta(minutes=5)  # certificates start this early (clocks drift)
+
+
+@dataclass(frozen=True)
+class CertOptions:
+    hosts: tuple[str, ...]  # DNS names and IP addresses the serving certificate must name
+    ca_validity: datetime.timedelta = datetime.timedelta(days=3650)
+    cert_validity: datetime.timedelta = datetime.timedelta(days=365)
+    renew_fraction: float = 1 / 3  # renew when this share of a certificate's life is left
+    grace: datetime.timedelta = datetime.timedelta(minutes=2)
+
+
+@dataclass(frozen=True)
+class Bundle:
+    ca_cert: bytes
+    ca_key: bytes
+    cert: bytes
+    key: bytes
+    trusted: bytes
+
+    def to_data(self) -> dict[str, bytes]:
+        return {
+            CA_CERT: self.ca_cert,
+            CA_KEY: self.ca_key,
+            CERT: self.cert,
+            KEY: self.key,
+            TRUSTED: self.trusted,
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, bytes]) -> Bundle | None:
+        """The bundle a Secret's data holds; None when a key is missing or does not parse."""
+        try:
+            bundle = cls(data[CA_CERT], data[CA_KEY], data[CERT], data[KEY], data[TRUSTED])
+            x509.load_pem_x509_certificate(bundle.ca_cert)
+            x509.load_pem_x509_certificate(bundle.cert)
+            x509.load_pem_x509_certificates(bundle.trusted)
+            serialization.load_pem_private_key(bundle.ca_key, password=None)
+            serialization.load_pem_private_key(bundle.key, password=None)
+        except (KeyError, ValueError, TypeError):
+            return None
+        return bundle
+
+    @property
+    def expires(self) -> datetime.datetime:
+        """When the serving certificate ends."""
+        return x509.load_pem_x509_certificate(self.cert).not_valid_after_utc
+
+
+def plan(stored: Bundle | None, options: CertOptions, now: datetime.datetime) -> Bundle | None:
+    """The next bundle to store (one rotation step), or None when `stored` needs nothing."""
+    if stored is None:
+        ca_cert, ca_key = _new_ca(options, now)
+        cert_pem, key_pem = _new_cert(ca_cert, ca_key, options, now)
+        return Bundle(ca_cert, ca_key, cert_pem, key_pem, trusted=ca_cert)
+    ca = x509.load_pem_x509_certificate(stored.ca_cert)
+    if _ending(ca, options, now):
+        ca_cert, ca_key = _new_ca(options, now)
+        return replace(stored, ca_cert=ca_cert, ca_key=ca_key, trusted=ca_cert + stored.trusted)
+    cert = x509.load_pem_x509_certificate(stored.cert)
+    settled = now - (ca.not_valid_before_utc + BACKDATE) >= options.grace
+    if (
+        _ending(cert, options, now)
+        or not _names_all(cert, options.hosts)
+        or (cert.issuer != ca.subject and settled)
+    ):
+        new_cert, new_key = _new_cert(stored.ca_cert, stored.ca_key, options, now)
+        return replace(stored, cert=new_cert, key=new_key)
+    trusted = [
+        c for c in x509.load_pem_x509_certificates(stored.trusted) if c.not_valid_after_utc > now
+    ]
+    kept = b"".join(c.public_bytes(serialization.Encoding.PEM) for c in trusted)
+    if kept != stored.trusted:
+        return replace(stored, trusted=kept)
+    return None
+
+
+def _ending(cert: x509.Certificate, options: CertOptions, now: datetime.datetime) -> bool:
+    life = cert.not_valid_after_utc - cert.not_valid_before_utc
+    return cert.not_valid_after_utc - now <= life * options.renew_fraction
+
+
+def _names_all(cert: x509.Certificate, hosts: Sequence[str]) -> bool:
+    try:
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return False
+    have = {*names.get_values_for_type(x509.DNSName)}
+    have |= {str(ip) for ip in names.get_values_for_type(x509.IPAddress)}
+    return all(host in have for host in hosts)
+
+
+def _key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def _new_ca(options: CertOptions, now: datetime.datetime) -> tuple[bytes, bytes]:
+    key = _key()
+    name = x509.Name(
+        [x509.NameAttribute(NameOID.COMMON_NAME, f"lahar-webhook-ca-{secrets.token_hex(6)}")]
+    )
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - BACKDATE)
+        .not_valid_after(now + options.ca_validity)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), _pem_key(key)
+
+
+def _new_cert(
+    ca_pem: bytes, ca_key_pem: bytes, options: CertOptions, now: datetime.datetime
+) -> tuple[bytes, bytes]:
+    ca = x509.load_pem_x509_certificate(ca_pem)
+    ca_key = serialization.load_pem_private_key(ca_key_pem, password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise ValueError("the webhook CA key is not an EC key")
+    key = _key()
+    sans: list[x509.GeneralName] = []
+    for host in options.hosts:
+        try:
+            sans.append(x509.IPAddress(ipaddress.ip_address(host)))
+        except ValueError:
+            sans.append(x509.DNSName(host))
+    not_after = min(now + options.cert_validity, ca.not_valid_after_utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, options.hosts[0])]))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - BACKDATE)
+        .not_valid_after(not_after)
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), _pem_key(key)

@@ -1,0 +1,123 @@
+"""The webhook's certificate rotation, step by step, on a clock the test moves."""
+
+from __future__ import annotations
+
+import datetime
+import ssl
+import tempfile
+from pathlib import Path
+
+from cryptography import x509
+
+from extender.webhook.certs import Bundle, CertOptions, plan
+
+T0 = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+DAY = datetime.timedelta(days=1)
+OPTIONS = CertOptions(
+    hosts=("lahar-webhook.lahar-system.svc", "127.0.0.1"),
+    ca_validity=300 * DAY,
+    cert_validity=30 * DAY,
+)
+
+
+def _cert(pem: bytes) -> x509.Certificate:
+    return x509.load_pem_x509_certificate(pem)
+
+
+def _verifies(bundle: Bundle, at: datetime.datetime) -> bool:
+    """The serving certificate chains to a CA in `trusted` and is valid at `at`."""
+    cert = _cert(bundle.cert)
+    if not cert.not_valid_before_utc <= at < cert.not_valid_after_utc:
+        return False
+    for ca in x509.load_pem_x509_certificates(bundle.trusted):
+        try:
+            cert.verify_directly_issued_by(ca)
+        except (ValueError, TypeError):
+            continue
+        return True
+    return False
+
+
+def _step(bundle: Bundle | None, at: datetime.datetime) -> Bundle:
+    """Apply plans until nothing changes (each step is what one check would store)."""
+    current = bundle
+    for _ in range(5):
+        following = plan(current, OPTIONS, at)
+        if following is None:
+            assert current is not None
+            return current
+        current = following
+    raise AssertionError("plan never settles")
+
+
+def test_nothing_stored_makes_a_ca_and_a_serving_certificate_naming_every_host() -> None:
+    bundle = plan(None, OPTIONS, T0)
+    assert bundle is not None
+    names = _cert(bundle.cert).extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    assert names.value.get_values_for_type(x509.DNSName) == ["lahar-webhook.lahar-system.svc"]
+    assert [str(ip) for ip in names.value.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+    assert bundle.trusted == bundle.ca_cert
+    assert _verifies(bundle, T0)
+    assert plan(bundle, OPTIONS, T0) is None  # stable
+
+
+def test_the_serving_certificate_is_renewed_from_the_same_ca_before_it_ends() -> None:
+    bundle = _step(None, T0)
+    assert plan(bundle, OPTIONS, T0 + 19 * DAY) is None
+    renewed = plan(bundle, OPTIONS, T0 + 21 * DAY)  # a third of 30 days is left
+    assert renewed is not None
+    assert renewed.cert != bundle.cert and renewed.ca_cert == bundle.ca_cert
+    assert renewed.trusted == bundle.trusted  # no caBundle change: nothing to wait for
+    assert _verifies(renewed, T0 + 21 * DAY)
+
+
+def test_a_new_ca_is_trusted_before_it_signs_and_the_old_one_leaves_when_it_expires() -> None:
+    bundle = _step(None, T0)
+    at = T0 + 205 * DAY  # less than a third of the CA's 300 days is left
+    bundle = _step(bundle, T0 + 190 * DAY)  # the serving certificate kept fresh until then
+    rotated = plan(bundle, OPTIONS, at)
+    assert rotated is not None and rotated.ca_cert != bundle.ca_cert
+    assert len(x509.load_pem_x509_certificates(rotated.trusted)) == 2
+    assert rotated.cert == bundle.cert  # still the old CA's: both are trusted meanwhile
+    assert _verifies(rotated, at)
+    assert plan(rotated, OPTIONS, at + datetime.timedelta(seconds=30)) is None  # not settled
+    resigned = plan(rotated, OPTIONS, at + datetime.timedelta(minutes=3))
+    assert resigned is not None and resigned.cert != rotated.cert
+    _cert(resigned.cert).verify_directly_issued_by(_cert(resigned.ca_cert))
+    later = _step(resigned, T0 + 301 * DAY)
+    assert x509.load_pem_x509_certificates(later.trusted) == [_cert(later.ca_cert)]
+    assert _verifies(later, T0 + 301 * DAY)
+
+
+def test_two_years_of_hourly_checks_always_serve_a_trusted_certificate() -> None:
+    bundle, cas, trusted_most = _step(None, T0), set(), 0
+    for hour in range(0, 2 * 365 * 24, 7):
+        at = T0 + datetime.timedelta(hours=hour)
+        bundle = plan(bundle, OPTIONS, at) or bundle  # one step per check
+        assert _verifies(bundle, at), f"hour {hour}"
+        cas.add(bundle.ca_cert)
+        trusted_most = max(trusted_most, len(x509.load_pem_x509_certificates(bundle.trusted)))
+    assert len(cas) >= 3 and trusted_most == 2
+
+
+def test_a_missing_host_gets_a_new_certificate() -> None:
+    bundle = _step(None, T0)
+    wider = CertOptions(hosts=(*OPTIONS.hosts, "localhost"), ca_validity=300 * DAY)
+    assert plan(bundle, wider, T0) is not None
+
+
+def test_a_damaged_secret_reads_as_nothing_stored() -> None:
+    bundle = _step(None, T0)
+    data = bundle.to_data()
+    assert Bundle.from_data(data) == bundle
+    assert Bundle.from_data({**data, "tls.crt": b"not a certificate"}) is None
+    assert Bundle.from_data({k: v for k, v in data.items() if k != "ca.key"}) is None
+
+
+def test_python_ssl_serves_the_pair() -> None:
+    bundle = _step(None, datetime.datetime.now(datetime.UTC))
+    with tempfile.TemporaryDirectory() as folder:
+        cert, key = Path(folder) / "tls.crt", Path(folder) / "tls.key"
+        cert.write_bytes(bundle.cert)
+        key.write_bytes(bundle.key)
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
