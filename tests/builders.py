@@ -7,6 +7,7 @@ make_group("tf").min_member(4).build()             # a PodGroup; pods join with 
 make_queue("research").weight(3).capability(cpu="8").model()   # a Queue
 make_job("tf").task("ps", 1, cpu="1").task("worker", 2).policy("PodEvicted", "RestartJob")
 make_job_pod(job, "worker", 0).phase("Failed", exit_code=3).model()   # a pod the controller made
+make_review(make_job("tf").task("w").build()).update(old).request()   # an AdmissionRequest
 cluster([make_node("n1").cpu("4")], [make_pod("a").cpu("1").on("n1")])   # a ClusterState
 """
 
@@ -16,6 +17,7 @@ import copy
 from collections.abc import Iterable
 from typing import Any, Self
 
+from extender.api.admission import ADMISSION_API_VERSION, AdmissionRequest
 from extender.api.batch import (
     BATCH_API_VERSION,
     JOB_NAME_KEY,
@@ -260,6 +262,11 @@ class PodGroupBuilder:
         self._group["metadata"].setdefault("annotations", {})[key] = value
         return self
 
+    def set(self, path: str, value: Any) -> Self:
+        """Any field by its path (`spec.minMember`), whatever its type: for malformed objects."""
+        set_path(self._group, path, value)
+        return self
+
     def build(self) -> dict[str, Any]:
         return copy.deepcopy(self._group)
 
@@ -288,8 +295,18 @@ class QueueBuilder:
         self._queue["spec"]["deserved"] = amounts
         return self
 
+    def guarantee(self, **amounts: str) -> Self:
+        """`spec.guarantee.resource` (names with dots: `**{"nvidia.com/gpu": "1"}`)."""
+        self._queue["spec"]["guarantee"] = {"resource": amounts}
+        return self
+
     def reclaimable(self, value: bool) -> Self:
         self._queue["spec"]["reclaimable"] = value
+        return self
+
+    def set(self, path: str, value: Any) -> Self:
+        """Any field by its path (`spec.weight`), whatever its type: for malformed objects."""
+        set_path(self._queue, path, value)
         return self
 
     def state(self, state: str) -> Self:
@@ -400,6 +417,7 @@ class JobBuilder:
         depends_on: list[str] | None = None,
         iteration: str = "all",
         scheduler: str = "volcano",
+        max_retry: int | None = None,
         **template: Any,
     ) -> Self:
         """A task of `replicas` pods asking for `cpu` each; keyword `template` fields (such as
@@ -422,6 +440,8 @@ class JobBuilder:
         task: dict[str, Any] = {"name": name, "replicas": replicas, "template": {"spec": pod_spec}}
         if min_available is not None:
             task["minAvailable"] = min_available
+        if max_retry is not None:
+            task["maxRetry"] = max_retry
         if depends_on:
             task["dependsOn"] = {"name": depends_on, "iteration": iteration}
         self._spec["tasks"].append(task)
@@ -451,6 +471,78 @@ class JobBuilder:
         self._spec.setdefault("plugins", {})[name] = list(args)
         return self
 
+    def scheduler_name(self, name: str) -> Self:
+        self._spec["schedulerName"] = name
+        return self
+
+    def priority_class(self, name: str) -> Self:
+        self._spec["priorityClassName"] = name
+        return self
+
+    def generate_name(self, prefix: str) -> Self:
+        """No name: the API server makes one from `prefix` (after the mutating webhooks)."""
+        self._job["metadata"]["name"] = ""
+        self._job["metadata"]["generateName"] = prefix
+        return self
+
+    def volume(
+        self, mount_path: str, claim_name: str | None = None, claim: dict[str, Any] | None = None
+    ) -> Self:
+        """A volume at `mount_path`: an existing claim (`claim_name`) or one to make (`claim`,
+        a PersistentVolumeClaim spec); neither or both for the webhook to refuse."""
+        volume: dict[str, Any] = {"mountPath": mount_path}
+        if claim_name is not None:
+            volume["volumeClaimName"] = claim_name
+        if claim is not None:
+            volume["volumeClaim"] = claim
+        self._spec.setdefault("volumes", []).append(volume)
+        return self
+
+    def container(
+        self,
+        task: str,
+        name: str,
+        image: str = "busybox",
+        *,
+        init: bool = False,
+        requests: dict[str, Any] | None = None,
+        limits: dict[str, Any] | None = None,
+        ports: list[int] | None = None,
+    ) -> Self:
+        """One more container (or, `init`, init container) in the pod template of `task`."""
+        container: dict[str, Any] = {"name": name, "image": image}
+        resources = {
+            kind: amounts
+            for kind, amounts in (("requests", requests), ("limits", limits))
+            if amounts is not None
+        }
+        if resources:
+            container["resources"] = resources
+        if ports is not None:
+            container["ports"] = [{"containerPort": port} for port in ports]
+        spec = self._task(task)["template"]["spec"]
+        spec.setdefault("initContainers" if init else "containers", []).append(container)
+        return self
+
+    def set(self, path: str, value: Any) -> Self:
+        """Any field by its path (`spec.tasks[0].replicas`), whatever its type: for malformed
+        jobs and fields without a builder method."""
+        set_path(self._job, path, value)
+        return self
+
+    def unset(self, path: str) -> Self:
+        """Remove the field at `path` (`spec.tasks[0].template.spec`)."""
+        *parents, last = _steps(path)
+        owner: Any = self._job
+        for step in parents:
+            owner = owner[step]
+        del owner[last]
+        return self
+
+    def _task(self, name: str) -> dict[str, Any]:
+        task: dict[str, Any] = next(t for t in self._spec["tasks"] if t["name"] == name)
+        return task
+
     def policy(
         self,
         event: str | None = None,
@@ -459,11 +551,14 @@ class JobBuilder:
         task: str | None = None,
         exit_code: int | None = None,
         timeout: str | None = None,
+        events: list[str] | None = None,
     ) -> Self:
         """A lifecycle policy on the job, or (with `task`) on that task."""
         policy: dict[str, Any] = {"action": action}
         if event is not None:
             policy["event"] = event
+        if events is not None:
+            policy["events"] = events
         if exit_code is not None:
             policy["exitCode"] = exit_code
         if timeout is not None:
@@ -503,6 +598,98 @@ class JobBuilder:
 
 def make_job(name: str) -> JobBuilder:
     return JobBuilder(name)
+
+
+def _steps(path: str) -> list[str | int]:
+    """`spec.tasks[0].replicas` -> ["spec", "tasks", 0, "replicas"]."""
+    steps: list[str | int] = []
+    for part in path.split("."):
+        name, *indexes = part.split("[")
+        if name:
+            steps.append(name)
+        steps += [int(index.rstrip("]")) for index in indexes]
+    return steps
+
+
+def set_path(body: dict[str, Any], path: str, value: Any) -> None:
+    """Set the field at `path` (`spec.tasks[0].replicas`), making missing objects on the way."""
+    *parents, last = _steps(path)
+    owner: Any = body
+    for step in parents:
+        owner = owner[step] if isinstance(step, int) else owner.setdefault(step, {})
+    owner[last] = value
+
+
+_RESOURCES = {
+    "Job": ("batch.volcano.sh", "v1alpha1", "jobs"),
+    "Queue": ("scheduling.volcano.sh", "v1beta1", "queues"),
+    "PodGroup": ("scheduling.volcano.sh", "v1beta1", "podgroups"),
+}
+
+
+class ReviewBuilder:
+    """An AdmissionReview as the API server sends it: CREATE of `obj` (its kind, name and
+    namespace from the object) unless told otherwise."""
+
+    def __init__(self, obj: dict[str, Any] | None, kind: str | None = None) -> None:
+        kind = kind or (obj or {}).get("kind", "Job")
+        group, version, resource = _RESOURCES[kind]
+        meta = (obj or {}).get("metadata", {})
+        self._request: dict[str, Any] = {
+            "uid": "0f6c3b9e-review",
+            "kind": {"group": group, "version": version, "kind": kind},
+            "resource": {"group": group, "version": version, "resource": resource},
+            "name": meta.get("name", ""),
+            "namespace": meta.get("namespace", ""),
+            "operation": "CREATE",
+            "object": copy.deepcopy(obj),
+        }
+
+    def update(self, old: dict[str, Any]) -> Self:
+        self._request["operation"] = "UPDATE"
+        self._request["oldObject"] = copy.deepcopy(old)
+        return self
+
+    def delete(self) -> Self:
+        """As the API server sends a DELETE: the object gone, the old one in `oldObject`."""
+        self._request["operation"] = "DELETE"
+        self._request["oldObject"] = self._request["object"]
+        self._request["object"] = None
+        return self
+
+    def operation(self, operation: str) -> Self:
+        self._request["operation"] = operation
+        return self
+
+    def resource(self, group: str, resource: str, version: str = "v1") -> Self:
+        self._request["resource"] = {"group": group, "version": version, "resource": resource}
+        return self
+
+    def sub_resource(self, name: str) -> Self:
+        self._request["subResource"] = name
+        return self
+
+    def named(self, name: str, namespace: str | None = None) -> Self:
+        self._request["name"] = name
+        if namespace is not None:
+            self._request["namespace"] = namespace
+        return self
+
+    def dry_run(self) -> Self:
+        self._request["dryRun"] = True
+        return self
+
+    def build(self) -> dict[str, Any]:
+        """The AdmissionReview body the webhook receives."""
+        request = copy.deepcopy(self._request)
+        return {"apiVersion": ADMISSION_API_VERSION, "kind": "AdmissionReview", "request": request}
+
+    def request(self) -> AdmissionRequest:
+        return AdmissionRequest.model_validate(copy.deepcopy(self._request))
+
+
+def make_review(obj: dict[str, Any] | None, kind: str | None = None) -> ReviewBuilder:
+    return ReviewBuilder(obj, kind)
 
 
 class JobPodBuilder:

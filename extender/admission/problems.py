@@ -5,11 +5,12 @@ object.
 Paths are written as `kubectl explain` and the API server's own errors write them
 (`spec.tasks[1].minAvailable`). Values quoted back to the user are clipped, so a hostile object
 (a megabyte string, a huge number) never makes a huge message; at most `SHOWN` problems are
-listed, with a count of the rest.
+listed, each clipped to `LONGEST` characters, with a count of the rest.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from pydantic import ValidationError
 
 SHOWN = 20  # problems listed in one denial
 CLIP = 60  # characters of a value quoted in a message
+LONGEST = 1000  # characters of one problem in a denial (a path may hold a user's map key)
 
 Loc = Sequence[str | int]
 
@@ -61,18 +63,28 @@ def pointer(*loc: str | int) -> str:
 
 def shown(value: Any) -> str:
     """A value as a message quotes it, clipped to `CLIP` characters."""
-    text = repr(value) if isinstance(value, str) else _short(value)
-    return text if len(text) <= CLIP else text[: CLIP - 3] + "..."
+    return _clip(repr(value) if isinstance(value, str) else _short(value), CLIP)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _short(value: Any) -> str:
     if isinstance(value, dict):
-        return f"an object of {len(value)} fields"
+        return f"an object of {_count(len(value), 'field')}"
     if isinstance(value, list):
-        return f"a list of {len(value)} items"
+        return f"a list of {_count(len(value), 'item')}"
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**18:
-        return f"a {len(str(abs(value)))}-digit number"
+        try:
+            return f"a {len(str(abs(value)))}-digit number"
+        except ValueError:  # str() refuses an int of over 4300 digits
+            return f"a number of about {math.floor(math.log10(abs(value))) + 1} digits"
     return str(value)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def from_validation(error: ValidationError, *prefix: str | int) -> list[Problem]:
@@ -81,7 +93,10 @@ def from_validation(error: ValidationError, *prefix: str | int) -> list[Problem]
     for item in error.errors(include_url=False):
         loc = [*prefix, *(p for p in item["loc"] if not _is_union_branch(p))]
         reason = item["msg"]
-        if item["type"] not in ("missing", "extra_forbidden"):
+        if item["type"] == "value_error":
+            # Our own validator's words (`cpu: invalid quantity '1x'`), which quote the value.
+            reason = _clip(str(item.get("ctx", {}).get("error", reason)), LONGEST)
+        elif item["type"] not in ("missing", "extra_forbidden"):
             reason = f"{reason}, got {shown(item.get('input'))}"
         problems.append(Problem(field(*loc), reason))
     return _unique(problems)
@@ -99,7 +114,7 @@ def _unique(problems: Iterable[Problem]) -> list[Problem]:
 def describe(what: str, problems: Sequence[Problem]) -> str:
     """One message for a denial: `<what> is invalid: <path>: <reason>; ...` with every problem (up
     to `SHOWN`, then how many more)."""
-    listed = "; ".join(str(p) for p in problems[:SHOWN])
+    listed = "; ".join(_clip(str(p), LONGEST) for p in problems[:SHOWN])
     more = len(problems) - SHOWN
     if more > 0:
         listed += f"; and {more} more"

@@ -61,6 +61,7 @@ class PluginError(ValueError):
     def __init__(self, plugin: str, reason: str, argument: str | None = None) -> None:
         self.plugin = plugin
         self.argument = argument
+        self.reason = reason
         self.field = f"spec.plugins.{plugin}"
         super().__init__(f"{self.field}: {reason}")
 

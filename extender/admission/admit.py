@@ -1,0 +1,123 @@
+"""One AdmissionRequest in, one `Verdict` out: which rules apply to which resource and
+operation. The webhook routes each path to one of these; a request for another resource, or an
+operation a rule set does not handle, is refused with the reason (the webhook configurations
+never send them, so seeing one means the configuration is wrong).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from extender.admission import jobs, podgroups, queues
+from extender.admission.job_defaults import job_defaults
+from extender.admission.job_update import check_update
+from extender.admission.problems import Problem, Verdict, describe
+from extender.admission.queues import QueueView
+from extender.api.admission import AdmissionRequest, Operation
+
+JOBS = ("batch.volcano.sh", "jobs")
+QUEUES = ("scheduling.volcano.sh", "queues")
+POD_GROUPS = ("scheduling.volcano.sh", "podgroups")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A verdict and the message a denial carries (every problem, under the object's name)."""
+
+    verdict: Verdict
+    message: str = ""
+    warnings: tuple[str, ...] = field(default=())
+
+
+Rule = Callable[[AdmissionRequest, QueueView, str], Outcome]
+
+
+def _named(kind: str, request: AdmissionRequest) -> str:
+    name = request.name or "(name to be generated)"
+    return f"{kind} {request.namespace}/{name}" if request.namespace else f"{kind} {name}"
+
+
+def _outcome(
+    kind: str,
+    request: AdmissionRequest,
+    problems: Sequence[Problem],
+    patch: Sequence[dict[str, object]] = (),
+    warnings: Sequence[str] = (),
+) -> Outcome:
+    if problems:
+        return Outcome(Verdict(tuple(problems)), describe(_named(kind, request), problems))
+    return Outcome(Verdict(patch=tuple(patch)), warnings=tuple(warnings))
+
+
+def _expect(
+    request: AdmissionRequest, resource: tuple[str, str], operations: Sequence[Operation]
+) -> list[Problem]:
+    got = (request.resource.group, request.resource.resource)
+    if got != resource or request.sub_resource:
+        sub = f"/{request.sub_resource}" if request.sub_resource else ""
+        return [
+            Problem(
+                "",
+                f"this endpoint admits {resource[1]}.{resource[0]}, not "
+                f"{got[1]}{sub}.{got[0]}: check the webhook configuration",
+            )
+        ]
+    if request.operation not in operations:
+        allowed = ", ".join(operations)
+        return [Problem("", f"operation {request.operation} is not admitted here (only {allowed})")]
+    return []
+
+
+def mutate_job(request: AdmissionRequest, view: QueueView, scheduler_name: str) -> Outcome:
+    problems = _expect(request, JOBS, (Operation.CREATE, Operation.UPDATE))
+    if problems:
+        return _outcome("Job", request, problems)
+    job, problems = jobs.parse_job(request.object)
+    if job is None:
+        return _outcome("Job", request, problems)
+    assert request.object is not None  # parse_job read it
+    return _outcome("Job", request, [], job_defaults(request.object, scheduler_name))
+
+
+def validate_job(request: AdmissionRequest, view: QueueView, scheduler_name: str) -> Outcome:
+    problems = _expect(request, JOBS, (Operation.CREATE, Operation.UPDATE))
+    if problems:
+        return _outcome("Job", request, problems)
+    job, problems = jobs.parse_job(request.object)
+    if job is None or request.object is None:
+        return _outcome("Job", request, problems)
+    warnings: list[str] = []
+    if request.operation == Operation.UPDATE:
+        old = request.old_object or {}
+        problems = check_update(old, request.object, job, scheduler_name)
+    else:
+        problems = jobs.check_job(job, view, warnings)
+    return _outcome("Job", request, problems, warnings=warnings)
+
+
+def validate_queue(request: AdmissionRequest, view: QueueView, scheduler_name: str) -> Outcome:
+    operations = (Operation.CREATE, Operation.UPDATE, Operation.DELETE)
+    problems = _expect(request, QUEUES, operations)
+    if not problems:
+        if request.operation == Operation.DELETE:
+            problems = queues.check_delete(request.name, view)
+        else:
+            problems = queues.check_queue(request.object)
+    return _outcome("Queue", request, problems)
+
+
+def validate_pod_group(request: AdmissionRequest, view: QueueView, scheduler_name: str) -> Outcome:
+    problems = _expect(request, POD_GROUPS, (Operation.CREATE,))
+    if not problems:
+        problems = podgroups.check_pod_group(request.object, view)
+    return _outcome("PodGroup", request, problems)
+
+
+# path -> (resource label for metrics, rule)
+RULES: dict[str, tuple[str, Rule]] = {
+    "/mutate/jobs": ("jobs", mutate_job),
+    "/validate/jobs": ("jobs", validate_job),
+    "/validate/queues": ("queues", validate_queue),
+    "/validate/podgroups": ("podgroups", validate_pod_group),
+}

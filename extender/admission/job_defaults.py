@@ -1,0 +1,76 @@
+"""Volcano's Job defaults as a minimal JSONPatch: only the fields that are missing (or, as in
+Volcano, a zero maxRetry or minAvailable), each set by its own `add` operation, so an object that
+already has them gets no patch at all (idempotent) and no field the webhook does not know is
+touched (Volcano replaces the whole task list).
+
+The defaults: queue `default`; schedulerName (the one this webhook is configured with); maxRetry 3
+when 0 or missing; task name `default<i>` when empty; task minAvailable = its replicas when unset;
+job minAvailable = the tasks' minAvailable summed when 0 or missing; dnsPolicy
+ClusterFirstWithHostNet for a hostNetwork template without one; the svc plugin for jobs using
+tensorflow, mpi or pytorch, and ssh for mpi (those frameworks' pods find each other through them).
+Applied on CREATE and on UPDATE, so `kubectl replace` with the original file keeps the defaults.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from extender.admission.problems import pointer
+from extender.api.scheduling import DEFAULT_QUEUE
+
+DEFAULT_MAX_RETRY = 3
+NEEDS = {"tensorflow": ("svc",), "pytorch": ("svc",), "mpi": ("svc", "ssh")}
+
+
+def job_defaults(job: Mapping[str, Any], scheduler_name: str) -> list[dict[str, Any]]:
+    """The JSONPatch that gives `job` (already read without problems) Volcano's defaults."""
+    spec = job.get("spec")
+    if not isinstance(spec, Mapping):
+        return []  # nothing to default into; the validating webhook says what is missing
+    return [
+        {"op": "add", "path": pointer("spec", *loc), "value": value}
+        for loc, value in _defaults(spec, scheduler_name)
+    ]
+
+
+def defaulted_spec(job: Mapping[str, Any], scheduler_name: str) -> dict[str, Any]:
+    """A copy of the job's spec (read without problems) with the defaults in place."""
+    spec = job.get("spec")
+    copied: dict[str, Any] = copy.deepcopy(dict(spec)) if isinstance(spec, Mapping) else {}
+    for loc, value in list(_defaults(copied, scheduler_name)):
+        target: Any = copied
+        for key in loc[:-1]:
+            target = target[key]
+        target[loc[-1]] = value
+    return copied
+
+
+def _defaults(
+    spec: Mapping[str, Any], scheduler_name: str
+) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    if not spec.get("queue"):
+        yield ("queue",), DEFAULT_QUEUE
+    if not spec.get("schedulerName") and scheduler_name:
+        yield ("schedulerName",), scheduler_name
+    if not spec.get("maxRetry"):
+        yield ("maxRetry",), DEFAULT_MAX_RETRY
+    needed = 0
+    for index, task in enumerate(spec.get("tasks") or []):
+        if not task.get("name"):
+            yield ("tasks", index, "name"), f"default{index}"
+        replicas = task.get("replicas") or 0
+        if task.get("minAvailable") is None:
+            yield ("tasks", index, "minAvailable"), replicas
+        needed += replicas if task.get("minAvailable") is None else task["minAvailable"]
+        pod = (task.get("template") or {}).get("spec")
+        if isinstance(pod, Mapping) and pod.get("hostNetwork") is True and not pod.get("dnsPolicy"):
+            yield ("tasks", index, "template", "spec", "dnsPolicy"), "ClusterFirstWithHostNet"
+    if not spec.get("minAvailable") and needed:
+        yield ("minAvailable",), needed
+    plugins = spec.get("plugins")
+    if isinstance(plugins, Mapping):
+        wanted = {p for name, needs in NEEDS.items() if name in plugins for p in needs}
+        for plugin in sorted(wanted - set(plugins)):
+            yield ("plugins", plugin), []

@@ -1,0 +1,97 @@
+"""Job rules for UPDATE: what may change once a job exists, and the numbers that may.
+
+Only `minAvailable`, `maxRetry`, `priorityClassName` and each task's `replicas`, `minAvailable` and
+`maxRetry` may change (scaling, and the knobs the controller reads afresh at every pass); tasks
+may not be added or removed. Every other field that differs is named. Metadata and status are not
+the webhook's concern (the controller writes status through its subresource, which this webhook
+does not see).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from extender.admission.job_defaults import defaulted_spec
+from extender.admission.jobs import parse_job
+from extender.admission.policies import INT32
+from extender.admission.problems import Problem, field, shown
+from extender.api.batch import Job
+
+MUTABLE_SPEC = frozenset({"minAvailable", "maxRetry", "priorityClassName", "tasks"})
+MUTABLE_TASK = frozenset({"replicas", "minAvailable", "maxRetry"})
+FIXED = (
+    "cannot change once the job exists (only minAvailable, maxRetry, priorityClassName and "
+    "the tasks' replicas, minAvailable and maxRetry can)"
+)
+
+
+def check_update(
+    old: Mapping[str, Any], new: Mapping[str, Any], job: Job, scheduler_name: str = ""
+) -> list[Problem]:
+    """`new` (read as `job`) may replace `old`. Both are compared with the defaults in place and
+    an empty list or map equal to none, so a job stored before the webhook ran (without its
+    defaults) can still be scaled."""
+    old_spec, new_spec = _comparable(old, scheduler_name), defaulted_spec(new, scheduler_name)
+    problems = list(_numbers(job))
+    for key in sorted(set(old_spec) | set(new_spec)):
+        if key not in MUTABLE_SPEC and _value(old_spec, key) != _value(new_spec, key):
+            problems.append(Problem(field("spec", key), FIXED))
+    old_tasks, new_tasks = _tasks(old_spec), _tasks(new_spec)
+    if len(old_tasks) != len(new_tasks):
+        problems.append(
+            Problem(
+                "spec.tasks",
+                f"tasks cannot be added or removed ({len(old_tasks)} before, {len(new_tasks)} now)",
+            )
+        )
+        return problems
+    for index, (before, after) in enumerate(zip(old_tasks, new_tasks, strict=True)):
+        for key in sorted(set(before) | set(after)):
+            if key not in MUTABLE_TASK and _value(before, key) != _value(after, key):
+                problems.append(Problem(field("spec", "tasks", index, key), FIXED))
+    return problems
+
+
+def _comparable(old: Mapping[str, Any], scheduler_name: str) -> Mapping[str, Any]:
+    """The old spec with its defaults, when it reads; as stored otherwise."""
+    parsed, _ = parse_job(old)
+    return _spec(old) if parsed is None else defaulted_spec(old, scheduler_name)
+
+
+def _value(obj: Mapping[str, Any], key: str) -> Any:
+    value = obj.get(key)
+    return None if value in (None, [], {}) else value
+
+
+def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = obj.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def _tasks(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The tasks as mappings: the old object was never parsed here, so a malformed one (stored
+    before the CRD had a schema) reads as tasks with no fields, not as a crash."""
+    tasks = spec.get("tasks")
+    if not isinstance(tasks, list):
+        return []
+    return [task if isinstance(task, Mapping) else {} for task in tasks]
+
+
+def _numbers(job: Job) -> Iterator[Problem]:
+    spec = job.spec
+    for index, task in enumerate(spec.tasks):
+        if task.replicas > INT32:
+            yield Problem(field("spec", "tasks", index, "replicas"), f"must be at most {INT32}")
+        if task.min_available is not None and task.min_available > task.replicas:
+            yield Problem(
+                field("spec", "tasks", index, "minAvailable"),
+                f"{task.min_available} is more than the task's {task.replicas} replicas",
+            )
+    if spec.min_available > spec.replicas:
+        yield Problem(
+            "spec.minAvailable",
+            f"{spec.min_available} is more than the tasks' {spec.replicas} replicas",
+        )
+    if spec.max_retry < 0 or spec.max_retry > INT32:
+        yield Problem("spec.maxRetry", f"must be from 0 to {INT32}, got {shown(spec.max_retry)}")

@@ -1,0 +1,205 @@
+"""Job rules (`batch.volcano.sh/v1alpha1`) for CREATE: Volcano's webhook rules, every problem at
+once, each naming its field.
+
+`parse_job` reads the object strictly (a string where a number belongs is a problem, not a
+conversion); `check_job` then checks what the controller will rely on: tasks (names, replicas,
+minAvailable, templates, dependsOn forming no cycle), the job's minAvailable, maxRetry, TTL and
+minSuccess, lifecycle policies, plugins (with the controller's own argument parsing), volumes, and
+the queue (exists, Open). Names the controller derives are checked where they come from: pods are
+labelled with the job's name (63 characters at most), the svc plugin makes each pod name a
+hostname (a DNS label) and the job name a Service name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from extender.admission.names import dns_1035_label, dns_label, dns_subdomain, label_value
+from extender.admission.policies import INT32, policy_problems
+from extender.admission.problems import Problem, field, from_validation, shown
+from extender.admission.queues import QueueView, queue_problems
+from extender.admission.templates import template_problems
+from extender.api.batch import Job, TaskSpec, pod_name
+from extender.jobplugins import PluginError, make_plugins
+
+SVC = "svc"
+
+
+def parse_job(obj: Mapping[str, Any] | None) -> tuple[Job | None, list[Problem]]:
+    """The Job's metadata and spec (status is the controller's), or the problems that stop it
+    being read at all."""
+    if not isinstance(obj, Mapping):
+        return None, [Problem("", "the request carries no Job object")]
+    body = {key: obj[key] for key in ("metadata", "spec") if key in obj}
+    try:
+        return Job.model_validate(body, strict=True), []
+    except ValidationError as error:
+        return None, from_validation(error)
+
+
+def check_job(job: Job, queues: QueueView, warnings: list[str]) -> list[Problem]:
+    spec = job.spec
+    problems = [*_name(job), *_tasks(job, warnings)]
+    if spec.min_available > spec.replicas:
+        problems.append(
+            Problem(
+                "spec.minAvailable",
+                f"{spec.min_available} is more than the tasks' {spec.replicas} replicas",
+            )
+        )
+    if spec.min_success is not None and spec.min_success > spec.replicas:
+        problems.append(
+            Problem(
+                "spec.minSuccess",
+                f"{spec.min_success} is more than the tasks' {spec.replicas} replicas: "
+                "the job could never complete",
+            )
+        )
+    for at, value in (
+        ("minAvailable", spec.min_available),
+        ("maxRetry", spec.max_retry),
+        ("ttlSecondsAfterFinished", spec.ttl_seconds_after_finished),
+        ("minSuccess", spec.min_success),
+    ):
+        problems += _int32(value, "spec", at, minimum=0)
+    problems += policy_problems(spec.policies, warnings, "spec", "policies")
+    problems += _plugins(spec.plugins)
+    problems += _volumes(job)
+    if (reason := label_value(spec.queue)) is not None:
+        problems.append(Problem("spec.queue", f"{shown(spec.queue)} {reason}"))
+    else:
+        found = queues.queue(spec.queue)
+        problems += [Problem("spec.queue", p.reason) for p in queue_problems(spec.queue, found)]
+    problems += _cycles(spec.tasks)
+    return problems
+
+
+def _name(job: Job) -> Iterator[Problem]:
+    name = job.metadata.name
+    if not name:  # generateName: the API server names it after the mutating webhooks
+        return
+    if (reason := label_value(name)) is not None:
+        yield Problem("metadata.name", f"{reason}: pods are labelled with the job's name")
+    elif SVC in job.spec.plugins and (reason := dns_1035_label(name)) is not None:
+        yield Problem("metadata.name", f"{reason}: the svc plugin names a Service after the job")
+
+
+def _int32(value: int | None, *at: str | int, minimum: int) -> list[Problem]:
+    if value is None or minimum <= value <= INT32:
+        return []
+    return [Problem(field(*at), f"must be from {minimum} to {INT32}, got {shown(value)}")]
+
+
+def _tasks(job: Job, warnings: list[str]) -> Iterator[Problem]:
+    tasks = job.spec.tasks
+    if not tasks:
+        yield Problem("spec.tasks", "required: at least one task")
+    first: dict[str, int] = {}
+    names = {t.name for t in tasks}
+    for index, task in enumerate(tasks):
+        at = ("spec", "tasks", index)
+        yield from _int32(task.replicas, *at, "replicas", minimum=0)
+        yield from _int32(task.min_available, *at, "minAvailable", minimum=0)
+        if task.min_available is not None and task.min_available > task.replicas:
+            yield Problem(
+                field(*at, "minAvailable"),
+                f"{task.min_available} is more than the task's {task.replicas} replicas",
+            )
+        if not task.name:
+            yield Problem(field(*at, "name"), "required (the mutating webhook names it)")
+        elif (reason := dns_label(task.name)) is not None:
+            yield Problem(field(*at, "name"), f"{shown(task.name)} {reason}")
+        elif task.name in first:
+            yield Problem(
+                field(*at, "name"),
+                f"{task.name} is the name of {field('spec.tasks', first[task.name])}",
+            )
+        else:
+            first[task.name] = index
+            yield from _pod_names(job, task, at)
+        yield from policy_problems(task.policies, warnings, *at, "policies")
+        yield from template_problems(task.template, *at, "template")
+        if task.depends_on is not None:
+            for number, name in enumerate(task.depends_on.name):
+                if name not in names:
+                    yield Problem(
+                        field(*at, "dependsOn", "name", number), f"no task is named {shown(name)}"
+                    )
+
+
+def _pod_names(job: Job, task: TaskSpec, at: tuple[str | int, ...]) -> Iterator[Problem]:
+    """The longest pod name the task makes must be valid (a hostname, with the svc plugin)."""
+    if not job.metadata.name or task.replicas > INT32:
+        return
+    longest = pod_name(job.metadata.name, task.name, max(task.replicas - 1, 0))
+    hostname = SVC in job.spec.plugins
+    reason = dns_label(longest) if hostname else dns_subdomain(longest)
+    if reason is not None:
+        role = "a hostname (svc plugin)" if hostname else "a pod name"
+        yield Problem(
+            field(*at, "name"), f"pods would be named {longest}, which as {role} {reason}"
+        )
+
+
+def _plugins(plugins: Mapping[str, list[str] | None]) -> Iterator[Problem]:
+    for name, arguments in plugins.items():
+        try:
+            make_plugins({name: arguments})
+        except PluginError as error:
+            yield Problem(error.field, error.reason)
+
+
+def _volumes(job: Job) -> Iterator[Problem]:
+    mounted: dict[str, int] = {}
+    for index, volume in enumerate(job.spec.volumes):
+        at = ("spec", "volumes", index)
+        if not volume.mount_path:
+            yield Problem(field(*at, "mountPath"), "required: where the pods mount the claim")
+        elif volume.mount_path in mounted:
+            yield Problem(
+                field(*at, "mountPath"),
+                f"{shown(volume.mount_path)} is mounted by "
+                f"{field('spec.volumes', mounted[volume.mount_path])} already",
+            )
+        else:
+            mounted[volume.mount_path] = index
+        if bool(volume.volume_claim_name) == (volume.volume_claim is not None):
+            yield Problem(
+                field(*at),
+                "give volumeClaimName to mount an existing claim or volumeClaim to have one "
+                "made, one of the two",
+            )
+        elif volume.volume_claim_name and (reason := dns_subdomain(volume.volume_claim_name)):
+            yield Problem(
+                field(*at, "volumeClaimName"), f"{shown(volume.volume_claim_name)} {reason}"
+            )
+
+
+def _cycles(tasks: Sequence[TaskSpec]) -> Iterator[Problem]:
+    """dependsOn must form no cycle (a task waiting on itself, directly or not, never starts)."""
+    needs = {t.name: [n for n in (t.depends_on.name if t.depends_on else []) if n] for t in tasks}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for start, first in needs.items():
+        if start in state:
+            continue
+        path, stack = [start], [iter(first)]
+        state[start] = 1
+        while stack:
+            following = next(stack[-1], None)
+            if following is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(following) == 1:
+                cycle = [*path[path.index(following) :], following]
+                yield Problem(
+                    "spec.tasks",
+                    f"dependsOn forms a cycle ({' -> '.join(cycle)}): these tasks never start",
+                )
+                return
+            elif following in needs and following not in state:
+                state[following] = 1
+                path.append(following)
+                stack.append(iter(needs[following]))

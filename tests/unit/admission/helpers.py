@@ -1,0 +1,85 @@
+"""Test-side helpers for the admission rules: a `QueueView` over plain dicts, a JSONPatch `add`
+applier (all the job defaults use), and a way to read problems as `{path: reason}`."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from extender.admission.problems import Problem
+from extender.api.scheduling import Queue
+from tests.builders import QueueBuilder, make_queue
+
+
+class Queues:
+    """The queues the webhook's cache holds, and the PodGroups (`namespace/name`) per queue."""
+
+    def __init__(self, *queues: QueueBuilder | Queue) -> None:
+        self.queues: dict[str, Queue] = {}
+        self.groups: dict[str, list[str]] = {}
+        for queue in queues:
+            self.add(queue)
+
+    def add(self, queue: QueueBuilder | Queue) -> Queues:
+        model = queue.model() if isinstance(queue, QueueBuilder) else queue
+        self.queues[model.metadata.name] = model
+        return self
+
+    def holding(self, queue: str, *groups: str) -> Queues:
+        self.groups.setdefault(queue, []).extend(groups)
+        return self
+
+    def queue(self, name: str) -> Queue | None:
+        return self.queues.get(name)
+
+    def pod_groups_in(self, queue: str) -> Sequence[str]:
+        return self.groups.get(queue, [])
+
+
+def cluster_queues() -> Queues:
+    """`default` (Open), `research` (no state yet: counts as Open), `closed` and `closing`."""
+    return Queues(
+        make_queue("default").state("Open"),
+        make_queue("research"),
+        make_queue("closed").state("Closed"),
+        make_queue("closing").state("Closing"),
+    )
+
+
+def by_path(problems: Iterable[Problem]) -> dict[str, str]:
+    """Problems as `{path: reason}` (reasons at the same path joined with ` | `)."""
+    found: dict[str, str] = {}
+    for problem in problems:
+        found[problem.path] = (
+            f"{found[problem.path]} | {problem.reason}" if problem.path in found else problem.reason
+        )
+    return found
+
+
+def paths(problems: Iterable[Problem]) -> list[str]:
+    return [p.path for p in problems]
+
+
+def apply_patch(obj: dict[str, Any], patch: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """A copy of `obj` with the JSONPatch (RFC 6902) applied; only `add`, the one op the job
+    defaults use (on an array index it inserts, on a member it sets or replaces)."""
+    result = copy.deepcopy(obj)
+    for op in patch:
+        assert op["op"] == "add", op
+        *parents, last = [_unescape(p) for p in op["path"].split("/")[1:]]
+        owner: Any = result
+        for step in parents:
+            owner = owner[int(step)] if isinstance(owner, list) else owner[step]
+        if isinstance(owner, list):
+            index = len(owner) if last == "-" else int(last)
+            assert 0 <= index <= len(owner), op
+            owner.insert(index, copy.deepcopy(op["value"]))
+        else:
+            assert isinstance(owner, dict), op
+            owner[last] = copy.deepcopy(op["value"])
+    return result
+
+
+def _unescape(token: str) -> str:
+    return token.replace("~1", "/").replace("~0", "~")

@@ -1,0 +1,364 @@
+"""One AdmissionRequest in, one Outcome out: each rule set takes only its resource and
+operations, and a denial's message names the object and lists every problem."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from extender.admission.admit import (
+    RULES,
+    Outcome,
+    Rule,
+    mutate_job,
+    validate_job,
+    validate_pod_group,
+    validate_queue,
+)
+from extender.admission.problems import SHOWN, Problem
+from tests.builders import JobBuilder, ReviewBuilder, make_group, make_job, make_queue, make_review
+from tests.unit.admission.helpers import Queues, apply_patch, cluster_queues
+
+SCHEDULER = "lahar"
+
+
+def tf() -> JobBuilder:
+    return make_job("tf").ns("ml").task("ps").task("worker", 2)
+
+
+def stored() -> JobBuilder:
+    """tf() as the API server stores it: with its defaults."""
+    return (
+        tf()
+        .queue("default")
+        .scheduler_name(SCHEDULER)
+        .max_retry(3)
+        .set("spec.tasks[0].minAvailable", 1)
+        .set("spec.tasks[1].minAvailable", 2)
+        .min_available(3)
+    )
+
+
+def run(rule: Rule, review: ReviewBuilder, view: Queues | None = None) -> Outcome:
+    return rule(review.request(), view or cluster_queues(), SCHEDULER)
+
+
+def test_rules_by_path() -> None:
+    assert {path: (label, rule) for path, (label, rule) in RULES.items()} == {
+        "/mutate/jobs": ("jobs", mutate_job),
+        "/validate/jobs": ("jobs", validate_job),
+        "/validate/queues": ("queues", validate_queue),
+        "/validate/podgroups": ("podgroups", validate_pod_group),
+    }
+
+
+# -- wrong resource, subresource or operation -------------------------------------------------
+
+JOB = tf().build()
+QUEUE = make_queue("research").build()
+GROUP = make_group("tf").build()
+
+
+@pytest.mark.parametrize(
+    ("rule", "review", "reason"),
+    [
+        (
+            mutate_job,
+            make_review(QUEUE),
+            "this endpoint admits jobs.batch.volcano.sh, not queues.scheduling.volcano.sh: "
+            "check the webhook configuration",
+        ),
+        (validate_job, make_review(JOB).resource("batch", "jobs"), "not jobs.batch:"),
+        (validate_job, make_review(JOB).sub_resource("status"), "not jobs/status.batch.volcano.sh"),
+        (mutate_job, make_review(JOB).sub_resource("scale"), "not jobs/scale.batch.volcano.sh"),
+        (validate_queue, make_review(JOB), "admits queues.scheduling.volcano.sh, not jobs.batch"),
+        (validate_queue, make_review(QUEUE).sub_resource("status"), "not queues/status."),
+        (validate_pod_group, make_review(QUEUE), "admits podgroups.scheduling.volcano.sh, not q"),
+        (validate_pod_group, make_review(GROUP).resource("", "pods"), "not pods.:"),
+        (
+            mutate_job,
+            make_review(JOB).delete(),
+            "operation DELETE is not admitted here (only CREATE, UPDATE)",
+        ),
+        (validate_job, make_review(JOB).delete(), "operation DELETE is not admitted here"),
+        (validate_job, make_review(JOB).operation("CONNECT"), "operation CONNECT is not admitted"),
+        (
+            validate_queue,
+            make_review(QUEUE).operation("CONNECT"),
+            "operation CONNECT is not admitted here (only CREATE, UPDATE, DELETE)",
+        ),
+        (
+            validate_pod_group,
+            make_review(GROUP).update(GROUP),
+            "operation UPDATE is not admitted here (only CREATE)",
+        ),
+        (validate_pod_group, make_review(GROUP).delete(), "operation DELETE is not admitted"),
+    ],
+    ids=[
+        "mutate-job-given-queue",
+        "validate-job-other-group",
+        "validate-job-status",
+        "mutate-job-scale",
+        "validate-queue-given-job",
+        "validate-queue-status",
+        "validate-group-given-queue",
+        "validate-group-given-pod",
+        "mutate-job-delete",
+        "validate-job-delete",
+        "validate-job-connect",
+        "validate-queue-connect",
+        "validate-group-update",
+        "validate-group-delete",
+    ],
+)
+def test_wrong_requests_are_denied_saying_so(
+    rule: Rule, review: ReviewBuilder, reason: str
+) -> None:
+    outcome = run(rule, review)
+    assert not outcome.verdict.allowed
+    [problem] = outcome.verdict.problems
+    assert problem.path == ""
+    assert reason in problem.reason
+    assert reason in outcome.message
+    assert outcome.verdict.patch == ()
+
+
+# -- jobs ---------------------------------------------------------------------------------------
+
+
+def test_mutate_returns_the_defaults_patch() -> None:
+    outcome = run(mutate_job, make_review(tf().build()))
+    assert outcome.verdict.allowed
+    assert outcome.message == ""
+    assert outcome.verdict.patch == (
+        {"op": "add", "path": "/spec/queue", "value": "default"},
+        {"op": "add", "path": "/spec/schedulerName", "value": SCHEDULER},
+        {"op": "add", "path": "/spec/maxRetry", "value": 3},
+        {"op": "add", "path": "/spec/tasks/0/minAvailable", "value": 1},
+        {"op": "add", "path": "/spec/tasks/1/minAvailable", "value": 2},
+        {"op": "add", "path": "/spec/minAvailable", "value": 3},
+    )
+    assert apply_patch(tf().build(), outcome.verdict.patch) == stored().build()
+
+
+def test_mutate_on_update_defaults_too_and_nothing_for_a_stored_job() -> None:
+    outcome = run(mutate_job, make_review(tf().build()).update(stored().build()))
+    assert outcome.verdict.allowed
+    assert len(outcome.verdict.patch) == 6
+    assert run(mutate_job, make_review(stored().build())).verdict.patch == ()
+
+
+def test_mutate_refuses_a_job_it_cannot_read_and_returns_no_patch() -> None:
+    outcome = run(mutate_job, make_review(tf().set("spec.tasks[0].replicas", "two").build()))
+    assert not outcome.verdict.allowed
+    assert outcome.verdict.patch == ()
+    assert outcome.message == (
+        "Job ml/tf is invalid: spec.tasks[0].replicas: Input should be a valid integer, got 'two'"
+    )
+
+
+def test_mutate_leaves_rule_problems_to_the_validating_webhook() -> None:
+    outcome = run(mutate_job, make_review(tf().queue("closed").max_retry(-1).build()))
+    assert outcome.verdict.allowed
+    assert outcome.verdict.patch
+
+
+def test_validate_allows_a_good_job() -> None:
+    outcome = run(validate_job, make_review(stored().build()))
+    assert outcome == Outcome(outcome.verdict)
+    assert outcome.verdict.allowed
+    assert outcome.verdict.patch == ()
+
+
+def test_validate_returns_policy_warnings() -> None:
+    outcome = run(validate_job, make_review(stored().policy("PodFailed", timeout="5m").build()))
+    assert outcome.verdict.allowed
+    assert outcome.warnings == (
+        "spec.policies[0].timeout: Lahar waits only on PodPending; this policy acts at once",
+    )
+
+
+def test_a_denial_lists_every_problem_under_the_job() -> None:
+    body = (
+        stored()
+        .set("spec.tasks[0].minAvailable", 2)
+        .set("spec.tasks[1].name", "Worker")
+        .max_retry(-3)
+        .plugin("horovod")
+        .queue("closed")
+        .build()
+    )
+    outcome = run(validate_job, make_review(body))
+    assert not outcome.verdict.allowed
+    assert outcome.message == (
+        "Job ml/tf is invalid: "
+        "spec.tasks[0].minAvailable: 2 is more than the task's 1 replicas; "
+        "spec.tasks[1].name: 'Worker' must be lower case letters, digits and '-', starting and "
+        "ending with a letter or digit; "
+        "spec.maxRetry: must be from 0 to 2147483647, got -3; "
+        "spec.plugins.horovod: unknown plugin (known: env, svc, ssh, pytorch); "
+        "spec.queue: queue 'closed' is Closed: it takes no new work"
+    )
+    assert len(outcome.verdict.problems) == 5
+    assert outcome.warnings == ()
+
+
+def test_a_denial_caps_the_list() -> None:
+    builder = stored()
+    for index in range(SHOWN + 3):
+        builder.volume("", claim_name=f"c{index}")
+    outcome = run(validate_job, make_review(builder.build()))
+    assert len(outcome.verdict.problems) == SHOWN + 3
+    assert outcome.message.startswith("Job ml/tf is invalid: spec.volumes[0].mountPath: required")
+    assert outcome.message.endswith("; and 3 more")
+
+
+def test_a_job_to_be_named_is_called_so() -> None:
+    body = stored().generate_name("tf-").queue("nope").build()
+    outcome = run(validate_job, make_review(body))
+    assert outcome.message == (
+        "Job ml/(name to be generated) is invalid: spec.queue: queue 'nope' does not exist"
+    )
+
+
+def test_the_request_name_and_namespace_name_the_object() -> None:
+    review = make_review(stored().queue("nope").build()).named("other", "team")
+    assert run(validate_job, review).message.startswith("Job team/other is invalid: ")
+
+
+def test_validate_refuses_a_job_it_cannot_read() -> None:
+    outcome = run(validate_job, make_review(stored().set("spec.maxRetry", "3").build()))
+    assert outcome.verdict.problems == (
+        Problem("spec.maxRetry", "Input should be a valid integer, got '3'"),
+    )
+
+
+@pytest.mark.parametrize("rule", [mutate_job, validate_job], ids=["mutate", "validate"])
+def test_a_request_without_an_object_is_refused(rule: Rule) -> None:
+    outcome = run(rule, make_review(None, "Job").named("tf", "ml"))
+    assert outcome.message == "Job ml/tf is invalid: the request carries no Job object"
+
+
+def test_update_checks_what_may_change() -> None:
+    old = stored().build()
+    scaled = stored().set("spec.tasks[1].replicas", 5).min_available(6).build()
+    assert run(validate_job, make_review(scaled).update(old)).verdict.allowed
+    moved = stored().queue("research").build()
+    outcome = run(validate_job, make_review(moved).update(old))
+    assert outcome.verdict.problems == (
+        Problem(
+            "spec.queue",
+            "cannot change once the job exists (only minAvailable, maxRetry, priorityClassName "
+            "and the tasks' replicas, minAvailable and maxRetry can)",
+        ),
+    )
+
+
+def test_update_does_not_recheck_the_queue() -> None:
+    """A job already in a queue that closed since may still be scaled."""
+    old = stored().queue("closed").build()
+    new = (
+        stored()
+        .queue("closed")
+        .set("spec.tasks[1].replicas", 1)
+        .set("spec.tasks[1].minAvailable", 1)
+        .min_available(2)
+        .build()
+    )
+    assert run(validate_job, make_review(new).update(old)).verdict.allowed
+
+
+def test_update_without_an_old_object_names_every_fixed_field() -> None:
+    review = make_review(stored().build()).operation("UPDATE")
+    outcome = run(validate_job, review)
+    assert not outcome.verdict.allowed
+    assert "spec.tasks: tasks cannot be added or removed (0 before, 2 now)" in outcome.message
+
+
+def test_mutated_then_validated_job_is_allowed() -> None:
+    """The API server's order: mutate, apply the patch, validate the result."""
+    body = tf().plugin("pytorch").task("master").build()
+    patch = run(mutate_job, make_review(body)).verdict.patch
+    defaulted = apply_patch(body, patch)
+    assert {"op": "add", "path": "/spec/plugins/svc", "value": []} in patch
+    assert run(validate_job, make_review(defaulted)).verdict.allowed
+
+
+# -- queues and pod groups ---------------------------------------------------------------------
+
+
+def test_queue_create_and_update() -> None:
+    good = make_queue("research").weight(2).build()
+    assert run(validate_queue, make_review(good)).verdict.allowed
+    assert run(validate_queue, make_review(good).update(QUEUE)).verdict.allowed
+    bad = make_queue("research").weight(0).state("Paused").build()
+    outcome = run(validate_queue, make_review(bad).update(QUEUE))
+    assert outcome.message == (
+        "Queue research is invalid: spec.weight: Input should be greater than or equal to 1, got 0"
+    )
+    outcome = run(validate_queue, make_review(make_queue("research").state("Paused").build()))
+    assert outcome.message == (
+        "Queue research is invalid: status.state: must be one of Open, Closed, Closing, Unknown, "
+        "got 'Paused'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "view", "message"),
+    [
+        ("research", Queues(make_queue("research")), None),
+        ("research", Queues().holding("other", "a/b"), None),
+        (
+            "research",
+            Queues(make_queue("research")).holding("research", "ml/tf", "ml/bert"),
+            "Queue research is invalid: queue research still has 2 PodGroup(s) (ml/bert, ml/tf): "
+            "delete them or move their jobs to another queue first",
+        ),
+        (
+            "default",
+            Queues(make_queue("default")),
+            "Queue default is invalid: the default queue cannot be deleted: PodGroups with no "
+            "queue use it",
+        ),
+    ],
+    ids=["empty", "unknown", "with-pod-groups", "default"],
+)
+def test_queue_delete(name: str, view: Queues, message: str | None) -> None:
+    review = make_review(make_queue(name).build()).delete()
+    outcome = run(validate_queue, review, view)
+    assert outcome.verdict.allowed is (message is None)
+    assert outcome.message == (message or "")
+
+
+def test_queue_delete_reads_the_name_not_the_object() -> None:
+    review = make_review(None, "Queue").operation("DELETE").named("default")
+    assert "the default queue cannot be deleted" in run(validate_queue, review).message
+
+
+def test_queue_without_object_is_refused() -> None:
+    outcome = run(validate_queue, make_review(None, "Queue").named("q"))
+    assert outcome.message == "Queue q is invalid: the request carries no Queue object"
+
+
+@pytest.mark.parametrize(
+    ("builder", "message"),
+    [
+        (make_group("tf").ns("ml").queue("research"), None),
+        (make_group("tf").ns("ml"), None),
+        (
+            make_group("tf").ns("ml").queue("closed"),
+            "PodGroup ml/tf is invalid: spec.queue: queue 'closed' is Closed: it takes no new work",
+        ),
+        (
+            make_group("tf").ns("ml").queue("gone").min_member(-1),
+            "PodGroup ml/tf is invalid: spec.minMember: must be from 0 to 2147483647, got -1; "
+            "spec.queue: queue 'gone' does not exist",
+        ),
+    ],
+    ids=["open", "default", "closed", "two-problems"],
+)
+def test_pod_group_create(builder: Any, message: str | None) -> None:
+    outcome = run(validate_pod_group, make_review(builder.build()))
+    assert outcome.verdict.allowed is (message is None)
+    assert outcome.message == (message or "")
