@@ -2,10 +2,11 @@
 path, any other kind (deleted by tests and tools) found by discovery.
 
 Each call names the object it touched in its error. Outcomes a caller acts on are values: `create`
-answers False when the object exists already (a deterministic name made before a restart), `delete`
-False when it is gone. Every other failure raises `ApiStatusError` carrying the HTTP status: 409 on
-`replace_status` is a conflict (the caller re-reads and retries), 400/422 a body the server refuses
-(a pod template it finds invalid), which the caller reports instead of retrying blindly.
+answers False when the object exists already (a deterministic name made before a restart), `get`
+None and `delete` False when it is gone. Every other failure raises `ApiStatusError` carrying the
+HTTP status: 409 on `replace` and `replace_status` is a conflict (the caller re-reads and
+retries), 400/422 a body the server refuses (a pod template it finds invalid), which the caller
+reports instead of retrying blindly.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ PLURALS = {
     "Job": "jobs",
     "Command": "commands",
     "Queue": "queues",
+    "MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
+    "ValidatingWebhookConfiguration": "validatingwebhookconfigurations",
 }
 FIELD_MANAGER = "lahar-controller"
 
@@ -77,6 +80,33 @@ def create(api: k8s.ApiClient, body: Mapping[str, Any]) -> bool:
             return False
         raise _fail(f"creating {_describe(body)}", error) from error
     return True
+
+
+def get(
+    api: k8s.ApiClient, api_version: str, kind: str, namespace: str, name: str
+) -> dict[str, Any] | None:
+    """The object as stored, or None when there is none."""
+    try:
+        found: dict[str, Any] = json.loads(
+            send(api, "GET", object_path(api_version, kind, namespace, name)).read()
+        )
+    except ApiStatusError as error:
+        if error.status == 404:
+            return None
+        raise _fail(f"reading {_named(kind, namespace, name)}", error) from error
+    return found
+
+
+def replace(api: k8s.ApiClient, body: Mapping[str, Any]) -> dict[str, Any]:
+    """Replace the object (its metadata.resourceVersion is the precondition: 409 when it changed
+    since it was read); return it as stored."""
+    meta = body["metadata"]
+    path = object_path(body["apiVersion"], body["kind"], meta.get("namespace", ""), meta["name"])
+    try:
+        stored: dict[str, Any] = json.loads(send(api, "PUT", path, body=dict(body)).read())
+    except ApiStatusError as error:
+        raise _fail(f"replacing {_describe(body)}", error) from error
+    return stored
 
 
 def apply(api: k8s.ApiClient, body: Mapping[str, Any]) -> None:

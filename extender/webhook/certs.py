@@ -109,7 +109,7 @@ def plan(stored: Bundle | None, options: CertOptions, now: datetime.datetime) ->
 
 
 def _ending(cert: x509.Certificate, options: CertOptions, now: datetime.datetime) -> bool:
-    life = cert.not_valid_after_utc - cert.not_valid_before_utc
+    life = cert.not_valid_after_utc - (cert.not_valid_before_utc + BACKDATE)
     return cert.not_valid_after_utc - now <= life * options.renew_fraction
 
 

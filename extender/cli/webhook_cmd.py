@@ -1,0 +1,149 @@
+"""`lahar webhook`: the admission webhook for Lahar's Jobs, Queues and PodGroups, over TLS.
+
+By default it manages its own certificates (a CA and a serving certificate in a Secret every
+replica shares, the CA published into the webhook configurations, rotated before they end); with
+`--tls-cert-file` and `--tls-key-file` it serves those files instead (reloaded when they change).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import logging
+import os
+import time
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from extender.api.duration import parse_duration
+from extender.cli.flags import add_server_flags
+from extender.kube import KubeError, client_for
+from extender.webhook.app import WebhookOptions, make_app
+from extender.webhook.certs import CertOptions
+from extender.webhook.tls import ServingCertificate, TlsOptions
+
+log = logging.getLogger("extender.webhook")
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "webhook", help="run the admission webhook (Jobs, Queues, PodGroups; never pods)"
+    )
+    add_server_flags(parser, port=8443, serves="the webhook, /healthz, /readyz and /metrics")
+    parser.add_argument(
+        "--scheduler-name",
+        default="lahar",
+        help="schedulerName given to Jobs without one (default lahar)",
+    )
+    parser.add_argument(
+        "--namespace",
+        default=os.environ.get("POD_NAMESPACE", "lahar-system"),
+        help="namespace of the webhook's Service and certificate Secret "
+        "(default $POD_NAMESPACE, else lahar-system)",
+    )
+    parser.add_argument("--service-name", default="lahar-webhook", help="the webhook's Service")
+    parser.add_argument(
+        "--extra-host",
+        action="append",
+        default=[],
+        help="another DNS name or IP the serving certificate names (repeatable)",
+    )
+    parser.add_argument(
+        "--secret-name", default="lahar-webhook-tls", help="Secret holding the certificates"
+    )
+    parser.add_argument(
+        "--webhook-configuration",
+        default="lahar-webhook",
+        help="name of the Mutating and Validating webhook configurations whose caBundle "
+        "this webhook keeps (default lahar-webhook)",
+    )
+    parser.add_argument("--cert-validity", default="8760h", help="serving certificate lifetime")
+    parser.add_argument("--ca-validity", default="87600h", help="CA lifetime (default 10 years)")
+    parser.add_argument(
+        "--check-interval", default="1m", help="how often certificates are checked (default 1m)"
+    )
+    parser.add_argument(
+        "--trust-grace",
+        default="2m",
+        help="how long a new CA is trusted in the caBundle before it signs the serving "
+        "certificate (default 2m: the API server sees the new caBundle first)",
+    )
+    parser.add_argument("--tls-cert-file", type=Path, help="serve this certificate (PEM)")
+    parser.add_argument("--tls-key-file", type=Path, help="and this key (PEM)")
+    parser.add_argument(
+        "--ca-bundle-file",
+        type=Path,
+        help="with the files: publish this CA as the configurations' caBundle",
+    )
+    parser.set_defaults(run=_run)
+
+
+def _seconds(flag: str, text: str) -> float:
+    try:
+        seconds = parse_duration(text)
+    except ValueError as error:
+        raise SystemExit(f"lahar webhook: --{flag}: {error}") from None
+    if seconds <= 0:
+        raise SystemExit(f"lahar webhook: --{flag} must be positive, got {text}")
+    return seconds
+
+
+def tls_options(args: argparse.Namespace) -> TlsOptions:
+    if (args.tls_cert_file is None) != (args.tls_key_file is None):
+        raise SystemExit("lahar webhook: give both --tls-cert-file and --tls-key-file, or neither")
+    service = f"{args.service_name}.{args.namespace}"
+    hosts = (service + ".svc", service, f"{service}.svc.cluster.local", *args.extra_host)
+    certs = CertOptions(
+        hosts=hosts,
+        ca_validity=datetime.timedelta(seconds=_seconds("ca-validity", args.ca_validity)),
+        cert_validity=datetime.timedelta(seconds=_seconds("cert-validity", args.cert_validity)),
+        grace=datetime.timedelta(seconds=_seconds("trust-grace", args.trust_grace)),
+    )
+    config = args.webhook_configuration
+    return TlsOptions(
+        certs=certs,
+        stored_in=(args.namespace, args.secret_name),
+        configurations=(
+            ("MutatingWebhookConfiguration", config),
+            ("ValidatingWebhookConfiguration", config),
+        ),
+        cert_file=args.tls_cert_file,
+        key_file=args.tls_key_file,
+        ca_file=args.ca_bundle_file,
+        interval=_seconds("check-interval", args.check_interval),
+    )
+
+
+def _first_certificate(tls: ServingCertificate) -> None:
+    """The server needs a certificate before it listens: keep trying while the API is away."""
+    delay = 1.0
+    while True:
+        try:
+            tls.install(tls.refresh())
+            return
+        except (KubeError, OSError) as error:
+            log.warning("no certificate yet (%s); trying again in %.0f s", error, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 30.0)
+
+
+def _run(args: argparse.Namespace) -> int:
+    options = tls_options(args)
+    api = client_for(args.kubeconfig)
+    with closing(api):
+        tls = ServingCertificate(api, options)
+        _first_certificate(tls)
+        app = make_app(api, tls, WebhookOptions(scheduler_name=args.scheduler_name))
+        log.info("serving admission reviews over TLS on %s:%d", args.host, args.port)
+        web.run_app(
+            app,
+            host=args.host,
+            port=args.port,
+            ssl_context=tls.context,
+            print=None,
+            access_log=None,
+        )
+    return 0

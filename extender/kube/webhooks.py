@@ -1,0 +1,78 @@
+"""The webhook's own objects: its certificate Secret, and the `caBundle` of its webhook
+configurations (so the API server trusts the certificate the webhook serves)."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from kubernetes import client as k8s
+
+from extender.kube import writes
+from extender.kube.client import KubeError
+from extender.kube.raw import ApiStatusError
+
+ADMISSION_REGISTRATION = "admissionregistration.k8s.io/v1"
+
+
+def read_secret(api: k8s.ApiClient, namespace: str, name: str) -> dict[str, Any] | None:
+    return writes.get(api, "v1", "Secret", namespace, name)
+
+
+def secret_data(secret: dict[str, Any]) -> dict[str, bytes]:
+    """The Secret's data, decoded (a key that is not base64 is left out)."""
+    data = {}
+    for key, value in (secret.get("data") or {}).items():
+        try:
+            data[key] = base64.b64decode(value, validate=True)
+        except (ValueError, TypeError):
+            continue
+    return data
+
+
+def write_secret(
+    api: k8s.ApiClient,
+    namespace: str,
+    name: str,
+    data: dict[str, bytes],
+    *,
+    resource_version: str | None,
+    labels: dict[str, str],
+) -> bool:
+    """Create the TLS Secret (no `resource_version`) or replace the one read at that version;
+    False when another writer got there first (it exists, or it changed): read it again."""
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "data": {key: base64.b64encode(value).decode() for key, value in data.items()},
+    }
+    if resource_version is None:
+        return writes.create(api, body)
+    body["metadata"]["resourceVersion"] = resource_version
+    try:
+        writes.replace(api, body)
+    except ApiStatusError as error:
+        if error.status == 409:
+            return False
+        raise
+    return True
+
+
+def set_ca_bundle(api: k8s.ApiClient, kind: str, name: str, ca_pem: bytes) -> bool:
+    """Every webhook of the configuration trusts `ca_pem`; True when that changed it. A conflict
+    (someone changed it meanwhile) raises `ApiStatusError` 409: try again later."""
+    config = writes.get(api, ADMISSION_REGISTRATION, kind, "", name)
+    if config is None:
+        raise KubeError(f"{kind} {name} not found: apply Lahar's webhook configurations first")
+    encoded = base64.b64encode(ca_pem).decode()
+    changed = False
+    for hook in config.get("webhooks") or []:
+        client = hook.setdefault("clientConfig", {})
+        if client.get("caBundle") != encoded:
+            client["caBundle"] = encoded
+            changed = True
+    if changed:
+        writes.replace(api, config)
+    return changed

@@ -1,0 +1,237 @@
+"""`lahar webhook` as an aiohttp app: the admission endpoints (one per rule set, see
+`admission.admit.RULES`), probes and metrics, the informers the rules read, and the certificate
+keeper. All served over the one TLS listener.
+
+The handler is a thin adapter: bytes -> AdmissionReview -> rule -> AdmissionReview. What is not an
+AdmissionReview v1 (not JSON, nested too deep, no request uid, an unknown operation) is a 400 with
+the reason; a body over `MAX_BODY` is a 413 before it is read. A rule that raises (a bug) is
+logged with its traceback, counted as `error` and answered as a denial saying so, never a 500:
+the API server then reports Lahar's message instead of a failed call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+
+from aiohttp import web
+from kubernetes import client as k8s
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from pydantic import ValidationError
+
+from extender.admission.admit import RULES, Outcome, Rule
+from extender.admission.problems import Problem, Verdict, from_validation
+from extender.api.admission import AdmissionReview, response
+from extender.cache.informer import Informer
+from extender.webhook.store import GROUPS, QUEUES, WebhookStore
+from extender.webhook.tls import ServingCertificate
+
+log = logging.getLogger(__name__)
+MAX_BODY = 8 * 1024 * 1024  # the API server sends objects of at most ~3 MiB, twice on UPDATE
+
+
+@dataclass(frozen=True)
+class WebhookOptions:
+    scheduler_name: str = "lahar"  # what a Job without spec.schedulerName gets
+
+
+class Metrics:
+    def __init__(self, tls: ServingCertificate) -> None:
+        self.registry = CollectorRegistry()
+        self.admissions = Counter(
+            "lahar_webhook_admissions",
+            "Admission reviews answered, by resource, operation and result "
+            "(allowed, patched, denied, error; bad_request for what was not a review)",
+            ["resource", "operation", "result"],
+            registry=self.registry,
+        )
+        self.seconds = Histogram(
+            "lahar_webhook_admission_seconds",
+            "Time to answer one admission review, by resource",
+            ["resource"],
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
+            registry=self.registry,
+        )
+        expiry = Gauge(
+            "lahar_webhook_certificate_expiry_timestamp_seconds",
+            "When the serving certificate ends (Unix time)",
+            registry=self.registry,
+        )
+        expiry.set_function(lambda: tls.serving.expires.timestamp() if tls.serving else 0.0)
+
+
+@dataclass
+class Runtime:
+    synced: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+STORE: web.AppKey[WebhookStore] = web.AppKey("store", WebhookStore)
+TLS: web.AppKey[ServingCertificate] = web.AppKey("tls", ServingCertificate)
+METRICS: web.AppKey[Metrics] = web.AppKey("metrics", Metrics)
+RUNTIME: web.AppKey[Runtime] = web.AppKey("runtime", Runtime)
+OPTIONS: web.AppKey[WebhookOptions] = web.AppKey("options", WebhookOptions)
+
+
+def make_app(
+    api: k8s.ApiClient, tls: ServingCertificate, options: WebhookOptions
+) -> web.Application:
+    app = web.Application(client_max_size=MAX_BODY)
+    app[STORE] = WebhookStore()
+    app[TLS] = tls
+    app[METRICS] = Metrics(tls)
+    app[RUNTIME] = Runtime()
+    app[OPTIONS] = options
+    app.cleanup_ctx.append(_informers(api))
+    app.cleanup_ctx.append(_rotation)
+    for path, (resource, rule) in RULES.items():
+        app.router.add_post(path, _handler(resource, rule))
+    app.router.add_get("/healthz", _healthz)
+    app.router.add_get("/readyz", _readyz)
+    app.router.add_get("/metrics", _metrics)
+    return app
+
+
+def _handler(resource: str, rule: Rule) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def admit(request: web.Request) -> web.Response:
+        started = time.perf_counter()
+        metrics = request.app[METRICS]
+        try:
+            review = _validated(_json(await request.read()))
+        except _BadReview as error:
+            metrics.admissions.labels(resource, "unknown", "bad_request").inc()
+            return web.Response(status=400, text=f"not an AdmissionReview v1: {error}\n")
+        operation = review.request.operation.value
+        try:
+            outcome = rule(review.request, request.app[STORE], request.app[OPTIONS].scheduler_name)
+        except Exception as error:  # a bug in a rule: say so, never a 500
+            log.exception("admission of %s %s failed", resource, review.request.name)
+            outcome, result = _bug(resource, error), "error"
+        else:
+            result = _result(outcome)
+        _log(review, resource, outcome)
+        metrics.admissions.labels(resource, operation, result).inc()
+        answer = response(
+            review.request.uid,
+            denial=None if outcome.verdict.allowed else outcome.message,
+            patch=list(outcome.verdict.patch),
+            warnings=list(outcome.warnings),
+        )
+        metrics.seconds.labels(resource).observe(time.perf_counter() - started)
+        return web.json_response(answer)
+
+    return admit
+
+
+class _BadReview(ValueError):
+    pass
+
+
+def _json(body: bytes) -> object:
+    try:
+        return json.loads(body)
+    except RecursionError as error:
+        raise _BadReview("the JSON is nested too deeply") from error
+    except ValueError as error:  # also UnicodeDecodeError
+        raise _BadReview(f"the body is not JSON ({error})") from error
+
+
+def _validated(data: object) -> AdmissionReview:
+    try:
+        return AdmissionReview.model_validate(data)
+    except ValidationError as error:
+        raise _BadReview("; ".join(str(p) for p in from_validation(error)[:5])) from error
+    except RecursionError as error:
+        raise _BadReview("the JSON is nested too deeply") from error
+
+
+def _bug(resource: str, error: Exception) -> Outcome:
+    message = (
+        f"Lahar's webhook failed on this {resource} request ({type(error).__name__}); "
+        "see the webhook's log"
+    )
+    return Outcome(Verdict((Problem("", message),)), message)
+
+
+def _result(outcome: Outcome) -> str:
+    if not outcome.verdict.allowed:
+        return "denied"
+    return "patched" if outcome.verdict.patch else "allowed"
+
+
+def _log(review: AdmissionReview, resource: str, outcome: Outcome) -> None:
+    request = review.request
+    name = f"{request.namespace}/{request.name}" if request.namespace else request.name
+    if not outcome.verdict.allowed:
+        log.info("%s %s %s denied: %s", request.operation, resource, name, outcome.message)
+    elif outcome.verdict.patch:
+        paths = ", ".join(op["path"] for op in outcome.verdict.patch)
+        log.info("%s %s %s defaulted: %s", request.operation, resource, name, paths)
+
+
+def _informers(api: k8s.ApiClient) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def context(app: web.Application) -> AsyncIterator[None]:
+        loop = asyncio.get_running_loop()
+        store, runtime = app[STORE], app[RUNTIME]
+        informers = [Informer(api, kind, store, loop) for kind in (QUEUES, GROUPS)]
+
+        def one_synced() -> None:
+            if all(i.synced for i in informers):
+                log.info("cache synced: %d queues", len(store.queues))
+                runtime.synced.set()
+
+        for informer in informers:
+            informer.on_synced = one_synced
+            informer.start()
+        yield
+        for informer in informers:
+            informer.request_stop()
+        for informer in informers:
+            await asyncio.to_thread(informer.stop)
+
+    return context
+
+
+async def _rotation(app: web.Application) -> AsyncIterator[None]:
+    """Check the certificate every `interval`: rotate when due, reload what the files hold."""
+    tls = app[TLS]
+
+    async def loop() -> None:
+        while True:
+            await asyncio.sleep(tls.options.interval)
+            try:
+                tls.install(await asyncio.to_thread(tls.refresh))
+            except Exception:  # the API or a file, for a while: keep serving, try again
+                log.exception("certificate check failed; serving the current one")
+
+    task = asyncio.create_task(loop())
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def _healthz(request: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
+async def _readyz(request: web.Request) -> web.Response:
+    if request.app[RUNTIME].synced.is_set() and request.app[TLS].published:
+        return web.Response(text="ok")
+    return web.Response(status=503, text="cache not synced or caBundle not published")
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    body = generate_latest(request.app[METRICS].registry)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -1,0 +1,129 @@
+"""The certificate the webhook serves, kept current: self-managed (a CA and serving certificate
+in a Secret that every replica shares, rotated by `certs.plan`, the CA published as the
+`caBundle` of the webhook configurations) or files given by flags (reloaded when they change, as
+cert-manager rewrites a mounted Secret).
+
+`refresh` does the I/O (in a thread): read the Secret, store the next rotation step if one is due
+(a replica that loses the race reads the winner's), publish the trusted CAs, and return the pair to
+serve. `install` runs on the event loop: it loads the pair into the one `SSLContext` the server
+was started with, so new connections get the new certificate and open ones finish on the old;
+no request is dropped.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import ssl
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from kubernetes import client as k8s
+
+from extender.kube.webhooks import read_secret, secret_data, set_ca_bundle, write_secret
+from extender.webhook.certs import Bundle, CertOptions, plan
+
+log = logging.getLogger(__name__)
+LABELS = {"app.kubernetes.io/name": "lahar", "app.kubernetes.io/component": "webhook"}
+
+
+@dataclass(frozen=True)
+class TlsOptions:
+    certs: CertOptions
+    stored_in: tuple[str, str] = ("lahar-system", "lahar-webhook-tls")  # the Secret's ns, name
+    # (kind, name) of the webhook configurations whose caBundle this webhook keeps
+    configurations: tuple[tuple[str, str], ...] = ()
+    cert_file: Path | None = None  # given: serve these files instead of a self-managed pair
+    key_file: Path | None = None
+    ca_file: Path | None = None  # given with the files: publish it as the caBundle
+    interval: float = 60.0  # seconds between checks
+
+
+@dataclass(frozen=True)
+class Pair:
+    cert: bytes
+    key: bytes
+
+    @property
+    def expires(self) -> datetime.datetime:
+        return x509.load_pem_x509_certificate(self.cert).not_valid_after_utc
+
+
+class ServingCertificate:
+    def __init__(self, api: k8s.ApiClient, options: TlsOptions) -> None:
+        self.api = api
+        self.options = options
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.minimum_version = ssl.TLSVersion.TLSv1_2
+        self.serving: Pair | None = None
+        self.published = False  # the caBundle the configurations carry is this webhook's
+        self.rotations = 0
+        self._folder = Path(tempfile.mkdtemp(prefix="lahar-webhook-"))
+        self._file_stamp: tuple[float, float] | None = None
+
+    def refresh(self) -> Pair:
+        """The pair to serve now, after one rotation step if one is due (blocking I/O)."""
+        if self.options.cert_file is not None and self.options.key_file is not None:
+            pair = Pair(self.options.cert_file.read_bytes(), self.options.key_file.read_bytes())
+            if self.options.ca_file is not None:
+                self._publish(self.options.ca_file.read_bytes())
+            else:
+                self.published = True  # the caBundle is someone else's (cert-manager's injector)
+            return pair
+        bundle = self._stored_bundle()
+        self._publish(bundle.trusted)
+        return Pair(bundle.cert, bundle.key)
+
+    def _stored_bundle(self) -> Bundle:
+        options = self.options
+        namespace, name = options.stored_in
+        for _ in range(5):
+            secret = read_secret(self.api, namespace, name)
+            stored = Bundle.from_data(secret_data(secret)) if secret is not None else None
+            following = plan(stored, options.certs, datetime.datetime.now(datetime.UTC))
+            if following is None and stored is not None:
+                return stored
+            assert following is not None
+            version = (secret or {}).get("metadata", {}).get("resourceVersion")
+            if write_secret(
+                self.api,
+                namespace,
+                name,
+                following.to_data(),
+                resource_version=version,
+                labels=LABELS,
+            ):
+                self.rotations += 1
+                log.info(
+                    "certificate Secret %s/%s written: serving certificate until %s",
+                    namespace,
+                    name,
+                    following.expires.isoformat(),
+                )
+                return following
+            log.info("certificate Secret changed by another replica; reading it again")
+        raise RuntimeError("the certificate Secret kept changing under this replica")
+
+    def _publish(self, ca_pem: bytes) -> None:
+        for kind, name in self.options.configurations:
+            if set_ca_bundle(self.api, kind, name, ca_pem):
+                log.info("%s %s: caBundle set to this webhook's CAs", kind, name)
+        self.published = True
+
+    def install(self, pair: Pair) -> bool:
+        """Serve `pair` from now on (on the event loop); True when it changed."""
+        if pair == self.serving:
+            return False
+        cert, key = self._folder / "tls.crt", self._folder / "tls.key"
+        for path, data in ((cert, pair.cert), (key, pair.key)):
+            temporary = path.with_suffix(".new")
+            temporary.touch(mode=0o600)
+            temporary.write_bytes(data)
+            os.replace(temporary, path)
+        self.context.load_cert_chain(cert, key)
+        self.serving = pair
+        log.info("serving a certificate valid until %s", pair.expires.isoformat())
+        return True
