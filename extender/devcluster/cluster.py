@@ -196,6 +196,7 @@ def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
             ("system:kube-controller-manager", "controller-manager"),
             (pki.EXTENDER_USER, "lahar"),
             (pki.CONTROLLER_USER, "lahar-controller"),
+            (pki.WEBHOOK_USER, "lahar-webhook"),
         )
     }
 
@@ -317,8 +318,16 @@ def _start_lahar(starter: _Starter, kubeconfigs: dict[str, Path]) -> None:
     options, state, binaries = starter.options, starter.state, starter.binaries
     policies = options.lahar_policy_dir or policy_dir()
     port = state.ports
-    for user in (pki.EXTENDER_USER, pki.CONTROLLER_USER):
+    for user in (pki.EXTENDER_USER, pki.CONTROLLER_USER, pki.WEBHOOK_USER):
         lahar.grant_roles(state.kubeconfig, manifests_dir(), user)
+    # The webhook first: the extender creates the default Queue and the controller PodGroups,
+    # which the webhook admits.
+    lahar.install_webhooks(state.kubeconfig, manifests_dir(), port["lahar-webhook"])
+    webhook = starter.start(
+        "lahar-webhook",
+        lahar.webhook_argv(kubeconfigs[pki.WEBHOOK_USER], port["lahar-webhook"]),
+    )
+    lahar.wait_ready(webhook, port["lahar-webhook"], options.ready_timeout, tls=True)
     extender = starter.start(
         "lahar",
         lahar.extender_argv(kubeconfigs[pki.EXTENDER_USER], policies / "lahar.yaml", port["lahar"]),

@@ -1,12 +1,14 @@
 """Lahar on the dev cluster: its extender (`lahar serve`), a second stock kube-scheduler
-configured by `policy/kube-scheduler-config.yaml`, and the Job controller (`lahar controller`),
-the way a user's cluster runs them.
+configured by `policy/kube-scheduler-config.yaml`, the Job controller (`lahar controller`) and the
+admission webhook (`lahar webhook`), the way a user's cluster runs them.
 
 The cluster's own kube-scheduler keeps serving `default-scheduler`; the second one serves the
 `lahar` and `volcano` profiles and calls the extender, whose `urlPrefix` is rewritten to the port
-the extender got. The extender and the controller run as users of their own, granted the roles
-of `manifests/extender-rbac.yaml` and `manifests/controller-rbac.yaml`, so missing RBAC rules fail
-the tests as they would fail a user.
+the extender got. The webhook configurations of `manifests/webhook.yaml` are applied as they are,
+except that each webhook is called at its loopback URL instead of through the Service (nothing
+routes Service addresses here); the webhook fills in their caBundle itself. The extender, the
+controller and the webhook run as users of their own, granted the roles of their
+`manifests/*-rbac.yaml`, so missing RBAC rules fail the tests as they would fail a user.
 """
 
 from __future__ import annotations
@@ -17,13 +19,18 @@ from typing import Any
 
 from extender.devcluster import configs, health
 from extender.devcluster.errors import DevClusterError
-from extender.devcluster.pki import CONTROLLER_USER, EXTENDER_USER
+from extender.devcluster.pki import CONTROLLER_USER, EXTENDER_USER, WEBHOOK_USER
 from extender.devcluster.process import ProcessRecord
 from extender.kube import apply_object, connect, load_manifests, wait_established
 
-PORTS = ("lahar", "lahar-scheduler", "lahar-controller")
+PORTS = ("lahar", "lahar-scheduler", "lahar-controller", "lahar-webhook")
 CRD_FILES = ("crd-scheduling.yaml", "crd-batch.yaml", "crd-bus.yaml")
-RBAC_FILES = {EXTENDER_USER: "extender-rbac.yaml", CONTROLLER_USER: "controller-rbac.yaml"}
+RBAC_FILES = {
+    EXTENDER_USER: "extender-rbac.yaml",
+    CONTROLLER_USER: "controller-rbac.yaml",
+    WEBHOOK_USER: "webhook-rbac.yaml",
+}
+WEBHOOK_FILE = "webhook.yaml"
 
 
 def install_crds(kubeconfig: Path, manifests: Path, timeout: float) -> None:
@@ -66,6 +73,41 @@ def _binding(role: dict[str, Any], user: str) -> dict[str, Any]:
     }
 
 
+def install_webhooks(kubeconfig: Path, manifests: Path, port: int) -> None:
+    """The webhook configurations, each webhook called at https://127.0.0.1:<port><its path>."""
+    with connect(kubeconfig) as api:
+        for item in load_manifests(manifests / WEBHOOK_FILE):
+            apply_object(api, loopback_webhooks(item.body, port), source=item.source)
+
+
+def loopback_webhooks(config: dict[str, Any], port: int) -> dict[str, Any]:
+    hooks = []
+    for hook in config.get("webhooks") or []:
+        service = (hook.get("clientConfig") or {}).get("service") or {}
+        if "path" not in service:
+            raise DevClusterError(f"webhook {hook.get('name')}: clientConfig.service.path missing")
+        url = f"https://127.0.0.1:{port}{service['path']}"
+        hooks.append({**hook, "clientConfig": {"url": url}})
+    return {**config, "webhooks": hooks}
+
+
+def webhook_argv(kubeconfig: Path, port: int) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "extender.cli.main",
+        "webhook",
+        f"--kubeconfig={kubeconfig}",
+        "--host=127.0.0.1",
+        f"--port={port}",
+        "--namespace=lahar-system",
+        "--extra-host=127.0.0.1",
+        "--extra-host=localhost",
+        # Short checks, so a caBundle lost in a test is restored within seconds.
+        "--check-interval=5s",
+    ]
+
+
 def controller_argv(kubeconfig: Path, port: int) -> list[str]:
     return [
         sys.executable,
@@ -104,6 +146,8 @@ def scheduler_config(policy: Path, kubeconfig: Path, extender_port: int) -> dict
     return config
 
 
-def wait_ready(record: ProcessRecord, port: int, timeout: float) -> None:
-    """The extender or the controller answers /readyz (its cache synced; the controller leads)."""
-    health.wait_healthy(record, f"http://127.0.0.1:{port}/readyz", timeout=timeout)
+def wait_ready(record: ProcessRecord, port: int, timeout: float, *, tls: bool = False) -> None:
+    """The extender, the controller or the webhook (`tls`) answers /readyz (its cache synced;
+    the controller leads; the webhook published its caBundle)."""
+    scheme = "https" if tls else "http"
+    health.wait_healthy(record, f"{scheme}://127.0.0.1:{port}/readyz", timeout=timeout)

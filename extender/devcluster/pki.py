@@ -35,6 +35,8 @@ VALIDITY = datetime.timedelta(days=365)
 EXTENDER_USER = "lahar:extender"
 # Lahar's Job controller: granted the roles of manifests/controller-rbac.yaml.
 CONTROLLER_USER = "lahar:controller"
+# Lahar's admission webhook: granted the roles of manifests/webhook-rbac.yaml.
+WEBHOOK_USER = "lahar:webhook"
 # user name -> groups; the names are those kube-apiserver's bootstrap RBAC grants roles to.
 USERS: dict[str, tuple[str, ...]] = {
     "admin": ("system:masters",),
@@ -42,6 +44,7 @@ USERS: dict[str, tuple[str, ...]] = {
     "system:kube-controller-manager": (),
     EXTENDER_USER: (),
     CONTROLLER_USER: (),
+    WEBHOOK_USER: (),
 }
 
 

@@ -19,9 +19,11 @@ from kubernetes import client as k8s
 from prometheus_client.parser import text_string_to_metric_families
 
 from extender import devcluster
+from extender.api.scheduling import API_VERSION
 from extender.devcluster.lahar import wait_ready
 from extender.devcluster.nodes import fake_node, is_schedulable
 from extender.kube import apply_object, delete, list_objects, read, wait_until
+from extender.kube.raw import ApiStatusError, send
 from tests.builders import PodBuilder, make_pod
 
 TEST_KEY = "lahar.io/e2e"
@@ -129,7 +131,28 @@ def cluster_object(api: k8s.ApiClient) -> Iterator[ClusterObject]:
 
     yield make
     for api_version, kind, name in made:
+        if kind == "Queue":
+            _empty_queue(api, name)
         delete(api, api_version, kind, name)
+
+
+def _empty_queue(api: k8s.ApiClient, queue: str) -> None:
+    """Delete the test's PodGroups in `queue` and wait until the webhook has seen them go (it
+    refuses to delete a queue that PodGroups still name)."""
+    for group in list_objects(api, API_VERSION, "PodGroup"):
+        if (group.get("spec") or {}).get("queue") == queue:
+            meta = group["metadata"]
+            delete(api, API_VERSION, "PodGroup", meta["name"], meta["namespace"])
+    path = f"/apis/{API_VERSION}/queues/{queue}"
+
+    def deletable() -> bool:
+        try:
+            send(api, "DELETE", path, query=[("dryRun", "All")]).read()
+        except ApiStatusError as error:
+            return error.status == 404
+        return True
+
+    wait_until(deletable, timeout=30, what=f"the webhook to let queue {queue} be deleted")
 
 
 def priority_class(name: str, value: int) -> dict[str, Any]:

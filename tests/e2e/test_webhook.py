@@ -1,0 +1,191 @@
+"""The admission webhook registered in the real API server (by `manifests/webhook.yaml`): what
+`kubectl create` answers for broken and correct Jobs, Queues and PodGroups, and that pods never
+depend on the webhook being up."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client as k8s
+
+from extender import devcluster
+from extender.api.batch import BATCH_API_VERSION
+from extender.api.scheduling import API_VERSION
+from extender.kube import delete, list_objects, read, wait_until
+from extender.kube.raw import ApiStatusError, send
+from tests.builders import make_group, make_job, make_pod, make_queue
+from tests.e2e.webhook import WEBHOOK, create, restart_webhook
+
+
+def _refusal(api: k8s.ApiClient, body: dict[str, object]) -> str:
+    with pytest.raises(ApiStatusError) as refused:
+        create(api, body)
+    return str(refused.value)
+
+
+@pytest.fixture
+def queue_name(api: k8s.ApiClient) -> Iterator[str]:
+    """A fresh queue's name; the queue (if the test made one) is deleted afterwards."""
+    name = f"wq-{secrets.token_hex(3)}"
+    yield name
+    delete(api, API_VERSION, "Queue", name)
+
+
+def test_an_invalid_job_is_refused_naming_every_problem(api: k8s.ApiClient, namespace: str) -> None:
+    body = (
+        make_job("broken")
+        .ns(namespace)
+        .task("Ps", 1)
+        .task("worker", 2, min_available=3, depends_on=["worker"])
+        .plugin("tensorflow")
+        .policy("PodPending", "RestartJob")
+        .queue("no-such-queue")
+        .build()
+    )
+    message = _refusal(api, body)
+    assert 'admission webhook "job-rules.lahar.dev" denied the request' in message
+    assert f"Job {namespace}/broken is invalid" in message
+    for expected in (
+        "spec.tasks[0].name: 'Ps' must be lower case",
+        "spec.tasks[1].minAvailable: 3 is more than the task's 2 replicas",
+        "spec.policies[0].timeout: required with PodPending",
+        "spec.plugins.tensorflow: unknown plugin",
+        "spec.queue: queue 'no-such-queue' does not exist",
+        "dependsOn forms a cycle (worker -> worker)",
+    ):
+        assert expected in message
+    assert read(api, BATCH_API_VERSION, "Job", "broken", namespace) is None
+
+
+def test_a_wrongly_typed_job_is_refused_naming_the_field(
+    api: k8s.ApiClient, namespace: str
+) -> None:
+    body = make_job("typed").ns(namespace).task("worker", 2).build()
+    body["spec"]["tasks"][0]["replicas"] = "two"
+    message = _refusal(api, body)
+    assert "spec.tasks[0].replicas" in message and "'two'" in message
+
+
+def test_a_valid_job_comes_back_with_volcanos_defaults(api: k8s.ApiClient, namespace: str) -> None:
+    body = make_job("plain").ns(namespace).task("master", 1).task("", 3).plugin("pytorch").build()
+    stored = create(api, body)["spec"]
+    assert stored["queue"] == "default"
+    assert stored["schedulerName"] == "lahar"
+    assert stored["maxRetry"] == 3
+    assert [t["name"] for t in stored["tasks"]] == ["master", "default1"]
+    assert [t["minAvailable"] for t in stored["tasks"]] == [1, 3]
+    assert stored["minAvailable"] == 4
+    assert stored["plugins"] == {"pytorch": [], "svc": []}
+    # The controller builds the gang from the defaults: minMember 4, not 0.
+    group = wait_until(
+        lambda: next(iter(list_objects(api, API_VERSION, "PodGroup", namespace=namespace)), None),
+        timeout=30,
+        what="the job's PodGroup",
+    )
+    assert group["spec"]["minMember"] == 4
+
+
+def test_updates_may_scale_but_not_change_the_rest(api: k8s.ApiClient, namespace: str) -> None:
+    create(api, make_job("scaled").ns(namespace).task("worker", 2).build())
+    path = f"/apis/{BATCH_API_VERSION}/namespaces/{namespace}/jobs/scaled"
+    patch = [{"op": "replace", "path": "/spec/tasks/0/replicas", "value": 4}]
+    send(api, "PATCH", path, body=patch, content_type="application/json-patch+json").read()
+    moved = [{"op": "replace", "path": "/spec/queue", "value": "elsewhere"}]
+    with pytest.raises(ApiStatusError) as refused:
+        send(api, "PATCH", path, body=moved, content_type="application/json-patch+json").read()
+    assert "spec.queue: cannot change once the job exists" in str(refused.value)
+
+
+def test_queues_that_break_the_rules_are_refused(
+    api: k8s.ApiClient, namespace: str, queue_name: str
+) -> None:
+    uneven = make_queue(queue_name).capability(cpu="2").deserved(cpu="4").build()
+    assert "spec.deserved.cpu: 4 is more than the capability 2" in _refusal(api, uneven)
+    with pytest.raises(ApiStatusError) as kept:
+        send(api, "DELETE", f"/apis/{API_VERSION}/queues/default").read()
+    assert "the default queue cannot be deleted" in str(kept.value)
+
+    create(api, make_queue(queue_name).capability(cpu="4").deserved(cpu="2").build())
+    wait_until(
+        lambda: _admits(api, make_group("g").ns(namespace).queue(queue_name).build()),
+        timeout=30,
+        what=f"the webhook to see queue {queue_name}",
+    )
+    create(api, make_group("g").ns(namespace).queue(queue_name).build())
+    queue_path = f"/apis/{API_VERSION}/queues/{queue_name}"
+    refusal = wait_until(
+        lambda: _delete_refusal(api, queue_path),
+        timeout=30,
+        what=f"the webhook to see PodGroup g in queue {queue_name}",
+    )
+    assert f"{namespace}/g" in refusal and "still has 1 PodGroup" in refusal
+    delete(api, API_VERSION, "PodGroup", "g", namespace)
+    wait_until(
+        lambda: _delete_refusal(api, queue_path) is None,
+        timeout=30,
+        what=f"the webhook to let queue {queue_name} go once it is empty",
+    )
+    send(api, "DELETE", queue_path).read()
+
+
+def test_a_podgroup_needs_an_open_queue(
+    api: k8s.ApiClient, namespace: str, queue_name: str
+) -> None:
+    missing = make_group("lost").ns(namespace).queue("no-such-queue").build()
+    assert "spec.queue: queue 'no-such-queue' does not exist" in _refusal(api, missing)
+    create(api, make_queue(queue_name).build())
+    closed = make_queue(queue_name).state("Closed").build()
+    stored = read(api, API_VERSION, "Queue", queue_name) or {}
+    closed["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
+    send(api, "PUT", f"/apis/{API_VERSION}/queues/{queue_name}/status", body=closed).read()
+    group = make_group("late").ns(namespace).queue(queue_name).build()
+    refusal = wait_until(
+        lambda: None if _admits(api, group) else _refusal(api, group),
+        timeout=30,
+        what=f"the webhook to see queue {queue_name} Closed",
+    )
+    assert f"queue '{queue_name}' is Closed" in refusal
+
+
+def test_with_the_webhook_stopped_pods_still_schedule(
+    api: k8s.ApiClient, namespace: str, dev_cluster: devcluster.DevCluster
+) -> None:
+    dev_cluster.stop_component(WEBHOOK)
+    try:
+        for name, scheduler in (("plain", "default-scheduler"), ("lahar", "lahar")):
+            create(api, make_pod(name).ns(namespace).scheduler(scheduler).cpu("100m").build())
+        for name in ("plain", "lahar"):
+            wait_until(
+                lambda name=name: (
+                    (read(api, "v1", "Pod", name, namespace) or {}).get("spec", {}).get("nodeName")
+                ),
+                timeout=60,
+                what=f"pod {name} to be bound while the webhook is down",
+            )
+        # Jobs wait for the webhook (failurePolicy Fail), with a message saying so...
+        refusal = _refusal(api, make_job("waits").ns(namespace).task("worker", 1).build())
+        assert 'failed calling webhook "job-defaults.lahar.dev"' in refusal
+        # ...while PodGroups (failurePolicy Ignore) are still created.
+        create(api, make_group("gang").ns(namespace).build())
+    finally:
+        restart_webhook(dev_cluster)
+    create(api, make_job("waits").ns(namespace).task("worker", 1).build())
+
+
+def _admits(api: k8s.ApiClient, body: dict[str, object]) -> bool:
+    try:
+        create(api, body, dry_run=True)
+    except ApiStatusError:
+        return False
+    return True
+
+
+def _delete_refusal(api: k8s.ApiClient, path: str) -> str | None:
+    """Why deleting the object is refused (asked as a dry run), or None when it would go."""
+    try:
+        send(api, "DELETE", path, query=[("dryRun", "All")]).read()
+    except ApiStatusError as error:
+        return str(error)
+    return None

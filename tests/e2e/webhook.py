@@ -1,0 +1,44 @@
+"""Helpers for the webhook's end-to-end tests: raw creates that keep the API server's answer,
+the webhook's address, the CA it serves under, and starting it again after a test stopped it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kubernetes import client as k8s
+
+from extender import devcluster
+from extender.devcluster.lahar import wait_ready
+from extender.kube.raw import send
+from extender.kube.webhooks import read_secret, secret_data
+from extender.kube.writes import object_path
+
+WEBHOOK = "lahar-webhook"
+
+
+def create(api: k8s.ApiClient, body: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+    """POST `body` as is (no apply); the object as stored. A refusal raises `ApiStatusError`
+    whose message is the API server's (with the webhook's denial)."""
+    meta = body["metadata"]
+    path = object_path(body["apiVersion"], body["kind"], meta.get("namespace", ""))
+    query = [("dryRun", "All")] if dry_run else []
+    stored: dict[str, Any] = json.loads(send(api, "POST", path, body=body, query=query).read())
+    return stored
+
+
+def url(cluster: devcluster.DevCluster, path: str) -> str:
+    return f"https://127.0.0.1:{cluster.state.ports[WEBHOOK]}{path}"
+
+
+def ca_bundle(api: k8s.ApiClient) -> bytes:
+    """The CAs the webhook's Secret says the API server trusts."""
+    secret = read_secret(api, "lahar-system", "lahar-webhook-tls")
+    assert secret is not None, "the webhook made no certificate Secret"
+    return secret_data(secret)["ca-bundle.crt"]
+
+
+def restart_webhook(cluster: devcluster.DevCluster) -> None:
+    """Start the stopped webhook again; wait until it serves with a synced cache."""
+    record = cluster.start_component(WEBHOOK, die_with_parent=True)
+    wait_ready(record, cluster.state.ports[WEBHOOK], timeout=60, tls=True)
