@@ -11,7 +11,7 @@ INSTALLED := $(VENV)/.installed
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: demo test unit lint bench controlplane clean
+.PHONY: demo test unit lint bench bench-webhook controlplane clean
 
 $(INSTALLED): pyproject.toml
 	@echo "lahar: setting up $(VENV) (Python packages from PyPI)"
@@ -34,6 +34,9 @@ unit: $(INSTALLED)
 
 bench: $(INSTALLED)
 	$(BIN)/python benchmarks/verbs.py $(ARGS)
+
+bench-webhook: $(INSTALLED)
+	$(BIN)/python benchmarks/webhook.py $(ARGS)
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .

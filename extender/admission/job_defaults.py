@@ -7,8 +7,9 @@ The defaults: queue `default`; schedulerName (the one this webhook is configured
 when 0 or missing; task name `default<i>` when empty; task minAvailable = its replicas when unset;
 job minAvailable = the tasks' minAvailable summed when 0 or missing; dnsPolicy
 ClusterFirstWithHostNet for a hostNetwork template without one; the svc plugin for jobs using
-tensorflow, mpi or pytorch, and ssh for mpi (those frameworks' pods find each other through them).
-Applied on CREATE and on UPDATE, so `kubectl replace` with the original file keeps the defaults.
+pytorch (its pods find the master through it). Applied on CREATE and on UPDATE, so `kubectl
+replace` with the original file keeps the defaults. Numbers beyond int32 get no derived default
+(the rules refuse them).
 """
 
 from __future__ import annotations
@@ -17,11 +18,14 @@ import copy
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from extender.admission.policies import INT32
 from extender.admission.problems import pointer
 from extender.api.scheduling import DEFAULT_QUEUE
 
 DEFAULT_MAX_RETRY = 3
-NEEDS = {"tensorflow": ("svc",), "pytorch": ("svc",), "mpi": ("svc", "ssh")}
+# Plugins a framework plugin needs: pytorch's pods find the master through svc's Service. (Volcano
+# also adds svc for tensorflow and mpi, and ssh for mpi; Lahar has no such plugins yet.)
+NEEDS = {"pytorch": ("svc",)}
 
 
 def job_defaults(job: Mapping[str, Any], scheduler_name: str) -> list[dict[str, Any]]:
@@ -36,13 +40,20 @@ def job_defaults(job: Mapping[str, Any], scheduler_name: str) -> list[dict[str, 
 
 
 def defaulted_spec(job: Mapping[str, Any], scheduler_name: str) -> dict[str, Any]:
-    """A copy of the job's spec (read without problems) with the defaults in place."""
+    """The job's spec (read without problems) with the defaults in place. Only the containers on
+    the way to a default are copied (an object nested deep elsewhere is shared, never walked)."""
     spec = job.get("spec")
-    copied: dict[str, Any] = copy.deepcopy(dict(spec)) if isinstance(spec, Mapping) else {}
+    copied: dict[str, Any] = dict(spec) if isinstance(spec, Mapping) else {}
+    fresh = {id(copied)}
     for loc, value in list(_defaults(copied, scheduler_name)):
         target: Any = copied
         for key in loc[:-1]:
-            target = target[key]
+            child = target[key]
+            if id(child) not in fresh:
+                child = copy.copy(child)
+                fresh.add(id(child))
+                target[key] = child
+            target = child
         target[loc[-1]] = value
     return copied
 
@@ -61,13 +72,13 @@ def _defaults(
         if not task.get("name"):
             yield ("tasks", index, "name"), f"default{index}"
         replicas = task.get("replicas") or 0
-        if task.get("minAvailable") is None:
+        if task.get("minAvailable") is None and replicas <= INT32:
             yield ("tasks", index, "minAvailable"), replicas
         needed += replicas if task.get("minAvailable") is None else task["minAvailable"]
         pod = (task.get("template") or {}).get("spec")
         if isinstance(pod, Mapping) and pod.get("hostNetwork") is True and not pod.get("dnsPolicy"):
             yield ("tasks", index, "template", "spec", "dnsPolicy"), "ClusterFirstWithHostNet"
-    if not spec.get("minAvailable") and needed:
+    if not spec.get("minAvailable") and 0 < needed <= INT32:  # else the rules refuse the job
         yield ("minAvailable",), needed
     plugins = spec.get("plugins")
     if isinstance(plugins, Mapping):

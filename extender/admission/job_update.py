@@ -1,21 +1,21 @@
-"""Job rules for UPDATE: what may change once a job exists, and the numbers that may.
+"""Job rules for UPDATE: what may change once a job exists, and the numbers and names that may.
 
 Only `minAvailable`, `maxRetry`, `priorityClassName` and each task's `replicas`, `minAvailable` and
 `maxRetry` may change (scaling, and the knobs the controller reads afresh at every pass); tasks
-may not be added or removed. Every other field that differs is named. Metadata and status are not
+may not be added or removed. Every other field that differs is named. The counts are checked as
+on CREATE, and so are the names (scaling up makes longer pod names). Metadata and status are not
 the webhook's concern (the controller writes status through its subresource, which this webhook
 does not see).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from extender.admission.job_defaults import defaulted_spec
-from extender.admission.jobs import parse_job
-from extender.admission.policies import INT32
-from extender.admission.problems import Problem, field, shown
+from extender.admission.jobs import name_problems, number_problems, parse_job
+from extender.admission.problems import Problem, field
 from extender.api.batch import Job
 
 MUTABLE_SPEC = frozenset({"minAvailable", "maxRetry", "priorityClassName", "tasks"})
@@ -31,9 +31,12 @@ def check_update(
 ) -> list[Problem]:
     """`new` (read as `job`) may replace `old`. Both are compared with the defaults in place and
     an empty list or map equal to none, so a job stored before the webhook ran (without its
-    defaults) can still be scaled."""
+    defaults) can still be scaled. A job being deleted, or an update that leaves the spec as it
+    was (labels, finalizers), is not the webhook's concern."""
+    if job.metadata.deletion_timestamp is not None or _spec(old) == _spec(new):
+        return []
     old_spec, new_spec = _comparable(old, scheduler_name), defaulted_spec(new, scheduler_name)
-    problems = list(_numbers(job))
+    problems = [*number_problems(job), *name_problems(job)]
     for key in sorted(set(old_spec) | set(new_spec)):
         if key not in MUTABLE_SPEC and _value(old_spec, key) != _value(new_spec, key):
             problems.append(Problem(field("spec", key), FIXED))
@@ -76,22 +79,3 @@ def _tasks(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     if not isinstance(tasks, list):
         return []
     return [task if isinstance(task, Mapping) else {} for task in tasks]
-
-
-def _numbers(job: Job) -> Iterator[Problem]:
-    spec = job.spec
-    for index, task in enumerate(spec.tasks):
-        if task.replicas > INT32:
-            yield Problem(field("spec", "tasks", index, "replicas"), f"must be at most {INT32}")
-        if task.min_available is not None and task.min_available > task.replicas:
-            yield Problem(
-                field("spec", "tasks", index, "minAvailable"),
-                f"{task.min_available} is more than the task's {task.replicas} replicas",
-            )
-    if spec.min_available > spec.replicas:
-        yield Problem(
-            "spec.minAvailable",
-            f"{spec.min_available} is more than the tasks' {spec.replicas} replicas",
-        )
-    if spec.max_retry < 0 or spec.max_retry > INT32:
-        yield Problem("spec.maxRetry", f"must be from 0 to {INT32}, got {shown(spec.max_retry)}")

@@ -42,31 +42,8 @@ def parse_job(obj: Mapping[str, Any] | None) -> tuple[Job | None, list[Problem]]
 
 def check_job(job: Job, queues: QueueView, warnings: list[str]) -> list[Problem]:
     spec = job.spec
-    problems = [*_name(job), *_tasks(job, warnings)]
-    if spec.min_available > spec.replicas:
-        problems.append(
-            Problem(
-                "spec.minAvailable",
-                f"{spec.min_available} is more than the tasks' {spec.replicas} replicas",
-            )
-        )
-    if spec.min_success is not None and spec.min_success > spec.replicas:
-        problems.append(
-            Problem(
-                "spec.minSuccess",
-                f"{spec.min_success} is more than the tasks' {spec.replicas} replicas: "
-                "the job could never complete",
-            )
-        )
-    for at, value in (
-        ("minAvailable", spec.min_available),
-        ("maxRetry", spec.max_retry),
-        ("ttlSecondsAfterFinished", spec.ttl_seconds_after_finished),
-        ("minSuccess", spec.min_success),
-    ):
-        problems += _int32(value, "spec", at, minimum=0)
+    problems = [*runnable_problems(job), *number_problems(job), *_tasks(job, warnings)]
     problems += policy_problems(spec.policies, warnings, "spec", "policies")
-    problems += _plugins(spec.plugins)
     problems += _volumes(job)
     if (reason := label_value(spec.queue)) is not None:
         problems.append(Problem("spec.queue", f"{shown(spec.queue)} {reason}"))
@@ -75,6 +52,67 @@ def check_job(job: Job, queues: QueueView, warnings: list[str]) -> list[Problem]
         problems += [Problem("spec.queue", p.reason) for p in queue_problems(spec.queue, found)]
     problems += _cycles(spec.tasks)
     return problems
+
+
+def runnable_problems(job: Job) -> list[Problem]:
+    """What stops the controller from running the job at all: no task, task names that are
+    missing, invalid or repeated, names it would derive that Kubernetes refuses, plugins it
+    cannot run. (The controller fails such a job if one got in without the webhook.)"""
+    problems = [] if job.spec.tasks else [Problem("spec.tasks", "required: at least one task")]
+    return [*problems, *name_problems(job), *_plugins(job.spec.plugins)]
+
+
+def name_problems(job: Job) -> Iterator[Problem]:
+    """The job's and tasks' names, and the pod names and hostnames derived from them (checked
+    again on UPDATE: scaling up makes longer pod names)."""
+    yield from _name(job)
+    first: dict[str, int] = {}
+    for index, task in enumerate(job.spec.tasks):
+        at = ("spec", "tasks", index)
+        if not task.name:
+            yield Problem(field(*at, "name"), "required (the mutating webhook names it)")
+        elif (reason := dns_label(task.name)) is not None:
+            yield Problem(field(*at, "name"), f"{shown(task.name)} {reason}")
+        elif task.name in first:
+            other = field("spec", "tasks", first[task.name])
+            yield Problem(field(*at, "name"), f"{task.name} is the name of {other} too")
+        else:
+            first[task.name] = index
+            yield from _pod_names(job, task, at)
+
+
+def number_problems(job: Job) -> Iterator[Problem]:
+    """Counts in range (int32, as Volcano's API has them) and consistent: minAvailable at most
+    the replicas (task and job), minSuccess reachable. Checked on CREATE and UPDATE."""
+    spec = job.spec
+    for index, task in enumerate(spec.tasks):
+        at = ("spec", "tasks", index)
+        yield from _int32(task.replicas, *at, "replicas", minimum=0)
+        yield from _int32(task.min_available, *at, "minAvailable", minimum=0)
+        yield from _int32(task.max_retry, *at, "maxRetry", minimum=0)
+        if task.min_available is not None and task.min_available > task.replicas:
+            yield Problem(
+                field(*at, "minAvailable"),
+                f"{task.min_available} is more than the task's {task.replicas} replicas",
+            )
+    for name, value in (
+        ("minAvailable", spec.min_available),
+        ("maxRetry", spec.max_retry),
+        ("ttlSecondsAfterFinished", spec.ttl_seconds_after_finished),
+        ("minSuccess", spec.min_success),
+    ):
+        yield from _int32(value, "spec", name, minimum=0)
+    if spec.min_available > spec.replicas:
+        yield Problem(
+            "spec.minAvailable",
+            f"{spec.min_available} is more than the tasks' {spec.replicas} replicas",
+        )
+    if spec.min_success is not None and spec.min_success > spec.replicas:
+        yield Problem(
+            "spec.minSuccess",
+            f"{spec.min_success} is more than the tasks' {spec.replicas} replicas: "
+            "the job could never complete",
+        )
 
 
 def _name(job: Job) -> Iterator[Problem]:
@@ -94,32 +132,9 @@ def _int32(value: int | None, *at: str | int, minimum: int) -> list[Problem]:
 
 
 def _tasks(job: Job, warnings: list[str]) -> Iterator[Problem]:
-    tasks = job.spec.tasks
-    if not tasks:
-        yield Problem("spec.tasks", "required: at least one task")
-    first: dict[str, int] = {}
-    names = {t.name for t in tasks}
-    for index, task in enumerate(tasks):
+    names = {t.name for t in job.spec.tasks}
+    for index, task in enumerate(job.spec.tasks):
         at = ("spec", "tasks", index)
-        yield from _int32(task.replicas, *at, "replicas", minimum=0)
-        yield from _int32(task.min_available, *at, "minAvailable", minimum=0)
-        if task.min_available is not None and task.min_available > task.replicas:
-            yield Problem(
-                field(*at, "minAvailable"),
-                f"{task.min_available} is more than the task's {task.replicas} replicas",
-            )
-        if not task.name:
-            yield Problem(field(*at, "name"), "required (the mutating webhook names it)")
-        elif (reason := dns_label(task.name)) is not None:
-            yield Problem(field(*at, "name"), f"{shown(task.name)} {reason}")
-        elif task.name in first:
-            yield Problem(
-                field(*at, "name"),
-                f"{task.name} is the name of {field('spec.tasks', first[task.name])}",
-            )
-        else:
-            first[task.name] = index
-            yield from _pod_names(job, task, at)
         yield from policy_problems(task.policies, warnings, *at, "policies")
         yield from template_problems(task.template, *at, "template")
         if task.depends_on is not None:

@@ -11,6 +11,7 @@ listed, each clipped to `LONGEST` characters, with a count of the rest.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -109,6 +110,13 @@ def _is_union_branch(part: str | int) -> bool:
 
 def _unique(problems: Iterable[Problem]) -> list[Problem]:
     return list(dict.fromkeys(problems))
+
+
+def in_field_order(problem: Problem) -> tuple[Any, ...]:
+    """Sort key: by path, indexes as numbers (`tasks[2]` before `tasks[10]`), so a denial lists
+    its problems in the order a reader meets the fields."""
+    parts = re.split(r"(\d+)", problem.path)
+    return tuple(int(part) if index % 2 else part for index, part in enumerate(parts))
 
 
 def describe(what: str, problems: Sequence[Problem]) -> str:

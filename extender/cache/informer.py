@@ -235,15 +235,19 @@ class Informer(Generic[S, M]):
             self.on_synced()
 
 
-class Informers:
-    """The informers of every kind Lahar watches, started and stopped together."""
+class Informers(Generic[S]):
+    """Informers of several kinds into one store, started and stopped together (the extender's
+    cluster state by default; the controller and the webhook pass their own store and kinds)."""
 
     def __init__(
-        self, api: k8s.ApiClient, state: ClusterState, loop: asyncio.AbstractEventLoop
+        self,
+        api: k8s.ApiClient,
+        state: S,
+        loop: asyncio.AbstractEventLoop,
+        kinds: Iterable[Kind[S, Any]] | None = None,
     ) -> None:
-        self.items: list[Informer[ClusterState, Any]] = [
-            Informer(api, kind, state, loop) for kind in KINDS
-        ]
+        chosen: Iterable[Kind[Any, Any]] = KINDS if kinds is None else kinds
+        self.items: list[Informer[S, Any]] = [Informer(api, kind, state, loop) for kind in chosen]
         # Called once (on the loop) when every kind has been listed: the state is whole.
         self.on_synced: list[Callable[[], None]] = []
         for informer in self.items:

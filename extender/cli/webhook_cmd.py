@@ -22,7 +22,7 @@ from extender.api.duration import parse_duration
 from extender.cli.flags import add_server_flags
 from extender.kube import KubeError, client_for
 from extender.webhook.app import WebhookOptions, make_app
-from extender.webhook.certs import CertOptions
+from extender.webhook.certs import CertOptions, normal_host
 from extender.webhook.tls import ServingCertificate, TlsOptions
 
 log = logging.getLogger("extender.webhook")
@@ -95,9 +95,15 @@ def tls_options(args: argparse.Namespace) -> TlsOptions:
     if (args.tls_cert_file is None) != (args.tls_key_file is None):
         raise SystemExit("lahar webhook: give both --tls-cert-file and --tls-key-file, or neither")
     service = f"{args.service_name}.{args.namespace}"
-    hosts = (service + ".svc", service, f"{service}.svc.cluster.local", *args.extra_host)
+    hosts = []
+    for host in (service + ".svc", service, f"{service}.svc.cluster.local", *args.extra_host):
+        try:
+            hosts.append(normal_host(host))
+        except ValueError as error:
+            raise SystemExit(f"lahar webhook: --extra-host (or service name): {error}") from None
+    hosts = list(dict.fromkeys(hosts))
     certs = CertOptions(
-        hosts=hosts,
+        hosts=tuple(hosts),
         ca_validity=datetime.timedelta(seconds=_seconds("ca-validity", args.ca_validity)),
         cert_validity=datetime.timedelta(seconds=_seconds("cert-validity", args.cert_validity)),
         grace=datetime.timedelta(seconds=_seconds("trust-grace", args.trust_grace)),
@@ -124,7 +130,7 @@ def _first_certificate(tls: ServingCertificate) -> None:
         try:
             tls.install(tls.refresh())
             return
-        except (KubeError, OSError) as error:
+        except (KubeError, OSError, ValueError) as error:  # OSError: ssl.SSLError too
             log.warning("no certificate yet (%s); trying again in %.0f s", error, delay)
             time.sleep(delay)
             delay = min(delay * 2, 30.0)
@@ -135,15 +141,18 @@ def _run(args: argparse.Namespace) -> int:
     api = client_for(args.kubeconfig)
     with closing(api):
         tls = ServingCertificate(api, options)
-        _first_certificate(tls)
-        app = make_app(api, tls, WebhookOptions(scheduler_name=args.scheduler_name))
-        log.info("serving admission reviews over TLS on %s:%d", args.host, args.port)
-        web.run_app(
-            app,
-            host=args.host,
-            port=args.port,
-            ssl_context=tls.context,
-            print=None,
-            access_log=None,
-        )
+        try:
+            _first_certificate(tls)
+            app = make_app(api, tls, WebhookOptions(scheduler_name=args.scheduler_name))
+            log.info("serving admission reviews over TLS on %s:%d", args.host, args.port)
+            web.run_app(
+                app,
+                host=args.host,
+                port=args.port,
+                ssl_context=tls.context,
+                print=None,
+                access_log=None,
+            )
+        finally:
+            tls.close()
     return 0

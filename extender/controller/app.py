@@ -31,7 +31,7 @@ from prometheus_client import (
 
 from extender.api.batch import BATCH_API_VERSION, BUS_API_VERSION, Command, Job, JobPod
 from extender.api.scheduling import API_VERSION
-from extender.cache.informer import Informer, Kind
+from extender.cache.informer import Informers, Kind
 from extender.controller.leader import Elector, LeaseOptions
 from extender.controller.reconcile import Reconciler
 from extender.controller.store import JOB_POD_SELECTOR, JobStore, OwnedGroup
@@ -152,16 +152,14 @@ def _run(
     async def context(app: web.Application) -> AsyncIterator[None]:
         loop = asyncio.get_running_loop()
         store, runtime = app[STORE], app[RUNTIME]
-        informers = [Informer(api, kind, store, loop) for kind in (JOBS, PODS, GROUPS, COMMANDS)]
+        informers = Informers(api, store, loop, (JOBS, PODS, GROUPS, COMMANDS))
 
-        def one_synced() -> None:
-            if all(i.synced for i in informers):
-                log.info("cache synced: %d jobs", len(store.jobs))
-                runtime.synced.set()
+        def synced() -> None:
+            log.info("cache synced: %d jobs", len(store.jobs))
+            runtime.synced.set()
 
-        for informer in informers:
-            informer.on_synced = one_synced
-            informer.start()
+        informers.on_synced.append(synced)
+        informers.start()
         if options.lease is None:
             runtime.leading.set()
         else:
@@ -172,10 +170,7 @@ def _run(
         work.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await work
-        for informer in informers:
-            informer.request_stop()
-        for informer in informers:
-            await asyncio.to_thread(informer.stop)
+        await asyncio.to_thread(informers.stop)
 
     return context
 

@@ -17,13 +17,14 @@ import time
 
 from kubernetes import client as k8s
 
+from extender.admission.jobs import runnable_problems
 from extender.api.batch import Action, Command, Job, Phase
 from extender.controller import lifecycle
 from extender.controller.lifecycle import Plan
 from extender.controller.objects import build_pod_group, volume_claims
 from extender.controller.store import JobStore
 from extender.controller.writer import JobWriter, Writes
-from extender.jobplugins import PluginError, make_plugins
+from extender.jobplugins import make_plugins
 
 log = logging.getLogger(__name__)
 
@@ -31,22 +32,9 @@ GROUP_PHASES = (Phase.PENDING, Phase.RUNNING, Phase.RESTARTING)
 
 
 def problems(job: Job) -> list[str]:
-    """What makes the job impossible to run, each naming its field."""
-    found: list[str] = []
-    if not job.spec.tasks:
-        found.append("spec.tasks: a job needs at least one task")
-    seen: set[str] = set()
-    for index, task in enumerate(job.spec.tasks):
-        if not task.name:
-            found.append(f"spec.tasks[{index}].name: must not be empty")
-        elif task.name in seen:
-            found.append(f"spec.tasks[{index}].name: duplicate task name {task.name!r}")
-        seen.add(task.name)
-    try:
-        make_plugins(job.spec.plugins)
-    except PluginError as error:
-        found.append(str(error))
-    return found
+    """What makes the job impossible to run, each naming its field (the webhook's own rules: a
+    job gets here with them broken only if it was created without the webhook)."""
+    return [str(problem) for problem in runnable_problems(job)]
 
 
 class Reconciler:

@@ -74,10 +74,12 @@ def _binding(role: dict[str, Any], user: str) -> dict[str, Any]:
 
 
 def install_webhooks(kubeconfig: Path, manifests: Path, port: int) -> None:
-    """The webhook configurations, each webhook called at https://127.0.0.1:<port><its path>."""
+    """The webhook configurations (each webhook called at https://127.0.0.1:<port><its path>)
+    and the rest of the file (the certificates' Secret)."""
     with connect(kubeconfig) as api:
         for item in load_manifests(manifests / WEBHOOK_FILE):
-            apply_object(api, loopback_webhooks(item.body, port), source=item.source)
+            body = loopback_webhooks(item.body, port) if "webhooks" in item.body else item.body
+            apply_object(api, body, source=item.source)
 
 
 def loopback_webhooks(config: dict[str, Any], port: int) -> dict[str, Any]:

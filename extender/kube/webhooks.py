@@ -4,6 +4,7 @@ configurations (so the API server trusts the certificate the webhook serves)."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client as k8s
@@ -36,21 +37,23 @@ def write_secret(
     name: str,
     data: dict[str, bytes],
     *,
-    resource_version: str | None,
+    stored: dict[str, Any] | None,
     labels: dict[str, str],
 ) -> bool:
-    """Create the TLS Secret (no `resource_version`) or replace the one read at that version;
-    False when another writer got there first (it exists, or it changed): read it again."""
-    body: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "type": "kubernetes.io/tls",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "data": {key: base64.b64encode(value).decode() for key, value in data.items()},
-    }
-    if resource_version is None:
+    """Replace the data of the Secret as it was read (`stored`, at its resourceVersion; its type,
+    labels and annotations kept), or create it when there was none; False when another writer got
+    there first (it changed, or it exists now): read it again."""
+    encoded = {key: base64.b64encode(value).decode() for key, value in data.items()}
+    if stored is None:
+        body: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "Opaque",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "data": encoded,
+        }
         return writes.create(api, body)
-    body["metadata"]["resourceVersion"] = resource_version
+    body = {**stored, "apiVersion": "v1", "kind": "Secret", "data": encoded}
     try:
         writes.replace(api, body)
     except ApiStatusError as error:
@@ -60,16 +63,23 @@ def write_secret(
     return True
 
 
-def set_ca_bundle(api: k8s.ApiClient, kind: str, name: str, ca_pem: bytes) -> bool:
-    """Every webhook of the configuration trusts `ca_pem`; True when that changed it. A conflict
-    (someone changed it meanwhile) raises `ApiStatusError` 409: try again later."""
+def set_ca_bundle(
+    api: k8s.ApiClient, kind: str, name: str, bundle_for: Callable[[bytes], bytes]
+) -> bool:
+    """Every webhook of the configuration trusts `bundle_for(the CAs it trusts now)`; True when
+    that changed it. A conflict (someone changed it meanwhile) raises `ApiStatusError` 409: try
+    again later."""
     config = writes.get(api, ADMISSION_REGISTRATION, kind, "", name)
     if config is None:
         raise KubeError(f"{kind} {name} not found: apply Lahar's webhook configurations first")
-    encoded = base64.b64encode(ca_pem).decode()
     changed = False
     for hook in config.get("webhooks") or []:
         client = hook.setdefault("clientConfig", {})
+        try:
+            current = base64.b64decode(client.get("caBundle") or "", validate=True)
+        except (ValueError, TypeError):
+            current = b""
+        encoded = base64.b64encode(bundle_for(current)).decode()
         if client.get("caBundle") != encoded:
             client["caBundle"] = encoded
             changed = True

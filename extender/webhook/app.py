@@ -2,11 +2,14 @@
 `admission.admit.RULES`), probes and metrics, the informers the rules read, and the certificate
 keeper. All served over the one TLS listener.
 
-The handler is a thin adapter: bytes -> AdmissionReview -> rule -> AdmissionReview. What is not an
-AdmissionReview v1 (not JSON, nested too deep, no request uid, an unknown operation) is a 400 with
-the reason; a body over `MAX_BODY` is a 413 before it is read. A rule that raises (a bug) is
-logged with its traceback, counted as `error` and answered as a denial saying so, never a 500:
-the API server then reports Lahar's message instead of a failed call.
+The handler is a thin adapter: bytes -> AdmissionReview -> rule -> AdmissionReview, run in a
+worker thread (a large object must not stall the loop, its probes and other reviews), at most four
+at once (so at most four bodies are held). What is not an AdmissionReview v1 (not JSON, nested too
+deep, no request uid, an unknown operation) is a 400 with the reason; a body declared over
+`MAX_BODY` is a 413 before it is read (aiohttp stops reading an undeclared one there too). An
+object nested too deeply to compare is denied saying so; a rule that raises (a bug) is logged with
+its traceback, counted as `error` and answered as a denial saying so, never a 500: the API server
+then reports Lahar's message instead of a failed call.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from pydantic import ValidationError
 from extender.admission.admit import RULES, Outcome, Rule
 from extender.admission.problems import Problem, Verdict, from_validation
 from extender.api.admission import AdmissionReview, response
-from extender.cache.informer import Informer
+from extender.cache.informer import Informers
 from extender.webhook.store import GROUPS, QUEUES, WebhookStore
 from extender.webhook.tls import ServingCertificate
 
@@ -75,6 +78,8 @@ class Metrics:
 @dataclass
 class Runtime:
     synced: asyncio.Event = field(default_factory=asyncio.Event)
+    # Reviews read and checked at once: bounds memory (each body is at most MAX_BODY).
+    admitting: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(4))
 
 
 STORE: web.AppKey[WebhookStore] = web.AppKey("store", WebhookStore)
@@ -106,32 +111,61 @@ def make_app(
 def _handler(resource: str, rule: Rule) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def admit(request: web.Request) -> web.Response:
         started = time.perf_counter()
-        metrics = request.app[METRICS]
-        try:
-            review = _validated(_json(await request.read()))
-        except _BadReview as error:
-            metrics.admissions.labels(resource, "unknown", "bad_request").inc()
-            return web.Response(status=400, text=f"not an AdmissionReview v1: {error}\n")
-        operation = review.request.operation.value
-        try:
-            outcome = rule(review.request, request.app[STORE], request.app[OPTIONS].scheduler_name)
-        except Exception as error:  # a bug in a rule: say so, never a 500
-            log.exception("admission of %s %s failed", resource, review.request.name)
-            outcome, result = _bug(resource, error), "error"
-        else:
-            result = _result(outcome)
-        _log(review, resource, outcome)
-        metrics.admissions.labels(resource, operation, result).inc()
+        app = request.app
+        if (request.content_length or 0) > MAX_BODY:
+            app[METRICS].admissions.labels(resource, "unknown", "bad_request").inc()
+            return web.Response(status=413, text=f"the body is over {MAX_BODY} bytes\n")
+        async with app[RUNTIME].admitting:  # bounds the bodies held in memory at once
+            body = await request.read()
+            try:
+                answer, operation, result = await asyncio.to_thread(
+                    _answer, body, resource, rule, app[STORE], app[OPTIONS]
+                )
+            except _BadReview as error:
+                app[METRICS].admissions.labels(resource, "unknown", "bad_request").inc()
+                return web.Response(status=400, text=f"not an AdmissionReview v1: {error}\n")
+        app[METRICS].admissions.labels(resource, operation, result).inc()
+        app[METRICS].seconds.labels(resource).observe(time.perf_counter() - started)
+        return web.Response(body=answer, content_type="application/json")
+
+    return admit
+
+
+def _answer(
+    body: bytes, resource: str, rule: Rule, store: WebhookStore, options: WebhookOptions
+) -> tuple[bytes, str, str]:
+    """The AdmissionReview answering `body` (in a worker thread: a large object must not stall
+    the loop), the operation and the result for the metrics."""
+    review = _validated(_json(body))
+    request = review.request
+    try:
+        outcome = rule(request, store, options.scheduler_name)
+        result = _result(outcome)
         answer = response(
-            review.request.uid,
+            request.uid,
             denial=None if outcome.verdict.allowed else outcome.message,
             patch=list(outcome.verdict.patch),
             warnings=list(outcome.warnings),
         )
-        metrics.seconds.labels(resource).observe(time.perf_counter() - started)
-        return web.json_response(answer)
+        encoded = json.dumps(answer).encode()
+    except RecursionError:
+        outcome, result = _deep(resource, request.uid), "denied"
+        encoded = _denial(request.uid, outcome.message)
+    except Exception as error:  # a bug: say so, never a 500
+        log.exception("admission of %s %s failed", resource, request.name)
+        outcome, result = _bug(resource, error), "error"
+        encoded = _denial(request.uid, outcome.message)
+    _log(review, resource, outcome)
+    return encoded, request.operation.value, result
 
-    return admit
+
+def _denial(uid: str, message: str) -> bytes:
+    return json.dumps(response(uid, denial=message)).encode()
+
+
+def _deep(resource: str, uid: str) -> Outcome:
+    message = f"the {resource} object is nested too deeply to check"
+    return Outcome(Verdict((Problem("", message),)), message)
 
 
 class _BadReview(ValueError):
@@ -184,21 +218,16 @@ def _informers(api: k8s.ApiClient) -> Callable[[web.Application], AsyncIterator[
     async def context(app: web.Application) -> AsyncIterator[None]:
         loop = asyncio.get_running_loop()
         store, runtime = app[STORE], app[RUNTIME]
-        informers = [Informer(api, kind, store, loop) for kind in (QUEUES, GROUPS)]
+        informers = Informers(api, store, loop, (QUEUES, GROUPS))
 
-        def one_synced() -> None:
-            if all(i.synced for i in informers):
-                log.info("cache synced: %d queues", len(store.queues))
-                runtime.synced.set()
+        def synced() -> None:
+            log.info("cache synced: %d queues", len(store.queues))
+            runtime.synced.set()
 
-        for informer in informers:
-            informer.on_synced = one_synced
-            informer.start()
+        informers.on_synced.append(synced)
+        informers.start()
         yield
-        for informer in informers:
-            informer.request_stop()
-        for informer in informers:
-            await asyncio.to_thread(informer.stop)
+        await asyncio.to_thread(informers.stop)
 
     return context
 

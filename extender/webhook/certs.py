@@ -10,9 +10,10 @@ stored one is good. One step at a time, so no request is ever refused during a r
 2. the CA nears its end: a new CA joins `trusted` beside the old one; the serving certificate,
    signed by the old CA, stays (both are trusted);
 3. the serving certificate nears its end, does not name every host, or was signed by a CA other
-   than the current one once that CA has been trusted for `grace` (the time the API server needs
-   to see the new `caBundle`): a new serving certificate from the current CA (a certificate that
-   ends before the new CA settles is renewed at once: an expired one would fail every request);
+   than the current one: a new serving certificate from the current CA, naming the configured
+   hosts and every name the old one had. While a new CA has been trusted for less than `grace`
+   (the time the API server needs to see the new `caBundle`) the old CA's certificate is kept,
+   unless it would end first;
 4. CAs that have expired leave `trusted`.
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -32,6 +34,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 # Secret keys (type kubernetes.io/tls: tls.crt and tls.key are the serving pair).
 CA_CERT, CA_KEY, CERT, KEY, TRUSTED = "ca.crt", "ca.key", "tls.crt", "tls.key", "ca-bundle.crt"
 BACKDATE = datetime.timedelta(minutes=5)  # certificates start this early (clocks drift)
+_DNS_LABEL = re.compile(r"[a-z0-9*]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 @dataclass(frozen=True)
@@ -74,30 +77,32 @@ class Bundle:
             return None
         return bundle
 
-    @property
-    def expires(self) -> datetime.datetime:
-        """When the serving certificate ends."""
-        return x509.load_pem_x509_certificate(self.cert).not_valid_after_utc
-
 
 def plan(stored: Bundle | None, options: CertOptions, now: datetime.datetime) -> Bundle | None:
     """The next bundle to store (one rotation step), or None when `stored` needs nothing."""
     if stored is None:
         ca_cert, ca_key = _new_ca(options, now)
-        cert_pem, key_pem = _new_cert(ca_cert, ca_key, options, now)
+        cert_pem, key_pem = _new_cert(ca_cert, ca_key, options.hosts, options, now)
         return Bundle(ca_cert, ca_key, cert_pem, key_pem, trusted=ca_cert)
     ca = x509.load_pem_x509_certificate(stored.ca_cert)
     if _ending(ca, options, now):
         ca_cert, ca_key = _new_ca(options, now)
         return replace(stored, ca_cert=ca_cert, ca_key=ca_key, trusted=ca_cert + stored.trusted)
     cert = x509.load_pem_x509_certificate(stored.cert)
-    settled = now - (ca.not_valid_before_utc + BACKDATE) >= options.grace
-    if (
-        _ending(cert, options, now)
-        or not _names_all(cert, options.hosts)
-        or (cert.issuer != ca.subject and settled)
-    ):
-        new_cert, new_key = _new_cert(stored.ca_cert, stored.ca_key, options, now)
+    names = _names(cert)
+    settles = ca.not_valid_before_utc + BACKDATE + options.grace
+    foreign = cert.issuer != ca.subject
+    if foreign and now < settles:
+        # The API server may not trust the new CA yet: keep the old CA's certificate unless it
+        # ends first.
+        due = cert.not_valid_after_utc <= settles
+    else:
+        due = foreign or _ending(cert, options, now) or not set(options.hosts) <= set(names)
+    if due:
+        # Every name the certificate had stays: replicas configured with other names converge
+        # instead of replacing each other's certificate.
+        hosts = (*options.hosts, *(n for n in names if n not in options.hosts))
+        new_cert, new_key = _new_cert(stored.ca_cert, stored.ca_key, hosts, options, now)
         return replace(stored, cert=new_cert, key=new_key)
     trusted = [
         c for c in x509.load_pem_x509_certificates(stored.trusted) if c.not_valid_after_utc > now
@@ -113,14 +118,27 @@ def _ending(cert: x509.Certificate, options: CertOptions, now: datetime.datetime
     return cert.not_valid_after_utc - now <= life * options.renew_fraction
 
 
-def _names_all(cert: x509.Certificate, hosts: Sequence[str]) -> bool:
+def _names(cert: x509.Certificate) -> list[str]:
     try:
         names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
-        return False
-    have = {*names.get_values_for_type(x509.DNSName)}
-    have |= {str(ip) for ip in names.get_values_for_type(x509.IPAddress)}
-    return all(host in have for host in hosts)
+        return []
+    ips = [str(ip) for ip in names.get_values_for_type(x509.IPAddress)]
+    return [*names.get_values_for_type(x509.DNSName), *ips]
+
+
+def normal_host(host: str) -> str:
+    """`host` as the certificate names it (an IP address in its canonical form, a DNS name in
+    lower case); ValueError when it is neither."""
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        pass
+    name = host.lower()
+    labels = name.split(".")
+    if not name.isascii() or not all(_DNS_LABEL.fullmatch(label) for label in labels):
+        raise ValueError(f"{host!r} is neither an IP address nor a DNS name")
+    return name
 
 
 def _key() -> ec.EllipticCurvePrivateKey:
@@ -169,7 +187,11 @@ def _new_ca(options: CertOptions, now: datetime.datetime) -> tuple[bytes, bytes]
 
 
 def _new_cert(
-    ca_pem: bytes, ca_key_pem: bytes, options: CertOptions, now: datetime.datetime
+    ca_pem: bytes,
+    ca_key_pem: bytes,
+    hosts: Sequence[str],
+    options: CertOptions,
+    now: datetime.datetime,
 ) -> tuple[bytes, bytes]:
     ca = x509.load_pem_x509_certificate(ca_pem)
     ca_key = serialization.load_pem_private_key(ca_key_pem, password=None)
@@ -177,7 +199,7 @@ def _new_cert(
         raise ValueError("the webhook CA key is not an EC key")
     key = _key()
     sans: list[x509.GeneralName] = []
-    for host in options.hosts:
+    for host in hosts:
         try:
             sans.append(x509.IPAddress(ipaddress.ip_address(host)))
         except ValueError:
@@ -185,7 +207,7 @@ def _new_cert(
     not_after = min(now + options.cert_validity, ca.not_valid_after_utc)
     cert = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, options.hosts[0])]))
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
         .issuer_name(ca.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())

@@ -1,16 +1,39 @@
 """What the webhook's rules read from the cluster: the Queues, and which PodGroups name each
-queue. Filled by two informers on the event loop, read by the rules there too (a `QueueView`), so
-a rule never waits for the network. A PodGroup created moments ago may not be here yet: deleting
-its queue in that instant is the one race this accepts.
+queue. Filled by two informers on the event loop, read by the rules in worker threads (a
+`QueueView`; a lock keeps each read whole), so a rule never waits for the network. Of a PodGroup
+only its name and queue are decoded, so one whose other fields do not parse still holds its queue.
+A PodGroup created moments ago may not be here yet: deleting its queue in that instant is the one
+race this accepts.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from collections.abc import Sequence
 
-from extender.api.scheduling import API_VERSION, PodGroup, Queue
+from extender.api.objects import KubeModel, ObjectMeta
+from extender.api.scheduling import API_VERSION, DEFAULT_QUEUE, Queue
 from extender.cache.informer import Kind
+
+
+class _GroupSpec(KubeModel):
+    queue: str = ""
+
+
+class GroupRef(KubeModel):
+    """A PodGroup as the webhook needs it: which queue it names."""
+
+    metadata: ObjectMeta = ObjectMeta()
+    spec: _GroupSpec = _GroupSpec()
+
+    @property
+    def key(self) -> str:
+        return self.metadata.key
+
+    @property
+    def queue(self) -> str:
+        return self.spec.queue or DEFAULT_QUEUE
 
 
 class WebhookStore:
@@ -18,37 +41,52 @@ class WebhookStore:
         self.queues: dict[str, Queue] = {}
         self._group_queue: dict[str, str] = {}  # PodGroup key -> its queue
         self._by_queue: defaultdict[str, set[str]] = defaultdict(set)
+        self._lock = threading.Lock()
 
-    # -- QueueView ------------------------------------------------------------------------------
+    # -- QueueView (any thread) -----------------------------------------------------------------
 
     def queue(self, name: str) -> Queue | None:
-        return self.queues.get(name)
+        with self._lock:
+            return self.queues.get(name)
 
     def pod_groups_in(self, queue: str) -> Sequence[str]:
-        return sorted(self._by_queue.get(queue, ()))
+        with self._lock:
+            return sorted(self._by_queue.get(queue, ()))
 
-    # -- informer callbacks ---------------------------------------------------------------------
+    # -- informer callbacks (on the loop) -------------------------------------------------------
 
     def replace_queues(self, queues: list[Queue]) -> None:
-        self.queues = {q.metadata.name: q for q in queues}
+        with self._lock:
+            self.queues = {q.metadata.name: q for q in queues}
 
     def upsert_queue(self, queue: Queue) -> None:
-        self.queues[queue.metadata.name] = queue
+        with self._lock:
+            self.queues[queue.metadata.name] = queue
 
     def delete_queue(self, queue: Queue) -> None:
-        self.queues.pop(queue.metadata.name, None)
+        with self._lock:
+            self.queues.pop(queue.metadata.name, None)
 
-    def replace_groups(self, groups: list[PodGroup]) -> None:
-        self._group_queue, self._by_queue = {}, defaultdict(set)
-        for group in groups:
-            self.upsert_group(group)
+    def replace_groups(self, groups: list[GroupRef]) -> None:
+        with self._lock:
+            self._group_queue, self._by_queue = {}, defaultdict(set)
+            for group in groups:
+                self._add(group)
 
-    def upsert_group(self, group: PodGroup) -> None:
-        self.delete_group(group)
+    def upsert_group(self, group: GroupRef) -> None:
+        with self._lock:
+            self._remove(group)
+            self._add(group)
+
+    def delete_group(self, group: GroupRef) -> None:
+        with self._lock:
+            self._remove(group)
+
+    def _add(self, group: GroupRef) -> None:
         self._group_queue[group.key] = group.queue
         self._by_queue[group.queue].add(group.key)
 
-    def delete_group(self, group: PodGroup) -> None:
+    def _remove(self, group: GroupRef) -> None:
         queue = self._group_queue.pop(group.key, None)
         if queue is not None:
             members = self._by_queue[queue]
@@ -65,10 +103,10 @@ QUEUES: Kind[WebhookStore, Queue] = Kind(
     WebhookStore.upsert_queue,
     WebhookStore.delete_queue,
 )
-GROUPS: Kind[WebhookStore, PodGroup] = Kind(
+GROUPS: Kind[WebhookStore, GroupRef] = Kind(
     "podgroups",
     f"/apis/{API_VERSION}/podgroups",
-    PodGroup,
+    GroupRef,
     WebhookStore.replace_groups,
     WebhookStore.upsert_group,
     WebhookStore.delete_group,

@@ -5,9 +5,11 @@ cert-manager rewrites a mounted Secret).
 
 `refresh` does the I/O (in a thread): read the Secret, store the next rotation step if one is due
 (a replica that loses the race reads the winner's), publish the trusted CAs, and return the pair to
-serve. `install` runs on the event loop: it loads the pair into the one `SSLContext` the server
-was started with, so new connections get the new certificate and open ones finish on the old;
-no request is dropped.
+serve. `install` runs on the event loop: it tries the pair in a scratch context, then loads it
+into the one `SSLContext` the server was started with, so new connections get the new certificate
+and open ones finish on the old; a pair that does not load is refused and the old one served.
+The caBundle published keeps every unexpired CA the configurations already trust, so a replica
+that read an older Secret never takes away a CA a newer one added.
 """
 
 from __future__ import annotations
@@ -15,14 +17,17 @@ from __future__ import annotations
 import datetime
 import logging
 import os
+import shutil
 import ssl
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 from kubernetes import client as k8s
 
+from extender.kube import KubeError
 from extender.kube.webhooks import read_secret, secret_data, set_ca_bundle, write_secret
 from extender.webhook.certs import Bundle, CertOptions, plan
 
@@ -60,9 +65,7 @@ class ServingCertificate:
         self.context.minimum_version = ssl.TLSVersion.TLSv1_2
         self.serving: Pair | None = None
         self.published = False  # the caBundle the configurations carry is this webhook's
-        self.rotations = 0
-        self._folder = Path(tempfile.mkdtemp(prefix="lahar-webhook-"))
-        self._file_stamp: tuple[float, float] | None = None
+        self._folder = Path(tempfile.mkdtemp(prefix="lahar-webhook-"))  # 0700, keys in it 0600
 
     def refresh(self) -> Pair:
         """The pair to serve now, after one rotation step if one is due (blocking I/O)."""
@@ -87,34 +90,42 @@ class ServingCertificate:
             if following is None and stored is not None:
                 return stored
             assert following is not None
-            version = (secret or {}).get("metadata", {}).get("resourceVersion")
             if write_secret(
-                self.api,
-                namespace,
-                name,
-                following.to_data(),
-                resource_version=version,
-                labels=LABELS,
+                self.api, namespace, name, following.to_data(), stored=secret, labels=LABELS
             ):
-                self.rotations += 1
                 log.info(
                     "certificate Secret %s/%s written: serving certificate until %s",
                     namespace,
                     name,
-                    following.expires.isoformat(),
+                    Pair(following.cert, following.key).expires.isoformat(),
                 )
                 return following
             log.info("certificate Secret changed by another replica; reading it again")
-        raise RuntimeError("the certificate Secret kept changing under this replica")
+        raise KubeError(
+            f"the certificate Secret {namespace}/{name} kept changing under this replica"
+        )
 
-    def _publish(self, ca_pem: bytes) -> None:
+    def _publish(self, trusted: bytes) -> None:
+        """Publish `trusted` as the configurations' caBundle, keeping any unexpired CA they carry
+        already: a replica that read an older Secret never takes away a CA a newer one added."""
+
+        def bundle_for(current: bytes) -> bytes:
+            ours = x509.load_pem_x509_certificates(trusted)
+            now = datetime.datetime.now(datetime.UTC)
+            kept = [
+                c for c in _certificates(current) if c not in ours and c.not_valid_after_utc > now
+            ]
+            return b"".join(c.public_bytes(serialization.Encoding.PEM) for c in [*ours, *kept])
+
         for kind, name in self.options.configurations:
-            if set_ca_bundle(self.api, kind, name, ca_pem):
+            if set_ca_bundle(self.api, kind, name, bundle_for):
                 log.info("%s %s: caBundle set to this webhook's CAs", kind, name)
         self.published = True
 
     def install(self, pair: Pair) -> bool:
-        """Serve `pair` from now on (on the event loop); True when it changed."""
+        """Serve `pair` from now on (on the event loop); True when it changed. A pair that does
+        not load (a key that does not match, a file half written) raises `ssl.SSLError` and
+        leaves the served one untouched."""
         if pair == self.serving:
             return False
         cert, key = self._folder / "tls.crt", self._folder / "tls.key"
@@ -123,7 +134,19 @@ class ServingCertificate:
             temporary.touch(mode=0o600)
             temporary.write_bytes(data)
             os.replace(temporary, path)
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key)  # a trial first
         self.context.load_cert_chain(cert, key)
         self.serving = pair
         log.info("serving a certificate valid until %s", pair.expires.isoformat())
         return True
+
+    def close(self) -> None:
+        """Remove the files the keys were written to."""
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+
+def _certificates(pem: bytes) -> list[x509.Certificate]:
+    try:
+        return x509.load_pem_x509_certificates(pem)
+    except ValueError:
+        return []

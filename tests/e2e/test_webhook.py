@@ -152,8 +152,18 @@ def test_a_podgroup_needs_an_open_queue(
 def test_with_the_webhook_stopped_pods_still_schedule(
     api: k8s.ApiClient, namespace: str, dev_cluster: devcluster.DevCluster
 ) -> None:
+    create(api, make_job("kept").ns(namespace).task("worker", 1).build())
     dev_cluster.stop_component(WEBHOOK)
     try:
+        # A change that leaves the spec alone (labels; the garbage collector's finalizers)
+        # never calls the webhook (matchConditions)...
+        path = f"/apis/{BATCH_API_VERSION}/namespaces/{namespace}/jobs/kept"
+        labels = {"metadata": {"labels": {"team": "ml"}}}
+        send(api, "PATCH", path, body=labels, content_type="application/merge-patch+json").read()
+        # ...while a change of spec waits for it.
+        scale = {"spec": {"minAvailable": 0}}
+        with pytest.raises(ApiStatusError, match="failed calling webhook"):
+            send(api, "PATCH", path, body=scale, content_type="application/merge-patch+json")
         for name, scheduler in (("plain", "default-scheduler"), ("lahar", "lahar")):
             create(api, make_pod(name).ns(namespace).scheduler(scheduler).cpu("100m").build())
         for name in ("plain", "lahar"):

@@ -11,7 +11,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extender.admission.job_defaults import job_defaults
+from extender.admission.job_defaults import defaulted_spec, job_defaults
 from extender.admission.jobs import parse_job
 from tests.builders import JobBuilder, make_job
 from tests.unit.admission.helpers import apply_patch
@@ -76,11 +76,11 @@ def test_a_complete_job_gets_no_patch() -> None:
             .set("spec.tasks[0].template.spec.dnsPolicy", ""),
             [add("/spec/tasks/0/template/spec/dnsPolicy", "ClusterFirstWithHostNet")],
         ),
-        (complete().plugin("tensorflow"), [add("/spec/plugins/svc", [])]),
         (complete().plugin("pytorch"), [add("/spec/plugins/svc", [])]),
-        (complete().plugin("mpi"), [add("/spec/plugins/ssh", []), add("/spec/plugins/svc", [])]),
-        (complete().plugin("mpi").plugin("ssh"), [add("/spec/plugins/svc", [])]),
-        (complete().plugin("mpi").plugin("svc"), [add("/spec/plugins/ssh", [])]),
+        (complete().plugin("pytorch").plugin("env"), [add("/spec/plugins/svc", [])]),
+        # Lahar has no tensorflow or mpi plugin (the rules refuse them): nothing to add for them.
+        (complete().plugin("tensorflow"), []),
+        (complete().plugin("mpi"), []),
     ],
     ids=[
         "queue-empty",
@@ -97,11 +97,10 @@ def test_a_complete_job_gets_no_patch() -> None:
         "min-available-missing",
         "host-network",
         "host-network-empty-dns-policy",
-        "tensorflow-svc",
         "pytorch-svc",
-        "mpi-svc-ssh",
-        "mpi-has-ssh",
-        "mpi-has-svc",
+        "pytorch-env-svc",
+        "tensorflow-nothing",
+        "mpi-nothing",
     ],
 )
 def test_each_default_alone(builder: JobBuilder, expected: list[dict[str, Any]]) -> None:
@@ -117,8 +116,8 @@ def test_each_default_alone(builder: JobBuilder, expected: list[dict[str, Any]])
         complete()
         .set("spec.tasks[0].template.spec.hostNetwork", True)
         .set("spec.tasks[0].template.spec.dnsPolicy", "Default"),
-        complete().plugin("tensorflow").plugin("svc", "--disable-network-policy"),
-        complete().plugin("mpi").plugin("svc").plugin("ssh"),
+        complete().plugin("pytorch").plugin("svc", "--disable-network-policy"),
+        complete().plugin("pytorch").plugin("svc").plugin("ssh"),
         complete().plugin("env"),
         complete().set("spec.plugins", {}),
         complete().unset("spec.tasks[0].template"),
@@ -129,7 +128,7 @@ def test_each_default_alone(builder: JobBuilder, expected: list[dict[str, Any]])
         "host-network-false",
         "dns-policy-given",
         "svc-present",
-        "mpi-complete",
+        "pytorch-complete",
         "env-only",
         "empty-plugins",
         "no-template",
@@ -157,7 +156,7 @@ def test_a_bare_job_gets_every_default_in_order() -> None:
         make_job("tf")
         .task("", 2)
         .task("w", 3, min_available=1)
-        .plugin("mpi")
+        .plugin("pytorch")
         .set("spec.tasks[0].template.spec.hostNetwork", True)
     )
     assert defaults(builder) == [
@@ -168,7 +167,6 @@ def test_a_bare_job_gets_every_default_in_order() -> None:
         add("/spec/tasks/0/minAvailable", 2),
         add("/spec/tasks/0/template/spec/dnsPolicy", "ClusterFirstWithHostNet"),
         add("/spec/minAvailable", 3),
-        add("/spec/plugins/ssh", []),
         add("/spec/plugins/svc", []),
     ]
 
@@ -288,3 +286,21 @@ def _without_defaulted(body: dict[str, Any]) -> dict[str, Any]:
         task.pop("minAvailable", None)
         task["template"]["spec"].pop("dnsPolicy", None)
     return stripped
+
+
+def test_numbers_beyond_int32_get_no_derived_default() -> None:
+    # Eleven tasks of 4,300 nines once summed to a number JSON could not even encode.
+    builder = make_job("big").task("a", 10**4000).task("b", 10**4000).queue("q").max_retry(3)
+    assert defaults(builder, scheduler="") == []
+
+
+def test_defaults_copy_only_their_path_so_deep_objects_are_never_walked() -> None:
+    deep: Any = {}
+    for _ in range(5_000):
+        deep = {"x": deep}
+    job = make_job("deep").task("", 1).build()
+    job["spec"]["tasks"][0]["template"]["spec"]["extra"] = deep
+    spec = defaulted_spec(job, SCHEDULER)
+    assert spec["tasks"][0]["name"] == "default0"
+    assert spec["tasks"][0]["template"]["spec"]["extra"] is deep  # shared, not copied
+    assert "name" not in job["spec"]["tasks"][0] or job["spec"]["tasks"][0]["name"] == ""

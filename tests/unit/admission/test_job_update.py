@@ -160,7 +160,7 @@ def test_a_task_added_is_named_once_not_per_field() -> None:
     [
         (
             tf().set("spec.tasks[1].replicas", 2**40),
-            {"spec.tasks[1].replicas": "must be at most 2147483647"},
+            {"spec.tasks[1].replicas": "must be from 0 to 2147483647, got 1099511627776"},
         ),
         (
             tf().set("spec.tasks[1].minAvailable", 3),
@@ -236,3 +236,26 @@ def test_a_job_stored_without_defaults_can_still_be_scaled() -> None:
     job, problems = parse_job(new)
     assert job is not None and problems == []
     assert check_update(old, new, job, "lahar") == []
+
+
+def test_an_update_that_keeps_the_spec_or_a_job_being_deleted_is_left_alone() -> None:
+    """The garbage collector removing a finalizer must never be refused, even for a job the
+    rules would refuse now."""
+    old = make_job("j").task("Bad_Name", 1).build()
+    relabelled = make_job("j").task("Bad_Name", 1).build()
+    relabelled["metadata"]["labels"] = {"team": "ml"}
+    job, _ = parse_job(relabelled)
+    assert job is not None and check_update(old, relabelled, job) == []
+    deleting = make_job("j").task("Bad_Name", 2).build()
+    deleting["metadata"]["deletionTimestamp"] = "2026-11-23T15:00:00Z"
+    job, _ = parse_job(deleting)
+    assert job is not None and check_update(old, deleting, job) == []
+
+
+def test_scaling_up_rechecks_the_pod_names_it_makes() -> None:
+    name = "j" * 55  # svc: j...j-w-9 is 59 characters, j...j-w-999999 is 64
+    old = make_job(name).task("w", 10).plugin("svc").build()
+    new = make_job(name).task("w", 1_000_000).plugin("svc").build()
+    job, _ = parse_job(new)
+    assert job is not None
+    assert [p.path for p in check_update(old, new, job)] == ["spec.tasks[0].name"]

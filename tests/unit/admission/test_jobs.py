@@ -140,7 +140,7 @@ def test_good_jobs(builder: JobBuilder) -> None:
             make_job("a").task("w").min_available(2**40),
             {
                 "spec.minAvailable": (
-                    "1099511627776 is more than the tasks' 1 replicas | must be from 0"
+                    "must be from 0 to 2147483647, got 1099511627776 | 1099511627776 is more"
                 )
             },
         ),
@@ -441,12 +441,12 @@ def test_all_problems_are_reported_at_once() -> None:
         .queue("closed")  # 5: closed queue
     )
     problems, _ = check(builder)
-    assert [p.path for p in problems] == [
-        "spec.tasks[0].minAvailable",
-        "spec.tasks[1].name",
+    assert sorted(p.path for p in problems) == [
         "spec.maxRetry",
         "spec.plugins.horovod",
         "spec.queue",
+        "spec.tasks[0].minAvailable",
+        "spec.tasks[1].name",
     ]
 
 

@@ -1,4 +1,5 @@
-"""Reconcile: what makes a job impossible to run, and how the pods are seen before planning."""
+"""Reconcile: what makes a job impossible to run (the webhook's own rules, for a job created
+without it), and how the pods are seen before planning."""
 
 from __future__ import annotations
 
@@ -13,15 +14,15 @@ from tests.builders import JobBuilder, make_job, make_job_pod
     ("job", "expected"),
     [
         (make_job("j").task("a", 1).task("b", 2).plugin("env").plugin("svc"), []),
-        (make_job("j"), ["spec.tasks: a job needs at least one task"]),
-        (make_job("j").task("a", 1).task("", 1), ["spec.tasks[1].name: must not be empty"]),
+        (make_job("j"), ["spec.tasks: required: at least one task"]),
+        (make_job("j").task("a", 1).task("", 1), ["spec.tasks[1].name: required"]),
         (
             make_job("j").task("a", 1).task("b", 1).task("a", 1),
-            ["spec.tasks[2].name: duplicate task name 'a'"],
+            ["spec.tasks[2].name: a is the name of spec.tasks[0] too"],
         ),
         (
             make_job("j").task("", 1).task("", 1),
-            ["spec.tasks[0].name: must not be empty", "spec.tasks[1].name: must not be empty"],
+            ["spec.tasks[0].name: required", "spec.tasks[1].name: required"],
         ),
         (
             make_job("j").task("a", 1).plugin("env").plugin("horovod"),
@@ -33,7 +34,7 @@ from tests.builders import JobBuilder, make_job, make_job_pod
         ),
         (
             make_job("j").plugin("nope"),
-            ["spec.tasks: a job needs at least one task", "spec.plugins.nope: unknown plugin"],
+            ["spec.tasks: required: at least one task", "spec.plugins.nope: unknown plugin"],
         ),
     ],
     ids=[

@@ -7,9 +7,10 @@ import ssl
 import tempfile
 from pathlib import Path
 
+import pytest
 from cryptography import x509
 
-from extender.webhook.certs import Bundle, CertOptions, plan
+from extender.webhook.certs import Bundle, CertOptions, normal_host, plan
 
 T0 = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 DAY = datetime.timedelta(days=1)
@@ -121,3 +122,38 @@ def test_python_ssl_serves_the_pair() -> None:
         cert.write_bytes(bundle.cert)
         key.write_bytes(bundle.key)
         ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+
+
+def test_a_certificate_from_a_new_ca_waits_for_the_grace_even_when_the_old_one_is_ending() -> None:
+    """Both lifetimes 30 days: the serving certificate is capped at the old CA's end, so it is
+    'ending' exactly when the CA rotates; it must not be signed by the new CA before the grace."""
+    short = CertOptions(hosts=OPTIONS.hosts, ca_validity=30 * DAY, cert_validity=30 * DAY)
+    bundle = plan(None, short, T0)
+    assert bundle is not None
+    at = T0 + 21 * DAY
+    rotated = plan(bundle, short, at)  # the CA rotates first
+    assert rotated is not None and rotated.ca_cert != bundle.ca_cert
+    early = plan(rotated, short, at + datetime.timedelta(seconds=30))
+    assert early is None  # the old CA's certificate still has 9 days: wait out the grace
+    settled = plan(rotated, short, at + datetime.timedelta(minutes=3))
+    assert settled is not None
+    _cert(settled.cert).verify_directly_issued_by(_cert(settled.ca_cert))
+
+
+def test_hosts_are_compared_in_canonical_form_so_nothing_rotates_forever() -> None:
+    hosts = tuple(normal_host(h) for h in ("0:0::1", "Lahar-Webhook.lahar-system.SVC"))
+    options = CertOptions(hosts=hosts, ca_validity=300 * DAY)
+    bundle = _step(None, T0)
+    bundle = plan(bundle, options, T0)  # names added
+    assert bundle is not None and plan(bundle, options, T0) is None
+    with pytest.raises(ValueError, match="neither an IP address nor a DNS name"):
+        normal_host("bad host!")
+
+
+def test_names_a_certificate_had_are_kept_so_replicas_converge() -> None:
+    one = CertOptions(hosts=("a.svc",), ca_validity=300 * DAY)
+    other = CertOptions(hosts=("b.svc",), ca_validity=300 * DAY)
+    bundle = _step(None, T0)
+    bundle = plan(bundle, one, T0) or bundle
+    bundle = plan(bundle, other, T0) or bundle
+    assert plan(bundle, one, T0) is None and plan(bundle, other, T0) is None

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from extender.webhook.store import WebhookStore
+from extender.webhook.store import GroupRef, WebhookStore
 from tests.builders import make_group, make_queue
 
 
 def test_pod_groups_follow_their_queue_through_moves_and_deletes() -> None:
     store = WebhookStore()
     store.replace_queues([make_queue("a").model(), make_queue("b").state("Closed").model()])
-    store.replace_groups(
-        [make_group("g1").ns("x").queue("a").model(), make_group("g2").ns("y").queue("a").model()]
-    )
+    store.replace_groups([_ref("g1", "x", "a"), _ref("g2", "y", "a")])
     assert store.pod_groups_in("a") == ["x/g1", "y/g2"]
-    store.upsert_group(make_group("g1").ns("x").queue("b").model())  # moved
+    store.upsert_group(_ref("g1", "x", "b"))  # moved
     assert store.pod_groups_in("a") == ["y/g2"] and store.pod_groups_in("b") == ["x/g1"]
-    store.delete_group(make_group("g2").ns("y").queue("a").model())
+    store.delete_group(_ref("g2", "y", "a"))
     assert store.pod_groups_in("a") == []
     queue = store.queue("b")
     assert queue is not None and not queue.open
@@ -25,6 +23,17 @@ def test_pod_groups_follow_their_queue_through_moves_and_deletes() -> None:
 
 def test_a_relist_replaces_everything() -> None:
     store = WebhookStore()
-    store.upsert_group(make_group("old").ns("x").queue("a").model())
-    store.replace_groups([make_group("new").ns("x").queue("c").model()])
+    store.upsert_group(_ref("old", "x", "a"))
+    store.replace_groups([_ref("new", "x", "c")])
     assert store.pod_groups_in("a") == [] and store.pod_groups_in("c") == ["x/new"]
+
+
+def test_a_pod_group_whose_other_fields_do_not_parse_still_holds_its_queue() -> None:
+    body = make_group("odd").ns("x").queue("a").min_resources(cpu="lots").build()
+    store = WebhookStore()
+    store.upsert_group(GroupRef.model_validate(body))
+    assert store.pod_groups_in("a") == ["x/odd"]
+
+
+def _ref(name: str, namespace: str, queue: str) -> GroupRef:
+    return GroupRef.model_validate(make_group(name).ns(namespace).queue(queue).build())
