@@ -7,9 +7,10 @@ import copy
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from extender.admission.jobs import check_job, parse_job
 from extender.admission.problems import Problem
 from extender.api.scheduling import Queue
-from tests.builders import QueueBuilder, make_queue
+from tests.builders import JobBuilder, QueueBuilder, make_job, make_queue
 
 
 class Queues:
@@ -83,3 +84,20 @@ def apply_patch(obj: dict[str, Any], patch: Iterable[dict[str, Any]]) -> dict[st
 
 def _unescape(token: str) -> str:
     return token.replace("~1", "/").replace("~0", "~")
+
+
+def tf() -> JobBuilder:
+    """A good job: `ps` (1) and `worker` (2), in the default queue."""
+    return make_job("tf").task("ps").task("worker", 2)
+
+
+def check(builder: JobBuilder, view: Queues | None = None) -> tuple[list[Problem], list[str]]:
+    """The CREATE rules' problems and warnings for the job (which must read)."""
+    job, problems = parse_job(builder.build())
+    assert job is not None, problems
+    warnings: list[str] = []
+    return check_job(job, view or cluster_queues(), warnings), warnings
+
+
+def problems_of(builder: JobBuilder, view: Queues | None = None) -> dict[str, str]:
+    return by_path(check(builder, view)[0])
