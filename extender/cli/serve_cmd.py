@@ -15,6 +15,7 @@ from extender.framework.policy import load_policy
 from extender.kube import client_for
 from extender.plugins import REGISTRY
 from extender.server.app import make_app
+from extender.server.tls import ServerTls, TlsFiles
 
 log = logging.getLogger("extender.serve")
 DEFAULT_POLICY = Path("/etc/lahar/policy/lahar.yaml")
@@ -31,7 +32,32 @@ def register(commands: Any) -> None:
         default=None,
         help=f"Lahar's policy file (default: policy/lahar.yaml here, else {DEFAULT_POLICY})",
     )
+    parser.add_argument(
+        "--tls-cert-file", type=Path, help="serve HTTPS with this certificate (PEM)"
+    )
+    parser.add_argument("--tls-key-file", type=Path, help="and this key (PEM)")
+    parser.add_argument(
+        "--client-ca-file",
+        type=Path,
+        help="with HTTPS: verb calls must carry a client certificate this CA signed (mTLS with "
+        "kube-scheduler's extender tlsConfig); probes and /metrics need none",
+    )
     parser.set_defaults(run=_serve)
+
+
+def _tls(args: argparse.Namespace) -> ServerTls | None:
+    if args.tls_cert_file is None and args.tls_key_file is None:
+        if args.client_ca_file is not None:
+            raise SystemExit(
+                "lahar serve: --client-ca-file needs --tls-cert-file and --tls-key-file"
+            )
+        return None
+    if args.tls_cert_file is None or args.tls_key_file is None:
+        raise SystemExit("lahar serve: give both --tls-cert-file and --tls-key-file")
+    try:
+        return ServerTls(TlsFiles(args.tls_cert_file, args.tls_key_file, args.client_ca_file))
+    except (OSError, ValueError) as error:  # ssl.SSLError is an OSError
+        raise SystemExit(f"lahar serve: the TLS files do not load: {error}") from None
 
 
 def default_policy() -> Path:
@@ -42,11 +68,20 @@ def default_policy() -> Path:
 def _serve(args: argparse.Namespace) -> int:
     policy_path = args.policy or default_policy()
     policy = load_policy(policy_path, REGISTRY)
+    tls = _tls(args)
     api = client_for(args.kubeconfig)
-    app = make_app(policy, api=api)
+    app = make_app(policy, api=api, tls=tls)
     plugins = ", ".join(p.name for p in policy.plugins)
     log.info("policy %s: plugins %s", policy_path, plugins)
-    log.info("serving the extender on %s:%d", args.host, args.port)
+    scheme = "HTTP" if tls is None else "HTTPS"
+    log.info("serving the extender over %s on %s:%d", scheme, args.host, args.port)
     with closing(api):
-        web.run_app(app, host=args.host, port=args.port, print=None, access_log=None)
+        web.run_app(
+            app,
+            host=args.host,
+            port=args.port,
+            ssl_context=None if tls is None else tls.context,
+            print=None,
+            access_log=None,
+        )
     return 0

@@ -310,11 +310,11 @@ def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
     health.wait_healthy(kwok, f"http://127.0.0.1:{port['kwok']}/healthz", timeout=timeout)
     lahar.install_crds(starter.state.kubeconfig, manifests_dir(), starter.options.ready_timeout)
     if options.with_lahar:
-        _start_lahar(starter, kubeconfigs)
+        _start_lahar(starter, kubeconfigs, keys)
     _prepare_workloads(starter)
 
 
-def _start_lahar(starter: _Starter, kubeconfigs: dict[str, Path]) -> None:
+def _start_lahar(starter: _Starter, kubeconfigs: dict[str, Path], keys: pki.Pki) -> None:
     options, state, binaries = starter.options, starter.state, starter.binaries
     policies = options.lahar_policy_dir or policy_dir()
     port = state.ports
@@ -330,18 +330,21 @@ def _start_lahar(starter: _Starter, kubeconfigs: dict[str, Path]) -> None:
     lahar.wait_ready(webhook, port["lahar-webhook"], options.ready_timeout, tls=True)
     extender = starter.start(
         "lahar",
-        lahar.extender_argv(kubeconfigs[pki.EXTENDER_USER], policies / "lahar.yaml", port["lahar"]),
+        lahar.extender_argv(
+            kubeconfigs[pki.EXTENDER_USER], policies / "lahar.yaml", port["lahar"], keys
+        ),
     )
     controller = starter.start(
         "lahar-controller",
         lahar.controller_argv(kubeconfigs[pki.CONTROLLER_USER], port["lahar-controller"]),
     )
-    lahar.wait_ready(extender, port["lahar"], options.ready_timeout)
+    lahar.wait_ready(extender, port["lahar"], options.ready_timeout, tls=True)
     lahar.wait_ready(controller, port["lahar-controller"], options.ready_timeout)
     config = lahar.scheduler_config(
         policies / "kube-scheduler-config.yaml",
         kubeconfigs["system:kube-scheduler"],
         port["lahar"],
+        keys,
     )
     config_path = configs.write_yaml(options.state_dir / "lahar-scheduler-config.yaml", [config])
     scheduler = starter.start(

@@ -19,7 +19,7 @@ from typing import Any
 
 from extender.devcluster import configs, health
 from extender.devcluster.errors import DevClusterError
-from extender.devcluster.pki import CONTROLLER_USER, EXTENDER_USER, WEBHOOK_USER
+from extender.devcluster.pki import CONTROLLER_USER, EXTENDER_USER, WEBHOOK_USER, Pki
 from extender.devcluster.process import ProcessRecord
 from extender.kube import apply_object, connect, load_manifests, wait_established
 
@@ -123,7 +123,8 @@ def controller_argv(kubeconfig: Path, port: int) -> list[str]:
     ]
 
 
-def extender_argv(kubeconfig: Path, policy: Path, port: int) -> list[str]:
+def extender_argv(kubeconfig: Path, policy: Path, port: int, keys: Pki) -> list[str]:
+    """`lahar serve` over HTTPS, verb calls only from a client the cluster CA certified (mTLS)."""
     return [
         sys.executable,
         "-m",
@@ -133,17 +134,35 @@ def extender_argv(kubeconfig: Path, policy: Path, port: int) -> list[str]:
         f"--policy={policy}",
         "--host=127.0.0.1",
         f"--port={port}",
+        f"--tls-cert-file={keys.extender_cert}",
+        f"--tls-key-file={keys.extender_key}",
+        f"--client-ca-file={keys.ca_cert}",
     ]
 
 
-def scheduler_config(policy: Path, kubeconfig: Path, extender_port: int) -> dict[str, Any]:
-    """Lahar's KubeSchedulerConfiguration for this cluster: its kubeconfig, the extender's port."""
+def scheduler_config(
+    policy: Path, kubeconfig: Path, extender_port: int, keys: Pki
+) -> dict[str, Any]:
+    """Lahar's KubeSchedulerConfiguration for this cluster: its kubeconfig, and the extender at
+    its port over mutual TLS (`enableHTTPS`, `tlsConfig` with the scheduler's client certificate
+    and the CA the extender's certificate is checked against)."""
     config = configs.scheduler_config_for_cluster(configs.load_scheduler_config(policy), kubeconfig)
     extenders = config.get("extenders") or []
     if not extenders:
         raise DevClusterError(f"scheduler config {policy}: field extenders is empty")
+    tls = {
+        "certFile": str(keys.scheduler_client_cert),
+        "keyFile": str(keys.scheduler_client_key),
+        "caFile": str(keys.ca_cert),
+    }
     config["extenders"] = [
-        {**extender, "urlPrefix": f"http://127.0.0.1:{extender_port}"} for extender in extenders
+        {
+            **extender,
+            "urlPrefix": f"https://127.0.0.1:{extender_port}",
+            "enableHTTPS": True,
+            "tlsConfig": tls,
+        }
+        for extender in extenders
     ]
     return config
 

@@ -70,6 +70,24 @@ class Pki:
         return self.folder / "apiserver.key"
 
     @property
+    def extender_cert(self) -> Path:
+        """The extender's HTTPS certificate (127.0.0.1, localhost)."""
+        return self.folder / "lahar-extender.crt"
+
+    @property
+    def extender_key(self) -> Path:
+        return self.folder / "lahar-extender.key"
+
+    @property
+    def scheduler_client_cert(self) -> Path:
+        """Lahar's kube-scheduler authenticates to the extender with this (mTLS)."""
+        return self.folder / "lahar-scheduler-client.crt"
+
+    @property
+    def scheduler_client_key(self) -> Path:
+        return self.folder / "lahar-scheduler-client.key"
+
+    @property
     def service_account_key(self) -> Path:
         return self.folder / "sa.key"
 
@@ -132,7 +150,11 @@ def make_serving_cert(
     common_name: str,
     dns_names: tuple[str, ...],
     ip_addresses: tuple[str, ...],
+    *,
+    client: bool = False,
 ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """A leaf certificate signed by `ca`: for a server (these names), or with `client` for a
+    client authenticating as `common_name`."""
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
     alt_names: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
@@ -147,14 +169,20 @@ def make_serving_cert(
         .not_valid_after(now + VALIDITY)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.ExtendedKeyUsage(
+                [ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH]
+            ),
+            critical=False,
+        )
         .sign(ca_key, hashes.SHA256())
     )
     return cert, key
 
 
 def write_pki(folder: Path) -> Pki:
-    """Create the CA, the API server's certificate, the service-account key and the tokens."""
+    """Create the CA, the API server's certificate, the extender's (HTTPS) and the client
+    certificate Lahar's kube-scheduler calls it with, the service-account key and the tokens."""
     folder.mkdir(parents=True, exist_ok=True)
     pki = Pki(folder, {user: secrets.token_urlsafe(32) for user in USERS})
     ca, ca_key = make_ca("lahar-dev-cluster-ca")
@@ -165,6 +193,19 @@ def write_pki(folder: Path) -> Pki:
     _write_private(pki.ca_key, _pem_key(ca_key))
     pki.serving_cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     _write_private(pki.serving_key, _pem_key(key))
+    for (path, key_path), (name, hosts, ips, client) in (
+        (
+            (pki.extender_cert, pki.extender_key),
+            ("lahar-extender", ("localhost",), ("127.0.0.1",), False),
+        ),
+        (
+            (pki.scheduler_client_cert, pki.scheduler_client_key),
+            ("lahar-scheduler", (), (), True),
+        ),
+    ):
+        leaf, leaf_key = make_serving_cert(ca, ca_key, name, hosts, ips, client=client)
+        path.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
+        _write_private(key_path, _pem_key(leaf_key))
     _write_private(pki.service_account_key, _pem_key(rsa.generate_private_key(65537, 2048)))
     lines = []
     for index, (user, groups) in enumerate(USERS.items()):

@@ -56,12 +56,14 @@ from extender.server.keys import (
     STATE,
     STATUS,
     SYNCED,
+    TLS,
 )
 from extender.server.metrics import Metrics, QueueFigures, QueueGauges
 from extender.server.preemptor import Preemptor
 from extender.server.queue_writer import QueueWriter
 from extender.server.routes import add_routes
 from extender.server.status_writer import StatusWriter
+from extender.server.tls import ServerTls
 from extender.server.waker import Waker
 
 log = logging.getLogger(__name__)
@@ -74,8 +76,12 @@ def make_app(
     api: k8s.ApiClient | None = None,
     state: ClusterState | None = None,
     binder: Binder | None = None,
+    tls: ServerTls | None = None,
 ) -> web.Application:
     app = web.Application()
+    app[TLS] = tls
+    if tls is not None:
+        app.cleanup_ctx.append(_reloading(tls))
     app[STATE] = state if state is not None else ClusterState()
     app[ENGINE] = Engine(policy)
     app[PARSER] = CandidateParser()
@@ -134,6 +140,27 @@ def make_app(
         app.cleanup_ctx.append(_informers(api))
     add_routes(app)
     return app
+
+
+def _reloading(tls: ServerTls) -> Callable[[web.Application], AsyncIterator[None]]:
+    """Check the certificate files every `interval`: cert-manager rewrites them in place."""
+
+    async def context(app: web.Application) -> AsyncIterator[None]:
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(tls.files.interval)
+                try:
+                    tls.reload()
+                except (OSError, ValueError):  # ssl.SSLError is an OSError
+                    log.exception("reloading the TLS files failed; serving the loaded ones")
+
+        task = asyncio.create_task(loop())
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    return context
 
 
 def _queue_figures(state: ClusterState, gangs: Gangs) -> QueueFigures:

@@ -15,6 +15,7 @@ from extender.framework.session import Engine
 from extender.server.metrics import Metrics
 from extender.server.preemptor import Preemptor
 from extender.server.status_writer import StatusWriter
+from extender.server.tls import ServerTls
 
 STATE = web.AppKey("state", ClusterState)
 ENGINE = web.AppKey("engine", Engine)
@@ -25,4 +26,5 @@ PARSER = web.AppKey("candidates", CandidateParser)
 BARRIER: web.AppKey[Barrier | None] = web.AppKey("barrier")
 STATUS: web.AppKey[StatusWriter | None] = web.AppKey("status")
 PREEMPTOR: web.AppKey[Preemptor | None] = web.AppKey("preemptor")
+TLS: web.AppKey[ServerTls | None] = web.AppKey("tls")  # None: plain HTTP
 SYNCED = web.AppKey("synced", asyncio.Event)  # set once the cache holds the whole cluster

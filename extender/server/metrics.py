@@ -123,7 +123,7 @@ class Metrics:
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "lahar_extender_requests",
-            "Extender calls by verb and result",
+            "Extender calls by verb and result (ok, bad_request, error, forbidden)",
             ["verb", "result"],
             registry=self.registry,
         )

@@ -41,8 +41,10 @@ from extender.server.keys import (
     PREEMPTOR,
     STATE,
     SYNCED,
+    TLS,
 )
 from extender.server.metrics import Metrics
+from extender.server.tls import client_certified
 
 log = logging.getLogger(__name__)
 W = TypeVar("W", bound=BaseModel)
@@ -51,6 +53,7 @@ JSON = "application/json"
 # Seconds a call waits for the cache. The scheduler calls filter from its one scheduling loop, so
 # this is short: a listing takes about a second here; past it, the pod is refused and retried.
 SYNC_WAIT = 3.0
+NO_CLIENT_CERT = "a client certificate signed by the extender's client CA is required\n"
 
 
 class BadRequest(Exception):
@@ -78,11 +81,18 @@ def _verb(
     name: str, handle: Callable[[web.Request], Awaitable[bytes]], metrics: Metrics
 ) -> Callable[[web.Request], Awaitable[web.Response]]:
     # The metric children of this verb, looked up once rather than per call.
-    ok, bad, failed = (metrics.requests.labels(name, r) for r in ("ok", "bad_request", "error"))
+    ok, bad, failed, unauthorized = (
+        metrics.requests.labels(name, r) for r in ("ok", "bad_request", "error", "forbidden")
+    )
     latency = metrics.latency.labels(name)
 
     async def handler(request: web.Request) -> web.Response:
         started = time.perf_counter()
+        tls = request.app[TLS]
+        if tls is not None and tls.requires_client and not client_certified(request):
+            log.warning("refused a %s call from %s: no client certificate", name, request.remote)
+            unauthorized.inc()
+            return web.Response(status=403, text=NO_CLIENT_CERT)
         try:
             body = await handle(request)
         except BadRequest as error:

@@ -9,6 +9,7 @@ the candidates to them before Lahar is called).
 
 from __future__ import annotations
 
+import ssl
 import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -22,6 +23,7 @@ from extender import devcluster
 from extender.api.scheduling import API_VERSION
 from extender.devcluster.lahar import wait_ready
 from extender.devcluster.nodes import fake_node, is_schedulable
+from extender.devcluster.pki import Pki
 from extender.kube import apply_object, delete, list_objects, read, wait_until
 from extender.kube.raw import ApiStatusError, send
 from tests.builders import PodBuilder, make_pod
@@ -73,10 +75,24 @@ def pod(namespace: str) -> PodFactory:
     return build
 
 
+def extender_tls(cluster: devcluster.DevCluster, *, client: bool = True) -> ssl.SSLContext:
+    """A context that trusts the extender's certificate and (with `client`) presents the client
+    certificate the dev cluster's kube-scheduler calls it with."""
+    keys = Pki(cluster.state.state_dir / "pki", {})
+    context = ssl.create_default_context(cafile=str(keys.ca_cert))
+    if client:
+        context.load_cert_chain(keys.scheduler_client_cert, keys.scheduler_client_key)
+    return context
+
+
+def extender_url(cluster: devcluster.DevCluster, path: str) -> str:
+    return f"https://127.0.0.1:{cluster.state.ports['lahar']}{path}"
+
+
 def lahar_metric(cluster: devcluster.DevCluster, sample: str, **labels: str) -> float:
     """The value of one sample of the running extender's /metrics (0 when not exported yet)."""
-    url = f"http://127.0.0.1:{cluster.state.ports['lahar']}/metrics"
-    with urllib.request.urlopen(url, timeout=5) as response:
+    url, context = extender_url(cluster, "/metrics"), extender_tls(cluster, client=False)
+    with urllib.request.urlopen(url, timeout=5, context=context) as response:
         text = response.read().decode()
     for family in text_string_to_metric_families(text):
         for found in family.samples:
@@ -88,7 +104,7 @@ def lahar_metric(cluster: devcluster.DevCluster, sample: str, **labels: str) -> 
 def restart_lahar(cluster: devcluster.DevCluster) -> None:
     """Start the stopped extender again and wait until its cache is whole (/readyz)."""
     record = cluster.start_component("lahar", die_with_parent=True)
-    wait_ready(record, cluster.state.ports["lahar"], timeout=60)
+    wait_ready(record, cluster.state.ports["lahar"], timeout=60, tls=True)
 
 
 def events(

@@ -17,6 +17,8 @@ from tests.e2e.conftest import (
     NodeFactory,
     PodFactory,
     events,
+    extender_tls,
+    extender_url,
     lahar_metric,
     restart_lahar,
     scheduled_counts,
@@ -119,10 +121,8 @@ def test_killing_lahar_mid_run_loses_no_pod_and_binds_none_twice(
     probe = pod("probe").cpu("5").build()
     probe["metadata"]["uid"] = "probe"
     body = json.dumps({"Pod": probe, "NodeNames": nodes}).encode()
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{dev_cluster.state.ports['lahar']}/filter", data=body, method="POST"
-    )
-    with urllib.request.urlopen(request, timeout=5) as response:
+    request = urllib.request.Request(extender_url(dev_cluster, "/filter"), data=body, method="POST")
+    with urllib.request.urlopen(request, timeout=5, context=extender_tls(dev_cluster)) as response:
         reply = json.loads(response.read())
     free = {n: 8 - per_node[n] for n in nodes}
     assert Pod.model_validate(probe).request["cpu"] == 5000
