@@ -194,9 +194,6 @@ def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
             ("admin", ""),
             ("system:kube-scheduler", "scheduler"),
             ("system:kube-controller-manager", "controller-manager"),
-            (pki.EXTENDER_USER, "lahar"),
-            (pki.CONTROLLER_USER, "lahar-controller"),
-            (pki.WEBHOOK_USER, "lahar-webhook"),
         )
     }
 
@@ -318,25 +315,25 @@ def _start_lahar(starter: _Starter, kubeconfigs: dict[str, Path], keys: pki.Pki)
     options, state, binaries = starter.options, starter.state, starter.binaries
     policies = options.lahar_policy_dir or policy_dir()
     port = state.ports
-    for user in (pki.EXTENDER_USER, pki.CONTROLLER_USER, pki.WEBHOOK_USER):
-        lahar.grant_roles(state.kubeconfig, manifests_dir(), user)
+    lahar.install_rbac(state.kubeconfig, manifests_dir())
+    accounts = lahar.component_kubeconfigs(
+        state.kubeconfig, options.state_dir, state.server, keys.ca_cert
+    )
     # The webhook first: the extender creates the default Queue and the controller PodGroups,
     # which the webhook admits.
     lahar.install_webhooks(state.kubeconfig, manifests_dir(), port["lahar-webhook"])
     webhook = starter.start(
         "lahar-webhook",
-        lahar.webhook_argv(kubeconfigs[pki.WEBHOOK_USER], port["lahar-webhook"]),
+        lahar.webhook_argv(accounts[lahar.WEBHOOK], port["lahar-webhook"]),
     )
     lahar.wait_ready(webhook, port["lahar-webhook"], options.ready_timeout, tls=True)
     extender = starter.start(
         "lahar",
-        lahar.extender_argv(
-            kubeconfigs[pki.EXTENDER_USER], policies / "lahar.yaml", port["lahar"], keys
-        ),
+        lahar.extender_argv(accounts[lahar.EXTENDER], policies / "lahar.yaml", port["lahar"], keys),
     )
     controller = starter.start(
         "lahar-controller",
-        lahar.controller_argv(kubeconfigs[pki.CONTROLLER_USER], port["lahar-controller"]),
+        lahar.controller_argv(accounts[lahar.CONTROLLER], port["lahar-controller"]),
     )
     lahar.wait_ready(extender, port["lahar"], options.ready_timeout, tls=True)
     lahar.wait_ready(controller, port["lahar-controller"], options.ready_timeout)

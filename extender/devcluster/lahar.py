@@ -7,8 +7,9 @@ The cluster's own kube-scheduler keeps serving `default-scheduler`; the second o
 the extender got. The webhook configurations of `manifests/webhook.yaml` are applied as they are,
 except that each webhook is called at its loopback URL instead of through the Service (nothing
 routes Service addresses here); the webhook fills in their caBundle itself. The extender, the
-controller and the webhook run as users of their own, granted the roles of their
-`manifests/*-rbac.yaml`, so missing RBAC rules fail the tests as they would fail a user.
+controller and the webhook run with tokens of their own ServiceAccounts, bound to their roles by
+their `manifests/*-rbac.yaml` as applied to a cluster, so a missing RBAC rule or binding fails the
+tests as it would fail a user.
 """
 
 from __future__ import annotations
@@ -19,17 +20,23 @@ from typing import Any
 
 from extender.devcluster import configs, health
 from extender.devcluster.errors import DevClusterError
-from extender.devcluster.pki import CONTROLLER_USER, EXTENDER_USER, WEBHOOK_USER, Pki
+from extender.devcluster.pki import Pki
 from extender.devcluster.process import ProcessRecord
 from extender.kube import apply_object, connect, load_manifests, wait_established
+from extender.kube.tokens import service_account_token
 
 PORTS = ("lahar", "lahar-scheduler", "lahar-controller", "lahar-webhook")
 CRD_FILES = ("crd-scheduling.yaml", "crd-batch.yaml", "crd-bus.yaml")
+NAMESPACE = "lahar-system"
+# Each component's ServiceAccount (in lahar-system) -> its RBAC manifest, and its kubeconfig's name.
+EXTENDER, CONTROLLER, WEBHOOK = "lahar-extender", "lahar-controller", "lahar-webhook"
 RBAC_FILES = {
-    EXTENDER_USER: "extender-rbac.yaml",
-    CONTROLLER_USER: "controller-rbac.yaml",
-    WEBHOOK_USER: "webhook-rbac.yaml",
+    EXTENDER: "extender-rbac.yaml",
+    CONTROLLER: "controller-rbac.yaml",
+    WEBHOOK: "webhook-rbac.yaml",
 }
+KUBECONFIGS = {EXTENDER: "lahar", CONTROLLER: "lahar-controller", WEBHOOK: "lahar-webhook"}
+TOKEN_SECONDS = 30 * 24 * 3600  # a dev cluster kept up (`--keep`) lives days, not months
 WEBHOOK_FILE = "webhook.yaml"
 
 
@@ -43,34 +50,30 @@ def install_crds(kubeconfig: Path, manifests: Path, timeout: float) -> None:
         wait_established(api, [crd.name for crd in crds], timeout)
 
 
-def grant_roles(kubeconfig: Path, manifests: Path, user: str) -> None:
-    """Every ClusterRole and Role of the user's RBAC manifest, bound to that dev cluster user."""
-    path = manifests / RBAC_FILES[user]
-    roles = [m for m in load_manifests(path) if m.kind in ("ClusterRole", "Role")]
-    if not roles:
-        raise DevClusterError(f"{path} has no ClusterRole or Role")
+def install_rbac(kubeconfig: Path, manifests: Path) -> None:
+    """Every object of the components' RBAC manifests: their ServiceAccounts, roles and bindings."""
     with connect(kubeconfig) as api:
-        for role in roles:
-            apply_object(api, role.body, source=role.source)
-            apply_object(api, _binding(role.body, user))
+        for file in RBAC_FILES.values():
+            for item in load_manifests(manifests / file):
+                apply_object(api, item.body, source=item.source)
 
 
-def _binding(role: dict[str, Any], user: str) -> dict[str, Any]:
-    cluster_wide = role["kind"] == "ClusterRole"
-    metadata = {"name": f"{role['metadata']['name']}-dev-cluster"}
-    if not cluster_wide:
-        metadata["namespace"] = role["metadata"]["namespace"]
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding" if cluster_wide else "RoleBinding",
-        "metadata": metadata,
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": role["kind"],
-            "name": role["metadata"]["name"],
-        },
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-    }
+def component_kubeconfigs(
+    kubeconfig: Path, state_dir: Path, server: str, ca_cert: Path
+) -> dict[str, Path]:
+    """A kubeconfig per component with a token of its own ServiceAccount (TokenRequest, as a
+    kubelet would mount one), by ServiceAccount name."""
+    written = {}
+    with connect(kubeconfig) as api:
+        for account, stem in KUBECONFIGS.items():
+            token = service_account_token(api, NAMESPACE, account, TOKEN_SECONDS)
+            user = f"system:serviceaccount:{NAMESPACE}:{account}"
+            written[account] = configs.write_yaml(
+                state_dir / f"{stem}.kubeconfig",
+                [configs.kubeconfig(server, ca_cert, user, token)],
+                private=True,
+            )
+    return written
 
 
 def install_webhooks(kubeconfig: Path, manifests: Path, port: int) -> None:

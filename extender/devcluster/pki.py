@@ -5,7 +5,8 @@ service names), so kubeconfigs verify the server instead of skipping TLS checks;
 controller-manager's root CA and CSR signer. The service-account signing key is RSA. Each component
 authenticates with its own bearer token and user name, so RBAC in the dev cluster is the real
 bootstrap RBAC (admin is in system:masters, the scheduler and the controller-manager are their
-system users).
+system users). Lahar's own components use tokens of their ServiceAccounts instead (see
+`devcluster.lahar`).
 """
 
 from __future__ import annotations
@@ -31,20 +32,11 @@ SERVER_NAMES = (
 )
 VALIDITY = datetime.timedelta(days=365)
 
-# Lahar's extender: granted the lahar-extender ClusterRole of manifests/extender-rbac.yaml.
-EXTENDER_USER = "lahar:extender"
-# Lahar's Job controller: granted the roles of manifests/controller-rbac.yaml.
-CONTROLLER_USER = "lahar:controller"
-# Lahar's admission webhook: granted the roles of manifests/webhook-rbac.yaml.
-WEBHOOK_USER = "lahar:webhook"
 # user name -> groups; the names are those kube-apiserver's bootstrap RBAC grants roles to.
 USERS: dict[str, tuple[str, ...]] = {
     "admin": ("system:masters",),
     "system:kube-scheduler": (),
     "system:kube-controller-manager": (),
-    EXTENDER_USER: (),
-    CONTROLLER_USER: (),
-    WEBHOOK_USER: (),
 }
 
 

@@ -103,6 +103,8 @@ def test_queues_that_break_the_rules_are_refused(
 ) -> None:
     uneven = make_queue(queue_name).capability(cpu="2").deserved(cpu="4").build()
     assert "spec.deserved.cpu: 4 is more than the capability 2" in _refusal(api, uneven)
+    # The extender makes the default queue; a fresh cluster may not have it yet.
+    wait_until(lambda: read(api, API_VERSION, "Queue", "default"), timeout=30, what="default Queue")
     with pytest.raises(ApiStatusError) as kept:
         send(api, "DELETE", f"/apis/{API_VERSION}/queues/default").read()
     assert "the default queue cannot be deleted" in str(kept.value)
