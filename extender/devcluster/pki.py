@@ -136,7 +136,7 @@ def make_ca(common_name: str) -> tuple[x509.Certificate, ec.EllipticCurvePrivate
     return cert, key
 
 
-def make_serving_cert(
+def make_leaf_cert(
     ca: x509.Certificate,
     ca_key: ec.EllipticCurvePrivateKey,
     common_name: str,
@@ -151,7 +151,7 @@ def make_serving_cert(
     now = datetime.datetime.now(datetime.UTC)
     alt_names: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
     alt_names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]
-    cert = (
+    builder = (
         x509.CertificateBuilder()
         .subject_name(_name(common_name))
         .issuer_name(ca.subject)
@@ -160,16 +160,16 @@ def make_serving_cert(
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + VALIDITY)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
         .add_extension(
             x509.ExtendedKeyUsage(
                 [ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH]
             ),
             critical=False,
         )
-        .sign(ca_key, hashes.SHA256())
     )
-    return cert, key
+    if alt_names:  # a client certificate names no host
+        builder = builder.add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
+    return builder.sign(ca_key, hashes.SHA256()), key
 
 
 def write_pki(folder: Path) -> Pki:
@@ -178,7 +178,7 @@ def write_pki(folder: Path) -> Pki:
     folder.mkdir(parents=True, exist_ok=True)
     pki = Pki(folder, {user: secrets.token_urlsafe(32) for user in USERS})
     ca, ca_key = make_ca("lahar-dev-cluster-ca")
-    cert, key = make_serving_cert(
+    cert, key = make_leaf_cert(
         ca, ca_key, "kube-apiserver", SERVER_NAMES, ("127.0.0.1", SERVICE_IP)
     )
     pki.ca_cert.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
@@ -195,7 +195,7 @@ def write_pki(folder: Path) -> Pki:
             ("lahar-scheduler", (), (), True),
         ),
     ):
-        leaf, leaf_key = make_serving_cert(ca, ca_key, name, hosts, ips, client=client)
+        leaf, leaf_key = make_leaf_cert(ca, ca_key, name, hosts, ips, client=client)
         path.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
         _write_private(key_path, _pem_key(leaf_key))
     _write_private(pki.service_account_key, _pem_key(rsa.generate_private_key(65537, 2048)))

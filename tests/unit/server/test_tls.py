@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from extender.devcluster.pki import make_ca, make_serving_cert
+from extender.devcluster.pki import make_ca, make_leaf_cert
 from extender.server.tls import ServerTls, TlsFiles
 
 
 def _write(folder: Path, name: str) -> tuple[Path, Path, Path]:
     ca, ca_key = make_ca(f"{name}-ca")
-    cert, key = make_serving_cert(ca, ca_key, name, ("localhost",), ("127.0.0.1",))
+    cert, key = make_leaf_cert(ca, ca_key, name, ("localhost",), ("127.0.0.1",))
     paths = folder / f"{name}.crt", folder / f"{name}.key", folder / f"{name}-ca.crt"
     paths[0].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     paths[1].write_bytes(
