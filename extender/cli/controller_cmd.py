@@ -13,8 +13,8 @@ from aiohttp import web
 
 from extender.cli.flags import add_server_flags
 from extender.controller.app import RUNTIME, ControllerOptions, make_app
-from extender.controller.leader import LeaseOptions
 from extender.kube import client_for
+from extender.kube.leader import LeaseOptions
 
 log = logging.getLogger("extender.controller")
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import socket
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -13,8 +15,10 @@ from aiohttp import web
 from extender.cli.flags import add_server_flags
 from extender.framework.policy import load_policy
 from extender.kube import client_for
+from extender.kube.leader import LeaseOptions
 from extender.plugins import REGISTRY
 from extender.server.app import make_app
+from extender.server.keys import LEASE_LOST
 from extender.server.tls import ServerTls, TlsFiles
 
 log = logging.getLogger("extender.serve")
@@ -42,6 +46,19 @@ def register(commands: Any) -> None:
         help="with HTTPS: verb calls must carry a client certificate this CA signed (mTLS with "
         "kube-scheduler's extender tlsConfig); probes and /metrics need none",
     )
+    parser.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="hold a Lease so that one replica serves at a time; standbys are not ready "
+        "(default on)",
+    )
+    parser.add_argument(
+        "--lease-namespace",
+        default=os.environ.get("POD_NAMESPACE", "lahar-system"),
+        help="namespace of the Lease (default $POD_NAMESPACE, else lahar-system)",
+    )
+    parser.add_argument("--lease-name", default="lahar-extender", help="name of the Lease")
     parser.set_defaults(run=_serve)
 
 
@@ -69,8 +86,12 @@ def _serve(args: argparse.Namespace) -> int:
     policy_path = args.policy or default_policy()
     policy = load_policy(policy_path, REGISTRY)
     tls = _tls(args)
+    lease = None
+    if args.leader_elect:
+        identity = f"{socket.gethostname()}_{os.getpid()}"
+        lease = LeaseOptions(args.lease_name, args.lease_namespace, identity)
     api = client_for(args.kubeconfig)
-    app = make_app(policy, api=api, tls=tls)
+    app = make_app(policy, api=api, tls=tls, lease=lease)
     plugins = ", ".join(p.name for p in policy.plugins)
     log.info("policy %s: plugins %s", policy_path, plugins)
     scheme = "HTTP" if tls is None else "HTTPS"
@@ -84,4 +105,7 @@ def _serve(args: argparse.Namespace) -> int:
             print=None,
             access_log=None,
         )
+    if app[LEASE_LOST].is_set():
+        log.error("stopped after losing the Lease; restart to stand by again")
+        return 1
     return 0

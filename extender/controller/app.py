@@ -32,10 +32,10 @@ from prometheus_client import (
 from extender.api.batch import BATCH_API_VERSION, BUS_API_VERSION, Command, Job, JobPod
 from extender.api.scheduling import API_VERSION
 from extender.cache.informer import Informers, Kind
-from extender.controller.leader import Elector, LeaseOptions
 from extender.controller.reconcile import Reconciler
 from extender.controller.store import JOB_POD_SELECTOR, JobStore, OwnedGroup
 from extender.controller.workqueue import WorkQueue
+from extender.kube.leader import Elector, LeaseOptions
 
 log = logging.getLogger(__name__)
 

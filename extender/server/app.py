@@ -5,10 +5,14 @@ With an API client, a `cleanup_ctx` starts the informers when the app starts and
 stops, and a periodic task expires assumed pods the watch never confirmed; without one (tests,
 benchmarks) the state is whatever the caller filled in and the app is ready at once.
 
-Until every informer has listed once, filter and bind calls wait (`SYNCED`): a decision on half
-a cluster could bind a gang member whose PodGroup is not known yet. When the state is whole, gangs
-found partly bound are admitted before anything else (`framework.recovery`) and reported, and
-every PodGroup's status is brought up to date.
+Until every informer has listed once (`SYNCED`) and, with leader election, this replica holds the
+Lease (`LEADING`), filter and bind calls wait and then refuse (`SERVING`): a decision on half a
+cluster could bind a gang member whose PodGroup is not known yet, and two replicas deciding at once
+could split a gang. Standbys keep their cache warm but answer nothing and write nothing (readiness
+says so, so a Service sends the scheduler to the leader only). When a replica starts to serve,
+gangs found partly bound are admitted before anything else (`framework.recovery`) and reported,
+and every PodGroup's status is brought up to date; its writers (status, queues, waker, preemptor)
+start only then. Losing the Lease stops the process.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from extender.framework.policy import Policy
 from extender.framework.queues import cluster_total
 from extender.framework.recovery import recover
 from extender.framework.session import Engine
+from extender.kube.leader import Elector, LeaseOptions
 from extender.server.adapters import (
     api_binder,
     api_event_sink,
@@ -50,9 +55,12 @@ from extender.server.keys import (
     BINDER,
     ENGINE,
     INFORMERS,
+    LEADING,
+    LEASE_LOST,
     METRICS,
     PARSER,
     PREEMPTOR,
+    SERVING,
     STATE,
     STATUS,
     SYNCED,
@@ -77,9 +85,17 @@ def make_app(
     state: ClusterState | None = None,
     binder: Binder | None = None,
     tls: ServerTls | None = None,
+    lease: LeaseOptions | None = None,
 ) -> web.Application:
+    """The extender's app. With `lease` (and an API client) it serves only while it holds that
+    Lease; without, it leads at once (a single replica, tests, benchmarks)."""
     app = web.Application()
     app[TLS] = tls
+    app[LEADING], app[SERVING], app[LEASE_LOST] = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    if lease is None:
+        app[LEADING].set()
+    elif api is not None:
+        app.cleanup_ctx.append(_election(api, lease))
     if tls is not None:
         app.cleanup_ctx.append(_reloading(tls))
     app[STATE] = state if state is not None else ClusterState()
@@ -87,8 +103,10 @@ def make_app(
     app[PARSER] = CandidateParser()
     app[INFORMERS] = None
     app[SYNCED] = asyncio.Event()
-    if api is None:
+    if api is None:  # no cache to fill: serve as soon as this replica leads
         app[SYNCED].set()
+        if app[LEADING].is_set():
+            app[SERVING].set()
     app[METRICS] = Metrics(app[STATE].sizes, lambda: _informer_counts(app))
     if binder is None:
         if api is None:
@@ -111,35 +129,41 @@ def make_app(
         metrics.pending_gangs.set_function(lambda: len(gangs.waiting))
         metrics.registry.register(QueueGauges(lambda: _queue_figures(app[STATE], gangs)))
         if api is not None:
-            waker = Waker(app[STATE], gangs, api_patcher(api))
-            waker.on_woken = metrics.wakes.inc
-            app.cleanup_ctx.append(_background(waker))
-            app[STATUS] = writer = StatusWriter(
-                app[STATE], gangs, api_status_patch(api), api_event_sink(api), ready=app[SYNCED]
-            )
-            app.cleanup_ctx.append(_background(writer))
-            queues = QueueWriter(
-                app[STATE], gangs, api_queue_patch(api), api_queue_create(api), ready=app[SYNCED]
-            )
-            app.cleanup_ctx.append(_background(queues))
-            preemption = app[ENGINE].preemption
-            if preemption is not None:
-                interval, rules = preemption
-                app[PREEMPTOR] = preemptor = Preemptor(
-                    app[STATE],
-                    gangs,
-                    api_evictor(api),
-                    writer.announce,
-                    interval=interval,
-                    rules=rules,
-                    ready=app[SYNCED],
-                )
-                preemptor.on_evicted = metrics.preemption_victims.inc
-                app.cleanup_ctx.append(_background(preemptor))
+            _writers(app, api, gangs)
     if api is not None:
         app.cleanup_ctx.append(_informers(api))
     add_routes(app)
     return app
+
+
+def _writers(app: web.Application, api: k8s.ApiClient, gangs: Gangs) -> None:
+    """What the leader writes back: woken pods, PodGroup and Queue status, preemptions."""
+    metrics = app[METRICS]
+    waker = Waker(app[STATE], gangs, api_patcher(api))
+    waker.on_woken = metrics.wakes.inc
+    app.cleanup_ctx.append(_background(waker))
+    app[STATUS] = writer = StatusWriter(
+        app[STATE], gangs, api_status_patch(api), api_event_sink(api), ready=app[SERVING]
+    )
+    app.cleanup_ctx.append(_background(writer))
+    queues = QueueWriter(
+        app[STATE], gangs, api_queue_patch(api), api_queue_create(api), ready=app[SERVING]
+    )
+    app.cleanup_ctx.append(_background(queues))
+    preemption = app[ENGINE].preemption
+    if preemption is not None:
+        interval, rules = preemption
+        app[PREEMPTOR] = preemptor = Preemptor(
+            app[STATE],
+            gangs,
+            api_evictor(api),
+            writer.announce,
+            interval=interval,
+            rules=rules,
+            ready=app[SERVING],
+        )
+        preemptor.on_evicted = metrics.preemption_victims.inc
+        app.cleanup_ctx.append(_background(preemptor))
 
 
 def _reloading(tls: ServerTls) -> Callable[[web.Application], AsyncIterator[None]]:
@@ -203,14 +227,52 @@ def _informers(api: k8s.ApiClient) -> Callable[[web.Application], AsyncIterator[
 
 
 def _synced(app: web.Application) -> None:
-    """The state is whole: complete partly bound gangs first, refresh statuses, serve (even if
-    the first two fail: a bug there must not refuse every call forever)."""
+    app[SYNCED].set()
+    _serve(app)
+
+
+def _serve(app: web.Application) -> None:
+    """Once this replica leads and its cache is whole: complete partly bound gangs first,
+    refresh statuses, then serve (even if the first two fail: a bug there must not refuse every
+    call forever)."""
+    if app[SERVING].is_set() or not (app[SYNCED].is_set() and app[LEADING].is_set()):
+        return
     try:
         _recover(app)
     except Exception:
         log.exception("recovering gangs after the cache sync failed; serving anyway")
     finally:
-        app[SYNCED].set()
+        app[SERVING].set()
+
+
+def _election(
+    api: k8s.ApiClient, lease: LeaseOptions
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    """Hold the Lease; serve once it is held. Losing it stops the process (GracefulExit), so two
+    replicas never bind or write at once; the Deployment starts it again as a standby."""
+
+    async def context(app: web.Application) -> AsyncIterator[None]:
+        def lost() -> None:
+            app[LEADING].clear()
+            app[SERVING].clear()
+            app[LEASE_LOST].set()
+            raise web.GracefulExit()
+
+        Elector(api, lease, app[LEADING], lost).start()
+        log.info("standing by for the Lease %s/%s", lease.namespace, lease.name)
+
+        async def lead() -> None:
+            await app[LEADING].wait()
+            log.info("leading: this replica holds the Lease %s/%s", lease.namespace, lease.name)
+            _serve(app)
+
+        task = asyncio.create_task(lead())
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    return context
 
 
 def _recover(app: web.Application) -> None:
@@ -238,11 +300,16 @@ class _Worker(Protocol):
 
 
 def _background(worker: _Worker) -> Callable[[web.Application], AsyncIterator[None]]:
-    """A cleanup context that attaches `worker` and runs it as long as the app runs."""
+    """A cleanup context that attaches `worker` once this replica serves (leads, with a whole
+    cache) and runs it as long as the app runs: a standby writes nothing."""
 
     async def context(app: web.Application) -> AsyncIterator[None]:
-        worker.attach()
-        task = asyncio.create_task(worker.run())
+        async def work() -> None:
+            await app[SERVING].wait()
+            worker.attach()
+            await worker.run()
+
+        task = asyncio.create_task(work())
         yield
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

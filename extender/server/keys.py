@@ -28,3 +28,9 @@ STATUS: web.AppKey[StatusWriter | None] = web.AppKey("status")
 PREEMPTOR: web.AppKey[Preemptor | None] = web.AppKey("preemptor")
 TLS: web.AppKey[ServerTls | None] = web.AppKey("tls")  # None: plain HTTP
 SYNCED = web.AppKey("synced", asyncio.Event)  # set once the cache holds the whole cluster
+# Leader election: LEADING while this replica holds the Lease (set at once without election);
+# SERVING once it leads with a whole cache and has recovered gangs: verbs, readiness and every
+# writer wait for it, so a standby answers nothing and writes nothing. LEASE_LOST: it stopped.
+LEADING = web.AppKey("leading", asyncio.Event)
+SERVING = web.AppKey("serving", asyncio.Event)
+LEASE_LOST = web.AppKey("lease_lost", asyncio.Event)

@@ -29,6 +29,7 @@ from extender.api.wire import (
     ExtenderBindingArgs,
     ExtenderBindingResult,
     ExtenderPreemptionArgs,
+    ExtenderPreemptionResult,
     explain,
 )
 from extender.server.keys import (
@@ -36,11 +37,12 @@ from extender.server.keys import (
     BINDER,
     ENGINE,
     INFORMERS,
+    LEADING,
     METRICS,
     PARSER,
     PREEMPTOR,
+    SERVING,
     STATE,
-    SYNCED,
     TLS,
 )
 from extender.server.metrics import Metrics
@@ -130,6 +132,9 @@ async def _prioritize(request: web.Request) -> bytes:
 
 async def _preempt(request: web.Request) -> bytes:
     args = await _parse(request, ExtenderPreemptionArgs)
+    if not request.app[SERVING].is_set():  # a standby (or a half cache) evicts nobody
+        log.info("preempt for pod %s: none (%s)", args.pod.key, _not_serving(request.app))
+        return ExtenderPreemptionResult().dump()
     engine, preemptor = request.app[ENGINE], request.app[PREEMPTOR]
     rules = engine.preemption[1] if engine.preemption is not None else None
     decision = preempt(args, request.app[STATE], engine.gangs, rules)
@@ -156,15 +161,18 @@ async def _bind(request: web.Request) -> bytes:
 
 
 async def _unsynced(app: web.Application) -> str | None:
-    """None once the cache is whole (waiting for it a while); else why the call cannot proceed."""
-    synced = app[SYNCED]
-    if not synced.is_set():
+    """None once this replica serves (it leads and its cache is whole; waiting for that a
+    while); else why the call cannot proceed."""
+    serving = app[SERVING]
+    if not serving.is_set():
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(synced.wait(), SYNC_WAIT)
-    return None if synced.is_set() else f"Lahar's {_not_synced(app)}"
+            await asyncio.wait_for(serving.wait(), SYNC_WAIT)
+    return None if serving.is_set() else f"Lahar's {_not_serving(app)}"
 
 
-def _not_synced(app: web.Application) -> str:
+def _not_serving(app: web.Application) -> str:
+    if not app[LEADING].is_set():
+        return "extender is a standby: another replica holds the Lease"
     informers = app[INFORMERS]
     kinds = [i.kind.name for i in informers.items if not i.synced] if informers else []
     return f"cache is not synced yet (listing {', '.join(kinds) or 'nothing'})"
@@ -175,9 +183,9 @@ async def _healthz(request: web.Request) -> web.Response:
 
 
 async def _readyz(request: web.Request) -> web.Response:
-    if request.app[SYNCED].is_set():
+    if request.app[SERVING].is_set():
         return web.Response(text="ok")
-    return web.Response(status=503, text=_not_synced(request.app))
+    return web.Response(status=503, text=_not_serving(request.app))
 
 
 async def _metrics(request: web.Request) -> web.Response:

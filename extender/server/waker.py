@@ -73,7 +73,9 @@ class Waker:
             self.wake_gang(key)
 
     async def run(self) -> None:
-        """Touch the pending pods of queued gangs, one at a time, forever (a background task)."""
+        """Touch the pending pods of queued gangs, one at a time, forever (a background task).
+        It starts with a look: a new leader wakes what its predecessor left parked."""
+        self.poke()
         while True:
             key = await self._queue.get()
             for pod in view_gang(self.state, key).pending:

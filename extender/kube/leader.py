@@ -3,8 +3,8 @@
 The elector blocks, so it runs in a daemon thread; `leading` (an asyncio.Event) is set on the event
 loop once this process holds the Lease. Losing the Lease (a renewal not done within the renew
 deadline: the API server unreachable, the process stalled) calls `on_lost` on the loop: the
-controller then stops, as client-go's controllers do, so two leaders never reconcile at once. A
-standby takes over at most `lease_seconds` after the leader stopped renewing.
+controller and the extender then stop, as client-go's controllers do, so two leaders never act at
+once. A standby takes over at most `lease_seconds` after the leader stopped renewing.
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ class Elector:
         """Call on the event loop: `leading` is set there when this process leads."""
         self.options, self.leading, self.on_lost = options, leading, on_lost
         self.loop = asyncio.get_running_loop()
-        lock = LeaseLock(options.name, options.namespace, options.identity)  # type: ignore[no-untyped-call]
+        lock = LeaseLock(options.name, options.namespace, options.identity)
         lock.api_instance = k8s.CoordinationV1Api(api)  # this client, not the process default
-        self._config = electionconfig.Config(  # type: ignore[no-untyped-call]
+        self._config = electionconfig.Config(
             lock,
             lease_duration=options.lease_seconds,
             renew_deadline=options.renew_seconds,
@@ -69,9 +69,9 @@ class Elector:
         self._thread.start()
 
     def _run(self) -> None:
-        elector = leaderelection.LeaderElection(self._config)  # type: ignore[no-untyped-call]
+        elector = leaderelection.LeaderElection(self._config)
         try:
-            elector.run()  # type: ignore[no-untyped-call]
+            elector.run()
         except Exception:  # the elector catches API errors only, not a refused connection
             log.exception("leader election failed")
         finally:

@@ -1,0 +1,52 @@
+"""A standby extender (leader election on, the Lease held elsewhere) is not ready and answers no
+verb: filter refuses every node saying why, preempt offers no victim, bind binds nothing."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from aiohttp.test_utils import TestClient, TestServer
+
+from extender.framework.policy import load_policy
+from extender.kube.leader import LeaseOptions
+from extender.plugins import REGISTRY
+from extender.server import routes
+from extender.server.app import make_app
+from tests.builders import cluster, make_node, make_pod
+
+POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
+LEASE = LeaseOptions("lahar-extender", "lahar-system", "me")
+
+
+def test_a_standby_is_not_ready_and_answers_no_verb(monkeypatch: Any) -> None:
+    monkeypatch.setattr(routes, "SYNC_WAIT", 0.05)
+    state = cluster([make_node("n1").cpu("4")], [])
+    bound: list[str] = []
+
+    async def binder(namespace: str, name: str, uid: str, node: str) -> None:
+        bound.append(name)
+
+    async def main() -> None:
+        app = make_app(load_policy(POLICY, REGISTRY), state=state, binder=binder, lease=LEASE)
+        async with TestClient(TestServer(app)) as client:
+            ready = await client.get("/readyz")
+            assert ready.status == 503 and "standby" in await ready.text()
+            pod = make_pod("p").cpu("1").build()
+            reply = await (
+                await client.post("/filter", json={"Pod": pod, "NodeNames": ["n1"]})
+            ).json()
+            assert "standby" in reply["FailedNodes"]["n1"] and not reply.get("NodeNames")
+            preempt = {
+                "Pod": pod,
+                "NodeNameToVictims": {"n1": {"Pods": [pod], "NumPDBViolations": 0}},
+            }
+            assert await (await client.post("/preempt", json=preempt)).json() == {
+                "NodeNameToMetaVictims": {}
+            }
+            binding = {"PodName": "p", "PodNamespace": "default", "PodUID": "p", "Node": "n1"}
+            reply = await (await client.post("/bind", json=binding)).json()
+            assert "standby" in reply["Error"] and bound == []
+
+    asyncio.run(main())
