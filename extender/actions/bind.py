@@ -3,8 +3,14 @@
 The pod is *assumed* on the node before the API call, so filters that run while the call is in
 flight already see the capacity as taken (as kube-scheduler does); if the API refuses the binding,
 the assumption is forgotten and the error goes back to the scheduler, which frees the pod's place
-and retries it later. The binder is a function handed in (the kube layer's `bind_pod` run in a
-thread, in the server), so this logic is tested without a cluster.
+and retries it later.
+
+Before assuming, the pod must still fit (`no_room`): kube-scheduler filters the next pod while the
+previous one's binding is under way, and Lahar (the resource authority for its profiles) counts a
+pod only at bind, so two pods can pass filter for the last room on a node. The second bind is
+refused with the reason and the scheduler places that pod again. The binder is a function handed
+in (the kube layer's `bind_pod` run in a thread, in the server), so this logic is tested without a
+cluster.
 """
 
 from __future__ import annotations
@@ -13,8 +19,10 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from extender.api.objects import Pod
 from extender.api.wire import ExtenderBindingArgs, ExtenderBindingResult
 from extender.cache.state import ClusterState
+from extender.framework.status import insufficient
 
 log = logging.getLogger(__name__)
 
@@ -25,11 +33,28 @@ class BindError(Exception):
     """The binding was refused; the message says why (it goes back to the scheduler as is)."""
 
 
+def no_room(state: ClusterState, pod: Pod, node: str) -> str | None:
+    """Why `pod` no longer fits on `node` (room taken since it was filtered); None when it fits,
+    counts there already, or the node is unknown (the API server decides then)."""
+    if state.placed_on(pod.metadata.uid) == node:
+        return None
+    info = state.view().nodes.get(node)
+    request = pod.request
+    short = request.shortfall(info.free) if info is not None else None
+    if info is None or short is None:
+        return None
+    why = insufficient(short, request[short], info.free.get(short, 0))
+    return f"node {node} has no room left for pod {pod.key} since it was filtered: {why}"
+
+
 async def bind(
     state: ClusterState, binder: Binder, args: ExtenderBindingArgs
 ) -> ExtenderBindingResult:
     pod = state.pods.get(args.pod_uid) if args.pod_uid else None
     if pod is not None:
+        if (why := no_room(state, pod, args.node)) is not None:
+            log.info("refused to bind: %s", why)
+            return ExtenderBindingResult(error=why)
         state.assume(pod, args.node)
     note = "" if pod is not None else " (not yet in Lahar's cache: counted when the watch shows it)"
     return ExtenderBindingResult(error=await create_binding(state, binder, args, note=note))

@@ -74,8 +74,13 @@ class Waker:
 
     async def run(self) -> None:
         """Touch the pending pods of queued gangs, one at a time, forever (a background task).
-        It starts with a look: a new leader wakes what its predecessor left parked."""
-        self.poke()
+
+        It starts by waking every gang with pending members: this replica has just started to
+        serve (a restart, or a standby taking over), and the scheduler parked whatever it could
+        not place while no extender answered, which no cluster event may ever requeue."""
+        for key in list(self.state.pod_groups):
+            if view_gang(self.state, key).pending:
+                self.wake_gang(key)
         while True:
             key = await self._queue.get()
             for pod in view_gang(self.state, key).pending:
