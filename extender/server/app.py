@@ -21,8 +21,8 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
-from typing import Protocol
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any, Protocol
 
 from aiohttp import web
 from kubernetes import client as k8s
@@ -169,22 +169,15 @@ def _writers(app: web.Application, api: k8s.ApiClient, gangs: Gangs) -> None:
 def _reloading(tls: ServerTls) -> Callable[[web.Application], AsyncIterator[None]]:
     """Check the certificate files every `interval`: cert-manager rewrites them in place."""
 
-    async def context(app: web.Application) -> AsyncIterator[None]:
-        async def loop() -> None:
-            while True:
-                await asyncio.sleep(tls.files.interval)
-                try:
-                    tls.reload()
-                except (OSError, ValueError):  # ssl.SSLError is an OSError
-                    log.exception("reloading the TLS files failed; serving the loaded ones")
+    async def loop(app: web.Application) -> None:
+        while True:
+            await asyncio.sleep(tls.files.interval)
+            try:
+                tls.reload()
+            except (OSError, ValueError):  # ssl.SSLError is an OSError
+                log.exception("reloading the TLS files failed; serving the loaded ones")
 
-        task = asyncio.create_task(loop())
-        yield
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-    return context
+    return _task(loop)
 
 
 def _queue_figures(state: ClusterState, gangs: Gangs) -> QueueFigures:
@@ -251,7 +244,7 @@ def _election(
     """Hold the Lease; serve once it is held. Losing it stops the process (GracefulExit), so two
     replicas never bind or write at once; the Deployment starts it again as a standby."""
 
-    async def context(app: web.Application) -> AsyncIterator[None]:
+    async def lead(app: web.Application) -> None:
         def lost() -> None:
             app[LEADING].clear()
             app[SERVING].clear()
@@ -260,19 +253,11 @@ def _election(
 
         Elector(api, lease, app[LEADING], lost).start()
         log.info("standing by for the Lease %s/%s", lease.namespace, lease.name)
+        await app[LEADING].wait()
+        log.info("leading: this replica holds the Lease %s/%s", lease.namespace, lease.name)
+        _serve(app)
 
-        async def lead() -> None:
-            await app[LEADING].wait()
-            log.info("leading: this replica holds the Lease %s/%s", lease.namespace, lease.name)
-            _serve(app)
-
-        task = asyncio.create_task(lead())
-        yield
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-    return context
+    return _task(lead)
 
 
 def _recover(app: web.Application) -> None:
@@ -300,16 +285,24 @@ class _Worker(Protocol):
 
 
 def _background(worker: _Worker) -> Callable[[web.Application], AsyncIterator[None]]:
-    """A cleanup context that attaches `worker` once this replica serves (leads, with a whole
-    cache) and runs it as long as the app runs: a standby writes nothing."""
+    """Attach `worker` once this replica serves (leads, with a whole cache) and run it as long
+    as the app runs: a standby writes nothing."""
+
+    async def work(app: web.Application) -> None:
+        await app[SERVING].wait()
+        worker.attach()
+        await worker.run()
+
+    return _task(work)
+
+
+def _task(
+    work: Callable[[web.Application], Coroutine[Any, Any, None]],
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    """A cleanup context running `work(app)` as a task for as long as the app runs."""
 
     async def context(app: web.Application) -> AsyncIterator[None]:
-        async def work() -> None:
-            await app[SERVING].wait()
-            worker.attach()
-            await worker.run()
-
-        task = asyncio.create_task(work())
+        task = asyncio.create_task(work(app))
         yield
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
