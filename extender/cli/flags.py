@@ -1,9 +1,14 @@
-"""Flags the long-running commands share: how to reach the cluster and where to listen."""
+"""Flags the long-running commands share: how to reach the cluster, where to listen, the Lease
+that makes one replica act at a time, and a certificate pair to serve."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import socket
 from pathlib import Path
+
+from extender.kube.leader import LeaseOptions
 
 
 def add_server_flags(parser: argparse.ArgumentParser, *, port: int, serves: str) -> None:
@@ -17,3 +22,44 @@ def add_server_flags(parser: argparse.ArgumentParser, *, port: int, serves: str)
         help=f"address of {serves} (default 0.0.0.0)",
     )
     parser.add_argument("--port", type=int, default=port, help=f"port of {serves} (default {port})")
+
+
+def add_lease_flags(parser: argparse.ArgumentParser, *, lease: str, acts: str) -> None:
+    """--leader-elect (default on), --lease-namespace and --lease-name (default `lease`)."""
+    parser.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help=f"hold a Lease so that one replica {acts} at a time; standbys are not ready "
+        "(default on)",
+    )
+    parser.add_argument(
+        "--lease-namespace",
+        default=os.environ.get("POD_NAMESPACE", "lahar-system"),
+        help="namespace of the Lease (default $POD_NAMESPACE, else lahar-system)",
+    )
+    parser.add_argument("--lease-name", default=lease, help=f"name of the Lease (default {lease})")
+
+
+def lease_options(args: argparse.Namespace) -> LeaseOptions | None:
+    """The Lease this process competes for (its identity: host and pid), or None without
+    leader election."""
+    if not args.leader_elect:
+        return None
+    identity = f"{socket.gethostname()}_{os.getpid()}"
+    return LeaseOptions(args.lease_name, args.lease_namespace, identity)
+
+
+def add_tls_file_flags(parser: argparse.ArgumentParser, *, serves: str) -> None:
+    """--tls-cert-file and --tls-key-file: a certificate pair (PEM) to serve `serves` with."""
+    parser.add_argument("--tls-cert-file", type=Path, help=f"serve {serves} with this certificate")
+    parser.add_argument("--tls-key-file", type=Path, help="and this key (PEM)")
+
+
+def tls_files(args: argparse.Namespace, command: str) -> tuple[Path, Path] | None:
+    """The pair given, or None; one without the other is an error naming both flags."""
+    if args.tls_cert_file is None and args.tls_key_file is None:
+        return None
+    if args.tls_cert_file is None or args.tls_key_file is None:
+        raise SystemExit(f"lahar {command}: give both --tls-cert-file and --tls-key-file")
+    return args.tls_cert_file, args.tls_key_file

@@ -19,7 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from extender.api.duration import parse_duration
-from extender.cli.flags import add_server_flags
+from extender.cli.flags import add_server_flags, add_tls_file_flags, tls_files
 from extender.kube import KubeError, client_for
 from extender.webhook.app import WebhookOptions, make_app
 from extender.webhook.certs import CertOptions, normal_host
@@ -71,8 +71,7 @@ def register(commands: Any) -> None:
         help="how long a new CA is trusted in the caBundle before it signs the serving "
         "certificate (default 2m: the API server sees the new caBundle first)",
     )
-    parser.add_argument("--tls-cert-file", type=Path, help="serve this certificate (PEM)")
-    parser.add_argument("--tls-key-file", type=Path, help="and this key (PEM)")
+    add_tls_file_flags(parser, serves="these files instead of self-managed certificates")
     parser.add_argument(
         "--ca-bundle-file",
         type=Path,
@@ -92,8 +91,7 @@ def _seconds(flag: str, text: str) -> float:
 
 
 def tls_options(args: argparse.Namespace) -> TlsOptions:
-    if (args.tls_cert_file is None) != (args.tls_key_file is None):
-        raise SystemExit("lahar webhook: give both --tls-cert-file and --tls-key-file, or neither")
+    pair = tls_files(args, "webhook")
     service = f"{args.service_name}.{args.namespace}"
     hosts = []
     for host in (service + ".svc", service, f"{service}.svc.cluster.local", *args.extra_host):
@@ -116,8 +114,8 @@ def tls_options(args: argparse.Namespace) -> TlsOptions:
             ("MutatingWebhookConfiguration", config),
             ("ValidatingWebhookConfiguration", config),
         ),
-        cert_file=args.tls_cert_file,
-        key_file=args.tls_key_file,
+        cert_file=pair[0] if pair else None,
+        key_file=pair[1] if pair else None,
         ca_file=args.ca_bundle_file,
         interval=_seconds("check-interval", args.check_interval),
     )

@@ -96,51 +96,48 @@ def loopback_webhooks(config: dict[str, Any], port: int) -> dict[str, Any]:
     return {**config, "webhooks": hooks}
 
 
-def webhook_argv(kubeconfig: Path, port: int) -> list[str]:
+def _lahar(command: str, kubeconfig: Path, port: int, *flags: str) -> list[str]:
+    """`lahar <command>` as this Python runs it, on loopback at `port`, with `flags`."""
     return [
         sys.executable,
         "-m",
         "extender.cli.main",
-        "webhook",
+        command,
         f"--kubeconfig={kubeconfig}",
         "--host=127.0.0.1",
         f"--port={port}",
+        *flags,
+    ]
+
+
+def webhook_argv(kubeconfig: Path, port: int) -> list[str]:
+    return _lahar(
+        "webhook",
+        kubeconfig,
+        port,
         "--namespace=lahar-system",
         "--extra-host=127.0.0.1",
         "--extra-host=localhost",
         # Short checks, so a caBundle lost in a test is restored within seconds.
         "--check-interval=5s",
-    ]
+    )
 
 
 def controller_argv(kubeconfig: Path, port: int) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "extender.cli.main",
-        "controller",
-        f"--kubeconfig={kubeconfig}",
-        "--host=127.0.0.1",
-        f"--port={port}",
-        "--lease-namespace=lahar-system",
-    ]
+    return _lahar("controller", kubeconfig, port, "--lease-namespace=lahar-system")
 
 
 def extender_argv(kubeconfig: Path, policy: Path, port: int, keys: Pki) -> list[str]:
     """`lahar serve` over HTTPS, verb calls only from a client the cluster CA certified (mTLS)."""
-    return [
-        sys.executable,
-        "-m",
-        "extender.cli.main",
+    return _lahar(
         "serve",
-        f"--kubeconfig={kubeconfig}",
+        kubeconfig,
+        port,
         f"--policy={policy}",
-        "--host=127.0.0.1",
-        f"--port={port}",
         f"--tls-cert-file={keys.extender_cert}",
         f"--tls-key-file={keys.extender_key}",
         f"--client-ca-file={keys.ca_cert}",
-    ]
+    )
 
 
 def scheduler_config(
