@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from extender.actions.bind import Binder, bind, create_binding, no_room
+from extender.actions.bind import Binder, bind, create_binding
 from extender.api.objects import Pod
 from extender.api.scheduling import gang_key
 from extender.api.wire import ExtenderBindingArgs, ExtenderBindingResult
@@ -79,15 +79,13 @@ class Barrier:
         key = gang_key(pod) if pod is not None else None
         if pod is None or key is None or key not in self.state.pod_groups:
             return await bind(self.state, self.binder, args)
-        gate = self._gates.get(key)
-        standing = gate is None and view_gang(self.state, key).stands  # an extra member
-        if standing and (why := no_room(self.state, pod, args.node)) is not None:
-            log.info("refused to bind: %s", why)
-            return ExtenderBindingResult(error=why)
         self.gangs.consume(pod.metadata.uid)
+        gate = self._gates.get(key)
+        if gate is None and view_gang(self.state, key).stands:  # an extra member: a plain bind
+            return await bind(self.state, self.binder, args, note=" (gang stands)")
         self.state.assume(pod, args.node)
         gang = view_gang(self.state, key)
-        if gate is None and gang.stands:  # the gang stands: extras go at once
+        if gate is None and gang.stands:  # this member makes it stand (minMember 1): at once
             error = await create_binding(self.state, self.binder, args, note=" (gang stands)")
             return ExtenderBindingResult(error=error)
         if gate is None:

@@ -48,15 +48,18 @@ def no_room(state: ClusterState, pod: Pod, node: str) -> str | None:
 
 
 async def bind(
-    state: ClusterState, binder: Binder, args: ExtenderBindingArgs
+    state: ClusterState, binder: Binder, args: ExtenderBindingArgs, *, note: str = ""
 ) -> ExtenderBindingResult:
+    """Bind a pod that needs no barrier (outside a gang, or an extra member of a gang that
+    stands): refused when it no longer fits, else counted on its node and bound."""
     pod = state.pods.get(args.pod_uid) if args.pod_uid else None
-    if pod is not None:
-        if (why := no_room(state, pod, args.node)) is not None:
-            log.info("refused to bind: %s", why)
-            return ExtenderBindingResult(error=why)
+    if pod is None:
+        note = " (not yet in Lahar's cache: counted when the watch shows it)"
+    elif (why := no_room(state, pod, args.node)) is not None:
+        log.info("refused to bind: %s", why)
+        return ExtenderBindingResult(error=why)
+    else:
         state.assume(pod, args.node)
-    note = "" if pod is not None else " (not yet in Lahar's cache: counted when the watch shows it)"
     return ExtenderBindingResult(error=await create_binding(state, binder, args, note=note))
 
 

@@ -132,6 +132,7 @@ def make_app(
             _writers(app, api, gangs)
     if api is not None:
         app.cleanup_ctx.append(_informers(api))
+        app.cleanup_ctx.append(_task(lambda app: _expire(app[STATE], app[ENGINE].gangs)))
     add_routes(app)
     return app
 
@@ -209,11 +210,7 @@ def _informers(api: k8s.ApiClient) -> Callable[[web.Application], AsyncIterator[
         app[INFORMERS] = informers
         informers.on_synced.append(lambda: _synced(app))
         informers.start()
-        expiry = asyncio.create_task(_expire(app[STATE], app[ENGINE].gangs))
         yield
-        expiry.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await expiry
         await asyncio.to_thread(informers.stop)
 
     return context

@@ -45,7 +45,6 @@ from extender.server.keys import (
     STATE,
     TLS,
 )
-from extender.server.metrics import Metrics
 from extender.server.tls import client_certified
 
 log = logging.getLogger(__name__)
@@ -80,18 +79,20 @@ async def _parse_args(request: web.Request) -> tuple[ExtenderArgs, Candidates]:
 
 
 def _verb(
-    name: str, handle: Callable[[web.Request], Awaitable[bytes]], metrics: Metrics
+    name: str, handle: Callable[[web.Request], Awaitable[bytes]], app: web.Application
 ) -> Callable[[web.Request], Awaitable[web.Response]]:
-    # The metric children of this verb, looked up once rather than per call.
+    # What does not change between calls is looked up once: the metric children, the mTLS mode.
+    metrics = app[METRICS]
     ok, bad, failed, unauthorized = (
         metrics.requests.labels(name, r) for r in ("ok", "bad_request", "error", "forbidden")
     )
     latency = metrics.latency.labels(name)
+    tls = app[TLS]
+    certified_only = tls is not None and tls.requires_client
 
     async def handler(request: web.Request) -> web.Response:
         started = time.perf_counter()
-        tls = request.app[TLS]
-        if tls is not None and tls.requires_client and not client_certified(request):
+        if certified_only and not client_certified(request):
             log.warning("refused a %s call from %s: no client certificate", name, request.remote)
             unauthorized.inc()
             return web.Response(status=403, text=NO_CLIENT_CERT)
@@ -194,10 +195,10 @@ async def _metrics(request: web.Request) -> web.Response:
 
 
 def add_routes(app: web.Application) -> None:
-    app.router.add_post("/filter", _verb("filter", _filter, app[METRICS]))
-    app.router.add_post("/prioritize", _verb("prioritize", _prioritize, app[METRICS]))
-    app.router.add_post("/preempt", _verb("preempt", _preempt, app[METRICS]))
-    app.router.add_post("/bind", _verb("bind", _bind, app[METRICS]))
+    app.router.add_post("/filter", _verb("filter", _filter, app))
+    app.router.add_post("/prioritize", _verb("prioritize", _prioritize, app))
+    app.router.add_post("/preempt", _verb("preempt", _preempt, app))
+    app.router.add_post("/bind", _verb("bind", _bind, app))
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)
     app.router.add_get("/metrics", _metrics)
