@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from extender.admission import jobs, podgroups, queues
 from extender.admission.job_defaults import job_defaults
-from extender.admission.job_update import check_update
+from extender.admission.job_update import check_update, unchanged
 from extender.admission.problems import Problem, Verdict, describe, in_field_order
 from extender.admission.queues import QueueView
 from extender.api.admission import AdmissionRequest, Operation
@@ -78,11 +78,10 @@ def mutate_job(request: AdmissionRequest, view: QueueView, scheduler_name: str) 
     if job is None:
         return _outcome("Job", request, problems)
     assert request.object is not None  # parse_job read it
-    if request.operation == Operation.UPDATE and (
-        job.metadata.deletion_timestamp is not None
-        or (request.old_object or {}).get("spec") == request.object.get("spec")
+    if request.operation == Operation.UPDATE and unchanged(
+        request.old_object or {}, request.object, job
     ):
-        return _outcome("Job", request, [])  # deleting, or not a change of spec: leave it
+        return _outcome("Job", request, [])
     return _outcome("Job", request, [], job_defaults(request.object, scheduler_name))
 
 

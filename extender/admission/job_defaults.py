@@ -18,8 +18,7 @@ import copy
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from extender.admission.policies import INT32
-from extender.admission.problems import pointer
+from extender.admission.problems import INT32, pointer
 from extender.api.scheduling import DEFAULT_QUEUE
 
 DEFAULT_MAX_RETRY = 3

@@ -33,7 +33,7 @@ def check_update(
     an empty list or map equal to none, so a job stored before the webhook ran (without its
     defaults) can still be scaled. A job being deleted, or an update that leaves the spec as it
     was (labels, finalizers), is not the webhook's concern."""
-    if job.metadata.deletion_timestamp is not None or _spec(old) == _spec(new):
+    if unchanged(old, new, job):
         return []
     old_spec, new_spec = _comparable(old, scheduler_name), defaulted_spec(new, scheduler_name)
     problems = [*number_problems(job), *name_problems(job)]
@@ -54,6 +54,12 @@ def check_update(
             if key not in MUTABLE_TASK and _value(before, key) != _value(after, key):
                 problems.append(Problem(field("spec", "tasks", index, key), FIXED))
     return problems
+
+
+def unchanged(old: Mapping[str, Any], new: Mapping[str, Any], job: Job) -> bool:
+    """Not the webhook's concern: the job is being deleted, or its spec is as it was (labels,
+    finalizers)."""
+    return job.metadata.deletion_timestamp is not None or _spec(old) == _spec(new)
 
 
 def _comparable(old: Mapping[str, Any], scheduler_name: str) -> Mapping[str, Any]:

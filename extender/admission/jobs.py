@@ -15,11 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from pydantic import ValidationError
-
 from extender.admission.names import dns_1035_label, dns_label, dns_subdomain, label_value
-from extender.admission.policies import INT32, policy_problems
-from extender.admission.problems import Problem, field, from_validation, shown
+from extender.admission.policies import policy_problems
+from extender.admission.problems import INT32, Problem, field, parse, shown
 from extender.admission.queues import QueueView, queue_problems
 from extender.admission.templates import template_problems
 from extender.api.batch import Job, TaskSpec, pod_name
@@ -31,13 +29,7 @@ SVC = "svc"
 def parse_job(obj: Mapping[str, Any] | None) -> tuple[Job | None, list[Problem]]:
     """The Job's metadata and spec (status is the controller's), or the problems that stop it
     being read at all."""
-    if not isinstance(obj, Mapping):
-        return None, [Problem("", "the request carries no Job object")]
-    body = {key: obj[key] for key in ("metadata", "spec") if key in obj}
-    try:
-        return Job.model_validate(body, strict=True), []
-    except ValidationError as error:
-        return None, from_validation(error)
+    return parse(Job, obj, "Job")
 
 
 def check_job(job: Job, queues: QueueView, warnings: list[str]) -> list[Problem]:

@@ -9,22 +9,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import ValidationError
-
-from extender.admission.policies import INT32
-from extender.admission.problems import Problem, field, from_validation, shown
+from extender.admission.problems import INT32, Problem, field, parse, shown
 from extender.admission.queues import QueueView, queue_problems
 from extender.api.scheduling import PodGroup
 
 
 def check_pod_group(obj: Mapping[str, Any] | None, view: QueueView) -> list[Problem]:
-    if not isinstance(obj, Mapping):
-        return [Problem("", "the request carries no PodGroup object")]
-    body = {key: obj[key] for key in ("metadata", "spec") if key in obj}
-    try:
-        group = PodGroup.model_validate(body, strict=True)
-    except ValidationError as error:
-        return from_validation(error)
+    group, problems = parse(PodGroup, obj, "PodGroup")
+    if group is None:
+        return problems
     spec = group.spec
     problems = []
     if not 0 <= spec.min_member <= INT32:

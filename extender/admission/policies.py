@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from extender.admission.problems import Problem, field, shown
+from extender.admission.problems import INT32, Problem, field, shown
 from extender.api.batch import Action, Event, LifecyclePolicy
 from extender.api.duration import parse_duration
 
 EVENTS = tuple(e.value for e in Event)
 ACTIONS = tuple(a.value for a in Action if a is not Action.SYNC_JOB)
-INT32 = 2**31 - 1
 
 
 def policy_problems(

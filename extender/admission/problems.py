@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
+INT32 = 2**31 - 1  # Volcano's API counts in int32: the bound of every count the rules check
 SHOWN = 20  # problems listed in one denial
 CLIP = 60  # characters of a value quoted in a message
 LONGEST = 1000  # characters of one problem in a denial (a path may hold a user's map key)
 
 Loc = Sequence[str | int]
+M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -88,11 +90,28 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
+def parse(
+    model: type[M],
+    obj: Mapping[str, Any] | None,
+    kind: str,
+    keys: Sequence[str] = ("metadata", "spec"),
+) -> tuple[M | None, list[Problem]]:
+    """`keys` of the object read strictly into `model` (a string where a number belongs is a
+    problem, not a conversion), or the problems that stop it being read at all."""
+    if not isinstance(obj, Mapping):
+        return None, [Problem("", f"the request carries no {kind} object")]
+    body = {key: obj[key] for key in keys if key in obj}
+    try:
+        return model.model_validate(body, strict=True), []
+    except ValidationError as error:
+        return None, from_validation(error)
+
+
 def from_validation(error: ValidationError, *prefix: str | int) -> list[Problem]:
     """pydantic's errors as problems: the wrong type or value, at the field it was found."""
     problems = []
     for item in error.errors(include_url=False):
-        loc = [*prefix, *(p for p in item["loc"] if not _is_union_branch(p))]
+        loc = [*prefix, *item["loc"]]  # Lahar's models have no unions that would add a branch
         reason = item["msg"]
         if item["type"] == "value_error":
             # Our own validator's words (`cpu: invalid quantity '1x'`), which quote the value.
@@ -101,11 +120,6 @@ def from_validation(error: ValidationError, *prefix: str | int) -> list[Problem]
             reason = f"{reason}, got {shown(item.get('input'))}"
         problems.append(Problem(field(*loc), reason))
     return _unique(problems)
-
-
-def _is_union_branch(part: str | int) -> bool:
-    # pydantic names the member of a union it tried (`list[str]`, `none`): not a field.
-    return isinstance(part, str) and ("[" in part or part in ("none", "str", "int", "bool"))
 
 
 def _unique(problems: Iterable[Problem]) -> list[Problem]:

@@ -15,9 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from pydantic import ValidationError
-
-from extender.admission.problems import Problem, field, from_validation, shown
+from extender.admission.problems import Problem, field, parse, shown
 from extender.api.quantity import format_units
 from extender.api.resources import Resources
 from extender.api.scheduling import DEFAULT_QUEUE, Queue
@@ -48,13 +46,7 @@ def queue_problems(name: str, queue: Queue | None) -> list[Problem]:
 
 
 def parse_queue(obj: Mapping[str, Any] | None) -> tuple[Queue | None, list[Problem]]:
-    if not isinstance(obj, Mapping):
-        return None, [Problem("", "the request carries no Queue object")]
-    body = {key: obj[key] for key in ("metadata", "spec", "status") if key in obj}
-    try:
-        return Queue.model_validate(body, strict=True), []
-    except ValidationError as error:
-        return None, from_validation(error)
+    return parse(Queue, obj, "Queue", ("metadata", "spec", "status"))
 
 
 def check_queue(obj: Mapping[str, Any] | None) -> list[Problem]:

@@ -26,10 +26,29 @@ SLA_ANNOTATION = "sla-waiting-time"  # Volcano's per-job starvation limit, a Go 
 log = logging.getLogger(__name__)
 
 
-class PodGroupSpec(KubeModel):
+class PodGroupRefSpec(KubeModel):
+    queue: str = DEFAULT_QUEUE
+
+
+class PodGroupRef(KubeModel):
+    """A PodGroup by name and queue only, for readers that need no more (the webhook): one whose
+    other fields do not parse still names its queue."""
+
+    metadata: ObjectMeta = ObjectMeta()
+    spec: PodGroupRefSpec = PodGroupRefSpec()
+
+    @property
+    def key(self) -> str:
+        return self.metadata.key
+
+    @property
+    def queue(self) -> str:
+        return self.spec.queue or DEFAULT_QUEUE
+
+
+class PodGroupSpec(PodGroupRefSpec):
     min_member: int = 0
     min_task_member: dict[str, int] = Field(default_factory=dict)
-    queue: str = DEFAULT_QUEUE
     priority_class_name: str = ""
     min_resources: ResourceList = EMPTY
 
@@ -50,18 +69,9 @@ class PodGroupStatus(KubeModel):
     failed: int = 0
 
 
-class PodGroup(KubeModel):
-    metadata: ObjectMeta = ObjectMeta()
+class PodGroup(PodGroupRef):
     spec: PodGroupSpec = PodGroupSpec()
     status: PodGroupStatus = PodGroupStatus()
-
-    @property
-    def key(self) -> str:
-        return self.metadata.key
-
-    @property
-    def queue(self) -> str:
-        return self.spec.queue or DEFAULT_QUEUE
 
     @cached_property
     def sla_waiting_time(self) -> float | None:

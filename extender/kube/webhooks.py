@@ -16,19 +16,20 @@ from extender.kube.raw import ApiStatusError
 ADMISSION_REGISTRATION = "admissionregistration.k8s.io/v1"
 
 
-def read_secret(api: k8s.ApiClient, namespace: str, name: str) -> dict[str, Any] | None:
-    return writes.get(api, "v1", "Secret", namespace, name)
+def _decoded(value: object) -> bytes | None:
+    """Base64 as Kubernetes writes it in Secrets and caBundles; None when it is not."""
+    if not isinstance(value, str | bytes):
+        return None
+    try:
+        return base64.b64decode(value, validate=True)
+    except ValueError:  # binascii.Error
+        return None
 
 
 def secret_data(secret: dict[str, Any]) -> dict[str, bytes]:
     """The Secret's data, decoded (a key that is not base64 is left out)."""
-    data = {}
-    for key, value in (secret.get("data") or {}).items():
-        try:
-            data[key] = base64.b64decode(value, validate=True)
-        except (ValueError, TypeError):
-            continue
-    return data
+    decoded = {key: _decoded(value) for key, value in (secret.get("data") or {}).items()}
+    return {key: value for key, value in decoded.items() if value is not None}
 
 
 def write_secret(
@@ -75,10 +76,7 @@ def set_ca_bundle(
     changed = False
     for hook in config.get("webhooks") or []:
         client = hook.setdefault("clientConfig", {})
-        try:
-            current = base64.b64decode(client.get("caBundle") or "", validate=True)
-        except (ValueError, TypeError):
-            current = b""
+        current = _decoded(client.get("caBundle") or "") or b""
         encoded = base64.b64encode(bundle_for(current)).decode()
         if client.get("caBundle") != encoded:
             client["caBundle"] = encoded

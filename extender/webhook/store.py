@@ -12,28 +12,8 @@ import threading
 from collections import defaultdict
 from collections.abc import Sequence
 
-from extender.api.objects import KubeModel, ObjectMeta
-from extender.api.scheduling import API_VERSION, DEFAULT_QUEUE, Queue
+from extender.api.scheduling import API_VERSION, PodGroupRef, Queue
 from extender.cache.informer import Kind
-
-
-class _GroupSpec(KubeModel):
-    queue: str = ""
-
-
-class GroupRef(KubeModel):
-    """A PodGroup as the webhook needs it: which queue it names."""
-
-    metadata: ObjectMeta = ObjectMeta()
-    spec: _GroupSpec = _GroupSpec()
-
-    @property
-    def key(self) -> str:
-        return self.metadata.key
-
-    @property
-    def queue(self) -> str:
-        return self.spec.queue or DEFAULT_QUEUE
 
 
 class WebhookStore:
@@ -67,26 +47,26 @@ class WebhookStore:
         with self._lock:
             self.queues.pop(queue.metadata.name, None)
 
-    def replace_groups(self, groups: list[GroupRef]) -> None:
+    def replace_groups(self, groups: list[PodGroupRef]) -> None:
         with self._lock:
             self._group_queue, self._by_queue = {}, defaultdict(set)
             for group in groups:
                 self._add(group)
 
-    def upsert_group(self, group: GroupRef) -> None:
+    def upsert_group(self, group: PodGroupRef) -> None:
         with self._lock:
             self._remove(group)
             self._add(group)
 
-    def delete_group(self, group: GroupRef) -> None:
+    def delete_group(self, group: PodGroupRef) -> None:
         with self._lock:
             self._remove(group)
 
-    def _add(self, group: GroupRef) -> None:
+    def _add(self, group: PodGroupRef) -> None:
         self._group_queue[group.key] = group.queue
         self._by_queue[group.queue].add(group.key)
 
-    def _remove(self, group: GroupRef) -> None:
+    def _remove(self, group: PodGroupRef) -> None:
         queue = self._group_queue.pop(group.key, None)
         if queue is not None:
             members = self._by_queue[queue]
@@ -103,10 +83,10 @@ QUEUES: Kind[WebhookStore, Queue] = Kind(
     WebhookStore.upsert_queue,
     WebhookStore.delete_queue,
 )
-GROUPS: Kind[WebhookStore, GroupRef] = Kind(
+GROUPS: Kind[WebhookStore, PodGroupRef] = Kind(
     "podgroups",
     f"/apis/{API_VERSION}/podgroups",
-    GroupRef,
+    PodGroupRef,
     WebhookStore.replace_groups,
     WebhookStore.upsert_group,
     WebhookStore.delete_group,

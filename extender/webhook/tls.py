@@ -27,8 +27,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from kubernetes import client as k8s
 
-from extender.kube import KubeError
-from extender.kube.webhooks import read_secret, secret_data, set_ca_bundle, write_secret
+from extender.kube import KubeError, writes
+from extender.kube.webhooks import secret_data, set_ca_bundle, write_secret
 from extender.webhook.certs import Bundle, CertOptions, plan
 
 log = logging.getLogger(__name__)
@@ -84,7 +84,7 @@ class ServingCertificate:
         options = self.options
         namespace, name = options.stored_in
         for _ in range(5):
-            secret = read_secret(self.api, namespace, name)
+            secret = writes.get(self.api, "v1", "Secret", namespace, name)
             stored = Bundle.from_data(secret_data(secret)) if secret is not None else None
             following = plan(stored, options.certs, datetime.datetime.now(datetime.UTC))
             if following is None and stored is not None:

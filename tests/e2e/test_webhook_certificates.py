@@ -24,7 +24,8 @@ from extender.devcluster.lahar import loopback_webhooks
 from extender.devcluster.ports import free_ports
 from extender.kube import apply_object, delete, load_manifests
 from extender.kube.raw import ApiStatusError
-from extender.kube.webhooks import read_secret, secret_data
+from extender.kube.webhooks import secret_data
+from extender.kube.writes import get
 from tests.builders import make_job
 from tests.e2e.webhook import create
 
@@ -108,7 +109,7 @@ def test_certificates_rotate_while_the_api_server_calls_without_a_failure(
             failures.append(str(error))
         calls += 1
         served.add(_served(port))
-        secret = read_secret(api, "lahar-system", name)
+        secret = get(api, "v1", "Secret", "lahar-system", name)
         if secret is not None:
             cas.add(secret_data(secret).get("ca.crt", b""))
         time.sleep(0.1)

@@ -11,8 +11,8 @@ from kubernetes import client as k8s
 from extender import devcluster
 from extender.devcluster.lahar import wait_ready
 from extender.kube.raw import send
-from extender.kube.webhooks import read_secret, secret_data
-from extender.kube.writes import object_path
+from extender.kube.webhooks import secret_data
+from extender.kube.writes import get, object_path
 
 WEBHOOK = "lahar-webhook"
 
@@ -33,7 +33,7 @@ def url(cluster: devcluster.DevCluster, path: str) -> str:
 
 def ca_bundle(api: k8s.ApiClient) -> bytes:
     """The CAs the webhook's Secret says the API server trusts."""
-    secret = read_secret(api, "lahar-system", "lahar-webhook-tls")
+    secret = get(api, "v1", "Secret", "lahar-system", "lahar-webhook-tls")
     assert secret is not None, "the webhook made no certificate Secret"
     return secret_data(secret)["ca-bundle.crt"]
 

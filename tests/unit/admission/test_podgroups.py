@@ -121,3 +121,10 @@ def test_every_problem_is_reported_at_once(queues: Queues) -> None:
 @pytest.mark.parametrize("obj", [None, "pg", [1]], ids=["none", "string", "list"])
 def test_no_pod_group_object(obj: Any, queues: Queues) -> None:
     assert check_pod_group(obj, queues) == [Problem("", "the request carries no PodGroup object")]
+
+
+def test_a_task_named_like_a_type_keeps_its_name_in_the_path() -> None:
+    """A map key such as `none` is a field of the object, never dropped from the path."""
+    body = make_group("g").build()
+    body["spec"]["minTaskMember"] = {"none": "x"}
+    assert [p.path for p in check_pod_group(body, Queues())] == ["spec.minTaskMember.none"]

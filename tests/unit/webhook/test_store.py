@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from extender.webhook.store import GroupRef, WebhookStore
+from extender.api.scheduling import PodGroupRef
+from extender.webhook.store import WebhookStore
 from tests.builders import make_group, make_queue
 
 
@@ -31,9 +32,9 @@ def test_a_relist_replaces_everything() -> None:
 def test_a_pod_group_whose_other_fields_do_not_parse_still_holds_its_queue() -> None:
     body = make_group("odd").ns("x").queue("a").min_resources(cpu="lots").build()
     store = WebhookStore()
-    store.upsert_group(GroupRef.model_validate(body))
+    store.upsert_group(PodGroupRef.model_validate(body))
     assert store.pod_groups_in("a") == ["x/odd"]
 
 
-def _ref(name: str, namespace: str, queue: str) -> GroupRef:
-    return GroupRef.model_validate(make_group(name).ns(namespace).queue(queue).build())
+def _ref(name: str, namespace: str, queue: str) -> PodGroupRef:
+    return PodGroupRef.model_validate(make_group(name).ns(namespace).queue(queue).build())
