@@ -5,7 +5,6 @@ it; these check that callers without the scheduler's client certificate get noth
 
 from __future__ import annotations
 
-import datetime
 import json
 import ssl
 import urllib.error
@@ -13,12 +12,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from cryptography.hazmat.primitives import serialization
 
 from extender import devcluster
+from extender.devcluster.pki import make_ca, make_leaf_cert
 from tests.e2e.conftest import extender_tls, extender_url, lahar_metric
 
 REQUESTS = "lahar_extender_requests_total"
@@ -70,19 +67,9 @@ def test_the_schedulers_certificate_is_served_and_probes_need_none(
 
 
 def _self_signed_client(folder: Path) -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "intruder")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .sign(key, hashes.SHA256())
-    )
+    """A client certificate from a CA the extender does not trust."""
+    ca, ca_key = make_ca("intruder-ca")
+    cert, key = make_leaf_cert(ca, ca_key, "intruder", (), (), client=True)
     cert_path, key_path = folder / "intruder.crt", folder / "intruder.key"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     key_path.write_bytes(
