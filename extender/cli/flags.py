@@ -8,6 +8,7 @@ import os
 import socket
 from pathlib import Path
 
+from extender.api.duration import parse_duration
 from extender.kube.leader import LeaseOptions
 
 
@@ -63,3 +64,14 @@ def tls_files(args: argparse.Namespace, command: str) -> tuple[Path, Path] | Non
     if args.tls_cert_file is None or args.tls_key_file is None:
         raise SystemExit(f"lahar {command}: give both --tls-cert-file and --tls-key-file")
     return args.tls_cert_file, args.tls_key_file
+
+
+def duration_seconds(command: str, flag: str, text: str) -> float:
+    """A positive duration flag (`90s`, `1h30m`, `8760h`) in seconds; exits naming the flag."""
+    try:
+        seconds = parse_duration(text)
+    except ValueError as error:
+        raise SystemExit(f"lahar {command}: --{flag}: {error}") from None
+    if seconds <= 0:
+        raise SystemExit(f"lahar {command}: --{flag} must be positive, got {text}")
+    return seconds

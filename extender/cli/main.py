@@ -12,7 +12,14 @@ import sys
 from collections.abc import Sequence
 
 from extender import __version__
-from extender.cli import controller_cmd, demo_cmd, devcluster_cmd, serve_cmd, webhook_cmd
+from extender.cli import (
+    certs_cmd,
+    controller_cmd,
+    demo_cmd,
+    devcluster_cmd,
+    serve_cmd,
+    webhook_cmd,
+)
 from extender.devcluster import DevClusterError
 from extender.framework.policy import PolicyError
 from extender.kube import KubeError
@@ -30,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve_cmd.register(commands)
     controller_cmd.register(commands)
     webhook_cmd.register(commands)
+    certs_cmd.register(commands)
     devcluster_cmd.register(commands)
     demo_cmd.register(commands)
     return parser

@@ -18,11 +18,10 @@ from typing import Any
 
 from aiohttp import web
 
-from extender.api.duration import parse_duration
-from extender.cli.flags import add_server_flags, add_tls_file_flags, tls_files
+from extender.cli.flags import add_server_flags, add_tls_file_flags, duration_seconds, tls_files
 from extender.kube import KubeError, client_for
+from extender.pki import CertOptions, service_hosts
 from extender.webhook.app import WebhookOptions, make_app
-from extender.webhook.certs import CertOptions, normal_host
 from extender.webhook.tls import ServingCertificate, TlsOptions
 
 log = logging.getLogger("extender.webhook")
@@ -80,31 +79,27 @@ def register(commands: Any) -> None:
     parser.set_defaults(run=_run)
 
 
-def _seconds(flag: str, text: str) -> float:
-    try:
-        seconds = parse_duration(text)
-    except ValueError as error:
-        raise SystemExit(f"lahar webhook: --{flag}: {error}") from None
-    if seconds <= 0:
-        raise SystemExit(f"lahar webhook: --{flag} must be positive, got {text}")
-    return seconds
+def _duration(flag: str, text: str) -> datetime.timedelta:
+    return datetime.timedelta(seconds=duration_seconds("webhook", flag, text))
 
 
 def tls_options(args: argparse.Namespace) -> TlsOptions:
     pair = tls_files(args, "webhook")
-    service = f"{args.service_name}.{args.namespace}"
-    hosts = []
-    for host in (service + ".svc", service, f"{service}.svc.cluster.local", *args.extra_host):
-        try:
-            hosts.append(normal_host(host))
-        except ValueError as error:
-            raise SystemExit(f"lahar webhook: --extra-host (or service name): {error}") from None
-    hosts = list(dict.fromkeys(hosts))
+    try:
+        hosts = service_hosts(args.service_name, args.namespace, args.extra_host)
+    except ValueError as error:
+        raise SystemExit(f"lahar webhook: --extra-host (or service name): {error}") from None
     certs = CertOptions(
-        hosts=tuple(hosts),
-        ca_validity=datetime.timedelta(seconds=_seconds("ca-validity", args.ca_validity)),
-        cert_validity=datetime.timedelta(seconds=_seconds("cert-validity", args.cert_validity)),
-        grace=datetime.timedelta(seconds=_seconds("trust-grace", args.trust_grace)),
+        hosts=hosts,
+        ca_validity=datetime.timedelta(
+            seconds=duration_seconds("webhook", "ca-validity", args.ca_validity)
+        ),
+        cert_validity=datetime.timedelta(
+            seconds=duration_seconds("webhook", "cert-validity", args.cert_validity)
+        ),
+        grace=datetime.timedelta(
+            seconds=duration_seconds("webhook", "trust-grace", args.trust_grace)
+        ),
     )
     config = args.webhook_configuration
     return TlsOptions(
@@ -117,7 +112,7 @@ def tls_options(args: argparse.Namespace) -> TlsOptions:
         cert_file=pair[0] if pair else None,
         key_file=pair[1] if pair else None,
         ca_file=args.ca_bundle_file,
-        interval=_seconds("check-interval", args.check_interval),
+        interval=duration_seconds("webhook", "check-interval", args.check_interval),
     )
 
 

@@ -1,5 +1,6 @@
 """Building the control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
-KWOK) from the Go modules pinned under `tests/controlplane/`.
+KWOK) and kubectl (whose `kubectl kustomize` renders `manifests/`) from the Go modules pinned under
+`tests/controlplane/`.
 
 Each Go module is built once per content of its go.mod and go.sum: the binaries go to
 `<cache>/bin/<module>-<version>-<hash>/`, written to a temporary folder first and renamed into
@@ -57,8 +58,9 @@ MODULES = (
             "k8s.io/kubernetes/cmd/kube-apiserver",
             "k8s.io/kubernetes/cmd/kube-controller-manager",
             "k8s.io/kubernetes/cmd/kube-scheduler",
+            "k8s.io/kubernetes/cmd/kubectl",
         ),
-        binaries=("kube-apiserver", "kube-controller-manager", "kube-scheduler"),
+        binaries=("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"),
         version_ldflags=True,
     ),
     GoModule(
@@ -84,6 +86,7 @@ class Binaries:
     kube_apiserver: Path
     kube_controller_manager: Path
     kube_scheduler: Path
+    kubectl: Path
     kwok: Path
     kwok_stages: tuple[Path, ...]
     kubernetes_version: str
@@ -229,6 +232,7 @@ def ensure_binaries(*, quiet: bool = False) -> Binaries:
         kube_apiserver=dirs["kubernetes"] / "kube-apiserver",
         kube_controller_manager=dirs["kubernetes"] / "kube-controller-manager",
         kube_scheduler=dirs["kubernetes"] / "kube-scheduler",
+        kubectl=dirs["kubernetes"] / "kubectl",
         kwok=dirs["kwok"] / "kwok",
         kwok_stages=tuple(dirs["kwok"] / "stages" / Path(s).name for s in KWOK_STAGES),
         kubernetes_version=plans[0][2],

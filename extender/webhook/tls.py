@@ -27,9 +27,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from kubernetes import client as k8s
 
-from extender.kube import KubeError, writes
-from extender.kube.webhooks import secret_data, set_ca_bundle, write_secret
-from extender.webhook.certs import Bundle, CertOptions, plan
+from extender.kube.secrets import settle
+from extender.kube.webhooks import set_ca_bundle
+from extender.pki import Bundle, CertOptions, plan
 
 log = logging.getLogger(__name__)
 LABELS = {"app.kubernetes.io/name": "lahar", "app.kubernetes.io/component": "webhook"}
@@ -81,29 +81,24 @@ class ServingCertificate:
         return Pair(bundle.cert, bundle.key)
 
     def _stored_bundle(self) -> Bundle:
-        options = self.options
-        namespace, name = options.stored_in
-        for _ in range(5):
-            secret = writes.get(self.api, "v1", "Secret", namespace, name)
-            stored = Bundle.from_data(secret_data(secret)) if secret is not None else None
-            following = plan(stored, options.certs, datetime.datetime.now(datetime.UTC))
-            if following is None and stored is not None:
-                return stored
-            assert following is not None
-            if write_secret(
-                self.api, namespace, name, following.to_data(), stored=secret, labels=LABELS
-            ):
-                log.info(
-                    "certificate Secret %s/%s written: serving certificate until %s",
-                    namespace,
-                    name,
-                    Pair(following.cert, following.key).expires.isoformat(),
-                )
-                return following
-            log.info("certificate Secret changed by another replica; reading it again")
-        raise KubeError(
-            f"the certificate Secret {namespace}/{name} kept changing under this replica"
-        )
+        namespace, name = self.options.stored_in
+        data, written = settle(self.api, namespace, name, self._step, labels=LABELS)
+        bundle = Bundle.from_data(data)
+        assert bundle is not None  # what settle returns is what _step accepted or wrote
+        if written:
+            expires = Pair(bundle.cert, bundle.key).expires.isoformat()
+            log.info(
+                "certificate Secret %s/%s written: serving certificate until %s",
+                namespace,
+                name,
+                expires,
+            )
+        return bundle
+
+    def _step(self, data: dict[str, bytes] | None) -> dict[str, bytes] | None:
+        stored = Bundle.from_data(data or {})
+        following = plan(stored, self.options.certs, datetime.datetime.now(datetime.UTC))
+        return None if following is None else following.to_data()
 
     def _publish(self, trusted: bytes) -> None:
         """Publish `trusted` as the configurations' caBundle, keeping any unexpired CA they carry

@@ -24,7 +24,7 @@ from extender.devcluster.lahar import loopback_webhooks
 from extender.devcluster.ports import free_ports
 from extender.kube import apply_object, delete, load_manifests
 from extender.kube.raw import ApiStatusError
-from extender.kube.webhooks import secret_data
+from extender.kube.secrets import secret_data
 from extender.kube.writes import get
 from tests.builders import make_job
 from tests.e2e.webhook import create

@@ -11,7 +11,7 @@ from kubernetes import client as k8s
 from extender import devcluster
 from extender.devcluster.lahar import wait_ready
 from extender.kube.raw import send
-from extender.kube.webhooks import secret_data
+from extender.kube.secrets import secret_data
 from extender.kube.writes import get, object_path
 
 WEBHOOK = "lahar-webhook"

@@ -19,6 +19,7 @@ NO_BINARIES = Binaries(
     kube_apiserver=Path("/nonexistent/kube-apiserver"),
     kube_controller_manager=Path("/nonexistent/kube-controller-manager"),
     kube_scheduler=Path("/nonexistent/kube-scheduler"),
+    kubectl=Path("/nonexistent/kubectl"),
     kwok=Path("/nonexistent/kwok"),
     kwok_stages=(),
     kubernetes_version="v1.35.4",

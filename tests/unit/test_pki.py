@@ -1,4 +1,5 @@
-"""The webhook's certificate rotation, step by step, on a clock the test moves."""
+"""Certificate rotation (the webhook's bundle, kube-scheduler's client certificate), step by step,
+on a clock the test moves."""
 
 from __future__ import annotations
 
@@ -9,8 +10,17 @@ from pathlib import Path
 
 import pytest
 from cryptography import x509
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from extender.webhook.certs import Bundle, CertOptions, normal_host, plan
+from extender.pki import (
+    Bundle,
+    CertOptions,
+    ClientPair,
+    normal_host,
+    plan,
+    plan_client,
+    service_hosts,
+)
 
 T0 = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 DAY = datetime.timedelta(days=1)
@@ -157,3 +167,79 @@ def test_names_a_certificate_had_are_kept_so_replicas_converge() -> None:
     bundle = plan(bundle, one, T0) or bundle
     bundle = plan(bundle, other, T0) or bundle
     assert plan(bundle, one, T0) is None and plan(bundle, other, T0) is None
+
+
+def _client(bundle: Bundle, stored: ClientPair | None, at: datetime.datetime) -> ClientPair:
+    following = plan_client(stored, bundle, "lahar-scheduler", OPTIONS, at)
+    assert following is not None
+    return following
+
+
+def test_the_client_certificate_names_the_scheduler_for_client_auth_only() -> None:
+    bundle = _step(None, T0)
+    pair = _client(bundle, None, T0)
+    cert = _cert(pair.cert)
+    cert.verify_directly_issued_by(_cert(bundle.ca_cert))
+    names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    assert [n.value for n in names] == ["lahar-scheduler"]
+    usage = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert list(usage) == [ExtendedKeyUsageOID.CLIENT_AUTH]
+    with pytest.raises(x509.ExtensionNotFound):
+        cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    assert pair.trusted == bundle.trusted
+    assert ClientPair.from_data(pair.to_data()) == pair
+
+
+@pytest.mark.parametrize(
+    ("case", "renewed"),
+    [
+        ("current", False),
+        ("in its last third", True),
+        ("signed by another CA", True),
+        ("issued to someone else", True),
+    ],
+)
+def test_the_client_certificate_is_renewed_only_when_it_must_be(case: str, renewed: bool) -> None:
+    bundle = _step(None, T0)
+    pair = _client(bundle, None, T0)
+    at = T0 + DAY
+    if case == "in its last third":
+        at = T0 + 21 * DAY
+        bundle = _step(bundle, at)
+    elif case == "signed by another CA":
+        bundle = _step(None, T0)
+    elif case == "issued to someone else":
+        pair = plan_client(None, bundle, "someone", OPTIONS, T0) or pair
+    following = plan_client(pair, bundle, "lahar-scheduler", OPTIONS, at)
+    assert (following is not None) is renewed
+    if following is not None:
+        _cert(following.cert).verify_directly_issued_by(_cert(bundle.ca_cert))
+
+
+def test_a_newly_trusted_ca_reaches_the_scheduler_without_a_new_certificate() -> None:
+    bundle = _step(None, T0)
+    pair = _client(bundle, None, T0 + 200 * DAY)
+    rotated = plan(bundle, OPTIONS, T0 + 201 * DAY)  # the CA's last third: a new CA is trusted
+    assert rotated is not None and rotated.ca_cert != bundle.ca_cert
+    following = plan_client(pair, bundle, "lahar-scheduler", OPTIONS, T0 + 201 * DAY)
+    assert following is None  # same CA, certificate still current
+    following = plan_client(pair, rotated, "lahar-scheduler", OPTIONS, T0 + 201 * DAY)
+    assert following is not None and following.trusted == rotated.trusted
+
+
+def test_a_damaged_client_secret_reads_as_nothing_stored() -> None:
+    pair = _client(_step(None, T0), None, T0)
+    assert ClientPair.from_data({**pair.to_data(), "tls.key": b"junk"}) is None
+    assert ClientPair.from_data({}) is None
+
+
+def test_service_hosts_name_the_service_every_way_a_pod_reaches_it() -> None:
+    assert service_hosts("lahar-extender", "lahar-system", ["10.0.0.1"]) == (
+        "lahar-extender.lahar-system.svc",
+        "lahar-extender.lahar-system",
+        "lahar-extender",
+        "lahar-extender.lahar-system.svc.cluster.local",
+        "10.0.0.1",
+    )
+    with pytest.raises(ValueError, match="neither an IP address nor a DNS name"):
+        service_hosts("lahar-extender", "lahar-system", ["bad host"])

@@ -1,10 +1,12 @@
-"""The webhook's certificates, made and rotated with `cryptography`: pure functions of the stored
-bundle, the options and the time, so every rotation step is unit-tested without a cluster.
+"""Lahar's certificates (the webhook's, and the extender's with kube-scheduler's client
+certificate), made and rotated with `cryptography`: pure functions of what is stored, the options
+and the time, so every rotation step is unit-tested without a cluster.
 
-A `Bundle` is what the Secret holds: the CA (certificate and key) that signs serving certificates,
-the serving certificate and key, and `trusted`, the CA certificates the API server is told to
-trust (the webhook configurations' `caBundle`). `plan` returns the next bundle, or None when the
-stored one is good. One step at a time, so no request is ever refused during a rotation:
+A `Bundle` is what a Secret holds: the CA (certificate and key) that signs serving certificates,
+the serving certificate and key, and `trusted`, the CA certificates clients are told to trust (the
+webhook configurations' `caBundle`, kube-scheduler's extender `caFile`). `plan` returns the next
+bundle, or None when the stored one is good. One step at a time, so no request is ever refused
+during a rotation:
 
 1. nothing stored, or unreadable: a new CA and a serving certificate;
 2. the CA nears its end: a new CA joins `trusted` beside the old one; the serving certificate,
@@ -15,6 +17,9 @@ stored one is good. One step at a time, so no request is ever refused during a r
    (the time the API server needs to see the new `caBundle`) the old CA's certificate is kept,
    unless it would end first;
 4. CAs that have expired leave `trusted`.
+
+`plan_client` does the same for a client certificate (kube-scheduler's, for mutual TLS with the
+extender): a new one from the current CA when it nears its end or another CA signed it.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ class CertOptions:
     cert_validity: datetime.timedelta = datetime.timedelta(days=365)
     renew_fraction: float = 1 / 3  # renew when this share of a certificate's life is left
     grace: datetime.timedelta = datetime.timedelta(minutes=2)
+    ca_name: str = "lahar-webhook-ca"  # the CA's common name, before a random suffix
 
 
 @dataclass(frozen=True)
@@ -113,6 +119,61 @@ def plan(stored: Bundle | None, options: CertOptions, now: datetime.datetime) ->
     return None
 
 
+@dataclass(frozen=True)
+class ClientPair:
+    """A client certificate, its key and the CAs that verify the server (`ca.crt`)."""
+
+    cert: bytes
+    key: bytes
+    trusted: bytes
+
+    def to_data(self) -> dict[str, bytes]:
+        return {CERT: self.cert, KEY: self.key, CA_CERT: self.trusted}
+
+    @classmethod
+    def from_data(cls, data: dict[str, bytes]) -> ClientPair | None:
+        """The pair a Secret's data holds; None when a key is missing or does not parse."""
+        try:
+            pair = cls(data[CERT], data[KEY], data[CA_CERT])
+            x509.load_pem_x509_certificate(pair.cert)
+            x509.load_pem_x509_certificates(pair.trusted)
+            serialization.load_pem_private_key(pair.key, password=None)
+        except (KeyError, ValueError, TypeError):
+            return None
+        return pair
+
+
+def plan_client(
+    stored: ClientPair | None,
+    bundle: Bundle,
+    common_name: str,
+    options: CertOptions,
+    now: datetime.datetime,
+) -> ClientPair | None:
+    """The client certificate `bundle`'s CA should have issued to `common_name` (with the CAs it
+    trusts), or None when `stored` is that: a new one when there is none, it nears its end, it
+    names someone else or another CA signed it."""
+    if stored is not None:
+        cert = x509.load_pem_x509_certificate(stored.cert)
+        ca = x509.load_pem_x509_certificate(bundle.ca_cert)
+        names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+        current = (
+            cert.issuer == ca.subject
+            and not _ending(cert, options, now)
+            and [n.value for n in names] == [common_name]
+        )
+        if current:
+            return (
+                None
+                if stored.trusted == bundle.trusted
+                else replace(stored, trusted=bundle.trusted)
+            )
+    cert_pem, key_pem = _new_cert(
+        bundle.ca_cert, bundle.ca_key, [common_name], options, now, client=True
+    )
+    return ClientPair(cert_pem, key_pem, bundle.trusted)
+
+
 def _ending(cert: x509.Certificate, options: CertOptions, now: datetime.datetime) -> bool:
     life = cert.not_valid_after_utc - (cert.not_valid_before_utc + BACKDATE)
     return cert.not_valid_after_utc - now <= life * options.renew_fraction
@@ -141,6 +202,15 @@ def normal_host(host: str) -> str:
     return name
 
 
+def service_hosts(service: str, namespace: str, extra: Sequence[str] = ()) -> tuple[str, ...]:
+    """The names a Service's serving certificate carries (the `.svc` name first, as clients
+    in the cluster use it) and `extra` ones; ValueError naming a host that is neither a DNS name
+    nor an IP address."""
+    full = f"{service}.{namespace}"
+    hosts = (f"{full}.svc", full, service, f"{full}.svc.cluster.local", *extra)
+    return tuple(dict.fromkeys(normal_host(host) for host in hosts))
+
+
 def _key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 
@@ -156,7 +226,7 @@ def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
 def _new_ca(options: CertOptions, now: datetime.datetime) -> tuple[bytes, bytes]:
     key = _key()
     name = x509.Name(
-        [x509.NameAttribute(NameOID.COMMON_NAME, f"lahar-webhook-ca-{secrets.token_hex(6)}")]
+        [x509.NameAttribute(NameOID.COMMON_NAME, f"{options.ca_name}-{secrets.token_hex(6)}")]
     )
     cert = (
         x509.CertificateBuilder()
@@ -192,20 +262,25 @@ def _new_cert(
     hosts: Sequence[str],
     options: CertOptions,
     now: datetime.datetime,
+    *,
+    client: bool = False,
 ) -> tuple[bytes, bytes]:
+    """A serving certificate naming `hosts` (the first is its common name), or with `client` a
+    client certificate whose common name is `hosts[0]` and that names no host."""
     ca = x509.load_pem_x509_certificate(ca_pem)
     ca_key = serialization.load_pem_private_key(ca_key_pem, password=None)
     if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
-        raise ValueError("the webhook CA key is not an EC key")
+        raise ValueError("the CA key is not an EC key")
     key = _key()
     sans: list[x509.GeneralName] = []
-    for host in hosts:
+    for host in [] if client else hosts:
         try:
             sans.append(x509.IPAddress(ipaddress.ip_address(host)))
         except ValueError:
             sans.append(x509.DNSName(host))
     not_after = min(now + options.cert_validity, ca.not_valid_after_utc)
-    cert = (
+    usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
+    builder = (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
         .issuer_name(ca.subject)
@@ -213,9 +288,10 @@ def _new_cert(
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - BACKDATE)
         .not_valid_after(not_after)
-        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
     )
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    cert = builder.sign(ca_key, hashes.SHA256())
     return cert.public_bytes(serialization.Encoding.PEM), _pem_key(key)
