@@ -17,7 +17,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 COPY --from=build /install /usr/local
 # Nothing installs packages at run time: the installers leave the final image.
 RUN python -m pip uninstall --yes --no-cache-dir pip setuptools wheel
-COPY policy /etc/lahar/policy
+# The default policy (manifests mount their ConfigMap over it); `policy/` links to this folder.
+COPY manifests/policy /etc/lahar/policy
 USER 65532:65532
 ENTRYPOINT ["lahar"]
 CMD ["--help"]

@@ -339,7 +339,7 @@ def _start_lahar(starter: _Starter, kubeconfigs: dict[str, Path], keys: pki.Pki)
     lahar.wait_ready(controller, port["lahar-controller"], options.ready_timeout)
     config = lahar.scheduler_config(
         policies / "kube-scheduler-config.yaml",
-        kubeconfigs["system:kube-scheduler"],
+        accounts[lahar.SCHEDULER],
         port["lahar"],
         keys,
     )

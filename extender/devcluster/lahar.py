@@ -7,9 +7,11 @@ The cluster's own kube-scheduler keeps serving `default-scheduler`; the second o
 the extender got. The webhook configurations of `manifests/webhook.yaml` are applied as they are,
 except that each webhook is called at its loopback URL instead of through the Service (nothing
 routes Service addresses here); the webhook fills in their caBundle itself. The extender, the
-controller and the webhook run with tokens of their own ServiceAccounts, bound to their roles by
-their `manifests/*-rbac.yaml` as applied to a cluster, so a missing RBAC rule or binding fails the
-tests as it would fail a user.
+controller, the webhook and the second kube-scheduler run with tokens of their own
+ServiceAccounts, bound to their roles by their `manifests/*-rbac.yaml` as applied to a cluster, so
+a missing RBAC rule or binding fails the tests as it would fail a user. Each runs with the flags
+its Deployment in `manifests/` gives it, bar addresses, ports and files (tests/e2e/
+test_manifests.py keeps that true).
 """
 
 from __future__ import annotations
@@ -30,12 +32,19 @@ CRD_FILES = ("crd-scheduling.yaml", "crd-batch.yaml", "crd-bus.yaml")
 NAMESPACE = "lahar-system"
 # Each component's ServiceAccount (in lahar-system) -> its RBAC manifest, and its kubeconfig's name.
 EXTENDER, CONTROLLER, WEBHOOK = "lahar-extender", "lahar-controller", "lahar-webhook"
+SCHEDULER = "lahar-scheduler"  # the stock kube-scheduler run for Lahar (manifests/scheduler.yaml)
 RBAC_FILES = {
     EXTENDER: "extender-rbac.yaml",
     CONTROLLER: "controller-rbac.yaml",
     WEBHOOK: "webhook-rbac.yaml",
+    SCHEDULER: "scheduler-rbac.yaml",
 }
-KUBECONFIGS = {EXTENDER: "lahar", CONTROLLER: "lahar-controller", WEBHOOK: "lahar-webhook"}
+KUBECONFIGS = {
+    EXTENDER: "lahar",
+    CONTROLLER: "lahar-controller",
+    WEBHOOK: "lahar-webhook",
+    SCHEDULER: "lahar-scheduler",
+}
 TOKEN_SECONDS = 30 * 24 * 3600  # a dev cluster kept up (`--keep`) lives days, not months
 WEBHOOK_FILE = "webhook.yaml"
 

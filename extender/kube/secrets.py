@@ -30,8 +30,8 @@ def decoded(value: object) -> bytes | None:
 
 def secret_data(secret: dict[str, Any]) -> dict[str, bytes]:
     """The Secret's data, decoded (a key that is not base64 is left out)."""
-    decoded = {key: decoded(value) for key, value in (secret.get("data") or {}).items()}
-    return {key: value for key, value in decoded.items() if value is not None}
+    values = {key: decoded(value) for key, value in (secret.get("data") or {}).items()}
+    return {key: value for key, value in values.items() if value is not None}
 
 
 def write_secret(

@@ -43,6 +43,12 @@ def test_each_component_is_its_service_account(
         ("lahar-webhook", ("get", "secrets", NAMESPACE, "another-secret"), False),
         ("lahar-webhook", ("create", "secrets", NAMESPACE, ""), False),
         ("lahar-webhook", ("create", "pods", "default", ""), False),
+        ("lahar-extender", ("update", "secrets", NAMESPACE, "lahar-scheduler-tls"), True),
+        ("lahar-extender", ("get", "secrets", NAMESPACE, "lahar-webhook-tls"), False),
+        ("lahar-extender", ("create", "secrets", NAMESPACE, ""), False),
+        ("lahar-scheduler", ("get", "secrets", NAMESPACE, "lahar-scheduler-tls"), True),
+        ("lahar-scheduler", ("update", "secrets", NAMESPACE, "lahar-scheduler-tls"), False),
+        ("lahar-scheduler", ("create", "pods/binding", "default", ""), True),
     ],
 )
 def test_each_component_may_do_what_its_manifest_grants_and_no_more(
