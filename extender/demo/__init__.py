@@ -1,7 +1,7 @@
 """`make demo`: the main job, run on a local dev cluster and shown live in the terminal.
 
-It grows with each feature. Today: start the real control plane (building it on first use), submit
-a pod to the stock kube-scheduler and show it being scheduled, running and finishing.
+Start the real control plane with all of Lahar (building it on first use), submit the seeds'
+TensorFlow Job and two Jobs that contend for the cluster, show them live, and sum up.
 """
 
 from extender.demo.run import DemoOptions, run_demo

@@ -1,23 +1,28 @@
-"""The demo script: every step prints what happened to which object, with the time it took.
+"""The demo script: every step prints what happened to which object, with the time it took, and
+a live table of the Jobs (phase, pods bound of the gang's minimum, placements, why one waits).
 
-It starts a dev cluster with Lahar (the extender and a kube-scheduler running Lahar's profiles),
-submits pods through both profiles (`lahar` and `volcano`) and shows Lahar's binpack placing them
-on the fullest node that fits, then a pod that fits nowhere with the reason Lahar gave, then the
-gang story (`demo.gangs`): two jobs that each fit alone, one runs whole, the other waits whole.
+It starts a dev cluster with all of Lahar (the admission webhook, the Job controller, the extender
+and a stock kube-scheduler calling it, each with the flags and RBAC of its Deployment in
+`manifests/`), tells the stories of `demo.stories` (the seeds' TensorFlow Job; two Jobs that
+contend for the cluster), and ends with a summary: each Job's phase, time to start, and whether
+any was ever a partial gang. The exit code is 1 when the story did not hold.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from kubernetes import client as k8s
 
 from extender import devcluster
-from extender.demo.gangs import show_gangs
-from extender.demo.objects import NAMESPACE, Step, pod_body
-from extender.kube import apply_object, connect, pod_when, read, unschedulable_message, wait_until
+from extender.demo.objects import NAMESPACE, Step
+from extender.demo.stories import show_contention, show_tensorflow
+from extender.demo.table import LiveTable, justify
+from extender.demo.watch import PARTIAL_GRACE, JobWatch
+from extender.kube import apply_object, connect, read, wait_until
 
 NODE_CPU = "8"
 
@@ -28,7 +33,7 @@ class DemoOptions:
     keep: bool = False
 
 
-def run_demo(options: DemoOptions, say: Step = print) -> int:
+def run_demo(options: DemoOptions, say: Step = print, table: LiveTable | None = None) -> int:
     started = time.monotonic()
 
     def step(message: str) -> None:
@@ -38,27 +43,56 @@ def run_demo(options: DemoOptions, say: Step = print) -> int:
     binaries = devcluster.ensure_binaries()
     step(
         f"starting a dev cluster (Kubernetes {binaries.kubernetes_version}, 2 fake nodes of "
-        f"{NODE_CPU} cpu) with Lahar: the extender and a stock kube-scheduler calling it"
+        f"{NODE_CPU} cpu) with Lahar: webhook, Job controller, extender, and a stock "
+        "kube-scheduler calling the extender over mutual TLS"
     )
     cluster_options = devcluster.ClusterOptions(
         state_dir=options.state_dir, node_cpu=NODE_CPU, with_lahar=True
     )
     cluster = devcluster.up(cluster_options, binaries)
+    code = 1
     try:
         step(f"cluster ready at {cluster.state.server}")
         with connect(cluster.kubeconfig) as api:
             _namespace(api)
-            _show_binpack(api, step)
-            _show_unschedulable(api, step)
-            show_gangs(api, step)
+            watch = JobWatch(api, NAMESPACE, table or LiveTable())
+            show_tensorflow(api, watch, step)
+            show_contention(api, watch, step)
+            code = summarize(watch, say)
     finally:
         if options.keep:
             step(f"cluster left running: export KUBECONFIG={cluster.kubeconfig}")
+            step(f"watch it: kubectl get vcjob,podgroup,pods -n {NAMESPACE} -o wide")
             step(f"stop it with: lahar dev-cluster down --state-dir {options.state_dir}")
         else:
             stopped = cluster.down()
             step(f"dev cluster stopped ({', '.join(stopped)})")
-    return 0
+    return code
+
+
+def summarize(watch: JobWatch, say: Callable[[str], None]) -> int:
+    """Print each Job's outcome; 0 when every Job started and none was a partial gang."""
+    rows = [("JOB", "PHASE", "MOST BOUND", "TIME TO START", "PARTIAL GANG")]
+    partial = 0
+    for record in watch.records.values():
+        row = record.row
+        assert row is not None  # every Job was shown at least once
+        start = "-" if record.started is None else f"{record.started - record.submitted:.2f} s"
+        partial += record.partial
+        bound = f"{record.peak}/{row.minimum}"
+        rows.append((record.name, row.phase, bound, start, "yes" if record.partial else "no"))
+    say("")
+    say("summary")
+    for line in justify(rows):
+        say(f"  {line}")
+    unstarted = [r.name for r in watch.records.values() if r.started is None]
+    say(
+        f"  partial gangs: {partial} (a Job with some but not all of its minimum bound for "
+        f"more than {PARTIAL_GRACE:.0f} s)"
+    )
+    if unstarted:
+        say(f"  never started: {', '.join(unstarted)}")
+    return 0 if partial == 0 and not unstarted else 1
 
 
 def _namespace(api: k8s.ApiClient) -> None:
@@ -68,41 +102,3 @@ def _namespace(api: k8s.ApiClient) -> None:
         timeout=60,
         what=f"the default ServiceAccount of namespace {NAMESPACE}",
     )
-
-
-def _show_binpack(api: k8s.ApiClient, step: Step) -> None:
-    placed: dict[str, str] = {}
-    for index in range(6):
-        name, scheduler = f"worker-{index}", ("lahar" if index % 2 == 0 else "volcano")
-        submitted = time.monotonic()
-        apply_object(api, pod_body(name, scheduler, cpu="2"))
-        pod = pod_when(api, NAMESPACE, name, "to be bound", lambda p: p["spec"].get("nodeName"))
-        node = placed[name] = pod["spec"]["nodeName"]
-        step(
-            f"pod {NAMESPACE}/{name} (cpu 2, schedulerName {scheduler}) bound to {node} "
-            f"through Lahar {time.monotonic() - submitted:.2f}s after submit"
-        )
-    for name in placed:
-        pod_when(api, NAMESPACE, name, "to run", lambda p: p["status"].get("phase") == "Running")
-    per_node: dict[str, list[str]] = {}
-    for name, node in placed.items():
-        per_node.setdefault(node, []).append(name)
-    layout = "; ".join(f"{node}: {', '.join(names)}" for node, names in per_node.items())
-    # Binpack fills one node (4 pods of 2 cpu on 8) before it uses the other at all.
-    packed = sorted(len(names) for names in per_node.values()) == [2, 4]
-    verdict = (
-        "binpacked: the first node filled before the second was used"
-        if packed
-        else ("NOT binpacked as expected")
-    )
-    step(f"{verdict}; all Running ({layout})")
-
-
-def _show_unschedulable(api: k8s.ApiClient, step: Step) -> None:
-    name = "too-big"
-    apply_object(api, pod_body(name, "lahar", cpu="6"))
-    step(f"pod {NAMESPACE}/{name} (cpu 6) submitted: more cpu than any node has free")
-
-    pod = pod_when(api, NAMESPACE, name, "to be marked Unschedulable", unschedulable_message)
-    message = unschedulable_message(pod)
-    step(f"pod {NAMESPACE}/{name} stays Pending; kube-scheduler reports Lahar's reason: {message}")
