@@ -215,19 +215,12 @@ def _key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 
 
-def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-
-
-def _new_ca(options: CertOptions, now: datetime.datetime) -> tuple[bytes, bytes]:
+def new_ca(
+    common_name: str, not_after: datetime.datetime, now: datetime.datetime
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """A self-signed CA (EC P-256) that signs leaf certificates only."""
     key = _key()
-    name = x509.Name(
-        [x509.NameAttribute(NameOID.COMMON_NAME, f"{options.ca_name}-{secrets.token_hex(6)}")]
-    )
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
@@ -235,7 +228,7 @@ def _new_ca(options: CertOptions, now: datetime.datetime) -> tuple[bytes, bytes]
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - BACKDATE)
-        .not_valid_after(now + options.ca_validity)
+        .not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(
@@ -253,7 +246,61 @@ def _new_ca(options: CertOptions, now: datetime.datetime) -> tuple[bytes, bytes]
         )
         .sign(key, hashes.SHA256())
     )
-    return cert.public_bytes(serialization.Encoding.PEM), _pem_key(key)
+    return cert, key
+
+
+def new_leaf(
+    ca: x509.Certificate,
+    ca_key: ec.EllipticCurvePrivateKey,
+    common_name: str,
+    hosts: Sequence[str],
+    *,
+    not_after: datetime.datetime,
+    now: datetime.datetime,
+    client: bool = False,
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """A certificate `ca` signs: for a server naming `hosts` (DNS names or IP addresses), or with
+    `client` for a client authenticating as `common_name` (it names no host)."""
+    key = _key()
+    sans: list[x509.GeneralName] = []
+    for host in hosts:
+        try:
+            sans.append(x509.IPAddress(ipaddress.ip_address(host)))
+        except ValueError:
+            sans.append(x509.DNSName(host))
+    usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - BACKDATE)
+        .not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    )
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    return builder.sign(ca_key, hashes.SHA256()), key
+
+
+def pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def _pem(cert: x509.Certificate) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def _new_ca(options: CertOptions, now: datetime.datetime) -> tuple[bytes, bytes]:
+    name = f"{options.ca_name}-{secrets.token_hex(6)}"
+    cert, key = new_ca(name, now + options.ca_validity, now)
+    return _pem(cert), pem_key(key)
 
 
 def _new_cert(
@@ -271,27 +318,7 @@ def _new_cert(
     ca_key = serialization.load_pem_private_key(ca_key_pem, password=None)
     if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
         raise ValueError("the CA key is not an EC key")
-    key = _key()
-    sans: list[x509.GeneralName] = []
-    for host in [] if client else hosts:
-        try:
-            sans.append(x509.IPAddress(ipaddress.ip_address(host)))
-        except ValueError:
-            sans.append(x509.DNSName(host))
     not_after = min(now + options.cert_validity, ca.not_valid_after_utc)
-    usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
-        .issuer_name(ca.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - BACKDATE)
-        .not_valid_after(not_after)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-    )
-    if sans:
-        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-    cert = builder.sign(ca_key, hashes.SHA256())
-    return cert.public_bytes(serialization.Encoding.PEM), _pem_key(key)
+    names = [] if client else hosts
+    cert, key = new_leaf(ca, ca_key, hosts[0], names, not_after=not_after, now=now, client=client)
+    return _pem(cert), pem_key(key)

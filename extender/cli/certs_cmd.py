@@ -13,9 +13,9 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from extender.cli.flags import duration_seconds
+from extender.cli.flags import add_certificate_flags, certificate_hosts, duration_seconds
 from extender.kube import client_for
-from extender.pki import CertOptions, service_hosts
+from extender.pki import CertOptions
 from extender.server.certificates import (
     IssueOptions,
     client_files,
@@ -35,17 +35,8 @@ def register(commands: Any) -> None:
         "issue", help="fill or renew the Secrets; write the extender's files (its init container)"
     )
     _common(issuer)
-    issuer.add_argument(
-        "--service-name", default="lahar-extender", help="the extender's Service (its names)"
-    )
-    issuer.add_argument(
-        "--extra-host",
-        action="append",
-        default=[],
-        help="another DNS name or IP the serving certificate names (repeatable)",
-    )
-    issuer.add_argument(
-        "--secret-name", default="lahar-extender-tls", help="Secret holding the CA and the pair"
+    add_certificate_flags(
+        issuer, service="lahar-extender", stored_in="lahar-extender-tls", serving="extender's"
     )
     issuer.add_argument(
         "--scheduler-secret",
@@ -57,8 +48,6 @@ def register(commands: Any) -> None:
         default="lahar-scheduler",
         help="common name of kube-scheduler's client certificate",
     )
-    issuer.add_argument("--cert-validity", default="8760h", help="certificate lifetime (1 year)")
-    issuer.add_argument("--ca-validity", default="87600h", help="CA lifetime (default 10 years)")
     issuer.set_defaults(run=_issue)
     fetcher = verbs.add_parser(
         "fetch",
@@ -89,10 +78,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _issue(args: argparse.Namespace) -> int:
-    try:
-        hosts = service_hosts(args.service_name, args.namespace, args.extra_host)
-    except ValueError as error:
-        raise SystemExit(f"lahar certs issue: --extra-host (or service name): {error}") from None
+    hosts = certificate_hosts(args, "certs issue")
     validity = duration_seconds("certs issue", "cert-validity", args.cert_validity)
     ca_validity = duration_seconds("certs issue", "ca-validity", args.ca_validity)
     options = IssueOptions(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from extender.api.duration import parse_duration
 from extender.kube.leader import LeaseOptions
+from extender.pki import service_hosts
 
 
 def add_server_flags(parser: argparse.ArgumentParser, *, port: int, serves: str) -> None:
@@ -75,3 +76,34 @@ def duration_seconds(command: str, flag: str, text: str) -> float:
     if seconds <= 0:
         raise SystemExit(f"lahar {command}: --{flag} must be positive, got {text}")
     return seconds
+
+
+def add_certificate_flags(
+    parser: argparse.ArgumentParser, *, service: str, stored_in: str, serving: str
+) -> None:
+    """--service-name, --extra-host, --secret-name, --cert-validity and --ca-validity: where a
+    self-managed CA and `serving` certificate live and the names the certificate carries."""
+    parser.add_argument("--service-name", default=service, help=f"the Service (default {service})")
+    parser.add_argument(
+        "--extra-host",
+        action="append",
+        default=[],
+        help="another DNS name or IP the serving certificate names (repeatable)",
+    )
+    parser.add_argument(
+        "--secret-name",
+        default=stored_in,
+        help=f"Secret holding the CA and the {serving} certificate (default {stored_in})",
+    )
+    parser.add_argument(
+        "--cert-validity", default="8760h", help=f"{serving} certificate lifetime (default 1 year)"
+    )
+    parser.add_argument("--ca-validity", default="87600h", help="CA lifetime (default 10 years)")
+
+
+def certificate_hosts(args: argparse.Namespace, command: str) -> tuple[str, ...]:
+    """The names the serving certificate carries: the Service's and --extra-host's."""
+    try:
+        return service_hosts(args.service_name, args.namespace, args.extra_host)
+    except ValueError as error:
+        raise SystemExit(f"lahar {command}: --extra-host (or --service-name): {error}") from None

@@ -18,9 +18,16 @@ from typing import Any
 
 from aiohttp import web
 
-from extender.cli.flags import add_server_flags, add_tls_file_flags, duration_seconds, tls_files
+from extender.cli.flags import (
+    add_certificate_flags,
+    add_server_flags,
+    add_tls_file_flags,
+    certificate_hosts,
+    duration_seconds,
+    tls_files,
+)
 from extender.kube import KubeError, client_for
-from extender.pki import CertOptions, service_hosts
+from extender.pki import CertOptions
 from extender.webhook.app import WebhookOptions, make_app
 from extender.webhook.tls import ServingCertificate, TlsOptions
 
@@ -43,15 +50,8 @@ def register(commands: Any) -> None:
         help="namespace of the webhook's Service and certificate Secret "
         "(default $POD_NAMESPACE, else lahar-system)",
     )
-    parser.add_argument("--service-name", default="lahar-webhook", help="the webhook's Service")
-    parser.add_argument(
-        "--extra-host",
-        action="append",
-        default=[],
-        help="another DNS name or IP the serving certificate names (repeatable)",
-    )
-    parser.add_argument(
-        "--secret-name", default="lahar-webhook-tls", help="Secret holding the certificates"
+    add_certificate_flags(
+        parser, service="lahar-webhook", stored_in="lahar-webhook-tls", serving="serving"
     )
     parser.add_argument(
         "--webhook-configuration",
@@ -59,8 +59,6 @@ def register(commands: Any) -> None:
         help="name of the Mutating and Validating webhook configurations whose caBundle "
         "this webhook keeps (default lahar-webhook)",
     )
-    parser.add_argument("--cert-validity", default="8760h", help="serving certificate lifetime")
-    parser.add_argument("--ca-validity", default="87600h", help="CA lifetime (default 10 years)")
     parser.add_argument(
         "--check-interval", default="1m", help="how often certificates are checked (default 1m)"
     )
@@ -85,10 +83,7 @@ def _duration(flag: str, text: str) -> datetime.timedelta:
 
 def tls_options(args: argparse.Namespace) -> TlsOptions:
     pair = tls_files(args, "webhook")
-    try:
-        hosts = service_hosts(args.service_name, args.namespace, args.extra_host)
-    except ValueError as error:
-        raise SystemExit(f"lahar webhook: --extra-host (or service name): {error}") from None
+    hosts = certificate_hosts(args, "webhook")
     certs = CertOptions(
         hosts=hosts,
         ca_validity=datetime.timedelta(

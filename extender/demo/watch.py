@@ -53,6 +53,8 @@ class JobWatch:
     def until(self, what: str, done: Callable[[dict[str, JobRow]], bool], timeout: float) -> None:
         """Refresh the table until `done(rows by job)` holds; KubeError after `timeout`."""
         deadline = self.clock() + timeout
+        for record in self.records.values():
+            record.partial_since = None  # time between watches is not time seen partial
         while True:
             rows = self.refresh()
             if done(rows):
@@ -73,9 +75,7 @@ class JobWatch:
         spec, status = job.get("spec") or {}, job.get("status") or {}
         phase = str((status.get("state") or {}).get("phase") or "Submitted")
         minimum = int(spec.get("minAvailable") or 0)
-        mine = [
-            p for p in pods if (p["metadata"].get("labels") or {}).get(JOB_LABEL) == record.name
-        ]
+        mine = [p for p in pods if _job_of(p) == record.name]
         nodes = Counter(p["spec"]["nodeName"] for p in mine if p["spec"].get("nodeName"))
         bound = sum(nodes.values())
         record.peak = max(record.peak, bound)

@@ -12,15 +12,15 @@ system users). Lahar's own components use tokens of their ServiceAccounts instea
 from __future__ import annotations
 
 import datetime
-import ipaddress
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from extender.pki import new_ca, new_leaf
 
 SERVICE_IP = "10.0.0.1"  # first address of --service-cluster-ip-range
 SERVER_NAMES = (
@@ -101,39 +101,9 @@ def _pem_key(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
     )
 
 
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-
 def make_ca(common_name: str) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(common_name))
-        .issuer_name(_name(common_name))
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                key_cert_sign=True,
-                crl_sign=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    return cert, key
+    return new_ca(common_name, now + VALIDITY, now)
 
 
 def make_leaf_cert(
@@ -147,29 +117,10 @@ def make_leaf_cert(
 ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     """A leaf certificate signed by `ca`: for a server (these names), or with `client` for a
     client authenticating as `common_name`."""
-    key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
-    alt_names: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
-    alt_names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(_name(common_name))
-        .issuer_name(ca.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.ExtendedKeyUsage(
-                [ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH]
-            ),
-            critical=False,
-        )
-    )
-    if alt_names:  # a client certificate names no host
-        builder = builder.add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
-    return builder.sign(ca_key, hashes.SHA256()), key
+    hosts = (*dns_names, *ip_addresses)
+    not_after = now + VALIDITY
+    return new_leaf(ca, ca_key, common_name, hosts, not_after=not_after, now=now, client=client)
 
 
 def write_pki(folder: Path) -> Pki:
