@@ -150,15 +150,17 @@ def plan_client(
     options: CertOptions,
     now: datetime.datetime,
 ) -> ClientPair | None:
-    """The client certificate `bundle`'s CA should have issued to `common_name` (with the CAs it
-    trusts), or None when `stored` is that: a new one when there is none, it nears its end, it
-    names someone else or another CA signed it."""
+    """The client certificate `common_name` should hold now (with the CAs that verify the
+    server), or None when `stored` is that. It moves to a new CA together with the serving
+    certificate, after the grace `plan` gives the new CA, so the server trusts it by then: a new
+    one when there is none, it nears its end, it names someone else, or its CA is not the one
+    that signed the serving certificate."""
     if stored is not None:
         cert = x509.load_pem_x509_certificate(stored.cert)
-        ca = x509.load_pem_x509_certificate(bundle.ca_cert)
+        serving = x509.load_pem_x509_certificate(bundle.cert)
         names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
         current = (
-            cert.issuer == ca.subject
+            cert.issuer == serving.issuer
             and not _ending(cert, options, now)
             and [n.value for n in names] == [common_name]
         )

@@ -1,20 +1,26 @@
 """`lahar certs`: the certificates for mutual TLS between kube-scheduler and the extender in a
-cluster. `issue` (the extender's init container) fills or renews the two Secrets and writes the
-extender's serving pair and client CA into a folder; `fetch` (kube-scheduler's init container)
-waits for the scheduler's client certificate and writes it where its extender tlsConfig points.
+cluster. `issue` (the extender's init container, then with --every its sidecar) fills or renews
+the two Secrets and writes the extender's serving pair and client CA into a folder; `fetch`
+(kube-scheduler's init container, then its sidecar) waits for the scheduler's client certificate
+and writes it where its extender tlsConfig points. Both rewrite a file only when it changed.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import logging
 import os
+import time
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from kubernetes import client as k8s
+
 from extender.cli.flags import add_certificate_flags, certificate_hosts, duration_seconds
-from extender.kube import client_for
+from extender.kube import KubeError, client_for
 from extender.pki import CertOptions
 from extender.server.certificates import (
     IssueOptions,
@@ -24,6 +30,8 @@ from extender.server.certificates import (
     server_files,
     write_files,
 )
+
+log = logging.getLogger("extender.certs")
 
 
 def register(commands: Any) -> None:
@@ -37,6 +45,12 @@ def register(commands: Any) -> None:
     _common(issuer)
     add_certificate_flags(
         issuer, service="lahar-extender", stored_in="lahar-extender-tls", serving="extender's"
+    )
+    issuer.add_argument(
+        "--trust-grace",
+        default="720h",
+        help="how long a new CA is trusted before it signs (default 30 days: kube-scheduler "
+        "reads the CAs it trusts at start, so restart it within that time)",
     )
     issuer.add_argument(
         "--scheduler-secret",
@@ -75,17 +89,25 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", type=Path, required=True, help="folder to write tls.crt, tls.key and ca.crt to"
     )
+    parser.add_argument(
+        "--every",
+        default="",
+        help="keep running and do it again at this interval (a sidecar: files are rewritten "
+        "when the certificates change; the extender and kube-scheduler reload them)",
+    )
 
 
 def _issue(args: argparse.Namespace) -> int:
     hosts = certificate_hosts(args, "certs issue")
     validity = duration_seconds("certs issue", "cert-validity", args.cert_validity)
     ca_validity = duration_seconds("certs issue", "ca-validity", args.ca_validity)
+    grace = duration_seconds("certs issue", "trust-grace", args.trust_grace)
     options = IssueOptions(
         certs=CertOptions(
             hosts=hosts,
             ca_validity=datetime.timedelta(seconds=ca_validity),
             cert_validity=datetime.timedelta(seconds=validity),
+            grace=datetime.timedelta(seconds=grace),
             ca_name="lahar-extender-ca",
         ),
         namespace=args.namespace,
@@ -93,15 +115,34 @@ def _issue(args: argparse.Namespace) -> int:
         scheduler_secret=args.scheduler_secret,
         scheduler_name=args.scheduler_name,
     )
-    with closing(client_for(args.kubeconfig)) as api:
+
+    def once(api: k8s.ApiClient) -> None:
         bundle, _ = issue(api, options)
-    write_files(args.out, server_files(bundle))
-    return 0
+        write_files(args.out, server_files(bundle))
+
+    return _repeat(args, "certs issue", once)
 
 
 def _fetch(args: argparse.Namespace) -> int:
     timeout = duration_seconds("certs fetch", "timeout", args.timeout)
-    with closing(client_for(args.kubeconfig)) as api:
+
+    def once(api: k8s.ApiClient) -> None:
         pair = fetch(api, args.namespace, args.secret_name, timeout=timeout)
-    write_files(args.out, client_files(pair))
+        write_files(args.out, client_files(pair))
+
+    return _repeat(args, "certs fetch", once)
+
+
+def _repeat(args: argparse.Namespace, command: str, once: Callable[[k8s.ApiClient], None]) -> int:
+    """Run `once`; with --every, again at that interval for as long as the pod lives (a failed
+    round is logged and tried again at the next)."""
+    every = duration_seconds(command, "every", args.every) if args.every else None
+    with closing(client_for(args.kubeconfig)) as api:
+        once(api)
+        while every is not None:
+            time.sleep(every)
+            try:
+                once(api)
+            except KubeError as error:
+                log.warning("%s: %s; trying again in %s", command, error, args.every)
     return 0

@@ -108,6 +108,8 @@ def make_app(
         if app[LEADING].is_set():
             app[SERVING].set()
     app[METRICS] = Metrics(app[STATE].sizes, lambda: _informer_counts(app))
+    if tls is not None:
+        app[METRICS].certificate_expiry.set_function(lambda: tls.expires)
     if binder is None:
         if api is None:
             raise ValueError("make_app needs an API client or a binder")

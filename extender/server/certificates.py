@@ -8,11 +8,13 @@ Secrets):
 - `lahar-scheduler-tls`, read by kube-scheduler: its client certificate and key, and `ca.crt`, the
   CAs that verify the extender (`pki.plan_client`).
 
-`issue` runs in the extender's init container at every start and writes the extender's files
-into a folder the server reads (an emptyDir); `fetch` runs in kube-scheduler's init container and
-waits for its Secret to be filled. kube-scheduler reads its client certificate once, at start, so
-the certificates are renewed at starts only: each lasts a year and is renewed by any start in its
-last third.
+`issue` runs in the extender's init container and then hourly in its sidecar, and writes the
+extender's files into a folder the server reads (an emptyDir; `lahar serve` reloads changed
+files); `fetch` does the same for kube-scheduler (whose client reloads its certificate and key
+files, but reads the CAs it trusts only at start). Certificates last a year and are renewed in
+their last third. A new CA (in the last third of the CA's ten years) is trusted for `grace`
+before it signs, and the client certificate moves to it with the serving certificate, so each
+side trusts the other's new certificate first; kube-scheduler must restart within the grace.
 """
 
 from __future__ import annotations
@@ -51,8 +53,18 @@ def issue(api: k8s.ApiClient, options: IssueOptions) -> tuple[Bundle, ClientPair
     now = datetime.datetime.now(datetime.UTC)
 
     def bundle_step(data: dict[str, bytes] | None) -> dict[str, bytes] | None:
-        following = plan(Bundle.from_data(data or {}), options.certs, now)
-        return None if following is None else following.to_data()
+        stored = Bundle.from_data(data or {})
+        following = plan(stored, options.certs, now)
+        if following is None:
+            return None
+        if stored is not None and following.ca_cert != stored.ca_cert:
+            log.warning(
+                "a new CA is trusted from now and signs certificates after %s: restart "
+                "kube-scheduler (deployment lahar-scheduler) before then, it reads the CAs it "
+                "trusts only at start",
+                (now + options.certs.grace).isoformat(),
+            )
+        return following.to_data()
 
     data, written = settle(
         api, options.namespace, options.extender_secret, bundle_step, labels=LABELS
@@ -110,16 +122,25 @@ def fetch(
         sleep(2.0)
 
 
-def write_files(folder: Path, files: dict[str, bytes]) -> None:
-    """Write `files` into `folder` readable by this user only, each replaced whole."""
+def write_files(folder: Path, files: dict[str, bytes]) -> bool:
+    """Write `files` into `folder` readable by this user only, each replaced whole and only when
+    its content changed (readers reload on a new modification time); True when one changed."""
     folder.mkdir(parents=True, exist_ok=True)
+    changed = False
     for name, data in files.items():
+        target = folder / name
+        if target.is_file() and target.read_bytes() == data:
+            continue
         temporary = folder / f".{name}.new"
         temporary.unlink(missing_ok=True)
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "wb") as out:
             out.write(data)
-        os.replace(temporary, folder / name)
+        os.replace(temporary, target)
+        changed = True
+    if changed:
+        log.info("wrote %s into %s", ", ".join(sorted(files)), folder)
+    return changed
 
 
 def server_files(bundle: Bundle) -> dict[str, bytes]:

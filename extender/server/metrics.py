@@ -162,6 +162,11 @@ class Metrics:
             "Gangs left partly bound (a binding refused after others were made)",
             registry=self.registry,
         )
+        self.certificate_expiry = Gauge(
+            "lahar_extender_certificate_expiry_timestamp_seconds",
+            "When the served certificate ends (Unix time; 0 without HTTPS)",
+            registry=self.registry,
+        )
         self.pending_gangs = Gauge(
             "lahar_pending_gangs", "Gangs waiting for admission", registry=self.registry
         )

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import web
+from cryptography import x509
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,7 @@ class ServerTls:
         self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.context.minimum_version = ssl.TLSVersion.TLSv1_2
         self._stamp: tuple[float, ...] = ()
+        self.expires = 0.0  # when the served certificate ends (Unix time)
         self.reload()
 
     @property
@@ -60,9 +62,12 @@ class ServerTls:
                 context.load_verify_locations(cafile=self.files.client_ca)
                 context.verify_mode = ssl.CERT_OPTIONAL
         self._stamp = stamp
+        served = x509.load_pem_x509_certificate(self.files.cert.read_bytes())
+        self.expires = served.not_valid_after_utc.timestamp()
         log.info(
-            "serving HTTPS with %s%s",
+            "serving HTTPS with %s (valid until %s)%s",
             self.files.cert,
+            served.not_valid_after_utc.isoformat(),
             f"; verb calls need a client certificate from {self.files.client_ca}"
             if self.files.client_ca
             else "",

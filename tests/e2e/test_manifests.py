@@ -18,12 +18,14 @@ from typing import Any
 
 import pytest
 import yaml
+from cryptography import x509
+from cryptography.x509.oid import NameOID
 from kubernetes import client as k8s
 
 from extender import devcluster
 from extender.devcluster import lahar
 from extender.devcluster.paths import manifests_dir
-from extender.kube import KubeError, apply_object, connect, read
+from extender.kube import KubeError, apply_object, connect, read, wait_until
 from extender.kube.tokens import service_account_token
 from extender.server.tls import ServerTls, TlsFiles
 
@@ -131,9 +133,34 @@ def test_every_pod_is_hardened_probed_and_sized(rendered: list[dict[str, Any]], 
         assert security["capabilities"] == {"drop": ["ALL"]}
         assert {"cpu", "memory"} <= set(container["resources"]["requests"])
         assert "memory" in container["resources"]["limits"]
-    for container in spec["containers"]:
-        assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
-        assert "livenessProbe" in container
+    main = spec["containers"][0]  # the component; the others are certificate sidecars
+    assert main["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert "livenessProbe" in main
+
+
+def _mounts(container: dict[str, Any]) -> dict[str, str]:
+    return {m["name"]: m["mountPath"] for m in container.get("volumeMounts", [])}
+
+
+def test_the_schedulers_files_are_where_its_configuration_says(
+    rendered: list[dict[str, Any]],
+) -> None:
+    spec = _deployments(rendered)["lahar-scheduler"]["spec"]["template"]["spec"]
+    scheduler, *sidecars = spec["containers"]
+    mounts = _mounts(scheduler)
+    (flag,) = [arg for arg in scheduler["command"] if arg.startswith("--config=")]
+    (volume,) = [v for v in spec["volumes"] if v["name"] == "config"]
+    (config_map,) = [d for d in rendered if d["metadata"]["name"] == volume["configMap"]["name"]]
+    (key,) = config_map["data"]
+    assert flag == f"--config={mounts['config']}/{key}"
+    config = yaml.safe_load(config_map["data"][key])
+    (extender,) = config["extenders"]
+    files = {Path(path).name for path in extender["tlsConfig"].values()}
+    assert {Path(path).parent for path in extender["tlsConfig"].values()} == {Path(mounts["tls"])}
+    assert files == {"tls.crt", "tls.key", "ca.crt"}  # what `lahar certs fetch` writes
+    for fetcher in [*spec["initContainers"], *sidecars]:
+        assert fetcher["args"][:2] == ["certs", "fetch"]
+        assert fetcher["args"][fetcher["args"].index("--out") + 1] == mounts["tls"]
 
 
 def _flags(args: list[str]) -> set[str]:
@@ -248,3 +275,49 @@ def test_the_init_containers_certificates_carry_mutual_tls(
     # The scheduler reads its own Secret, never the one holding the CA's key.
     with connect(scheduler) as as_scheduler, pytest.raises(KubeError, match=r"(?i)forbidden"):
         read(as_scheduler, "v1", "Secret", "lahar-extender-tls", lahar.NAMESPACE)
+
+
+def test_the_sidecars_rewrite_the_files_when_the_extender_renews(
+    dev_cluster: devcluster.DevCluster,
+    api: k8s.ApiClient,
+    rendered: list[dict[str, Any]],
+    tmp_path: Path,
+) -> None:
+    for secret in (d for d in rendered if d["kind"] == "Secret"):
+        apply_object(api, secret)
+    extender = _token_kubeconfig(api, dev_cluster, lahar.EXTENDER, tmp_path)
+    scheduler = _token_kubeconfig(api, dev_cluster, lahar.SCHEDULER, tmp_path)
+    client = tmp_path / "scheduler"
+    issued = _lahar("certs", "issue", f"--kubeconfig={extender}", f"--out={tmp_path / 'x'}")
+    assert issued.returncode == 0, issued.stderr
+    command = [sys.executable, "-m", "extender.cli.main", "certs", "fetch"]
+    sidecar = subprocess.Popen(
+        [*command, f"--kubeconfig={scheduler}", f"--out={client}", "--every=1s"],
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_until((client / "tls.crt").is_file, timeout=30, what="the first fetch")
+        first = (client / "tls.crt").read_bytes()
+        # The extender renews the client certificate (here: issued to another name).
+        renamed = _lahar(
+            "certs",
+            "issue",
+            f"--kubeconfig={extender}",
+            f"--out={tmp_path / 'x'}",
+            "--scheduler-name=lahar-scheduler-renewed",
+        )
+        assert renamed.returncode == 0, renamed.stderr
+        wait_until(
+            lambda: (client / "tls.crt").read_bytes() != first,
+            timeout=30,
+            what="the sidecar to write the renewed certificate",
+        )
+        cert = x509.load_pem_x509_certificate((client / "tls.crt").read_bytes())
+        names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+        assert [n.value for n in names] == ["lahar-scheduler-renewed"]
+        assert sidecar.poll() is None  # still running
+    finally:
+        sidecar.terminate()
+        sidecar.wait(timeout=10)
+    restored = _lahar("certs", "issue", f"--kubeconfig={extender}", f"--out={tmp_path / 'x'}")
+    assert restored.returncode == 0, restored.stderr

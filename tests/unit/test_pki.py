@@ -207,7 +207,7 @@ def test_the_client_certificate_is_renewed_only_when_it_must_be(case: str, renew
         at = T0 + 21 * DAY
         bundle = _step(bundle, at)
     elif case == "signed by another CA":
-        bundle = _step(None, T0)
+        bundle = _step(None, T0)  # a bundle whose serving certificate another CA signed
     elif case == "issued to someone else":
         pair = plan_client(None, bundle, "someone", OPTIONS, T0) or pair
     following = plan_client(pair, bundle, "lahar-scheduler", OPTIONS, at)
@@ -216,15 +216,23 @@ def test_the_client_certificate_is_renewed_only_when_it_must_be(case: str, renew
         _cert(following.cert).verify_directly_issued_by(_cert(bundle.ca_cert))
 
 
-def test_a_newly_trusted_ca_reaches_the_scheduler_without_a_new_certificate() -> None:
+def test_the_client_certificate_moves_to_a_new_ca_with_the_serving_certificate() -> None:
     bundle = _step(None, T0)
     pair = _client(bundle, None, T0 + 200 * DAY)
-    rotated = plan(bundle, OPTIONS, T0 + 201 * DAY)  # the CA's last third: a new CA is trusted
+    at = T0 + 201 * DAY  # the CA's last third: a new CA is trusted beside the old one
+    rotated = plan(bundle, OPTIONS, at)
     assert rotated is not None and rotated.ca_cert != bundle.ca_cert
-    following = plan_client(pair, bundle, "lahar-scheduler", OPTIONS, T0 + 201 * DAY)
-    assert following is None  # same CA, certificate still current
-    following = plan_client(pair, rotated, "lahar-scheduler", OPTIONS, T0 + 201 * DAY)
-    assert following is not None and following.trusted == rotated.trusted
+    assert rotated.cert == bundle.cert  # still served from the old CA during the grace
+    following = plan_client(pair, rotated, "lahar-scheduler", OPTIONS, at)
+    assert following is not None
+    assert following.cert == pair.cert  # the same certificate: the server has not moved yet
+    assert following.trusted == rotated.trusted  # but the new CA is trusted
+    later = at + OPTIONS.grace + DAY
+    moved = _step(rotated, later)
+    assert _cert(moved.cert).issuer == _cert(moved.ca_cert).subject  # the server moved
+    renewed = _client(moved, following, later)
+    _cert(renewed.cert).verify_directly_issued_by(_cert(moved.ca_cert))
+    assert plan_client(renewed, moved, "lahar-scheduler", OPTIONS, later) is None
 
 
 def test_a_damaged_client_secret_reads_as_nothing_stored() -> None:
