@@ -7,8 +7,10 @@ whether the gang is admitted and why it waits, and the status written before (to
 - Pending: not admitted; nothing of it bound.
 - Inqueue: admitted (capacity reserved), or some members placed but fewer than `minMember`.
 - Running: at least `minMember` members bound or succeeded (and each task's `minTaskMember`).
-- Completed: every member finished and at least `minMember` of them succeeded.
-- Failed: every member finished and fewer than `minMember` succeeded.
+- Completed: every member finished, and at least `minMember` of them succeeded or none failed
+  (a Job completed by its policy deletes the members still running, e.g. parameter servers once
+  the workers succeeded).
+- Failed: every member finished, fewer than `minMember` succeeded and some failed.
 
 Conditions: `Unschedulable` (True with the rejection's reason and message while the gang waits;
 False once it is admitted or stands; kept as it was while there is no verdict, e.g. just after a
@@ -66,7 +68,7 @@ def group_status(
     finished = not gang.placed and not gang.pending and succeeded + failed > 0
     stands = gang.stands and bound + succeeded >= floor
     if finished:
-        phase = "Completed" if succeeded >= floor else "Failed"
+        phase = "Completed" if succeeded >= floor or failed == 0 else "Failed"
     elif stands:
         phase = "Running"
     elif admitted or gang.placed:

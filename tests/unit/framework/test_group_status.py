@@ -58,6 +58,8 @@ def status_of(
         (("bound", "succeeded"), False, None, "Running", (1, 1, 0)),
         (("succeeded", "succeeded", "failed"), False, None, "Completed", (0, 2, 1)),
         (("succeeded", "failed", "failed"), False, None, "Failed", (0, 1, 2)),
+        # A Job completed by its policy: the rest of the gang was deleted, none failed.
+        (("succeeded",), False, None, "Completed", (0, 1, 0)),
     ],
 )
 def test_phase_and_counts_follow_the_members(
