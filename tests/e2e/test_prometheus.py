@@ -82,7 +82,7 @@ def test_every_pod_carries_the_scrape_annotations_for_its_port(
     )
     template = found["spec"]["template"]
     annotations = template["metadata"]["annotations"]
-    ports = {p["containerPort"] for c in template["spec"]["containers"] for p in c["ports"]}
+    ports = {p["containerPort"] for c in template["spec"]["containers"] for p in c.get("ports", [])}
     assert annotations["prometheus.io/scrape"] == "true"
     assert annotations["prometheus.io/scheme"] == scheme
     assert int(annotations["prometheus.io/port"]) in ports
