@@ -11,7 +11,7 @@ INSTALLED := $(VENV)/.installed
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: demo test unit lint bench bench-webhook controlplane clean
+.PHONY: demo test unit lint bench bench-webhook bench-memory controlplane clean
 
 $(INSTALLED): pyproject.toml
 	@echo "lahar: setting up $(VENV) (Python packages from PyPI)"
@@ -37,6 +37,9 @@ bench: $(INSTALLED)
 
 bench-webhook: $(INSTALLED)
 	$(BIN)/python benchmarks/webhook.py $(ARGS)
+
+bench-memory: $(INSTALLED)
+	$(BIN)/python benchmarks/memory.py $(ARGS)
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
