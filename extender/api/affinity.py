@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from pydantic import Field
 
-from extender.api.model import KubeModel
+from extender.api.model import KubeModel, Shared
 
 
 class NodeSelectorRequirement(KubeModel):
@@ -61,7 +61,7 @@ class NodeAffinity(KubeModel):
     required_during_scheduling_ignored_during_execution: NodeSelector | None = None
 
 
-class Affinity(KubeModel):
+class Affinity(Shared):
     node_affinity: NodeAffinity | None = None
 
     def allows(self, labels: Mapping[str, str], name: str) -> bool:

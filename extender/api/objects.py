@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Annotated, Any
 
-from pydantic import Field, PlainSerializer, PlainValidator
+from pydantic import Field, PlainSerializer, PlainValidator, field_validator
 
 from extender.api.affinity import Affinity
-from extender.api.model import KubeModel
+from extender.api.model import Interned, InternedMap, KubeModel, Shared
 from extender.api.resources import EMPTY, ONE_POD, Resources
 
 __all__ = ["KubeModel", "Node", "Pod", "PriorityClass", "ResourceList", "Taint", "Toleration"]
@@ -45,11 +45,11 @@ ResourceList = Annotated[
 
 class ObjectMeta(KubeModel):
     name: str = ""
-    namespace: str = ""
+    namespace: Interned = ""
     uid: str = ""
     resource_version: str = ""
-    labels: dict[str, str] = Field(default_factory=dict)
-    annotations: dict[str, str] = Field(default_factory=dict)
+    labels: InternedMap = Field(default_factory=dict)
+    annotations: InternedMap = Field(default_factory=dict)
     deletion_timestamp: str | None = None
 
     @property
@@ -58,11 +58,11 @@ class ObjectMeta(KubeModel):
         return f"{self.namespace}/{self.name}"
 
 
-class ResourceRequirements(KubeModel):
+class ResourceRequirements(Shared):
     requests: ResourceList = EMPTY
 
 
-class Container(KubeModel):
+class Container(Shared):
     name: str = ""
     resources: ResourceRequirements = ResourceRequirements()
     restart_policy: str | None = None
@@ -72,7 +72,7 @@ class Container(KubeModel):
         return self.restart_policy == "Always"
 
 
-class Toleration(KubeModel):
+class Toleration(Shared):
     key: str = ""
     operator: str = "Equal"
     value: str = ""
@@ -89,20 +89,20 @@ class Toleration(KubeModel):
         return self.operator == "Exists" or self.value == taint.value
 
 
-class Taint(KubeModel):
+class Taint(Shared):
     key: str = ""
     value: str = ""
     effect: str = ""
 
 
 class PodSpec(KubeModel):
-    node_name: str = ""
+    node_name: Interned = ""
     node_selector: dict[str, str] = Field(default_factory=dict)
     tolerations: list[Toleration] = Field(default_factory=list)
     affinity: Affinity = Affinity()
-    scheduler_name: str = "default-scheduler"
+    scheduler_name: Interned = "default-scheduler"
     priority: int = 0
-    priority_class_name: str = ""
+    priority_class_name: Interned = ""
     containers: list[Container] = Field(default_factory=list)
     init_containers: list[Container] = Field(default_factory=list)
     overhead: ResourceList = EMPTY
@@ -114,7 +114,7 @@ class SchedulingGate(KubeModel):
     name: str = ""
 
 
-class PodCondition(KubeModel):
+class PodCondition(Shared):
     type: str = ""
     status: str = ""
 
@@ -122,7 +122,16 @@ class PodCondition(KubeModel):
 class PodStatus(KubeModel):
     phase: str = ""
     nominated_node_name: str = ""
+    # Only PodScheduled is read (`Pod.parked`); the kubelet's Ready, Initialized, ... are not
+    # kept, since the cache holds every pod of the cluster.
     conditions: tuple[PodCondition, ...] = ()
+
+    @field_validator("conditions", mode="before")
+    @classmethod
+    def _scheduling_only(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return [c for c in value if not isinstance(c, dict) or c.get("type") == "PodScheduled"]
+        return value
 
 
 class Pod(KubeModel):

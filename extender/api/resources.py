@@ -73,6 +73,8 @@ class Resources(Mapping[str, int]):
     def __add__(self, other: Resources) -> Resources:
         if not other._amounts:
             return self
+        if not self._amounts:
+            return other
         total = dict(self._amounts)
         for name, amount in other._amounts.items():
             total[name] = total.get(name, 0) + amount
