@@ -5,7 +5,8 @@ nodes turning that JSON array into Python strings, hashing them into a set and e
 costs more than the decision itself. `CandidateParser` splits the raw `NodeNames` array off the body
 (Go writes it as the last field of ExtenderArgs, and an unescaped `,"NodeNames":[` cannot occur
 inside the Pod's JSON strings), and reuses the parsed list and set of an identical array (bytes
-compared exactly) from a recent call. Anything unexpected falls back to parsing the whole body.
+compared exactly) from a recent call, and the parsed pod of an identical rest of the body (filter
+then prioritize send the same pod). Anything unexpected falls back to parsing the whole body.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from cachetools import LRUCache
 from pydantic import TypeAdapter, ValidationError
 
+from extender.api.objects import Pod
 from extender.api.wire import ExtenderArgs
 
 _MARK = b',"NodeNames":['
@@ -35,6 +37,8 @@ class Candidates:
 class CandidateParser:
     def __init__(self, size: int = 8) -> None:
         self._recent: LRUCache[bytes, Candidates] = LRUCache(maxsize=size)
+        # The pod's part of the body, parsed: filter and prioritize send the same pod.
+        self._pods: LRUCache[bytes, Pod] = LRUCache(maxsize=size)
 
     def parse(self, body: bytes) -> tuple[ExtenderArgs, Candidates]:
         """The call's arguments and its candidates; a malformed body raises ValidationError."""
@@ -58,12 +62,15 @@ class CandidateParser:
                 names = _NAMES.validate_json(raw)
                 candidates = Candidates(names, frozenset(names), raw)
                 self._recent[raw] = candidates
-            args = ExtenderArgs.model_validate_json(head)
+            pod = self._pods.get(head)
+            if pod is None:
+                args = ExtenderArgs.model_validate_json(head)
+                if args.nodes is not None:
+                    return None
+                pod = self._pods[head] = args.pod
         except ValidationError:
             return None
-        if args.nodes is not None:
-            return None
-        args.node_names = candidates.names
+        args = ExtenderArgs.model_construct(pod=pod, nodes=None, node_names=candidates.names)
         return args, candidates
 
 

@@ -48,6 +48,7 @@ class GoModule:
     packages: tuple[str, ...]
     binaries: tuple[str, ...]
     version_ldflags: bool = False
+    optional: bool = False  # built only when asked for (the benchmarks' peer)
 
 
 MODULES = (
@@ -75,6 +76,15 @@ MODULES = (
         packages=("sigs.k8s.io/kwok/cmd/kwok",),
         binaries=("kwok",),
     ),
+    # The gang-scheduling peer of benchmarks/e2e.py: kube-scheduler with scheduler-plugins'
+    # Coscheduling, at the version matching the control plane.
+    GoModule(
+        folder="scheduler-plugins",
+        pinned="sigs.k8s.io/scheduler-plugins",
+        packages=("sigs.k8s.io/scheduler-plugins/cmd/scheduler",),
+        binaries=("scheduler",),
+        optional=True,
+    ),
 )
 
 
@@ -90,6 +100,7 @@ class Binaries:
     kwok: Path
     kwok_stages: tuple[Path, ...]
     kubernetes_version: str
+    coscheduling_scheduler: Path | None = None  # with ensure_binaries(peer=True)
 
 
 def _go_directive(text: str, keyword: str) -> str | None:
@@ -210,10 +221,12 @@ def _copy_kwok_stages(go: str, target: Path, version: str) -> None:
         shutil.copyfile(stages / stage, target / "stages" / Path(stage).name)
 
 
-def ensure_binaries(*, quiet: bool = False) -> Binaries:
-    """Build whatever is not cached yet and return the binaries' paths."""
+def ensure_binaries(*, quiet: bool = False, peer: bool = False) -> Binaries:
+    """Build whatever is not cached yet and return the binaries' paths (with `peer`, also the
+    benchmarks' Coscheduling scheduler)."""
     root = controlplane_source()
-    plans = [(module, *_build_dir(root, module)) for module in MODULES]
+    wanted = [module for module in MODULES if peer or not module.optional]
+    plans = [(module, *_build_dir(root, module)) for module in wanted]
     missing = [plan for plan in plans if not plan[1].is_dir()]
     if missing:
         required = max(
@@ -236,4 +249,7 @@ def ensure_binaries(*, quiet: bool = False) -> Binaries:
         kwok=dirs["kwok"] / "kwok",
         kwok_stages=tuple(dirs["kwok"] / "stages" / Path(s).name for s in KWOK_STAGES),
         kubernetes_version=plans[0][2],
+        coscheduling_scheduler=(
+            dirs["scheduler-plugins"] / "scheduler" if "scheduler-plugins" in dirs else None
+        ),
     )

@@ -46,6 +46,7 @@ class ClusterOptions:
     with_lahar: bool = False
     extra_apiserver_args: tuple[str, ...] = ()
     lahar_policy_dir: Path | None = None  # default: the checkout's policy/
+    extender_tls: bool = True  # mutual TLS between kube-scheduler and the extender
 
 
 @dataclass
@@ -329,19 +330,26 @@ def _start_lahar(starter: _Starter, kubeconfigs: dict[str, Path], keys: pki.Pki)
     lahar.wait_ready(webhook, port["lahar-webhook"], options.ready_timeout, tls=True)
     extender = starter.start(
         "lahar",
-        lahar.extender_argv(accounts[lahar.EXTENDER], policies / "lahar.yaml", port["lahar"], keys),
+        lahar.extender_argv(
+            accounts[lahar.EXTENDER],
+            policies / "lahar.yaml",
+            port["lahar"],
+            keys,
+            tls=options.extender_tls,
+        ),
     )
     controller = starter.start(
         "lahar-controller",
         lahar.controller_argv(accounts[lahar.CONTROLLER], port["lahar-controller"]),
     )
-    lahar.wait_ready(extender, port["lahar"], options.ready_timeout, tls=True)
+    lahar.wait_ready(extender, port["lahar"], options.ready_timeout, tls=options.extender_tls)
     lahar.wait_ready(controller, port["lahar-controller"], options.ready_timeout)
     config = lahar.scheduler_config(
         policies / "kube-scheduler-config.yaml",
         accounts[lahar.SCHEDULER],
         port["lahar"],
         keys,
+        tls=options.extender_tls,
     )
     config_path = configs.write_yaml(options.state_dir / "lahar-scheduler-config.yaml", [config])
     scheduler = starter.start(

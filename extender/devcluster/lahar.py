@@ -136,41 +136,43 @@ def controller_argv(kubeconfig: Path, port: int) -> list[str]:
     return _lahar("controller", kubeconfig, port, "--lease-namespace=lahar-system")
 
 
-def extender_argv(kubeconfig: Path, policy: Path, port: int, keys: Pki) -> list[str]:
-    """`lahar serve` over HTTPS, verb calls only from a client the cluster CA certified (mTLS)."""
-    return _lahar(
-        "serve",
-        kubeconfig,
-        port,
-        f"--policy={policy}",
+def extender_argv(
+    kubeconfig: Path, policy: Path, port: int, keys: Pki, *, tls: bool = True
+) -> list[str]:
+    """`lahar serve` over HTTPS, verb calls only from a client the cluster CA certified (mTLS);
+    without `tls`, plain HTTP (the benchmarks measure what mTLS costs)."""
+    files = (
         f"--tls-cert-file={keys.extender_cert}",
         f"--tls-key-file={keys.extender_key}",
         f"--client-ca-file={keys.ca_cert}",
     )
+    return _lahar("serve", kubeconfig, port, f"--policy={policy}", *(files if tls else ()))
 
 
 def scheduler_config(
-    policy: Path, kubeconfig: Path, extender_port: int, keys: Pki
+    policy: Path, kubeconfig: Path, extender_port: int, keys: Pki, *, tls: bool = True
 ) -> dict[str, Any]:
     """Lahar's KubeSchedulerConfiguration for this cluster: its kubeconfig, and the extender at
     its port over mutual TLS (`enableHTTPS`, `tlsConfig` with the scheduler's client certificate
-    and the CA the extender's certificate is checked against)."""
+    and the CA the extender's certificate is checked against), or plain HTTP without `tls`."""
     config = configs.scheduler_config_for_cluster(configs.load_scheduler_config(policy), kubeconfig)
     extenders = config.get("extenders") or []
     if not extenders:
         raise DevClusterError(f"scheduler config {policy}: field extenders is empty")
-    tls = {
+    files = {
         "certFile": str(keys.scheduler_client_cert),
         "keyFile": str(keys.scheduler_client_key),
         "caFile": str(keys.ca_cert),
     }
-    config["extenders"] = [
-        {
-            **extender,
+    wire: dict[str, Any] = {"urlPrefix": f"http://127.0.0.1:{extender_port}", "enableHTTPS": False}
+    if tls:
+        wire = {
             "urlPrefix": f"https://127.0.0.1:{extender_port}",
             "enableHTTPS": True,
-            "tlsConfig": tls,
+            "tlsConfig": files,
         }
+    config["extenders"] = [
+        {**{k: v for k, v in extender.items() if k != "tlsConfig"}, **wire}
         for extender in extenders
     ]
     return config

@@ -1,0 +1,320 @@
+"""End-to-end scheduling throughput on the real control plane: what Lahar costs the stock
+kube-scheduler, and how its gang scheduling compares with scheduler-plugins' Coscheduling.
+
+    .venv/bin/python benchmarks/e2e.py [--nodes 1000] [--pods 10000] [--gangs 8 64]
+                                       [--no-peer] [--qps 500] [--workers 8] [--create-qps 1000]
+
+One dev cluster (`e2e_cluster`: real kube-apiserver, etcd, kube-controller-manager, KWOK for N
+fake nodes of 32 cpu) runs every scheduler side by side; each run creates M pause pods (100m cpu,
+128Mi) in a namespace of its own at the same rate and from the same client, then deletes them:
+
+  (a) stock kube-scheduler alone, plain pods        (schedulerName default-scheduler)
+  (b) stock kube-scheduler + Lahar, plain pods      (schedulerName lahar)
+  (c) stock + Lahar, gangs of 8 and of 64           (Volcano PodGroups, minMember = gang size)
+  (d) the peer, Coscheduling, the same gangs         (scheduler-plugins PodGroups)
+
+Every scheduler's client has the same QPS and burst (`--qps`, burst twice that); Lahar's own
+client (its binds) has no limiter. Printed per run: pods/s from the first create to the last bind,
+p50/p99 of each pod's time from create to bound (as a watch sees it), Lahar's CPU seconds and peak
+RSS during the run, pods never bound and gangs partly bound at the end; then the ratios (b)/(a)
+and (c)/(d) per gang size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from e2e_cluster import PEER, BenchCluster, start
+from kubernetes import client as k8s
+
+from extender.api.scheduling import API_VERSION as VOLCANO
+from extender.api.scheduling import GROUP_ANNOTATION
+from extender.kube import apply_object, connect, list_objects, read, wait_until
+from extender.kube.raw import send
+from extender.kube.watch import watch_lines
+
+PEER_API = "scheduling.x-k8s.io/v1alpha1"
+PEER_LABEL = "scheduling.x-k8s.io/pod-group"
+TICK = 100  # clock ticks per second in /proc/<pid>/stat (USER_HZ on Linux)
+
+
+@dataclass(frozen=True)
+class Run:
+    letter: str  # the scenario: a, b, c, d
+    label: str
+    scheduler: str
+    gang: int = 0  # 0: plain pods
+
+    @property
+    def key(self) -> str:
+        return f"{self.letter}{self.gang or ''}"
+
+
+@dataclass
+class Result:
+    run: Run
+    created: dict[str, float] = field(default_factory=dict)
+    bound: dict[str, float] = field(default_factory=dict)
+    lahar_cpu: float = 0.0
+    lahar_peak_mib: float = 0.0
+    partial_gangs: int = 0
+
+    @property
+    def pods_per_second(self) -> float:
+        if not self.bound:
+            return 0.0
+        return len(self.bound) / (max(self.bound.values()) - min(self.created.values()))
+
+    def latency_ms(self, quantile: float) -> float:
+        waits = sorted(self.bound[n] - self.created[n] for n in self.bound)
+        if not waits:
+            return float("nan")
+        return waits[min(len(waits) - 1, int(len(waits) * quantile))] * 1000
+
+
+def runs(gangs: list[int], peer: bool) -> list[Run]:
+    chosen = [
+        Run("a", "stock, plain pods", "default-scheduler"),
+        Run("b", "stock+Lahar, plain pods", "lahar"),
+    ]
+    for size in gangs:
+        chosen.append(Run("c", f"stock+Lahar, gangs of {size}", "lahar", size))
+        if peer:
+            chosen.append(Run("d", f"Coscheduling, gangs of {size}", PEER, size))
+    return chosen
+
+
+def pod_body(name: str, run: Run, group: str | None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "labels": {"bench": "e2e"}}
+    if group is not None and run.scheduler == PEER:
+        metadata["labels"][PEER_LABEL] = group
+    elif group is not None:
+        metadata["annotations"] = {GROUP_ANNOTATION: group}
+    container = {
+        "name": "pause",
+        "image": "registry.k8s.io/pause:3.10",
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+    }
+    spec = {"schedulerName": run.scheduler, "containers": [container]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def group_body(name: str, namespace: str, run: Run) -> dict[str, Any]:
+    api_version = PEER_API if run.scheduler == PEER else VOLCANO
+    return {
+        "apiVersion": api_version,
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"minMember": run.gang},
+    }
+
+
+def _threads_cpu(pid: int) -> dict[int, float]:
+    """CPU seconds of each thread of `pid` so far, by thread id (py-spy names threads by it)."""
+    spent = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the thread ended
+        spent[int(task.name)] = (int(fields[11]) + int(fields[12])) / TICK
+    return spent
+
+
+def _proc(pid: int) -> tuple[float, float]:
+    """(CPU seconds so far, resident MiB now) of process `pid`."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / TICK
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return cpu, int(line.split()[1]) / 1024
+    return cpu, 0.0
+
+
+def _observe(kubeconfig: Path, namespace: str, version: str, result: Result, total: int) -> None:
+    """Record when each pod is first seen bound, until all `total` are."""
+    with connect(kubeconfig) as api:
+        path = f"/api/v1/namespaces/{namespace}/pods"
+        while len(result.bound) < total:
+            for line in watch_lines(api, path, version, timeout_seconds=600):
+                event = json.loads(line)
+                pod = event["object"]
+                version = pod["metadata"].get("resourceVersion", version)
+                name = pod["metadata"].get("name")
+                if (pod.get("spec") or {}).get("nodeName") and name not in result.bound:
+                    result.bound[name] = time.monotonic()
+                    if len(result.bound) >= total:
+                        return
+
+
+def measure(bench: BenchCluster, api: k8s.ApiClient, run: Run, args: argparse.Namespace) -> Result:
+    result = Result(run)
+    namespace = f"bench-{run.key}"
+    apply_object(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    wait_until(
+        lambda: read(api, "v1", "ServiceAccount", "default", namespace),
+        timeout=60,
+        what=f"namespace {namespace}",
+    )
+    pods = args.pods - args.pods % run.gang if run.gang else args.pods
+    groups = [f"g{i:05d}" for i in range(pods // run.gang)] if run.gang else []
+    for group in groups:
+        apply_object(api, group_body(group, namespace, run))
+    names = [f"p{i:06d}" for i in range(pods)]
+    version = send(api, "GET", f"/api/v1/namespaces/{namespace}/pods").read()
+    version = json.loads(version)["metadata"]["resourceVersion"]
+    lahar = bench.process_id("lahar")
+    cpu_before, peak = _proc(lahar)
+    profiler = _profile(lahar, run, args.profile)
+    threads_before = _threads_cpu(lahar)
+    observer = threading.Thread(
+        target=_observe,
+        args=(bench.cluster.kubeconfig, namespace, version, result, pods),
+        daemon=True,
+    )
+    observer.start()
+    started = time.monotonic()
+    path = f"/api/v1/namespaces/{namespace}/pods"
+
+    def create(index: int) -> None:
+        due = started + index / args.create_qps
+        if (wait := due - time.monotonic()) > 0:
+            time.sleep(wait)
+        group = groups[index // run.gang] if run.gang else None
+        result.created[names[index]] = time.monotonic()
+        send(api, "POST", path, body=pod_body(names[index], run, group)).read()
+
+    with ThreadPoolExecutor(args.workers) as pool:
+        list(pool.map(create, range(pods)))
+    deadline = time.monotonic() + args.timeout
+    while observer.is_alive() and time.monotonic() < deadline:
+        observer.join(timeout=0.5)
+        peak = max(peak, _proc(lahar)[1])
+    cpu_after, rss = _proc(lahar)
+    result.lahar_cpu, result.lahar_peak_mib = cpu_after - cpu_before, max(peak, rss)
+    if profiler is not None and args.profile is not None:
+        profiler.send_signal(signal.SIGINT)  # py-spy writes its file on interrupt
+        profiler.wait(timeout=60)
+        after = _threads_cpu(lahar)
+        spent = {tid: cpu - threads_before.get(tid, 0.0) for tid, cpu in after.items()}
+        lines = [f"{tid} {cpu:.2f}" for tid, cpu in sorted(spent.items(), key=lambda i: -i[1])]
+        (args.profile / f"lahar-{run.key}-threads.txt").write_text("\n".join(lines) + "\n")
+    if run.gang:
+        for index, _ in enumerate(groups):
+            members = names[index * run.gang : (index + 1) * run.gang]
+            placed = sum(1 for n in members if n in result.bound)
+            result.partial_gangs += 0 < placed < run.gang
+    _clean(api, namespace, run)
+    return result
+
+
+def _profile(pid: int, run: Run, folder: Path | None) -> subprocess.Popen[bytes] | None:
+    """With --profile, py-spy samples Lahar's extender during the run (collapsed stacks: one
+    line per stack with its sample count, for flamegraph tools or a quick sort)."""
+    if folder is None:
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    spy = Path(sys.executable).with_name("py-spy")
+    out = folder / f"lahar-{run.key}.txt"
+    command = [str(spy), "record", "-p", str(pid), "-r", "100", "-f", "raw", "--threads", "--gil"]
+    command += ["-o", str(out)]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _clean(api: k8s.ApiClient, namespace: str, run: Run) -> None:
+    """Delete the run's pods and wait until they are gone, so the next run has the nodes."""
+    send(api, "DELETE", f"/api/v1/namespaces/{namespace}/pods", query=[("gracePeriodSeconds", 0)])
+    wait_until(
+        lambda: not list_objects(api, "v1", "Pod", namespace=namespace),
+        timeout=600,
+        what=f"the pods of {run.label} to be deleted",
+    )
+    send(api, "DELETE", f"/api/v1/namespaces/{namespace}")
+
+
+def report(results: list[Result], args: argparse.Namespace) -> None:
+    wire = "plain HTTP" if args.plain_http else "mutual TLS"
+    print(
+        f"\n{args.nodes} nodes, {args.pods} pods per run, scheduler client QPS {args.qps}, "
+        f"kube-scheduler -> extender over {wire}"
+    )
+    header = f"{'run':34} {'pods':>6} {'pods/s':>8} {'p50 ms':>9} {'p99 ms':>9}"
+    print(f"{header} {'Lahar cpu s':>11} {'Lahar MiB':>9} {'unbound':>7} {'partial':>7}")
+    for r in results:
+        unbound = len(r.created) - len(r.bound)
+        print(
+            f"({r.run.letter}) {r.run.label:30} {len(r.created):6d} {r.pods_per_second:8.1f} "
+            f"{r.latency_ms(0.5):9.0f} {r.latency_ms(0.99):9.0f} {r.lahar_cpu:11.1f} "
+            f"{r.lahar_peak_mib:9.0f} {unbound:7d} {r.partial_gangs:7d}"
+        )
+    by = {
+        r.run.label.split(",")[0][:1] + (str(r.run.gang) if r.run.gang else ""): r for r in results
+    }
+    if "a" in by and "b" in by:
+        print(f"(b)/(a) pods/s: {by['b'].pods_per_second / by['a'].pods_per_second:.2f}")
+    for size in args.gangs:
+        c, d = by.get(f"c{size}"), by.get(f"d{size}")
+        if c is not None and d is not None and d.pods_per_second:
+            ratio = c.pods_per_second / d.pods_per_second
+            print(f"(c)/(d) pods/s, gangs of {size}: {ratio:.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=10000)
+    parser.add_argument("--gangs", type=int, nargs="*", default=[8, 64])
+    parser.add_argument("--no-peer", action="store_true", help="skip (d), the Coscheduling peer")
+    parser.add_argument("--qps", type=int, default=500, help="every scheduler's client QPS")
+    parser.add_argument("--workers", type=int, default=8, help="threads creating pods")
+    parser.add_argument("--create-qps", type=float, default=1000.0, help="pods created per s")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds a run may take")
+    parser.add_argument("--only", nargs="*", default=[], help="run only these (a, b, c8, d64, ...)")
+    parser.add_argument(
+        "--plain-http",
+        action="store_true",
+        help="kube-scheduler calls the extender over plain HTTP instead of mutual TLS",
+    )
+    parser.add_argument(
+        "--profile", type=Path, help="folder for py-spy profiles of Lahar's extender, per run"
+    )
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="lahar-e2e-") as folder:
+        started = time.monotonic()
+        bench = start(
+            Path(folder),
+            nodes=args.nodes,
+            qps=args.qps,
+            peer=not args.no_peer,
+            extender_tls=not args.plain_http,
+        )
+        print(f"cluster with {args.nodes} nodes up in {time.monotonic() - started:.0f} s")
+        try:
+            with connect(bench.cluster.kubeconfig) as api:
+                results = []
+                for run in runs(args.gangs, peer=not args.no_peer):
+                    if args.only and run.key not in args.only:
+                        continue
+                    results.append(measure(bench, api, run, args))
+                    r = results[-1]
+                    print(f"({run.letter}) {run.label}: {r.pods_per_second:.1f} pods/s", flush=True)
+        finally:
+            bench.down()
+    report(results, args)
+
+
+if __name__ == "__main__":
+    main()
