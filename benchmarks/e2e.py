@@ -42,7 +42,7 @@ from kubernetes import client as k8s
 
 from extender.api.scheduling import API_VERSION as VOLCANO
 from extender.api.scheduling import GROUP_ANNOTATION
-from extender.kube import apply_object, connect, list_objects, read, wait_until
+from extender.kube import apply_object, connect, read, wait_until
 from extender.kube.raw import send
 from extender.kube.watch import watch_lines
 
@@ -217,7 +217,6 @@ def measure(bench: BenchCluster, api: k8s.ApiClient, run: Run, args: argparse.Na
             members = names[index * run.gang : (index + 1) * run.gang]
             placed = sum(1 for n in members if n in result.bound)
             result.partial_gangs += 0 < placed < run.gang
-    _clean(api, namespace, run)
     return result
 
 
@@ -234,19 +233,27 @@ def _profile(pid: int, run: Run, folder: Path | None) -> subprocess.Popen[bytes]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _clean(api: k8s.ApiClient, namespace: str, run: Run) -> None:
-    """Delete the run's pods and wait until they are gone, so the next run has the nodes."""
-    send(api, "DELETE", f"/api/v1/namespaces/{namespace}/pods", query=[("gracePeriodSeconds", 0)])
-    wait_until(
-        lambda: not list_objects(api, "v1", "Pod", namespace=namespace),
-        timeout=600,
-        what=f"the pods of {run.label} to be deleted",
-    )
-    send(api, "DELETE", f"/api/v1/namespaces/{namespace}")
+def clean(api: k8s.ApiClient, run: Run) -> None:
+    """Delete the run's namespace and wait until its pods are gone, so the next run has the
+    cluster to itself (a collection delete of 10,000 pods outlasts the API server's request
+    timeout; the namespace controller deletes them in batches)."""
+    namespace = f"bench-{run.key}"
+    send(api, "DELETE", f"/api/v1/namespaces/{namespace}").read()
+    try:
+        wait_until(
+            lambda: read(api, "v1", "Namespace", namespace) is None,
+            timeout=900,
+            what=f"namespace {namespace} to be deleted",
+            interval=2.0,
+        )
+    except TimeoutError as error:
+        print(f"warning: {error}; the next run shares the cluster with what is left", flush=True)
 
 
 def report(results: list[Result], args: argparse.Namespace) -> None:
     wire = "plain HTTP" if args.plain_http else "mutual TLS"
+    if args.nodes_to_score is not None:
+        wire += f", Lahar's percentageOfNodesToScore {args.nodes_to_score}"
     print(
         f"\n{args.nodes} nodes, {args.pods} pods per run, scheduler client QPS {args.qps}, "
         f"kube-scheduler -> extender over {wire}"
@@ -284,6 +291,11 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds a run may take")
     parser.add_argument("--only", nargs="*", default=[], help="run only these (a, b, c8, d64, ...)")
     parser.add_argument(
+        "--nodes-to-score",
+        type=int,
+        help="override percentageOfNodesToScore of Lahar's scheduler (policy: 100; 0 = adaptive)",
+    )
+    parser.add_argument(
         "--plain-http",
         action="store_true",
         help="kube-scheduler calls the extender over plain HTTP instead of mutual TLS",
@@ -300,6 +312,7 @@ def main() -> None:
             qps=args.qps,
             peer=not args.no_peer,
             extender_tls=not args.plain_http,
+            nodes_to_score=args.nodes_to_score,
         )
         print(f"cluster with {args.nodes} nodes up in {time.monotonic() - started:.0f} s")
         try:
@@ -311,6 +324,7 @@ def main() -> None:
                     results.append(measure(bench, api, run, args))
                     r = results[-1]
                     print(f"({run.letter}) {run.label}: {r.pods_per_second:.1f} pods/s", flush=True)
+                    clean(api, run)
         finally:
             bench.down()
     report(results, args)

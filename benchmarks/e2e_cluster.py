@@ -60,7 +60,13 @@ def _write(path: Path, document: dict[str, Any]) -> Path:
 
 
 def start(
-    state_dir: Path, *, nodes: int, qps: int, peer: bool, extender_tls: bool = True
+    state_dir: Path,
+    *,
+    nodes: int,
+    qps: int,
+    peer: bool,
+    extender_tls: bool = True,
+    nodes_to_score: int | None = None,
 ) -> BenchCluster:
     binaries = devcluster.ensure_binaries(quiet=True, peer=peer)
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -73,6 +79,8 @@ def start(
     shutil.copyfile(policy_dir() / "lahar.yaml", policies / "lahar.yaml")
     wired = configs.load_scheduler_config(policy_dir() / "kube-scheduler-config.yaml")
     wired["clientConnection"] = _client_connection(qps)
+    if nodes_to_score is not None:  # Lahar's policy scores every node (100)
+        wired["percentageOfNodesToScore"] = nodes_to_score
     _write(policies / "kube-scheduler-config.yaml", wired)
     options = devcluster.ClusterOptions(
         state_dir=state_dir / "cluster",
@@ -80,7 +88,7 @@ def start(
         nodes=nodes,
         node_cpu="32",
         node_memory="256Gi",
-        ready_timeout=max(120.0, nodes * 0.2),
+        ready_timeout=max(120.0, nodes * 0.6),
         die_with_parent=True,
         with_lahar=True,
         lahar_policy_dir=policies,
