@@ -21,10 +21,10 @@ from typing import Any
 from extender.devcluster import configs, health, lahar, pki, ports, process
 from extender.devcluster.build import Binaries, ensure_binaries
 from extender.devcluster.errors import DevClusterError
-from extender.devcluster.nodes import add_ready_nodes
+from extender.devcluster.nodes import prepare_workloads
 from extender.devcluster.paths import manifests_dir, policy_dir
 from extender.devcluster.state import STATE_FILE, ClusterState, load_state
-from extender.kube import KubeError, connect, read, wait_until
+from extender.kube import KubeError
 
 OWN_STAGES = Path(__file__).with_name("kwok-stages.yaml")
 SERVICE_CIDR = "10.0.0.0/24"
@@ -371,21 +371,14 @@ def _start_lahar(starter: _Starter, kubeconfigs: dict[str, Path], keys: pki.Pki)
 def _prepare_workloads(starter: _Starter) -> None:
     """Create the fake nodes; wait until they take pods and the default ServiceAccount exists."""
     options = starter.options
-    names = [f"kwok-node-{index}" for index in range(options.nodes)]
     try:
-        with connect(starter.state.kubeconfig) as api:
-            add_ready_nodes(
-                api,
-                names,
-                cpu=options.node_cpu,
-                memory=options.node_memory,
-                timeout=options.ready_timeout,
-            )
-            wait_until(
-                lambda: read(api, "v1", "ServiceAccount", "default", "default"),
-                timeout=options.ready_timeout,
-                what="the default ServiceAccount (created by kube-controller-manager)",
-            )
+        prepare_workloads(
+            starter.state.kubeconfig,
+            options.nodes,
+            cpu=options.node_cpu,
+            memory=options.node_memory,
+            timeout=options.ready_timeout,
+        )
     except (KubeError, TimeoutError) as exc:
         raise DevClusterError(
             f"the cluster did not get ready: {exc} (logs: {starter.logs})"

@@ -4,11 +4,12 @@ and waited for until they take pods."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client as k8s
 
-from extender.kube import apply_object, list_objects, wait_until
+from extender.kube import apply_object, connect, list_objects, read, wait_until
 
 FAKE_NODE_LABEL = "lahar.io/fake-node"
 
@@ -99,3 +100,19 @@ def _not_ready(api: k8s.ApiClient) -> str:
 
 def _taints(node: dict[str, Any]) -> list[str]:
     return [t["key"] for t in (node.get("spec") or {}).get("taints") or []]
+
+
+def prepare_workloads(
+    kubeconfig: Path, count: int, *, cpu: str, memory: str, timeout: float
+) -> None:
+    """The dev cluster's `count` fake nodes `kwok-node-<i>`, Ready, and the default namespace's
+    ServiceAccount (created by kube-controller-manager), so pods can be created at once."""
+    with connect(kubeconfig) as api:
+        add_ready_nodes(
+            api, [f"kwok-node-{i}" for i in range(count)], cpu=cpu, memory=memory, timeout=timeout
+        )
+        wait_until(
+            lambda: read(api, "v1", "ServiceAccount", "default", "default"),
+            timeout=timeout,
+            what="the default ServiceAccount (created by kube-controller-manager)",
+        )

@@ -244,17 +244,28 @@ def _handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> dict[str, Any]
     return seen
 
 
-def test_the_init_containers_certificates_carry_mutual_tls(
+@pytest.fixture
+def identities(
     dev_cluster: devcluster.DevCluster,
     api: k8s.ApiClient,
     rendered: list[dict[str, Any]],
     tmp_path: Path,
-) -> None:
+) -> tuple[Path, Path]:
+    """The certificate Secrets as shipped (empty; data an issuer wrote stays) and kubeconfigs of
+    the extender's and the scheduler's ServiceAccounts, as their init containers run."""
     for secret in (d for d in rendered if d["kind"] == "Secret"):
         if secret["metadata"]["name"] in {"lahar-extender-tls", "lahar-scheduler-tls"}:
-            apply_object(api, secret)  # as shipped: empty (data the issuer wrote stays)
-    extender = _token_kubeconfig(api, dev_cluster, lahar.EXTENDER, tmp_path)
-    scheduler = _token_kubeconfig(api, dev_cluster, lahar.SCHEDULER, tmp_path)
+            apply_object(api, secret)
+    return (
+        _token_kubeconfig(api, dev_cluster, lahar.EXTENDER, tmp_path),
+        _token_kubeconfig(api, dev_cluster, lahar.SCHEDULER, tmp_path),
+    )
+
+
+def test_the_init_containers_certificates_carry_mutual_tls(
+    api: k8s.ApiClient, identities: tuple[Path, Path], tmp_path: Path
+) -> None:
+    extender, scheduler = identities
     served, client = tmp_path / "extender", tmp_path / "scheduler"
     issued = _lahar("certs", "issue", f"--kubeconfig={extender}", f"--out={served}")
     assert issued.returncode == 0, issued.stderr
@@ -278,15 +289,9 @@ def test_the_init_containers_certificates_carry_mutual_tls(
 
 
 def test_the_sidecars_rewrite_the_files_when_the_extender_renews(
-    dev_cluster: devcluster.DevCluster,
-    api: k8s.ApiClient,
-    rendered: list[dict[str, Any]],
-    tmp_path: Path,
+    identities: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    for secret in (d for d in rendered if d["kind"] == "Secret"):
-        apply_object(api, secret)
-    extender = _token_kubeconfig(api, dev_cluster, lahar.EXTENDER, tmp_path)
-    scheduler = _token_kubeconfig(api, dev_cluster, lahar.SCHEDULER, tmp_path)
+    extender, scheduler = identities
     client = tmp_path / "scheduler"
     issued = _lahar("certs", "issue", f"--kubeconfig={extender}", f"--out={tmp_path / 'x'}")
     assert issued.returncode == 0, issued.stderr
