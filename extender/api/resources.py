@@ -27,7 +27,24 @@ class Resources(Mapping[str, int]):
     def __init__(self, amounts: Mapping[str, int] | None = None) -> None:
         # Sorted by name, so iteration, messages and `shortfall` are deterministic.
         self._amounts: dict[str, int] = {k: v for k, v in sorted((amounts or {}).items()) if v}
-        self._hash = hash(tuple(self._amounts.items()))
+        self._hash: int | None = None  # computed when first asked (most vectors never are)
+
+    @classmethod
+    def _of(cls, amounts: dict[str, int]) -> Resources:
+        """From a dict already sorted by name and free of zeros (arithmetic's fast path: the
+        scheduler adds and subtracts these millions of times)."""
+        made = object.__new__(cls)
+        made._amounts, made._hash = amounts, None
+        return made
+
+    def _combined(self, total: dict[str, int], grew: bool) -> Resources:
+        """`total` (this vector's amounts with another's merged in) as a Resources: re-sorted
+        only when it gained a name, zeros dropped."""
+        if grew:
+            return Resources(total)
+        if 0 in total.values():
+            total = {k: v for k, v in total.items() if v}
+        return Resources._of(total)
 
     @classmethod
     def parse(cls, quantities: Mapping[str, Quantity]) -> Self:
@@ -68,6 +85,8 @@ class Resources(Mapping[str, int]):
         return NotImplemented
 
     def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(tuple(self._amounts.items()))
         return self._hash
 
     def __add__(self, other: Resources) -> Resources:
@@ -78,7 +97,7 @@ class Resources(Mapping[str, int]):
         total = dict(self._amounts)
         for name, amount in other._amounts.items():
             total[name] = total.get(name, 0) + amount
-        return Resources(total)
+        return self._combined(total, len(total) > len(self._amounts))
 
     def __sub__(self, other: Resources) -> Resources:
         if not other._amounts:
@@ -86,7 +105,7 @@ class Resources(Mapping[str, int]):
         rest = dict(self._amounts)
         for name, amount in other._amounts.items():
             rest[name] = rest.get(name, 0) - amount
-        return Resources(rest)
+        return self._combined(rest, len(rest) > len(self._amounts))
 
     def maximum(self, other: Resources) -> Resources:
         """Per resource, the larger of the two amounts."""

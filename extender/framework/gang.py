@@ -29,10 +29,10 @@ from extender.api.resources import EMPTY, Resources
 from extender.api.scheduling import gang_key
 from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
-from extender.framework.members import GangView, Rejection, gang_priority, view_gang
+from extender.framework.members import GangView, Rejection, Unplaced, gang_priority, view_gang
 from extender.framework.order import Contender, Ordering, Turn, starving_limit, walk
 from extender.framework.placement import Slot
-from extender.framework.queues import QueueView, account
+from extender.framework.queues import QueueTally, QueueView, account
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,7 @@ class Gangs:
     _reserved_by_gang: dict[str, Resources] = field(default_factory=dict)
     _reserved_at: int = -1
     _queues: tuple[tuple[int, ...], dict[str, QueueView]] | None = None
+    _queue_tally: QueueTally = field(default_factory=QueueTally)
     _order: Order | None = None
     _walks: itertools.count[int] = field(default_factory=itertools.count)
     _targets: dict[str, dict[str, Resources]] = field(default_factory=dict)  # starving gangs
@@ -103,6 +104,7 @@ class Gangs:
     # Scheduler names of the pods Lahar was asked about: gangs of those schedulers contend.
     schedulers: set[str] = field(default_factory=set)
     _pending_since: dict[str, float] = field(default_factory=dict)  # contenders never asked
+    _unplaced: Unplaced = field(default_factory=Unplaced)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -132,7 +134,7 @@ class Gangs:
         and admission; reading them changes nothing (metrics and the queue writer read them)."""
         key = self._state_key(state)
         if self._queues is None or self._queues[0] != key:
-            self._queues = (key, account(state, nodes, self.reserved_by_gang()))
+            self._queues = (key, account(state, self.reserved_by_gang(), self._queue_tally))
         return self._queues[1]
 
     # -- deciding ------------------------------------------------------------------------------
@@ -213,6 +215,7 @@ class Gangs:
             nodes,
             self.reserved(),
             self.ordering,
+            total=state.capacity(),
             now=now,
             priority_of=lambda gang: gang_priority(state, gang),
             targets=self._targets,
@@ -254,11 +257,11 @@ class Gangs:
         may never send it: rules Lahar does not model) until it is."""
         seen: dict[str, float] = {}
         contenders = []
-        for key in state.pod_groups:
+        for key in self._unplaced.keys(state):
             if key in self.waiting or key in self.admissions:
                 continue
             gang = view_gang(state, key)
-            if gang.stands or not any(
+            if not any(
                 pod.spec.scheduler_name in self.schedulers and not pod.spec.scheduling_gates
                 for pod in gang.pending
             ):

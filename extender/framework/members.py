@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from extender.api.objects import Pod
 from extender.api.resources import EMPTY, Resources
@@ -32,7 +33,7 @@ class GangView:
     def ready(self) -> int:
         return len(self.placed) + len(self.succeeded)
 
-    @property
+    @cached_property
     def ready_per_task(self) -> Counter[str]:
         return Counter(task_of(pod) for pod in self.placed + self.succeeded)
 
@@ -44,17 +45,17 @@ class GangView:
     def queue(self) -> str:
         return self.group.queue if self.group is not None else DEFAULT_QUEUE
 
-    @property
+    @cached_property
     def allocated(self) -> Resources:
         """What its placed members hold on their nodes."""
         return sum((pod.request for pod in self.placed), EMPTY)
 
-    @property
+    @cached_property
     def demand(self) -> Resources:
         """What its pending members ask for."""
         return sum((pod.request for pod in self.pending), EMPTY)
 
-    @property
+    @cached_property
     def stands(self) -> bool:
         """minMember members ready, and each task's minTaskMember of them."""
         if self.ready < self.min_member:
@@ -65,6 +66,12 @@ class GangView:
 
 
 def view_gang(state: ClusterState, key: str) -> GangView:
+    """The gang as the state shows it now: kept in the state's memo until the gang changes, so
+    a view (and what its properties computed) is shared by every reader until then. Readers
+    must not change its lists."""
+    kept = state.gang_memo.get(key)
+    if isinstance(kept, GangView):
+        return kept
     placed: list[Pod] = []
     pending: list[Pod] = []
     succeeded: list[Pod] = []
@@ -78,7 +85,33 @@ def view_gang(state: ClusterState, key: str) -> GangView:
             placed.append(pod)
         elif pod.metadata.deletion_timestamp is None:
             pending.append(pod)
-    return GangView(key, state.pod_groups.get(key), placed, succeeded, pending, failed)
+    view = GangView(key, state.pod_groups.get(key), placed, succeeded, pending, failed)
+    if key in state.pod_groups or key in state.members:  # nothing is kept for unknown keys
+        state.gang_memo[key] = view
+    return view
+
+
+class Unplaced:
+    """The keys of the gangs with a PodGroup that do not stand and have pending members, kept up
+    to date from the gangs that changed since the last call (the state's gang change log), so
+    that looking for waiting gangs does not view every gang in the cluster."""
+
+    def __init__(self) -> None:
+        self._keys: dict[str, None] = {}  # insertion-ordered set
+        self._at = -1  # the state's gang generation seen so far
+
+    def keys(self, state: ClusterState) -> list[str]:
+        changed = state.gangs_changed(self._at)
+        if changed is None:  # first call, or too far behind: look at every gang again
+            self._keys, changed = {}, set(state.pod_groups)
+        for key in changed:
+            gang = view_gang(state, key)
+            if gang.group is not None and gang.pending and not gang.stands:
+                self._keys[key] = None
+            else:
+                self._keys.pop(key, None)
+        self._at = state.gang_generation
+        return list(self._keys)
 
 
 # Refused for want of capacity (not for a rule): what evicting someone could help.

@@ -31,7 +31,7 @@ from extender.cache.snapshot import NodeInfo
 from extender.framework.fairness import dominant_share, share
 from extender.framework.members import WANTS_CAPACITY, GangView, Rejection
 from extender.framework.placement import Slot, choose, largest_first, plan
-from extender.framework.queues import QueueView, cluster_total
+from extender.framework.queues import QueueView
 
 
 @dataclass(frozen=True)
@@ -81,14 +81,15 @@ def walk(
     reserved: Mapping[str, Resources],
     ordering: Ordering,
     *,
+    total: Resources,
     now: float,
     priority_of: Callable[[GangView], int],
     targets: Mapping[str, dict[str, Resources]] | None = None,
 ) -> list[Turn]:
     """Every contender's turn, in the order decided (see the module docstring). `reserved` is
     per node what admitted gangs hold; `targets` the nodes starving gangs drained toward before
-    (kept while they can still take the gang, so draining accumulates)."""
-    total = cluster_total(nodes)
+    (kept while they can still take the gang, so draining accumulates); `total` what the
+    schedulable nodes offer together (DRF's denominator)."""
     turns: list[Turn] = []
     claims = _Claims(nodes, reserved)
     allocated = {name: view.allocated for name, view in queues.items()}

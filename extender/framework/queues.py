@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from extender.api.quantity import format_units
 from extender.api.resources import EMPTY, Resources
 from extender.api.scheduling import DEFAULT_QUEUE, Queue, default_queue
-from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
 from extender.framework.fairness import Claim, overused, share, water_fill
 from extender.framework.members import Rejection, view_gang
@@ -58,36 +57,56 @@ class QueueView:
         return None
 
 
-def cluster_total(nodes: Mapping[str, NodeInfo]) -> Resources:
-    """What the schedulable nodes offer together."""
-    return sum((info.allocatable for info in nodes.values() if not info.unschedulable), EMPTY)
+class QueueTally:
+    """Per queue, what its gangs' placed members hold and pending members ask for, brought up to
+    date from the gangs that changed since the last call (the state's gang change log), so that
+    a filter call at thousands of gangs does not walk them all."""
+
+    def __init__(self) -> None:
+        self._parts: dict[str, tuple[str, Resources, Resources]] = {}  # gang: queue, placed, asked
+        self.placed: dict[str, Resources] = {}
+        self.asked: dict[str, Resources] = {}
+        self._at = -1  # the state's gang generation counted so far
+
+    def update(self, state: ClusterState) -> None:
+        changed = state.gangs_changed(self._at)
+        if changed is None:  # first call, or too far behind: count every gang again
+            self._parts, self.placed, self.asked = {}, {}, {}
+            changed = set(state.pod_groups)
+        for key in changed:
+            old = self._parts.pop(key, None)
+            if old is not None:
+                self.placed[old[0]] = self.placed[old[0]] - old[1]
+                self.asked[old[0]] = self.asked[old[0]] - old[2]
+            if key in state.pod_groups:
+                gang = view_gang(state, key)
+                self._parts[key] = (gang.queue, gang.allocated, gang.demand)
+                self.placed[gang.queue] = self.placed.get(gang.queue, EMPTY) + gang.allocated
+                self.asked[gang.queue] = self.asked.get(gang.queue, EMPTY) + gang.demand
+        self._at = state.gang_generation
 
 
 def account(
-    state: ClusterState,
-    nodes: Mapping[str, NodeInfo],
-    reserved: Mapping[str, Resources],
+    state: ClusterState, reserved: Mapping[str, Resources], tally: QueueTally | None = None
 ) -> dict[str, QueueView]:
     """Every queue's allocation, request and deserved share now; `reserved` is per gang key what
-    its admission still holds."""
+    its admission still holds; `tally` the per-queue sums kept from the last call, if any."""
     queues = dict(state.queues)
     queues.setdefault(DEFAULT_QUEUE, default_queue())
     views = {name: QueueView(queue) for name, queue in queues.items()}
-    allocated: dict[str, Resources] = {}
-    placed: dict[str, Resources] = {}
-    asked: dict[str, Resources] = {}
-    for key in state.pod_groups:
-        gang = view_gang(state, key)
-        if gang.queue not in views:
-            continue
-        slots = reserved.get(key, EMPTY)  # pending members' requests, held for them
-        allocated[gang.queue] = allocated.get(gang.queue, EMPTY) + gang.allocated + slots
-        placed[gang.queue] = placed.get(gang.queue, EMPTY) + gang.allocated
-        asked[gang.queue] = asked.get(gang.queue, EMPTY) + gang.demand - slots
+    tally = tally or QueueTally()
+    tally.update(state)
+    allocated = dict(tally.placed)
+    asked = dict(tally.asked)
+    for key, slots in reserved.items():  # pending members' requests, held for them
+        group = state.pod_groups.get(key)
+        if group is not None:
+            allocated[group.queue] = allocated.get(group.queue, EMPTY) + slots
+            asked[group.queue] = asked.get(group.queue, EMPTY) - slots
     claims = []
     for name, view in views.items():
         view.allocated = allocated.get(name, EMPTY)
-        view.placed = placed.get(name, EMPTY)
+        view.placed = tally.placed.get(name, EMPTY)
         view.request = view.allocated + asked.get(name, EMPTY)
         spec = view.queue.spec
         claims.append(
@@ -100,6 +119,6 @@ def account(
                 spec.deserved,
             )
         )
-    for name, deserved in water_fill(claims, cluster_total(nodes)).items():
+    for name, deserved in water_fill(claims, state.capacity()).items():
         views[name].deserved = deserved
     return views

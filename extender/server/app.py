@@ -37,7 +37,6 @@ from extender.framework.gang import Gangs
 from extender.framework.group_status import Event
 from extender.framework.members import view_gang
 from extender.framework.policy import Policy
-from extender.framework.queues import cluster_total
 from extender.framework.recovery import recover
 from extender.framework.session import Engine
 from extender.kube.leader import Elector, LeaseOptions
@@ -186,7 +185,7 @@ def _reloading(tls: ServerTls) -> Callable[[web.Application], AsyncIterator[None
 def _queue_figures(state: ClusterState, gangs: Gangs) -> QueueFigures:
     nodes = state.view().nodes
     views = gangs.queues(state, nodes)
-    total = cluster_total(nodes)
+    total = state.capacity()
     waiting: Counter[str] = Counter()
     shares = {}
     for key in {*state.pod_groups, *gangs.waiting}:

@@ -22,7 +22,7 @@ BOTH = Rules()
 def candidates(state: ClusterState, preemptor: str, rules: Rules = BOTH) -> list[Unit]:
     """The units the waiting gang `preemptor` may take, cheapest first (the preemption pass's
     own gathering)."""
-    queues = account(state, state.view().nodes, {})
+    queues = account(state, {})
     gang = view_gang(state, f"default/{preemptor}")
     units = [unit for unit in Pool.of(state, Gangs()).units if unit.key != gang.key]
     priority = max(p.spec.priority for p in gang.pending)
@@ -31,7 +31,7 @@ def candidates(state: ClusterState, preemptor: str, rules: Rules = BOTH) -> list
 
 def decide(state: ClusterState, preemptor: str, rules: Rules = BOTH) -> list[str] | None:
     nodes = state.view().nodes
-    queues = account(state, nodes, {})
+    queues = account(state, {})
     gang = view_gang(state, f"default/{preemptor}")
     allowed = candidates(state, preemptor, rules)
     chosen = choose(gang.pending, allowed, nodes, {}, queues=queues, preemptor_queue=gang.queue)
@@ -135,7 +135,7 @@ def scenes(draw: st.DrawFn) -> ClusterState:
 @given(scenes())
 def test_victims_let_the_gang_fit_are_irreducible_and_cheapest(state: ClusterState) -> None:
     nodes = state.view().nodes
-    queues = account(state, nodes, {})
+    queues = account(state, {})
     gang = view_gang(state, "default/p")
     allowed = candidates(state, "p")
     chosen = choose(gang.pending, allowed, nodes, {}, queues=queues, preemptor_queue=gang.queue)
