@@ -212,6 +212,7 @@ class NodeBuilder:
         self._name = name
         self._allocatable: dict[str, str] = {"cpu": "8", "memory": "32Gi", "pods": "110"}
         self._unschedulable = False
+        self._labels = {"kubernetes.io/hostname": name}
 
     def cpu(self, quantity: str) -> Self:
         self._allocatable["cpu"] = quantity
@@ -233,11 +234,15 @@ class NodeBuilder:
         self._unschedulable = True
         return self
 
+    def label(self, key: str, value: str) -> Self:
+        self._labels[key] = value
+        return self
+
     def build(self) -> dict[str, Any]:
         return {
             "apiVersion": "v1",
             "kind": "Node",
-            "metadata": {"name": self._name, "labels": {"kubernetes.io/hostname": self._name}},
+            "metadata": {"name": self._name, "labels": dict(self._labels)},
             "spec": {"unschedulable": self._unschedulable},
             "status": {"allocatable": dict(self._allocatable), "capacity": dict(self._allocatable)},
         }

@@ -31,7 +31,7 @@ from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
 from extender.framework.members import GangView, Rejection, Unplaced, gang_priority, view_gang
 from extender.framework.order import Contender, Ordering, Turn, starving_limit, walk
-from extender.framework.placement import Slot
+from extender.framework.placement import Room, Slot
 from extender.framework.queues import QueueTally, QueueView, account
 
 
@@ -105,6 +105,7 @@ class Gangs:
     schedulers: set[str] = field(default_factory=set)
     _pending_since: dict[str, float] = field(default_factory=dict)  # contenders never asked
     _unplaced: Unplaced = field(default_factory=Unplaced)
+    _room: tuple[int, Room] | None = None  # the nodes' free capacity, at a node generation
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -216,6 +217,7 @@ class Gangs:
             self.reserved(),
             self.ordering,
             total=state.capacity(),
+            empty=self._empty_room(state),
             now=now,
             priority_of=lambda gang: gang_priority(state, gang),
             targets=self._targets,
@@ -273,6 +275,19 @@ class Gangs:
                 contenders.append(Contender(gang, seen[key], self._blocked(gang), asked=False))
         self._pending_since = seen
         return contenders
+
+    def _empty_room(self, state: ClusterState) -> Room:
+        """The nodes' free capacity in binpack's order, moved along with the nodes that changed
+        since the last walk instead of sorted again."""
+        view = state.view()
+        changed = view.changed_since(self._room[0]) if self._room is not None else None
+        if self._room is None or changed is None:
+            room = Room(view.nodes)
+        else:
+            room = self._room[1]
+            room.update(view.nodes, changed)
+        self._room = (view.generation, room)
+        return room
 
     def _fresh(self, state: ClusterState) -> Order | None:
         order = self._order

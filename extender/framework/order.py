@@ -30,7 +30,7 @@ from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo
 from extender.framework.fairness import dominant_share, share
 from extender.framework.members import WANTS_CAPACITY, GangView, Rejection
-from extender.framework.placement import Slot, choose, largest_first, plan
+from extender.framework.placement import Room, Slot, choose, largest_first, plan
 from extender.framework.queues import QueueView
 
 
@@ -82,6 +82,7 @@ def walk(
     ordering: Ordering,
     *,
     total: Resources,
+    empty: Room | None = None,
     now: float,
     priority_of: Callable[[GangView], int],
     targets: Mapping[str, dict[str, Resources]] | None = None,
@@ -89,9 +90,10 @@ def walk(
     """Every contender's turn, in the order decided (see the module docstring). `reserved` is
     per node what admitted gangs hold; `targets` the nodes starving gangs drained toward before
     (kept while they can still take the gang, so draining accumulates); `total` what the
-    schedulable nodes offer together (DRF's denominator)."""
+    schedulable nodes offer together (DRF's denominator); `empty` a room over `nodes` that holds
+    nothing, if the caller keeps one."""
     turns: list[Turn] = []
-    claims = _Claims(nodes, reserved)
+    claims = _Claims(empty if empty is not None else Room(nodes), reserved)
     allocated = {name: view.allocated for name, view in queues.items()}
     lines: dict[str, list[tuple[tuple[float, ...], Contender]]] = {}
     for contender in contenders:
@@ -182,14 +184,22 @@ def _queue_refusal(gang: GangView, queues: Mapping[str, QueueView]) -> Rejection
 class _Claims:
     """What the walk has handed out so far, on top of what admitted gangs reserve."""
 
-    def __init__(self, nodes: Mapping[str, NodeInfo], reserved: Mapping[str, Resources]) -> None:
-        self.nodes, self.reserved = nodes, reserved
+    def __init__(self, empty: Room, reserved: Mapping[str, Resources]) -> None:
+        self.empty, self.reserved = empty, reserved
         self.claimed: dict[str, Resources] = dict(reserved)
         self.claimants: dict[str, list[str]] = {}  # node -> gangs that took capacity on it
+        self.room = self._reserved_room()
+
+    def _reserved_room(self) -> Room:
+        room = self.empty.copy()
+        for node, amount in self.reserved.items():
+            room.hold(node, amount)
+        return room
 
     def take(self, key: str, node: str, amount: Resources) -> None:
         self.claimed[node] = self.claimed.get(node, EMPTY) + amount
         self.claimants.setdefault(node, []).append(key)
+        self.room.hold(node, amount)
 
     def turn(self, gang: GangView, view: QueueView, allocated: Resources) -> Turn:
         """The gang's turn on what is left: its slots, or why it waits."""
@@ -198,12 +208,12 @@ class _Claims:
         refusal = view.capability_refusal(gang.key, wanted, allocated)
         if refusal is not None:
             return Turn(gang.key, rejection=refusal)
-        slots, rejection = plan(gang, self.nodes, self.claimed)
+        slots, rejection = plan(gang, self.room)
         if rejection is None:
             return Turn(gang.key, slots=slots)
         if rejection.cause != "NotEnoughResources" or not self.claimants:
             return Turn(gang.key, rejection=rejection)
-        alone, _ = plan(gang, self.nodes, self.reserved)
+        alone, _ = plan(gang, self._reserved_room())
         if not alone:
             return Turn(gang.key, rejection=rejection)
         ahead = sorted(

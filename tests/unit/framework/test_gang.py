@@ -132,8 +132,10 @@ def test_members_in_one_cluster_state_share_one_plan(
     state = two_node_cluster(*pods)
     state.upsert_pod_group(make_group("g").min_member(3).model())
     calls = []
-    real_place = placement_module.place
-    monkeypatch.setattr(placement_module, "place", lambda *a: calls.append(1) or real_place(*a))
+    real_place = placement_module.Room.place
+    monkeypatch.setattr(
+        placement_module.Room, "place", lambda room, *a: calls.append(1) or real_place(room, *a)
+    )
     for pod in pods:
         assert filter_pod(engine, state, pod).passed == []
     assert len(calls) == 1

@@ -1,19 +1,25 @@
 """What is kept between calls equals what a fresh count says, after any sequence of changes.
 
 Gang views are memoized in the state, the queue tally and the set of unplaced gangs are brought up
-to date from the state's gang change log; hypothesis drives random sequences of pod, placement and
-PodGroup changes and every step compares them with a recount from scratch.
+to date from the state's gang change log, and a walk plans on a `Room` kept in binpack's order and
+moved along with the nodes that changed; hypothesis drives random sequences of changes and every
+step compares them with a recount from scratch, or with the placement rule spelled out plainly.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from extender.api.objects import Pod
+from extender.api.resources import EMPTY, Resources
+from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
 from extender.framework.members import Unplaced, view_gang
+from extender.framework.placement import Room, largest_first
 from extender.framework.queues import QueueTally, account
 from tests.builders import cluster, make_group, make_node, make_pod
 
@@ -113,3 +119,87 @@ def test_capacity_follows_nodes_not_bindings() -> None:
     assert state.capacity()["cpu"] == 5_000
     state.delete_node("n1")
     assert state.capacity()["cpu"] == 1_000
+
+
+def _first_fit(
+    members: list[Pod], nodes: Mapping[str, NodeInfo], held: Mapping[str, Resources]
+) -> dict[str, str]:
+    """The placement rule spelled out plainly: largest member first, each onto the first node
+    (least free cpu, then memory, then name, as free was before placing) that fits it now."""
+    free = {
+        n: info.free - held.get(n, EMPTY) for n, info in nodes.items() if not info.unschedulable
+    }
+    order = sorted(free, key=lambda n: (free[n]["cpu"], free[n]["memory"], n))
+    placed = {}
+    for pod in sorted(members, key=largest_first):
+        for name in order:
+            info = nodes[name]
+            fits = pod.request.shortfall(free[name]) is None
+            if fits and pod.may_run_on(info.labels, info.taints, name):
+                placed[pod.metadata.uid] = name
+                free[name] = free[name] - pod.request
+                break
+    return placed
+
+
+node_specs = st.lists(
+    st.tuples(st.integers(0, 8), st.integers(0, 3), st.booleans(), st.booleans()),
+    min_size=1,
+    max_size=8,
+)  # cpu, memory Gi, cordoned, labelled
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    node_specs,
+    st.lists(st.tuples(st.integers(0, 9), st.integers(0, 3)), max_size=10),  # held per node
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), st.booleans()), max_size=6),
+)
+def test_a_kept_room_places_as_the_plain_rule_does(
+    specs: list[tuple[int, int, bool, bool]],
+    holds: list[tuple[int, int]],
+    members: list[tuple[int, int, bool]],
+) -> None:
+    builders = []
+    for index, (cpu, memory, cordoned, labelled) in enumerate(specs):
+        node = make_node(f"n{index}").cpu(str(cpu)).memory(f"{memory}Gi")
+        node = node.cordoned() if cordoned else node
+        builders.append(node.label("disk", "ssd") if labelled else node)
+    state = cluster(builders)
+    nodes = state.view().nodes
+    held: dict[str, Resources] = {}
+    room = Room(nodes)
+    for which, cpu in holds:  # a walk claiming capacity, one slot at a time
+        name = f"n{which % len(specs)}"
+        amount = Resources({"cpu": cpu * 500})
+        held[name] = held.get(name, EMPTY) + amount
+        room.hold(name, amount)
+    pods = []
+    for index, (cpu, memory, ssd) in enumerate(members):
+        pod = make_pod(f"m{index}").uid(f"m{index}").cpu(str(cpu)).memory(f"{memory}Gi")
+        pods.append((pod.node_selector("disk", "ssd") if ssd else pod).model())
+    expected = _first_fit(pods, nodes, held)
+    assignment, failures = room.place(pods)
+    assert assignment == expected
+    assert sum(failures.values()) == len(pods) - len(expected)
+    assert room.place(pods)[0] == expected  # placing changes nothing held
+    assert Room(nodes, held).place(pods)[0] == expected
+
+
+def test_a_room_follows_the_nodes_that_changed() -> None:
+    state = cluster([make_node(f"n{i}").cpu("4") for i in range(4)])
+    view = state.view()
+    room, seen = Room(view.nodes), view.generation
+    state.upsert_pod(make_pod("a").cpu("3").on("n2").model())
+    state.upsert_node(make_node("n1").cpu("4").cordoned().model())
+    state.delete_node("n3")
+    state.upsert_node(make_node("n4").cpu("1").model())
+    view = state.view()
+    changed = view.changed_since(seen)
+    assert changed is not None
+    room.update(view.nodes, changed)
+    fresh = Room(view.nodes)
+    assert room.free == fresh.free
+    pods = [make_pod(f"p{i}").uid(f"p{i}").cpu("1").model() for i in range(4)]
+    assert room.place(pods) == fresh.place(pods)
+    assert list(room.place(pods)[0].values()).count("n2") == 1  # fullest first: n2, n4, n0
