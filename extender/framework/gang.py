@@ -130,7 +130,7 @@ class Gangs:
             self._reserved, self._reserved_by_gang = by_node, by_gang
             self._reserved_at = self.version
 
-    def queues(self, state: ClusterState, nodes: Mapping[str, NodeInfo]) -> dict[str, QueueView]:
+    def queues(self, state: ClusterState) -> dict[str, QueueView]:
         """Every queue's figures (`framework.queues.account`), computed once per cluster change
         and admission; reading them changes nothing (metrics and the queue writer read them)."""
         key = self._state_key(state)
@@ -183,7 +183,7 @@ class Gangs:
         slot = admission.slots.get(pod.metadata.uid) if admission is not None else None
         queue = state.queues.get(gang.queue)
         if slot is None and queue is not None and queue.spec.capability:
-            view = self.queues(state, nodes)[gang.queue]
+            view = self.queues(state)[gang.queue]
             refusal = view.capability_refusal(gang.key, pod.request, view.allocated)
             if refusal is not None:
                 return Verdict(refusal.message)
@@ -209,7 +209,7 @@ class Gangs:
             since = self._pending_since.get(asking.key, now)  # it keeps its age
             contenders.append(Contender(asking, since, self._blocked(asking)))
         contenders += self._unasked(state, asking, now)
-        queues = self.queues(state, nodes)
+        queues = self.queues(state)
         turns = walk(
             contenders,
             queues,

@@ -183,8 +183,7 @@ def _reloading(tls: ServerTls) -> Callable[[web.Application], AsyncIterator[None
 
 
 def _queue_figures(state: ClusterState, gangs: Gangs) -> QueueFigures:
-    nodes = state.view().nodes
-    views = gangs.queues(state, nodes)
+    views = gangs.queues(state)
     total = state.capacity()
     waiting: Counter[str] = Counter()
     shares = {}

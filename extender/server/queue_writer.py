@@ -63,7 +63,7 @@ class QueueWriter(Coalesced):
     async def flush(self) -> None:
         if DEFAULT_QUEUE not in self.state.queues and await self._create_default():
             return  # the watch delivers it; its arrival wakes the next pass
-        views = self.gangs.queues(self.state, self.state.view().nodes)
+        views = self.gangs.queues(self.state)
         phases = phases_by_queue(self.state.pod_groups.values())
         for name, queue in sorted(self.state.queues.items()):
             self._say_flat(queue)
