@@ -32,6 +32,8 @@ class NodeTable:
     scores: dict[str, int] = field(default_factory=dict)
     # Each node's element of a prioritize reply, encoded when its score changes: the reply to a
     # call over 5,000 nodes is then one join instead of 5,000 objects to build and serialise.
+    # Nodes scoring 0 have none: the reply leaves them out (kube-scheduler adds nothing for a node
+    # an extender does not list, as for a 0).
     encoded: dict[str, bytes] = field(default_factory=dict)
 
     def forget(self, name: str) -> None:
@@ -84,6 +86,9 @@ class Tables:
         if self._weights:
             total = sum(s.weight * s.score_node(request, node) for s in self._scorers)
             score = int(total / self._weights * MAX_SCORE + 0.5)
-        if table.scores.get(node.name) != score or node.name not in table.encoded:
+        if table.scores.get(node.name) != score:
             table.scores[node.name] = score
-            table.encoded[node.name] = host_priority_json(node.name, score)
+            if score:
+                table.encoded[node.name] = host_priority_json(node.name, score)
+            else:
+                table.encoded.pop(node.name, None)

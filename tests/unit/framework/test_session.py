@@ -52,8 +52,20 @@ def test_binpack_ranks_the_fullest_node_that_fits_first() -> None:
     scores = dict(session.score(pod, ["empty", "half", "most", "ghost"]))
 
     assert scores == {"empty": 1, "half": 6, "most": 9, "ghost": 0}
-    reply = json.loads(session.score_reply(pod, ["most", "ghost"]))
-    assert reply == [{"Host": "most", "Score": 9}, {"Host": "ghost", "Score": 0}]
+    reply = json.loads(session.score_reply(pod, ["most", "ghost", "empty"]))
+    assert reply == [{"Host": "most", "Score": 9}, {"Host": "empty", "Score": 1}]  # no zeros
+
+
+def test_a_reply_leaves_out_the_nodes_scoring_zero_as_they_come_and_go() -> None:
+    state = cluster([make_node("a").cpu("100"), make_node("b").cpu("100")])
+    engine = Engine(make_policy("predicates", "binpack"))
+    pod = make_pod("p").cpu("1").model()
+    assert json.loads(engine.session(state.snapshot()).score_reply(pod, ["a", "b"])) == []
+    state.upsert_pod(make_pod("x").uid("x").cpu("60").on("b").model())
+    reply = json.loads(engine.session(state.snapshot()).score_reply(pod, ["a", "b"]))
+    assert reply == [{"Host": "b", "Score": 6}]
+    state.delete_pod("x")
+    assert json.loads(engine.session(state.snapshot()).score_reply(pod, ["a", "b"])) == []
 
 
 def test_no_scorer_scores_zero() -> None:
