@@ -11,7 +11,7 @@ from __future__ import annotations
 from extender.api.candidates import Candidates
 from extender.api.wire import ExtenderArgs, ExtenderFilterResult, NodeList, all_passed_json
 from extender.cache.state import ClusterState
-from extender.framework.gang import PLAIN
+from extender.framework.gang_types import PLAIN
 from extender.framework.session import Session
 
 

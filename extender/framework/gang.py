@@ -4,7 +4,8 @@
 is *admitted* when a placement plan for its unplaced members up to `minMember` (and each task's
 `minTaskMember`; `minResources` when set) fits the capacity left after the reservations of gangs
 admitted before it and the claims of the waiting gangs ahead of it in the fair order
-(`framework.order`, computed once per cluster change). The plan's slots are then *reserved*: other
+(`framework.order`, walked once per cluster change, and for a filter call only as far as the gang
+asked about: the turns after it cannot change its turn). The plan's slots are then *reserved*: other
 pods are filtered away from that capacity, and a member may use its own slot or any capacity
 nobody reserved. A slot is consumed when its member is bound (or assumed at the bind barrier); the
 admission ends when the gang stands (`minMember` placed), is released by the barrier's timeout
@@ -29,55 +30,11 @@ from extender.api.resources import EMPTY, Resources
 from extender.api.scheduling import gang_key
 from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
+from extender.framework.gang_types import PLAIN, Admission, GangSettings, Order, Verdict, Waiting
 from extender.framework.members import GangView, Rejection, Unplaced, gang_priority, view_gang
-from extender.framework.order import Contender, Ordering, Turn, starving_limit, walk
+from extender.framework.order import Contender, Ordering, starving_limit, walk
 from extender.framework.placement import Room, Slot
 from extender.framework.queues import QueueTally, QueueView, account
-
-
-@dataclass(frozen=True)
-class GangSettings:
-    barrier_timeout: float = 20.0  # seconds; below the scheduler's httpTimeout
-    backoff: float = 10.0  # seconds a gang waits after its barrier timed out
-    reservation_timeout: float = 60.0  # seconds an admitted gang may hold capacity without progress
-
-
-@dataclass
-class Admission:
-    slots: dict[str, Slot]  # member uid -> its reserved place, until the member is bound
-    progress_at: float
-
-
-@dataclass(frozen=True)
-class Waiting:
-    """A gang that was refused: since when, why, and the order it was refused in (if it was
-    ordered): while that order stands the answer is the same, without looking at the gang again."""
-
-    since: float
-    rejection: Rejection
-    refused_in: int | None = None
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """For one pod: None reason = go on (plain fit, minus reservations); else fail every node."""
-
-    reason: str | None = None
-    own_slot: Slot | None = None
-
-
-PLAIN = Verdict()
-
-
-@dataclass(frozen=True)
-class Order:
-    """One walk of the fair order and the state it was made in."""
-
-    number: int
-    made_at: tuple[int, ...]
-    valid_until: float  # the clock's time a gang starts starving or a backoff ends
-    turns: dict[str, Turn]
-    queues: dict[str, QueueView]
 
 
 @dataclass
@@ -163,7 +120,8 @@ class Gangs:
         blocked = self._blocked(gang)
         if blocked is not None:
             return self._reject(key, blocked, None)
-        order = self.order(state, nodes, asking=gang)
+        order = self._walked(state, nodes, asking=gang)
+        self._take(order, until=key)  # the turns after it cannot change its turn
         turn = order.turns[key]
         if turn.rejection is not None:
             return self._reject(key, turn.rejection, order.number)
@@ -192,10 +150,36 @@ class Gangs:
     def order(
         self, state: ClusterState, nodes: Mapping[str, NodeInfo], asking: GangView | None = None
     ) -> Order:
-        """The fair order of the waiting gangs (and `asking`), walked again only when the state,
-        the ledger or the clock moved it."""
+        """The fair order of the waiting gangs (and `asking`), every turn taken; walked again
+        only when the state, the ledger or the clock moved it."""
+        order = self._walked(state, nodes, asking)
+        self._take(order)
+        return order
+
+    def _take(self, order: Order, until: str | None = None) -> None:
+        """Take the order's turns up to gang `until`'s (None: all of them), noting what the
+        walk says of each: where a starving gang drains, which gangs it lets in."""
+        if until in order.turns:
+            return
+        for turn in order.rest:
+            order.turns[turn.key] = turn
+            if turn.targets:
+                self._targets[turn.key] = turn.targets
+            else:
+                self._targets.pop(turn.key, None)
+            if turn.slots and turn.key not in self._pending_since:
+                self._let_in_since.setdefault(turn.key, self.clock())
+            else:
+                self._let_in_since.pop(turn.key, None)
+            if turn.key == until:
+                return
+
+    def _walked(
+        self, state: ClusterState, nodes: Mapping[str, NodeInfo], asking: GangView | None = None
+    ) -> Order:
+        """The current order (and `asking` in it), its turns taken as far as they were."""
         current = self._fresh(state)
-        if current is not None and (asking is None or asking.key in current.turns):
+        if current is not None and (asking is None or asking.key in current.contenders):
             return current
         now = self.clock()
         contenders = []
@@ -210,7 +194,12 @@ class Gangs:
             contenders.append(Contender(asking, since, self._blocked(asking)))
         contenders += self._unasked(state, asking, now)
         queues = self.queues(state)
-        turns = walk(
+        keys = frozenset(contender.gang.key for contender in contenders)
+        # What is remembered of gangs that no longer contend goes; of the others, it is kept
+        # until the walk reaches them.
+        self._targets = {k: t for k, t in self._targets.items() if k in keys}
+        self._let_in_since = {k: t for k, t in self._let_in_since.items() if k in keys}
+        rest = walk(
             contenders,
             queues,
             nodes,
@@ -220,23 +209,17 @@ class Gangs:
             empty=self._empty_room(state),
             now=now,
             priority_of=lambda gang: gang_priority(state, gang),
-            targets=self._targets,
+            targets=dict(self._targets),
         )
-        self._targets = {turn.key: turn.targets for turn in turns if turn.targets}
-        let_in = {turn.key for turn in turns if turn.slots and turn.key not in self._pending_since}
-        self._let_in_since = {k: self._let_in_since.get(k, now) for k in let_in}
         self._order = Order(
             next(self._walks),
             self._state_key(state),
             self._valid_until(contenders, now),
-            {turn.key: turn for turn in turns},
+            {},
             queues,
+            keys,
+            rest,
         )
-        return self._order
-
-    @property
-    def last_order(self) -> Order | None:
-        """The order walked last, as it was (for reports: reading it changes nothing)."""
         return self._order
 
     def admissible(self, state: ClusterState, nodes: Mapping[str, NodeInfo]) -> list[str]:
@@ -338,7 +321,7 @@ class Gangs:
         self.waiting[key] = Waiting(since, rejection, refused_in)
         # A new contender the order does not know may change the others' turns; one refused
         # before any plan (refused_in None) claims nothing, so it changes none.
-        unknown = self._order is None or key not in self._order.turns
+        unknown = self._order is None or key not in self._order.contenders
         if previous is None and refused_in is not None and unknown:
             self._order = None
         if previous is None or previous.rejection.cause != rejection.cause:

@@ -23,7 +23,7 @@ and a gang never takes its queue past its capability. Pure.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
@@ -86,13 +86,15 @@ def walk(
     now: float,
     priority_of: Callable[[GangView], int],
     targets: Mapping[str, dict[str, Resources]] | None = None,
-) -> list[Turn]:
-    """Every contender's turn, in the order decided (see the module docstring). `reserved` is
-    per node what admitted gangs hold; `targets` the nodes starving gangs drained toward before
-    (kept while they can still take the gang, so draining accumulates); `total` what the
-    schedulable nodes offer together (DRF's denominator); `empty` a room over `nodes` that holds
-    nothing, if the caller keeps one."""
-    turns: list[Turn] = []
+) -> Iterator[Turn]:
+    """Every contender's turn, in the order decided (see the module docstring), as the walk
+    reaches it: a caller that needs one gang's turn stops there (the turns after it cannot
+    change it). The ranking is done before this returns; the turns are planned as they are
+    taken. `reserved` is per node what admitted gangs hold; `targets` the nodes starving gangs
+    drained toward before (kept while they can still take the gang, so draining accumulates);
+    `total` what the schedulable nodes offer together (DRF's denominator); `empty` a room over
+    `nodes` that holds nothing, if the caller keeps one."""
+    refused: list[Turn] = []
     claims = _Claims(empty if empty is not None else Room(nodes), reserved)
     allocated = {name: view.allocated for name, view in queues.items()}
     lines: dict[str, list[tuple[tuple[float, ...], Contender]]] = {}
@@ -100,7 +102,7 @@ def walk(
         gang = contender.gang
         refusal = contender.blocked or _queue_refusal(gang, queues)
         if refusal is not None:
-            turns.append(Turn(gang.key, rejection=refusal))
+            refused.append(Turn(gang.key, rejection=refusal))
             continue
         job = Job(
             gang.key,
@@ -123,8 +125,16 @@ def walk(
 
     heap = [(queue_rank(name), name) for name in lines]
     heapq.heapify(heap)
-    while heap:
-        _, name = heapq.heappop(heap)
+    drained = targets or {}
+
+    def turns() -> Iterator[Turn]:
+        yield from refused
+        while heap:
+            _, name = heapq.heappop(heap)
+            yield taken(name)
+
+    def taken(name: str) -> Turn:
+        """The next turn of queue `name`: the first of its line, planned on what is left."""
         _, contender = lines[name].pop()
         gang = contender.gang
         turn = claims.turn(gang, queues[name], allocated[name])
@@ -133,14 +143,15 @@ def walk(
                 claims.take(gang.key, slot.node, slot.request)
                 allocated[name] = allocated[name] + slot.request
         elif _starving(contender, ordering, now) and _lacks_capacity(turn):
-            aimed, held = drain(gang, nodes, claims.claimed, (targets or {}).get(gang.key))
+            aimed, held = drain(gang, nodes, claims.claimed, drained.get(gang.key))
             for node, amount in held.items():
                 claims.take(gang.key, node, amount)
             turn = Turn(gang.key, rejection=turn.rejection, targets=aimed)
-        turns.append(turn)
         if lines[name]:
             heapq.heappush(heap, (queue_rank(name), name))
-    return turns
+        return turn
+
+    return turns()
 
 
 def _lacks_capacity(turn: Turn) -> bool:

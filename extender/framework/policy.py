@@ -27,7 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from extender.api.wire import explain
-from extender.framework.gang import GangSettings
+from extender.framework.gang_types import GangSettings
 from extender.framework.order import Ordering
 from extender.framework.plugin import (
     Argument,

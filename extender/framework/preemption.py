@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from extender.api.resources import EMPTY, Resources
 from extender.cache.state import ClusterState
-from extender.framework.gang import Gangs, Order
+from extender.framework.gang import Gangs
+from extender.framework.gang_types import Order
 from extender.framework.members import WANTS_CAPACITY, GangView, gang_priority, view_gang
 from extender.framework.placement import choose as choose_members
 from extender.framework.placement import place

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from extender.framework.gang import GangSettings
+from extender.framework.gang_types import GangSettings
 from extender.framework.plugin import Argument
 from extender.plugins.arguments import reject_unknown, seconds
 

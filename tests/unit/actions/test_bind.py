@@ -9,7 +9,8 @@ import asyncio
 from extender.actions.barrier import Barrier
 from extender.actions.bind import bind
 from extender.api.wire import ExtenderBindingArgs
-from extender.framework.gang import Gangs, GangSettings
+from extender.framework.gang import Gangs
+from extender.framework.gang_types import GangSettings
 from tests.builders import cluster, make_group, make_node, make_pod
 
 

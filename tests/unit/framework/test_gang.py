@@ -144,6 +144,29 @@ def test_members_in_one_cluster_state_share_one_plan(
     assert len(calls) == 2
 
 
+def test_a_filter_call_walks_the_order_only_as_far_as_the_gang_asked_about(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gangs = {g: [member(g, i, cpu="1") for i in range(2)] for g in ("a", "b", "c", "d")}
+    state = two_node_cluster(*(pod for pods in gangs.values() for pod in pods), cpu="8")
+    for name in gangs:
+        state.upsert_pod_group(make_group(name).min_member(2).model())
+    planned: list[str] = []
+    real_place = placement_module.Room.place
+    monkeypatch.setattr(
+        placement_module.Room,
+        "place",
+        lambda room, pods: planned.append(pods[0].metadata.name[0]) or real_place(room, pods),
+    )
+    assert engine.gangs is not None
+    engine.gangs.serve("default-scheduler")  # b, c and d contend before they are asked about
+    filter_pod(engine, state, gangs["a"][0])
+    assert planned == ["a"]  # the first in the order: the turns after it cannot change it
+    walked = engine.gangs.order(state, state.view().nodes)  # a whole walk takes every turn
+    assert planned == ["a", "b", "c", "d"]
+    assert all(walked.turns[f"default/{g}"].slots for g in "bcd")
+
+
 def test_slots_turn_into_usage_and_a_standing_gang_is_plain_again(engine: Engine) -> None:
     pods = [member("g", i) for i in range(3)]
     state = two_node_cluster(*pods)

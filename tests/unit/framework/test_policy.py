@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from extender.framework.gang import GangSettings
+from extender.framework.gang_types import GangSettings
 from extender.framework.policy import PolicyError, build_policy, load_policy
 from extender.framework.victims import Rules
 from extender.plugins import REGISTRY

@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from extender.framework.gang import Gangs, GangSettings
+from extender.framework.gang import Gangs
+from extender.framework.gang_types import GangSettings
 from extender.server.waker import RETRY_ANNOTATION, Waker
 from tests.builders import cluster, make_group, make_node, make_pod
 

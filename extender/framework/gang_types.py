@@ -1,0 +1,60 @@
+"""The values of gang admission: its settings, what an admission holds, why a gang waits, the
+verdict for one pod, and one walk of the fair order. Pure data; `framework.gang` decides."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from extender.framework.members import Rejection
+from extender.framework.order import Turn
+from extender.framework.placement import Slot
+from extender.framework.queues import QueueView
+
+
+@dataclass(frozen=True)
+class GangSettings:
+    barrier_timeout: float = 20.0  # seconds; below the scheduler's httpTimeout
+    backoff: float = 10.0  # seconds a gang waits after its barrier timed out
+    reservation_timeout: float = 60.0  # seconds an admitted gang may hold capacity without progress
+
+
+@dataclass
+class Admission:
+    slots: dict[str, Slot]  # member uid -> its reserved place, until the member is bound
+    progress_at: float
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A gang that was refused: since when, why, and the order it was refused in (if it was
+    ordered): while that order stands the answer is the same, without looking at the gang again."""
+
+    since: float
+    rejection: Rejection
+    refused_in: int | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """For one pod: None reason = go on (plain fit, minus reservations); else fail every node."""
+
+    reason: str | None = None
+    own_slot: Slot | None = None
+
+
+PLAIN = Verdict()
+
+
+@dataclass(frozen=True)
+class Order:
+    """One walk of the fair order and the state it was made in. The walk is taken as far as
+    asked: `turns` holds the turns reached so far, `rest` yields the others."""
+
+    number: int
+    made_at: tuple[int, ...]
+    valid_until: float  # the clock's time a gang starts starving or a backoff ends
+    turns: dict[str, Turn]
+    queues: dict[str, QueueView]
+    contenders: frozenset[str]
+    rest: Iterator[Turn]
