@@ -16,8 +16,9 @@ fake nodes of 32 cpu) runs every scheduler side by side; each run creates M paus
 Every scheduler's client has the same QPS and burst (`--qps`, burst twice that); Lahar's own
 client (its binds) has no limiter. Printed per run: pods/s from the first create to the last bind,
 p50/p99 of each pod's time from create to bound (as a watch sees it), Lahar's CPU seconds and peak
-RSS during the run, pods never bound and gangs partly bound at the end; then the ratios (b)/(a)
-and (c)/(d) per gang size.
+RSS during the run, how busy the machine's cores were (a run near 100% is bound by CPU, which
+every component shares), pods never bound and gangs partly bound at the end; then the ratios
+(b)/(a) and (c)/(d) per gang size.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class Result:
     bound: dict[str, float] = field(default_factory=dict)
     lahar_cpu: float = 0.0
     lahar_peak_mib: float = 0.0
+    machine_busy: float = 0.0  # the fraction of all cores' time spent busy during the run
     partial_gangs: int = 0
 
     @property
@@ -144,6 +146,13 @@ def _proc(pid: int) -> tuple[float, float]:
     return cpu, 0.0
 
 
+def _machine() -> tuple[int, int]:
+    """(busy, total) clock ticks of all cores so far (/proc/stat): whether a run is CPU-bound."""
+    ticks = [int(t) for t in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = ticks[3] + ticks[4]  # idle, iowait
+    return sum(ticks[:8]) - idle, sum(ticks[:8])
+
+
 def _observe(kubeconfig: Path, namespace: str, version: str, result: Result, total: int) -> None:
     """Record when each pod is first seen bound, until all `total` are."""
     with connect(kubeconfig) as api:
@@ -186,6 +195,7 @@ def measure(bench: BenchCluster, api: k8s.ApiClient, run: Run, args: argparse.Na
         daemon=True,
     )
     observer.start()
+    machine_before = _machine()
     started = time.monotonic()
     path = f"/api/v1/namespaces/{namespace}/pods"
 
@@ -205,6 +215,8 @@ def measure(bench: BenchCluster, api: k8s.ApiClient, run: Run, args: argparse.Na
         peak = max(peak, _proc(lahar)[1])
     cpu_after, rss = _proc(lahar)
     result.lahar_cpu, result.lahar_peak_mib = cpu_after - cpu_before, max(peak, rss)
+    busy, total = (after - before for after, before in zip(_machine(), machine_before, strict=True))
+    result.machine_busy = busy / total if total else 0.0
     if profiler is not None and args.profile is not None:
         profiler.send_signal(signal.SIGINT)  # py-spy writes its file on interrupt
         profiler.wait(timeout=60)
@@ -259,13 +271,15 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
         f"kube-scheduler -> extender over {wire}"
     )
     header = f"{'run':34} {'pods':>6} {'pods/s':>8} {'p50 ms':>9} {'p99 ms':>9}"
-    print(f"{header} {'Lahar cpu s':>11} {'Lahar MiB':>9} {'unbound':>7} {'partial':>7}")
+    print(
+        f"{header} {'Lahar cpu s':>11} {'Lahar MiB':>9} {'busy %':>6} {'unbound':>7} {'partial':>7}"
+    )
     for r in results:
         unbound = len(r.created) - len(r.bound)
         print(
             f"({r.run.letter}) {r.run.label:30} {len(r.created):6d} {r.pods_per_second:8.1f} "
             f"{r.latency_ms(0.5):9.0f} {r.latency_ms(0.99):9.0f} {r.lahar_cpu:11.1f} "
-            f"{r.lahar_peak_mib:9.0f} {unbound:7d} {r.partial_gangs:7d}"
+            f"{r.lahar_peak_mib:9.0f} {r.machine_busy * 100:6.0f} {unbound:7d} {r.partial_gangs:7d}"
         )
     by = {
         r.run.label.split(",")[0][:1] + (str(r.run.gang) if r.run.gang else ""): r for r in results
