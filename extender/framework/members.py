@@ -8,6 +8,7 @@ value: a short cause for metrics and conditions, and the message a user reads. P
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -91,27 +92,53 @@ def view_gang(state: ClusterState, key: str) -> GangView:
     return view
 
 
-class Unplaced:
-    """The keys of the gangs with a PodGroup that do not stand and have pending members, kept up
-    to date from the gangs that changed since the last call (the state's gang change log), so
-    that looking for waiting gangs does not view every gang in the cluster."""
+class FollowsGangs(ABC):
+    """Figures kept over every gang with a PodGroup and brought up to date from the gangs that
+    changed since the last call (the state's gang change log), so that keeping them does not
+    view every gang in the cluster at each call. Subclasses say how to start over and how one
+    gang counts."""
 
     def __init__(self) -> None:
-        self._keys: dict[str, None] = {}  # insertion-ordered set
         self._at = -1  # the state's gang generation seen so far
 
-    def keys(self, state: ClusterState) -> list[str]:
+    def catch_up(self, state: ClusterState) -> None:
         changed = state.gangs_changed(self._at)
-        if changed is None:  # first call, or too far behind: look at every gang again
-            self._keys, changed = {}, set(state.pod_groups)
+        if changed is None:  # first call, or too far behind: every gang again
+            self._start_over()
+            changed = set(state.pod_groups)
         for key in changed:
-            gang = view_gang(state, key)
-            if gang.group is not None and gang.pending and not gang.stands:
-                self._keys[key] = None
-            else:
-                self._keys.pop(key, None)
+            self._changed(state, key)
         self._at = state.gang_generation
+
+    @abstractmethod
+    def _start_over(self) -> None:
+        """Forget everything kept: every gang is counted again."""
+
+    @abstractmethod
+    def _changed(self, state: ClusterState, key: str) -> None:
+        """Gang `key` changed (or is counted for the first time, or is gone)."""
+
+
+class Unplaced(FollowsGangs):
+    """The keys of the gangs with a PodGroup that do not stand and have pending members."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._keys: dict[str, None] = {}  # insertion-ordered set
+
+    def keys(self, state: ClusterState) -> list[str]:
+        self.catch_up(state)
         return list(self._keys)
+
+    def _start_over(self) -> None:
+        self._keys = {}
+
+    def _changed(self, state: ClusterState, key: str) -> None:
+        gang = view_gang(state, key)
+        if gang.group is not None and gang.pending and not gang.stands:
+            self._keys[key] = None
+        else:
+            self._keys.pop(key, None)
 
 
 # Refused for want of capacity (not for a rule): what evicting someone could help.

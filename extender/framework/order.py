@@ -143,7 +143,7 @@ def walk(
                 claims.take(gang.key, slot.node, slot.request)
                 allocated[name] = allocated[name] + slot.request
         elif _starving(contender, ordering, now) and _lacks_capacity(turn):
-            aimed, held = drain(gang, nodes, claims.claimed, drained.get(gang.key))
+            aimed, held = drain(gang, claims.room, drained.get(gang.key))
             for node, amount in held.items():
                 claims.take(gang.key, node, amount)
             turn = Turn(gang.key, rejection=turn.rejection, targets=aimed)
@@ -197,7 +197,6 @@ class _Claims:
 
     def __init__(self, empty: Room, reserved: Mapping[str, Resources]) -> None:
         self.empty, self.reserved = empty, reserved
-        self.claimed: dict[str, Resources] = dict(reserved)
         self.claimants: dict[str, list[str]] = {}  # node -> gangs that took capacity on it
         self.room = self._reserved_room()
 
@@ -208,7 +207,6 @@ class _Claims:
         return room
 
     def take(self, key: str, node: str, amount: Resources) -> None:
-        self.claimed[node] = self.claimed.get(node, EMPTY) + amount
         self.claimants.setdefault(node, []).append(key)
         self.room.hold(node, amount)
 
@@ -240,22 +238,15 @@ class _Claims:
 
 
 def drain(
-    gang: GangView,
-    nodes: Mapping[str, NodeInfo],
-    claimed: Mapping[str, Resources],
-    previous: Mapping[str, Resources] | None,
+    gang: GangView, left: Room, previous: Mapping[str, Resources] | None
 ) -> tuple[dict[str, Resources], dict[str, Resources]]:
     """The free capacity to hold for a starving gang that does not fit yet: on the nodes it
     would fit on were they empty (those that have most free first, the previous targets kept),
-    what is free now up to what its members need there. Freed capacity then accumulates for it.
-    Returns (what it aims for per node, what is held now)."""
+    what is free now in `left` up to what its members need there. Freed capacity then
+    accumulates for it. Returns (what it aims for per node, what is held now)."""
     members, _ = choose(gang)
-    room = {name: info.allocatable for name, info in nodes.items() if not info.unschedulable}
-    free = {
-        name: info.free - claimed.get(name, EMPTY)
-        for name, info in nodes.items()
-        if not info.unschedulable
-    }
+    nodes, free = left.nodes, left.free  # the schedulable nodes, after what is claimed
+    room = {name: nodes[name].allocatable for name in free}
     kept = set(previous or ())
 
     def preference(name: str) -> tuple[int, int, int, str]:

@@ -18,7 +18,7 @@ from extender.api.resources import EMPTY, Resources
 from extender.api.scheduling import DEFAULT_QUEUE, Queue, default_queue
 from extender.cache.state import ClusterState
 from extender.framework.fairness import Claim, overused, share, water_fill
-from extender.framework.members import Rejection, view_gang
+from extender.framework.members import FollowsGangs, Rejection, view_gang
 
 
 @dataclass
@@ -57,33 +57,28 @@ class QueueView:
         return None
 
 
-class QueueTally:
-    """Per queue, what its gangs' placed members hold and pending members ask for, brought up to
-    date from the gangs that changed since the last call (the state's gang change log), so that
-    a filter call at thousands of gangs does not walk them all."""
+class QueueTally(FollowsGangs):
+    """Per queue, what its gangs' placed members hold and pending members ask for."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._parts: dict[str, tuple[str, Resources, Resources]] = {}  # gang: queue, placed, asked
         self.placed: dict[str, Resources] = {}
         self.asked: dict[str, Resources] = {}
-        self._at = -1  # the state's gang generation counted so far
 
-    def update(self, state: ClusterState) -> None:
-        changed = state.gangs_changed(self._at)
-        if changed is None:  # first call, or too far behind: count every gang again
-            self._parts, self.placed, self.asked = {}, {}, {}
-            changed = set(state.pod_groups)
-        for key in changed:
-            old = self._parts.pop(key, None)
-            if old is not None:
-                self.placed[old[0]] = self.placed[old[0]] - old[1]
-                self.asked[old[0]] = self.asked[old[0]] - old[2]
-            if key in state.pod_groups:
-                gang = view_gang(state, key)
-                self._parts[key] = (gang.queue, gang.allocated, gang.demand)
-                self.placed[gang.queue] = self.placed.get(gang.queue, EMPTY) + gang.allocated
-                self.asked[gang.queue] = self.asked.get(gang.queue, EMPTY) + gang.demand
-        self._at = state.gang_generation
+    def _start_over(self) -> None:
+        self._parts, self.placed, self.asked = {}, {}, {}
+
+    def _changed(self, state: ClusterState, key: str) -> None:
+        old = self._parts.pop(key, None)
+        if old is not None:
+            self.placed[old[0]] = self.placed[old[0]] - old[1]
+            self.asked[old[0]] = self.asked[old[0]] - old[2]
+        if key in state.pod_groups:
+            gang = view_gang(state, key)
+            self._parts[key] = (gang.queue, gang.allocated, gang.demand)
+            self.placed[gang.queue] = self.placed.get(gang.queue, EMPTY) + gang.allocated
+            self.asked[gang.queue] = self.asked.get(gang.queue, EMPTY) + gang.demand
 
 
 def account(
@@ -95,7 +90,7 @@ def account(
     queues.setdefault(DEFAULT_QUEUE, default_queue())
     views = {name: QueueView(queue) for name, queue in queues.items()}
     tally = tally or QueueTally()
-    tally.update(state)
+    tally.catch_up(state)
     allocated = dict(tally.placed)
     asked = dict(tally.asked)
     for key, slots in reserved.items():  # pending members' requests, held for them
