@@ -28,7 +28,7 @@ from pydantic import BaseModel, ValidationError
 from extender.api.objects import KubeModel, Node, Pod, PriorityClass
 from extender.api.scheduling import API_VERSION, PodGroup, Queue
 from extender.cache.state import ClusterState
-from extender.kube.watch import Gone, list_pages, watch_lines
+from extender.kube.watch import Gone, interrupt, list_pages, watch_lines
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=KubeModel)
@@ -131,7 +131,7 @@ class Informer(Generic[S, M]):
         the last resourceVersion it saw."""
         response = self._response
         if response is not None:
-            response.response.shutdown()
+            interrupt(response)
 
     def stop(self, timeout: float = 5.0) -> None:
         self.request_stop()
@@ -210,7 +210,7 @@ class Informer(Generic[S, M]):
     def _opened(self, response: RESTResponse) -> None:
         self._response = response
         if self._stop.is_set():
-            response.response.shutdown()
+            interrupt(response)
 
     def _decode_all(self, items: Iterable[dict[str, Any]]) -> Iterable[M]:
         for item in items:

@@ -4,11 +4,12 @@
 `watch_lines` opens a watch from a resourceVersion (with bookmarks, so the version keeps moving on
 quiet collections) and yields each event line as bytes; the caller decodes it. A watch that the
 server ends because the version is too old raises `Gone`, the signal to list again. The open
-response is handed to `on_open`, so another thread can close it to stop a blocked watch.
+response is handed to `on_open`, so another thread can stop a blocked watch with `interrupt`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -94,6 +95,14 @@ def watch_lines(
                     yield bytes(line)
     finally:
         response.response.release_conn()
+
+
+def interrupt(response: RESTResponse) -> None:
+    """Unblock a watch reading `response`, as a network fault would. A response the watch has
+    already closed or released needs nothing (urllib3 refuses to shut it down: a stop racing
+    the watch's own end, seen when the API server restarted)."""
+    with contextlib.suppress(ValueError, RuntimeError):
+        response.response.shutdown()
 
 
 def _raise_error(line: bytes | bytearray) -> None:
