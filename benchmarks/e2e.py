@@ -17,14 +17,16 @@ Every scheduler's client has the same QPS and burst (`--qps`, burst twice that);
 client (its binds) has no limiter. Printed per run: pods/s from the first create to the last bind,
 p50/p99 of each pod's time from create to bound (as a watch sees it), Lahar's CPU seconds and peak
 RSS during the run, how busy the machine's cores were (a run near 100% is bound by CPU, which
-every component shares), pods never bound and gangs partly bound at the end; then the ratios
-(b)/(a) and (c)/(d) per gang size.
+every component shares), pods never bound and gangs partly bound at the end; then the CPU
+milliseconds each bound pod cost each process of the cluster, and the ratios (b)/(a) and (c)/(d)
+per gang size.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -72,6 +74,8 @@ class Result:
     lahar_cpu: float = 0.0
     lahar_peak_mib: float = 0.0
     machine_busy: float = 0.0  # the fraction of all cores' time spent busy during the run
+    machine_cpu: float = 0.0  # CPU seconds all cores spent busy during the run
+    cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds per component in the run
     partial_gangs: int = 0
 
     @property
@@ -169,24 +173,29 @@ def _observe(kubeconfig: Path, namespace: str, version: str, result: Result, tot
                         return
 
 
-def measure(bench: BenchCluster, api: k8s.ApiClient, run: Run, args: argparse.Namespace) -> Result:
-    result = Result(run)
-    namespace = f"bench-{run.key}"
+def _prepare(api: k8s.ApiClient, run: Run, namespace: str, groups: list[str]) -> str:
+    """Create the run's namespace and PodGroups; the resourceVersion its pod watch starts from."""
     apply_object(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     wait_until(
         lambda: read(api, "v1", "ServiceAccount", "default", namespace),
         timeout=60,
         what=f"namespace {namespace}",
     )
-    pods = args.pods - args.pods % run.gang if run.gang else args.pods
-    groups = [f"g{i:05d}" for i in range(pods // run.gang)] if run.gang else []
     for group in groups:
         apply_object(api, group_body(group, namespace, run))
+    listing = send(api, "GET", f"/api/v1/namespaces/{namespace}/pods").read()
+    return str(json.loads(listing)["metadata"]["resourceVersion"])
+
+
+def measure(bench: BenchCluster, api: k8s.ApiClient, run: Run, args: argparse.Namespace) -> Result:
+    result = Result(run)
+    namespace = f"bench-{run.key}"
+    pods = args.pods - args.pods % run.gang if run.gang else args.pods
+    groups = [f"g{i:05d}" for i in range(pods // run.gang)] if run.gang else []
     names = [f"p{i:06d}" for i in range(pods)]
-    version = send(api, "GET", f"/api/v1/namespaces/{namespace}/pods").read()
-    version = json.loads(version)["metadata"]["resourceVersion"]
+    version = _prepare(api, run, namespace, groups)
     lahar = bench.process_id("lahar")
-    cpu_before, peak = _proc(lahar)
+    peak = _proc(lahar)[1]
     profiler = _profile(lahar, run, args.profile)
     threads_before = _threads_cpu(lahar)
     observer = threading.Thread(
@@ -195,6 +204,9 @@ def measure(bench: BenchCluster, api: k8s.ApiClient, run: Run, args: argparse.Na
         daemon=True,
     )
     observer.start()
+    components = bench.processes()
+    components["benchmark client"] = os.getpid()
+    cpu_before = {name: _proc(pid)[0] for name, pid in components.items()}
     machine_before = _machine()
     started = time.monotonic()
     path = f"/api/v1/namespaces/{namespace}/pods"
@@ -214,9 +226,11 @@ def measure(bench: BenchCluster, api: k8s.ApiClient, run: Run, args: argparse.Na
         observer.join(timeout=0.5)
         peak = max(peak, _proc(lahar)[1])
     cpu_after, rss = _proc(lahar)
-    result.lahar_cpu, result.lahar_peak_mib = cpu_after - cpu_before, max(peak, rss)
+    result.lahar_cpu, result.lahar_peak_mib = cpu_after - cpu_before["lahar"], max(peak, rss)
+    result.cpu = {name: _proc(pid)[0] - cpu_before[name] for name, pid in components.items()}
     busy, total = (after - before for after, before in zip(_machine(), machine_before, strict=True))
     result.machine_busy = busy / total if total else 0.0
+    result.machine_cpu = busy / TICK
     if profiler is not None and args.profile is not None:
         profiler.send_signal(signal.SIGINT)  # py-spy writes its file on interrupt
         profiler.wait(timeout=60)
@@ -281,6 +295,7 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
             f"{r.latency_ms(0.5):9.0f} {r.latency_ms(0.99):9.0f} {r.lahar_cpu:11.1f} "
             f"{r.lahar_peak_mib:9.0f} {r.machine_busy * 100:6.0f} {unbound:7d} {r.partial_gangs:7d}"
         )
+    breakdown(results)
     by = {
         r.run.label.split(",")[0][:1] + (str(r.run.gang) if r.run.gang else ""): r for r in results
     }
@@ -291,6 +306,26 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
         if c is not None and d is not None and d.pods_per_second:
             ratio = c.pods_per_second / d.pods_per_second
             print(f"(c)/(d) pods/s, gangs of {size}: {ratio:.2f}")
+
+
+def breakdown(results: list[Result]) -> None:
+    """CPU milliseconds per bound pod, by component and run: where each pod's cost goes on a
+    machine whose cores every component shares (the schedulers not in a run still watch its pods).
+    """
+    if not results:
+        return
+    names = sorted({name for r in results for name in r.cpu}, key=lambda n: -results[0].cpu[n])
+    print("\nCPU ms per bound pod, by component")
+    print(f"{'component':24} " + " ".join(f"{'(' + r.run.key + ')':>8}" for r in results))
+
+    def row(label: str, seconds: list[float]) -> None:
+        cells = [1000 * s / max(1, len(r.bound)) for s, r in zip(seconds, results, strict=True)]
+        print(f"{label:24} " + " ".join(f"{c:8.2f}" for c in cells))
+
+    for name in names:
+        row(name, [r.cpu.get(name, 0.0) for r in results])
+    row("all listed", [sum(r.cpu.values()) for r in results])
+    row("whole machine", [r.machine_cpu for r in results])
 
 
 def main() -> None:

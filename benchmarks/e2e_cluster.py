@@ -43,6 +43,13 @@ class BenchCluster:
     def process_id(self, name: str) -> int:
         return next(p.pid for p in self.cluster.state.processes if p.name == name)
 
+    def processes(self) -> dict[str, int]:
+        """Every process of the cluster by name (the peer as `coscheduling`), for CPU accounting."""
+        running = {p.name: p.pid for p in self.cluster.state.processes}
+        if self.peer is not None:
+            running[PEER] = self.peer.pid
+        return running
+
     def down(self) -> None:
         if self.peer is not None:
             self.peer.terminate()
