@@ -18,6 +18,7 @@ from extender.cli import (
     demo_cmd,
     devcluster_cmd,
     serve_cmd,
+    simulate_cmd,
     webhook_cmd,
 )
 from extender.devcluster import DevClusterError
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     certs_cmd.register(commands)
     devcluster_cmd.register(commands)
     demo_cmd.register(commands)
+    simulate_cmd.register(commands)
     return parser
 
 

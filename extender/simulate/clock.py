@@ -1,0 +1,82 @@
+"""An asyncio event loop on virtual time, so the simulation runs Lahar's asynchronous parts as
+they are (the bind barrier holds members on futures and times out with `loop.call_later`).
+
+The loop never waits: where a real loop would sleep until its next timer, this one moves its
+clock to that timer at once. So a simulated hour takes as long as the work done in it, timers
+fire in the order a real loop would fire them, and a run is deterministic. There is no I/O on
+this loop: its selector only keeps the loop's own wake-up socket registered. When nothing is
+ready and no timer is due the run is stuck (something waits on what can never happen): `Stalled`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import selectors
+from collections.abc import Coroutine, Mapping
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class Stalled(RuntimeError):
+    """Nothing is ready and no timer is due: the simulation waits on what can never happen."""
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _Selector(selectors.BaseSelector):
+    """Registers file objects (the loop's own wake-up socket) and never waits: a wait of t
+    seconds moves the clock t seconds on."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._keys: dict[Any, selectors.SelectorKey] = {}
+
+    def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
+        fd = fileobj if isinstance(fileobj, int) else fileobj.fileno()
+        key = selectors.SelectorKey(fileobj, fd, events, data)
+        self._keys[fileobj] = key
+        return key
+
+    def unregister(self, fileobj: Any) -> selectors.SelectorKey:
+        return self._keys.pop(fileobj)
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        if timeout is None:
+            raise Stalled("nothing is ready and no timer is due")
+        self._clock.now += max(0.0, timeout)
+        return []
+
+    def get_map(self) -> Mapping[Any, selectors.SelectorKey]:
+        return self._keys
+
+    def close(self) -> None:
+        self._keys.clear()
+
+
+class VirtualLoop(asyncio.SelectorEventLoop):
+    def __init__(self, clock: Clock) -> None:
+        super().__init__(_Selector(clock))
+        self._clock = clock
+        self._clock_resolution = 1e-9  # timers fire at their exact virtual moment
+
+    def time(self) -> float:
+        return self._clock.now
+
+
+def run(main: Coroutine[Any, Any, T], clock: Clock) -> T:
+    """Run `main` to the end on a fresh loop over `clock`."""
+    loop = VirtualLoop(clock)
+    try:
+        return loop.run_until_complete(main)
+    finally:
+        for task in asyncio.all_tasks(loop):
+            task.cancel()
+        loop.run_until_complete(asyncio.sleep(0))
+        loop.close()

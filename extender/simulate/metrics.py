@@ -1,0 +1,121 @@
+"""What a simulation's outcome comes to: the figures `lahar simulate` prints per policy.
+
+- makespan: when the last job ended (None when some never did: they are stuck);
+- job wait: from a job's arrival to its first start (minAvailable pods running), mean and p95
+  over the jobs that started;
+- utilisation: cpu-seconds of pods whose job had started (pods that made progress) over the
+  cluster's cpu times the makespan (or the time the run ended); `held` counts every bound pod,
+  so held minus utilisation is capacity pods of incomplete gangs sat on;
+- fairness: Jain's index of the queues' cpu over their weights, x_i = allocated_i / weight_i,
+  (sum x)^2 / (n * sum x^2) over the queues with a job waiting or running, weighted by time
+  (1.0: every such queue gets cpu in proportion to its weight);
+- partial gangs: jobs that had pods on nodes before their gang could start, for any time;
+- preemptions: victims evicted for a waiting gang.
+Pure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from extender.simulate.run import Interval, Outcome
+
+
+@dataclass(frozen=True)
+class Summary:
+    policy: str
+    jobs: int
+    finished: int
+    makespan: float | None
+    mean_wait: float | None
+    p95_wait: float | None
+    utilisation: float
+    held: float
+    fairness: float | None
+    partial_gangs: int
+    preemptions: int
+    seconds: float
+
+
+def summarize(outcome: Outcome) -> Summary:
+    records = outcome.jobs.values()
+    waits = sorted(
+        r.started - r.arrived for r in records if r.started is not None and r.arrived is not None
+    )
+    horizon = outcome.end
+    capacity = sum(group.count * group.allocatable["cpu"] for group in outcome.trace.nodes)
+    useful = held = 0.0
+    for interval in outcome.intervals:
+        end = interval.end if interval.end is not None else horizon
+        held += interval.cpu * max(0.0, end - interval.start)
+        if interval.useful_from is not None:
+            useful += interval.cpu * max(0.0, end - interval.useful_from)
+    area = capacity * horizon
+    return Summary(
+        policy=outcome.policy,
+        jobs=len(outcome.jobs),
+        finished=sum(1 for r in records if r.finished is not None),
+        makespan=None if outcome.stuck else horizon,
+        mean_wait=sum(waits) / len(waits) if waits else None,
+        p95_wait=waits[min(len(waits) - 1, math.ceil(0.95 * len(waits)) - 1)] if waits else None,
+        utilisation=useful / area if area else 0.0,
+        held=held / area if area else 0.0,
+        fairness=fairness(outcome),
+        partial_gangs=partial_gangs(outcome),
+        preemptions=outcome.preemptions,
+        seconds=outcome.seconds,
+    )
+
+
+def partial_gangs(outcome: Outcome) -> int:
+    """Jobs with a pod on a node while their gang had not started (at any incarnation)."""
+    return len({interval.job for interval in outcome.intervals if _early(interval)})
+
+
+def _early(interval: Interval) -> bool:
+    """The pod sat on its node for a while before its job started (or its job never did)."""
+    if interval.useful_from is None:
+        return interval.end is None or interval.end > interval.start
+    return interval.useful_from > interval.start
+
+
+def fairness(outcome: Outcome) -> float | None:
+    """Jain's index over queue weights, time-weighted (None: never two queues wanting cpu)."""
+    weights = {queue.name: queue.weight for queue in outcome.trace.queues}
+    events: list[tuple[float, int, str, float]] = []  # (time, kind, queue, amount)
+    for interval in outcome.intervals:
+        events.append((interval.start, 0, interval.queue, interval.cpu))
+        if interval.end is not None:
+            events.append((interval.end, 0, interval.queue, -interval.cpu))
+    for record in outcome.jobs.values():
+        if record.arrived is not None:
+            events.append((record.arrived, 1, record.job.queue, 1))
+        if record.finished is not None:
+            events.append((record.finished, 1, record.job.queue, -1))
+    events.sort(key=lambda e: e[0])
+    allocated: dict[str, float] = {}
+    active: dict[str, int] = {}
+    total = weighted = 0.0
+    previous = 0.0
+    for when, kind, queue, amount in events:
+        if when > previous:
+            index = _jain(allocated, active, weights)
+            if index is not None:
+                weighted += index * (when - previous)
+                total += when - previous
+            previous = when
+        if kind == 0:
+            allocated[queue] = allocated.get(queue, 0.0) + amount
+        else:
+            active[queue] = active.get(queue, 0) + int(amount)
+    return weighted / total if total else None
+
+
+def _jain(
+    allocated: dict[str, float], active: dict[str, int], weights: dict[str, int]
+) -> float | None:
+    shares = [allocated.get(q, 0.0) / weights.get(q, 1) for q, n in active.items() if n > 0]
+    if len(shares) < 2 or not any(shares):
+        return None
+    return sum(shares) ** 2 / (len(shares) * sum(x * x for x in shares))

@@ -1,0 +1,284 @@
+"""One simulation: a trace played against one policy on virtual time, and what happened.
+
+The simulation plays the API server and the kubelets: jobs arrive at their time (a PodGroup and
+its pods, as Volcano's controller makes them), a bind sets the pod Running on its node, a job
+starts when `minAvailable` of its pods run, and each pod ends `duration` seconds after its job
+started (a pod bound later, that long after its bind). A job ends when its pods that ran have
+ended; its pods still pending are then deleted. Lahar's preemption evicts whole victim jobs,
+which restart (Volcano's PodEvicted -> RestartJob): new pods, waiting again. Everything Lahar
+decides goes through `scheduler` and `framework.preemption`, the extender's own code.
+
+The run ends when every job has ended, or when nothing moved (no bind, end or eviction) for
+`idle_limit` seconds with no pod running towards its end and no job still to arrive: the jobs
+left are stuck (pods bound part of a gang wait for the rest forever under the stock policy).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass, field
+
+from extender.api.objects import Pod, PodStatus
+from extender.api.scheduling import task_of
+from extender.cache.state import ClusterState
+from extender.framework.members import WANTS_CAPACITY, Rejection
+from extender.framework.policy import Policy
+from extender.framework.preemption import Pool, Preemption, victims_for, wanting
+from extender.framework.session import Engine
+from extender.simulate import world
+from extender.simulate.clock import Clock, run
+from extender.simulate.scheduler import Scheduler, binder_of
+from extender.simulate.trace import Job, Trace
+
+
+@dataclass
+class JobRecord:
+    job: Job
+    arrived: float | None = None
+    started: float | None = None  # first start
+    finished: float | None = None
+    restarts: int = 0
+    incarnation: int = 0
+    running: set[str] = field(default_factory=set)  # uids of its pods on nodes now
+    succeeded: int = 0
+    started_now: bool = False  # the current incarnation has started
+
+
+@dataclass
+class Interval:
+    """A pod on a node, from bind to end (None: still there when the run ended)."""
+
+    node: str
+    job: str
+    queue: str
+    incarnation: int
+    cpu: int  # millicores
+    start: float
+    end: float | None = None
+    useful_from: float | None = None  # when its job had started (it made progress from then)
+
+
+@dataclass
+class Outcome:
+    policy: str
+    trace: Trace
+    jobs: dict[str, JobRecord]
+    intervals: list[Interval]
+    preemptions: int
+    end: float
+    attempts: int  # scheduling attempts (pods tried)
+    seconds: float  # wall-clock time the simulation took
+
+    @property
+    def stuck(self) -> list[str]:
+        return [name for name, record in self.jobs.items() if record.finished is None]
+
+
+class Simulation:
+    def __init__(
+        self, trace: Trace, policy: Policy, name: str, *, seed: int = 0, idle_limit: float = 3600
+    ) -> None:
+        self.trace, self.name, self.idle_limit = trace, name, idle_limit
+        self.clock = Clock()
+        self.state = ClusterState(clock=self.clock)
+        self.engine = Engine(policy)
+        if self.engine.gangs is not None:
+            self.engine.gangs.clock = self.clock
+        self.scheduler = Scheduler(self.state, self.engine, binder_of(self._bound), seed=seed)
+        self.jobs = {job.name: JobRecord(job) for job in trace.jobs}
+        self.intervals: list[Interval] = []
+        self._open: dict[str, Interval] = {}  # uid -> its interval
+        self._job_of: dict[str, str] = {}  # uid -> job name
+        self.preemptions = 0
+        self.progress = 0
+        self._ending = 0  # pods running towards a known end
+        self._arrivals = len(trace.jobs)
+        self._all_done = asyncio.Event()
+        self._preempt_wake = asyncio.Event()
+        for node in world.nodes(trace):
+            self.state.upsert_node(node)
+        for queue in world.queues(trace):
+            self.state.upsert_queue(queue)
+        for priority_class in world.priority_classes(trace):
+            self.state.upsert_priority_class(priority_class)
+
+    def run(self) -> Outcome:
+        started = time.perf_counter()
+        run(self._main(), self.clock)
+        end = max((r.finished or 0.0 for r in self.jobs.values()), default=0.0)
+        if any(r.finished is None for r in self.jobs.values()):
+            end = self.clock.now  # when the run was found stuck
+        return Outcome(
+            self.name,
+            self.trace,
+            self.jobs,
+            self.intervals,
+            self.preemptions,
+            end,
+            self.scheduler.attempts,
+            time.perf_counter() - started,
+        )
+
+    async def _main(self) -> None:
+        loop = asyncio.get_running_loop()
+        background = [loop.create_task(self.scheduler.run())]
+        if self.engine.preemption is not None and self.engine.gangs is not None:
+            self.engine.gangs.on_rejected.append(self._rejected)
+            background.append(loop.create_task(self._preempt()))
+        for job in self.trace.jobs:
+            loop.call_at(job.arrival, self._arrive, job)
+        if not self.jobs:
+            self._all_done.set()
+        while not self._all_done.is_set():
+            before = self.progress
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._all_done.wait(), timeout=self.idle_limit)
+            if self.progress == before and not self._ending and not self._arrivals:
+                break  # nothing moved and nothing will: the jobs left are stuck
+        for task in background:
+            task.cancel()
+
+    # -- the API server and the kubelets --------------------------------------------------------
+
+    def _arrive(self, job: Job) -> None:
+        self._arrivals -= 1
+        self.jobs[job.name].arrived = self.clock.now
+        self.state.upsert_pod_group(world.pod_group(job))
+        self._create_pods(job, 0)
+        self.progress += 1
+
+    def _create_pods(self, job: Job, incarnation: int) -> None:
+        for index, pod in enumerate(world.pods(job, incarnation)):
+            self._job_of[pod.metadata.uid] = job.name
+            self.state.upsert_pod(pod)
+            self.scheduler.add(pod, (self.clock.now, index))
+
+    async def _bound(self, uid: str, node: str) -> None:
+        pod = self.state.pods[uid]
+        spec = pod.spec.model_copy(update={"node_name": node})
+        self.state.upsert_pod(pod.model_copy(update={"spec": spec, "status": _phase("Running")}))
+        record = self.jobs[self._job_of[uid]]
+        now = self.clock.now
+        self._open[uid] = interval = Interval(
+            node, record.job.name, record.job.queue, record.incarnation, pod.request["cpu"], now
+        )
+        self.intervals.append(interval)
+        record.running.add(uid)
+        self.progress += 1
+        if record.started_now:
+            self._run_to_end(uid, now)
+        elif len(record.running) >= record.job.minimum:
+            record.started_now = True
+            if record.started is None:
+                record.started = now
+            for member in record.running:
+                self._run_to_end(member, now)
+
+    def _run_to_end(self, uid: str, now: float) -> None:
+        self._open[uid].useful_from = now
+        pod = self.state.pods[uid]
+        task = next(t for t in self.jobs[self._job_of[uid]].job.tasks if task_of(pod) == t.name)
+        self._ending += 1
+        asyncio.get_running_loop().call_at(now + task.duration, self._end, uid)
+
+    def _end(self, uid: str) -> None:
+        pod = self.state.pods.get(uid)
+        if pod is None or uid not in self._open:
+            return  # evicted meanwhile
+        self._ending -= 1
+        self.state.upsert_pod(pod.model_copy(update={"status": _phase("Succeeded")}))
+        self._close(uid)
+        record = self.jobs[self._job_of[uid]]
+        record.succeeded += 1
+        if not record.running and record.succeeded >= record.job.minimum:
+            self._finish(record)
+        self.progress += 1
+        self.scheduler.requeue()
+
+    def _close(self, uid: str) -> None:
+        interval = self._open.pop(uid)
+        interval.end = self.clock.now
+        self.jobs[self._job_of[uid]].running.discard(uid)
+
+    def _finish(self, record: JobRecord) -> None:
+        record.finished = self.clock.now
+        key = f"{world.NAMESPACE}/{record.job.name}"
+        for pod in self.state.gang_pods(key):
+            self.state.delete_pod(pod.metadata.uid)  # what never ran is not needed any more
+        self.state.delete_pod_group(key)
+        if all(r.finished is not None for r in self.jobs.values()):
+            self._all_done.set()
+
+    # -- preemption -----------------------------------------------------------------------------
+
+    def _rejected(self, key: str, why: Rejection) -> None:
+        if why.cause in WANTS_CAPACITY:
+            self._preempt_wake.set()
+
+    async def _preempt(self) -> None:
+        """Lahar's preemptor on the simulated cluster: at most one preemption per interval, for
+        the most deserving gang short of capacity (`framework.preemption`)."""
+        settings, gangs = self.engine.preemption, self.engine.gangs
+        if settings is None or gangs is None:
+            return
+        interval, rules = settings
+        while True:
+            await self._preempt_wake.wait()
+            self._preempt_wake.clear()
+            order = gangs.order(self.state, self.state.view().nodes)
+            pool: Pool | None = None
+            for key in wanting(order, gangs):
+                pool = pool or Pool.of(self.state, gangs)
+                preemption = victims_for(self.state, gangs, order, pool, key=key, rules=rules)
+                if preemption is not None:
+                    self._evict(preemption)
+                    await asyncio.sleep(interval)  # the rate limit
+                    break
+
+    def _evict(self, preemption: Preemption) -> None:
+        self.preemptions += 1
+        self.progress += 1
+        for unit in preemption.victims:
+            record = self.jobs[unit.key.split("/", 1)[1]]
+            if unit.whole:  # the job restarts: every pod of it again, none running
+                for pod in self.state.gang_pods(unit.key):
+                    self._remove(pod)
+                record.restarts += 1
+                record.incarnation += 1
+                record.started_now = False
+                record.succeeded = 0
+                self._create_pods(record.job, record.incarnation)
+            else:  # a spare member: recreated, pending again
+                for pod, _ in unit.pods:
+                    self._remove(pod)
+                    replacement = pod.model_copy(
+                        update={
+                            "metadata": pod.metadata.model_copy(
+                                update={"uid": f"{pod.metadata.uid}+"}
+                            ),
+                            "spec": pod.spec.model_copy(update={"node_name": ""}),
+                            "status": _phase("Pending"),
+                        }
+                    )
+                    self._job_of[replacement.metadata.uid] = record.job.name
+                    self.state.upsert_pod(replacement)
+                    self.scheduler.add(replacement, (self.clock.now, 0))
+        self.scheduler.requeue()
+
+    def _remove(self, pod: Pod) -> None:
+        uid = pod.metadata.uid
+        if uid in self._open:
+            if self._open[uid].useful_from is not None:
+                self._ending -= 1
+            self._close(uid)
+        self.state.delete_pod(uid)
+
+
+def _phase(phase: str) -> PodStatus:
+    return PodStatus(phase=phase)
+
+
+def simulate(trace: Trace, policy: Policy, name: str, *, seed: int = 0) -> Outcome:
+    return Simulation(trace, policy, name, seed=seed).run()

@@ -1,0 +1,187 @@
+"""A job trace for `lahar simulate`: the cluster, its queues and the jobs that arrive over time.
+
+A trace is data (YAML or JSON), validated like the policy: an error names the field and why.
+
+    apiVersion: lahar.io/v1alpha1
+    kind: Trace
+    nodes:                       # groups of identical nodes
+      - {count: 2, cpu: "8", memory: 32Gi}
+    queues:                      # the default queue (weight 1) exists unless listed
+      - {name: research, weight: 3}
+    jobs:
+      - name: tf-a
+        arrival: 0               # seconds from the start
+        queue: research
+        priority: 0              # a PriorityClass value; higher goes first in its queue
+        minAvailable: 6          # default: every replica
+        tasks:
+          - {name: ps, replicas: 1, cpu: "1", memory: 1Gi, duration: 60}
+          - {name: worker, replicas: 5, cpu: "2", memory: 2Gi, duration: 60}
+
+A task's pods run for `duration` seconds once the job has started, that is once `minAvailable`
+of its pods run at the same time (a distributed training job makes no progress before that).
+Pure: no I/O but reading the file it is given.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from extender.api.quantity import parse_quantity
+from extender.api.resources import Resources
+from extender.api.scheduling import DEFAULT_QUEUE
+from extender.api.wire import explain
+
+NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"  # a DNS label, as Volcano's job and queue names are
+
+
+def _checked(value: str | int | float) -> str | int | float:
+    parse_quantity(value)  # a ValueError names what is wrong with it
+    return value
+
+
+Quantity = Annotated[str | int | float, AfterValidator(_checked)]
+
+
+class TraceError(Exception):
+    """The trace cannot be used; the message names the file, the field and why."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+
+class NodeGroup(_Strict):
+    count: int = Field(ge=1)
+    cpu: Quantity
+    memory: Quantity
+    gpu: Quantity | None = None  # nvidia.com/gpu
+    name: str = Field(default="node", pattern=NAME)  # nodes are named <name>-<index>
+
+    @property
+    def allocatable(self) -> Resources:
+        return _resources(self.cpu, self.memory, self.gpu)
+
+
+class QueueSpec(_Strict):
+    name: str = Field(pattern=NAME)
+    weight: int = Field(default=1, ge=1)
+    capability: dict[str, Quantity] = Field(default_factory=dict)
+    reclaimable: bool = True
+
+
+class Task(_Strict):
+    name: str = Field(pattern=NAME)
+    replicas: int = Field(ge=1)
+    cpu: Quantity
+    memory: Quantity
+    gpu: Quantity | None = None
+    duration: float = Field(gt=0)  # seconds each pod runs once the job has started
+
+    @property
+    def request(self) -> Resources:
+        return _resources(self.cpu, self.memory, self.gpu)
+
+
+class Job(_Strict):
+    name: str = Field(pattern=NAME)
+    arrival: float = Field(default=0.0, ge=0)
+    queue: str = DEFAULT_QUEUE
+    priority: int = 0
+    min_available: int | None = Field(default=None, ge=1)
+    tasks: tuple[Task, ...] = Field(min_length=1)
+
+    @property
+    def size(self) -> int:
+        return sum(task.replicas for task in self.tasks)
+
+    @property
+    def minimum(self) -> int:
+        return self.min_available if self.min_available is not None else self.size
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Job:
+        if self.min_available is not None and self.min_available > self.size:
+            raise ValueError(
+                f"minAvailable {self.min_available} is more than the job's {self.size} pods"
+            )
+        names = [task.name for task in self.tasks]
+        if len(set(names)) != len(names):
+            raise ValueError(f"task names repeat: {', '.join(names)}")
+        return self
+
+
+class Trace(_Strict):
+    api_version: Literal["lahar.io/v1alpha1"] = "lahar.io/v1alpha1"
+    kind: Literal["Trace"] = "Trace"
+    nodes: tuple[NodeGroup, ...] = Field(min_length=1)
+    queues: tuple[QueueSpec, ...] = ()
+    jobs: tuple[Job, ...] = ()
+
+    @model_validator(mode="after")
+    def _references(self) -> Trace:
+        queues = {queue.name for queue in self.queues} | {DEFAULT_QUEUE}
+        seen: set[str] = set()
+        for index, job in enumerate(self.jobs):
+            if job.queue not in queues:
+                raise ValueError(
+                    f"jobs.{index}.queue: queue {job.queue!r} is not in queues "
+                    f"(known: {', '.join(sorted(queues))})"
+                )
+            if job.name in seen:
+                raise ValueError(f"jobs.{index}.name: job {job.name!r} is listed twice")
+            seen.add(job.name)
+        groups = [group.name for group in self.nodes]
+        if len(set(groups)) != len(groups):
+            raise ValueError(f"nodes: node group names repeat: {', '.join(groups)}")
+        return self
+
+    @property
+    def node_count(self) -> int:
+        return sum(group.count for group in self.nodes)
+
+
+def _resources(cpu: Quantity, memory: Quantity, gpu: Quantity | None) -> Resources:
+    quantities: dict[str, Quantity] = {"cpu": cpu, "memory": memory}
+    if gpu is not None:
+        quantities["nvidia.com/gpu"] = gpu
+    return Resources.parse(quantities)
+
+
+def parse_trace(document: object, source: str = "trace") -> Trace:
+    """Validate a parsed trace document."""
+    if not isinstance(document, dict):
+        raise TraceError(f"{source}: must be a mapping with nodes, queues and jobs")
+    try:
+        return Trace.model_validate(document)
+    except ValidationError as error:
+        raise TraceError(f"{source}: {explain(error, root='(top level)')}") from error
+
+
+def load_trace(path: Path) -> Trace:
+    """Read and validate the trace in `path` (YAML, or JSON when it ends in .json)."""
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise TraceError(f"trace {path}: cannot read it: {error.strerror}") from error
+    try:
+        document = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as error:
+        kind = "JSON" if path.suffix == ".json" else "YAML"
+        raise TraceError(f"trace {path}: not valid {kind}: {error}") from error
+    return parse_trace(document, str(path))

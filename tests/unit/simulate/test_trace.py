@@ -1,0 +1,67 @@
+"""Trace files: valid ones load; a broken one names the field and why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from extender.simulate.trace import TraceError, load_trace, parse_trace
+
+
+def _trace(**changes: Any) -> dict[str, Any]:
+    job = {
+        "name": "tf",
+        "tasks": [{"name": "worker", "replicas": 2, "cpu": "1", "memory": "1Gi", "duration": 60}],
+    }
+    document: dict[str, Any] = {
+        "nodes": [{"count": 2, "cpu": "8", "memory": "32Gi"}],
+        "jobs": [job],
+    }
+    for path, value in changes.items():
+        target: Any = document
+        *parents, last = path.split("__")
+        for part in parents:
+            target = target[int(part)] if part.isdigit() else target[part]
+        target[int(last) if last.isdigit() else last] = value
+    return document
+
+
+def test_a_job_needs_every_replica_unless_it_says_otherwise() -> None:
+    trace = parse_trace(_trace())
+    assert trace.jobs[0].minimum == 2
+    assert parse_trace(_trace(jobs__0__minAvailable=1)).jobs[0].minimum == 1
+    assert trace.node_count == 2
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"jobs__0__tasks__0__cpu": "1x"}, "jobs.0.tasks.0.cpu: invalid quantity '1x'"),
+        ({"jobs__0__minAvailable": 3}, "minAvailable 3 is more than the job's 2 pods"),
+        ({"jobs__0__queue": "research"}, "jobs.0.queue: queue 'research' is not in queues"),
+        ({"jobs__0__tasks__0__duration": 0}, "jobs.0.tasks.0.duration"),
+        ({"nodes": []}, "nodes: "),
+        ({"jobs__0__name": "Not_A_Name"}, "jobs.0.name"),
+        ({"kind": "Job"}, "kind: "),
+        ({"jobs__0__speed": 3}, "jobs.0.speed: Extra inputs are not permitted"),
+    ],
+)
+def test_a_broken_trace_names_the_field(changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(TraceError, match=r"^trace: ") as error:
+        parse_trace(_trace(**changes))
+    assert message in str(error.value)
+
+
+def test_files_that_do_not_load_say_so(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("nodes: [")
+    with pytest.raises(TraceError, match=r"broken.yaml: not valid YAML"):
+        load_trace(broken)
+    with pytest.raises(TraceError, match=r"missing.yaml: cannot read it"):
+        load_trace(tmp_path / "missing.yaml")
+    listed = tmp_path / "list.json"
+    listed.write_text("[]")
+    with pytest.raises(TraceError, match=r"must be a mapping"):
+        load_trace(listed)
