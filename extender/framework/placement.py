@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 
@@ -106,6 +106,13 @@ def place(
     return Room(nodes, reserved).place(members)
 
 
+def fits(
+    members: Sequence[Pod], nodes: Mapping[str, NodeInfo], reserved: Mapping[str, Resources]
+) -> bool:
+    """`Room.fits` on what `reserved` leaves of `nodes`."""
+    return Room(nodes, reserved).fits(members)
+
+
 class Room:
     """The free capacity of every schedulable node after what is held, with the nodes kept in
     binpack's order (fullest first: least free cpu, then memory, then name). A member's first
@@ -154,6 +161,29 @@ class Room:
             insort(keys, _rank(name, after))
             self.free[name] = after
 
+    def fits(self, members: Sequence[Pod]) -> bool:
+        """Whether `place` finds every member a node; stops at the first that has none (no
+        reason needed: the victim search asks this hundreds of times a pass)."""
+        taken: dict[str, Resources] = {}
+        return all(
+            self._first_fit(pod, taken) is not None for pod in sorted(members, key=largest_first)
+        )
+
+    def _first_fit(self, pod: Pod, taken: dict[str, Resources]) -> str | None:
+        """The fullest node with room for `pod` that it may run on, counted in `taken`."""
+        request, nodes = pod.request, self.nodes
+        # The order is as it was before this placement, and placing only lowers what is free:
+        # no node before the first with enough cpu (as it was) can fit now.
+        first = bisect_left(self._keys, (request[CPU],)) if request[CPU] else 0
+        for _, _, name in islice(self._keys, first, None):
+            left = taken[name] if name in taken else self.free[name]
+            if request.shortfall(left) is None and pod.may_run_on(  # the cheap test first
+                nodes[name].labels, nodes[name].taints, name
+            ):
+                taken[name] = left - request
+                return name
+        return None
+
     def place(self, members: list[Pod]) -> tuple[dict[str, str], Counter[str]]:
         """First fit, largest member first, onto the fullest nodes first (binpack's preference),
         on nodes the member may run on (nodeSelector, required node affinity, taints). Changes
@@ -166,24 +196,15 @@ class Room:
         failures: Counter[str] = Counter()
         keys, nodes = self._keys, self.nodes
         for pod in sorted(members, key=largest_first):
+            fit = self._first_fit(pod, taken)
+            if fit is not None:
+                assignment[pod.metadata.uid] = fit
+                continue
             request = pod.request
 
             def allows(name: str, pod: Pod = pod) -> bool:
                 return pod.may_run_on(nodes[name].labels, nodes[name].taints, name)
 
-            # The order is as it was before this placement, and placing only lowers what is
-            # free: no node before the first with enough cpu (as it was) can fit now.
-            first = bisect_left(keys, (request[CPU],)) if request[CPU] else 0
-            fit = None
-            for _, _, name in islice(keys, first, None):
-                left = taken[name] if name in taken else self.free[name]
-                if request.shortfall(left) is None and allows(name):  # the cheap test first
-                    fit = name
-                    taken[name] = left - request
-                    break
-            if fit is not None:
-                assignment[pod.metadata.uid] = fit
-                continue
             allowed = [name for _, _, name in keys if allows(name)]  # only to say why it failed
             if not allowed:
                 failures["no node matches its nodeSelector, node affinity and tolerations"] += 1

@@ -19,7 +19,7 @@ from extender.framework.gang import Gangs
 from extender.framework.gang_types import Order
 from extender.framework.members import WANTS_CAPACITY, GangView, gang_priority, view_gang
 from extender.framework.placement import choose as choose_members
-from extender.framework.placement import place
+from extender.framework.placement import fits
 from extender.framework.victims import Rules, Unit, choose, eligible, units_of
 
 
@@ -41,8 +41,9 @@ class Preemption:
 @dataclass(frozen=True)
 class Pool:
     """What a preemption pass may take, gathered once per pass: every running gang's victim
-    units (gangs with a member already terminating are being evicted: not again), and per node
-    what terminating pods are about to free."""
+    units (gangs with a member already terminating are being evicted: not again; gangs whose
+    bindings are still being made are not running yet), and per node what terminating pods are
+    about to free."""
 
     units: list[Unit]
     freeing: dict[str, Resources]
@@ -61,6 +62,8 @@ class Pool:
             view = view_gang(state, key)
             if not view.placed or any(p.metadata.deletion_timestamp for p in view.placed):
                 continue
+            if any(state.is_assumed(p.metadata.uid) for p in view.placed):
+                continue  # its bindings are being made (held at the barrier): not a victim yet
             node_of = {p.metadata.uid: state.placed_on(p.metadata.uid) or "" for p in view.placed}
             units += units_of(view, gang_priority(state, view), node_of)
         return cls(units, freeing)
@@ -97,7 +100,7 @@ def victims_for(
     after = dict(gangs.reserved())
     for node, amount in pool.freeing.items():
         after[node] = after.get(node, EMPTY) - amount
-    if not place(members, nodes, after)[1]:
+    if fits(members, nodes, after):
         return None  # it fits once the terminating pods are gone: wait for them
     others = [unit for unit in pool.units if unit.key != key]
     allowed = eligible(others, gang.queue, gang_priority(state, gang), order.queues, rules)

@@ -8,7 +8,7 @@ reason instead of being guessed about, and scores 0.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from extender.api.candidates import Candidates
@@ -56,7 +56,12 @@ class Session:
         self.engine = engine
 
     def filter(
-        self, pod: Pod, candidates: Candidates | Sequence[str], verdict: Verdict = PLAIN
+        self,
+        pod: Pod,
+        candidates: Candidates | Sequence[str],
+        verdict: Verdict = PLAIN,
+        *,
+        explain: bool = True,
     ) -> FilterOutcome:
         """Which candidates can take the pod; every other one with its reason.
 
@@ -64,12 +69,14 @@ class Session:
         everywhere), then resource fit from the node tables, then the capacity admitted gangs
         hold (the pod's own slot excepted). Works on sets,
         in C: at 5,000 candidates a Python loop per name would cost more than the decision. When
-        some nodes fail, `passed` is in no particular order (the protocol has none).
+        some nodes fail, `passed` is in no particular order (the protocol has none). Without
+        `explain` only `passed` is filled (the simulator needs no reason per failed node).
         """
         if not isinstance(candidates, Candidates):
             candidates = Candidates(list(candidates), frozenset(candidates))
         if verdict.reason is not None:
-            return FilterOutcome(failed=dict.fromkeys(candidates.names, verdict.reason))
+            failed = dict.fromkeys(candidates.names, verdict.reason) if explain else {}
+            return FilterOutcome(failed=failed)
         table = self.engine.tables.current(self.snapshot, pod.request)
         membership = self.snapshot.membership
         unknown: frozenset[str] | set[str] = frozenset()
@@ -88,6 +95,8 @@ class Session:
                     held[name] = reason
         if not unknown and not rejected and not held:
             return FilterOutcome(passed=candidates.names, everything_passed=True)
+        if not explain:
+            return FilterOutcome(passed=list(candidates.members - rejected - unknown - held.keys()))
         outcome = FilterOutcome(
             passed=list(candidates.members - rejected - unknown - held.keys()),
             failed={n: unknown_node_reason(n) for n in unknown},
@@ -105,6 +114,20 @@ class Session:
         """(node, 0..10) for every name, in order; unknown nodes score 0."""
         scores = self.engine.tables.current(self.snapshot, pod.request).scores
         return [(name, scores.get(name, 0)) for name in names]
+
+    def best(self, pod: Pod, names: Collection[str]) -> set[str]:
+        """The names scoring highest for `pod` (every one when all tie): the nodes
+        kube-scheduler chooses among when Lahar's score decides. Intersects the sets of nodes
+        per score, highest first, instead of looking up every name."""
+        table = self.engine.tables.current(self.snapshot, pod.request)
+        pool = names if isinstance(names, set | frozenset) else set(names)
+        ranked = table.by_score()
+        for score in sorted(ranked, reverse=True):
+            nodes = ranked[score]
+            hit = nodes & pool if len(nodes) < len(pool) else pool & nodes
+            if hit:
+                return set(hit)
+        return set(pool)  # none scored: nodes the table does not know score 0
 
     def score_reply(self, pod: Pod, names: Sequence[str]) -> bytes:
         """`score` as the encoded prioritize reply, the prioritize verb's hot path: the nodes

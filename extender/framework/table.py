@@ -35,11 +35,37 @@ class NodeTable:
     # Nodes scoring 0 have none: the reply leaves them out (kube-scheduler adds nothing for a node
     # an extender does not list, as for a 0).
     encoded: dict[str, bytes] = field(default_factory=dict)
+    # The nodes by score, built the first time someone asks for the best nodes (the simulator's
+    # scheduler) and kept from then on; the extender never asks, so never pays for it.
+    ranked: dict[int, set[str]] | None = None
+
+    def by_score(self) -> dict[int, set[str]]:
+        if self.ranked is None:
+            self.ranked = {}
+            for name, score in self.scores.items():
+                self.ranked.setdefault(score, set()).add(name)
+        return self.ranked
+
+    def set_score(self, name: str, score: int) -> None:
+        previous = self.scores.get(name)
+        if previous == score:
+            return
+        self.scores[name] = score
+        if score:
+            self.encoded[name] = host_priority_json(name, score)
+        else:
+            self.encoded.pop(name, None)
+        if self.ranked is not None:
+            if previous is not None:
+                self.ranked[previous].discard(name)
+            self.ranked.setdefault(score, set()).add(name)
 
     def forget(self, name: str) -> None:
         self.rejected.pop(name, None)
-        self.scores.pop(name, None)
+        previous = self.scores.pop(name, None)
         self.encoded.pop(name, None)
+        if self.ranked is not None and previous is not None:
+            self.ranked[previous].discard(name)
 
 
 class Tables:
@@ -86,9 +112,4 @@ class Tables:
         if self._weights:
             total = sum(s.weight * s.score_node(request, node) for s in self._scorers)
             score = int(total / self._weights * MAX_SCORE + 0.5)
-        if table.scores.get(node.name) != score:
-            table.scores[node.name] = score
-            if score:
-                table.encoded[node.name] = host_priority_json(node.name, score)
-            else:
-                table.encoded.pop(node.name, None)
+        table.set_score(node.name, score)

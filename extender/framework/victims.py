@@ -22,13 +22,15 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from extender.api.objects import Pod
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo
 from extender.framework.fairness import overused, share
 from extender.framework.members import GangView
-from extender.framework.placement import at_least_zero, place
+from extender.framework.placement import at_least_zero
+from extender.framework.placement import fits as all_placed
 from extender.framework.queues import QueueView
 
 SEARCH_BUDGET = 1_000  # placement tries of the exact search before it settles for greedy's
@@ -43,11 +45,11 @@ class Unit:
     pods: tuple[tuple[Pod, str], ...]  # each with its node
     whole: bool  # the whole gang (else one spare member)
 
-    @property
+    @cached_property
     def request(self) -> Resources:
         return sum((pod.request for pod, _ in self.pods), EMPTY)
 
-    @property
+    @cached_property
     def cost(self) -> tuple[int, int, int]:
         return cost(pod for pod, _ in self.pods)
 
@@ -128,24 +130,52 @@ def choose(
         EMPTY,
     )
     need = sum((pod.request for pod in members), EMPTY) - free
+    need_cpu, need_memory = need.get(CPU, 0), need.get(MEMORY, 0)
     best = _greedy(units, fits, valid)  # an upper bound, found in a few tries
+    best_cost = _cost(best) if best is not None else None
     tries = 0
     for size in range(1, len(units) + 1):
-        if best is not None and size > _cost(best)[0]:
+        if best_cost is not None and size > best_cost[0]:
             break  # every unit is at least one pod: a larger set cannot evict fewer
         if math.comb(len(units), size) > ENUMERATION_LIMIT:
             break  # too many sets to even list: keep the greedy answer
         for combo in itertools.combinations(units, size):
-            if best is not None and _cost(combo) >= _cost(best):
+            if _overlap(combo):
+                continue  # a gang both whole and by a spare member: never valid
+            # Without overlap a set's cost and request are its units' (kept per unit): the
+            # search lists tens of thousands of sets, most of them cut here without a sum of pods.
+            combo_cost = _sum_costs(combo)
+            if best_cost is not None and combo_cost >= best_cost:
                 continue
-            if need.shortfall(_cost_request(combo)) is not None:
+            if combo_cost[1] < need_cpu or combo_cost[2] < need_memory:
+                continue  # frees too little cpu or memory (the cost has both summed)
+            if need.shortfall(sum((unit.request for unit in combo), EMPTY)) is not None:
                 continue
             tries += 1
             if tries > SEARCH_BUDGET:
                 return best
             if fits(combo):
-                best = list(combo)
+                best, best_cost = list(combo), combo_cost
     return best
+
+
+def _overlap(units: Sequence[Unit]) -> bool:
+    """Some gang is in `units` both whole and by a spare member (their pods overlap)."""
+    if len(units) < 2:
+        return False
+    keys = [unit.key for unit in units]
+    if len(set(keys)) == len(keys):
+        return False
+    wholes = {unit.key for unit in units if unit.whole}
+    return any(not unit.whole and unit.key in wholes for unit in units)
+
+
+def _sum_costs(units: Sequence[Unit]) -> tuple[int, int, int]:
+    pods = cpu = memory = 0
+    for unit in units:
+        count, unit_cpu, unit_memory = unit.cost
+        pods, cpu, memory = pods + count, cpu + unit_cpu, memory + unit_memory
+    return pods, cpu, memory
 
 
 def _greedy(
@@ -166,10 +196,6 @@ def _greedy(
         if rest and fits(rest):
             chosen = rest
     return chosen
-
-
-def _cost_request(units: Iterable[Unit]) -> Resources:
-    return sum((unit.request for unit in units), EMPTY)
 
 
 def cost(pods: Iterable[Pod]) -> tuple[int, int, int]:
@@ -217,5 +243,4 @@ def _fits(
             if pod.metadata.uid not in seen:
                 seen.add(pod.metadata.uid)
                 after[node] = after.get(node, EMPTY) - pod.request
-    _, failures = place(list(members), nodes, after)
-    return not failures
+    return all_placed(members, nodes, after)
