@@ -1,5 +1,6 @@
-"""`lahar simulate [TRACE] [--policy F ...] [--seed N]`: a job trace played against Lahar's
-policies and the stock scheduler's way on a simulated cluster, one table row per policy."""
+"""`lahar simulate [TRACE] [--policy F ...] [--seed N] [--out DIR]`: a job trace played against
+Lahar's policies and the stock scheduler's way on a simulated cluster, one table row per policy,
+and with --out an HTML report with plots."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from typing import Any
 from extender.cli.serve_cmd import default_policy
 from extender.framework.policy import Policy, load_policy
 from extender.plugins import REGISTRY
+from extender.simulate import html
 from extender.simulate.defaults import STOCK, stock_policy, story_trace
 from extender.simulate.metrics import summarize
 from extender.simulate.report import table
 from extender.simulate.run import simulate
-from extender.simulate.trace import Trace, TraceError, load_trace
+from extender.simulate.synthetic import generate
+from extender.simulate.trace import Trace, TraceError, load_trace, parse_trace
 
 
 def register(commands: Any) -> None:
@@ -30,7 +33,8 @@ def register(commands: Any) -> None:
         "trace",
         nargs="?",
         type=Path,
-        help="a trace file (YAML or JSON, kind Trace); default: the seeds' two-job story",
+        help="a trace file (YAML or JSON, kind Trace); default: the seeds' two-job story, then "
+        "the synthetic multi-queue trace of examples/trace-multiqueue.yaml",
     )
     parser.add_argument(
         "--policy",
@@ -41,6 +45,13 @@ def register(commands: Any) -> None:
         "way, pod after pod (default: Lahar's policy and stock)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the scheduler's tie-breaks")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="also write an HTML report per trace in DIR: the table and plots (needs the "
+        "`report` extra)",
+    )
     parser.set_defaults(run=_simulate)
 
 
@@ -56,16 +67,35 @@ def _policies(names: list[str]) -> list[tuple[str, Policy]]:
     return chosen
 
 
+def _traces(given: Path | None) -> list[tuple[str, str, Trace]]:
+    """(what it is, report name, trace): the one given, else the story and the synthetic trace."""
+    try:
+        if given is not None:
+            return [(str(given), "report", load_trace(given))]
+        return [
+            ("the seeds' story", "story", story_trace()),
+            ("the synthetic multi-queue trace", "multiqueue", parse_trace(generate())),
+        ]
+    except TraceError as error:
+        raise SystemExit(f"lahar simulate: {error}") from None
+
+
 def _simulate(args: argparse.Namespace) -> int:
     if not args.verbose:  # the barrier's and the gang rules' lines, thousands per run
         logging.getLogger("extender").setLevel(logging.WARNING)
-    try:
-        trace: Trace = load_trace(args.trace) if args.trace is not None else story_trace()
-    except TraceError as error:
-        raise SystemExit(f"lahar simulate: {error}") from None
-    summaries = [
-        summarize(simulate(trace, policy, name, seed=args.seed))
-        for name, policy in _policies(args.policy)
-    ]
-    print(table(summaries))
+    policies = _policies(args.policy)
+    traces = _traces(args.trace)
+    for number, (label, report, trace) in enumerate(traces):
+        if len(traces) > 1:
+            gap = "\n" if number else ""
+            print(f"{gap}{label}: {len(trace.jobs)} jobs, {trace.node_count} nodes")
+        outcomes = [simulate(trace, policy, name, seed=args.seed) for name, policy in policies]
+        summaries = [summarize(outcome) for outcome in outcomes]
+        print(table(summaries), flush=True)
+        if args.out is not None:
+            try:
+                path = html.write(args.out / f"{report}.html", outcomes, summaries)
+            except html.ReportError as error:
+                raise SystemExit(f"lahar simulate: {error}") from None
+            print(f"report: {path}")
     return 0

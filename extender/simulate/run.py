@@ -10,7 +10,8 @@ decides goes through `scheduler` and `framework.preemption`, the extender's own 
 
 The run ends when every job has ended, or when nothing moved (no bind, end or eviction) for
 `idle_limit` seconds with no pod running towards its end and no job still to arrive: the jobs
-left are stuck (pods bound part of a gang wait for the rest forever under the stock policy).
+left are stuck (pods bound part of a gang wait for the rest forever under the stock policy), and
+the run counts as ending `idle_limit` after the last move.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import contextlib
 import time
 from dataclasses import dataclass, field
 
+from extender.actions.bind import BindError
 from extender.api.objects import Pod, PodStatus
 from extender.api.scheduling import task_of
 from extender.cache.state import ClusterState
@@ -58,6 +60,7 @@ class Interval:
     start: float
     end: float | None = None
     useful_from: float | None = None  # when its job had started (it made progress from then)
+    evicted: bool = False  # preempted: the progress it made was lost
 
 
 @dataclass
@@ -93,6 +96,7 @@ class Simulation:
         self._job_of: dict[str, str] = {}  # uid -> job name
         self.preemptions = 0
         self.progress = 0
+        self._moved_at = 0.0  # when something last moved
         self._ending = 0  # pods running towards a known end
         self._arrivals = len(trace.jobs)
         self._all_done = asyncio.Event()
@@ -109,7 +113,7 @@ class Simulation:
         run(self._main(), self.clock)
         end = max((r.finished or 0.0 for r in self.jobs.values()), default=0.0)
         if any(r.finished is None for r in self.jobs.values()):
-            end = self.clock.now  # when the run was found stuck
+            end = self._moved_at + self.idle_limit  # watched that long after the last move
         return Outcome(
             self.name,
             self.trace,
@@ -140,6 +144,10 @@ class Simulation:
         for task in background:
             task.cancel()
 
+    def _moved(self) -> None:
+        self.progress += 1
+        self._moved_at = self.clock.now
+
     # -- the API server and the kubelets --------------------------------------------------------
 
     def _arrive(self, job: Job) -> None:
@@ -147,7 +155,7 @@ class Simulation:
         self.jobs[job.name].arrived = self.clock.now
         self.state.upsert_pod_group(world.pod_group(job))
         self._create_pods(job, 0)
-        self.progress += 1
+        self._moved()
 
     def _create_pods(self, job: Job, incarnation: int) -> None:
         for index, pod in enumerate(world.pods(job, incarnation)):
@@ -156,7 +164,9 @@ class Simulation:
             self.scheduler.add(pod, (self.clock.now, index))
 
     async def _bound(self, uid: str, node: str) -> None:
-        pod = self.state.pods[uid]
+        pod = self.state.pods.get(uid)
+        if pod is None:  # deleted meanwhile: the API server refuses its binding
+            raise BindError(f"pod {uid} not found")
         spec = pod.spec.model_copy(update={"node_name": node})
         self.state.upsert_pod(pod.model_copy(update={"spec": spec, "status": _phase("Running")}))
         record = self.jobs[self._job_of[uid]]
@@ -166,7 +176,7 @@ class Simulation:
         )
         self.intervals.append(interval)
         record.running.add(uid)
-        self.progress += 1
+        self._moved()
         if record.started_now:
             self._run_to_end(uid, now)
         elif len(record.running) >= record.job.minimum:
@@ -194,7 +204,7 @@ class Simulation:
         record.succeeded += 1
         if not record.running and record.succeeded >= record.job.minimum:
             self._finish(record)
-        self.progress += 1
+        self._moved()
         self.scheduler.requeue()
 
     def _close(self, uid: str) -> None:
@@ -239,7 +249,7 @@ class Simulation:
 
     def _evict(self, preemption: Preemption) -> None:
         self.preemptions += 1
-        self.progress += 1
+        self._moved()
         for unit in preemption.victims:
             record = self.jobs[unit.key.split("/", 1)[1]]
             if unit.whole:  # the job restarts: every pod of it again, none running
@@ -272,6 +282,7 @@ class Simulation:
         if uid in self._open:
             if self._open[uid].useful_from is not None:
                 self._ending -= 1
+            self._open[uid].evicted = True
             self._close(uid)
         self.state.delete_pod(uid)
 

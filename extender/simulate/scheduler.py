@@ -5,9 +5,10 @@ verdict and the session's filter over every node (what the extender's filter ver
 session's scores over the nodes that passed (prioritize; ties broken at random like
 kube-scheduler's, from a seeded generator), then the bind: through Lahar's bind barrier when the
 policy has gangs (`actions.barrier`, the extender's bind verb, holding members until the gang can
-stand), else through the plain bind (`actions.bind`). A pod no node takes is parked until
-capacity frees (a pod ends or is evicted, a held gang is released) or a gang's backoff ends, as
-kube-scheduler requeues unschedulable pods on cluster events and Lahar's waker on its own.
+stand), else through the plain bind (`actions.bind`). A pod no node takes is parked until an
+event (a pod ends or is evicted, a held gang is released, a gang's backoff ends: kube-scheduler
+requeues pods an extender rejected on any cluster event, Lahar's waker on its own) and its own
+backoff (1 s, doubling per failed attempt, at most 10 s) are over.
 
 Not modelled: in-tree filters beyond resources (the simulated nodes have no taints or labels),
 kube-scheduler's per-pod backoff and its API latency; the policy `stock` leaves out gangs and
@@ -30,9 +31,11 @@ from extender.api.scheduling import gang_key
 from extender.api.wire import ExtenderBindingArgs
 from extender.cache.state import ClusterState
 from extender.framework.gang_types import PLAIN
+from extender.framework.members import view_gang
 from extender.framework.session import Engine
 
 Bound = Callable[[Pod, str], None]
+BACKOFF_INITIAL, BACKOFF_MAX = 1.0, 10.0  # kube-scheduler's podInitialBackoffSeconds, podMax...
 
 
 class Scheduler:
@@ -49,13 +52,17 @@ class Scheduler:
         self._order = itertools.count()
         self._queued: set[str] = set()
         self.parked: dict[str, Pod] = {}
+        self._failures: dict[str, int] = {}  # failed attempts per pod (its backoff)
+        self._tried_at: dict[str, float] = {}
+        self._backing_off: list[tuple[float, int, Pod]] = []  # (ready at, order, pod)
+        self._flush: asyncio.TimerHandle | None = None
         self._wake = asyncio.Event()
         self._binds: set[asyncio.Task[None]] = set()
         self.attempts = 0
-        self._candidates: Candidates | None = None
+        self._candidates: tuple[int, Candidates] | None = None
         self._reminder: asyncio.TimerHandle | None = None
         if gangs is not None:
-            gangs.on_released.append(lambda key: self.requeue())
+            gangs.on_released.append(self._released)
 
     def add(self, pod: Pod, created: tuple[float, int] | None = None) -> None:
         """A pending pod joins the active queue, behind pods of higher priority and pods
@@ -72,20 +79,57 @@ class Scheduler:
             heapq.heappush(self._active, entry)
         self._wake.set()
 
+    def park(self, pod: Pod) -> None:
+        """No node takes the pod now: it waits for an event, and backs off (kube-scheduler's
+        1 s doubling per failed attempt up to 10 s) before it is tried again."""
+        uid = pod.metadata.uid
+        self.parked[uid] = pod
+        self._failures[uid] = self._failures.get(uid, 0) + 1
+        self._tried_at[uid] = asyncio.get_running_loop().time()
+
     def requeue(self) -> None:
-        """Capacity freed or the gang rules moved: every parked pod is tried again."""
+        """A cluster event (a pod ended or was evicted, a gang released, a backoff of Lahar's
+        over): every parked pod is tried again once its own backoff is over, as kube-scheduler
+        moves pods an extender rejected (no queueing hint narrows them) on any event."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
         parked, self.parked = self.parked, {}
-        for pod in parked.values():
-            self.add(pod)
+        for uid, pod in parked.items():
+            backoff = min(BACKOFF_MAX, BACKOFF_INITIAL * 2 ** (self._failures.get(uid, 1) - 1))
+            ready = self._tried_at.get(uid, now) + backoff
+            if ready <= now:
+                self.add(pod)
+            else:
+                heapq.heappush(self._backing_off, (ready, next(self._order), pod))
+        if self._backing_off and (
+            self._flush is None or self._flush.when() > self._backing_off[0][0]
+        ):
+            if self._flush is not None:
+                self._flush.cancel()
+            self._flush = loop.call_at(self._backing_off[0][0], self._flush_backoff)
         self._wake.set()
+
+    def _flush_backoff(self) -> None:
+        """Pods whose backoff is over join the active queue."""
+        loop = asyncio.get_running_loop()
+        self._flush = None
+        while self._backing_off and self._backing_off[0][0] <= loop.time():
+            self.add(heapq.heappop(self._backing_off)[2])
+        if self._backing_off:
+            self._flush = loop.call_at(self._backing_off[0][0], self._flush_backoff)
+
+    def _released(self, key: str) -> None:
+        """A gang's reservation ended: when it did not end by the gang standing (its slots
+        became its pods), capacity was given back, which is an event."""
+        if not view_gang(self.state, key).stands:
+            self.requeue()
 
     async def run(self) -> None:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            if self.engine.gangs is not None:
+            if self.engine.gangs is not None:  # (assumptions need no expiry: binds never fail)
                 self.engine.gangs.expire()
-                self.state.expire_assumed()
             while self._active:
                 *_, uid = heapq.heappop(self._active)
                 self._queued.discard(uid)
@@ -94,7 +138,7 @@ class Scheduler:
                     continue  # gone, bound, or held at the barrier
                 node = self.place(pod)
                 if node is None:
-                    self.parked[uid] = pod
+                    self.park(pod)
                     continue
                 task = asyncio.get_running_loop().create_task(self._bind(pod, node))
                 self._binds.add(task)
@@ -129,19 +173,21 @@ class Scheduler:
         if gangs is not None:
             gangs.serve(pod.spec.scheduler_name)
             verdict = gangs.verdict(self.state, session.snapshot.nodes, pod)
-        outcome = session.filter(pod, self._all_nodes(), verdict)
+        candidates = self._all_nodes()
+        outcome = session.filter(pod, candidates, verdict, explain=False)
         if not outcome.passed:
             return None
-        passed = sorted(outcome.passed)  # the protocol has no order; the tie-break needs one
-        scores = session.score(pod, passed)
-        best = max(score for _, score in scores)
-        return self.rng.choice([name for name, score in scores if score == best])
+        passed = candidates.members if outcome.everything_passed else outcome.passed
+        # The ties in name order: the seeded tie-break must not depend on a set's order.
+        return self.rng.choice(sorted(session.best(pod, passed)))
 
     def _all_nodes(self) -> Candidates:
-        names = sorted(self.state.view().nodes)
-        if self._candidates is None or self._candidates.names != names:
-            self._candidates = Candidates(names, frozenset(names))
-        return self._candidates
+        """Every node, in name order: what the in-tree filters pass on the simulated nodes."""
+        view = self.state.view()
+        if self._candidates is None or self._candidates[0] != view.membership:
+            names = sorted(view.nodes)
+            self._candidates = (view.membership, Candidates(names, frozenset(names)))
+        return self._candidates[1]
 
     async def _bind(self, pod: Pod, node: str) -> None:
         meta = pod.metadata
@@ -153,7 +199,7 @@ class Scheduler:
         else:
             result = await bind(self.state, self.binder, args)
         if result.error:  # refused or released: the scheduler forgets it and tries again later
-            self.parked[meta.uid] = pod
+            self.park(pod)
 
 
 def binder_of(bound: Callable[[str, str], Awaitable[None]]) -> Binder:

@@ -1,0 +1,157 @@
+"""The simulation's HTML report: one self-contained page (plots embedded as PNG) per run of
+`lahar simulate --out DIR`, drawn with matplotlib (the `report` extra: `pip install
+'lahar[report]'`).
+
+The page holds the summary table, utilisation over time (cores held by bound pods, and of those
+the cores of pods whose job had started), each policy's queue shares over time (cores per
+queue, stacked) and each policy's per-node timeline (the first nodes, each pod a bar coloured by
+its job; a pale bar is a pod that held its place before its job could start).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from extender.simulate import series
+from extender.simulate.metrics import Summary
+from extender.simulate.report import HEADERS, row
+from extender.simulate.run import Outcome
+
+NODES_SHOWN = 32
+
+
+class ReportError(Exception):
+    """The report cannot be written (no plotting library, or the folder is not writable)."""
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib  # noqa: PLC0415 - an optional extra, loaded only for a report
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # noqa: PLC0415
+    except ImportError as error:
+        raise ReportError(
+            "the HTML report draws its plots with matplotlib, which is not installed: "
+            "pip install 'lahar[report]'"
+        ) from error
+    return plt
+
+
+def write(path: Path, outcomes: Sequence[Outcome], summaries: Sequence[Summary]) -> Path:
+    """Write the report to `path` (its folder made if need be); the path."""
+    plt = _pyplot()
+    figures = [
+        ("Utilisation over time", _usage(plt, outcomes)),
+        ("Queue shares over time", _queues(plt, outcomes)),
+        (f"Per-node timeline (first {NODES_SHOWN} nodes)", _timeline(plt, outcomes)),
+    ]
+    trace = outcomes[0].trace
+    cores = sum(group.count * group.allocatable["cpu"] for group in trace.nodes) // 1000
+    heading = (
+        f"{len(trace.jobs)} jobs, {trace.node_count} nodes ({cores} cores), "
+        f"queues: {', '.join(f'{q.name} (weight {q.weight})' for q in trace.queues) or 'default'}"
+    )
+    page = _page(heading, summaries, figures)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(page)
+    except OSError as error:
+        raise ReportError(f"cannot write the report {path}: {error.strerror}") from error
+    return path
+
+
+def _png(plt: Any, figure: Any) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+    plt.close(figure)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def _usage(plt: Any, outcomes: Sequence[Outcome]) -> str:
+    figure, axes = plt.subplots(figsize=(10, 4))
+    for index, outcome in enumerate(outcomes):
+        capacity = sum(g.count * g.allocatable["cpu"] for g in outcome.trace.nodes) / 1000
+        used = series.usage(outcome)
+        color = f"C{index}"
+        percent = [100 * v / capacity for v in used.useful]
+        axes.step(used.times, percent, where="post", color=color, label=f"{outcome.policy}")
+        held = [100 * v / capacity for v in used.held]
+        axes.step(used.times, held, where="post", color=color, linestyle="--", alpha=0.6)
+    axes.set_xlabel("time (s)")
+    axes.set_ylabel("% of the cluster's cpu")
+    axes.set_title("solid: pods of started jobs; dashed: every bound pod")
+    axes.legend()
+    return _png(plt, figure)
+
+
+def _queues(plt: Any, outcomes: Sequence[Outcome]) -> str:
+    figure, grid = plt.subplots(len(outcomes), 1, figsize=(10, 3 * len(outcomes)), squeeze=False)
+    for axes, outcome in zip(grid[:, 0], outcomes, strict=True):
+        times, per_queue = series.queue_cpu(outcome)
+        if per_queue:
+            axes.stackplot(times, *per_queue.values(), labels=list(per_queue), step="post")
+            axes.legend(loc="upper right")
+        axes.set_title(outcome.policy)
+        axes.set_ylabel("cores")
+    grid[-1, 0].set_xlabel("time (s)")
+    return _png(plt, figure)
+
+
+def _timeline(plt: Any, outcomes: Sequence[Outcome]) -> str:
+    figure, grid = plt.subplots(len(outcomes), 1, figsize=(10, 4 * len(outcomes)), squeeze=False)
+    for axes, outcome in zip(grid[:, 0], outcomes, strict=True):
+        names = sorted({i.node for i in outcome.intervals}, key=_node_order)[:NODES_SHOWN]
+        rows = {name: index for index, name in enumerate(names)}
+        jobs = {name: index for index, name in enumerate(outcome.jobs)}
+        for interval in outcome.intervals:
+            if interval.node not in rows:
+                continue
+            end = interval.end if interval.end is not None else outcome.end
+            start = interval.useful_from if interval.useful_from is not None else end
+            color = f"C{jobs[interval.job] % 10}"
+            y = (rows[interval.node] - 0.4, 0.8)
+            if start > interval.start:
+                early = [(interval.start, start - interval.start)]
+                axes.broken_barh(early, y, color=color, alpha=0.3)
+            if end > start:
+                axes.broken_barh([(start, end - start)], y, color=color)
+        axes.set_yticks(range(len(names)), names, fontsize=6)
+        axes.set_title(outcome.policy)
+    grid[-1, 0].set_xlabel("time (s)")
+    return _png(plt, figure)
+
+
+def _node_order(name: str) -> tuple[str, int]:
+    prefix, _, number = name.rpartition("-")
+    return (prefix, int(number)) if number.isdigit() else (name, 0)
+
+
+def _page(heading: str, summaries: Sequence[Summary], figures: list[tuple[str, str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in HEADERS)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row(s)) + "</tr>" for s in summaries
+    )
+    images = "".join(
+        f'<h2>{html.escape(title)}</h2><img alt="{html.escape(title)}" '
+        f'src="data:image/png;base64,{data}">'
+        for title, data in figures
+    )
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>lahar simulate</title>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}}
+table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}
+img{{max-width:100%}}</style></head><body>
+<h1>lahar simulate</h1><p>{html.escape(heading)}</p>
+<table><tr>{head}</tr>{body}</table>
+<p>UTIL: cpu of pods whose job had started, over the cluster's cpu and the makespan; HELD: of
+every bound pod; FAIRNESS: Jain's index of queue cpu over weights (1.0: shared by weight);
+PARTIAL: jobs with pods on nodes before they could start.</p>
+{images}
+</body></html>
+"""

@@ -1,0 +1,109 @@
+"""A synthetic multi-queue trace: batch jobs of three teams sharing one cluster, seeded.
+
+`examples/trace-multiqueue.yaml` is `generate()` with its defaults (a unit test keeps the file and
+the generator equal); `python -m extender.simulate.synthetic --jobs N --nodes M --seed S` writes
+another. The distributions:
+
+- nodes: `nodes` nodes of 32 cpu and 128Gi;
+- queues: `research` weight 3, `production` weight 2, `dev` weight 1; a job's queue is drawn
+  50% / 30% / 20%;
+- arrivals: a Poisson process (exponential gaps) whose rate keeps the cluster about `load` times
+  busy on average (1.5 by default: more work than the cluster holds, so queues contend);
+- size: 1, 2, 4, 8, 16 or 32 pods with probabilities 30, 20, 20, 15, 10 and 5%; a job of more
+  than one pod is a training job, 1 ps (1 cpu, 2Gi) and size - 1 workers, all needed
+  (minAvailable = size);
+- a worker's request: 1, 2 or 4 cpu (equally likely), 4Gi per cpu;
+- duration: log-normal, median 5 minutes (sigma 1), kept within 30 s and 4 h; every pod of a job
+  runs the same time;
+- priority: 10% of jobs 100 (the rest 0).
+Pure: the same arguments give the same trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import sys
+from typing import Any
+
+import yaml
+
+QUEUES = (("research", 3, 0.5), ("production", 2, 0.3), ("dev", 1, 0.2))
+SIZES = ((1, 30), (2, 20), (4, 20), (8, 15), (16, 10), (32, 5))
+WORKER_CPUS = (1, 2, 4)
+MEDIAN_SECONDS, SIGMA = 300.0, 1.0
+SHORTEST, LONGEST = 30.0, 4 * 3600.0
+NODE_CPU = 32
+
+
+def generate(
+    jobs: int = 400, nodes: int = 40, *, load: float = 1.5, seed: int = 1
+) -> dict[str, Any]:
+    """The trace document (what the YAML file holds)."""
+    rng = random.Random(seed)  # noqa: S311 - a reproducible trace, not a secret
+    drawn = [_job(rng, index) for index in range(jobs)]
+    work = sum(_cpu(job) * job["tasks"][0]["duration"] for job in drawn)  # cpu-seconds
+    span = work / (load * nodes * NODE_CPU)  # the time over which arrivals spread
+    mean_gap = span / max(1, jobs)
+    clock = 0.0
+    for job in drawn:
+        job["arrival"] = round(clock, 1)
+        clock += rng.expovariate(1 / mean_gap) if mean_gap > 0 else 0.0
+    return {
+        "apiVersion": "lahar.io/v1alpha1",
+        "kind": "Trace",
+        "nodes": [{"count": nodes, "cpu": str(NODE_CPU), "memory": "128Gi"}],
+        "queues": [{"name": name, "weight": weight} for name, weight, _ in QUEUES],
+        "jobs": drawn,
+    }
+
+
+def _job(rng: random.Random, index: int) -> dict[str, Any]:
+    queue = rng.choices([q[0] for q in QUEUES], weights=[q[2] for q in QUEUES])[0]
+    size = rng.choices([s[0] for s in SIZES], weights=[s[1] for s in SIZES])[0]
+    cpu = rng.choice(WORKER_CPUS)
+    seconds = rng.lognormvariate(math.log(MEDIAN_SECONDS), SIGMA)
+    duration = round(min(LONGEST, max(SHORTEST, seconds)), 1)
+    worker = {
+        "name": "worker",
+        "replicas": size - 1 if size > 1 else 1,
+        "cpu": str(cpu),
+        "memory": f"{4 * cpu}Gi",
+        "duration": duration,
+    }
+    tasks = [worker]
+    if size > 1:
+        tasks.insert(0, {**worker, "name": "ps", "replicas": 1, "cpu": "1", "memory": "2Gi"})
+    job: dict[str, Any] = {"name": f"{queue}-{index:05d}", "arrival": 0.0, "queue": queue}
+    if rng.random() < 0.1:
+        job["priority"] = 100
+    job["tasks"] = tasks
+    return job
+
+
+def _cpu(job: dict[str, Any]) -> int:
+    return sum(int(task["cpu"]) * task["replicas"] for task in job["tasks"])
+
+
+def dump(document: dict[str, Any]) -> str:
+    header = (
+        "# A synthetic multi-queue trace for `lahar simulate`, written by\n"
+        "# `python -m extender.simulate.synthetic` (extender/simulate/synthetic.py says how it\n"
+        "# draws nodes, queues, arrivals, sizes, requests, durations and priorities).\n"
+    )
+    return header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=100)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--jobs", type=int, default=400)
+    parser.add_argument("--nodes", type=int, default=40)
+    parser.add_argument("--load", type=float, default=1.5, help="offered work / capacity")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    sys.stdout.write(dump(generate(args.jobs, args.nodes, load=args.load, seed=args.seed)))
+
+
+if __name__ == "__main__":
+    main()
