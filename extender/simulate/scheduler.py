@@ -167,6 +167,13 @@ class Scheduler:
     def place(self, pod: Pod) -> str | None:
         """The node the scheduler picks for `pod` now, or None when no node passes."""
         self.attempts += 1
+        # The ties in name order: the seeded tie-break must not depend on a set's order.
+        best = sorted(self.choices(pod))
+        return self.rng.choice(best) if best else None
+
+    def choices(self, pod: Pod) -> set[str]:
+        """The nodes kube-scheduler chooses among for `pod` now: those Lahar's filter passes
+        (after the gang rules' verdict, which may admit the pod's gang) scoring highest."""
         session = self.engine.session(self.state.view())
         verdict = PLAIN
         gangs = self.engine.gangs
@@ -176,10 +183,10 @@ class Scheduler:
         candidates = self._all_nodes()
         outcome = session.filter(pod, candidates, verdict, explain=False)
         if not outcome.passed:
-            return None
-        passed = candidates.members if outcome.everything_passed else outcome.passed
-        # The ties in name order: the seeded tie-break must not depend on a set's order.
-        return self.rng.choice(sorted(session.best(pod, passed)))
+            return set()
+        return session.best(
+            pod, candidates.members if outcome.everything_passed else outcome.passed
+        )
 
     def _all_nodes(self) -> Candidates:
         """Every node, in name order: what the in-tree filters pass on the simulated nodes."""

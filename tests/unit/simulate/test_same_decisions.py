@@ -1,0 +1,99 @@
+"""The simulator decides as the extender does: on the same cluster state, the nodes the
+simulated scheduler chooses among are exactly those the extender's filter verb passes that score
+highest in its prioritize reply (hypothesis draws the clusters, gangs included)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from extender.actions.filter import filter_nodes
+from extender.actions.prioritize import prioritize
+from extender.api.candidates import Candidates
+from extender.api.objects import Pod
+from extender.api.wire import ExtenderArgs
+from extender.cache.state import ClusterState
+from extender.framework.policy import load_policy
+from extender.framework.session import Engine
+from extender.plugins import REGISTRY
+from extender.simulate.scheduler import Scheduler
+from tests.builders import (
+    NodeBuilder,
+    PodBuilder,
+    PodGroupBuilder,
+    cluster,
+    make_group,
+    make_node,
+    make_pod,
+)
+
+POLICY = load_policy(Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml", REGISTRY)
+
+
+@dataclass
+class Scene:
+    nodes: list[NodeBuilder] = field(default_factory=list)
+    pods: list[PodBuilder] = field(default_factory=list)
+    groups: list[PodGroupBuilder] = field(default_factory=list)
+
+    def state(self) -> ClusterState:
+        state = cluster(self.nodes, self.pods)
+        for group in self.groups:
+            state.upsert_pod_group(group.model())
+        return state
+
+
+@st.composite
+def scenes(draw: st.DrawFn) -> Scene:
+    """Nodes, pods bound where they fit, and a pending gang or plain pods (w0 is asked about)."""
+    scene = Scene()
+    count = draw(st.integers(2, 6))
+    free = [draw(st.sampled_from([2, 4, 8])) for _ in range(count)]
+    scene.nodes = [make_node(f"n{i}").cpu(str(cpu)) for i, cpu in enumerate(free)]
+    for index in range(draw(st.integers(0, 8))):
+        node = draw(st.integers(0, count - 1))
+        cpu = draw(st.integers(1, 3))
+        if cpu <= free[node]:
+            free[node] -= cpu
+            scene.pods.append(make_pod(f"r{index}").cpu(str(cpu)).on(f"n{node}").uid(f"r{index}"))
+    size = draw(st.integers(1, 4))
+    cpu = draw(st.integers(1, 4))
+    gang = draw(st.booleans())
+    if gang:
+        scene.groups.append(make_group("g").min_member(size))
+    for index in range(size):
+        pod = make_pod(f"w{index}").cpu(str(cpu)).uid(f"w{index}").scheduler("lahar")
+        scene.pods.append(pod.group("g") if gang else pod)
+    return scene
+
+
+def _extender_choices(state: ClusterState, pod: Pod) -> set[str]:
+    engine = Engine(POLICY)
+    session = engine.session(state.view())
+    names = sorted(state.view().nodes)
+    args = ExtenderArgs(pod=pod, node_names=names)
+    reply = json.loads(filter_nodes(session, args, Candidates(names, frozenset(names)), state))
+    passed = reply["NodeNames"]
+    if not passed:
+        return set()
+    ranked = json.loads(prioritize(session, args, Candidates(passed, frozenset(passed))))
+    scores = dict.fromkeys(passed, 0) | {item["Host"]: item["Score"] for item in ranked}
+    top = max(scores.values())
+    return {name for name, score in scores.items() if score == top}
+
+
+async def _never(namespace: str, name: str, uid: str, node: str) -> None:
+    raise AssertionError("nothing is bound here")
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenes())
+def test_the_simulator_chooses_among_the_nodes_the_extender_would(scene: Scene) -> None:
+    extender_state, simulator_state = scene.state(), scene.state()
+    expected = _extender_choices(extender_state, extender_state.pods["w0"])
+    simulator = Scheduler(simulator_state, Engine(POLICY), _never)
+    assert simulator.choices(simulator_state.pods["w0"]) == expected
