@@ -17,6 +17,9 @@ from extender.cli import (
     controller_cmd,
     demo_cmd,
     devcluster_cmd,
+    job_cmd,
+    podgroup_cmd,
+    queue_cmd,
     serve_cmd,
     simulate_cmd,
     webhook_cmd,
@@ -42,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     devcluster_cmd.register(commands)
     demo_cmd.register(commands)
     simulate_cmd.register(commands)
+    job_cmd.register(commands)
+    queue_cmd.register(commands)
+    podgroup_cmd.register(commands)
     return parser
 
 

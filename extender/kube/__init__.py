@@ -9,7 +9,7 @@ status, Queue status, the default Queue and Events (`reports`). Callers get valu
 """
 
 from extender.kube.binding import annotate_pod, bind_pod, evict_pod
-from extender.kube.client import KubeError, client_for, connect, load_client
+from extender.kube.client import KubeError, client_for, connect, context_namespace, load_client
 from extender.kube.crds import wait_established
 from extender.kube.manifests import Manifest, apply_object, load_manifests
 from extender.kube.objects import delete, list_objects, read
@@ -33,6 +33,7 @@ __all__ = [
     "client_for",
     "condition",
     "connect",
+    "context_namespace",
     "create_queue",
     "delete",
     "evict_pod",

@@ -21,24 +21,41 @@ class KubeError(Exception):
 
 
 @contextmanager
-def connect(kubeconfig: Path) -> Iterator[k8s.ApiClient]:
-    """An ApiClient for `kubeconfig`, closed (its connection pool released) on exit."""
-    api = load_client(kubeconfig)
+def connect(kubeconfig: Path, context: str | None = None) -> Iterator[k8s.ApiClient]:
+    """An ApiClient for `kubeconfig` (its `context`, default the current one), closed (its
+    connection pool released) on exit."""
+    api = load_client(kubeconfig, context)
     try:
         yield api
     finally:
         api.close()
 
 
-def load_client(kubeconfig: Path) -> k8s.ApiClient:
-    """Return an ApiClient for the current context of `kubeconfig`."""
+def load_client(kubeconfig: Path, context: str | None = None) -> k8s.ApiClient:
+    """Return an ApiClient for `context` of `kubeconfig` (default: its current context)."""
     if not kubeconfig.is_file():
         raise KubeError(f"kubeconfig {kubeconfig} does not exist")
     try:
-        api: k8s.ApiClient = k8s_config.new_client_from_config(config_file=str(kubeconfig))
+        api: k8s.ApiClient = k8s_config.new_client_from_config(
+            config_file=str(kubeconfig), context=context
+        )
     except k8s_config.ConfigException as exc:
         raise KubeError(f"kubeconfig {kubeconfig} is not usable: {exc}") from exc
     return api
+
+
+def context_namespace(kubeconfig: Path, context: str | None = None) -> str:
+    """The namespace `context` of `kubeconfig` names (kubectl's default namespace), else
+    `default`."""
+    try:
+        contexts, current = k8s_config.list_kube_config_contexts(config_file=str(kubeconfig))
+    except k8s_config.ConfigException as exc:
+        raise KubeError(f"kubeconfig {kubeconfig} is not usable: {exc}") from exc
+    chosen = next((c for c in contexts if c.get("name") == context), None) if context else current
+    if context and chosen is None:
+        raise KubeError(f"kubeconfig {kubeconfig} has no context {context!r}")
+    namespace = ((chosen or {}).get("context") or {}).get("namespace")
+    return str(namespace) if namespace else "default"
 
 
 def client_for(kubeconfig: Path | None) -> k8s.ApiClient:

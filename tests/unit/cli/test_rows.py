@@ -1,0 +1,121 @@
+"""The resource commands' pure parts: ages, tables, rows, capability parsing."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from extender.cli import rows
+from extender.cli.kubectl import age, table
+from extender.cli.queue_cmd import capability
+
+NOW = datetime(2026, 11, 24, 12, 0, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("stamp", "shown"),
+    [
+        ("2026-11-24T11:59:15Z", "45s"),
+        ("2026-11-24T11:48:00Z", "12m"),
+        ("2026-11-24T09:00:00Z", "3h"),
+        ("2026-11-22T12:00:00Z", "2d"),
+        (None, "<unknown>"),
+    ],
+)
+def test_age_reads_like_kubectl(stamp: str | None, shown: str) -> None:
+    assert age(stamp, NOW) == shown
+
+
+def test_a_table_aligns_its_columns() -> None:
+    assert table(("NAME", "N"), [["a", "10"], ["long-name", "2"]]).splitlines() == [
+        "NAME        N",
+        "a           10",
+        "long-name   2",
+    ]
+    assert table(("NAME",), []) == ""
+
+
+def test_a_job_row_reads_its_status_with_defaults() -> None:
+    job = {
+        "metadata": {"name": "tf", "namespace": "ml", "creationTimestamp": "2026-11-24T11:00:00Z"},
+        "spec": {"minAvailable": 3, "queue": "research"},
+        "status": {"state": {"phase": "Running", "reason": "x"}, "running": 3, "version": 1},
+    }
+    assert rows.job_row(job, namespaced=True, wide=True, now=NOW) == [
+        "ml",
+        "tf",
+        "Running",
+        "3",
+        "0",
+        "3",
+        "0",
+        "0",
+        "0",
+        "research",
+        "1h",
+        "1",
+        "x",
+    ]
+    bare = {"metadata": {"name": "new"}}
+    assert rows.job_row(bare, namespaced=False, wide=False, now=NOW)[:3] == ["new", "Pending", "0"]
+
+
+def test_a_podgroup_row_shows_its_latest_condition_when_wide() -> None:
+    group = {
+        "metadata": {"name": "g", "namespace": "ml"},
+        "spec": {"minMember": 4},
+        "status": {
+            "phase": "Pending",
+            "conditions": [
+                {
+                    "type": "Scheduled",
+                    "status": "False",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                },
+                {
+                    "type": "Unschedulable",
+                    "status": "True",
+                    "lastTransitionTime": "2026-02-01T00:00:00Z",
+                    "message": "gang ml/g: 3 of 4 fit",
+                },
+            ],
+        },
+    }
+    row = rows.group_row(group, namespaced=False, wide=True, now=NOW)
+    assert row[-2:] == ["Unschedulable=True", "gang ml/g: 3 of 4 fit"]
+
+
+def test_a_queue_row_defaults_to_open() -> None:
+    queue = {
+        "metadata": {"name": "q"},
+        "spec": {"weight": 2, "reclaimable": False},
+        "status": {"allocated": {"cpu": "2", "memory": "1Gi"}},
+    }
+    assert rows.queue_row(queue, wide=True, now=NOW) == [
+        "q",
+        "2",
+        "Open",
+        "0",
+        "0",
+        "0",
+        "0",
+        "cpu=2,memory=1Gi",
+        "<unknown>",
+        "-",
+        "false",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [("cpu", "'cpu' is not NAME=QUANTITY"), ("cpu=lots", "cpu: invalid quantity 'lots'")],
+)
+def test_a_bad_capability_is_named(text: str, error: str) -> None:
+    with pytest.raises(ValueError, match=error):
+        capability(text)
+
+
+def test_a_capability_parses() -> None:
+    assert capability("cpu=8, memory=16Gi") == {"cpu": "8", "memory": "16Gi"}
+    assert capability("") == {}
