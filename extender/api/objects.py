@@ -175,6 +175,17 @@ class Pod(KubeModel):
             total = total.replace(spec.resources.requests)
         return total + spec.overhead + ONE_POD
 
+    @cached_property
+    def runs_anywhere(self) -> bool:
+        """No nodeSelector and no required node affinity: any node without taints takes it."""
+        affinity = self.spec.affinity.node_affinity
+        required = (
+            affinity.required_during_scheduling_ignored_during_execution
+            if affinity is not None
+            else None
+        )
+        return not self.spec.node_selector and required is None
+
     def may_run_on(self, labels: Mapping[str, str], taints: tuple[Taint, ...], name: str) -> bool:
         """The node matches the pod's nodeSelector and required node affinity, and the pod
         tolerates the node's NoSchedule and NoExecute taints (what the in-tree filters check

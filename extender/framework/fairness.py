@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from extender.api.resources import EMPTY, PODS, Resources
 
@@ -35,7 +36,15 @@ class Claim:
 
 
 def water_fill(claims: Sequence[Claim], total: Resources) -> dict[str, Resources]:
-    """What each queue deserves of `total` (see the module docstring)."""
+    """What each queue deserves of `total` (see the module docstring). Remembered for the last
+    inputs seen: a bind moves a queue's request from pending to allocated without changing it,
+    so the fill is the same until gangs come or go while the fair order is walked after every
+    bind."""
+    return dict(_water_fill(tuple(claims), total))
+
+
+@lru_cache(maxsize=64)
+def _water_fill(claims: tuple[Claim, ...], total: Resources) -> dict[str, Resources]:
     amounts: dict[str, dict[str, int]] = {claim.name: {} for claim in claims}
     for resource in total:
         if resource == PODS:

@@ -171,15 +171,13 @@ class Room:
 
     def _first_fit(self, pod: Pod, taken: dict[str, Resources]) -> str | None:
         """The fullest node with room for `pod` that it may run on, counted in `taken`."""
-        request, nodes = pod.request, self.nodes
+        request = pod.request
         # The order is as it was before this placement, and placing only lowers what is free:
         # no node before the first with enough cpu (as it was) can fit now.
         first = bisect_left(self._keys, (request[CPU],)) if request[CPU] else 0
         for _, _, name in islice(self._keys, first, None):
             left = taken[name] if name in taken else self.free[name]
-            if request.shortfall(left) is None and pod.may_run_on(  # the cheap test first
-                nodes[name].labels, nodes[name].taints, name
-            ):
+            if request.shortfall(left) is None and self._allows(pod, name):  # cheap test first
                 taken[name] = left - request
                 return name
         return None
@@ -194,25 +192,42 @@ class Room:
         taken: dict[str, Resources] = {}  # what this placement left on the nodes it used
         assignment: dict[str, str] = {}
         failures: Counter[str] = Counter()
-        keys, nodes = self._keys, self.nodes
         for pod in sorted(members, key=largest_first):
             fit = self._first_fit(pod, taken)
             if fit is not None:
                 assignment[pod.metadata.uid] = fit
-                continue
-            request = pod.request
-
-            def allows(name: str, pod: Pod = pod) -> bool:
-                return pod.may_run_on(nodes[name].labels, nodes[name].taints, name)
-
-            allowed = [name for _, _, name in keys if allows(name)]  # only to say why it failed
-            if not allowed:
-                failures["no node matches its nodeSelector, node affinity and tolerations"] += 1
-                continue
-            left_on = {name: taken.get(name, self.free[name]) for name in allowed}
-            roomiest = max(allowed, key=lambda n: (left_on[n][CPU], left_on[n][MEMORY]))
-            failures[f"Insufficient {request.shortfall(left_on[roomiest])}"] += 1
+            else:
+                failures[self._why_not(pod, taken)] += 1
         return assignment, failures
+
+    def _allows(self, pod: Pod, name: str) -> bool:
+        info = self.nodes[name]
+        if pod.runs_anywhere and not info.taints:
+            return True
+        return pod.may_run_on(info.labels, info.taints, name)
+
+    def _why_not(self, pod: Pod, taken: Mapping[str, Resources]) -> str:
+        """Why `pod` found no node: none it may run on, or what it lacks on the roomiest node it
+        may run on (most free cpu, then memory, then the first by name). Looks at the nodes this
+        placement used and, from the roomiest down, only as far as the first the pod may run on
+        and its equals, not at every node: a walk explains every member of every gang that
+        waits."""
+        found = [
+            (left[CPU], left[MEMORY], name)
+            for name, left in taken.items()
+            if self._allows(pod, name)
+        ]
+        first: tuple[int, int] | None = None
+        for cpu, memory, name in reversed(self._keys):
+            if first is not None and (cpu, memory) != first:
+                break
+            if name not in taken and self._allows(pod, name):
+                first = first or (cpu, memory)
+                found.append((cpu, memory, name))
+        if not found:
+            return "no node matches its nodeSelector, node affinity and tolerations"
+        _, _, roomiest = min(found, key=lambda entry: (-entry[0], -entry[1], entry[2]))
+        return f"Insufficient {pod.request.shortfall(taken.get(roomiest, self.free[roomiest]))}"
 
 
 def _rank(name: str, free: Resources) -> tuple[int, int, str]:

@@ -11,6 +11,7 @@ from extender.cache.state import ClusterState
 from extender.framework import victims
 from extender.framework.gang import Gangs
 from extender.framework.members import view_gang
+from extender.framework.placement import Room
 from extender.framework.preemption import Pool, victims_for, wanting
 from extender.framework.queues import account
 from extender.framework.victims import Rules, Unit, choose, eligible
@@ -155,19 +156,19 @@ def test_victims_let_the_gang_fit_are_irreducible_and_cheapest(state: ClusterSta
     gang = view_gang(state, "default/p")
     allowed = candidates(state, "p")
     chosen = choose(gang.pending, allowed, nodes, {}, queues=queues, preemptor_queue=gang.queue)
-    if victims._fits(gang.pending, [], nodes, {}):
+    if victims._fits(gang.pending, [], Room(nodes)):
         return  # it fits as it is: nobody to evict
     wholes = [u for u in allowed if u.whole]
     if chosen is None:
-        assert not allowed or not victims._fits(gang.pending, wholes, nodes, {})
+        assert not allowed or not victims._fits(gang.pending, wholes, Room(nodes))
         return
-    assert victims._fits(gang.pending, chosen, nodes, {})
+    assert victims._fits(gang.pending, chosen, Room(nodes))
     for unit in chosen:  # irreducible: none of them can be spared
         rest = [u for u in chosen if u is not unit]
         assert not (
             rest
             and victims._valid(rest, queues, gang.queue)
-            and victims._fits(gang.pending, rest, nodes, {})
+            and victims._fits(gang.pending, rest, Room(nodes))
         )
     best = min(
         (
@@ -175,7 +176,7 @@ def test_victims_let_the_gang_fit_are_irreducible_and_cheapest(state: ClusterSta
             for size in range(1, len(allowed) + 1)
             for combo in itertools.combinations(allowed, size)
             if victims._valid(combo, queues, gang.queue)
-            and victims._fits(gang.pending, combo, nodes, {})
+            and victims._fits(gang.pending, combo, Room(nodes))
         ),
         default=None,
     )
