@@ -234,10 +234,13 @@ class Simulation:
         if settings is None or gangs is None:
             return
         interval, rules = settings
+        fruitless: int | None = None  # the order a pass found nothing in (as the server's)
         while True:
             await self._preempt_wake.wait()
             self._preempt_wake.clear()
             order = gangs.order(self.state, self.state.view().nodes)
+            if order.number == fruitless:
+                continue  # nothing moved since a pass found nothing to do
             pool: Pool | None = None
             for key in wanting(order, gangs):
                 pool = pool or Pool.of(self.state, gangs)
@@ -246,6 +249,8 @@ class Simulation:
                     self._evict(preemption)
                     await asyncio.sleep(interval)  # the rate limit
                     break
+            else:
+                fruitless = order.number
 
     def _evict(self, preemption: Preemption) -> None:
         self.preemptions += 1
