@@ -89,6 +89,10 @@ def _fill_one(claims: Sequence[Claim], resource: str, total: int) -> dict[str, i
     heaviest = max(c.weight for c in shared)
     while (high - low) * heaviest > 1e-3:  # the largest level whose fill fits in what is left
         middle = (low + high) / 2  # (finer than 1/1000 of a unit changes no integer amount)
+        if not low < middle < high:
+            # No float lies between: at terabytes of memory the spacing of floats is coarser
+            # than 1/1000 of a byte, and without this the loop never ended.
+            break
         if sum(filled(middle).values()) <= left:
             low = middle
         else:

@@ -139,3 +139,18 @@ def test_queue_share(
 def test_dominant_share_is_the_largest_fraction_of_any_resource() -> None:
     held = Resources({"cpu": 1_200, "memory": 24, "pods": 290})
     assert dominant_share(held, CLUSTER) == 0.5
+
+
+def test_water_fill_ends_at_terabytes_of_memory() -> None:
+    """At this scale floats are coarser than the bisection's 1/1000 of a byte: the fill used to
+    loop for ever (the extender's event loop with it). Found by `lahar simulate` on 100 nodes of
+    128Gi with more demand than the cluster holds."""
+    total = Resources({"cpu": 3_200_000, "memory": 100 * 128 * 2**30})
+    claims = [
+        Claim(name, weight, Resources({"cpu": 5_000_000, "memory": 200 * 128 * 2**30}))
+        for name, weight in (("a", 3), ("b", 2), ("c", 1))
+    ]
+    deserved = water_fill(claims, total)
+    assert sum(d["memory"] for d in deserved.values()) <= total["memory"]
+    assert deserved["a"]["memory"] > deserved["b"]["memory"] > deserved["c"]["memory"]
+    assert total["memory"] - sum(d["memory"] for d in deserved.values()) < 10
