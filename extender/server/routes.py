@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -32,6 +33,7 @@ from extender.api.wire import (
     ExtenderPreemptionResult,
     explain,
 )
+from extender.framework.explain import explain as explain_gang
 from extender.server.keys import (
     BARRIER,
     BINDER,
@@ -179,6 +181,21 @@ def _not_serving(app: web.Application) -> str:
     return f"cache is not synced yet (listing {', '.join(kinds) or 'nothing'})"
 
 
+async def _explain(request: web.Request) -> bytes:
+    """`GET /debug/explain?gang=NAMESPACE/PODGROUP`: why the gang is where it is, in plain words
+    (`framework.explain`), as JSON: gang, state and lines."""
+    key = request.query.get("gang", "")
+    namespace, _, name = key.partition("/")
+    if not namespace or not name:
+        raise BadRequest("query parameter gang: expected NAMESPACE/PODGROUP, e.g. ?gang=ml/tf")
+    gangs = request.app[ENGINE].gangs
+    if gangs is None:
+        raise BadRequest("gang: this extender's policy has no gang plugin")
+    answer = explain_gang(request.app[STATE], gangs, key)
+    body = {"gang": answer.gang, "state": answer.state, "lines": list(answer.lines)}
+    return json.dumps(body).encode()
+
+
 async def _healthz(request: web.Request) -> web.Response:
     return web.Response(text="ok")
 
@@ -199,6 +216,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/prioritize", _verb("prioritize", _prioritize, app))
     app.router.add_post("/preempt", _verb("preempt", _preempt, app))
     app.router.add_post("/bind", _verb("bind", _bind, app))
+    app.router.add_get("/debug/explain", _verb("explain", _explain, app))
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)
     app.router.add_get("/metrics", _metrics)

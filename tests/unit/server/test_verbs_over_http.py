@@ -194,3 +194,29 @@ def test_queue_and_job_share_metrics() -> None:
         assert 'lahar_queue_weight{queue="default"} 1.0' in metrics  # there even if not created
 
     run(scenario)
+
+
+def test_debug_explain_says_why_a_gang_waits_and_names_a_bad_query() -> None:
+    async def scenario(client: TestClient[Any, Any], state: ClusterState, _: object) -> None:
+        state.upsert_pod_group(make_group("big").min_member(2).model())
+        for index in range(2):
+            state.upsert_pod(
+                make_pod(f"big-{index}").cpu("7").group("big").uid(f"b{index}").model()
+            )
+        await client.post(
+            "/filter",
+            json=args(make_pod("big-0").cpu("7").group("big").uid("b0").build(), ["empty", "busy"]),
+        )
+        response = await client.get("/debug/explain", params={"gang": "default/big"})
+        assert response.status == 200
+        answer = await response.json()
+        assert answer["gang"] == "default/big" and answer["state"] == "Waiting"
+        assert answer["lines"][0].startswith("gang default/big: 0 of 2 members placed")
+        assert any(
+            "fits on no node" in line or "fits on 1 nodes" in line for line in answer["lines"]
+        )
+        bad = await client.get("/debug/explain", params={"gang": "big"})
+        assert bad.status == 400
+        assert "expected NAMESPACE/PODGROUP" in await bad.text()
+
+    run(scenario)

@@ -1,0 +1,142 @@
+"""Why a gang is where it is, in plain words: what the extender's `/debug/explain` answers.
+
+For one gang: how many members are placed of how many it needs; whether it stands, holds a
+reservation, or waits, and then why (the reason the gang rules gave, in the words of its PodGroup
+condition), how long a backoff still lasts, which gangs come before it in the fair order and
+which hold reservations; for each kind of pending member (task and request) on how many nodes
+one would fit now, or why none (what the roomiest node it may run on lacks); and its queue's
+allocation against what it deserves. Reads the gang rules' ledger and walks the fair order as
+the waker does; changes nothing else. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from extender.api.objects import Pod
+from extender.api.resources import PODS, Resources
+from extender.api.scheduling import task_of
+from extender.cache.snapshot import NodeInfo
+from extender.cache.state import ClusterState
+from extender.framework.gang import Gangs
+from extender.framework.members import GangView, view_gang
+from extender.framework.status import insufficient
+
+
+@dataclass(frozen=True)
+class Explanation:
+    gang: str
+    state: str  # NotFound | Standing | Admitted | Waiting
+    lines: tuple[str, ...]
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+def explain(state: ClusterState, gangs: Gangs, key: str) -> Explanation:
+    gang = view_gang(state, key)
+    if gang.group is None and not gang.pending and not gang.placed:
+        return Explanation(key, "NotFound", (f"gang {key}: no PodGroup and no pods name it",))
+    nodes = state.view().nodes
+    lines = [
+        f"gang {key}: {gang.ready} of {gang.min_member} members placed, "
+        f"{len(gang.pending)} pending (queue {gang.queue})"
+    ]
+    if gang.stands:
+        verdict = "Standing"
+        lines.append("it stands: minMember members are placed; more members bind as they fit")
+    elif key in gangs.admissions:
+        verdict = "Admitted"
+        slots = gangs.admissions[key].slots
+        held = sorted({slot.node for slot in slots.values()})
+        lines.append(
+            f"admitted: capacity is reserved for {len(slots)} members on {', '.join(held)}; "
+            "their binds wait at the barrier until minMember are placed"
+        )
+    else:
+        verdict = "Waiting"
+        lines += _waiting(state, gangs, gang, nodes)
+    lines += _members(gang, nodes, gangs)
+    lines += _queue(state, gangs, gang)
+    return Explanation(key, verdict, tuple(lines))
+
+
+def _waiting(
+    state: ClusterState, gangs: Gangs, gang: GangView, nodes: Mapping[str, NodeInfo]
+) -> list[str]:
+    key = gang.key
+    order = gangs.order(state, nodes)
+    turn = order.turns.get(key)
+    waiting = gangs.waiting.get(key)
+    lines: list[str] = []
+    if waiting is not None:
+        lines.append(f"waiting: {waiting.rejection.message}")
+    elif turn is not None and turn.rejection is not None:
+        lines.append(f"waiting: {turn.rejection.message}")
+    elif turn is not None and turn.slots:
+        lines.append("waiting: it fits now; it is admitted when the scheduler next asks about it")
+    else:
+        lines.append("waiting: the scheduler has not asked Lahar about its pods yet")
+    remaining = gangs.backoff_until.get(key, 0.0) - gangs.clock()
+    if remaining > 0:
+        lines.append(f"backing off for {remaining:.0f}s more (its members did not all bind)")
+    if turn is not None:
+        ahead = list(order.turns)[: list(order.turns).index(key)]
+        if ahead:
+            shown = ", ".join(ahead[:5]) + (f" and {len(ahead) - 5} more" if len(ahead) > 5 else "")
+            lines.append(f"ahead of it in the fair order: {shown}")
+    holding = sorted(k for k in gangs.reserved_by_gang() if k != key)
+    if holding:
+        lines.append(f"gangs holding reservations: {', '.join(holding)}")
+    return lines
+
+
+def _members(gang: GangView, nodes: Mapping[str, NodeInfo], gangs: Gangs) -> list[str]:
+    """Per task and request of the pending members: on how many nodes one fits now."""
+    kinds: dict[tuple[str, str], list[Pod]] = {}
+    for pod in gang.pending:
+        asks = Resources({k: v for k, v in pod.request.items() if k != PODS}).describe()
+        kinds.setdefault((task_of(pod), asks), []).append(pod)
+    reserved = gangs.reserved()
+    lines = []
+    for (task, request), pods in sorted(kinds.items()):
+        pod = pods[0]
+        fitting = 0
+        roomiest: tuple[int, int, str] | None = None
+        for name, info in nodes.items():
+            if info.unschedulable or not pod.may_run_on(info.labels, info.taints, name):
+                continue
+            free = info.free - reserved[name] if name in reserved else info.free
+            if pod.request.shortfall(free) is None:
+                fitting += 1
+            rank = (free.get("cpu", 0), free.get("memory", 0), name)
+            if roomiest is None or rank[:2] > roomiest[:2]:
+                roomiest = rank
+        what = f"{len(pods)} pending {f'of task {task} ' if task else ''}asking {request}"
+        if fitting:
+            lines.append(f"{what}: one fits on {fitting} nodes now (unreserved capacity)")
+        elif roomiest is None:
+            lines.append(f"{what}: no node matches its nodeSelector, affinity and tolerations")
+        else:
+            name = roomiest[2]
+            info = nodes[name]
+            free = info.free - reserved[name] if name in reserved else info.free
+            short = pod.request.shortfall(free) or "cpu"
+            why = insufficient(short, pod.request[short], free.get(short, 0))
+            lines.append(f"{what}: fits on no node; the roomiest, {name}: {why}")
+    return lines
+
+
+def _queue(state: ClusterState, gangs: Gangs, gang: GangView) -> list[str]:
+    view = gangs.queues(state).get(gang.queue)
+    if view is None:
+        return [f"queue {gang.queue} does not exist: the gang waits until it is created"]
+    line = (
+        f"queue {gang.queue}: allocated {view.allocated.describe() or 'nothing'}; deserves "
+        f"{view.deserved.describe() or 'nothing'} (share {view.share:.2f}"
+        f"{', over its share' if view.overused else ''})"
+    )
+    if not view.queue.open:
+        line += f"; {view.queue.status.state}: it admits nothing new"
+    return [line]

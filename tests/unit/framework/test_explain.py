@@ -1,0 +1,58 @@
+"""Explanations of where a gang is and why, in plain words."""
+
+from __future__ import annotations
+
+from extender.framework.explain import explain
+from extender.framework.gang import Gangs
+from tests.builders import cluster, make_node, make_queue, running, waiting
+
+
+def test_a_gang_that_does_not_fit_says_why_and_what_each_member_lacks() -> None:
+    state = cluster([make_node("n0").cpu("4"), make_node("n1").cpu("4")])
+    running(state, "old", ["n0", "n1"], cpu="3")
+    waiting(state, "big", 3, cpu="2")
+    gangs = Gangs()
+    gangs.verdict(state, state.view().nodes, state.pods["uid-default-big-0"])
+    answer = explain(state, gangs, "default/big")
+    assert answer.state == "Waiting"
+    text = answer.text()
+    assert "gang default/big: 0 of 3 members placed, 3 pending (queue default)" in text
+    assert "waiting: gang default/big" in text  # the gang rules' own reason
+    assert "3 pending asking cpu 2: fits on no node" in text
+    assert "fits on no node; the roomiest, n0: Insufficient cpu: requested 2, free 1" in text
+    assert "queue default: allocated cpu 6" in text
+
+
+def test_an_admitted_gang_says_where_its_capacity_is_held() -> None:
+    state = cluster([make_node("n0").cpu("8")])
+    waiting(state, "g", 2, cpu="2")
+    gangs = Gangs()
+    gangs.verdict(state, state.view().nodes, state.pods["uid-default-g-0"])
+    answer = explain(state, gangs, "default/g")
+    assert answer.state == "Admitted"
+    assert "capacity is reserved for 2 members on n0" in answer.text()
+
+
+def test_a_gang_behind_another_names_it_and_its_backoff() -> None:
+    state = cluster([make_node("n0").cpu("4")])
+    waiting(state, "first", 2, cpu="2")
+    waiting(state, "second", 2, cpu="2")
+    gangs = Gangs()
+    nodes = state.view().nodes
+    gangs.verdict(state, nodes, state.pods["uid-default-first-0"])  # admitted: holds n0
+    gangs.verdict(state, nodes, state.pods["uid-default-second-0"])
+    gangs.backoff_until["default/second"] = gangs.clock() + 30
+    text = explain(state, gangs, "default/second").text()
+    assert "gangs holding reservations: default/first" in text
+    assert "backing off for 30s more" in text or "backing off for 29s more" in text
+
+
+def test_a_closed_queue_and_a_gang_that_stands_and_one_that_is_not_there() -> None:
+    state = cluster([make_node("n0").cpu("8")])
+    state.upsert_queue(make_queue("research").model())
+    running(state, "done", ["n0", "n0"], queue="research")
+    answer = explain(state, Gangs(), "default/done")
+    assert answer.state == "Standing"
+    assert "queue research: allocated cpu 4" in answer.text()
+    missing = explain(state, Gangs(), "default/nothing")
+    assert missing.state == "NotFound"
