@@ -23,11 +23,9 @@ ACTIONS = {"suspend": "AbortJob", "resume": "ResumeJob"}
 def register(commands: Any) -> None:
     parser = commands.add_parser("job", help="list, view, suspend, resume or delete Volcano Jobs")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
-    listing = verbs.add_parser("list", help="the Jobs of a namespace (-A: of every namespace)")
-    kubectl.add_connection_flags(listing, namespaced=True)
-    listing.add_argument("-A", "--all-namespaces", action="store_true")
-    kubectl.add_output_flag(listing)
-    listing.set_defaults(run=_list)
+    kubectl.add_list(
+        verbs, _list, help="the Jobs of a namespace (-A: of every namespace)", namespaced=True
+    )
     view = verbs.add_parser("view", help="one Job: status, tasks, why it waits, its pods")
     view.add_argument("name")
     kubectl.add_connection_flags(view, namespaced=True)
@@ -45,24 +43,7 @@ def register(commands: Any) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    with kubectl.connect(args) as cluster:
-        namespace = None if args.all_namespaces else cluster.namespace
-        jobs = list_objects(cluster.api, BATCH_API_VERSION, "Job", namespace=namespace)
-    jobs.sort(key=lambda j: (j["metadata"].get("namespace", ""), j["metadata"]["name"]))
-    if args.output in ("json", "yaml"):
-        print(kubectl.dump([kubectl.clean(j) for j in jobs], args.output, "Job"))
-        return 0
-    if not jobs:
-        where = "any namespace" if args.all_namespaces else f"namespace {cluster.namespace}"
-        print(f"No Jobs found in {where}.")
-        return 0
-    wide = args.output == "wide"
-    header = rows.headers(
-        rows.JOB_HEADERS, rows.JOB_TAIL, rows.JOB_WIDE, namespaced=args.all_namespaces, wide=wide
-    )
-    body = [rows.job_row(j, namespaced=args.all_namespaces, wide=wide) for j in jobs]
-    print(kubectl.table(header, body))
-    return 0
+    return kubectl.print_list(args, BATCH_API_VERSION, "Job", rows.job_headers, rows.job_row)
 
 
 def _job(cluster: kubectl.Connection, name: str) -> dict[str, Any]:
@@ -85,7 +66,7 @@ def _view(args: argparse.Namespace) -> int:
             label_selector=f"{JOB_NAME_KEY}={args.name}",
         )
     if args.output in ("json", "yaml"):
-        print(kubectl.dump([kubectl.clean(job)], args.output, "Job"))
+        print(kubectl.dump([kubectl.clean(job)], args.output))
         return 0
     print("\n".join(describe(job, group, pods)))
     return 0

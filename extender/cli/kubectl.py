@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from kubernetes import client as k8s
 
-from extender.kube import KubeError, context_namespace
+from extender.kube import KubeError, context_namespace, list_objects
 from extender.kube import connect as kube_connect
 
 OUTPUTS = ("table", "wide", "json", "yaml")
@@ -85,7 +85,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     )
 
 
-def dump(objects: list[dict[str, Any]], output: str, kind: str) -> str:
+def dump(objects: list[dict[str, Any]], output: str) -> str:
     """Objects as -o json|yaml print them: one object alone, several as a List."""
     document: dict[str, Any] = (
         objects[0]
@@ -103,3 +103,40 @@ def clean(obj: dict[str, Any]) -> dict[str, Any]:
     metadata = dict(obj.get("metadata") or {})
     metadata.pop("managedFields", None)
     return {**obj, "metadata": metadata}
+
+
+Header = Callable[[bool, bool], Sequence[str]]  # (across namespaces, wide) -> column names
+Row = Callable[[dict[str, Any], bool, bool], Sequence[str]]  # (object, across, wide) -> cells
+
+
+def add_list(
+    verbs: Any, run: Callable[[argparse.Namespace], int], *, help: str, namespaced: bool
+) -> None:
+    """The `list` verb of a resource command: connection flags, -A for a namespaced kind, -o."""
+    listing = verbs.add_parser("list", help=help)
+    add_connection_flags(listing, namespaced=namespaced)
+    if namespaced:
+        listing.add_argument("-A", "--all-namespaces", action="store_true")
+    add_output_flag(listing)
+    listing.set_defaults(run=run)
+
+
+def print_list(
+    args: argparse.Namespace, api_version: str, kind: str, header: Header, row: Row
+) -> int:
+    """List the objects of `kind` as asked (`add_list`'s flags) and print them, kubectl-style."""
+    across = bool(getattr(args, "all_namespaces", False))
+    namespaced = hasattr(args, "namespace")
+    with connect(args) as cluster:
+        namespace = cluster.namespace if namespaced and not across else None
+        objects = list_objects(cluster.api, api_version, kind, namespace=namespace)
+    objects.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+    if args.output in ("json", "yaml"):
+        print(dump([clean(o) for o in objects], args.output))
+    elif not objects:
+        where = f" in namespace {namespace}" if namespace else " in any namespace" if across else ""
+        print(f"No {kind}s found{where}.")
+    else:
+        wide = args.output == "wide"
+        print(table(header(across, wide), [row(o, across, wide) for o in objects]))
+    return 0

@@ -12,17 +12,16 @@ from typing import Any
 from extender.api.quantity import parse_quantity
 from extender.api.scheduling import API_VERSION
 from extender.cli import kubectl, rows
-from extender.kube import KubeError, delete, list_objects, read
+from extender.kube import KubeError, delete, read
 from extender.kube.reports import create_queue, patch_queue_status
 
 
 def register(commands: Any) -> None:
     parser = commands.add_parser("queue", help="list, create, open, close or delete Queues")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
-    listing = verbs.add_parser("list", help="every Queue with its state and PodGroup counts")
-    kubectl.add_connection_flags(listing, namespaced=False)
-    kubectl.add_output_flag(listing)
-    listing.set_defaults(run=_list)
+    kubectl.add_list(
+        verbs, _list, help="every Queue with its state and PodGroup counts", namespaced=False
+    )
     creating = verbs.add_parser("create", help="create a Queue")
     creating.add_argument("name")
     creating.add_argument("--weight", type=int, default=1, help="its share weight (default 1)")
@@ -51,21 +50,7 @@ def register(commands: Any) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    with kubectl.connect(args) as cluster:
-        queues = list_objects(cluster.api, API_VERSION, "Queue")
-    queues.sort(key=lambda q: q["metadata"]["name"])
-    if args.output in ("json", "yaml"):
-        print(kubectl.dump([kubectl.clean(q) for q in queues], args.output, "Queue"))
-        return 0
-    if not queues:
-        print("No Queues found.")
-        return 0
-    wide = args.output == "wide"
-    header = rows.headers(
-        rows.QUEUE_HEADERS, rows.QUEUE_TAIL, rows.QUEUE_WIDE, namespaced=False, wide=wide
-    )
-    print(kubectl.table(header, [rows.queue_row(q, wide=wide) for q in queues]))
-    return 0
+    return kubectl.print_list(args, API_VERSION, "Queue", rows.queue_headers, rows.queue_row)
 
 
 def capability(text: str) -> dict[str, str]:

@@ -8,11 +8,15 @@ from typing import Any
 
 from extender.cli.kubectl import age
 
-JOB_HEADERS = ("NAME", "STATUS", "MIN", "PENDING", "RUNNING", "SUCCEEDED", "FAILED", "RETRIES")
-JOB_TAIL = ("QUEUE", "AGE")
+JOB_HEADERS = (
+    *("NAME", "STATUS", "MIN", "PENDING", "RUNNING", "SUCCEEDED", "FAILED", "RETRIES"),
+    *("QUEUE", "AGE"),
+)
 JOB_WIDE = ("VERSION", "REASON")
-QUEUE_HEADERS = ("NAME", "WEIGHT", "STATE", "PENDING", "INQUEUE", "RUNNING", "COMPLETED")
-QUEUE_TAIL = ("ALLOCATED", "AGE")
+QUEUE_HEADERS = (
+    *("NAME", "WEIGHT", "STATE", "PENDING", "INQUEUE", "RUNNING", "COMPLETED"),
+    *("ALLOCATED", "AGE"),
+)
 QUEUE_WIDE = ("CAPABILITY", "RECLAIMABLE")
 GROUP_HEADERS = ("NAME", "PHASE", "MINMEMBER", "RUNNING", "SUCCEEDED", "FAILED", "QUEUE", "AGE")
 GROUP_WIDE = ("CONDITION", "MESSAGE")
@@ -30,19 +34,26 @@ def _resources(amounts: dict[str, Any] | None) -> str:
     return ",".join(f"{name}={value}" for name, value in sorted((amounts or {}).items())) or "-"
 
 
-def headers(
-    base: tuple[str, ...],
-    tail: tuple[str, ...],
-    wide_columns: tuple[str, ...],
-    *,
-    namespaced: bool,
-    wide: bool,
+def _headers(
+    base: tuple[str, ...], wide_columns: tuple[str, ...], across: bool, wide: bool
 ) -> tuple[str, ...]:
-    return (("NAMESPACE",) if namespaced else ()) + base + tail + (wide_columns if wide else ())
+    return (("NAMESPACE",) if across else ()) + base + (wide_columns if wide else ())
+
+
+def job_headers(across: bool, wide: bool) -> tuple[str, ...]:
+    return _headers(JOB_HEADERS, JOB_WIDE, across, wide)
+
+
+def queue_headers(across: bool, wide: bool) -> tuple[str, ...]:
+    return _headers(QUEUE_HEADERS, QUEUE_WIDE, across, wide)
+
+
+def group_headers(across: bool, wide: bool) -> tuple[str, ...]:
+    return _headers(GROUP_HEADERS, GROUP_WIDE, across, wide)
 
 
 def job_row(
-    job: dict[str, Any], *, namespaced: bool, wide: bool, now: datetime | None = None
+    job: dict[str, Any], namespaced: bool, wide: bool, now: datetime | None = None
 ) -> list[str]:
     spec, status = job.get("spec") or {}, job.get("status") or {}
     state = status.get("state") or {}
@@ -58,7 +69,10 @@ def job_row(
     return ([job["metadata"].get("namespace", "")] if namespaced else []) + row
 
 
-def queue_row(queue: dict[str, Any], *, wide: bool, now: datetime | None = None) -> list[str]:
+def queue_row(
+    queue: dict[str, Any], namespaced: bool = False, wide: bool = False, now: datetime | None = None
+) -> list[str]:
+    """A Queue's row (Queues have no namespace: `namespaced` is there to match the others)."""
     spec, status = queue.get("spec") or {}, queue.get("status") or {}
     row = [queue["metadata"]["name"], str(spec.get("weight") or 1), status.get("state") or "Open"]
     row += [_count(status, k) for k in ("pending", "inqueue", "running", "completed")]
@@ -70,7 +84,7 @@ def queue_row(queue: dict[str, Any], *, wide: bool, now: datetime | None = None)
 
 
 def group_row(
-    group: dict[str, Any], *, namespaced: bool, wide: bool, now: datetime | None = None
+    group: dict[str, Any], namespaced: bool, wide: bool, now: datetime | None = None
 ) -> list[str]:
     spec, status = group.get("spec") or {}, group.get("status") or {}
     row = [

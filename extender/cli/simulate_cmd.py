@@ -9,13 +9,14 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from extender.cli import kubectl
 from extender.cli.serve_cmd import default_policy
 from extender.framework.policy import Policy, load_policy
 from extender.plugins import REGISTRY
 from extender.simulate import html
 from extender.simulate.defaults import STOCK, stock_policy, story_trace
 from extender.simulate.metrics import summarize
-from extender.simulate.report import table
+from extender.simulate.report import HEADERS, row
 from extender.simulate.run import simulate
 from extender.simulate.synthetic import generate
 from extender.simulate.trace import Trace, TraceError, load_trace, parse_trace
@@ -91,7 +92,7 @@ def _simulate(args: argparse.Namespace) -> int:
             print(f"{gap}{label}: {len(trace.jobs)} jobs, {trace.node_count} nodes")
         outcomes = [simulate(trace, policy, name, seed=args.seed) for name, policy in policies]
         summaries = [summarize(outcome) for outcome in outcomes]
-        print(table(summaries), flush=True)
+        print(kubectl.table(HEADERS, [row(s) for s in summaries]), flush=True)
         if args.out is not None:
             try:
                 path = html.write(args.out / f"{report}.html", outcomes, summaries)

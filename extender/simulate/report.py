@@ -1,4 +1,5 @@
-"""The table `lahar simulate` prints: one row per policy, in kubectl's plain column style."""
+"""The columns of the table `lahar simulate` prints (and its HTML report shows): one row per
+policy. The CLI lays them out in kubectl's style."""
 
 from __future__ import annotations
 
@@ -45,13 +46,4 @@ def row(summary: Summary) -> tuple[str, ...]:
         str(summary.partial_gangs),
         str(summary.preemptions),
         f"{summary.seconds:.1f}s",
-    )
-
-
-def table(summaries: list[Summary]) -> str:
-    rows = [HEADERS, *(row(s) for s in summaries)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADERS))]
-    return "\n".join(
-        "   ".join(cell.ljust(width) for cell, width in zip(r, widths, strict=True)).rstrip()
-        for r in rows
     )
