@@ -11,6 +11,7 @@ by more. The server evicts them and reports. Pure.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from extender.api.resources import EMPTY, Resources
@@ -108,3 +109,21 @@ def victims_for(
         members, allowed, nodes, after, queues=order.queues, preemptor_queue=gang.queue
     )
     return Preemption(gang, victims) if victims else None
+
+
+def candidates(
+    state: ClusterState,
+    gangs: Gangs,
+    order: Order,
+    rules: Rules,
+    skip: frozenset[str] = frozenset(),
+) -> Iterator[Preemption | None]:
+    """For each gang short of capacity, most deserving first (those in `skip` left out), the
+    preemption that lets it fit whole, or None. Lazy: the pool of victims is gathered when the
+    first gang needs it, and a caller stops at the first preemption (the server yields to the
+    event loop between gangs)."""
+    pool: Pool | None = None
+    for key in wanting(order, gangs):
+        if key not in skip:
+            pool = pool or Pool.of(state, gangs)
+            yield victims_for(state, gangs, order, pool, key=key, rules=rules)

@@ -27,12 +27,7 @@ from extender.cache.state import ClusterState
 from extender.framework.gang import Gangs
 from extender.framework.group_status import Event
 from extender.framework.members import WANTS_CAPACITY, Rejection
-from extender.framework.preemption import (
-    Pool,
-    Preemption,
-    victims_for,
-    wanting,
-)
+from extender.framework.preemption import Preemption, candidates
 from extender.framework.victims import Rules, Unit
 
 log = logging.getLogger(__name__)
@@ -96,12 +91,8 @@ class Preemptor:
             return False  # nothing moved since a pass found nothing
         now = time.monotonic()
         self._blocked = {k: t for k, t in self._blocked.items() if t > now}
-        pool: Pool | None = None
-        for key in wanting(order, self.gangs):
-            if key in self._blocked:
-                continue
-            pool = pool or Pool.of(self.state, self.gangs)
-            preemption = victims_for(self.state, self.gangs, order, pool, key=key, rules=self.rules)
+        blocked = frozenset(self._blocked)
+        for preemption in candidates(self.state, self.gangs, order, self.rules, blocked):
             if preemption is not None:
                 return await self.carry_out(preemption)
             await asyncio.sleep(0)  # let filter and bind calls in between gangs

@@ -27,7 +27,7 @@ from extender.api.scheduling import task_of
 from extender.cache.state import ClusterState
 from extender.framework.members import WANTS_CAPACITY, Rejection
 from extender.framework.policy import Policy
-from extender.framework.preemption import Pool, Preemption, victims_for, wanting
+from extender.framework.preemption import Preemption, candidates
 from extender.framework.session import Engine
 from extender.simulate import world
 from extender.simulate.clock import Clock, run
@@ -241,16 +241,12 @@ class Simulation:
             order = gangs.order(self.state, self.state.view().nodes)
             if order.number == fruitless:
                 continue  # nothing moved since a pass found nothing to do
-            pool: Pool | None = None
-            for key in wanting(order, gangs):
-                pool = pool or Pool.of(self.state, gangs)
-                preemption = victims_for(self.state, gangs, order, pool, key=key, rules=rules)
-                if preemption is not None:
-                    self._evict(preemption)
-                    await asyncio.sleep(interval)  # the rate limit
-                    break
-            else:
+            preemption = next(filter(None, candidates(self.state, gangs, order, rules)), None)
+            if preemption is None:
                 fruitless = order.number
+                continue
+            self._evict(preemption)
+            await asyncio.sleep(interval)  # the rate limit
 
     def _evict(self, preemption: Preemption) -> None:
         self.preemptions += 1
