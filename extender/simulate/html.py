@@ -52,9 +52,8 @@ def write(path: Path, outcomes: Sequence[Outcome], summaries: Sequence[Summary])
         (f"Per-node timeline (first {NODES_SHOWN} nodes)", _timeline(plt, outcomes)),
     ]
     trace = outcomes[0].trace
-    cores = sum(group.count * group.allocatable["cpu"] for group in trace.nodes) // 1000
     heading = (
-        f"{len(trace.jobs)} jobs, {trace.node_count} nodes ({cores} cores), "
+        f"{len(trace.jobs)} jobs, {trace.node_count} nodes ({trace.cores:g} cores), "
         f"queues: {', '.join(f'{q.name} (weight {q.weight})' for q in trace.queues) or 'default'}"
     )
     page = _page(heading, summaries, figures)
@@ -76,7 +75,7 @@ def _png(plt: Any, figure: Any) -> str:
 def _usage(plt: Any, outcomes: Sequence[Outcome]) -> str:
     figure, axes = plt.subplots(figsize=(10, 4))
     for index, outcome in enumerate(outcomes):
-        capacity = sum(g.count * g.allocatable["cpu"] for g in outcome.trace.nodes) / 1000
+        capacity = outcome.trace.cores
         used = series.usage(outcome)
         color = f"C{index}"
         percent = [100 * v / capacity for v in used.useful]

@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass
 
 from extender.simulate.run import Interval, Outcome
+from extender.simulate.series import usage
 
 
 @dataclass(frozen=True)
@@ -45,14 +46,8 @@ def summarize(outcome: Outcome) -> Summary:
         r.started - r.arrived for r in records if r.started is not None and r.arrived is not None
     )
     horizon = outcome.end
-    capacity = sum(group.count * group.allocatable["cpu"] for group in outcome.trace.nodes)
-    useful = held = 0.0
-    for interval in outcome.intervals:
-        end = interval.end if interval.end is not None else horizon
-        held += interval.cpu * max(0.0, end - interval.start)
-        if interval.useful_from is not None and not interval.evicted:
-            useful += interval.cpu * max(0.0, end - interval.useful_from)
-    area = capacity * horizon
+    held, useful = usage(outcome).core_seconds()
+    area = outcome.trace.cores * horizon
     return Summary(
         policy=outcome.policy,
         jobs=len(outcome.jobs),

@@ -20,6 +20,14 @@ class Usage:
     held: list[float]  # cores
     useful: list[float]  # cores
 
+    def core_seconds(self) -> tuple[float, float]:
+        """(held, useful) summed over time: each value times how long it held."""
+        spans = [after - before for before, after in zip(self.times, self.times[1:], strict=False)]
+        return (
+            sum(v * span for v, span in zip(self.held, spans, strict=False)),
+            sum(v * span for v, span in zip(self.useful, spans, strict=False)),
+        )
+
 
 def usage(outcome: Outcome) -> Usage:
     changes: dict[float, list[float]] = defaultdict(lambda: [0.0, 0.0])

@@ -26,6 +26,7 @@ Pure: no I/O but reading the file it is given.
 from __future__ import annotations
 
 import json
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -66,16 +67,28 @@ class _Strict(BaseModel):
     )
 
 
-class NodeGroup(_Strict):
-    count: int = Field(ge=1)
+class _Amounts(_Strict):
+    """cpu, memory and GPUs (nvidia.com/gpu): what a node group has, what a task's pod asks."""
+
     cpu: Quantity
     memory: Quantity
-    gpu: Quantity | None = None  # nvidia.com/gpu
+    gpu: Quantity | None = None
+
+    @cached_property
+    def resources(self) -> Resources:
+        quantities: dict[str, str | int | float] = {"cpu": self.cpu, "memory": self.memory}
+        if self.gpu is not None:
+            quantities["nvidia.com/gpu"] = self.gpu
+        return Resources.parse(quantities)
+
+
+class NodeGroup(_Amounts):
+    count: int = Field(ge=1)
     name: str = Field(default="node", pattern=NAME)  # nodes are named <name>-<index>
 
     @property
     def allocatable(self) -> Resources:
-        return _resources(self.cpu, self.memory, self.gpu)
+        return self.resources
 
 
 class QueueSpec(_Strict):
@@ -85,17 +98,14 @@ class QueueSpec(_Strict):
     reclaimable: bool = True
 
 
-class Task(_Strict):
+class Task(_Amounts):
     name: str = Field(pattern=NAME)
     replicas: int = Field(ge=1)
-    cpu: Quantity
-    memory: Quantity
-    gpu: Quantity | None = None
     duration: float = Field(gt=0)  # seconds each pod runs once the job has started
 
     @property
     def request(self) -> Resources:
-        return _resources(self.cpu, self.memory, self.gpu)
+        return self.resources
 
 
 class Job(_Strict):
@@ -155,12 +165,10 @@ class Trace(_Strict):
     def node_count(self) -> int:
         return sum(group.count for group in self.nodes)
 
-
-def _resources(cpu: Quantity, memory: Quantity, gpu: Quantity | None) -> Resources:
-    quantities: dict[str, Quantity] = {"cpu": cpu, "memory": memory}
-    if gpu is not None:
-        quantities["nvidia.com/gpu"] = gpu
-    return Resources.parse(quantities)
+    @property
+    def cores(self) -> float:
+        """The cluster's cpu in cores."""
+        return sum(group.count * group.allocatable["cpu"] for group in self.nodes) / 1000
 
 
 def parse_trace(document: object, source: str = "trace") -> Trace:
