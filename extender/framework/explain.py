@@ -15,12 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from extender.api.objects import Pod
-from extender.api.resources import PODS, Resources
+from extender.api.resources import CPU, PODS, Resources
 from extender.api.scheduling import task_of
 from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
 from extender.framework.gang import Gangs
 from extender.framework.members import GangView, view_gang
+from extender.framework.placement import Room
 from extender.framework.status import insufficient
 
 
@@ -98,33 +99,22 @@ def _members(gang: GangView, nodes: Mapping[str, NodeInfo], gangs: Gangs) -> lis
     for pod in gang.pending:
         asks = Resources({k: v for k, v in pod.request.items() if k != PODS}).describe()
         kinds.setdefault((task_of(pod), asks), []).append(pod)
-    reserved = gangs.reserved()
+    room = Room(nodes, gangs.reserved())
     lines = []
     for (task, request), pods in sorted(kinds.items()):
         pod = pods[0]
-        fitting = 0
-        roomiest: tuple[int, int, str] | None = None
-        for name, info in nodes.items():
-            if info.unschedulable or not pod.may_run_on(info.labels, info.taints, name):
-                continue
-            free = info.free - reserved[name] if name in reserved else info.free
-            if pod.request.shortfall(free) is None:
-                fitting += 1
-            rank = (free.get("cpu", 0), free.get("memory", 0), name)
-            if roomiest is None or rank[:2] > roomiest[:2]:
-                roomiest = rank
         what = f"{len(pods)} pending {f'of task {task} ' if task else ''}asking {request}"
+        fitting = len(room.fitting(pod))
+        roomiest = room.roomiest(pod)
         if fitting:
             lines.append(f"{what}: one fits on {fitting} nodes now (unreserved capacity)")
         elif roomiest is None:
             lines.append(f"{what}: no node matches its nodeSelector, affinity and tolerations")
         else:
-            name = roomiest[2]
-            info = nodes[name]
-            free = info.free - reserved[name] if name in reserved else info.free
-            short = pod.request.shortfall(free) or "cpu"
+            free = room.free[roomiest]
+            short = pod.request.shortfall(free) or CPU
             why = insufficient(short, pod.request[short], free.get(short, 0))
-            lines.append(f"{what}: fits on no node; the roomiest, {name}: {why}")
+            lines.append(f"{what}: fits on no node; the roomiest, {roomiest}: {why}")
     return lines
 
 

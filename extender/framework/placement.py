@@ -207,11 +207,19 @@ class Room:
         return pod.may_run_on(info.labels, info.taints, name)
 
     def _why_not(self, pod: Pod, taken: Mapping[str, Resources]) -> str:
-        """Why `pod` found no node: none it may run on, or what it lacks on the roomiest node it
-        may run on (most free cpu, then memory, then the first by name). Looks at the nodes this
-        placement used and, from the roomiest down, only as far as the first the pod may run on
-        and its equals, not at every node: a walk explains every member of every gang that
+        """Why `pod` found no node: none it may run on, or what it lacks on the roomiest."""
+        roomiest = self.roomiest(pod, taken)
+        if roomiest is None:
+            return "no node matches its nodeSelector, node affinity and tolerations"
+        return f"Insufficient {pod.request.shortfall(taken.get(roomiest, self.free[roomiest]))}"
+
+    def roomiest(self, pod: Pod, taken: Mapping[str, Resources] | None = None) -> str | None:
+        """The node `pod` may run on with the most free cpu, then memory, then the first by name
+        (what `taken` left on the nodes a placement used); None when it may run on none. Looks
+        at the used nodes and, from the roomiest down, only as far as the first the pod may run
+        on and its equals, not at every node: a walk explains every member of every gang that
         waits."""
+        taken = taken or {}
         found = [
             (left[CPU], left[MEMORY], name)
             for name, left in taken.items()
@@ -225,9 +233,18 @@ class Room:
                 first = first or (cpu, memory)
                 found.append((cpu, memory, name))
         if not found:
-            return "no node matches its nodeSelector, node affinity and tolerations"
-        _, _, roomiest = min(found, key=lambda entry: (-entry[0], -entry[1], entry[2]))
-        return f"Insufficient {pod.request.shortfall(taken.get(roomiest, self.free[roomiest]))}"
+            return None
+        return min(found, key=lambda entry: (-entry[0], -entry[1], entry[2]))[2]
+
+    def fitting(self, pod: Pod) -> list[str]:
+        """The nodes `pod` alone fits on and may run on."""
+        request = pod.request
+        first = bisect_left(self._keys, (request[CPU],)) if request[CPU] else 0
+        return [
+            name
+            for _, _, name in islice(self._keys, first, None)
+            if request.shortfall(self.free[name]) is None and self._allows(pod, name)
+        ]
 
 
 def _rank(name: str, free: Resources) -> tuple[int, int, str]:
