@@ -7,12 +7,19 @@ which hold reservations; for each kind of pending member (task and request) on h
 one would fit now, or why none (what the roomiest node it may run on lacks); and its queue's
 allocation against what it deserves. Reads the gang rules' ledger and walks the fair order as
 the waker does; changes nothing else. Pure.
+
+`condition_message` is the same summary for a waiting gang's PodGroup condition, on one line: the
+gang rules' reason, the backoff's end as a time, the gangs holding reservations, what each kind of
+pending member lacks, the queue's share. It leaves out what only a fair-order walk tells (the gangs
+ahead; the status writer runs on every change of the gang) and says the backoff's end instead of
+the seconds left, so the message stays the same while nothing about the gang changes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from extender.api.objects import Pod
 from extender.api.resources import CPU, PODS, Resources
@@ -20,7 +27,7 @@ from extender.api.scheduling import task_of
 from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
 from extender.framework.gang import Gangs
-from extender.framework.members import GangView, view_gang
+from extender.framework.members import GangView, Rejection, view_gang
 from extender.framework.placement import Room
 from extender.framework.status import insufficient
 
@@ -79,18 +86,45 @@ def _waiting(
         lines.append("waiting: it fits now; it is admitted when the scheduler next asks about it")
     else:
         lines.append("waiting: the scheduler has not asked Lahar about its pods yet")
-    remaining = gangs.backoff_until.get(key, 0.0) - gangs.clock()
+    remaining = _backoff_left(gangs, key)
     if remaining > 0:
         lines.append(f"backing off for {remaining:.0f}s more (its members did not all bind)")
     if turn is not None:
         ahead = list(order.turns)[: list(order.turns).index(key)]
         if ahead:
-            shown = ", ".join(ahead[:5]) + (f" and {len(ahead) - 5} more" if len(ahead) > 5 else "")
-            lines.append(f"ahead of it in the fair order: {shown}")
-    holding = sorted(k for k in gangs.reserved_by_gang() if k != key)
-    if holding:
-        lines.append(f"gangs holding reservations: {', '.join(holding)}")
+            lines.append(f"ahead of it in the fair order: {_few(ahead)}")
+    lines += _holding(gangs, key)
     return lines
+
+
+def condition_message(
+    state: ClusterState, gangs: Gangs, gang: GangView, rejection: Rejection, wall: float
+) -> str:
+    """The summary a waiting gang's PodGroup condition carries; `wall` is the time now (epoch
+    seconds), to say when a backoff ends."""
+    parts = [rejection.message]
+    remaining = _backoff_left(gangs, gang.key)
+    if remaining > 0:
+        until = datetime.fromtimestamp(wall + remaining, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        parts.append(f"backing off until {until}")
+    parts += _holding(gangs, gang.key)
+    parts += _members(gang, state.view().nodes, gangs)
+    parts += _queue(state, gangs, gang)
+    return ". ".join(parts)
+
+
+def _backoff_left(gangs: Gangs, key: str) -> float:
+    return gangs.backoff_until.get(key, 0.0) - gangs.clock()
+
+
+def _holding(gangs: Gangs, key: str) -> list[str]:
+    holding = sorted(k for k in gangs.reserved_by_gang() if k != key)
+    return [f"gangs holding reservations: {_few(holding)}"] if holding else []
+
+
+def _few(keys: list[str], shown: int = 5) -> str:
+    more = f" and {len(keys) - shown} more" if len(keys) > shown else ""
+    return ", ".join(keys[:shown]) + more
 
 
 def _members(gang: GangView, nodes: Mapping[str, NodeInfo], gangs: Gangs) -> list[str]:
@@ -107,7 +141,8 @@ def _members(gang: GangView, nodes: Mapping[str, NodeInfo], gangs: Gangs) -> lis
         fitting = len(room.fitting(pod))
         roomiest = room.roomiest(pod)
         if fitting:
-            lines.append(f"{what}: one fits on {fitting} nodes now (unreserved capacity)")
+            nodes_now = f"{fitting} node{'s' if fitting > 1 else ''}"
+            lines.append(f"{what}: one fits on {nodes_now} now (unreserved capacity)")
         elif roomiest is None:
             lines.append(f"{what}: no node matches its nodeSelector, affinity and tolerations")
         else:

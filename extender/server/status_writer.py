@@ -3,7 +3,8 @@
 Gang changes (a member created, bound, finished or gone; a PodGroup created; a gang admitted,
 released or rejected for a new reason) only *mark* the gang. A background task wakes on the first
 mark, waits `interval` so that what else happens meanwhile joins the same pass, then for each marked
-gang derives the status (`framework.group_status`), writes it when it differs from what the API
+gang derives the status (`framework.group_status`; a waiting gang's Unschedulable condition carries
+the summary of `framework.explain.condition_message`), writes it when it differs from what the API
 shows, and records the events the change deserves. A 1,000-pod gang that binds in one second is
 written a few times, not a thousand. The written status also goes onto the cached PodGroup at once,
 so the next pass compares against it before the watch delivers it (a late watch event carrying an
@@ -14,12 +15,15 @@ cache is whole): a status derived from PodGroups listed before their pods would 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from extender.api.scheduling import PodGroup
 from extender.cache.state import ClusterState
+from extender.framework.explain import condition_message
 from extender.framework.gang import Gangs
 from extender.framework.group_status import Event, events, group_status, same_status
 from extender.framework.members import view_gang
@@ -43,10 +47,11 @@ class StatusWriter(Coalesced):
         interval: float = 0.5,
         retry_after: float = 5.0,
         now: Callable[[], str] = utc_now,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         super().__init__(ready=ready, interval=interval, retry_after=retry_after)
         self.state, self.gangs, self.write, self.record = state, gangs, write, record
-        self.now = now
+        self.now, self.wall = now, wall
         self._dirty: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -91,10 +96,17 @@ class StatusWriter(Coalesced):
         group = self.state.pod_groups.get(key)
         if group is None:
             return
+        gang = view_gang(self.state, key)
+        admitted = key in self.gangs.admissions
+        waiting = self.gangs.waiting.get(key)
+        rejection = None if waiting is None or admitted or gang.stands else waiting.rejection
+        if rejection is not None:  # the condition says all that explains the wait
+            message = condition_message(self.state, self.gangs, gang, rejection, self.wall())
+            rejection = dataclasses.replace(rejection, message=message)
         wanted = group_status(
-            view_gang(self.state, key),
-            admitted=key in self.gangs.admissions,
-            rejection=waiting.rejection if (waiting := self.gangs.waiting.get(key)) else None,
+            gang,
+            admitted=admitted,
+            rejection=rejection,
             previous=group.status,
             now=self.now(),
         )

@@ -70,9 +70,13 @@ def test_one_job_runs_whole_the_other_waits_with_nothing_then_follows(
     unschedulable = condition(wait_phase(api, namespace, waiting, "Pending"), "Unschedulable")
     assert (unschedulable["status"], unschedulable["reason"]) == ("True", "NotEnoughResources")
     assert unschedulable["message"].startswith(f"gang {namespace}/{waiting}: ")
+    assert "pending of task" in unschedulable["message"]  # what each kind of member lacks
+    assert "queue default: allocated " in unschedulable["message"]
+    said = f"gang {namespace}/{waiting}: "  # the condition's figures may have moved since
     wait_until(
-        lambda: (
-            ("Unschedulable", unschedulable["message"]) in group_events(api, namespace, waiting)
+        lambda: any(
+            reason == "Unschedulable" and message.startswith(said)
+            for reason, message in group_events(api, namespace, waiting)
         ),
         timeout=30,
         what=f"an Unschedulable event on PodGroup {waiting}",

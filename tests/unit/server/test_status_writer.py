@@ -113,3 +113,31 @@ def test_no_pass_runs_before_the_cache_is_whole() -> None:
         assert [status["phase"] for *_, status in sink.writes] == ["Running"]
 
     asyncio.run(scenario())
+
+
+def test_a_waiting_gangs_condition_carries_the_explain_summary() -> None:
+    """The Unschedulable condition says the gang rules' reason and what `lahar explain` adds:
+    when the backoff ends, what each kind of member lacks, the queue's share."""
+
+    async def scenario() -> None:
+        pods = [make_pod(f"big-{i}").cpu("6").group("big").uid(f"b{i}") for i in range(2)]
+        state = cluster([make_node("n0").cpu("4"), make_node("n1").cpu("8")], pods)
+        state.upsert_pod_group(make_group("big").min_member(2).model())
+        gangs = Gangs(clock=lambda: 100.0)
+        gangs.verdict(state, state.view().nodes, state.pods["b0"])
+        gangs.backoff_until["default/big"] = 130.0
+        sink = Sink()
+        writer = StatusWriter(state, gangs, sink.write, sink.record, wall=lambda: 1_800_000_000.0)
+        writer.mark("default/big")
+        await writer.flush()
+        [(_, _, status)] = sink.writes
+        [condition] = status["conditions"]
+        assert (condition["type"], condition["status"]) == ("Unschedulable", "True")
+        assert condition["message"] == (
+            "gang default/big: 1 of 2 members cannot be placed: Insufficient cpu. "
+            "backing off until 2027-01-15T08:00:30Z. "
+            "2 pending asking cpu 6: one fits on 1 node now (unreserved capacity). "
+            "queue default: allocated nothing; deserves cpu 12 (share 0.00)"
+        )
+
+    asyncio.run(scenario())

@@ -213,7 +213,7 @@ def test_debug_explain_says_why_a_gang_waits_and_names_a_bad_query() -> None:
         assert answer["gang"] == "default/big" and answer["state"] == "Waiting"
         assert answer["lines"][0].startswith("gang default/big: 0 of 2 members placed")
         assert any(
-            "fits on no node" in line or "fits on 1 nodes" in line for line in answer["lines"]
+            "fits on no node" in line or "fits on 1 node " in line for line in answer["lines"]
         )
         bad = await client.get("/debug/explain", params={"gang": "big"})
         assert bad.status == 400
