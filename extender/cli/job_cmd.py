@@ -46,18 +46,23 @@ def _list(args: argparse.Namespace) -> int:
     return kubectl.print_list(args, BATCH_API_VERSION, "Job", rows.job_headers, rows.job_row)
 
 
-def _job(cluster: kubectl.Connection, name: str) -> dict[str, Any]:
+def read_job(cluster: kubectl.Connection, name: str) -> dict[str, Any]:
     job = read(cluster.api, BATCH_API_VERSION, "Job", name, cluster.namespace)
     if job is None:
         raise KubeError(f"Job {cluster.namespace}/{name} not found")
     return job
 
 
+def group_of(cluster: kubectl.Connection, job: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    """The name of the Job's PodGroup (as the controller names it) and the PodGroup, if made."""
+    name = f"{job['metadata']['name']}-{job['metadata']['uid']}"
+    return name, read(cluster.api, SCHEDULING_API_VERSION, "PodGroup", name, cluster.namespace)
+
+
 def _view(args: argparse.Namespace) -> int:
     with kubectl.connect(args) as cluster:
-        job = _job(cluster, args.name)
-        group_name = f"{args.name}-{job['metadata']['uid']}"  # as the controller names it
-        group = read(cluster.api, SCHEDULING_API_VERSION, "PodGroup", group_name, cluster.namespace)
+        job = read_job(cluster, args.name)
+        _, group = group_of(cluster, job)
         pods = list_objects(
             cluster.api,
             "v1",
@@ -120,7 +125,7 @@ def describe(
 
 def _command(args: argparse.Namespace) -> int:
     with kubectl.connect(args) as cluster:
-        job = _job(cluster, args.name)
+        job = read_job(cluster, args.name)
         target = {
             "apiVersion": BATCH_API_VERSION,
             "kind": "Job",

@@ -17,6 +17,7 @@ from extender.cli import (
     controller_cmd,
     demo_cmd,
     devcluster_cmd,
+    explain_cmd,
     job_cmd,
     podgroup_cmd,
     queue_cmd,
@@ -48,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     job_cmd.register(commands)
     queue_cmd.register(commands)
     podgroup_cmd.register(commands)
+    explain_cmd.register(commands)
     return parser
 
 

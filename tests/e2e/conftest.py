@@ -75,10 +75,15 @@ def pod(namespace: str) -> PodFactory:
     return build
 
 
+def extender_keys(cluster: devcluster.DevCluster) -> Pki:
+    """The dev cluster's certificates: the CA, the extender's, kube-scheduler's client one."""
+    return Pki(cluster.state.state_dir / "pki", {})
+
+
 def extender_tls(cluster: devcluster.DevCluster, *, client: bool = True) -> ssl.SSLContext:
     """A context that trusts the extender's certificate and (with `client`) presents the client
     certificate the dev cluster's kube-scheduler calls it with."""
-    keys = Pki(cluster.state.state_dir / "pki", {})
+    keys = extender_keys(cluster)
     context = ssl.create_default_context(cafile=str(keys.ca_cert))
     if client:
         context.load_cert_chain(keys.scheduler_client_cert, keys.scheduler_client_key)

@@ -11,11 +11,12 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
+from extender import devcluster
 from extender.api.scheduling import API_VERSION
 from extender.cli.main import main
 from extender.kube import read, wait_until
 from tests.builders import make_job
-from tests.e2e.conftest import TEST_KEY, NodeFactory
+from tests.e2e.conftest import TEST_KEY, NodeFactory, extender_keys, extender_url
 from tests.e2e.jobs import running, submit, wait_job
 
 
@@ -148,6 +149,66 @@ def test_podgroups_are_listed_with_why_they_wait(
     assert row["CONDITION"] == "Unschedulable=True"
     out = lahar(capsys, "podgroup", "list", *where, "-o", "wide")[1]
     assert "need cpu 3, 2 free on the nodes its pods may run on" in out  # the scheduler's words
+
+
+def test_explain_says_why_a_job_waits_from_its_podgroup_and_live_from_the_extender(
+    capsys: pytest.CaptureFixture[str],
+    *,
+    dev_cluster: devcluster.DevCluster,
+    kubeconfig: Path,
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+) -> None:
+    own_nodes(1, cpu="2")
+    submit(  # 3 pods of 1 cpu, all needed, on one 2-cpu node: it waits whole
+        api,
+        make_job("big").ns(namespace).task("main", 3, cpu="1").pinned(TEST_KEY, namespace).build(),
+    )
+    where = ("--kubeconfig", str(kubeconfig), "-n", namespace)
+
+    def summary() -> str | None:  # the extender's summary, once it is in the PodGroup's status
+        out = lahar(capsys, "explain", "big", *where)[1]
+        return out if "queue default: allocated" in out else None
+
+    out = wait_until(summary, timeout=60, what="the PodGroup's condition to carry the summary")
+    with capsys.disabled():
+        print(out)  # what a user sees (-s)
+    lines = out.splitlines()
+    assert lines[0].startswith(f"PodGroup {namespace}/big-") and "(Job big)" in lines[0]
+    assert "Unschedulable=True (NotEnoughResources) since " in out
+    assert "need cpu 3, 2 free on the nodes its pods may run on" in out  # the gang rules' reason
+    assert "  3 pending of task main asking cpu 1: one fits on 1 node now" in out
+    assert all(f"big-main-{index}   Pending   <none>" in out for index in range(3))
+    assert "kube-scheduler of big-main-0 and 2 more: 0/3 nodes are available" in out
+
+    keys = extender_keys(dev_cluster)
+    live = (
+        *("--extender", extender_url(dev_cluster, "")),
+        *("--cert", str(keys.scheduler_client_cert), "--key", str(keys.scheduler_client_key)),
+        *("--cacert", str(keys.ca_cert)),
+    )
+    code, out, err = lahar(capsys, "explain", "job/big", *where, *live, "-o", "json")
+    assert code == 0, err
+    answer = json.loads(out)
+    with capsys.disabled():
+        print("\n".join(answer["lines"]))
+    group = answer["gang"].split("/")[1]
+    assert answer["source"].startswith("extender https://127.0.0.1:")
+    assert answer["lines"][0] == (
+        f"gang {namespace}/{group}: 0 of 3 members placed, 3 pending (queue default)"
+    )
+    assert answer["lines"][1].startswith(f"waiting: gang {namespace}/{group}: minResources need")
+    assert "3 pending of task main asking cpu 1: one fits on 1 node now" in answer["lines"][2]
+    assert [pod["node"] for pod in answer["pods"]] == ["<none>"] * 3
+    code, out, _ = lahar(capsys, "explain", f"podgroup/{group}", *where)
+    assert code == 0 and "need cpu 3, 2 free" in out and "(Job" not in out.splitlines()[0]
+
+    code, _, err = lahar(capsys, "explain", "nothing", *where)
+    assert code == 2 and f"Job or PodGroup {namespace}/nothing not found" in err
+    anonymous = ("--extender", extender_url(dev_cluster, ""), "--cacert", str(keys.ca_cert))
+    code, _, err = lahar(capsys, "explain", "big", *where, *anonymous)
+    assert code == 2 and "HTTP 403: a client certificate" in err  # the extender refuses
 
 
 def test_a_kubeconfig_that_is_not_there_is_named(

@@ -1,0 +1,201 @@
+"""`lahar explain JOB|PODGROUP`: why a gang is where it is, in plain words.
+
+By default from the API alone, so any user who may read the namespace can ask: the PodGroup's
+phase and the condition Lahar's extender wrote (for a waiting gang, the summary of
+`framework.explain`: the gang rules' reason, the backoff's end, the gangs holding reservations,
+what each kind of pending member lacks on the nodes, the queue's share against what it
+deserves), and per pod its phase, node and what kube-scheduler last said of it. With
+`--extender URL` it asks the extender's `/debug/explain` instead, live (the fair order's gangs
+ahead of it, the seconds of backoff left); that needs the client certificate kube-scheduler
+calls the extender with (`--cert`, `--key`, and `--cacert` to check the extender's).
+
+NAME is a Job (its PodGroup is the one the controller made for it) or else a PodGroup;
+`job/NAME` and `podgroup/NAME` say which.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from extender.api.batch import BATCH_API_VERSION, JOB_NAME_KEY
+from extender.api.scheduling import API_VERSION, GROUP_ANNOTATION
+from extender.cli import job_cmd, kubectl, rows
+from extender.kube import KubeError, list_objects, read, unschedulable_message
+
+KINDS = {
+    "job": "Job",
+    "jobs": "Job",
+    "podgroup": "PodGroup",
+    "podgroups": "PodGroup",
+    "pg": "PodGroup",
+}
+PodObject = dict[str, Any]
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "explain", help="why a Job's or PodGroup's gang is pending, in plain words"
+    )
+    parser.add_argument("name", help="JOB or PODGROUP (job/NAME, podgroup/NAME to say which)")
+    kubectl.add_connection_flags(parser, namespaced=True)
+    parser.add_argument(
+        "-o", "--output", choices=("text", "json", "yaml"), default="text", help="text (default)"
+    )
+    live = parser.add_argument_group("live, from the extender (needs its client certificate)")
+    live.add_argument("--extender", metavar="URL", help="the extender, e.g. https://127.0.0.1:8443")
+    live.add_argument("--cert", type=Path, help="client certificate file (PEM)")
+    live.add_argument("--key", type=Path, help="its private key file (PEM)")
+    live.add_argument("--cacert", type=Path, help="CA file that signed the extender's certificate")
+    parser.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    with kubectl.connect(args) as cluster:
+        namespace = cluster.namespace
+        job, name, group = _resolve(cluster, args.name)
+        if job is not None:
+            selector = f"{JOB_NAME_KEY}={job}"
+            pods = list_objects(
+                cluster.api, "v1", "Pod", namespace=namespace, label_selector=selector
+            )
+        else:
+            pods = [
+                pod
+                for pod in list_objects(cluster.api, "v1", "Pod", namespace=namespace)
+                if _annotation(pod, GROUP_ANNOTATION) == name
+            ]
+    if args.extender:
+        lines = fetch(args.extender, f"{namespace}/{name}", args.cert, args.key, args.cacert)
+        source = f"extender {args.extender}"
+    else:
+        lines = from_group(group) if group else ["no PodGroup yet: the controller makes it"]
+        source = "PodGroup status written by Lahar's extender"
+    answer = {
+        "gang": f"{namespace}/{name}",
+        "job": job,
+        "phase": ((group or {}).get("status") or {}).get("phase") or "Pending",
+        "source": source,
+        "lines": lines,
+        "pods": [pod_row(p) for p in sorted(pods, key=lambda p: p["metadata"]["name"])],
+    }
+    if args.output == "text":
+        print("\n".join(text(answer)))
+    else:
+        print(kubectl.dump([answer], args.output))
+    return 0
+
+
+def _resolve(
+    cluster: kubectl.Connection, given: str
+) -> tuple[str | None, str, dict[str, Any] | None]:
+    """The Job's name (None for a PodGroup named alone), the PodGroup's name and the PodGroup
+    (None while the controller has not made it)."""
+    kind, _, name = given.rpartition("/")
+    if kind and kind.lower() not in KINDS:
+        raise KubeError(f"{given}: expected JOB, PODGROUP, job/NAME or podgroup/NAME")
+    wanted = KINDS.get(kind.lower()) if kind else None
+    namespace = cluster.namespace
+    if wanted == "Job":
+        return (name, *job_cmd.group_of(cluster, job_cmd.read_job(cluster, name)))
+    if wanted is None:
+        job = read(cluster.api, BATCH_API_VERSION, "Job", name, namespace)
+        if job is not None:
+            return (name, *job_cmd.group_of(cluster, job))
+    group = read(cluster.api, API_VERSION, "PodGroup", name, namespace)
+    if group is None:
+        what = "PodGroup" if wanted else "Job or PodGroup"
+        raise KubeError(f"{what} {namespace}/{name} not found")
+    return None, name, group
+
+
+def from_group(group: dict[str, Any]) -> list[str]:
+    """What the PodGroup's status says: its phase, counts and latest condition, the summary
+    split back into its sentences."""
+    status = group.get("status") or {}
+    spec = group.get("spec") or {}
+    lines = [
+        f"phase {status.get('phase') or 'Pending'}: {status.get('running') or 0} running, "
+        f"{status.get('succeeded') or 0} succeeded, {status.get('failed') or 0} failed of "
+        f"minMember {spec.get('minMember') or 0} (queue {spec.get('queue') or 'default'})"
+    ]
+    condition = rows.last_condition(group)
+    if condition is None:
+        return [*lines, "no condition yet: Lahar has not been asked about its pods"]
+    lines.append(
+        f"{condition.get('type')}={condition.get('status')} ({condition.get('reason') or '-'}) "
+        f"since {condition.get('lastTransitionTime') or '?'}:"
+    )
+    message = condition.get("message") or ""
+    return lines + ["  " + part for part in message.split(". ") if part]
+
+
+def fetch(url: str, gang: str, cert: Path | None, key: Path | None, ca: Path | None) -> list[str]:
+    """The extender's live explanation of `gang` (its `/debug/explain`)."""
+    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+        raise KubeError(f"--extender {url}: expected an http:// or https:// URL")
+    if key is not None and cert is None:
+        raise KubeError("--key needs --cert (the client certificate it belongs to)")
+    try:
+        context = ssl.create_default_context(cafile=str(ca) if ca else None)
+        if cert is not None:
+            context.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as error:
+        raise KubeError(f"--cert/--key/--cacert: {error}") from error
+    query = urllib.parse.urlencode({"gang": gang})
+    address = f"{url.rstrip('/')}/debug/explain?{query}"
+    try:  # the scheme is checked above: no file: or custom URL
+        with urllib.request.urlopen(address, context=context, timeout=10) as reply:  # noqa: S310
+            answer = json.load(reply)
+    except urllib.error.HTTPError as error:
+        body = error.read().decode(errors="replace").strip()
+        raise KubeError(f"{address}: HTTP {error.code}: {body}") from error
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        raise KubeError(f"{address}: {getattr(error, 'reason', error)}") from error
+    return [str(line) for line in answer.get("lines") or []]
+
+
+def pod_row(pod: PodObject) -> dict[str, str]:
+    status = pod.get("status") or {}
+    return {
+        "name": pod["metadata"]["name"],
+        "phase": status.get("phase") or "Pending",
+        "node": (pod.get("spec") or {}).get("nodeName") or "<none>",
+        "scheduler": unschedulable_message(pod) or "",
+    }
+
+
+def text(answer: dict[str, Any]) -> list[str]:
+    """The lines `lahar explain` prints (pure)."""
+    job = f" (Job {answer['job']})" if answer["job"] else ""
+    lines = [f"PodGroup {answer['gang']}{job}: {answer['phase']}", f"From the {answer['source']}:"]
+    lines += ["  " + line for line in answer["lines"]]
+    pods = answer["pods"]
+    if pods:
+        lines.append("Pods:")
+        cells = [[p["name"], p["phase"], p["node"]] for p in pods]
+        lines += [
+            "  " + line for line in kubectl.table(("NAME", "PHASE", "NODE"), cells).split("\n")
+        ]
+    said: dict[str, list[str]] = {}
+    for pod in pods:
+        if pod["scheduler"]:
+            said.setdefault(pod["scheduler"], []).append(pod["name"])
+    for message, names in said.items():
+        lines.append(f"kube-scheduler of {_few(names)}: {message}")
+    return lines
+
+
+def _few(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{names[0]} and {len(names) - 1} more"
+
+
+def _annotation(obj: dict[str, Any], key: str) -> str | None:
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
+    return str(value) if value is not None else None
