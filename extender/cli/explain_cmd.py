@@ -7,7 +7,8 @@ what each kind of pending member lacks on the nodes, the queue's share against w
 deserves), and per pod its phase, node and what kube-scheduler last said of it. With
 `--extender URL` it asks the extender's `/debug/explain` instead, live (the fair order's gangs
 ahead of it, the seconds of backoff left); that needs the client certificate kube-scheduler
-calls the extender with (`--cert`, `--key`, and `--cacert` to check the extender's).
+calls the extender with (`--cert`, `--key`; `--cacert` and `--tls-server-name` to check the
+extender's certificate, e.g. through a port-forward).
 
 NAME is a Job (its PodGroup is the one the controller made for it) or else a PodGroup;
 `job/NAME` and `podgroup/NAME` say which.
@@ -16,13 +17,14 @@ NAME is a Job (its PodGroup is the one the controller made for it) or else a Pod
 from __future__ import annotations
 
 import argparse
-import json
+import asyncio
 import ssl
-import urllib.error
 import urllib.parse
-import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import aiohttp
 
 from extender.api.batch import BATCH_API_VERSION, JOB_NAME_KEY
 from extender.api.scheduling import API_VERSION, GROUP_ANNOTATION
@@ -53,6 +55,11 @@ def register(commands: Any) -> None:
     live.add_argument("--cert", type=Path, help="client certificate file (PEM)")
     live.add_argument("--key", type=Path, help="its private key file (PEM)")
     live.add_argument("--cacert", type=Path, help="CA file that signed the extender's certificate")
+    live.add_argument(
+        "--tls-server-name",
+        help="the name to check the extender's certificate against (e.g. "
+        "lahar-extender.lahar-system.svc through a port-forward)",
+    )
     parser.set_defaults(run=_run)
 
 
@@ -72,7 +79,8 @@ def _run(args: argparse.Namespace) -> int:
                 if _annotation(pod, GROUP_ANNOTATION) == name
             ]
     if args.extender:
-        lines = fetch(args.extender, f"{namespace}/{name}", args.cert, args.key, args.cacert)
+        extender = Extender(args.extender, args.cert, args.key, args.cacert, args.tls_server_name)
+        lines = fetch(extender, f"{namespace}/{name}")
         source = f"extender {args.extender}"
     else:
         lines = from_group(group) if group else ["no PodGroup yet: the controller makes it"]
@@ -136,28 +144,46 @@ def from_group(group: dict[str, Any]) -> list[str]:
     return lines + ["  " + part for part in message.split(". ") if part]
 
 
-def fetch(url: str, gang: str, cert: Path | None, key: Path | None, ca: Path | None) -> list[str]:
+@dataclass(frozen=True)
+class Extender:
+    """Where the live answer comes from, and the TLS to reach it with."""
+
+    url: str
+    cert: Path | None = None
+    key: Path | None = None
+    ca: Path | None = None
+    server_name: str | None = None  # the name its certificate carries, when the URL's is not
+
+
+def fetch(extender: Extender, gang: str) -> list[str]:
     """The extender's live explanation of `gang` (its `/debug/explain`)."""
+    url = extender.url.rstrip("/")
     if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
         raise KubeError(f"--extender {url}: expected an http:// or https:// URL")
-    if key is not None and cert is None:
+    if extender.key is not None and extender.cert is None:
         raise KubeError("--key needs --cert (the client certificate it belongs to)")
     try:
-        context = ssl.create_default_context(cafile=str(ca) if ca else None)
-        if cert is not None:
-            context.load_cert_chain(cert, key)
+        context = ssl.create_default_context(cafile=str(extender.ca) if extender.ca else None)
+        if extender.cert is not None:
+            context.load_cert_chain(extender.cert, extender.key)
     except (OSError, ssl.SSLError) as error:
         raise KubeError(f"--cert/--key/--cacert: {error}") from error
-    query = urllib.parse.urlencode({"gang": gang})
-    address = f"{url.rstrip('/')}/debug/explain?{query}"
-    try:  # the scheme is checked above: no file: or custom URL
-        with urllib.request.urlopen(address, context=context, timeout=10) as reply:  # noqa: S310
-            answer = json.load(reply)
-    except urllib.error.HTTPError as error:
-        body = error.read().decode(errors="replace").strip()
-        raise KubeError(f"{address}: HTTP {error.code}: {body}") from error
-    except (urllib.error.URLError, OSError, ValueError) as error:
-        raise KubeError(f"{address}: {getattr(error, 'reason', error)}") from error
+    address = f"{url}/debug/explain?{urllib.parse.urlencode({'gang': gang})}"
+    try:
+        return asyncio.run(_get(address, context, extender.server_name))
+    except (aiohttp.ClientError, TimeoutError, ValueError) as error:
+        raise KubeError(f"{address}: {error or type(error).__name__}") from error
+
+
+async def _get(address: str, context: ssl.SSLContext, server_name: str | None) -> list[str]:
+    timeout = aiohttp.ClientTimeout(total=10)
+    async with (
+        aiohttp.ClientSession(timeout=timeout) as session,
+        session.get(address, ssl=context, server_hostname=server_name) as reply,
+    ):
+        if reply.status != 200:
+            raise KubeError(f"{address}: HTTP {reply.status}: {(await reply.text()).strip()}")
+        answer = await reply.json()
     return [str(line) for line in answer.get("lines") or []]
 
 

@@ -188,6 +188,7 @@ def test_explain_says_why_a_job_waits_from_its_podgroup_and_live_from_the_extend
         *("--extender", extender_url(dev_cluster, "")),
         *("--cert", str(keys.scheduler_client_cert), "--key", str(keys.scheduler_client_key)),
         *("--cacert", str(keys.ca_cert)),
+        *("--tls-server-name", "localhost"),  # a name the extender's certificate carries
     )
     code, out, err = lahar(capsys, "explain", "job/big", *where, *live, "-o", "json")
     assert code == 0, err
