@@ -124,6 +124,17 @@ def test_queues_are_created_closed_opened_listed_and_deleted(
     assert code == 2 and f"Queue {name} not found" in err
 
 
+def submit_waiting_job(
+    kubeconfig: Path, api: k8s.ApiClient, namespace: str, own_nodes: NodeFactory
+) -> tuple[str, ...]:
+    """Job big, 3 pods of 1 cpu all needed, on one 2-cpu node: it waits whole. The flags that
+    reach its namespace."""
+    own_nodes(1, cpu="2")
+    job = make_job("big").ns(namespace).task("main", 3, cpu="1").pinned(TEST_KEY, namespace)
+    submit(api, job.build())
+    return ("--kubeconfig", str(kubeconfig), "-n", namespace)
+
+
 def test_podgroups_are_listed_with_why_they_wait(
     capsys: pytest.CaptureFixture[str],
     kubeconfig: Path,
@@ -131,12 +142,7 @@ def test_podgroups_are_listed_with_why_they_wait(
     namespace: str,
     own_nodes: NodeFactory,
 ) -> None:
-    own_nodes(1, cpu="2")
-    submit(  # 3 pods of 1 cpu, all needed, on one 2-cpu node: it waits whole
-        api,
-        make_job("big").ns(namespace).task("main", 3, cpu="1").pinned(TEST_KEY, namespace).build(),
-    )
-    where = ("--kubeconfig", str(kubeconfig), "-n", namespace)
+    where = submit_waiting_job(kubeconfig, api, namespace, own_nodes)
 
     def waiting() -> dict[str, str] | None:
         out = lahar(capsys, "podgroup", "list", *where, "-o", "wide")[1]
@@ -160,12 +166,7 @@ def test_explain_says_why_a_job_waits_from_its_podgroup_and_live_from_the_extend
     namespace: str,
     own_nodes: NodeFactory,
 ) -> None:
-    own_nodes(1, cpu="2")
-    submit(  # 3 pods of 1 cpu, all needed, on one 2-cpu node: it waits whole
-        api,
-        make_job("big").ns(namespace).task("main", 3, cpu="1").pinned(TEST_KEY, namespace).build(),
-    )
-    where = ("--kubeconfig", str(kubeconfig), "-n", namespace)
+    where = submit_waiting_job(kubeconfig, api, namespace, own_nodes)
 
     def summary() -> str | None:  # the extender's summary, once it is in the PodGroup's status
         out = lahar(capsys, "explain", "big", *where)[1]
