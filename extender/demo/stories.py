@@ -110,9 +110,10 @@ def show_contention(api: k8s.ApiClient, watch: JobWatch, step: Step) -> None:
     waiter = next(n for n in CONTENDERS if n != winner)
     row = watch.records[waiter].row
     assert row is not None
+    why = "\n    ".join(row.waiting_for.split(". "))
     step(
-        f"Job {winner} runs whole; Job {waiter} waits whole with {row.bound} of its pods placed "
-        f"(its PodGroup says why: {row.waiting_for})"
+        f"Job {winner} runs whole; Job {waiter} waits whole with {row.bound} of its pods placed; "
+        f"its PodGroup says why (`lahar explain {waiter} -n {NAMESPACE}` prints it):\n    {why}"
     )
     _finish(api, jobs[winner])
     ended = time.monotonic()
