@@ -23,6 +23,7 @@ and a gang never takes its queue past its capability. Pure.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -196,15 +197,11 @@ class _Claims:
     """What the walk has handed out so far, on top of what admitted gangs reserve."""
 
     def __init__(self, empty: Room, reserved: Mapping[str, Resources]) -> None:
-        self.empty, self.reserved = empty, reserved
         self.claimants: dict[str, list[str]] = {}  # node -> gangs that took capacity on it
-        self.room = self._reserved_room()
-
-    def _reserved_room(self) -> Room:
-        room = self.empty.copy()
-        for node, amount in self.reserved.items():
-            room.hold(node, amount)
-        return room
+        self.reserved = empty.copy()  # what admitted gangs leave; the same the whole walk
+        for node, amount in reserved.items():
+            self.reserved.hold(node, amount)
+        self.room = self.reserved.copy()
 
     def take(self, key: str, node: str, amount: Resources) -> None:
         self.claimants.setdefault(node, []).append(key)
@@ -222,7 +219,7 @@ class _Claims:
             return Turn(gang.key, slots=slots)
         if rejection.cause != "NotEnoughResources" or not self.claimants:
             return Turn(gang.key, rejection=rejection)
-        alone, _ = plan(gang, self._reserved_room())
+        alone, _ = plan(gang, self.reserved)  # (a plan changes nothing in its room)
         if not alone:
             return Turn(gang.key, rejection=rejection)
         ahead = sorted(
@@ -246,19 +243,20 @@ def drain(
     accumulates for it. Returns (what it aims for per node, what is held now)."""
     members, _ = choose(gang)
     nodes, free = left.nodes, left.free  # the schedulable nodes, after what is claimed
-    room = {name: nodes[name].allocatable for name in free}
     kept = set(previous or ())
-
-    def preference(name: str) -> tuple[int, int, int, str]:
-        return (0 if name in kept else 1, -free[name][CPU], -free[name][MEMORY], name)
-
-    ranked = sorted(room, key=preference)
+    first = sorted(
+        (name for name in kept if name in free),
+        key=lambda name: (-free[name][CPU], -free[name][MEMORY], name),
+    )
+    # The previous targets, then the others from the most free: listed only as far as some
+    # member looked (most find a node among the first few), not sorted whole per turn.
+    ranked = _Lazy(itertools.chain(first, (n for n in left.most_free() if n not in kept)))
     target: dict[str, Resources] = {}
     for pod in sorted(members, key=largest_first):
         for name in ranked:
             info = nodes[name]
             after = target.get(name, EMPTY) + pod.request
-            if after.shortfall(room[name]) is None and pod.may_run_on(
+            if after.shortfall(info.allocatable) is None and pod.may_run_on(
                 info.labels, info.taints, name
             ):
                 target[name] = after
@@ -269,3 +267,25 @@ def drain(
         if keep:
             held[name] = keep
     return target, held
+
+
+class _Lazy:
+    """An iterator's items, pulled only as far as some reader went; every reader starts from the
+    first item."""
+
+    __slots__ = ("_items", "_source")
+
+    def __init__(self, source: Iterator[str]) -> None:
+        self._items: list[str] = []
+        self._source = source
+
+    def __iter__(self) -> Iterator[str]:
+        items, index = self._items, 0
+        while True:
+            if index == len(items):
+                item = next(self._source, None)
+                if item is None:
+                    return
+                items.append(item)
+            yield items[index]
+            index += 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 
@@ -192,12 +192,21 @@ class Room:
         taken: dict[str, Resources] = {}  # what this placement left on the nodes it used
         assignment: dict[str, str] = {}
         failures: Counter[str] = Counter()
+        failed: tuple[Pod, str] | None = None  # the last member, if it found no node: and why
         for pod in sorted(members, key=largest_first):
+            if failed is not None and _alike(failed[0], pod):
+                # Nothing changed since its twin found no node (a failure takes nothing): the
+                # same first fit fails for the same reason. Big gangs that do not fit are most
+                # of a walk's members.
+                failures[failed[1]] += 1
+                continue
             fit = self._first_fit(pod, taken)
             if fit is not None:
                 assignment[pod.metadata.uid] = fit
+                failed = None
             else:
-                failures[self._why_not(pod, taken)] += 1
+                failed = (pod, self._why_not(pod, taken))
+                failures[failed[1]] += 1
         return assignment, failures
 
     def _allows(self, pod: Pod, name: str) -> bool:
@@ -236,6 +245,17 @@ class Room:
             return None
         return min(found, key=lambda entry: (-entry[0], -entry[1], entry[2]))[2]
 
+    def most_free(self) -> Iterator[str]:
+        """The nodes from the one with most free cpu, then memory, equals by name."""
+        run: list[str] = []
+        mark: tuple[int, int] | None = None
+        for cpu, memory, name in reversed(self._keys):
+            if (cpu, memory) != mark:
+                yield from reversed(run)
+                run, mark = [], (cpu, memory)
+            run.append(name)
+        yield from reversed(run)
+
     def fitting(self, pod: Pod) -> list[str]:
         """The nodes `pod` alone fits on and may run on."""
         request = pod.request
@@ -245,6 +265,17 @@ class Room:
             for _, _, name in islice(self._keys, first, None)
             if request.shortfall(self.free[name]) is None and self._allows(pod, name)
         ]
+
+
+def _alike(one: Pod, other: Pod) -> bool:
+    """Whether the two pods ask the same of every node: equal requests, no nodeSelector or
+    required node affinity, the same tolerations."""
+    return (
+        one.request == other.request
+        and one.runs_anywhere
+        and other.runs_anywhere
+        and one.spec.tolerations == other.spec.tolerations
+    )
 
 
 def _rank(name: str, free: Resources) -> tuple[int, int, str]:
