@@ -165,22 +165,31 @@ class Room:
         """Whether `place` finds every member a node; stops at the first that has none (no
         reason needed: the victim search asks this hundreds of times a pass)."""
         taken: dict[str, Resources] = {}
-        return all(
-            self._first_fit(pod, taken) is not None for pod in sorted(members, key=largest_first)
-        )
+        last: Pod | None = None
+        at = 0
+        for pod in sorted(members, key=largest_first):
+            at = self._first_fit(pod, taken, at if last is not None and _alike(last, pod) else 0)
+            if at < 0:
+                return False
+            last = pod
+        return True
 
-    def _first_fit(self, pod: Pod, taken: dict[str, Resources]) -> str | None:
-        """The fullest node with room for `pod` that it may run on, counted in `taken`."""
+    def _first_fit(self, pod: Pod, taken: dict[str, Resources], start: int = 0) -> int:
+        """The position in the order of the fullest node with room for `pod` that it may run
+        on, counted in `taken` (-1: none), looking from `start` on: where a member alike it
+        went (the nodes before that did not take its twin and have not changed since)."""
         request = pod.request
         # The order is as it was before this placement, and placing only lowers what is free:
         # no node before the first with enough cpu (as it was) can fit now.
         first = bisect_left(self._keys, (request[CPU],)) if request[CPU] else 0
-        for _, _, name in islice(self._keys, first, None):
-            left = taken[name] if name in taken else self.free[name]
+        keys, free = self._keys, self.free
+        for index in range(max(first, start), len(keys)):
+            name = keys[index][2]
+            left = taken[name] if name in taken else free[name]
             if request.shortfall(left) is None and self._allows(pod, name):  # cheap test first
                 taken[name] = left - request
-                return name
-        return None
+                return index
+        return -1
 
     def place(self, members: list[Pod]) -> tuple[dict[str, str], Counter[str]]:
         """First fit, largest member first, onto the fullest nodes first (binpack's preference),
@@ -192,21 +201,23 @@ class Room:
         taken: dict[str, Resources] = {}  # what this placement left on the nodes it used
         assignment: dict[str, str] = {}
         failures: Counter[str] = Counter()
-        failed: tuple[Pod, str] | None = None  # the last member, if it found no node: and why
+        last: Pod | None = None  # the member placed before, where it went (-1: nowhere), why
+        at, why = 0, ""
         for pod in sorted(members, key=largest_first):
-            if failed is not None and _alike(failed[0], pod):
+            alike = last is not None and _alike(last, pod)
+            if alike and at < 0:
                 # Nothing changed since its twin found no node (a failure takes nothing): the
                 # same first fit fails for the same reason. Big gangs that do not fit are most
                 # of a walk's members.
-                failures[failed[1]] += 1
+                failures[why] += 1
                 continue
-            fit = self._first_fit(pod, taken)
-            if fit is not None:
-                assignment[pod.metadata.uid] = fit
-                failed = None
+            at = self._first_fit(pod, taken, at if alike else 0)
+            last = pod
+            if at >= 0:
+                assignment[pod.metadata.uid] = self._keys[at][2]
             else:
-                failed = (pod, self._why_not(pod, taken))
-                failures[failed[1]] += 1
+                why = self._why_not(pod, taken)
+                failures[why] += 1
         return assignment, failures
 
     def _allows(self, pod: Pod, name: str) -> bool:

@@ -12,7 +12,7 @@ by more. The server evicts them and reports. Pure.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from extender.api.resources import EMPTY, Resources
 from extender.cache.state import ClusterState
@@ -20,8 +20,7 @@ from extender.framework.gang import Gangs
 from extender.framework.gang_types import Order
 from extender.framework.members import WANTS_CAPACITY, GangView, gang_priority, view_gang
 from extender.framework.placement import choose as choose_members
-from extender.framework.placement import fits
-from extender.framework.victims import Rules, Unit, choose, eligible, units_of
+from extender.framework.victims import Rooms, Rules, Unit, choose, eligible, units_of
 
 
 @dataclass(frozen=True)
@@ -48,6 +47,7 @@ class Pool:
 
     units: list[Unit]
     freeing: dict[str, Resources]
+    _rooms: dict[tuple[int, int], Rooms] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, state: ClusterState, gangs: Gangs) -> Pool:
@@ -68,6 +68,20 @@ class Pool:
             node_of = {p.metadata.uid: state.placed_on(p.metadata.uid) or "" for p in view.placed}
             units += units_of(view, gang_priority(state, view), node_of)
         return cls(units, freeing)
+
+    def rooms(self, state: ClusterState, gangs: Gangs) -> Rooms:
+        """The room the nodes leave after what admitted gangs hold, counting what terminating
+        pods free as free (and the rooms without victims built on it): once per cluster state
+        and ledger, not once per gang asked about."""
+        key = (state.generation, gangs.version)
+        rooms = self._rooms.get(key)
+        if rooms is None:
+            after = dict(gangs.reserved())
+            for node, amount in self.freeing.items():
+                after[node] = after.get(node, EMPTY) - amount
+            self._rooms.clear()
+            rooms = self._rooms[key] = Rooms(state.view().nodes, after)
+        return rooms
 
 
 def wanting(order: Order, gangs: Gangs) -> list[str]:
@@ -97,16 +111,19 @@ def victims_for(
     members, _ = choose_members(gang)
     if not members:
         return None
-    nodes = state.view().nodes
-    after = dict(gangs.reserved())
-    for node, amount in pool.freeing.items():
-        after[node] = after.get(node, EMPTY) - amount
-    if fits(members, nodes, after):
+    rooms = pool.rooms(state, gangs)
+    if rooms.base.fits(members):
         return None  # it fits once the terminating pods are gone: wait for them
     others = [unit for unit in pool.units if unit.key != key]
     allowed = eligible(others, gang.queue, gang_priority(state, gang), order.queues, rules)
     victims = choose(
-        members, allowed, nodes, after, queues=order.queues, preemptor_queue=gang.queue
+        members,
+        allowed,
+        rooms.base.nodes,
+        rooms.reserved,
+        queues=order.queues,
+        preemptor_queue=gang.queue,
+        rooms=rooms,
     )
     return Preemption(gang, victims) if victims else None
 
