@@ -2,8 +2,9 @@
 
 `view_gang` sorts a gang's pods into placed (counted on a node: bound, or assumed by Lahar's bind),
 pending, succeeded and failed; `GangView` answers the gang rules' questions about them (how many
-are ready, does the gang stand) and `gang_priority` its priority. A `Rejection` is a refusal as a
-value: a short cause for metrics and conditions, and the message a user reads. Pure.
+are ready, does the gang stand, which pending members a plan places) and `gang_priority` its
+priority. A `Rejection` is a refusal as a value: a short cause for metrics and conditions, and the
+message a user reads. Pure.
 """
 
 from __future__ import annotations
@@ -64,6 +65,32 @@ class GangView:
         tasks = self.group.spec.min_task_member if self.group is not None else {}
         ready = self.ready_per_task
         return all(ready[task] >= wanted for task, wanted in tasks.items())
+
+    @cached_property
+    def to_plan(self) -> tuple[list[Pod], Rejection | None]:
+        """The pending members a plan places: each task's shortfall of `minTaskMember` first,
+        then up to minMember; or why there are too few. Kept with the view: every walk plans
+        each waiting gang again."""
+        assert self.group is not None
+        spec = self.group.spec
+        placed_per_task = self.ready_per_task
+        chosen: list[Pod] = []
+        for task, wanted in sorted(spec.min_task_member.items()):
+            need = wanted - placed_per_task[task]
+            if need <= 0:
+                continue
+            of_task = [pod for pod in self.pending if task_of(pod) == task]
+            if len(of_task) < need:
+                have = placed_per_task[task] + len(of_task)
+                message = f"gang {self.key}: task {task} has {have} of the {wanted} pods it needs"
+                return [], Rejection("NotEnoughPodsOfTask", message)
+            chosen.extend(of_task[:need])
+        rest = self.pending
+        if chosen:
+            taken = {pod.metadata.uid for pod in chosen}
+            rest = [pod for pod in rest if pod.metadata.uid not in taken]
+        chosen.extend(rest[: max(0, self.min_member - self.ready - len(chosen))])
+        return chosen, None
 
 
 def view_gang(state: ClusterState, key: str) -> GangView:

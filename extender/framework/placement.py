@@ -17,7 +17,6 @@ from itertools import islice
 from extender.api.objects import Pod
 from extender.api.quantity import format_units
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
-from extender.api.scheduling import task_of
 from extender.cache.snapshot import NodeInfo
 from extender.framework.members import GangView, Rejection
 
@@ -54,25 +53,9 @@ def plan(gang: GangView, room: Room) -> tuple[dict[str, Slot], Rejection | None]
 
 
 def choose(gang: GangView) -> tuple[list[Pod], Rejection | None]:
-    """The pending members to plan: each task's shortfall first, then up to minMember."""
-    assert gang.group is not None
-    spec = gang.group.spec
-    placed_per_task = gang.ready_per_task
-    chosen: list[Pod] = []
-    for task, wanted in sorted(spec.min_task_member.items()):
-        need = wanted - placed_per_task[task]
-        if need <= 0:
-            continue
-        of_task = [pod for pod in gang.pending if task_of(pod) == task]
-        if len(of_task) < need:
-            have = placed_per_task[task] + len(of_task)
-            message = f"gang {gang.key}: task {task} has {have} of the {wanted} pods it needs"
-            return [], Rejection("NotEnoughPodsOfTask", message)
-        chosen.extend(of_task[:need])
-    taken = {pod.metadata.uid for pod in chosen}
-    rest = [pod for pod in gang.pending if pod.metadata.uid not in taken]
-    chosen.extend(rest[: max(0, gang.min_member - gang.ready - len(chosen))])
-    return chosen, None
+    """The pending members to plan: each task's shortfall first, then up to minMember
+    (`GangView.to_plan`: worked out once per view, walk after walk; not to be changed)."""
+    return gang.to_plan
 
 
 def min_resources_shortfall(gang: GangView, room: Room) -> Rejection | None:
