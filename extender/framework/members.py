@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from extender.api.objects import Pod
-from extender.api.resources import EMPTY, Resources
+from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.api.scheduling import DEFAULT_QUEUE, PodGroup, task_of
 from extender.cache.state import ClusterState
 
@@ -67,10 +68,10 @@ class GangView:
         return all(ready[task] >= wanted for task, wanted in tasks.items())
 
     @cached_property
-    def to_plan(self) -> tuple[list[Pod], Rejection | None]:
+    def to_plan(self) -> tuple[Planned, Rejection | None]:
         """The pending members a plan places: each task's shortfall of `minTaskMember` first,
-        then up to minMember; or why there are too few. Kept with the view: every walk plans
-        each waiting gang again."""
+        then up to minMember, in the order plans place them; or why there are too few. Kept
+        with the view: every walk plans each waiting gang again."""
         assert self.group is not None
         spec = self.group.spec
         placed_per_task = self.ready_per_task
@@ -83,14 +84,40 @@ class GangView:
             if len(of_task) < need:
                 have = placed_per_task[task] + len(of_task)
                 message = f"gang {self.key}: task {task} has {have} of the {wanted} pods it needs"
-                return [], Rejection("NotEnoughPodsOfTask", message)
+                return Planned(()), Rejection("NotEnoughPodsOfTask", message)
             chosen.extend(of_task[:need])
         rest = self.pending
         if chosen:
             taken = {pod.metadata.uid for pod in chosen}
             rest = [pod for pod in rest if pod.metadata.uid not in taken]
         chosen.extend(rest[: max(0, self.min_member - self.ready - len(chosen))])
-        return chosen, None
+        return Planned(chosen), None
+
+
+class Planned(list[Pod]):
+    """Pods in the order plans place them (`largest_first`), each noted as `alike` the one
+    before it or not: a plan that sees a member fail, or fit, knows the next alike one without
+    comparing them again. Sorted and compared once, where the list is kept."""
+
+    def __init__(self, pods: Iterable[Pod]) -> None:
+        super().__init__(sorted(pods, key=largest_first))
+        self.alike = [index > 0 and alike(self[index - 1], pod) for index, pod in enumerate(self)]
+
+
+def largest_first(pod: Pod) -> tuple[int, int, str]:
+    """Sort key: the pods hardest to place first (most cpu, then memory), then by name."""
+    return (-pod.request[CPU], -pod.request[MEMORY], pod.metadata.name)
+
+
+def alike(one: Pod, other: Pod) -> bool:
+    """Whether the two pods ask the same of every node: equal requests, no nodeSelector or
+    required node affinity, the same tolerations."""
+    return (
+        one.request == other.request
+        and one.runs_anywhere
+        and other.runs_anywhere
+        and one.spec.tolerations == other.spec.tolerations
+    )
 
 
 def view_gang(state: ClusterState, key: str) -> GangView:

@@ -31,7 +31,7 @@ from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo
 from extender.framework.fairness import dominant_share, share
 from extender.framework.members import WANTS_CAPACITY, GangView, Rejection
-from extender.framework.placement import Room, Slot, choose, largest_first, plan
+from extender.framework.placement import Room, Slot, choose, plan
 from extender.framework.queues import QueueView
 
 
@@ -209,11 +209,12 @@ class _Claims:
 
     def turn(self, gang: GangView, view: QueueView, allocated: Resources) -> Turn:
         """The gang's turn on what is left: its slots, or why it waits."""
-        members, _ = choose(gang)
-        wanted = sum((pod.request for pod in members), EMPTY)
-        refusal = view.capability_refusal(gang.key, wanted, allocated)
-        if refusal is not None:
-            return Turn(gang.key, rejection=refusal)
+        if view.queue.spec.capability:  # (none: nothing to refuse, no sum to make)
+            members, _ = choose(gang)
+            wanted = sum((pod.request for pod in members), EMPTY)
+            refusal = view.capability_refusal(gang.key, wanted, allocated)
+            if refusal is not None:
+                return Turn(gang.key, rejection=refusal)
         slots, rejection = plan(gang, self.room)
         if rejection is None:
             return Turn(gang.key, slots=slots)
@@ -252,7 +253,7 @@ def drain(
     # member looked (most find a node among the first few), not sorted whole per turn.
     ranked = _Lazy(itertools.chain(first, (n for n in left.most_free() if n not in kept)))
     target: dict[str, Resources] = {}
-    for pod in sorted(members, key=largest_first):
+    for pod in members:  # largest first
         for name in ranked:
             info = nodes[name]
             after = target.get(name, EMPTY) + pod.request

@@ -18,7 +18,7 @@ from extender.api.objects import Pod
 from extender.api.quantity import format_units
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo
-from extender.framework.members import GangView, Rejection
+from extender.framework.members import GangView, Planned, Rejection
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ def plan(gang: GangView, room: Room) -> tuple[dict[str, Slot], Rejection | None]
     return {uid: Slot(node, requests[uid]) for uid, node in assignment.items()}, None
 
 
-def choose(gang: GangView) -> tuple[list[Pod], Rejection | None]:
+def choose(gang: GangView) -> tuple[Planned, Rejection | None]:
     """The pending members to plan: each task's shortfall first, then up to minMember
     (`GangView.to_plan`: worked out once per view, walk after walk; not to be changed)."""
     return gang.to_plan
@@ -147,14 +147,13 @@ class Room:
     def fits(self, members: Sequence[Pod]) -> bool:
         """Whether `place` finds every member a node; stops at the first that has none (no
         reason needed: the victim search asks this hundreds of times a pass)."""
+        ordered = members if isinstance(members, Planned) else Planned(members)
         taken: dict[str, Resources] = {}
-        last: Pod | None = None
         at = 0
-        for pod in sorted(members, key=largest_first):
-            at = self._first_fit(pod, taken, at if last is not None and _alike(last, pod) else 0)
+        for pod, alike in zip(ordered, ordered.alike, strict=True):
+            at = self._first_fit(pod, taken, at if alike else 0)
             if at < 0:
                 return False
-            last = pod
         return True
 
     def _first_fit(self, pod: Pod, taken: dict[str, Resources], start: int = 0) -> int:
@@ -181,13 +180,12 @@ class Room:
 
         Returns member uid -> node, and per cause ("Insufficient cpu", or no node the member may
         run on) how many members found no node."""
+        ordered = members if isinstance(members, Planned) else Planned(members)
         taken: dict[str, Resources] = {}  # what this placement left on the nodes it used
         assignment: dict[str, str] = {}
         failures: Counter[str] = Counter()
-        last: Pod | None = None  # the member placed before, where it went (-1: nowhere), why
-        at, why = 0, ""
-        for pod in sorted(members, key=largest_first):
-            alike = last is not None and _alike(last, pod)
+        at, why = 0, ""  # where the member before went (-1: nowhere), and why
+        for pod, alike in zip(ordered, ordered.alike, strict=True):
             if alike and at < 0:
                 # Nothing changed since its twin found no node (a failure takes nothing): the
                 # same first fit fails for the same reason. Big gangs that do not fit are most
@@ -195,7 +193,6 @@ class Room:
                 failures[why] += 1
                 continue
             at = self._first_fit(pod, taken, at if alike else 0)
-            last = pod
             if at >= 0:
                 assignment[pod.metadata.uid] = self._keys[at][2]
             else:
@@ -261,21 +258,5 @@ class Room:
         ]
 
 
-def _alike(one: Pod, other: Pod) -> bool:
-    """Whether the two pods ask the same of every node: equal requests, no nodeSelector or
-    required node affinity, the same tolerations."""
-    return (
-        one.request == other.request
-        and one.runs_anywhere
-        and other.runs_anywhere
-        and one.spec.tolerations == other.spec.tolerations
-    )
-
-
 def _rank(name: str, free: Resources) -> tuple[int, int, str]:
     return (free[CPU], free[MEMORY], name)
-
-
-def largest_first(pod: Pod) -> tuple[int, int, str]:
-    """Sort key: the pods hardest to place first (most cpu, then memory), then by name."""
-    return (-pod.request[CPU], -pod.request[MEMORY], pod.metadata.name)
