@@ -95,13 +95,18 @@ class GangView:
 
 
 class Planned(list[Pod]):
-    """Pods in the order plans place them (`largest_first`), each noted as `alike` the one
-    before it or not: a plan that sees a member fail, or fit, knows the next alike one without
-    comparing them again. Sorted and compared once, where the list is kept."""
+    """Pods in the order plans place them (`largest_first`), in `runs` of pods `alike` (as
+    slices: start, end): a plan places a run node by node, as many as fit at once, instead of
+    pod by pod. Sorted and compared once, where the list is kept."""
 
     def __init__(self, pods: Iterable[Pod]) -> None:
         super().__init__(sorted(pods, key=largest_first))
-        self.alike = [index > 0 and alike(self[index - 1], pod) for index, pod in enumerate(self)]
+        self.runs: list[tuple[int, int]] = []
+        start = 0
+        for index in range(1, len(self) + 1):
+            if index == len(self) or not alike(self[index - 1], self[index]):
+                self.runs.append((start, index))
+                start = index
 
 
 def largest_first(pod: Pod) -> tuple[int, int, str]:

@@ -149,29 +149,7 @@ class Room:
         reason needed: the victim search asks this hundreds of times a pass)."""
         ordered = members if isinstance(members, Planned) else Planned(members)
         taken: dict[str, Resources] = {}
-        at = 0
-        for pod, alike in zip(ordered, ordered.alike, strict=True):
-            at = self._first_fit(pod, taken, at if alike else 0)
-            if at < 0:
-                return False
-        return True
-
-    def _first_fit(self, pod: Pod, taken: dict[str, Resources], start: int = 0) -> int:
-        """The position in the order of the fullest node with room for `pod` that it may run
-        on, counted in `taken` (-1: none), looking from `start` on: where a member alike it
-        went (the nodes before that did not take its twin and have not changed since)."""
-        request = pod.request
-        # The order is as it was before this placement, and placing only lowers what is free:
-        # no node before the first with enough cpu (as it was) can fit now.
-        first = bisect_left(self._keys, (request[CPU],)) if request[CPU] else 0
-        keys, free = self._keys, self.free
-        for index in range(max(first, start), len(keys)):
-            name = keys[index][2]
-            left = taken[name] if name in taken else free[name]
-            if request.shortfall(left) is None and self._allows(pod, name):  # cheap test first
-                taken[name] = left - request
-                return index
-        return -1
+        return all(self._place_run(ordered[s:e], taken) == 0 for s, e in ordered.runs)
 
     def place(self, members: list[Pod]) -> tuple[dict[str, str], Counter[str]]:
         """First fit, largest member first, onto the fullest nodes first (binpack's preference),
@@ -184,21 +162,55 @@ class Room:
         taken: dict[str, Resources] = {}  # what this placement left on the nodes it used
         assignment: dict[str, str] = {}
         failures: Counter[str] = Counter()
-        at, why = 0, ""  # where the member before went (-1: nowhere), and why
-        for pod, alike in zip(ordered, ordered.alike, strict=True):
-            if alike and at < 0:
-                # Nothing changed since its twin found no node (a failure takes nothing): the
-                # same first fit fails for the same reason. Big gangs that do not fit are most
-                # of a walk's members.
-                failures[why] += 1
-                continue
-            at = self._first_fit(pod, taken, at if alike else 0)
-            if at >= 0:
-                assignment[pod.metadata.uid] = self._keys[at][2]
-            else:
-                why = self._why_not(pod, taken)
-                failures[why] += 1
+        for start, end in ordered.runs:
+            run = ordered[start:end]
+            missing = self._place_run(run, taken, assignment)
+            if missing:
+                failures[self._why_not(run[0], taken)] += missing
         return assignment, failures
+
+    def _place_run(
+        self,
+        run: Sequence[Pod],
+        taken: dict[str, Resources],
+        assignment: dict[str, str] | None = None,
+    ) -> int:
+        """First fit for pods alike (`members.alike`), counted in `taken` and noted in
+        `assignment`; how many found no node. The fullest node that takes one takes as many as
+        fit before the next is looked for (first fit pod by pod would put them there too:
+        the nodes before it did not take the first and have not changed), and once one finds
+        no node the rest find none either (a failure takes nothing)."""
+        pod = run[0]
+        request = pod.request
+        placed = at = 0
+        while placed < len(run):
+            at = self._first_fit(pod, taken, at)
+            if at < 0:
+                return len(run) - placed
+            name = self._keys[at][2]
+            left = taken[name] if name in taken else self.free[name]
+            count = min(len(run) - placed, request.times_in(left))
+            taken[name] = left - request.times(count)
+            if assignment is not None:
+                for member in run[placed : placed + count]:
+                    assignment[member.metadata.uid] = name
+            placed += count
+        return 0
+
+    def _first_fit(self, pod: Pod, taken: Mapping[str, Resources], start: int = 0) -> int:
+        """The position in the order of the fullest node with room for `pod` that it may run
+        on, after what `taken` counts (-1: none), looking from `start` on."""
+        request = pod.request
+        # The order is as it was before this placement, and placing only lowers what is free:
+        # no node before the first with enough cpu (as it was) can fit now.
+        first = bisect_left(self._keys, (request[CPU],)) if request[CPU] else 0
+        keys, free = self._keys, self.free
+        for index in range(max(first, start), len(keys)):
+            name = keys[index][2]
+            left = taken[name] if name in taken else free[name]
+            if request.shortfall(left) is None and self._allows(pod, name):  # cheap test first
+                return index
+        return -1
 
     def _allows(self, pod: Pod, name: str) -> bool:
         info = self.nodes[name]
