@@ -128,10 +128,12 @@ class Resources(Mapping[str, int]):
     def times_in(self, free: Mapping[str, int]) -> int:
         """How many times over this fits in `free` (0 when it does not fit once; when it asks
         for nothing, more than anyone counts)."""
-        return min(
-            (max(0, free.get(k, 0)) // v for k, v in self._amounts.items() if v > 0),
-            default=sys.maxsize,
-        )
+        most = sys.maxsize
+        for name, amount in self._amounts.items():
+            if amount > 0:
+                times = free.get(name, 0) // amount
+                most = min(most, times)
+        return max(most, 0)
 
     def shortfall(self, free: Mapping[str, int]) -> str | None:
         """The first resource (by name) of which this asks more than `free` has, else None."""

@@ -189,7 +189,7 @@ class Room:
                 return len(run) - placed
             name = self._keys[at][2]
             left = taken[name] if name in taken else self.free[name]
-            count = min(len(run) - placed, request.times_in(left))
+            count = 1 if placed + 1 == len(run) else min(len(run) - placed, request.times_in(left))
             taken[name] = left - request.times(count)
             if assignment is not None:
                 for member in run[placed : placed + count]:
