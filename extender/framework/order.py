@@ -215,13 +215,16 @@ class _Claims:
             refusal = view.capability_refusal(gang.key, wanted, allocated)
             if refusal is not None:
                 return Turn(gang.key, rejection=refusal)
-        slots, rejection = plan(gang, self.room)
+        # With gangs ahead holding capacity, a gang that does not fit is most often told they
+        # come first (Queued): why it does not fit in words is worked out only if not.
+        slots, rejection = plan(gang, self.room, explain=not self.claimants)
         if rejection is None:
             return Turn(gang.key, slots=slots)
         if rejection.cause != "NotEnoughResources" or not self.claimants:
             return Turn(gang.key, rejection=rejection)
-        alone, _ = plan(gang, self.reserved)  # (a plan changes nothing in its room)
+        alone, _ = plan(gang, self.reserved, explain=False)  # (a plan changes nothing held)
         if not alone:
+            _, rejection = plan(gang, self.room)
             return Turn(gang.key, rejection=rejection)
         ahead = sorted(
             {k for slot in alone.values() for k in self.claimants.get(slot.node, [])}

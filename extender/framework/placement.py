@@ -27,8 +27,12 @@ class Slot:
     request: Resources
 
 
-def plan(gang: GangView, room: Room) -> tuple[dict[str, Slot], Rejection | None]:
-    """Slots for the members the gang still needs in `room`, or why they do not fit."""
+def plan(
+    gang: GangView, room: Room, *, explain: bool = True
+) -> tuple[dict[str, Slot], Rejection | None]:
+    """Slots for the members the gang still needs in `room`, or why they do not fit. Without
+    `explain`, a refusal for want of room (NotEnoughResources) has no message and is found at
+    the first member with no node: for a caller that only needs to know."""
     assert gang.group is not None
     spec, key = gang.group.spec, gang.key
     existing = gang.ready + len(gang.pending)
@@ -42,7 +46,9 @@ def plan(gang: GangView, room: Room) -> tuple[dict[str, Slot], Rejection | None]
         short = min_resources_shortfall(gang, room)
         if short is not None:
             return {}, short
-    assignment, failures = room.place(chosen)
+    assignment, failures = room.place(chosen, explain=explain)
+    if failures and not explain:
+        return {}, Rejection("NotEnoughResources", "")
     if failures:
         missing = sum(failures.values())
         why = ", ".join(sorted(failures))
@@ -151,13 +157,16 @@ class Room:
         taken: dict[str, Resources] = {}
         return all(self._place_run(ordered[s:e], taken) == 0 for s, e in ordered.runs)
 
-    def place(self, members: list[Pod]) -> tuple[dict[str, str], Counter[str]]:
+    def place(
+        self, members: list[Pod], *, explain: bool = True
+    ) -> tuple[dict[str, str], Counter[str]]:
         """First fit, largest member first, onto the fullest nodes first (binpack's preference),
         on nodes the member may run on (nodeSelector, required node affinity, taints). Changes
         nothing held.
 
         Returns member uid -> node, and per cause ("Insufficient cpu", or no node the member may
-        run on) how many members found no node."""
+        run on) how many members found no node; without `explain`, it stops at the first
+        member with no node and counts the members of its kind under "" instead."""
         ordered = members if isinstance(members, Planned) else Planned(members)
         taken: dict[str, Resources] = {}  # what this placement left on the nodes it used
         assignment: dict[str, str] = {}
@@ -165,6 +174,9 @@ class Room:
         for start, end in ordered.runs:
             run = ordered[start:end]
             missing = self._place_run(run, taken, assignment)
+            if missing and not explain:
+                failures[""] += missing
+                break
             if missing:
                 failures[self._why_not(run[0], taken)] += missing
         return assignment, failures
