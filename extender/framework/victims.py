@@ -52,6 +52,14 @@ class Unit:
     def cost(self) -> tuple[int, int, int]:
         return cost(pod for pod, _ in self.pods)
 
+    @cached_property
+    def by_node(self) -> dict[str, Resources]:
+        """What its pods request, per node they are on."""
+        freed: dict[str, Resources] = {}
+        for pod, node in self.pods:
+            freed[node] = freed.get(node, EMPTY) + pod.request
+        return freed
+
 
 @dataclass(frozen=True)
 class Rules:
@@ -263,8 +271,18 @@ def _fits(members: Sequence[Pod], chosen: Sequence[Unit], base: Room) -> bool:
 
 
 def _freed(chosen: Sequence[Unit], base: Room) -> Room:
-    """A copy of `base` with the pods of `chosen` evicted."""
+    """A copy of `base` with the pods of `chosen` evicted: what they free summed per node and
+    freed once per node when no gang is named twice (then no pod is), else pod by pod, each
+    pod once."""
     room = base.copy()
+    if len({unit.key for unit in chosen}) == len(chosen):
+        freed: dict[str, Resources] = {}
+        for unit in chosen:
+            for node, amount in unit.by_node.items():
+                freed[node] = freed.get(node, EMPTY) + amount
+        for node, amount in freed.items():
+            room.hold(node, EMPTY - amount)
+        return room
     seen: set[str] = set()
     for unit in chosen:
         for pod, node in unit.pods:
