@@ -31,7 +31,7 @@ from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo
 from extender.framework.fairness import dominant_share, share
 from extender.framework.members import WANTS_CAPACITY, GangView, Rejection
-from extender.framework.placement import Room, Slot, choose, plan
+from extender.framework.placement import Room, Slot, choose, nodes_used, plan
 from extender.framework.queues import QueueView
 
 
@@ -222,12 +222,12 @@ class _Claims:
             return Turn(gang.key, slots=slots)
         if rejection.cause != "NotEnoughResources" or not self.claimants:
             return Turn(gang.key, rejection=rejection)
-        alone, _ = plan(gang, self.reserved, explain=False)  # (a plan changes nothing held)
+        alone = nodes_used(gang, self.reserved)  # (a plan changes nothing held)
         if not alone:
             _, rejection = plan(gang, self.room)
             return Turn(gang.key, rejection=rejection)
         ahead = sorted(
-            {k for slot in alone.values() for k in self.claimants.get(slot.node, [])}
+            {k for node in alone for k in self.claimants.get(node, [])}
             or {k for keys in self.claimants.values() for k in keys}
         )
         named = ", ".join(ahead[:3]) + (f" and {len(ahead) - 3} more" if len(ahead) > 3 else "")
@@ -260,8 +260,9 @@ def drain(
         for name in ranked:
             info = nodes[name]
             after = target.get(name, EMPTY) + pod.request
-            if after.shortfall(info.allocatable) is None and pod.may_run_on(
-                info.labels, info.taints, name
+            if after.shortfall(info.allocatable) is None and (
+                (pod.runs_anywhere and not info.taints)
+                or pod.may_run_on(info.labels, info.taints, name)
             ):
                 target[name] = after
                 break

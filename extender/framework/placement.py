@@ -58,6 +58,21 @@ def plan(
     return {uid: Slot(node, requests[uid]) for uid, node in assignment.items()}, None
 
 
+def nodes_used(gang: GangView, room: Room) -> set[str] | None:
+    """The nodes `plan` would put the gang's members on in `room` (None when it refuses):
+    whether the gang fits, and where, without its slots."""
+    assert gang.group is not None
+    spec = gang.group.spec
+    if gang.ready + len(gang.pending) < spec.min_member:
+        return None
+    chosen, reason = choose(gang)
+    if reason is not None:
+        return None
+    if spec.min_resources and min_resources_shortfall(gang, room) is not None:
+        return None
+    return room.nodes_for(chosen)
+
+
 def choose(gang: GangView) -> tuple[Planned, Rejection | None]:
     """The pending members to plan: each task's shortfall first, then up to minMember
     (`GangView.to_plan`: worked out once per view, walk after walk; not to be changed)."""
@@ -157,6 +172,16 @@ class Room:
         taken: dict[str, Resources] = {}
         return all(self._place_run(ordered[s:e], taken) == 0 for s, e in ordered.runs)
 
+    def nodes_for(self, members: Sequence[Pod]) -> set[str] | None:
+        """The nodes `place` puts the members on; None when some member finds none."""
+        ordered = members if isinstance(members, Planned) else Planned(members)
+        used: set[str] = set()
+        taken: dict[str, Resources] = {}
+        for start, end in ordered.runs:
+            if self._place_run(ordered[start:end], taken, used=used):
+                return None
+        return used
+
     def place(
         self, members: list[Pod], *, explain: bool = True
     ) -> tuple[dict[str, str], Counter[str]]:
@@ -186,12 +211,15 @@ class Room:
         run: Sequence[Pod],
         taken: dict[str, Resources],
         assignment: dict[str, str] | None = None,
+        *,
+        used: set[str] | None = None,
     ) -> int:
         """First fit for pods alike (`members.alike`), counted in `taken` and noted in
-        `assignment`; how many found no node. The fullest node that takes one takes as many as
-        fit before the next is looked for (first fit pod by pod would put them there too:
-        the nodes before it did not take the first and have not changed), and once one finds
-        no node the rest find none either (a failure takes nothing)."""
+        `assignment` (or only the nodes, in `used`); how many found no node. The fullest node
+        that takes one takes as many as fit before the next is looked for (first fit pod by pod
+        would put them there too: the nodes before it did not take the first and have not
+        changed), and once one finds no node the rest find none either (a failure takes
+        nothing)."""
         pod = run[0]
         request = pod.request
         placed = at = 0
@@ -206,6 +234,8 @@ class Room:
             if assignment is not None:
                 for member in run[placed : placed + count]:
                     assignment[member.metadata.uid] = name
+            if used is not None:
+                used.add(name)
             placed += count
         return 0
 
