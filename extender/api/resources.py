@@ -9,6 +9,7 @@ failure like "not enough cpu".
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Mapping
 from typing import Self
 
@@ -117,6 +118,22 @@ class Resources(Mapping[str, int]):
     def replace(self, other: Resources) -> Resources:
         """These amounts with every resource named in `other` taken from `other`."""
         return Resources({**self._amounts, **other._amounts})
+
+    def times(self, factor: int) -> Resources:
+        """Every amount `factor` (a positive whole number) times over."""
+        if factor == 1:
+            return self
+        return Resources._of({k: v * factor for k, v in self._amounts.items()})
+
+    def times_in(self, free: Mapping[str, int]) -> int:
+        """How many times over this fits in `free` (0 when it does not fit once; when it asks
+        for nothing, more than anyone counts)."""
+        most = sys.maxsize
+        for name, amount in self._amounts.items():
+            if amount > 0:
+                times = free.get(name, 0) // amount
+                most = min(most, times)
+        return max(most, 0)
 
     def shortfall(self, free: Mapping[str, int]) -> str | None:
         """The first resource (by name) of which this asks more than `free` has, else None."""

@@ -2,19 +2,21 @@
 
 `view_gang` sorts a gang's pods into placed (counted on a node: bound, or assumed by Lahar's bind),
 pending, succeeded and failed; `GangView` answers the gang rules' questions about them (how many
-are ready, does the gang stand) and `gang_priority` its priority. A `Rejection` is a refusal as a
-value: a short cause for metrics and conditions, and the message a user reads. Pure.
+are ready, does the gang stand, which pending members a plan places) and `gang_priority` its
+priority. A `Rejection` is a refusal as a value: a short cause for metrics and conditions, and the
+message a user reads. Pure.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from extender.api.objects import Pod
-from extender.api.resources import EMPTY, Resources
+from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.api.scheduling import DEFAULT_QUEUE, PodGroup, task_of
 from extender.cache.state import ClusterState
 
@@ -64,6 +66,63 @@ class GangView:
         tasks = self.group.spec.min_task_member if self.group is not None else {}
         ready = self.ready_per_task
         return all(ready[task] >= wanted for task, wanted in tasks.items())
+
+    @cached_property
+    def to_plan(self) -> tuple[Planned, Rejection | None]:
+        """The pending members a plan places: each task's shortfall of `minTaskMember` first,
+        then up to minMember, in the order plans place them; or why there are too few. Kept
+        with the view: every walk plans each waiting gang again."""
+        assert self.group is not None
+        spec = self.group.spec
+        placed_per_task = self.ready_per_task
+        chosen: list[Pod] = []
+        for task, wanted in sorted(spec.min_task_member.items()):
+            need = wanted - placed_per_task[task]
+            if need <= 0:
+                continue
+            of_task = [pod for pod in self.pending if task_of(pod) == task]
+            if len(of_task) < need:
+                have = placed_per_task[task] + len(of_task)
+                message = f"gang {self.key}: task {task} has {have} of the {wanted} pods it needs"
+                return Planned(()), Rejection("NotEnoughPodsOfTask", message)
+            chosen.extend(of_task[:need])
+        rest = self.pending
+        if chosen:
+            taken = {pod.metadata.uid for pod in chosen}
+            rest = [pod for pod in rest if pod.metadata.uid not in taken]
+        chosen.extend(rest[: max(0, self.min_member - self.ready - len(chosen))])
+        return Planned(chosen), None
+
+
+class Planned(list[Pod]):
+    """Pods in the order plans place them (`largest_first`), in `runs` of pods `alike` (as
+    slices: start, end): a plan places a run node by node, as many as fit at once, instead of
+    pod by pod. Sorted and compared once, where the list is kept."""
+
+    def __init__(self, pods: Iterable[Pod]) -> None:
+        super().__init__(sorted(pods, key=largest_first))
+        self.runs: list[tuple[int, int]] = []
+        start = 0
+        for index in range(1, len(self) + 1):
+            if index == len(self) or not alike(self[index - 1], self[index]):
+                self.runs.append((start, index))
+                start = index
+
+
+def largest_first(pod: Pod) -> tuple[int, int, str]:
+    """Sort key: the pods hardest to place first (most cpu, then memory), then by name."""
+    return (-pod.request[CPU], -pod.request[MEMORY], pod.metadata.name)
+
+
+def alike(one: Pod, other: Pod) -> bool:
+    """Whether the two pods ask the same of every node: equal requests, no nodeSelector or
+    required node affinity, the same tolerations."""
+    return (
+        one.request == other.request
+        and one.runs_anywhere
+        and other.runs_anywhere
+        and one.spec.tolerations == other.spec.tolerations
+    )
 
 
 def view_gang(state: ClusterState, key: str) -> GangView:

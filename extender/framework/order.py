@@ -23,6 +23,7 @@ and a gang never takes its queue past its capability. Pure.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -30,7 +31,7 @@ from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo
 from extender.framework.fairness import dominant_share, share
 from extender.framework.members import WANTS_CAPACITY, GangView, Rejection
-from extender.framework.placement import Room, Slot, choose, largest_first, plan
+from extender.framework.placement import Room, Slot, choose, nodes_used, plan
 from extender.framework.queues import QueueView
 
 
@@ -196,15 +197,11 @@ class _Claims:
     """What the walk has handed out so far, on top of what admitted gangs reserve."""
 
     def __init__(self, empty: Room, reserved: Mapping[str, Resources]) -> None:
-        self.empty, self.reserved = empty, reserved
         self.claimants: dict[str, list[str]] = {}  # node -> gangs that took capacity on it
-        self.room = self._reserved_room()
-
-    def _reserved_room(self) -> Room:
-        room = self.empty.copy()
-        for node, amount in self.reserved.items():
-            room.hold(node, amount)
-        return room
+        self.reserved = empty.copy()  # what admitted gangs leave; the same the whole walk
+        for node, amount in reserved.items():
+            self.reserved.hold(node, amount)
+        self.room = self.reserved.copy()
 
     def take(self, key: str, node: str, amount: Resources) -> None:
         self.claimants.setdefault(node, []).append(key)
@@ -212,21 +209,25 @@ class _Claims:
 
     def turn(self, gang: GangView, view: QueueView, allocated: Resources) -> Turn:
         """The gang's turn on what is left: its slots, or why it waits."""
-        members, _ = choose(gang)
-        wanted = sum((pod.request for pod in members), EMPTY)
-        refusal = view.capability_refusal(gang.key, wanted, allocated)
-        if refusal is not None:
-            return Turn(gang.key, rejection=refusal)
-        slots, rejection = plan(gang, self.room)
+        if view.queue.spec.capability:  # (none: nothing to refuse, no sum to make)
+            members, _ = choose(gang)
+            wanted = sum((pod.request for pod in members), EMPTY)
+            refusal = view.capability_refusal(gang.key, wanted, allocated)
+            if refusal is not None:
+                return Turn(gang.key, rejection=refusal)
+        # With gangs ahead holding capacity, a gang that does not fit is most often told they
+        # come first (Queued): why it does not fit in words is worked out only if not.
+        slots, rejection = plan(gang, self.room, explain=not self.claimants)
         if rejection is None:
             return Turn(gang.key, slots=slots)
         if rejection.cause != "NotEnoughResources" or not self.claimants:
             return Turn(gang.key, rejection=rejection)
-        alone, _ = plan(gang, self._reserved_room())
+        alone = nodes_used(gang, self.reserved)  # (a plan changes nothing held)
         if not alone:
+            _, rejection = plan(gang, self.room)
             return Turn(gang.key, rejection=rejection)
         ahead = sorted(
-            {k for slot in alone.values() for k in self.claimants.get(slot.node, [])}
+            {k for node in alone for k in self.claimants.get(node, [])}
             or {k for keys in self.claimants.values() for k in keys}
         )
         named = ", ".join(ahead[:3]) + (f" and {len(ahead) - 3} more" if len(ahead) > 3 else "")
@@ -246,20 +247,22 @@ def drain(
     accumulates for it. Returns (what it aims for per node, what is held now)."""
     members, _ = choose(gang)
     nodes, free = left.nodes, left.free  # the schedulable nodes, after what is claimed
-    room = {name: nodes[name].allocatable for name in free}
     kept = set(previous or ())
-
-    def preference(name: str) -> tuple[int, int, int, str]:
-        return (0 if name in kept else 1, -free[name][CPU], -free[name][MEMORY], name)
-
-    ranked = sorted(room, key=preference)
+    first = sorted(
+        (name for name in kept if name in free),
+        key=lambda name: (-free[name][CPU], -free[name][MEMORY], name),
+    )
+    # The previous targets, then the others from the most free: listed only as far as some
+    # member looked (most find a node among the first few), not sorted whole per turn.
+    ranked = _Lazy(itertools.chain(first, (n for n in left.most_free() if n not in kept)))
     target: dict[str, Resources] = {}
-    for pod in sorted(members, key=largest_first):
+    for pod in members:  # largest first
         for name in ranked:
             info = nodes[name]
             after = target.get(name, EMPTY) + pod.request
-            if after.shortfall(room[name]) is None and pod.may_run_on(
-                info.labels, info.taints, name
+            if after.shortfall(info.allocatable) is None and (
+                (pod.runs_anywhere and not info.taints)
+                or pod.may_run_on(info.labels, info.taints, name)
             ):
                 target[name] = after
                 break
@@ -269,3 +272,25 @@ def drain(
         if keep:
             held[name] = keep
     return target, held
+
+
+class _Lazy:
+    """An iterator's items, pulled only as far as some reader went; every reader starts from the
+    first item."""
+
+    __slots__ = ("_items", "_source")
+
+    def __init__(self, source: Iterator[str]) -> None:
+        self._items: list[str] = []
+        self._source = source
+
+    def __iter__(self) -> Iterator[str]:
+        items, index = self._items, 0
+        while True:
+            if index == len(items):
+                item = next(self._source, None)
+                if item is None:
+                    return
+                items.append(item)
+            yield items[index]
+            index += 1

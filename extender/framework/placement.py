@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 
 from extender.api.objects import Pod
 from extender.api.quantity import format_units
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
-from extender.api.scheduling import task_of
 from extender.cache.snapshot import NodeInfo
-from extender.framework.members import GangView, Rejection
+from extender.framework.members import GangView, Planned, Rejection
 
 
 @dataclass(frozen=True)
@@ -28,8 +27,12 @@ class Slot:
     request: Resources
 
 
-def plan(gang: GangView, room: Room) -> tuple[dict[str, Slot], Rejection | None]:
-    """Slots for the members the gang still needs in `room`, or why they do not fit."""
+def plan(
+    gang: GangView, room: Room, *, explain: bool = True
+) -> tuple[dict[str, Slot], Rejection | None]:
+    """Slots for the members the gang still needs in `room`, or why they do not fit. Without
+    `explain`, a refusal for want of room (NotEnoughResources) has no message and is found at
+    the first member with no node: for a caller that only needs to know."""
     assert gang.group is not None
     spec, key = gang.group.spec, gang.key
     existing = gang.ready + len(gang.pending)
@@ -43,7 +46,9 @@ def plan(gang: GangView, room: Room) -> tuple[dict[str, Slot], Rejection | None]
         short = min_resources_shortfall(gang, room)
         if short is not None:
             return {}, short
-    assignment, failures = room.place(chosen)
+    assignment, failures = room.place(chosen, explain=explain)
+    if failures and not explain:
+        return {}, Rejection("NotEnoughResources", "")
     if failures:
         missing = sum(failures.values())
         why = ", ".join(sorted(failures))
@@ -53,26 +58,25 @@ def plan(gang: GangView, room: Room) -> tuple[dict[str, Slot], Rejection | None]
     return {uid: Slot(node, requests[uid]) for uid, node in assignment.items()}, None
 
 
-def choose(gang: GangView) -> tuple[list[Pod], Rejection | None]:
-    """The pending members to plan: each task's shortfall first, then up to minMember."""
+def nodes_used(gang: GangView, room: Room) -> set[str] | None:
+    """The nodes `plan` would put the gang's members on in `room` (None when it refuses):
+    whether the gang fits, and where, without its slots."""
     assert gang.group is not None
     spec = gang.group.spec
-    placed_per_task = gang.ready_per_task
-    chosen: list[Pod] = []
-    for task, wanted in sorted(spec.min_task_member.items()):
-        need = wanted - placed_per_task[task]
-        if need <= 0:
-            continue
-        of_task = [pod for pod in gang.pending if task_of(pod) == task]
-        if len(of_task) < need:
-            have = placed_per_task[task] + len(of_task)
-            message = f"gang {gang.key}: task {task} has {have} of the {wanted} pods it needs"
-            return [], Rejection("NotEnoughPodsOfTask", message)
-        chosen.extend(of_task[:need])
-    taken = {pod.metadata.uid for pod in chosen}
-    rest = [pod for pod in gang.pending if pod.metadata.uid not in taken]
-    chosen.extend(rest[: max(0, gang.min_member - gang.ready - len(chosen))])
-    return chosen, None
+    if gang.ready + len(gang.pending) < spec.min_member:
+        return None
+    chosen, reason = choose(gang)
+    if reason is not None:
+        return None
+    if spec.min_resources and min_resources_shortfall(gang, room) is not None:
+        return None
+    return room.nodes_for(chosen)
+
+
+def choose(gang: GangView) -> tuple[Planned, Rejection | None]:
+    """The pending members to plan: each task's shortfall first, then up to minMember
+    (`GangView.to_plan`: worked out once per view, walk after walk; not to be changed)."""
+    return gang.to_plan
 
 
 def min_resources_shortfall(gang: GangView, room: Room) -> Rejection | None:
@@ -164,41 +168,91 @@ class Room:
     def fits(self, members: Sequence[Pod]) -> bool:
         """Whether `place` finds every member a node; stops at the first that has none (no
         reason needed: the victim search asks this hundreds of times a pass)."""
+        ordered = members if isinstance(members, Planned) else Planned(members)
         taken: dict[str, Resources] = {}
-        return all(
-            self._first_fit(pod, taken) is not None for pod in sorted(members, key=largest_first)
-        )
+        return all(self._place_run(ordered[s:e], taken) == 0 for s, e in ordered.runs)
 
-    def _first_fit(self, pod: Pod, taken: dict[str, Resources]) -> str | None:
-        """The fullest node with room for `pod` that it may run on, counted in `taken`."""
-        request = pod.request
-        # The order is as it was before this placement, and placing only lowers what is free:
-        # no node before the first with enough cpu (as it was) can fit now.
-        first = bisect_left(self._keys, (request[CPU],)) if request[CPU] else 0
-        for _, _, name in islice(self._keys, first, None):
-            left = taken[name] if name in taken else self.free[name]
-            if request.shortfall(left) is None and self._allows(pod, name):  # cheap test first
-                taken[name] = left - request
-                return name
-        return None
+    def nodes_for(self, members: Sequence[Pod]) -> set[str] | None:
+        """The nodes `place` puts the members on; None when some member finds none."""
+        ordered = members if isinstance(members, Planned) else Planned(members)
+        used: set[str] = set()
+        taken: dict[str, Resources] = {}
+        for start, end in ordered.runs:
+            if self._place_run(ordered[start:end], taken, used=used):
+                return None
+        return used
 
-    def place(self, members: list[Pod]) -> tuple[dict[str, str], Counter[str]]:
+    def place(
+        self, members: list[Pod], *, explain: bool = True
+    ) -> tuple[dict[str, str], Counter[str]]:
         """First fit, largest member first, onto the fullest nodes first (binpack's preference),
         on nodes the member may run on (nodeSelector, required node affinity, taints). Changes
         nothing held.
 
         Returns member uid -> node, and per cause ("Insufficient cpu", or no node the member may
-        run on) how many members found no node."""
+        run on) how many members found no node; without `explain`, it stops at the first
+        member with no node and counts the members of its kind under "" instead."""
+        ordered = members if isinstance(members, Planned) else Planned(members)
         taken: dict[str, Resources] = {}  # what this placement left on the nodes it used
         assignment: dict[str, str] = {}
         failures: Counter[str] = Counter()
-        for pod in sorted(members, key=largest_first):
-            fit = self._first_fit(pod, taken)
-            if fit is not None:
-                assignment[pod.metadata.uid] = fit
-            else:
-                failures[self._why_not(pod, taken)] += 1
+        for start, end in ordered.runs:
+            run = ordered[start:end]
+            missing = self._place_run(run, taken, assignment)
+            if missing and not explain:
+                failures[""] += missing
+                break
+            if missing:
+                failures[self._why_not(run[0], taken)] += missing
         return assignment, failures
+
+    def _place_run(
+        self,
+        run: Sequence[Pod],
+        taken: dict[str, Resources],
+        assignment: dict[str, str] | None = None,
+        *,
+        used: set[str] | None = None,
+    ) -> int:
+        """First fit for pods alike (`members.alike`), counted in `taken` and noted in
+        `assignment` (or only the nodes, in `used`); how many found no node. The fullest node
+        that takes one takes as many as fit before the next is looked for (first fit pod by pod
+        would put them there too: the nodes before it did not take the first and have not
+        changed), and once one finds no node the rest find none either (a failure takes
+        nothing)."""
+        pod = run[0]
+        request = pod.request
+        placed = at = 0
+        while placed < len(run):
+            at = self._first_fit(pod, taken, at)
+            if at < 0:
+                return len(run) - placed
+            name = self._keys[at][2]
+            left = taken[name] if name in taken else self.free[name]
+            count = 1 if placed + 1 == len(run) else min(len(run) - placed, request.times_in(left))
+            taken[name] = left - request.times(count)
+            if assignment is not None:
+                for member in run[placed : placed + count]:
+                    assignment[member.metadata.uid] = name
+            if used is not None:
+                used.add(name)
+            placed += count
+        return 0
+
+    def _first_fit(self, pod: Pod, taken: Mapping[str, Resources], start: int = 0) -> int:
+        """The position in the order of the fullest node with room for `pod` that it may run
+        on, after what `taken` counts (-1: none), looking from `start` on."""
+        request = pod.request
+        # The order is as it was before this placement, and placing only lowers what is free:
+        # no node before the first with enough cpu (as it was) can fit now.
+        first = bisect_left(self._keys, (request[CPU],)) if request[CPU] else 0
+        keys, free = self._keys, self.free
+        for index in range(max(first, start), len(keys)):
+            name = keys[index][2]
+            left = taken[name] if name in taken else free[name]
+            if request.shortfall(left) is None and self._allows(pod, name):  # cheap test first
+                return index
+        return -1
 
     def _allows(self, pod: Pod, name: str) -> bool:
         info = self.nodes[name]
@@ -236,6 +290,17 @@ class Room:
             return None
         return min(found, key=lambda entry: (-entry[0], -entry[1], entry[2]))[2]
 
+    def most_free(self) -> Iterator[str]:
+        """The nodes from the one with most free cpu, then memory, equals by name."""
+        run: list[str] = []
+        mark: tuple[int, int] | None = None
+        for cpu, memory, name in reversed(self._keys):
+            if (cpu, memory) != mark:
+                yield from reversed(run)
+                run, mark = [], (cpu, memory)
+            run.append(name)
+        yield from reversed(run)
+
     def fitting(self, pod: Pod) -> list[str]:
         """The nodes `pod` alone fits on and may run on."""
         request = pod.request
@@ -249,8 +314,3 @@ class Room:
 
 def _rank(name: str, free: Resources) -> tuple[int, int, str]:
     return (free[CPU], free[MEMORY], name)
-
-
-def largest_first(pod: Pod) -> tuple[int, int, str]:
-    """Sort key: the pods hardest to place first (most cpu, then memory), then by name."""
-    return (-pod.request[CPU], -pod.request[MEMORY], pod.metadata.name)

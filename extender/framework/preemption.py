@@ -11,8 +11,8 @@ by more. The server evicts them and reports. Pure.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 
 from extender.api.resources import EMPTY, Resources
 from extender.cache.state import ClusterState
@@ -20,8 +20,8 @@ from extender.framework.gang import Gangs
 from extender.framework.gang_types import Order
 from extender.framework.members import WANTS_CAPACITY, GangView, gang_priority, view_gang
 from extender.framework.placement import choose as choose_members
-from extender.framework.placement import fits
-from extender.framework.victims import Rules, Unit, choose, eligible, units_of
+from extender.framework.queues import QueueView
+from extender.framework.victims import Rooms, Rules, Unit, choose, eligible, units_of
 
 
 @dataclass(frozen=True)
@@ -48,15 +48,22 @@ class Pool:
 
     units: list[Unit]
     freeing: dict[str, Resources]
+    _rooms: dict[tuple[int, int], Rooms] = field(default_factory=dict, compare=False, repr=False)
+    # The units a gang with none of its own in the pool may take, per queue, priority and rules,
+    # with the queue figures they were chosen by.
+    _eligible: dict[tuple[str, int, Rules], tuple[Mapping[str, QueueView], list[Unit]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @classmethod
     def of(cls, state: ClusterState, gangs: Gangs) -> Pool:
         units: list[Unit] = []
         freeing: dict[str, Resources] = {}
         for uid, pod in state.pods.items():
-            node = state.placed_on(uid)
-            if node is not None and pod.metadata.deletion_timestamp is not None:
-                freeing[node] = freeing.get(node, EMPTY) + pod.request
+            if pod.metadata.deletion_timestamp is not None:
+                node = state.placed_on(uid)
+                if node is not None:
+                    freeing[node] = freeing.get(node, EMPTY) + pod.request
         for key in state.pod_groups:
             if key in gangs.admissions:
                 continue
@@ -68,6 +75,36 @@ class Pool:
             node_of = {p.metadata.uid: state.placed_on(p.metadata.uid) or "" for p in view.placed}
             units += units_of(view, gang_priority(state, view), node_of)
         return cls(units, freeing)
+
+    def eligible(
+        self, key: str, queue: str, priority: int, queues: Mapping[str, QueueView], rules: Rules
+    ) -> list[Unit]:
+        """The units gang `key` of `queue` and `priority` may take (`victims.eligible`), its own
+        left out; listed once per queue and priority for the gangs that have none here (most
+        gangs wanting capacity have nothing running)."""
+        others = [unit for unit in self.units if unit.key != key]
+        if len(others) < len(self.units):
+            return eligible(others, queue, priority, queues, rules)
+        kept = self._eligible.get((queue, priority, rules))
+        if kept is not None and kept[0] is queues:
+            return kept[1]
+        allowed = eligible(others, queue, priority, queues, rules)
+        self._eligible[(queue, priority, rules)] = (queues, allowed)
+        return allowed
+
+    def rooms(self, state: ClusterState, gangs: Gangs) -> Rooms:
+        """The room the nodes leave after what admitted gangs hold, counting what terminating
+        pods free as free (and the rooms without victims built on it): once per cluster state
+        and ledger, not once per gang asked about."""
+        key = (state.generation, gangs.version)
+        rooms = self._rooms.get(key)
+        if rooms is None:
+            after = dict(gangs.reserved())
+            for node, amount in self.freeing.items():
+                after[node] = after.get(node, EMPTY) - amount
+            self._rooms.clear()
+            rooms = self._rooms[key] = Rooms(state.view().nodes, after)
+        return rooms
 
 
 def wanting(order: Order, gangs: Gangs) -> list[str]:
@@ -97,16 +134,18 @@ def victims_for(
     members, _ = choose_members(gang)
     if not members:
         return None
-    nodes = state.view().nodes
-    after = dict(gangs.reserved())
-    for node, amount in pool.freeing.items():
-        after[node] = after.get(node, EMPTY) - amount
-    if fits(members, nodes, after):
+    rooms = pool.rooms(state, gangs)
+    if rooms.base.fits(members):
         return None  # it fits once the terminating pods are gone: wait for them
-    others = [unit for unit in pool.units if unit.key != key]
-    allowed = eligible(others, gang.queue, gang_priority(state, gang), order.queues, rules)
+    allowed = pool.eligible(key, gang.queue, gang_priority(state, gang), order.queues, rules)
     victims = choose(
-        members, allowed, nodes, after, queues=order.queues, preemptor_queue=gang.queue
+        members,
+        allowed,
+        rooms.base.nodes,
+        rooms.reserved,
+        queues=order.queues,
+        preemptor_queue=gang.queue,
+        rooms=rooms,
     )
     return Preemption(gang, victims) if victims else None
 

@@ -52,6 +52,14 @@ class Unit:
     def cost(self) -> tuple[int, int, int]:
         return cost(pod for pod, _ in self.pods)
 
+    @cached_property
+    def by_node(self) -> dict[str, Resources]:
+        """What its pods request, per node they are on."""
+        freed: dict[str, Resources] = {}
+        for pod, node in self.pods:
+            freed[node] = freed.get(node, EMPTY) + pod.request
+        return freed
+
 
 @dataclass(frozen=True)
 class Rules:
@@ -108,21 +116,22 @@ def choose(
     *,
     queues: Mapping[str, QueueView],
     preemptor_queue: str,
+    rooms: Rooms | None = None,
 ) -> list[Unit] | None:
     """The cheapest valid set of `units` (sorted by cost) after whose eviction all `members`
-    fit; None when even all of them would not do."""
+    fit; None when even all of them would not do. `rooms`: the rooms of a pass, kept for the
+    next gang asking about the same nodes, holds and units."""
 
     def valid(chosen: Sequence[Unit]) -> bool:
         return _valid(chosen, queues, preemptor_queue)
 
-    base = Room(nodes, reserved)
+    rooms = rooms if rooms is not None else Rooms(nodes, reserved)
+    base = rooms.base
 
     def fits(chosen: Sequence[Unit]) -> bool:
         return valid(chosen) and _fits(members, chosen, base)
 
-    wholes = {unit.key for unit in units if unit.whole}
-    everything = [unit for unit in units if unit.whole or unit.key not in wholes]
-    if not units or not _fits(members, everything, base):
+    if not units or not rooms.without(units).fits(members):
         return None
     # What must be freed at the least, summed over the cluster: a set freeing less cannot do,
     # whatever the nodes (checked before any placement is tried).
@@ -158,6 +167,29 @@ def choose(
             if fits(combo):
                 best, best_cost = list(combo), combo_cost
     return best
+
+
+class Rooms:
+    """The room `reserved` leaves of `nodes`, and the rooms left once every unit of a list is
+    evicted, each built once: a pass asks about gang after gang with the same victims (those
+    of one queue and priority), and most gangs are refused already with every victim gone."""
+
+    def __init__(self, nodes: Mapping[str, NodeInfo], reserved: Mapping[str, Resources]) -> None:
+        self.base, self.reserved = Room(nodes, reserved), reserved
+        self._without: dict[tuple[int, ...], Room] = {}  # by the units' ids (kept alive below)
+        self._units: list[Sequence[Unit]] = []
+
+    def without(self, units: Sequence[Unit]) -> Room:
+        """The room once all `units` are evicted (a gang both whole and by spare members taken
+        whole)."""
+        key = tuple(map(id, units))
+        room = self._without.get(key)
+        if room is None:
+            wholes = {unit.key for unit in units if unit.whole}
+            everything = [unit for unit in units if unit.whole or unit.key not in wholes]
+            room = self._without[key] = _freed(everything, self.base)
+            self._units.append(units)
+        return room
 
 
 def _overlap(units: Sequence[Unit]) -> bool:
@@ -235,11 +267,26 @@ def _fits(members: Sequence[Pod], chosen: Sequence[Unit], base: Room) -> bool:
     """Whether every member finds a node once `chosen` are evicted from `base` (the room left
     by what is held, built once per search: each try copies it instead of sorting every node
     again)."""
+    return _freed(chosen, base).fits(members)
+
+
+def _freed(chosen: Sequence[Unit], base: Room) -> Room:
+    """A copy of `base` with the pods of `chosen` evicted: what they free summed per node and
+    freed once per node when no gang is named twice (then no pod is), else pod by pod, each
+    pod once."""
     room = base.copy()
+    if len({unit.key for unit in chosen}) == len(chosen):
+        freed: dict[str, Resources] = {}
+        for unit in chosen:
+            for node, amount in unit.by_node.items():
+                freed[node] = freed.get(node, EMPTY) + amount
+        for node, amount in freed.items():
+            room.hold(node, EMPTY - amount)
+        return room
     seen: set[str] = set()
     for unit in chosen:
         for pod, node in unit.pods:
             if pod.metadata.uid not in seen:
                 seen.add(pod.metadata.uid)
                 room.hold(node, EMPTY - pod.request)  # frees it
-    return room.fits(members)
+    return room

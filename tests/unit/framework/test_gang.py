@@ -134,7 +134,9 @@ def test_members_in_one_cluster_state_share_one_plan(
     calls = []
     real_place = placement_module.Room.place
     monkeypatch.setattr(
-        placement_module.Room, "place", lambda room, *a: calls.append(1) or real_place(room, *a)
+        placement_module.Room,
+        "place",
+        lambda room, *a, **k: calls.append(1) or real_place(room, *a, **k),
     )
     for pod in pods:
         assert filter_pod(engine, state, pod).passed == []
@@ -156,7 +158,9 @@ def test_a_filter_call_walks_the_order_only_as_far_as_the_gang_asked_about(
     monkeypatch.setattr(
         placement_module.Room,
         "place",
-        lambda room, pods: planned.append(pods[0].metadata.name[0]) or real_place(room, pods),
+        lambda room, pods, **k: (
+            planned.append(pods[0].metadata.name[0]) or real_place(room, pods, **k)
+        ),
     )
     assert engine.gangs is not None
     engine.gangs.serve("default-scheduler")  # b, c and d contend before they are asked about
