@@ -4,7 +4,8 @@ Gang changes (a member created, bound, finished or gone; a PodGroup created; a g
 released or rejected for a new reason) only *mark* the gang. A background task wakes on the first
 mark, waits `interval` so that what else happens meanwhile joins the same pass, then for each marked
 gang derives the status (`framework.group_status`; a waiting gang's Unschedulable condition carries
-the summary of `framework.explain.condition_message`), writes it when it differs from what the API
+the summary of `framework.explain.condition_message`, rewritten too when a reservation it names
+ends), writes it when it differs from what the API
 shows, and records the events the change deserves. A 1,000-pod gang that binds in one second is
 written a few times, not a thousand. The written status also goes onto the cached PodGroup at once,
 so the next pass compares against it before the watch delivers it (a late watch event carrying an
@@ -53,6 +54,9 @@ class StatusWriter(Coalesced):
         self.state, self.gangs, self.write, self.record = state, gangs, write, record
         self.now, self.wall = now, wall
         self._dirty: set[str] = set()
+        # Holder -> waiting gangs whose condition names it as holding a reservation: rewritten
+        # when that reservation ends, so no condition names a holder that holds nothing.
+        self._named: dict[str, set[str]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     def attach(self) -> None:
@@ -66,6 +70,8 @@ class StatusWriter(Coalesced):
 
     def mark(self, key: str) -> None:
         self._dirty.add(key)
+        if key in self._named and key not in self.gangs.admissions:
+            self._dirty |= self._named.pop(key)
         self.poke()
 
     def mark_all(self) -> None:
@@ -103,6 +109,9 @@ class StatusWriter(Coalesced):
         if rejection is not None:  # the condition says all that explains the wait
             message = condition_message(self.state, self.gangs, gang, rejection, self.wall())
             rejection = dataclasses.replace(rejection, message=message)
+            for holder in self.gangs.admissions:
+                if holder != key:
+                    self._named.setdefault(holder, set()).add(key)
         wanted = group_status(
             gang,
             admitted=admitted,

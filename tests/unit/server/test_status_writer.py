@@ -141,3 +141,32 @@ def test_a_waiting_gangs_condition_carries_the_explain_summary() -> None:
         )
 
     asyncio.run(scenario())
+
+
+def test_a_condition_naming_a_reservation_is_rewritten_when_that_reservation_ends() -> None:
+    async def scenario() -> None:
+        pods = [
+            make_pod(f"{g}-{i}").cpu("2").group(g).uid(f"{g}{i}")
+            for g in ("a", "b")
+            for i in (0, 1)
+        ]
+        state = cluster([make_node("n0").cpu("4")], pods)
+        for name in ("a", "b"):
+            state.upsert_pod_group(make_group(name).min_member(2).model())
+        gangs = Gangs()
+        gangs.verdict(state, state.view().nodes, state.pods["a0"])  # admitted: holds n0
+        gangs.verdict(state, state.view().nodes, state.pods["b0"])  # waits
+        sink = Sink()
+        writer = StatusWriter(state, gangs, sink.write, sink.record)
+        writer.attach()
+        writer.mark("default/b")
+        await writer.flush()
+        [(_, _, status)] = sink.writes
+        assert "gangs holding reservations: default/a" in status["conditions"][0]["message"]
+
+        gangs.release("default/a")  # its reservation ends: b's condition must not name it
+        await writer.flush()
+        written = {name: status for _, name, status in sink.writes}
+        assert "holding reservations" not in written["b"]["conditions"][0]["message"]
+
+    asyncio.run(scenario())
