@@ -5,12 +5,12 @@ released or rejected for a new reason) only *mark* the gang. A background task w
 mark, waits `interval` so that what else happens meanwhile joins the same pass, then for each marked
 gang derives the status (`framework.group_status`; a waiting gang's Unschedulable condition carries
 the summary of `framework.explain.condition_message`, rewritten too when a reservation it names
-ends), writes it when it differs from what the API
-shows, and records the events the change deserves. A 1,000-pod gang that binds in one second is
-written a few times, not a thousand. The written status also goes onto the cached PodGroup at once,
-so the next pass compares against it before the watch delivers it (a late watch event carrying an
-older status can still cause one rewrite and repeat its events). No pass runs before `ready` (the
-cache is whole): a status derived from PodGroups listed before their pods would be wrong.
+ends), writes it when it differs from what the API shows, and records the events the change
+deserves. A 1,000-pod gang that binds in one second is written a few times, not a thousand. The
+written status also goes onto the cached PodGroup at once, so the next pass compares against it
+before the watch delivers it (a late watch event carrying an older status can still cause one
+rewrite and repeat its events). No pass runs before `ready` (the cache is whole): a status derived
+from PodGroups listed before their pods would be wrong.
 """
 
 from __future__ import annotations
