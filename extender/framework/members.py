@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from extender.api.objects import Pod
+from extender.api.objects import Pod, Toleration
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.api.scheduling import DEFAULT_QUEUE, PodGroup, task_of
 from extender.cache.state import ClusterState
@@ -94,6 +94,9 @@ class GangView:
         return Planned(chosen), None
 
 
+Shape = tuple[tuple[Resources, tuple[Toleration, ...], int], ...]  # see Planned.shape
+
+
 class Planned(list[Pod]):
     """Pods in the order plans place them (`largest_first`), in `runs` of pods `alike` (as
     slices: start, end): a plan places a run node by node, as many as fit at once, instead of
@@ -107,6 +110,23 @@ class Planned(list[Pod]):
             if index == len(self) or not alike(self[index - 1], self[index]):
                 self.runs.append((start, index))
                 start = index
+        self._shape: Shape | None = None
+        self._shaped = False  # whether _shape was worked out
+
+    @property
+    def shape(self) -> Shape | None:
+        """All that placing these pods depends on, run by run (request, tolerations, how many),
+        when every pod runs anywhere: lists of equal shape get equal placements, position by
+        position, in an unchanged room. None when a pod has a nodeSelector or node affinity
+        (what it may run on is not worth comparing)."""
+        if not self._shaped:
+            self._shaped = True
+            pods = [(self[start], end - start) for start, end in self.runs]
+            if all(pod.runs_anywhere for pod, _ in pods):
+                self._shape = tuple(
+                    (pod.request, tuple(pod.spec.tolerations), count) for pod, count in pods
+                )
+        return self._shape
 
 
 def largest_first(pod: Pod) -> tuple[int, int, str]:

@@ -18,7 +18,7 @@ from extender.api.objects import Pod
 from extender.api.quantity import format_units
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo
-from extender.framework.members import GangView, Planned, Rejection
+from extender.framework.members import GangView, Planned, Rejection, Shape
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def plan(
     return {uid: Slot(node, requests[uid]) for uid, node in assignment.items()}, None
 
 
-def nodes_used(gang: GangView, room: Room) -> set[str] | None:
+def nodes_used(gang: GangView, room: Room) -> frozenset[str] | None:
     """The nodes `plan` would put the gang's members on in `room` (None when it refuses):
     whether the gang fits, and where, without its slots."""
     assert gang.group is not None
@@ -122,9 +122,11 @@ class Room:
     binpack's order (fullest first: least free cpu, then memory, then name). A member's first
     fit bisects to the nodes with enough cpu instead of passing over every node, and holding
     capacity moves one node in the order; so a walk that plans hundreds of gangs on thousands
-    of nodes stays cheap."""
+    of nodes stays cheap. What a placement found is kept, by the members' shape, until the room
+    changes: in a walk, gangs of the same shape that do not fit one after another (most of them,
+    in a full cluster) are placed once; on a room nothing is held on, once per walk."""
 
-    __slots__ = ("_keys", "free", "nodes")
+    __slots__ = ("_fits", "_keys", "_nodes_for", "_placed", "free", "nodes")
 
     def __init__(
         self, nodes: Mapping[str, NodeInfo], held: Mapping[str, Resources] | None = None
@@ -136,10 +138,20 @@ class Room:
                 amount = held.get(name) if held else None
                 self.free[name] = info.free if amount is None else info.free - amount
         self._keys = sorted(_rank(name, free) for name, free in self.free.items())
+        self._clear_memo()
+
+    def _clear_memo(self) -> None:
+        """Forget what placements found (the room changed). Keyed by `Planned.shape`."""
+        self._fits: dict[Shape, bool] = {}
+        self._nodes_for: dict[Shape, frozenset[str] | None] = {}
+        # (shape, explain) -> what `place` found: (position in the members, node), failures
+        self._placed: dict[tuple[Shape, bool], tuple[list[tuple[int, str]], Counter[str]]] = {}
 
     def copy(self) -> Room:
         made = Room.__new__(Room)
         made.nodes, made.free, made._keys = self.nodes, dict(self.free), list(self._keys)
+        made._fits, made._nodes_for = dict(self._fits), dict(self._nodes_for)
+        made._placed = dict(self._placed)
         return made
 
     def hold(self, name: str, amount: Resources) -> None:
@@ -158,6 +170,8 @@ class Room:
 
     def _set(self, name: str, before: Resources | None, after: Resources | None) -> None:
         keys = self._keys
+        if self._fits or self._nodes_for or self._placed:
+            self._clear_memo()
         if before is not None:
             del keys[bisect_left(keys, _rank(name, before))]
             del self.free[name]
@@ -169,18 +183,28 @@ class Room:
         """Whether `place` finds every member a node; stops at the first that has none (no
         reason needed: the victim search asks this hundreds of times a pass)."""
         ordered = members if isinstance(members, Planned) else Planned(members)
+        shape = ordered.shape
+        if shape is not None and shape in self._fits:
+            return self._fits[shape]
         taken: dict[str, Resources] = {}
-        return all(self._place_run(ordered[s:e], taken) == 0 for s, e in ordered.runs)
+        fits = all(self._place_run(ordered[s:e], taken) == 0 for s, e in ordered.runs)
+        if shape is not None:
+            self._fits[shape] = fits
+        return fits
 
-    def nodes_for(self, members: Sequence[Pod]) -> set[str] | None:
+    def nodes_for(self, members: Sequence[Pod]) -> frozenset[str] | None:
         """The nodes `place` puts the members on; None when some member finds none."""
         ordered = members if isinstance(members, Planned) else Planned(members)
+        shape = ordered.shape
+        if shape is not None and shape in self._nodes_for:
+            return self._nodes_for[shape]
         used: set[str] = set()
         taken: dict[str, Resources] = {}
-        for start, end in ordered.runs:
-            if self._place_run(ordered[start:end], taken, used=used):
-                return None
-        return used
+        fail = any(self._place_run(ordered[s:e], taken, used=used) for s, e in ordered.runs)
+        found = None if fail else frozenset(used)
+        if shape is not None:
+            self._nodes_for[shape] = found
+        return found
 
     def place(
         self, members: list[Pod], *, explain: bool = True
@@ -193,6 +217,11 @@ class Room:
         run on) how many members found no node; without `explain`, it stops at the first
         member with no node and counts the members of its kind under "" instead."""
         ordered = members if isinstance(members, Planned) else Planned(members)
+        shape = ordered.shape
+        kept = self._placed.get((shape, explain)) if shape is not None else None
+        if kept is not None:
+            positions, failed = kept
+            return {ordered[i].metadata.uid: node for i, node in positions}, Counter(failed)
         taken: dict[str, Resources] = {}  # what this placement left on the nodes it used
         assignment: dict[str, str] = {}
         failures: Counter[str] = Counter()
@@ -204,6 +233,13 @@ class Room:
                 break
             if missing:
                 failures[self._why_not(run[0], taken)] += missing
+        if shape is not None:
+            at = [
+                (i, assignment[pod.metadata.uid])
+                for i, pod in enumerate(ordered)
+                if pod.metadata.uid in assignment
+            ]
+            self._placed[shape, explain] = (at, Counter(failures))
         return assignment, failures
 
     def _place_run(

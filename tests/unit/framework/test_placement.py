@@ -84,3 +84,42 @@ def test_place_fits_and_nodes_for_agree_with_first_fit_member_by_member(
     assert room.nodes_for(pods) == (set(expected.values()) if missing == 0 else None)
     _, quick = room.place(pods, explain=False)
     assert bool(quick) == bool(missing)  # stops at the first member with no node
+
+
+def _twin(pod: Pod) -> Pod:
+    """The same pod under another name and uid (the same place in `largest_first`)."""
+    meta = pod.metadata
+    renamed = {"name": "q" + meta.name[1:], "uid": "v" + meta.uid[1:]}
+    return pod.model_copy(update={"metadata": meta.model_copy(update=renamed)})
+
+
+@settings(max_examples=200, deadline=None)
+@given(rooms(), st.data())
+def test_placements_remembered_by_shape_are_the_ones_first_fit_makes(
+    drawn: tuple[dict[str, NodeInfo], dict[str, Resources], list[Pod]], data: st.DataObject
+) -> None:
+    """A room keeps what a placement found, by the members' shape, until it changes: a gang
+    alike under other names gets the same nodes position by position; a hold, on the room or
+    on a copy, leaves no stale answer behind."""
+    nodes, held, pods = drawn
+    twin = [_twin(pod) for pod in pods]
+    room = Room(nodes, held)
+
+    def agrees(room: Room, held: dict[str, Resources], members: list[Pod]) -> None:
+        expected, missing = first_fit(nodes, held, members)
+        for _ in range(2):  # worked out, then remembered
+            assignment, failures = room.place(members)
+            assert (assignment, sum(failures.values())) == (expected, missing)
+            assert room.fits(members) == (missing == 0)
+            used = room.nodes_for(members)
+            assert used == (frozenset(expected.values()) if missing == 0 else None)
+            assert bool(room.place(members, explain=False)[1]) == bool(missing)
+
+    agrees(room, held, pods)
+    agrees(room, held, twin)
+    name = data.draw(st.sampled_from(sorted(room.free)))
+    amount = Resources.parse({"cpu": "1"})
+    changed = room.copy()
+    changed.hold(name, amount)
+    agrees(room, held, twin)  # the copy's hold changed nothing here
+    agrees(changed, {**held, name: held.get(name, Resources()) + amount}, twin)
