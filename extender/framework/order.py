@@ -256,16 +256,23 @@ def drain(
     # member looked (most find a node among the first few), not sorted whole per turn.
     ranked = _Lazy(itertools.chain(first, (n for n in left.most_free() if n not in kept)))
     target: dict[str, Resources] = {}
-    for pod in members:  # largest first
-        for name in ranked:
+    for start, end in members.runs:  # largest first, alike members together
+        # First fit member by member, from the first node each time, would pass over the nodes
+        # that did not take the member before (their targets only grew): it carries on from the
+        # node that took it, which takes as many as fit.
+        pod, wanted, index = members[start], end - start, 0
+        request = pod.request
+        while wanted and (name := ranked.at(index)) is not None:
             info = nodes[name]
-            after = target.get(name, EMPTY) + pod.request
-            if after.shortfall(info.allocatable) is None and (
-                (pod.runs_anywhere and not info.taints)
-                or pod.may_run_on(info.labels, info.taints, name)
+            if (pod.runs_anywhere and not info.taints) or pod.may_run_on(
+                info.labels, info.taints, name
             ):
-                target[name] = after
-                break
+                have = target.get(name, EMPTY)
+                count = min(wanted, request.times_in(info.allocatable - have))
+                if count:
+                    target[name] = have + request.times(count)
+                    wanted -= count
+            index += 1
     held: dict[str, Resources] = {}
     for name, amount in target.items():
         keep = Resources({r: max(0, min(amount[r], free[name][r])) for r in amount})
@@ -275,8 +282,7 @@ def drain(
 
 
 class _Lazy:
-    """An iterator's items, pulled only as far as some reader went; every reader starts from the
-    first item."""
+    """An iterator's items, pulled only as far as some reader went."""
 
     __slots__ = ("_items", "_source")
 
@@ -284,13 +290,12 @@ class _Lazy:
         self._items: list[str] = []
         self._source = source
 
-    def __iter__(self) -> Iterator[str]:
-        items, index = self._items, 0
-        while True:
-            if index == len(items):
-                item = next(self._source, None)
-                if item is None:
-                    return
-                items.append(item)
-            yield items[index]
-            index += 1
+    def at(self, index: int) -> str | None:
+        """The item at `index` (None past the last)."""
+        items = self._items
+        while index >= len(items):
+            item = next(self._source, None)
+            if item is None:
+                return None
+            items.append(item)
+        return items[index]

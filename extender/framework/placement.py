@@ -233,7 +233,7 @@ class Room:
                 break
             if missing:
                 failures[self._why_not(run[0], taken)] += missing
-        if shape is not None:
+        if failures and shape is not None:  # (a placement that fits is taken: the room changes)
             at = [
                 (i, assignment[pod.metadata.uid])
                 for i, pod in enumerate(ordered)
