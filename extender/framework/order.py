@@ -124,7 +124,8 @@ def walk(
         fill = share(allocated[name], view.deserved) if ordering.by_queue_share else 0.0
         return (fill, -view.queue.spec.priority, name)
 
-    heap = [(queue_rank(name), name) for name in lines]
+    ranks = {name: queue_rank(name) for name in lines}  # moves only when the queue is allocated
+    heap = [(rank, name) for name, rank in ranks.items()]
     heapq.heapify(heap)
     drained = targets or {}
 
@@ -143,13 +144,14 @@ def walk(
             for slot in turn.slots.values():
                 claims.take(gang.key, slot.node, slot.request)
                 allocated[name] = allocated[name] + slot.request
+            ranks[name] = queue_rank(name)
         elif _starving(contender, ordering, now) and _lacks_capacity(turn):
             aimed, held = drain(gang, claims.room, drained.get(gang.key))
             for node, amount in held.items():
                 claims.take(gang.key, node, amount)
             turn = Turn(gang.key, rejection=turn.rejection, targets=aimed)
         if lines[name]:
-            heapq.heappush(heap, (queue_rank(name), name))
+            heapq.heappush(heap, (ranks[name], name))
         return turn
 
     return turns()
