@@ -20,6 +20,8 @@ from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo
 from extender.framework.members import GangView, Planned, Rejection, Shape
 
+QUICK_REFUSAL = Rejection("NotEnoughResources", "")  # `plan` without explain: no room
+
 
 @dataclass(frozen=True)
 class Slot:
@@ -46,9 +48,9 @@ def plan(
         short = min_resources_shortfall(gang, room)
         if short is not None:
             return {}, short
+    if not explain and not room.fits(chosen):  # (what fits is remembered as a yes or no)
+        return {}, QUICK_REFUSAL
     assignment, failures = room.place(chosen, explain=explain)
-    if failures and not explain:
-        return {}, Rejection("NotEnoughResources", "")
     if failures:
         missing = sum(failures.values())
         why = ", ".join(sorted(failures))
