@@ -32,7 +32,7 @@ from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
 from extender.framework.gang_types import PLAIN, Admission, GangSettings, Order, Verdict, Waiting
 from extender.framework.members import GangView, Rejection, Unplaced, gang_priority, view_gang
-from extender.framework.order import Contender, Ordering, starving_limit, walk
+from extender.framework.order import Contender, Ordering, Ranked, starving_limit, walk
 from extender.framework.placement import Room, Slot
 from extender.framework.queues import QueueTally, QueueView, account
 
@@ -63,6 +63,7 @@ class Gangs:
     _pending_since: dict[str, float] = field(default_factory=dict)  # contenders never asked
     _unplaced: Unplaced = field(default_factory=Unplaced)
     _room: tuple[int, Room] | None = None  # the nodes' free capacity, at a node generation
+    _ranks: tuple[int, dict[str, Ranked]] = (-1, {})  # (queues version, `walk`'s ranks)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -199,6 +200,8 @@ class Gangs:
         # until the walk reaches them.
         self._targets = {k: t for k, t in self._targets.items() if k in keys}
         self._let_in_since = {k: t for k, t in self._let_in_since.items() if k in keys}
+        ranks = self._ranks[1] if self._ranks[0] == state.queues_version else {}  # (priorities)
+        self._ranks = (state.queues_version, {k: r for k, r in ranks.items() if k in keys})
         rest = walk(
             contenders,
             queues,
@@ -210,6 +213,7 @@ class Gangs:
             now=now,
             priority_of=lambda gang: gang_priority(state, gang),
             targets=dict(self._targets),
+            ranks=self._ranks[1],
         )
         self._order = Order(
             next(self._walks),

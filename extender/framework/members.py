@@ -59,6 +59,11 @@ class GangView:
         return sum((pod.request for pod in self.pending), EMPTY)
 
     @cached_property
+    def highest_priority(self) -> int:
+        """Of its pending and placed members, the highest priority (0 when none)."""
+        return max((pod.spec.priority for pod in self.pending + self.placed), default=0)
+
+    @cached_property
     def stands(self) -> bool:
         """minMember members ready, and each task's minTaskMember of them."""
         if self.ready < self.min_member:
@@ -240,4 +245,4 @@ def gang_priority(state: ClusterState, gang: GangView) -> int:
         known = state.priority_classes.get(group.spec.priority_class_name)
         if known is not None:
             return known.value
-    return max((pod.spec.priority for pod in gang.pending + gang.placed), default=0)
+    return gang.highest_priority

@@ -48,6 +48,8 @@ class Job:
 
 
 JobKey = Callable[[Job], float]  # lower goes first
+# A gang's rank in its queue, with what it was worked out from: its view; age, starving, total.
+Ranked = tuple[GangView, tuple[float, bool, Resources], tuple[float, ...]]
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,7 @@ def walk(
     now: float,
     priority_of: Callable[[GangView], int],
     targets: Mapping[str, dict[str, Resources]] | None = None,
+    ranks: dict[str, Ranked] | None = None,
 ) -> Iterator[Turn]:
     """Every contender's turn, in the order decided (see the module docstring), as the walk
     reaches it: a caller that needs one gang's turn stops there (the turns after it cannot
@@ -94,7 +97,10 @@ def walk(
     taken. `reserved` is per node what admitted gangs hold; `targets` the nodes starving gangs
     drained toward before (kept while they can still take the gang, so draining accumulates);
     `total` what the schedulable nodes offer together (DRF's denominator); `empty` a room over
-    `nodes` that holds nothing, if the caller keeps one."""
+    `nodes` that holds nothing, if the caller keeps one. `ranks`, if the caller keeps it, holds
+    each gang's rank in its queue from walk to walk with what it was worked out from (the
+    gang's view, its age, whether it starves, `total`), so that only the gangs that changed are
+    ranked again; a caller whose `priority_of` changes answers starts it afresh."""
     refused: list[Turn] = []
     claims = _Claims(empty if empty is not None else Room(nodes), reserved)
     allocated = {name: view.allocated for name, view in queues.items()}
@@ -105,15 +111,15 @@ def walk(
         if refusal is not None:
             refused.append(Turn(gang.key, rejection=refusal))
             continue
-        job = Job(
-            gang.key,
-            gang.queue,
-            priority_of(gang),
-            dominant_share(gang.allocated, total),
-            contender.since,
-            _starving(contender, ordering, now),
+        starving = _starving(contender, ordering, now)
+        rank = _rank(
+            contender,
+            ordering,
+            starving=starving,
+            total=total,
+            priority_of=priority_of,
+            ranks=ranks,
         )
-        rank = (*(key(job) for key in ordering.job_keys), job.since)
         lines.setdefault(gang.queue, []).append((rank, contender))
     for line in lines.values():
         line.sort(key=lambda entry: (entry[0], entry[1].gang.key))
@@ -124,8 +130,8 @@ def walk(
         fill = share(allocated[name], view.deserved) if ordering.by_queue_share else 0.0
         return (fill, -view.queue.spec.priority, name)
 
-    ranks = {name: queue_rank(name) for name in lines}  # moves only when the queue is allocated
-    heap = [(rank, name) for name, rank in ranks.items()]
+    queue_ranks = {name: queue_rank(name) for name in lines}  # move only with an allocation
+    heap = [(rank, name) for name, rank in queue_ranks.items()]
     heapq.heapify(heap)
     drained = targets or {}
 
@@ -144,17 +150,41 @@ def walk(
             for slot in turn.slots.values():
                 claims.take(gang.key, slot.node, slot.request)
                 allocated[name] = allocated[name] + slot.request
-            ranks[name] = queue_rank(name)
+            queue_ranks[name] = queue_rank(name)
         elif _starving(contender, ordering, now) and _lacks_capacity(turn):
             aimed, held = drain(gang, claims.room, drained.get(gang.key))
             for node, amount in held.items():
                 claims.take(gang.key, node, amount)
             turn = Turn(gang.key, rejection=turn.rejection, targets=aimed)
         if lines[name]:
-            heapq.heappush(heap, (ranks[name], name))
+            heapq.heappush(heap, (queue_ranks[name], name))
         return turn
 
     return turns()
+
+
+def _rank(
+    contender: Contender,
+    ordering: Ordering,
+    *,
+    starving: bool,
+    total: Resources,
+    priority_of: Callable[[GangView], int],
+    ranks: dict[str, Ranked] | None,
+) -> tuple[float, ...]:
+    """The gang's rank in its queue: the job-order plugins' keys, then its age (kept in
+    `ranks` with what it was worked out from, and taken from there while that holds)."""
+    gang = contender.gang
+    made_of = (contender.since, starving, total)
+    kept = ranks.get(gang.key) if ranks is not None else None
+    if kept is not None and kept[0] is gang and kept[1] == made_of:
+        return kept[2]
+    share_of = dominant_share(gang.allocated, total)
+    job = Job(gang.key, gang.queue, priority_of(gang), share_of, contender.since, starving)
+    rank = (*(key(job) for key in ordering.job_keys), job.since)
+    if ranks is not None:
+        ranks[gang.key] = (gang, made_of, rank)
+    return rank
 
 
 def _lacks_capacity(turn: Turn) -> bool:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from extender.api.objects import ObjectMeta, PriorityClass
 from extender.cache.state import ClusterState
 from extender.framework.policy import build_policy
 from extender.framework.session import Engine
@@ -280,3 +281,22 @@ def test_a_starving_gang_refused_by_a_queue_rule_drains_nothing() -> None:
     assert ask(built, state, "s") is not None
     now[0] = 61.0
     assert ask(built, state, "t") is None  # s cannot go anyway: it holds nothing
+
+
+def test_a_priority_class_that_changes_reorders_the_gangs_waiting() -> None:
+    """Ranks are kept from walk to walk while a gang is unchanged; a PriorityClass's new value
+    ranks its gangs again."""
+    blocker, gangs = Gang("run", 2, on="n0"), [Gang("a", 2), Gang("b", 2)]
+    state = state_of(Scenario(2, [blocker, Gang("filler", 2, on="n1"), *gangs]))
+    built = engine()
+    for name, value in (("low", 1), ("high", 100)):
+        state.upsert_priority_class(PriorityClass(metadata=ObjectMeta(name=name), value=value))
+    for gang, klass in zip(gangs, ("low", "high"), strict=True):
+        group = make_group(gang.name).min_member(2).set("spec.priorityClassName", klass)
+        state.upsert_pod_group(group.model())
+        assert ask(built, state, gang.name) is not None
+    free(state, blocker)
+    assert built.gangs is not None
+    assert built.gangs.admissible(state, state.view().nodes) == ["default/b"]
+    state.upsert_priority_class(PriorityClass(metadata=ObjectMeta(name="low"), value=1000))
+    assert built.gangs.admissible(state, state.view().nodes) == ["default/a"]
