@@ -125,7 +125,7 @@ class Gangs:
         self._take(order, until=key)  # the turns after it cannot change its turn
         turn = order.turns[key]
         if turn.rejection is not None:
-            return self._reject(key, turn.rejection, order.number)
+            return self._reject(key, turn.rejection.settled(), order.number)
         self._admit(gang, turn.slots)
         # The walk already counted these slots as claimed: every other turn stands as it was.
         self._order = replace(order, made_at=self._state_key(state))

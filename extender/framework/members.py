@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -236,6 +236,38 @@ class Rejection:
     cause: str  # NoPodGroup | BackingOff | NotEnoughPods | NotEnoughPodsOfTask | MinResources
     #             | NotEnoughResources | QueueClosed | NoQueue | QueueCapability | Queued
     message: str
+
+    def settled(self) -> Rejection:
+        """This refusal as a plain value (a `Deferred` one worked out)."""
+        return self
+
+
+class Deferred(Rejection):
+    """A refusal whose cause and message are worked out when first read, by `work` (a walk
+    refuses hundreds of gangs for want of room and is asked why of a few)."""
+
+    _work: Callable[[], Rejection] | None
+    _made: Rejection | None
+
+    def __init__(self, work: Callable[[], Rejection]) -> None:
+        object.__setattr__(self, "_work", work)
+        object.__setattr__(self, "_made", None)
+
+    def __getattr__(self, name: str) -> str:
+        if name not in ("cause", "message"):
+            raise AttributeError(name)
+        return str(getattr(self.settled(), name))
+
+    def settled(self) -> Rejection:
+        made, work = self._made, self._work
+        if made is None and work is not None:
+            made = work()
+            object.__setattr__(self, "_made", made)
+            object.__setattr__(self, "cause", made.cause)
+            object.__setattr__(self, "message", made.message)
+            object.__setattr__(self, "_work", None)  # (what it read is not kept alive)
+        assert made is not None
+        return made
 
 
 def gang_priority(state: ClusterState, gang: GangView) -> int:

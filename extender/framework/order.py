@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo
 from extender.framework.fairness import dominant_share, share
-from extender.framework.members import WANTS_CAPACITY, GangView, Rejection
+from extender.framework.members import WANTS_CAPACITY, Deferred, GangView, Rejection
 from extender.framework.placement import Room, Slot, choose, nodes_used, plan
 from extender.framework.queues import QueueView
 
@@ -189,6 +189,8 @@ def _rank(
 
 def _lacks_capacity(turn: Turn) -> bool:
     """Refused for want of capacity (what draining can help), not for a rule."""
+    if isinstance(turn.rejection, Deferred):
+        return True  # no room: Queued or NotEnoughResources, whichever it turns out to be
     cause = turn.rejection.cause if turn.rejection is not None else ""
     return cause in WANTS_CAPACITY or cause == "Queued"
 
@@ -229,14 +231,17 @@ class _Claims:
     """What the walk has handed out so far, on top of what admitted gangs reserve."""
 
     def __init__(self, empty: Room, reserved: Mapping[str, Resources]) -> None:
-        self.claimants: dict[str, list[str]] = {}  # node -> gangs that took capacity on it
+        # node -> (when in the walk, gang) of the gangs that took capacity on it
+        self.claimants: dict[str, list[tuple[int, str]]] = {}
+        self.taken: list[tuple[str, Resources]] = []  # (node, amount), in the walk's order
         self.reserved = empty.copy()  # what admitted gangs leave; the same the whole walk
         for node, amount in reserved.items():
             self.reserved.hold(node, amount)
         self.room = self.reserved.copy()
 
     def take(self, key: str, node: str, amount: Resources) -> None:
-        self.claimants.setdefault(node, []).append(key)
+        self.claimants.setdefault(node, []).append((len(self.taken), key))
+        self.taken.append((node, amount))
         self.room.hold(node, amount)
 
     def turn(self, gang: GangView, view: QueueView, allocated: Resources) -> Turn:
@@ -247,27 +252,40 @@ class _Claims:
             refusal = view.capability_refusal(gang.key, wanted, allocated)
             if refusal is not None:
                 return Turn(gang.key, rejection=refusal)
-        # With gangs ahead holding capacity, a gang that does not fit is most often told they
-        # come first (Queued): why it does not fit in words is worked out only if not.
-        slots, rejection = plan(gang, self.room, explain=not self.claimants)
+        slots, rejection = plan(gang, self.room, explain=not self.taken)
         if rejection is None:
             return Turn(gang.key, slots=slots)
-        if rejection.cause != "NotEnoughResources" or not self.claimants:
+        if rejection.cause != "NotEnoughResources" or not self.taken:
             return Turn(gang.key, rejection=rejection)
+        # With gangs ahead holding capacity: why it waits in words is worked out when read
+        # (most turns never are), as it stood at this point of the walk.
+        at = len(self.taken)
+        return Turn(gang.key, rejection=Deferred(lambda: self._why(gang, at)))
+
+    def _why(self, gang: GangView, at: int) -> Rejection:
+        """Why the gang, refused for want of room after the first `at` claims of the walk,
+        waits: most often the gangs ahead of it took what it needs (Queued), else what it
+        lacks."""
         alone = nodes_used(gang, self.reserved)  # (a plan changes nothing held)
         if not alone:
-            _, rejection = plan(gang, self.room)
-            return Turn(gang.key, rejection=rejection)
-        ahead = sorted(
-            {k for node in alone for k in self.claimants.get(node, [])}
-            or {k for keys in self.claimants.values() for k in keys}
-        )
+            room = self.reserved.copy()
+            for node, amount in self.taken[:at]:
+                room.hold(node, amount)
+            _, rejection = plan(gang, room)
+            assert rejection is not None  # it did not fit then: it does not now
+            return rejection
+
+        def before(nodes: Iterable[str]) -> set[str]:
+            claims = self.claimants
+            return {k for node in nodes for when, k in claims.get(node, ()) if when < at}
+
+        ahead = sorted(before(alone) or before(self.claimants))
         named = ", ".join(ahead[:3]) + (f" and {len(ahead) - 3} more" if len(ahead) > 3 else "")
         message = (
             f"gang {gang.key}: the capacity it needs goes first to gangs ahead of it in the "
             f"fair order (queue share, priority, age): {named}"
         )
-        return Turn(gang.key, rejection=Rejection("Queued", message))
+        return Rejection("Queued", message)
 
 
 def drain(

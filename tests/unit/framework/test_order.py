@@ -300,3 +300,17 @@ def test_a_priority_class_that_changes_reorders_the_gangs_waiting() -> None:
     assert built.gangs.admissible(state, state.view().nodes) == ["default/b"]
     state.upsert_priority_class(PriorityClass(metadata=ObjectMeta(name="low"), value=1000))
     assert built.gangs.admissible(state, state.view().nodes) == ["default/a"]
+
+
+def test_why_a_gang_waits_is_what_held_at_its_turn_even_when_read_after_the_walk() -> None:
+    """A refusal for want of room is worded only when read; it names the gangs ahead of it at
+    its turn, not those that took capacity later in the walk."""
+    gangs = [Gang("a", 1), Gang("m", 1, cpu="4"), Gang("z", 1)]  # in this order; 4 cpu free
+    state, built = state_of(Scenario(1, gangs)), engine()
+    assert built.gangs is not None
+    built.gangs.serve(state.pods["uid-default-a-0"].spec.scheduler_name)
+    order = built.gangs.order(state, state.view().nodes)  # every turn taken, none read yet
+    assert order.turns["default/a"].slots and order.turns["default/z"].slots  # z backfills
+    why = order.turns["default/m"].rejection
+    assert why is not None and why.cause == "Queued"
+    assert why.message.endswith("fair order (queue share, priority, age): default/a")
