@@ -190,7 +190,7 @@ def _rank(
 def _lacks_capacity(turn: Turn) -> bool:
     """Refused for want of capacity (what draining can help), not for a rule."""
     if isinstance(turn.rejection, Deferred):
-        return True  # no room: Queued or NotEnoughResources, whichever it turns out to be
+        return True  # Queued, worded when read
     cause = turn.rejection.cause if turn.rejection is not None else ""
     return cause in WANTS_CAPACITY or cause == "Queued"
 
@@ -257,23 +257,18 @@ class _Claims:
             return Turn(gang.key, slots=slots)
         if rejection.cause != "NotEnoughResources" or not self.taken:
             return Turn(gang.key, rejection=rejection)
-        # With gangs ahead holding capacity: why it waits in words is worked out when read
-        # (most turns never are), as it stood at this point of the walk.
-        at = len(self.taken)
-        return Turn(gang.key, rejection=Deferred(lambda: self._why(gang, at)))
-
-    def _why(self, gang: GangView, at: int) -> Rejection:
-        """Why the gang, refused for want of room after the first `at` claims of the walk,
-        waits: most often the gangs ahead of it took what it needs (Queued), else what it
-        lacks."""
         alone = nodes_used(gang, self.reserved)  # (a plan changes nothing held)
-        if not alone:
-            room = self.reserved.copy()
-            for node, amount in self.taken[:at]:
-                room.hold(node, amount)
-            _, rejection = plan(gang, room)
-            assert rejection is not None  # it did not fit then: it does not now
-            return rejection
+        if not alone:  # it does not fit even were nobody ahead: what it lacks, in words
+            _, rejection = plan(gang, self.room)
+            return Turn(gang.key, rejection=rejection)
+        # The gangs ahead took what it needs (Queued): which ones is worked out when read (most
+        # turns never are), as it stood at this point of the walk.
+        at = len(self.taken)
+        return Turn(gang.key, rejection=Deferred(lambda: self._queued(gang, alone, at)))
+
+    def _queued(self, gang: GangView, alone: Iterable[str], at: int) -> Rejection:
+        """The gang waits for the gangs that, among the first `at` claims of the walk, took
+        capacity on the nodes it would use alone (or anywhere, if none did there)."""
 
         def before(nodes: Iterable[str]) -> set[str]:
             claims = self.claimants
