@@ -10,9 +10,9 @@ event (a pod ends or is evicted, a held gang is released, a gang's backoff ends:
 requeues pods an extender rejected on any cluster event, Lahar's waker on its own) and its own
 backoff (1 s, doubling per failed attempt, at most 10 s) are over.
 
-Not modelled: in-tree filters beyond resources (the simulated nodes have no taints or labels),
-kube-scheduler's per-pod backoff and its API latency; the policy `stock` leaves out gangs and
-queues: pod after pod, least allocated first, as the stock scheduler places them.
+Not modelled: in-tree filters beyond resources (the simulated nodes have no taints or labels)
+and the API server's latency. The policy `stock` leaves out gangs and queues: pod after pod,
+least allocated first, as the stock scheduler places them.
 """
 
 from __future__ import annotations
