@@ -1,12 +1,13 @@
 """How long the what-if simulator takes on synthetic traces of growing size.
 
     .venv/bin/python benchmarks/simulate.py [--sizes 1000/100 2000/200 10000/1000]
-                                            [--policy lahar stock] [--seed 0] [--timeout 600]
-                                            [--profile FILE]
+                                            [--policy lahar stock] [--load 1.5] [--seed 0]
+                                            [--timeout 600] [--profile FILE]
 
 For each size JOBS/NODES the synthetic multi-queue trace `extender.simulate.synthetic.generate
-(JOBS, NODES)` is played against each chosen policy, the way `lahar simulate` plays it (`lahar`:
-policy/lahar.yaml, the default policy; `stock`: the stock scheduler's way). Printed per run: wall
+(JOBS, NODES, load=LOAD)` (offered work over capacity, 1.5 by default: a backlog builds up) is
+played against each chosen policy, the way `lahar simulate` plays it (`lahar`: policy/lahar.yaml,
+the default policy; `stock`: the stock scheduler's way). Printed per run: wall
 seconds (and cpu seconds, steadier on a busy machine), jobs simulated, scheduling attempts,
 simulated jobs per wall second, the summary row `lahar simulate` prints (makespan, waits,
 utilisation, held, fairness, partial gangs, preemptions) without its TOOK column, and a digest
@@ -38,7 +39,7 @@ from extender.simulate.defaults import STOCK, stock_policy
 from extender.simulate.metrics import summarize
 from extender.simulate.report import HEADERS, row
 from extender.simulate.run import Outcome, simulate
-from extender.simulate.synthetic import generate
+from extender.simulate.synthetic import LOAD, generate
 from extender.simulate.trace import parse_trace
 
 
@@ -79,6 +80,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--sizes", type=size, nargs="*", default=[(1000, 100), (2000, 200)])
     parser.add_argument("--policy", nargs="*", default=["lahar"], help="lahar, stock or a file")
+    parser.add_argument(
+        "--load", type=float, default=LOAD, help="the trace's offered work / capacity"
+    )
     parser.add_argument("--seed", type=int, default=0, help="the scheduler's tie-break seed")
     parser.add_argument("--timeout", type=float, default=600.0, help="wall seconds per run")
     parser.add_argument("--max-jobs", type=int, default=20000, help="refuse larger traces")
@@ -90,7 +94,7 @@ def main() -> None:
     for jobs, nodes in args.sizes:
         if jobs > args.max_jobs:
             raise SystemExit(f"{jobs} jobs is above --max-jobs {args.max_jobs}")
-        trace = parse_trace(generate(jobs, nodes))
+        trace = parse_trace(generate(jobs, nodes, load=args.load))
         for name in args.policy:
             policy = policy_named(name)
             profiler = cProfile.Profile() if args.profile else None

@@ -35,10 +35,11 @@ WORKER_CPUS = (1, 2, 4)
 MEDIAN_SECONDS, SIGMA = 300.0, 1.0
 SHORTEST, LONGEST = 30.0, 4 * 3600.0
 NODE_CPU = 32
+LOAD = 1.5  # offered work / capacity, by default
 
 
 def generate(
-    jobs: int = 400, nodes: int = 40, *, load: float = 1.5, seed: int = 1
+    jobs: int = 400, nodes: int = 40, *, load: float = LOAD, seed: int = 1
 ) -> dict[str, Any]:
     """The trace document (what the YAML file holds)."""
     rng = random.Random(seed)  # noqa: S311 - a reproducible trace, not a secret
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--jobs", type=int, default=400)
     parser.add_argument("--nodes", type=int, default=40)
-    parser.add_argument("--load", type=float, default=1.5, help="offered work / capacity")
+    parser.add_argument("--load", type=float, default=LOAD, help="offered work / capacity")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     sys.stdout.write(dump(generate(args.jobs, args.nodes, load=args.load, seed=args.seed)))
