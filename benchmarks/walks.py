@@ -1,0 +1,151 @@
+"""Where the what-if simulator's time goes under Lahar's policy: the walks of the fair order.
+
+    .venv/bin/python benchmarks/walks.py [--sizes 1000/100 2000/200] [--load 1.5]
+
+Plays the synthetic trace of each size JOBS/NODES (as `benchmarks/simulate.py` does) with the
+gang ledger watched from outside: the engine's own methods are wrapped for this run only, so the
+code measured has no counters in it. Printed per size:
+
+- walks: how many times the fair order of the waiting gangs was lined up afresh, by what moved
+  since the order before (`cluster`: pods or nodes; `gangs`: PodGroups or members' phases;
+  `queues`; `ledger`: admissions and reservations; `expired`: a gang started starving, a backoff
+  or a wait ran out; `dropped`: the ledger dropped its order), and the turns each cause cost;
+- turns: gangs planned in those walks (a walk is taken only as far as the deepest gang asked
+  about), per walk, and how many times a gang asked about took a walk further;
+- what the turns said: admitted, refused (and of those, when no node had the cpu for the gang's
+  smallest member any more), and how many drained capacity for a starving gang.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from extender.api.resources import CPU
+from extender.cli.kubectl import table
+from extender.cli.serve_cmd import default_policy
+from extender.framework import order as order_module
+from extender.framework.gang import Gangs
+from extender.framework.placement import choose
+from extender.framework.policy import load_policy
+from extender.plugins import REGISTRY
+from extender.simulate.run import simulate
+from extender.simulate.synthetic import LOAD, generate
+from extender.simulate.trace import parse_trace
+
+CAUSES = ("cluster", "gangs", "queues", "ledger")  # the parts of the ledger's state key
+
+
+class Watch:
+    """Counts what the ledger and the walk do, by wrapping their methods (`install`)."""
+
+    def __init__(self) -> None:
+        self.walks: Counter[str] = Counter()
+        self.walk_turns: Counter[str] = Counter()
+        self.turns: Counter[str] = Counter()
+        self.asked = 0
+        self._orders: list[tuple[str, Any]] = []
+
+    def install(self) -> Callable[[], None]:
+        """Wrap the methods; returns what puts the originals back."""
+        watch = self
+        walked: Callable[..., Any] = Gangs._walked
+        take: Callable[..., None] = Gangs._take
+        turn: Callable[..., Any] = order_module._Claims.turn
+        drain: Callable[..., Any] = order_module.drain
+
+        def _walked(gangs: Gangs, state: Any, *args: Any, **kwargs: Any) -> Any:
+            before = gangs._order
+            made = walked(gangs, state, *args, **kwargs)
+            if made is not before:
+                watch._orders.append((watch._cause(gangs, state, before), made))
+            return made
+
+        def _take(gangs: Gangs, order: Any, until: str | None = None) -> None:
+            if until is not None and until not in order.turns:
+                watch.asked += 1
+            take(gangs, order, until)
+
+        def _turn(claims: Any, gang: Any, *args: Any) -> Any:
+            members, _ = choose(gang)
+            smallest = min((pod.request[CPU] for pod in members), default=0)
+            most = max((free[CPU] for free in claims.room.free.values()), default=0)
+            made = turn(claims, gang, *args)
+            watch.turns["admitted" if made.slots else "refused"] += 1
+            if not made.slots and most < smallest:
+                watch.turns["refused, no node with the cpu"] += 1
+            return made
+
+        def _drain(*args: Any) -> Any:
+            watch.turns["drained for a starving gang"] += 1
+            return drain(*args)
+
+        wrapped = [
+            (Gangs, "_walked", walked, _walked),
+            (Gangs, "_take", take, _take),
+            (order_module._Claims, "turn", turn, _turn),
+            (order_module, "drain", drain, _drain),
+        ]
+        for owner, name, _, wrapper in wrapped:
+            setattr(owner, name, wrapper)
+
+        def restore() -> None:
+            for owner, name, original, _ in wrapped:
+                setattr(owner, name, original)
+
+        return restore
+
+    def _cause(self, gangs: Gangs, state: Any, before: Any) -> str:
+        if before is None:
+            return "dropped" if self._orders else "first"
+        now = gangs._state_key(state)
+        moved = [c for c, a, b in zip(CAUSES, before.made_at, now, strict=True) if a != b]
+        return "+".join(moved) if moved else "expired"
+
+    def settle(self) -> None:
+        for cause, made in self._orders:
+            self.walks[cause] += 1
+            self.walk_turns[cause] += len(made.turns)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--sizes", nargs="*", default=["1000/100", "2000/200"])
+    parser.add_argument("--load", type=float, default=LOAD, help="offered work / capacity")
+    args = parser.parse_args()
+    logging.getLogger("extender").setLevel(logging.WARNING)
+    policy = load_policy(default_policy(), REGISTRY)
+    for text in args.sizes:
+        jobs, _, nodes = text.partition("/")
+        trace = parse_trace(generate(int(jobs), int(nodes), load=args.load))
+        watch = Watch()
+        restore = watch.install()
+        try:
+            simulate(trace, policy, "lahar")
+        finally:
+            restore()
+        watch.settle()
+        walks, turns = sum(watch.walks.values()), sum(watch.walk_turns.values())
+        print(
+            f"{text} load {args.load}: {walks} walks, {turns} turns "
+            f"({turns / max(1, walks):.0f} a walk); {watch.asked} times a gang asked about "
+            "took a walk further"
+        )
+        rows = [
+            (cause, str(watch.walks[cause]), str(watch.walk_turns[cause]))
+            for cause in sorted(watch.walk_turns, key=lambda c: -watch.walk_turns[c])
+        ]
+        print(table(("WALKS AFTER", "WALKS", "TURNS"), rows))
+        print(table(("TURNS", "COUNT"), [(k, str(v)) for k, v in watch.turns.items()]))
+        print()
+
+
+if __name__ == "__main__":
+    main()
