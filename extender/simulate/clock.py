@@ -71,12 +71,43 @@ class VirtualLoop(asyncio.SelectorEventLoop):
 
 
 def run(main: Coroutine[Any, Any, T], clock: Clock) -> T:
-    """Run `main` to the end on a fresh loop over `clock`."""
+    """Run `main` to the end on a fresh loop over `clock`. A callback that raises, or a task
+    `watched` that fails, stops the run with its exception: figures from a simulation that lost
+    a part of itself on the way would be wrong without a word."""
     loop = VirtualLoop(clock)
+    failures: list[BaseException] = []
+
+    def failed(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        error = context.get("exception")
+        failures.append(error if isinstance(error, BaseException) else Failed(context["message"]))
+        loop.stop()
+
+    loop.set_exception_handler(failed)
     try:
-        return loop.run_until_complete(main)
+        try:
+            return loop.run_until_complete(main)
+        except RuntimeError:
+            if failures:  # (the loop was stopped before `main` completed)
+                raise failures[0] from None
+            raise
     finally:
         for task in asyncio.all_tasks(loop):
             task.cancel()
         loop.run_until_complete(asyncio.sleep(0))
         loop.close()
+
+
+def watched(task: asyncio.Task[T]) -> asyncio.Task[T]:
+    """`task`, its failure stopping `run` (a task's exception is otherwise kept until someone
+    asks for its result, which a background task's nobody does)."""
+    task.add_done_callback(_raise_failure)
+    return task
+
+
+def _raise_failure(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and (error := task.exception()) is not None:
+        raise error  # to the loop's exception handler: `run` stops with it
+
+
+class Failed(RuntimeError):
+    """The loop reported an error that carried no exception (its message says what)."""

@@ -30,7 +30,7 @@ from extender.framework.policy import Policy
 from extender.framework.preemption import Preemption, candidates
 from extender.framework.session import Engine
 from extender.simulate import world
-from extender.simulate.clock import Clock, run
+from extender.simulate.clock import Clock, run, watched
 from extender.simulate.scheduler import Scheduler, binder_of
 from extender.simulate.trace import Job, Trace
 
@@ -127,10 +127,10 @@ class Simulation:
 
     async def _main(self) -> None:
         loop = asyncio.get_running_loop()
-        background = [loop.create_task(self.scheduler.run())]
+        background = [watched(loop.create_task(self.scheduler.run()))]
         if self.engine.preemption is not None and self.engine.gangs is not None:
             self.engine.gangs.on_rejected.append(self._rejected)
-            background.append(loop.create_task(self._preempt()))
+            background.append(watched(loop.create_task(self._preempt())))
         for job in self.trace.jobs:
             loop.call_at(job.arrival, self._arrive, job)
         if not self.jobs:

@@ -33,6 +33,7 @@ from extender.cache.state import ClusterState
 from extender.framework.gang_types import PLAIN
 from extender.framework.members import view_gang
 from extender.framework.session import Engine
+from extender.simulate.clock import watched
 
 Bound = Callable[[Pod, str], None]
 BACKOFF_INITIAL, BACKOFF_MAX = 1.0, 10.0  # kube-scheduler's podInitialBackoffSeconds, podMax...
@@ -140,7 +141,7 @@ class Scheduler:
                 if node is None:
                     self.park(pod)
                     continue
-                task = asyncio.get_running_loop().create_task(self._bind(pod, node))
+                task = watched(asyncio.get_running_loop().create_task(self._bind(pod, node)))
                 self._binds.add(task)
                 task.add_done_callback(self._binds.discard)
                 await asyncio.sleep(0)  # the bind runs up to its barrier before the next pod

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from extender.simulate.clock import Clock, Stalled, run
+from extender.simulate.clock import Clock, Stalled, run, watched
 
 
 def test_a_simulated_day_takes_no_real_time() -> None:
@@ -34,3 +34,55 @@ def test_waiting_on_what_never_happens_is_stalled() -> None:
 
     with pytest.raises(Stalled):
         run(main(), Clock())
+
+
+class _Broken(Exception):
+    pass
+
+
+def _fail() -> None:
+    raise _Broken("lost part")
+
+
+def test_a_callback_that_raises_stops_the_run_with_its_error() -> None:
+    async def main() -> None:
+        asyncio.get_running_loop().call_later(10, _fail)
+        await asyncio.sleep(3600)
+
+    with pytest.raises(_Broken, match="lost part"):
+        run(main(), Clock())
+
+
+def test_a_watched_task_that_fails_stops_the_run_while_main_waits_on_other_things() -> None:
+    clock = Clock()
+
+    async def part() -> None:
+        await asyncio.sleep(5)
+        _fail()
+
+    async def main() -> None:
+        watched(asyncio.get_running_loop().create_task(part()))
+        await asyncio.sleep(3600)
+
+    with pytest.raises(_Broken):
+        run(main(), clock)
+    assert clock.now == 5  # stopped when it failed, not at the end
+
+
+def test_a_watched_task_cancelled_or_done_lets_the_run_finish() -> None:
+    async def idle() -> None:
+        await asyncio.sleep(3600)
+
+    async def quick() -> int:
+        return 1
+
+    async def main() -> str:
+        loop = asyncio.get_running_loop()
+        cancelled = watched(loop.create_task(idle()))
+        done = watched(loop.create_task(quick()))
+        await asyncio.sleep(1)
+        cancelled.cancel()
+        await asyncio.sleep(1)
+        return f"{done.result()} {cancelled.cancelled()}"
+
+    assert run(main(), Clock()) == "1 True"

@@ -91,6 +91,30 @@ def test_a_high_priority_gang_preempts_a_whole_low_priority_job(lahar: Policy) -
     assert summarize(outcome).partial_gangs == 0
 
 
+class _Broken(Exception):
+    pass
+
+
+def test_a_fault_in_the_preemptor_stops_the_simulation_instead_of_skewing_it(
+    lahar: Policy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise _Broken("victim search failed")
+
+    monkeypatch.setattr("extender.simulate.run.candidates", broken)
+    trace = parse_trace(
+        {
+            "nodes": [{"count": 2, "cpu": "4", "memory": "8Gi"}],
+            "jobs": [
+                _job("low", 2, "4", 1000, priority=0),
+                _job("high", 2, "4", 100, arrival=50, priority=100),
+            ],
+        }
+    )
+    with pytest.raises(_Broken, match="victim search failed"):
+        simulate(trace, lahar, "lahar")
+
+
 def test_fairness_follows_queue_weights(lahar: Policy) -> None:
     """Two queues, weights 3:1, each with more work than the cluster holds: Lahar's
     proportion plugin shares the cluster 3:1 (Jain's index over weights near 1)."""
