@@ -13,7 +13,9 @@ code measured has no counters in it. Printed per size:
 - turns: gangs planned in those walks (a walk is taken only as far as the deepest gang asked
   about), per walk, and how many times a gang asked about took a walk further;
 - what the turns said: admitted, refused (and of those, when no node had the cpu for the gang's
-  smallest member any more), and how many drained capacity for a starving gang.
+  smallest member any more), and how many drained capacity for a starving gang;
+- wall seconds: the whole run, lining up new walks (contenders and their ranks), taking turns
+  (drains included), and the preemption pass's victim search (its pool and victims).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections import Counter
+import time
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +35,7 @@ from extender.api.resources import CPU
 from extender.cli.kubectl import table
 from extender.cli.serve_cmd import default_policy
 from extender.framework import order as order_module
+from extender.framework import preemption
 from extender.framework.gang import Gangs
 from extender.framework.placement import choose
 from extender.framework.policy import load_policy
@@ -51,6 +55,7 @@ class Watch:
         self.walk_turns: Counter[str] = Counter()
         self.turns: Counter[str] = Counter()
         self.asked = 0
+        self.seconds: dict[str, float] = defaultdict(float)
         self._orders: list[tuple[str, Any]] = []
 
     def install(self) -> Callable[[], None]:
@@ -62,16 +67,32 @@ class Watch:
         drain: Callable[..., Any] = order_module.drain
 
         def _walked(gangs: Gangs, state: Any, *args: Any, **kwargs: Any) -> Any:
-            before = gangs._order
+            before, started = gangs._order, time.perf_counter()
             made = walked(gangs, state, *args, **kwargs)
             if made is not before:
+                watch.seconds["lining up new walks"] += time.perf_counter() - started
                 watch._orders.append((watch._cause(gangs, state, before), made))
             return made
 
         def _take(gangs: Gangs, order: Any, until: str | None = None) -> None:
             if until is not None and until not in order.turns:
                 watch.asked += 1
+            started = time.perf_counter()
             take(gangs, order, until)
+            watch.seconds["taking turns"] += time.perf_counter() - started
+
+        def timed(label: str, function: Callable[..., Any]) -> Callable[..., Any]:
+            def run(*args: Any, **kwargs: Any) -> Any:
+                started = time.perf_counter()
+                try:
+                    return function(*args, **kwargs)
+                finally:
+                    watch.seconds[label] += time.perf_counter() - started
+
+            return run
+
+        pool_of = preemption.Pool.__dict__["of"]  # a classmethod, put back as it was
+        search = "preemption's victim search"
 
         def _turn(claims: Any, gang: Any, *args: Any) -> Any:
             members, _ = choose(gang)
@@ -92,6 +113,13 @@ class Watch:
             (Gangs, "_take", take, _take),
             (order_module._Claims, "turn", turn, _turn),
             (order_module, "drain", drain, _drain),
+            (
+                preemption,
+                "victims_for",
+                preemption.victims_for,
+                timed(search, preemption.victims_for),
+            ),
+            (preemption.Pool, "of", pool_of, classmethod(timed(search, pool_of.__func__))),
         ]
         for owner, name, _, wrapper in wrapped:
             setattr(owner, name, wrapper)
@@ -127,10 +155,12 @@ def main() -> None:
         trace = parse_trace(generate(int(jobs), int(nodes), load=args.load))
         watch = Watch()
         restore = watch.install()
+        started = time.perf_counter()
         try:
             simulate(trace, policy, "lahar")
         finally:
             restore()
+        watch.seconds["the whole run"] = time.perf_counter() - started
         watch.settle()
         walks, turns = sum(watch.walks.values()), sum(watch.walk_turns.values())
         print(
@@ -144,6 +174,7 @@ def main() -> None:
         ]
         print(table(("WALKS AFTER", "WALKS", "TURNS"), rows))
         print(table(("TURNS", "COUNT"), [(k, str(v)) for k, v in watch.turns.items()]))
+        print(table(("WALL", "SECONDS"), [(k, f"{v:.1f}") for k, v in watch.seconds.items()]))
         print()
 
 
