@@ -97,7 +97,8 @@ class Watch:
         def _turn(claims: Any, gang: Any, *args: Any) -> Any:
             members, _ = choose(gang)
             smallest = min((pod.request[CPU] for pod in members), default=0)
-            most = max((free[CPU] for free in claims.room.free.values()), default=0)
+            keys = claims.room._keys  # binpack order: the last has the most free cpu
+            most = keys[-1][0] if keys else 0
             made = turn(claims, gang, *args)
             watch.turns["admitted" if made.slots else "refused"] += 1
             if not made.slots and most < smallest:
