@@ -21,7 +21,7 @@ from extender.framework.policy import load_policy
 from extender.kube import client_for
 from extender.plugins import REGISTRY
 from extender.server.app import make_app
-from extender.server.keys import LEASE_LOST
+from extender.server.keys import FAILED_TASKS, LEASE_LOST
 from extender.server.tls import ServerTls, TlsFiles
 
 log = logging.getLogger("extender.serve")
@@ -86,6 +86,10 @@ def _serve(args: argparse.Namespace) -> int:
             print=None,
             access_log=None,
         )
+    failed: list[str] = app[FAILED_TASKS]
+    if failed:
+        log.error("stopped because background task %s failed", ", ".join(failed))
+        return 1
     if app[LEASE_LOST].is_set():
         log.error("stopped after losing the Lease; restart to stand by again")
         return 1

@@ -53,6 +53,7 @@ from extender.server.keys import (
     BARRIER,
     BINDER,
     ENGINE,
+    FAILED_TASKS,
     INFORMERS,
     LEADING,
     LEASE_LOST,
@@ -91,6 +92,7 @@ def make_app(
     app = web.Application()
     app[TLS] = tls
     app[LEADING], app[SERVING], app[LEASE_LOST] = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    app[FAILED_TASKS] = []
     if lease is None:
         app[LEADING].set()
     elif api is not None:
@@ -133,7 +135,7 @@ def make_app(
             _writers(app, api, gangs)
     if api is not None:
         app.cleanup_ctx.append(_informers(api))
-        app.cleanup_ctx.append(_task(lambda app: _expire(app[STATE], app[ENGINE].gangs)))
+        app.cleanup_ctx.append(_task(lambda app: _expire(app[STATE], app[ENGINE].gangs), "expiry"))
     add_routes(app)
     return app
 
@@ -179,7 +181,7 @@ def _reloading(tls: ServerTls) -> Callable[[web.Application], AsyncIterator[None
             except (OSError, ValueError):  # ssl.SSLError is an OSError
                 log.exception("reloading the TLS files failed; serving the loaded ones")
 
-    return _task(loop)
+    return _task(loop, "TLS reload")
 
 
 def _queue_figures(state: ClusterState, gangs: Gangs) -> QueueFigures:
@@ -254,7 +256,7 @@ def _election(
         log.info("leading: this replica holds the Lease %s/%s", lease.namespace, lease.name)
         _serve(app)
 
-    return _task(lead)
+    return _task(lead, "leader election")
 
 
 def _recover(app: web.Application) -> None:
@@ -290,17 +292,35 @@ def _background(worker: _Worker) -> Callable[[web.Application], AsyncIterator[No
         worker.attach()
         await worker.run()
 
-    return _task(work)
+    return _task(work, type(worker).__name__)
 
 
 def _task(
-    work: Callable[[web.Application], Coroutine[Any, Any, None]],
+    work: Callable[[web.Application], Coroutine[Any, Any, None]], name: str
 ) -> Callable[[web.Application], AsyncIterator[None]]:
-    """A cleanup context running `work(app)` as a task for as long as the app runs."""
+    """A cleanup context running `work(app)` as a task for as long as the app runs. A task that
+    fails stops the process (as losing the Lease does): a replica whose expiry, writers or
+    preemptor died would go on answering from a ledger nobody keeps, with a healthy probe; the
+    Deployment starts a fresh one, which recovers from the API server."""
 
     async def context(app: web.Application) -> AsyncIterator[None]:
-        task = asyncio.create_task(work(app))
+        def stop_on_failure(task: asyncio.Task[None]) -> None:
+            if task.cancelled() or task.exception() is None:
+                return
+            log.critical(
+                "background task %s failed; stopping the process so a fresh replica takes over",
+                name,
+                exc_info=task.exception(),
+            )
+            app[FAILED_TASKS].append(name)
+            raise web.GracefulExit()  # out of the event loop, as a lost Lease does
+
+        task = asyncio.create_task(work(app), name=name)
+        task.add_done_callback(stop_on_failure)
         yield
+        task.remove_done_callback(stop_on_failure)
+        if task.done():
+            return  # ended, or failed (and said so)
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task

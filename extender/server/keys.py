@@ -34,3 +34,5 @@ SYNCED = web.AppKey("synced", asyncio.Event)  # set once the cache holds the who
 LEADING = web.AppKey("leading", asyncio.Event)
 SERVING = web.AppKey("serving", asyncio.Event)
 LEASE_LOST = web.AppKey("lease_lost", asyncio.Event)
+# The background tasks that failed (each stops the process: `server.app._task`).
+FAILED_TASKS: web.AppKey[list[str]] = web.AppKey("failed_tasks")
