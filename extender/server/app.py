@@ -305,8 +305,8 @@ def _task(
 
     async def context(app: web.Application) -> AsyncIterator[None]:
         def stop_on_failure(task: asyncio.Task[None]) -> None:
-            if task.cancelled() or task.exception() is None:
-                return
+            if task.cancelled() or not isinstance(task.exception(), Exception):
+                return  # done, or a SystemExit on its way out of the loop already
             log.critical(
                 "background task %s failed; stopping the process so a fresh replica takes over",
                 name,
