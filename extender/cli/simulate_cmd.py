@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +18,8 @@ from extender.plugins import REGISTRY
 from extender.simulate import html
 from extender.simulate.defaults import STOCK, stock_policy, story_trace
 from extender.simulate.metrics import summarize
-from extender.simulate.report import HEADERS, row
-from extender.simulate.run import simulate
+from extender.simulate.report import HEADERS, progress, row
+from extender.simulate.run import Progress, simulate
 from extender.simulate.synthetic import generate
 from extender.simulate.trace import Trace, TraceError, load_trace, parse_trace
 
@@ -90,7 +92,13 @@ def _simulate(args: argparse.Namespace) -> int:
         if len(traces) > 1:
             gap = "\n" if number else ""
             print(f"{gap}{label}: {len(trace.jobs)} jobs, {trace.node_count} nodes")
-        outcomes = [simulate(trace, policy, name, seed=args.seed) for name, policy in policies]
+        shown = _progress_shown()
+        outcomes = [
+            simulate(trace, policy, name, seed=args.seed, on_progress=shown)
+            for name, policy in policies
+        ]
+        if shown is not None:
+            sys.stderr.write("\r\033[K")  # the last progress line goes
         summaries = [summarize(outcome) for outcome in outcomes]
         print(kubectl.table(HEADERS, [row(s) for s in summaries]), flush=True)
         if args.out is not None:
@@ -100,3 +108,16 @@ def _simulate(args: argparse.Namespace) -> int:
                 raise SystemExit(f"lahar simulate: {error}") from None
             print(f"report: {path}")
     return 0
+
+
+def _progress_shown() -> Callable[[Progress], None] | None:
+    """On a terminal, a line on stderr saying how far a run got, overwritten as it goes (a
+    10,000-job trace can take minutes); nothing when stderr is a file or a pipe."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(report: Progress) -> None:
+        sys.stderr.write(f"\r\033[K{progress(report)}")
+        sys.stderr.flush()
+
+    return show

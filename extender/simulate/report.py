@@ -1,9 +1,10 @@
 """The columns of the table `lahar simulate` prints (and its HTML report shows): one row per
-policy. The CLI lays them out in kubectl's style."""
+policy. The CLI lays them out in kubectl's style. `progress` words how far a run got."""
 
 from __future__ import annotations
 
 from extender.simulate.metrics import Summary
+from extender.simulate.run import Progress
 
 HEADERS = (
     "POLICY",
@@ -46,4 +47,13 @@ def row(summary: Summary) -> tuple[str, ...]:
         str(summary.partial_gangs),
         str(summary.preemptions),
         f"{summary.seconds:.1f}s",
+    )
+
+
+def progress(report: Progress) -> str:
+    """One line: how far a run got, for a terminal to overwrite as it goes."""
+    waiting = report.arrived - report.started
+    return (
+        f"{report.policy}: {_seconds(report.now)} simulated, {report.finished} of {report.jobs} "
+        f"jobs done, {waiting} waiting to start ({report.wall:.0f}s)"
     )

@@ -12,6 +12,9 @@ The run ends when every job has ended, or when nothing moved (no bind, end or ev
 `idle_limit` seconds with no pod running towards its end and no job still to arrive: the jobs
 left are stuck (pods bound part of a gang wait for the rest forever under the stock policy), and
 the run counts as ending `idle_limit` after the last move.
+
+A long run says how far it got: `on_progress` is handed a `Progress` at most every
+`progress_every` wall seconds, when something moves (`lahar simulate` shows it on a terminal).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from extender.actions.bind import BindError
@@ -79,11 +83,34 @@ class Outcome:
         return [name for name, record in self.jobs.items() if record.finished is None]
 
 
+@dataclass(frozen=True)
+class Progress:
+    """How far a run got: the simulated time, the trace's jobs arrived, started and finished
+    so far, and the wall seconds it took."""
+
+    policy: str
+    now: float
+    jobs: int
+    arrived: int
+    started: int
+    finished: int
+    wall: float
+
+
 class Simulation:
     def __init__(
-        self, trace: Trace, policy: Policy, name: str, *, seed: int = 0, idle_limit: float = 3600
+        self,
+        trace: Trace,
+        policy: Policy,
+        name: str,
+        *,
+        seed: int = 0,
+        idle_limit: float = 3600,
+        on_progress: Callable[[Progress], None] | None = None,
+        progress_every: float = 2.0,
     ) -> None:
         self.trace, self.name, self.idle_limit = trace, name, idle_limit
+        self.on_progress, self.progress_every = on_progress, progress_every
         self.clock = Clock()
         self.state = ClusterState(clock=self.clock)
         self.engine = Engine(policy)
@@ -99,6 +126,8 @@ class Simulation:
         self._moved_at = 0.0  # when something last moved
         self._ending = 0  # pods running towards a known end
         self._arrivals = len(trace.jobs)
+        self._started = self._finished = 0  # jobs
+        self._began = self._reported = time.perf_counter()
         self._all_done = asyncio.Event()
         self._preempt_wake = asyncio.Event()
         for node in world.nodes(trace):
@@ -109,7 +138,7 @@ class Simulation:
             self.state.upsert_priority_class(priority_class)
 
     def run(self) -> Outcome:
-        started = time.perf_counter()
+        started = self._began = self._reported = time.perf_counter()
         run(self._main(), self.clock)
         end = max((r.finished or 0.0 for r in self.jobs.values()), default=0.0)
         if any(r.finished is None for r in self.jobs.values()):
@@ -147,6 +176,23 @@ class Simulation:
     def _moved(self) -> None:
         self.progress += 1
         self._moved_at = self.clock.now
+        if self.on_progress is not None:
+            wall = time.perf_counter()
+            if wall - self._reported >= self.progress_every:
+                self._reported = wall
+                jobs = len(self.jobs)
+                arrived = jobs - self._arrivals
+                self.on_progress(
+                    Progress(
+                        self.name,
+                        self.clock.now,
+                        jobs,
+                        arrived,
+                        self._started,
+                        self._finished,
+                        wall - self._began,
+                    )
+                )
 
     # -- the API server and the kubelets --------------------------------------------------------
 
@@ -183,6 +229,7 @@ class Simulation:
             record.started_now = True
             if record.started is None:
                 record.started = now
+                self._started += 1
             for member in record.running:
                 self._run_to_end(member, now)
 
@@ -213,12 +260,14 @@ class Simulation:
         self.jobs[self._job_of[uid]].running.discard(uid)
 
     def _finish(self, record: JobRecord) -> None:
+        if record.finished is None:
+            self._finished += 1
         record.finished = self.clock.now
         key = f"{world.NAMESPACE}/{record.job.name}"
         for pod in self.state.gang_pods(key):
             self.state.delete_pod(pod.metadata.uid)  # what never ran is not needed any more
         self.state.delete_pod_group(key)
-        if all(r.finished is not None for r in self.jobs.values()):
+        if self._finished == len(self.jobs):
             self._all_done.set()
 
     # -- preemption -----------------------------------------------------------------------------
@@ -292,5 +341,16 @@ def _phase(phase: str) -> PodStatus:
     return PodStatus(phase=phase)
 
 
-def simulate(trace: Trace, policy: Policy, name: str, *, seed: int = 0) -> Outcome:
-    return Simulation(trace, policy, name, seed=seed).run()
+def simulate(
+    trace: Trace,
+    policy: Policy,
+    name: str,
+    *,
+    seed: int = 0,
+    on_progress: Callable[[Progress], None] | None = None,
+    progress_every: float = 2.0,
+) -> Outcome:
+    simulation = Simulation(
+        trace, policy, name, seed=seed, on_progress=on_progress, progress_every=progress_every
+    )
+    return simulation.run()

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
 
+from extender.cli import simulate_cmd
 from extender.cli.main import main
+from extender.simulate.run import Progress
 
 
 def test_the_default_story_compares_lahar_and_stock(capsys: pytest.CaptureFixture[str]) -> None:
@@ -32,3 +35,24 @@ def test_a_broken_trace_is_named(tmp_path: Path) -> None:
     trace.write_text("nodes: [{count: 0, cpu: '8', memory: 1Gi}]\n")
     with pytest.raises(SystemExit, match=r"trace.yaml: nodes.0.count: Input should be greater"):
         main(["simulate", str(trace)])
+
+
+def test_progress_goes_to_a_terminal_only(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Piped or redirected, stderr gets no progress lines; on a terminal one line is rewritten."""
+    assert main(["simulate"]) == 0
+    assert capsys.readouterr().err == ""
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    show = simulate_cmd._progress_shown()
+    assert show is not None
+    show(Progress("lahar", 7200.0, 10, 6, 4, 3, 12.4))
+    assert terminal.getvalue() == (
+        "\r\033[Klahar: 2.0h simulated, 3 of 10 jobs done, 2 waiting to start (12s)"
+    )

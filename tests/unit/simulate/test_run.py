@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,8 @@ from extender.framework.policy import Policy, load_policy
 from extender.plugins import REGISTRY
 from extender.simulate.defaults import stock_policy, story_trace
 from extender.simulate.metrics import summarize
-from extender.simulate.run import Outcome, simulate
+from extender.simulate.report import progress
+from extender.simulate.run import Outcome, Progress, simulate
 from extender.simulate.trace import parse_trace
 
 POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
@@ -89,6 +91,36 @@ def test_a_high_priority_gang_preempts_a_whole_low_priority_job(lahar: Policy) -
     assert low.started == 0.0  # its first start; it ran again after high ended
     assert low.finished == pytest.approx(high.finished + 1000)
     assert summarize(outcome).partial_gangs == 0
+
+
+def test_a_run_says_how_far_it_got_as_it_goes(lahar: Policy) -> None:
+    trace = parse_trace(
+        {
+            "nodes": [{"count": 1, "cpu": "4", "memory": "8Gi"}],
+            "jobs": [_job(f"j{i}", 2, "2", 100, arrival=10 * i) for i in range(4)],
+        }
+    )
+    reports: list[Progress] = []
+    outcome = simulate(trace, lahar, "lahar", on_progress=reports.append, progress_every=0)
+    assert reports, "every move is reported when progress_every is 0"
+    assert [r.now for r in reports] == sorted(r.now for r in reports)
+    for earlier, later in pairwise(reports):
+        assert earlier.finished <= later.finished and earlier.started <= later.started
+    for report in reports:
+        assert report.finished <= report.started <= report.arrived <= report.jobs == 4
+    last = reports[-1]
+    assert (last.arrived, last.started, last.finished) == (4, 4, 4)
+    assert last.now == max(r.finished for r in outcome.jobs.values() if r.finished is not None)
+    first_wait = next(r for r in reports if r.arrived - r.started)  # j1 waits for j0's 4 cpu
+    assert progress(first_wait).startswith("lahar: ")
+    assert "of 4 jobs done, 1 waiting to start (" in progress(first_wait)
+
+
+def test_no_progress_is_reported_unless_asked(lahar: Policy) -> None:
+    trace = parse_trace(
+        {"nodes": [{"count": 1, "cpu": "4", "memory": "8Gi"}], "jobs": [_job("j", 1, "1", 5)]}
+    )
+    assert simulate(trace, lahar, "lahar").jobs["j"].finished == 5.0
 
 
 class _Broken(Exception):
