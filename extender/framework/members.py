@@ -243,31 +243,26 @@ class Rejection:
 
 
 class Deferred(Rejection):
-    """A refusal whose cause and message are worked out when first read, by `work` (a walk
-    refuses hundreds of gangs for want of room and is asked why of a few)."""
+    """A refusal whose cause is known at once and whose message is worded when first read, by
+    `word` (a walk refuses hundreds of gangs for want of room and is asked why of a few)."""
 
-    _work: Callable[[], Rejection] | None
-    _made: Rejection | None
+    _word: Callable[[], str] | None
 
-    def __init__(self, work: Callable[[], Rejection]) -> None:
-        object.__setattr__(self, "_work", work)
-        object.__setattr__(self, "_made", None)
+    def __init__(self, cause: str, word: Callable[[], str]) -> None:
+        object.__setattr__(self, "cause", cause)
+        object.__setattr__(self, "_word", word)
 
     def __getattr__(self, name: str) -> str:
-        if name not in ("cause", "message"):
+        if name != "message":  # (read only while the message is not worded yet)
             raise AttributeError(name)
-        return str(getattr(self.settled(), name))
+        return self.settled().message
 
     def settled(self) -> Rejection:
-        made, work = self._made, self._work
-        if made is None and work is not None:
-            made = work()
-            object.__setattr__(self, "_made", made)
-            object.__setattr__(self, "cause", made.cause)
-            object.__setattr__(self, "message", made.message)
-            object.__setattr__(self, "_work", None)  # (what it read is not kept alive)
-        assert made is not None
-        return made
+        word = self._word
+        if word is not None:
+            object.__setattr__(self, "message", word())
+            object.__setattr__(self, "_word", None)  # (what it read is not kept alive)
+        return Rejection(self.cause, self.message)
 
 
 def gang_priority(state: ClusterState, gang: GangView) -> int:

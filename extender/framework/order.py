@@ -189,8 +189,6 @@ def _rank(
 
 def _lacks_capacity(turn: Turn) -> bool:
     """Refused for want of capacity (what draining can help), not for a rule."""
-    if isinstance(turn.rejection, Deferred):
-        return True  # Queued, worded when read
     cause = turn.rejection.cause if turn.rejection is not None else ""
     return cause in WANTS_CAPACITY or cause == "Queued"
 
@@ -264,10 +262,10 @@ class _Claims:
         # The gangs ahead took what it needs (Queued): which ones is worked out when read (most
         # turns never are), as it stood at this point of the walk.
         at = len(self.taken)
-        return Turn(gang.key, rejection=Deferred(lambda: self._queued(gang, alone, at)))
+        return Turn(gang.key, rejection=Deferred("Queued", lambda: self._queued(gang, alone, at)))
 
-    def _queued(self, gang: GangView, alone: Iterable[str], at: int) -> Rejection:
-        """The gang waits for the gangs that, among the first `at` claims of the walk, took
+    def _queued(self, gang: GangView, alone: Iterable[str], at: int) -> str:
+        """Why the gang waits: for the gangs that, among the first `at` claims of the walk, took
         capacity on the nodes it would use alone (or anywhere, if none did there)."""
 
         def before(nodes: Iterable[str]) -> set[str]:
@@ -276,11 +274,10 @@ class _Claims:
 
         ahead = sorted(before(alone) or before(self.claimants))
         named = ", ".join(ahead[:3]) + (f" and {len(ahead) - 3} more" if len(ahead) > 3 else "")
-        message = (
+        return (
             f"gang {gang.key}: the capacity it needs goes first to gangs ahead of it in the "
             f"fair order (queue share, priority, age): {named}"
         )
-        return Rejection("Queued", message)
 
 
 def drain(
