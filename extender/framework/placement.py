@@ -48,7 +48,7 @@ def plan(
         short = min_resources_shortfall(gang, room)
         if short is not None:
             return {}, short
-    if not explain and not room.fits(chosen):  # (what fits is remembered as a yes or no)
+    if not explain and not room.fits(chosen):  # (remembered, by shape, with the nodes it takes)
         return {}, QUICK_REFUSAL
     assignment, failures = room.place(chosen, explain=explain)
     if failures:
@@ -128,7 +128,7 @@ class Room:
     changes: in a walk, gangs of the same shape that do not fit one after another (most of them,
     in a full cluster) are placed once; on a room nothing is held on, once per walk."""
 
-    __slots__ = ("_fits", "_keys", "_nodes_for", "_placed", "free", "nodes")
+    __slots__ = ("_keys", "_nodes_for", "_placed", "free", "nodes")
 
     def __init__(
         self, nodes: Mapping[str, NodeInfo], held: Mapping[str, Resources] | None = None
@@ -144,7 +144,6 @@ class Room:
 
     def _clear_memo(self) -> None:
         """Forget what placements found (the room changed). Keyed by `Planned.shape`."""
-        self._fits: dict[Shape, bool] = {}
         self._nodes_for: dict[Shape, frozenset[str] | None] = {}
         # (shape, explain) -> what `place` found: (position in the members, node), failures
         self._placed: dict[tuple[Shape, bool], tuple[list[tuple[int, str]], Counter[str]]] = {}
@@ -152,7 +151,7 @@ class Room:
     def copy(self) -> Room:
         made = Room.__new__(Room)
         made.nodes, made.free, made._keys = self.nodes, dict(self.free), list(self._keys)
-        made._fits, made._nodes_for = dict(self._fits), dict(self._nodes_for)
+        made._nodes_for = dict(self._nodes_for)
         made._placed = dict(self._placed)
         return made
 
@@ -172,7 +171,7 @@ class Room:
 
     def _set(self, name: str, before: Resources | None, after: Resources | None) -> None:
         keys = self._keys
-        if self._fits or self._nodes_for or self._placed:
+        if self._nodes_for or self._placed:
             self._clear_memo()
         if before is not None:
             del keys[bisect_left(keys, _rank(name, before))]
@@ -182,17 +181,9 @@ class Room:
             self.free[name] = after
 
     def fits(self, members: Sequence[Pod]) -> bool:
-        """Whether `place` finds every member a node; stops at the first that has none (no
-        reason needed: the victim search asks this hundreds of times a pass)."""
-        ordered = members if isinstance(members, Planned) else Planned(members)
-        shape = ordered.shape
-        if shape is not None and shape in self._fits:
-            return self._fits[shape]
-        taken: dict[str, Resources] = {}
-        fits = all(self._place_run(ordered[s:e], taken) == 0 for s, e in ordered.runs)
-        if shape is not None:
-            self._fits[shape] = fits
-        return fits
+        """Whether `place` finds every member a node (`nodes_for`, which stops at the first that
+        has none: no reason needed, the victim search asks this hundreds of times a pass)."""
+        return self.nodes_for(members) is not None
 
     def nodes_for(self, members: Sequence[Pod]) -> frozenset[str] | None:
         """The nodes `place` puts the members on; None when some member finds none."""
