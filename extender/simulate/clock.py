@@ -85,11 +85,13 @@ def run(main: Coroutine[Any, Any, T], clock: Clock) -> T:
     loop.set_exception_handler(failed)
     try:
         try:
-            return loop.run_until_complete(main)
+            result = loop.run_until_complete(main)
         except RuntimeError:
-            if failures:  # (the loop was stopped before `main` completed)
-                raise failures[0] from None
-            raise
+            if not failures:  # (else: the loop was stopped before `main` completed)
+                raise
+        if failures:  # (also when `main` completed in the turn a failure stopped the loop)
+            raise failures[0]
+        return result
     finally:
         for task in asyncio.all_tasks(loop):
             task.cancel()

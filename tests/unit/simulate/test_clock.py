@@ -86,3 +86,12 @@ def test_a_watched_task_cancelled_or_done_lets_the_run_finish() -> None:
         return f"{done.result()} {cancelled.cancelled()}"
 
     assert run(main(), Clock()) == "1 True"
+
+
+def test_a_failure_in_the_turn_main_ends_in_still_stops_the_run() -> None:
+    async def main() -> int:
+        asyncio.get_running_loop().call_soon(_fail)  # runs in the turn that ends `main`
+        return 1
+
+    with pytest.raises(_Broken):
+        run(main(), Clock())
