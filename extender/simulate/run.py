@@ -127,7 +127,7 @@ class Simulation:
         self._ending = 0  # pods running towards a known end
         self._arrivals = len(trace.jobs)
         self._started = self._finished = 0  # jobs
-        self._began = self._reported = time.perf_counter()
+        self._began = self._reported = 0.0  # wall clock: when `run` began, last reported
         self._all_done = asyncio.Event()
         self._preempt_wake = asyncio.Event()
         for node in world.nodes(trace):
@@ -138,7 +138,7 @@ class Simulation:
             self.state.upsert_priority_class(priority_class)
 
     def run(self) -> Outcome:
-        started = self._began = self._reported = time.perf_counter()
+        self._began = self._reported = time.perf_counter()
         run(self._main(), self.clock)
         end = max((r.finished or 0.0 for r in self.jobs.values()), default=0.0)
         if any(r.finished is None for r in self.jobs.values()):
@@ -151,7 +151,7 @@ class Simulation:
             self.preemptions,
             end,
             self.scheduler.attempts,
-            time.perf_counter() - started,
+            time.perf_counter() - self._began,
         )
 
     async def _main(self) -> None:
