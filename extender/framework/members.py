@@ -115,23 +115,17 @@ class Planned(list[Pod]):
             if index == len(self) or not alike(self[index - 1], self[index]):
                 self.runs.append((start, index))
                 start = index
-        self._shape: Shape | None = None
-        self._shaped = False  # whether _shape was worked out
 
-    @property
+    @cached_property
     def shape(self) -> Shape | None:
         """All that placing these pods depends on, run by run (request, tolerations, how many),
         when every pod runs anywhere: lists of equal shape get equal placements, position by
         position, in an unchanged room. None when a pod has a nodeSelector or node affinity
         (what it may run on is not worth comparing)."""
-        if not self._shaped:
-            self._shaped = True
-            pods = [(self[start], end - start) for start, end in self.runs]
-            if all(pod.runs_anywhere for pod, _ in pods):
-                self._shape = tuple(
-                    (pod.request, tuple(pod.spec.tolerations), count) for pod, count in pods
-                )
-        return self._shape
+        pods = [(self[start], end - start) for start, end in self.runs]
+        if not all(pod.runs_anywhere for pod, _ in pods):
+            return None
+        return tuple((pod.request, tuple(pod.spec.tolerations), count) for pod, count in pods)
 
 
 def largest_first(pod: Pod) -> tuple[int, int, str]:
