@@ -31,6 +31,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from simulate import size  # benchmarks/simulate.py: JOBS/NODES
+
 from extender.api.resources import CPU
 from extender.cli.kubectl import table
 from extender.cli.serve_cmd import default_policy
@@ -146,26 +148,24 @@ class Watch:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--sizes", nargs="*", default=["1000/100", "2000/200"])
+    parser.add_argument("--sizes", type=size, nargs="*", default=[(1000, 100), (2000, 200)])
     parser.add_argument("--load", type=float, default=LOAD, help="offered work / capacity")
     args = parser.parse_args()
     logging.getLogger("extender").setLevel(logging.WARNING)
     policy = load_policy(default_policy(), REGISTRY)
-    for text in args.sizes:
-        jobs, _, nodes = text.partition("/")
-        trace = parse_trace(generate(int(jobs), int(nodes), load=args.load))
+    for jobs, nodes in args.sizes:
+        trace = parse_trace(generate(jobs, nodes, load=args.load))
         watch = Watch()
         restore = watch.install()
-        started = time.perf_counter()
         try:
-            simulate(trace, policy, "lahar")
+            outcome = simulate(trace, policy, "lahar")
         finally:
             restore()
-        watch.seconds["the whole run"] = time.perf_counter() - started
+        watch.seconds["the whole run"] = outcome.seconds
         watch.settle()
         walks, turns = sum(watch.walks.values()), sum(watch.walk_turns.values())
         print(
-            f"{text} load {args.load}: {walks} walks, {turns} turns "
+            f"{jobs}/{nodes} load {args.load}: {walks} walks, {turns} turns "
             f"({turns / max(1, walks):.0f} a walk); {watch.asked} times a gang asked about "
             "took a walk further"
         )
