@@ -119,6 +119,12 @@ class Resources(Mapping[str, int]):
         """These amounts with every resource named in `other` taken from `other`."""
         return Resources({**self._amounts, **other._amounts})
 
+    def within(self, free: Mapping[str, int]) -> Resources:
+        """Per resource, as much of this as `free` has (none of what it has none or less of)."""
+        return Resources._of(
+            {k: least for k, v in self._amounts.items() if (least := min(v, free.get(k, 0))) > 0}
+        )
+
     def times(self, factor: int) -> Resources:
         """Every amount `factor` (a positive whole number) times over."""
         if factor == 1:

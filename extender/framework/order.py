@@ -104,7 +104,7 @@ def walk(
     refused: list[Turn] = []
     claims = _Claims(empty if empty is not None else Room(nodes), reserved)
     allocated = {name: view.allocated for name, view in queues.items()}
-    lines: dict[str, list[tuple[tuple[float, ...], Contender]]] = {}
+    lines: dict[str, list[tuple[tuple[float, ...], Contender, bool]]] = {}  # rank, starving
     for contender in contenders:
         gang = contender.gang
         refusal = contender.blocked or _queue_refusal(gang, queues)
@@ -120,7 +120,7 @@ def walk(
             priority_of=priority_of,
             ranks=ranks,
         )
-        lines.setdefault(gang.queue, []).append((rank, contender))
+        lines.setdefault(gang.queue, []).append((rank, contender, starving))
     for line in lines.values():
         line.sort(key=lambda entry: (entry[0], entry[1].gang.key))
         line.reverse()  # pop() takes the first
@@ -143,7 +143,7 @@ def walk(
 
     def taken(name: str) -> Turn:
         """The next turn of queue `name`: the first of its line, planned on what is left."""
-        _, contender = lines[name].pop()
+        _, contender, starving = lines[name].pop()
         gang = contender.gang
         turn = claims.turn(gang, queues[name], allocated[name])
         if turn.slots:
@@ -151,7 +151,7 @@ def walk(
                 claims.take(gang.key, slot.node, slot.request)
                 allocated[name] = allocated[name] + slot.request
             queue_ranks[name] = queue_rank(name)
-        elif _starving(contender, ordering, now) and _lacks_capacity(turn):
+        elif starving and _lacks_capacity(turn):
             aimed, held = drain(gang, claims.room, drained.get(gang.key))
             for node, amount in held.items():
                 claims.take(gang.key, node, amount)
@@ -317,7 +317,7 @@ def drain(
             index += 1
     held: dict[str, Resources] = {}
     for name, amount in target.items():
-        keep = Resources({r: max(0, min(amount[r], free[name][r])) for r in amount})
+        keep = amount.within(free[name])
         if keep:
             held[name] = keep
     return target, held

@@ -188,6 +188,8 @@ class Room:
     def nodes_for(self, members: Sequence[Pod]) -> frozenset[str] | None:
         """The nodes `place` puts the members on; None when some member finds none."""
         ordered = members if isinstance(members, Planned) else Planned(members)
+        if ordered and (not self._keys or ordered[0].request[CPU] > self._keys[-1][0]):
+            return None  # the largest member has more cpu than any node has free
         shape = ordered.shape
         if shape is not None and shape in self._nodes_for:
             return self._nodes_for[shape]
