@@ -250,10 +250,7 @@ class Gangs:
             if key in self.waiting or key in self.admissions:
                 continue
             gang = view_gang(state, key)
-            if not any(
-                pod.spec.scheduler_name in self.schedulers and not pod.spec.scheduling_gates
-                for pod in gang.pending
-            ):
+            if self.schedulers.isdisjoint(gang.asking_schedulers):
                 continue
             seen[key] = self._pending_since.get(key, now)
             if asking is not None and asking.key == key:
@@ -307,7 +304,7 @@ class Gangs:
                 "NoPodGroup",
                 f"gang {key}: PodGroup {key} does not exist; its pods wait until it is created",
             )
-        if self.backoff_until.get(key, 0.0) > self.clock():
+        if key in self.backoff_until and self.backoff_until[key] > self.clock():
             return Rejection(
                 "BackingOff",
                 f"gang {key}: backing off {self.settings.backoff:.0f}s because its members did "

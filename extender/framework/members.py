@@ -44,9 +44,16 @@ class GangView:
     def min_member(self) -> int:
         return self.group.spec.min_member if self.group is not None else 1
 
-    @property
+    @cached_property
     def queue(self) -> str:
         return self.group.queue if self.group is not None else DEFAULT_QUEUE
+
+    @cached_property
+    def asking_schedulers(self) -> frozenset[str]:
+        """The schedulers its pending members name that may schedule them now (not gated)."""
+        return frozenset(
+            pod.spec.scheduler_name for pod in self.pending if not pod.spec.scheduling_gates
+        )
 
     @cached_property
     def allocated(self) -> Resources:
