@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from extender.actions.bind import BindError
@@ -37,6 +38,8 @@ from extender.simulate import world
 from extender.simulate.clock import Clock, run, watched
 from extender.simulate.scheduler import Scheduler, binder_of
 from extender.simulate.trace import Job, Trace
+
+GC_YOUNG_THRESHOLD = 100_000  # see _young_collections_every: 10% faster at 4,000 jobs
 
 
 @dataclass
@@ -139,7 +142,8 @@ class Simulation:
 
     def run(self) -> Outcome:
         self._began = self._reported = time.perf_counter()
-        run(self._main(), self.clock)
+        with _young_collections_every(GC_YOUNG_THRESHOLD):
+            run(self._main(), self.clock)
         end = max((r.finished or 0.0 for r in self.jobs.values()), default=0.0)
         if any(r.finished is None for r in self.jobs.values()):
             end = self._moved_at + self.idle_limit  # watched that long after the last move
@@ -335,6 +339,20 @@ class Simulation:
             self._open[uid].evicted = True
             self._close(uid)
         self.state.delete_pod(uid)
+
+
+@contextlib.contextmanager
+def _young_collections_every(allocations: int) -> Iterator[None]:
+    """Run with the cyclic garbage collector looking at young objects once per `allocations`
+    (net) allocations instead of Python's 700, then as before. A run allocates millions of
+    short-lived values (resource vectors, turns, views) that form no cycles, and the default
+    makes the collector walk them thousands of times a second for nothing."""
+    before = gc.get_threshold()
+    gc.set_threshold(allocations, *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 def _phase(phase: str) -> PodStatus:

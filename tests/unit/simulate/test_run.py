@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from extender.plugins import REGISTRY
 from extender.simulate.defaults import stock_policy, story_trace
 from extender.simulate.metrics import summarize
 from extender.simulate.report import progress
-from extender.simulate.run import Outcome, Progress, simulate
+from extender.simulate.run import GC_YOUNG_THRESHOLD, Outcome, Progress, simulate
 from extender.simulate.trace import parse_trace
 
 POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
@@ -123,6 +124,21 @@ def test_no_progress_is_reported_unless_asked(lahar: Policy) -> None:
     assert simulate(trace, lahar, "lahar").jobs["j"].finished == 5.0
 
 
+def test_a_run_collects_young_garbage_less_often_and_puts_the_collector_back(
+    lahar: Policy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gc, "get_threshold", lambda: (700, 10, 10))
+    set_to: list[tuple[int, ...]] = []
+    monkeypatch.setattr(gc, "set_threshold", lambda *values: set_to.append(values))
+    trace = parse_trace(
+        {"nodes": [{"count": 1, "cpu": "4", "memory": "8Gi"}], "jobs": [_job("j", 1, "1", 5)]}
+    )
+    seen: list[tuple[int, ...]] = []
+    simulate(trace, lahar, "lahar", on_progress=lambda _: seen.append(set_to[-1]), progress_every=0)
+    assert seen and set(seen) == {(GC_YOUNG_THRESHOLD, 10, 10)}
+    assert set_to[-1] == (700, 10, 10)
+
+
 class _Broken(Exception):
     pass
 
@@ -143,8 +159,10 @@ def test_a_fault_in_the_preemptor_stops_the_simulation_instead_of_skewing_it(
             ],
         }
     )
+    before = gc.get_threshold()
     with pytest.raises(_Broken, match="victim search failed"):
         simulate(trace, lahar, "lahar")
+    assert gc.get_threshold() == before
 
 
 def test_fairness_follows_queue_weights(lahar: Policy) -> None:
