@@ -104,10 +104,14 @@ def walk(
     refused: list[Turn] = []
     claims = _Claims(empty if empty is not None else Room(nodes), reserved)
     allocated = {name: view.allocated for name, view in queues.items()}
-    lines: dict[str, list[tuple[tuple[float, ...], Contender, bool]]] = {}  # rank, starving
+    # Per queue: (rank, gang key, contender, starving), in order by rank then key (unique).
+    lines: dict[str, list[tuple[tuple[float, ...], str, Contender, bool]]] = {}
+    admitting = {name for name, view in queues.items() if view.queue.open}
     for contender in contenders:
         gang = contender.gang
-        refusal = contender.blocked or _queue_refusal(gang, queues)
+        refusal = contender.blocked
+        if refusal is None and gang.queue not in admitting:
+            refusal = _queue_refusal(gang, queues)
         if refusal is not None:
             refused.append(Turn(gang.key, rejection=refusal))
             continue
@@ -120,10 +124,9 @@ def walk(
             priority_of=priority_of,
             ranks=ranks,
         )
-        lines.setdefault(gang.queue, []).append((rank, contender, starving))
+        lines.setdefault(gang.queue, []).append((rank, gang.key, contender, starving))
     for line in lines.values():
-        line.sort(key=lambda entry: (entry[0], entry[1].gang.key))
-        line.reverse()  # pop() takes the first
+        line.sort(reverse=True)  # pop() takes the first
 
     def queue_rank(name: str) -> tuple[float, int, str]:
         view = queues[name]
@@ -143,7 +146,7 @@ def walk(
 
     def taken(name: str) -> Turn:
         """The next turn of queue `name`: the first of its line, planned on what is left."""
-        _, contender, starving = lines[name].pop()
+        _, _, contender, starving = lines[name].pop()
         gang = contender.gang
         turn = claims.turn(gang, queues[name], allocated[name])
         if turn.slots:
