@@ -31,17 +31,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from simulate import size  # benchmarks/simulate.py: JOBS/NODES
+from simulate import policy_named, size  # benchmarks/simulate.py
 
 from extender.api.resources import CPU
 from extender.cli.kubectl import table
-from extender.cli.serve_cmd import default_policy
 from extender.framework import order as order_module
 from extender.framework import preemption
 from extender.framework.gang import Gangs
 from extender.framework.placement import choose
-from extender.framework.policy import load_policy
-from extender.plugins import REGISTRY
 from extender.simulate.run import simulate
 from extender.simulate.synthetic import LOAD, generate
 from extender.simulate.trace import parse_trace
@@ -99,8 +96,7 @@ class Watch:
         def _turn(claims: Any, gang: Any, *args: Any) -> Any:
             members, _ = choose(gang)
             smallest = min((pod.request[CPU] for pod in members), default=0)
-            keys = claims.room._keys  # binpack order: the last has the most free cpu
-            most = keys[-1][0] if keys else 0
+            most = claims.room.most_free_cpu
             made = turn(claims, gang, *args)
             watch.turns["admitted" if made.slots else "refused"] += 1
             if not made.slots and most < smallest:
@@ -152,7 +148,7 @@ def main() -> None:
     parser.add_argument("--load", type=float, default=LOAD, help="offered work / capacity")
     args = parser.parse_args()
     logging.getLogger("extender").setLevel(logging.WARNING)
-    policy = load_policy(default_policy(), REGISTRY)
+    policy = policy_named("lahar")
     for jobs, nodes in args.sizes:
         trace = parse_trace(generate(jobs, nodes, load=args.load))
         watch = Watch()

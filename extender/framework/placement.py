@@ -188,7 +188,7 @@ class Room:
     def nodes_for(self, members: Sequence[Pod]) -> frozenset[str] | None:
         """The nodes `place` puts the members on; None when some member finds none."""
         ordered = members if isinstance(members, Planned) else Planned(members)
-        if ordered and (not self._keys or ordered[0].request[CPU] > self._keys[-1][0]):
+        if ordered and ordered[0].request[CPU] > self.most_free_cpu:
             return None  # the largest member has more cpu than any node has free
         shape = ordered.shape
         if shape is not None and shape in self._nodes_for:
@@ -320,6 +320,11 @@ class Room:
         if not found:
             return None
         return min(found, key=lambda entry: (-entry[0], -entry[1], entry[2]))[2]
+
+    @property
+    def most_free_cpu(self) -> int:
+        """The most cpu any node has free (-1 when there is no schedulable node)."""
+        return self._keys[-1][0] if self._keys else -1
 
     def most_free(self) -> Iterator[str]:
         """The nodes from the one with most free cpu, then memory, equals by name."""

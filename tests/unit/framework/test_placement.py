@@ -123,3 +123,19 @@ def test_placements_remembered_by_shape_are_the_ones_first_fit_makes(
     changed.hold(name, amount)
     agrees(room, held, twin)  # the copy's hold changed nothing here
     agrees(changed, {**held, name: held.get(name, Resources()) + amount}, twin)
+
+
+@given(rooms())
+def test_most_free_cpu_is_the_roomiest_schedulable_node(
+    drawn: tuple[dict[str, NodeInfo], dict[str, Resources], list[Pod]],
+) -> None:
+    nodes, held, _ = drawn
+    expected = max(
+        (
+            (info.free - held.get(name, Resources()))[CPU]
+            for name, info in nodes.items()
+            if not info.unschedulable
+        ),
+        default=-1,
+    )
+    assert Room(nodes, held).most_free_cpu == expected
