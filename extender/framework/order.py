@@ -106,12 +106,9 @@ def walk(
     allocated = {name: view.allocated for name, view in queues.items()}
     # Per queue: (rank, gang key, contender, starving), in order by rank then key (unique).
     lines: dict[str, list[tuple[tuple[float, ...], str, Contender, bool]]] = {}
-    admitting = {name for name, view in queues.items() if view.queue.open}
     for contender in contenders:
         gang = contender.gang
-        refusal = contender.blocked
-        if refusal is None and gang.queue not in admitting:
-            refusal = _queue_refusal(gang, queues)
+        refusal = contender.blocked or _queue_refusal(gang, queues)
         if refusal is not None:
             refused.append(Turn(gang.key, rejection=refusal))
             continue
