@@ -13,7 +13,8 @@ code measured has no counters in it. Printed per size:
 - turns: gangs planned in those walks (a walk is taken only as far as the deepest gang asked
   about), per walk, and how many times a gang asked about took a walk further;
 - what the turns said: admitted, refused (and of those, when no node had the cpu for the gang's
-  smallest member any more), and how many drained capacity for a starving gang;
+  smallest member any more), and how many times a starving gang drained capacity (or, past
+  the point where nothing in line fits, only worked out where it aims);
 - wall seconds: the whole run, lining up new walks (contenders and their ranks), taking turns
   (drains included), and the preemption pass's victim search (its pool and victims).
 """
@@ -104,7 +105,7 @@ class Watch:
             return made
 
         def _drain(*args: Any) -> Any:
-            watch.turns["drained for a starving gang"] += 1
+            watch.turns["a starving gang drained (or aimed)"] += 1
             return drain(*args)
 
         wrapped = [

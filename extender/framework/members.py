@@ -105,6 +105,18 @@ class GangView:
         chosen.extend(rest[: max(0, self.min_member - self.ready - len(chosen))])
         return Planned(chosen), None
 
+    @cached_property
+    def largest_cpu(self) -> int | None:
+        """The cpu the largest member a plan places asks for (`to_plan`; 0 with none); None
+        when the gang is refused whatever the room (too few pods)."""
+        assert self.group is not None
+        if self.ready + len(self.pending) < self.group.spec.min_member:
+            return None
+        members, reason = self.to_plan
+        if reason is not None:
+            return None
+        return members[0].request[CPU] if members else 0
+
 
 Shape = tuple[tuple[Resources, tuple[Toleration, ...], int], ...]  # see Planned.shape
 
@@ -263,6 +275,30 @@ class Deferred(Rejection):
         if word is not None:
             object.__setattr__(self, "message", word())
             object.__setattr__(self, "_word", None)  # (what it read is not kept alive)
+        return Rejection(self.cause, self.message)
+
+
+class Later(Rejection):
+    """A refusal worked out whole, cause and message, when first read, by `work` (past the point
+    where nothing in line fits, a walk refuses every gang left and is asked about few of them)."""
+
+    _work: Callable[[], Rejection] | None
+
+    def __init__(self, work: Callable[[], Rejection]) -> None:
+        object.__setattr__(self, "_work", work)
+
+    def __getattr__(self, name: str) -> str:
+        if name not in ("cause", "message"):  # (read only while it is not worked out yet)
+            raise AttributeError(name)
+        return str(getattr(self.settled(), name))
+
+    def settled(self) -> Rejection:
+        work = self._work
+        if work is not None:
+            done = work().settled()
+            object.__setattr__(self, "cause", done.cause)
+            object.__setattr__(self, "message", done.message)
+            object.__setattr__(self, "_work", None)  # (what it read is not kept alive)
         return Rejection(self.cause, self.message)
 
 

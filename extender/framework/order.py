@@ -14,8 +14,13 @@ Each gang in turn is planned on the capacity that admitted gangs and the gangs b
 (`Turn.slots`). One that does not fit claims nothing, so capacity is never left idle while a
 more deserving gang cannot use it (backfill), except for a *starving* gang refused for want of
 capacity: it holds the free capacity of the nodes it is draining toward (`Turn.targets`), so
-small gangs stop taking what it needs, until it fits. A gang the walk passed over because
-others came first says who.
+small gangs stop taking what it needs, until it fits (`framework.drain`). A gang the walk
+passed over because others came first says who.
+
+Once no node has the cpu for the largest member of any gang in line (in a full cluster, most of
+a long line), the rest of the walk changes nothing: every turn is a refusal, a starving gang
+holds nothing (nobody in line could take what is free) and aims where it did before (the first
+time, where a drain would), and the others' refusals are worked out when read (`_full`).
 Queue rules refuse before any plan: a Closed queue admits nothing new, a missing queue nothing,
 and a gang never takes its queue past its capability. Pure.
 """
@@ -23,14 +28,15 @@ and a gang never takes its queue past its capability. Pure.
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
-from extender.api.resources import CPU, EMPTY, MEMORY, Resources
+from extender.api.resources import EMPTY, Resources
 from extender.cache.snapshot import NodeInfo
+from extender.framework.drain import drain
 from extender.framework.fairness import dominant_share, share
-from extender.framework.members import WANTS_CAPACITY, Deferred, GangView, Rejection
+from extender.framework.members import WANTS_CAPACITY, Deferred, GangView, Later, Rejection
 from extender.framework.placement import Room, Slot, choose, nodes_used, plan
 from extender.framework.queues import QueueView
 
@@ -77,6 +83,9 @@ class Contender:
     asked: bool = True  # False: pending, but Lahar was not asked about it yet
 
 
+Line = list[tuple[tuple[float, ...], str, Contender, bool]]  # (rank, key, contender, starving)
+
+
 def walk(
     contenders: Sequence[Contender],
     queues: Mapping[str, QueueView],
@@ -94,8 +103,9 @@ def walk(
     """Every contender's turn, in the order decided (see the module docstring), as the walk
     reaches it: a caller that needs one gang's turn stops there (the turns after it cannot
     change it). The ranking is done before this returns; the turns are planned as they are
-    taken. `reserved` is per node what admitted gangs hold; `targets` the nodes starving gangs
-    drained toward before (kept while they can still take the gang, so draining accumulates);
+    taken (past the point where nothing in line fits, worked out when read: `_full`).
+    `reserved` is per node what admitted gangs hold; `targets` the nodes starving gangs drained
+    toward before (kept while they can still take the gang, so draining accumulates);
     `total` what the schedulable nodes offer together (DRF's denominator); `empty` a room over
     `nodes` that holds nothing, if the caller keeps one. `ranks`, if the caller keeps it, holds
     each gang's rank in its queue from walk to walk with what it was worked out from (the
@@ -105,7 +115,7 @@ def walk(
     claims = _Claims(empty if empty is not None else Room(nodes), reserved)
     allocated = {name: view.allocated for name, view in queues.items()}
     # Per queue: (rank, gang key, contender, starving), in order by rank then key (unique).
-    lines: dict[str, list[tuple[tuple[float, ...], str, Contender, bool]]] = {}
+    lines: dict[str, Line] = {}
     for contender in contenders:
         gang = contender.gang
         refusal = contender.blocked or _queue_refusal(gang, queues)
@@ -124,6 +134,7 @@ def walk(
         lines.setdefault(gang.queue, []).append((rank, gang.key, contender, starving))
     for line in lines.values():
         line.sort(reverse=True)  # pop() takes the first
+    floor = _floor(lines.values())
 
     def queue_rank(name: str) -> tuple[float, int, str]:
         view = queues[name]
@@ -138,6 +149,16 @@ def walk(
     def turns() -> Iterator[Turn]:
         yield from refused
         while heap:
+            if floor is not None and claims.room.most_free_cpu < floor:
+                yield from _full(
+                    sorted(heap),
+                    lines,
+                    queues=queues,
+                    allocated=allocated,
+                    claims=claims,
+                    drained=drained,
+                )
+                return
             _, name = heapq.heappop(heap)
             yield taken(name)
 
@@ -161,6 +182,50 @@ def walk(
         return turn
 
     return turns()
+
+
+def _full(
+    order: list[tuple[tuple[float, int, str], str]],
+    lines: Mapping[str, Line],
+    *,
+    queues: Mapping[str, QueueView],
+    allocated: Mapping[str, Resources],
+    claims: _Claims,
+    drained: Mapping[str, dict[str, Resources]],
+) -> Iterator[Turn]:
+    """The turns left once no node has the cpu for the largest member of any gang in line
+    (`_floor`): each is a refusal and changes nothing. A starving gang holds nothing (nobody in
+    line could take what is free) and keeps the nodes it drained toward (the first time, aims
+    where a drain would). The queues' ranks no longer move, so each queue's line goes whole, in
+    the queues' `order`; a refusal is worked out when read, except a starving gang's (whether
+    it lacks capacity says whether it aims anywhere)."""
+    for _, name in order:
+        line, view, held = lines[name], queues[name], allocated[name]
+        while line:
+            _, key, contender, starving = line.pop()
+            gang = contender.gang
+            if not starving:
+                yield Turn(key, rejection=Later(partial(_refusal, claims, gang, view, held)))
+                continue
+            turn = claims.turn(gang, view, held)
+            if _lacks_capacity(turn):
+                kept = drained.get(key)
+                aimed = dict(kept) if kept else drain(gang, claims.room, None)[0]
+                turn = Turn(key, rejection=turn.rejection, targets=aimed)
+            yield turn
+
+
+def _floor(lines: Iterable[Line]) -> int | None:
+    """The least cpu the largest member of a gang in line asks for (`GangView.largest_cpu`);
+    None when every gang in line is refused whatever the room."""
+    cpus = (entry[2].gang.largest_cpu for line in lines for entry in line)
+    return min((cpu for cpu in cpus if cpu is not None), default=None)
+
+
+def _refusal(claims: _Claims, gang: GangView, view: QueueView, allocated: Resources) -> Rejection:
+    rejection = claims.turn(gang, view, allocated).rejection
+    assert rejection is not None  # (nothing in line fits)
+    return rejection
 
 
 def _rank(
@@ -278,66 +343,3 @@ class _Claims:
             f"gang {gang.key}: the capacity it needs goes first to gangs ahead of it in the "
             f"fair order (queue share, priority, age): {named}"
         )
-
-
-def drain(
-    gang: GangView, left: Room, previous: Mapping[str, Resources] | None
-) -> tuple[dict[str, Resources], dict[str, Resources]]:
-    """The free capacity to hold for a starving gang that does not fit yet: on the nodes it
-    would fit on were they empty (those that have most free first, the previous targets kept),
-    what is free now in `left` up to what its members need there. Freed capacity then
-    accumulates for it. Returns (what it aims for per node, what is held now)."""
-    members, _ = choose(gang)
-    nodes, free = left.nodes, left.free  # the schedulable nodes, after what is claimed
-    kept = set(previous or ())
-    first = sorted(
-        (name for name in kept if name in free),
-        key=lambda name: (-free[name][CPU], -free[name][MEMORY], name),
-    )
-    # The previous targets, then the others from the most free: listed only as far as some
-    # member looked (most find a node among the first few), not sorted whole per turn.
-    ranked = _Lazy(itertools.chain(first, (n for n in left.most_free() if n not in kept)))
-    target: dict[str, Resources] = {}
-    for start, end in members.runs:  # largest first, alike members together
-        # First fit member by member, from the first node each time, would pass over the nodes
-        # that did not take the member before (their targets only grew): it carries on from the
-        # node that took it, which takes as many as fit.
-        pod, wanted, index = members[start], end - start, 0
-        request = pod.request
-        while wanted and (name := ranked.at(index)) is not None:
-            info = nodes[name]
-            if (pod.runs_anywhere and not info.taints) or pod.may_run_on(
-                info.labels, info.taints, name
-            ):
-                have = target.get(name, EMPTY)
-                count = min(wanted, request.times_in(info.allocatable - have))
-                if count:
-                    target[name] = have + request.times(count)
-                    wanted -= count
-            index += 1
-    held: dict[str, Resources] = {}
-    for name, amount in target.items():
-        keep = amount.within(free[name])
-        if keep:
-            held[name] = keep
-    return target, held
-
-
-class _Lazy:
-    """An iterator's items, pulled only as far as some reader went."""
-
-    __slots__ = ("_items", "_source")
-
-    def __init__(self, source: Iterator[str]) -> None:
-        self._items: list[str] = []
-        self._source = source
-
-    def at(self, index: int) -> str | None:
-        """The item at `index` (None past the last)."""
-        items = self._items
-        while index >= len(items):
-            item = next(self._source, None)
-            if item is None:
-                return None
-            items.append(item)
-        return items[index]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pytest
 
 from extender.api.objects import ObjectMeta, PriorityClass
 from extender.cache.state import ClusterState
+from extender.framework.members import Later, Rejection
+from extender.framework.order import Turn
 from extender.framework.policy import build_policy
 from extender.framework.session import Engine
 from extender.plugins import REGISTRY
@@ -314,3 +317,53 @@ def test_why_a_gang_waits_is_what_held_at_its_turn_even_when_read_after_the_walk
     why = order.turns["default/m"].rejection
     assert why is not None and why.cause == "Queued"
     assert why.message.endswith("fair order (queue share, priority, age): default/a")
+
+
+def test_once_nothing_in_line_fits_a_starving_gang_holds_nothing_and_keeps_its_targets() -> None:
+    """Past the point where no node has the cpu for the largest member of any gang in line,
+    every turn is a refusal that changes nothing: a starving gang there holds nothing, aims
+    where it aimed before (or, the first time, where a drain would), and the refusals of the
+    others are worked out only when read."""
+    now = [0.0]
+    built = engine(sla_seconds=60, now=now)
+    running = [Gang("run0", 1, cpu="4", on="n0"), Gang("run1", 1, cpu="4", on="n1")]
+    state = state_of(Scenario(2, [*running, Gang("big", 2, cpu="4"), Gang("small", 1)]))
+    patient = make_group("small").annotate("sla-waiting-time", "1h")  # small never starves
+    state.upsert_pod_group(patient.model())
+    assert ask(built, state, "big") is not None and ask(built, state, "small") is not None
+    now[0] = 61.0  # big starves in a full cluster
+    assert ask(built, state, "big") is not None and built.gangs is not None
+
+    def turns() -> Mapping[str, Turn]:
+        assert built.gangs is not None
+        return built.gangs.order(state, state.view().nodes).turns
+
+    aimed = turns()["default/big"].targets
+    assert sorted(aimed) == ["n0", "n1"]
+    assert isinstance(turns()["default/small"].rejection, Later)  # nobody read it yet
+    walked = built.gangs.order(state, state.view().nodes).number
+    state.upsert_pod(make_pod("late-0").group("late").model())  # a gang more: walked again
+    state.upsert_pod_group(make_group("late").model())
+    assert built.gangs.order(state, state.view().nodes).number != walked
+    assert turns()["default/big"].targets == aimed
+    free(state, running[1])  # n1 empties: big drains it, small waits behind big
+    reason = ask(built, state, "small")
+    assert reason is not None
+    assert reason.endswith(
+        "ahead of it in the fair order (queue share, priority, age): default/big"
+    )
+    assert turns()["default/big"].targets == aimed
+
+
+def test_a_refusal_past_the_point_nothing_fits_is_worked_out_when_read() -> None:
+    calls: list[int] = []
+
+    def work() -> Rejection:
+        calls.append(1)
+        return Rejection("Queued", "gang g: behind others")
+
+    later = Later(work)
+    assert calls == []
+    assert (later.cause, later.message) == ("Queued", "gang g: behind others")
+    assert later.settled() == Rejection("Queued", "gang g: behind others")
+    assert calls == [1]

@@ -1,0 +1,79 @@
+"""Where a starving gang drains toward, and what it holds now.
+
+A gang that waited past its starvation limit and does not fit aims at the nodes it would fit on
+were they empty (those it aimed at before first, then those with most free), placing its members
+first fit on their allocatable; it holds what is free there now, so freed capacity accumulates
+for it walk after walk (`framework.order` calls it at the gang's turn). Pure.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping
+
+from extender.api.resources import CPU, EMPTY, MEMORY, Resources
+from extender.framework.members import GangView
+from extender.framework.placement import Room, choose
+
+
+def drain(
+    gang: GangView, left: Room, previous: Mapping[str, Resources] | None
+) -> tuple[dict[str, Resources], dict[str, Resources]]:
+    """The free capacity to hold for a starving gang that does not fit yet: on the nodes it
+    would fit on were they empty (those that have most free first, the previous targets kept),
+    what is free now in `left` up to what its members need there. Freed capacity then
+    accumulates for it. Returns (what it aims for per node, what is held now)."""
+    members, _ = choose(gang)
+    nodes, free = left.nodes, left.free  # the schedulable nodes, after what is claimed
+    kept = set(previous or ())
+    first = sorted(
+        (name for name in kept if name in free),
+        key=lambda name: (-free[name][CPU], -free[name][MEMORY], name),
+    )
+    # The previous targets, then the others from the most free: listed only as far as some
+    # member looked (most find a node among the first few), not sorted whole per turn.
+    ranked = _Lazy(itertools.chain(first, (n for n in left.most_free() if n not in kept)))
+    target: dict[str, Resources] = {}
+    for start, end in members.runs:  # largest first, alike members together
+        # First fit member by member, from the first node each time, would pass over the nodes
+        # that did not take the member before (their targets only grew): it carries on from the
+        # node that took it, which takes as many as fit.
+        pod, wanted, index = members[start], end - start, 0
+        request = pod.request
+        while wanted and (name := ranked.at(index)) is not None:
+            info = nodes[name]
+            if (pod.runs_anywhere and not info.taints) or pod.may_run_on(
+                info.labels, info.taints, name
+            ):
+                have = target.get(name, EMPTY)
+                count = min(wanted, request.times_in(info.allocatable - have))
+                if count:
+                    target[name] = have + request.times(count)
+                    wanted -= count
+            index += 1
+    held: dict[str, Resources] = {}
+    for name, amount in target.items():
+        keep = amount.within(free[name])
+        if keep:
+            held[name] = keep
+    return target, held
+
+
+class _Lazy:
+    """An iterator's items, pulled only as far as some reader went."""
+
+    __slots__ = ("_items", "_source")
+
+    def __init__(self, source: Iterator[str]) -> None:
+        self._items: list[str] = []
+        self._source = source
+
+    def at(self, index: int) -> str | None:
+        """The item at `index` (None past the last)."""
+        items = self._items
+        while index >= len(items):
+            item = next(self._source, None)
+            if item is None:
+                return None
+            items.append(item)
+        return items[index]
