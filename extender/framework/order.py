@@ -197,22 +197,27 @@ def _full(
     (`_floor`): each is a refusal and changes nothing. A starving gang holds nothing (nobody in
     line could take what is free) and keeps the nodes it drained toward (the first time, aims
     where a drain would). The queues' ranks no longer move, so each queue's line goes whole, in
-    the queues' `order`; a refusal is worked out when read, except a starving gang's (whether
-    it lacks capacity says whether it aims anywhere)."""
+    the queues' `order`; a refusal is worked out when read, except a starving gang's when a
+    rule may have refused it (then it aims nowhere: a queue's capability, too few pods)."""
     for _, name in order:
         line, view, held = lines[name], queues[name], allocated[name]
+        capped = bool(view.queue.spec.capability)
         while line:
             _, key, contender, starving = line.pop()
             gang = contender.gang
+            rejection: Rejection | None = Later(partial(_refusal, claims, gang, view, held))
             if not starving:
-                yield Turn(key, rejection=Later(partial(_refusal, claims, gang, view, held)))
+                yield Turn(key, rejection=rejection)
                 continue
-            turn = claims.turn(gang, view, held)
-            if _lacks_capacity(turn):
-                kept = drained.get(key)
-                aimed = dict(kept) if kept else drain(gang, claims.room, None)[0]
-                turn = Turn(key, rejection=turn.rejection, targets=aimed)
-            yield turn
+            if capped or gang.largest_cpu is None:
+                turn = claims.turn(gang, view, held)
+                if not _lacks_capacity(turn):
+                    yield turn
+                    continue
+                rejection = turn.rejection
+            kept = drained.get(key)
+            aimed = dict(kept) if kept else drain(gang, claims.room, None)[0]
+            yield Turn(key, rejection=rejection, targets=aimed)
 
 
 def _floor(lines: Iterable[Line]) -> int | None:

@@ -367,3 +367,22 @@ def test_a_refusal_past_the_point_nothing_fits_is_worked_out_when_read() -> None
     assert (later.cause, later.message) == ("Queued", "gang g: behind others")
     assert later.settled() == Rejection("Queued", "gang g: behind others")
     assert calls == [1]
+
+
+def test_a_starving_gang_a_queue_rule_refuses_aims_nowhere_in_a_full_cluster() -> None:
+    now = [0.0]
+    built = engine(sla_seconds=60, now=now)
+    capped = Gang("s", 2, cpu="2", queue="a")
+    state = state_of(
+        Scenario(
+            1,
+            [Gang("run", 1, cpu="4", on="n0"), capped],
+            [make_queue("a").capability(cpu="2")],
+        )
+    )
+    assert ask(built, state, "s") is not None and built.gangs is not None
+    now[0] = 61.0
+    assert ask(built, state, "s") is not None
+    turn = built.gangs.order(state, state.view().nodes).turns["default/s"]
+    assert turn.rejection is not None and turn.rejection.cause == "QueueCapability"
+    assert turn.targets == {}
