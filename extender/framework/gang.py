@@ -64,6 +64,7 @@ class Gangs:
     _unplaced: Unplaced = field(default_factory=Unplaced)
     _room: tuple[int, Room] | None = None  # the nodes' free capacity, at a node generation
     _ranks: tuple[int, dict[str, Ranked]] = (-1, {})  # (queues version, `walk`'s ranks)
+    _contenders: dict[str, Contender] = field(default_factory=dict)  # of the last walk, by key
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -184,24 +185,39 @@ class Gangs:
             return current
         now = self.clock()
         contenders = []
-        for key in list(self.waiting):
+        kept = self._contenders
+        for key, waiting in list(self.waiting.items()):
             gang = asking if asking is not None and asking.key == key else view_gang(state, key)
             if not gang.pending:
                 self.forget(key)  # nothing of it waits any more
                 continue
-            contenders.append(Contender(gang, self.waiting[key].since, self._blocked(gang)))
+            blocked = self._blocked(gang)
+            contender = kept.get(key)
+            if (
+                contender is None
+                or not contender.asked
+                or contender.gang is not gang
+                or contender.since != waiting.since
+                or blocked is not None
+                or contender.blocked is not None
+            ):
+                contender = Contender(gang, waiting.since, blocked)
+            contenders.append(contender)
         if asking is not None and asking.key not in self.waiting:
             since = self._pending_since.get(asking.key, now)  # it keeps its age
             contenders.append(Contender(asking, since, self._blocked(asking)))
         contenders += self._unasked(state, asking, now)
         queues = self.queues(state)
-        keys = frozenset(contender.gang.key for contender in contenders)
+        self._contenders = {contender.gang.key: contender for contender in contenders}
+        keys = frozenset(self._contenders)
         # What is remembered of gangs that no longer contend goes; of the others, it is kept
         # until the walk reaches them.
         self._targets = {k: t for k, t in self._targets.items() if k in keys}
         self._let_in_since = {k: t for k, t in self._let_in_since.items() if k in keys}
         ranks = self._ranks[1] if self._ranks[0] == state.queues_version else {}  # (priorities)
-        self._ranks = (state.queues_version, {k: r for k, r in ranks.items() if k in keys})
+        if len(ranks) > 2 * len(keys):  # those of gangs gone, now and then
+            ranks = {k: r for k, r in ranks.items() if k in keys}
+        self._ranks = (state.queues_version, ranks)
         rest = walk(
             contenders,
             queues,

@@ -106,6 +106,12 @@ class GangView:
         return Planned(chosen), None
 
     @cached_property
+    def sla_waiting_time(self) -> float | None:
+        """Its PodGroup's own starvation limit (`PodGroup.sla_waiting_time`), read once per view:
+        every walk asks whether each waiting gang starves."""
+        return self.group.sla_waiting_time if self.group is not None else None
+
+    @cached_property
     def largest_cpu(self) -> int | None:
         """The cpu the largest member a plan places asks for (`to_plan`; 0 with none); None
         when the gang is refused whatever the room (too few pods)."""

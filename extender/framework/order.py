@@ -275,7 +275,7 @@ def starving_limit(gang: GangView, ordering: Ordering) -> float | None:
     set, else the policy's limit; None when the policy has no starvation guard."""
     if ordering.starving_after is None:
         return None
-    own = gang.group.sla_waiting_time if gang.group is not None else None
+    own = gang.sla_waiting_time
     return own if own is not None else ordering.starving_after
 
 

@@ -386,3 +386,20 @@ def test_a_starving_gang_a_queue_rule_refuses_aims_nowhere_in_a_full_cluster() -
     turn = built.gangs.order(state, state.view().nodes).turns["default/s"]
     assert turn.rejection is not None and turn.rejection.cause == "QueueCapability"
     assert turn.targets == {}
+
+
+def test_a_gang_refused_in_a_walk_that_found_it_unasked_starves_once_it_waits_long() -> None:
+    """The walk that first lines a gang up may find it not asked about yet (it never drains
+    then); once the scheduler asks and it is refused, it waits like any other and starves."""
+    now = [0.0]
+    built = engine(sla_seconds=60, now=now)
+    running = [Gang("run0", 1, cpu="2", on="n0"), Gang("run1", 1, cpu="2", on="n1")]
+    scenario = Scenario(2, [*running, Gang("x", 1, cpu="2"), Gang("big", 2, cpu="4")])
+    state = state_of(scenario)
+    assert ask(built, state, "x") is None  # a walk with big in line, not asked about yet
+    assert ask(built, state, "big") is not None  # refused from that very walk
+    now[0] = 61.0  # big starves: the 2 cpu left on n1 are held for it
+    state.upsert_pod(make_pod("later-0").cpu("2").group("later").model())
+    state.upsert_pod_group(make_group("later").model())
+    reason = ask(built, state, "later")
+    assert reason is not None and "default/big" in reason
