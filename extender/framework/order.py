@@ -116,12 +116,19 @@ def walk(
     allocated = {name: view.allocated for name, view in queues.items()}
     # Per queue: (rank, gang key, contender, starving), in order by rank then key (unique).
     lines: dict[str, Line] = {}
+    floor: int | None = None  # the least cpu the largest member of a gang in line asks for
+    open_queues = {name for name, view in queues.items() if view.queue.open}
     for contender in contenders:
         gang = contender.gang
-        refusal = contender.blocked or _queue_refusal(gang, queues)
+        refusal = contender.blocked
+        if refusal is None and gang.queue not in open_queues:
+            refusal = _queue_refusal(gang, queues)
         if refusal is not None:
             refused.append(Turn(gang.key, rejection=refusal))
             continue
+        cpu = gang.largest_cpu  # (None: refused whatever the room)
+        if cpu is not None and (floor is None or cpu < floor):
+            floor = cpu
         starving = _starving(contender, ordering, now)
         rank = _rank(
             contender,
@@ -134,7 +141,6 @@ def walk(
         lines.setdefault(gang.queue, []).append((rank, gang.key, contender, starving))
     for line in lines.values():
         line.sort(reverse=True)  # pop() takes the first
-    floor = _floor(lines.values())
 
     def queue_rank(name: str) -> tuple[float, int, str]:
         view = queues[name]
@@ -194,11 +200,12 @@ def _full(
     drained: Mapping[str, dict[str, Resources]],
 ) -> Iterator[Turn]:
     """The turns left once no node has the cpu for the largest member of any gang in line
-    (`_floor`): each is a refusal and changes nothing. A starving gang holds nothing (nobody in
-    line could take what is free) and keeps the nodes it drained toward (the first time, aims
-    where a drain would). The queues' ranks no longer move, so each queue's line goes whole, in
-    the queues' `order`; a refusal is worked out when read, except a starving gang's when a
-    rule may have refused it (then it aims nowhere: a queue's capability, too few pods)."""
+    (`GangView.largest_cpu`): each is a refusal and changes nothing. A starving gang holds
+    nothing (nobody in line could take what is free) and keeps the nodes it drained toward (the
+    first time, aims where a drain would). The queues' ranks no longer move, so each queue's
+    line goes whole, in the queues' `order`; a refusal is worked out when read, except a
+    starving gang's when a rule may have refused it (then it aims nowhere: a queue's
+    capability, too few pods)."""
     for _, name in order:
         line, view, held = lines[name], queues[name], allocated[name]
         capped = bool(view.queue.spec.capability)
@@ -218,13 +225,6 @@ def _full(
             kept = drained.get(key)
             aimed = dict(kept) if kept else drain(gang, claims.room, None)[0]
             yield Turn(key, rejection=rejection, targets=aimed)
-
-
-def _floor(lines: Iterable[Line]) -> int | None:
-    """The least cpu the largest member of a gang in line asks for (`GangView.largest_cpu`);
-    None when every gang in line is refused whatever the room."""
-    cpus = (entry[2].gang.largest_cpu for line in lines for entry in line)
-    return min((cpu for cpu in cpus if cpu is not None), default=None)
 
 
 def _refusal(claims: _Claims, gang: GangView, view: QueueView, allocated: Resources) -> Rejection:
