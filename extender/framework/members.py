@@ -113,15 +113,15 @@ class GangView:
 
     @cached_property
     def largest_cpu(self) -> int | None:
-        """The cpu the largest member a plan places asks for (`to_plan`; 0 with none); None
-        when the gang is refused whatever the room (too few pods)."""
-        assert self.group is not None
-        if self.ready + len(self.pending) < self.group.spec.min_member:
+        """The cpu the largest member a plan places asks for (`to_plan`): a room where no node
+        has that much free refuses the gang. None when it is refused whatever the room (no
+        PodGroup, too few pods); -1 when nothing is left to place (any room takes that)."""
+        if self.group is None or self.ready + len(self.pending) < self.group.spec.min_member:
             return None
         members, reason = self.to_plan
         if reason is not None:
             return None
-        return members[0].request[CPU] if members else 0
+        return members[0].request[CPU] if members else -1
 
 
 Shape = tuple[tuple[Resources, tuple[Toleration, ...], int], ...]  # see Planned.shape

@@ -1,0 +1,31 @@
+"""What a gang's view says of it without a plan: the cpu of the largest member a plan places."""
+
+from __future__ import annotations
+
+import pytest
+
+from extender.api.resources import CPU
+from extender.framework.members import view_gang
+from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod
+
+FOUR = make_pod("x").cpu("4").model().request[CPU]
+
+
+def member(name: str, cpu: str = "1") -> PodBuilder:
+    return make_pod(name).cpu(cpu).group("g")
+
+
+@pytest.mark.parametrize(
+    ("pods", "min_member", "expected"),
+    [
+        ([member("a"), member("b", "4")], 2, FOUR),  # the largest, whatever the order
+        ([member("a")], 2, None),  # too few pods: refused whatever the room
+        ([member("a").on("n0").phase("Running"), member("b", "4")], 1, -1),  # nothing to place
+        ([member("a"), member("b", "4")], None, None),  # no PodGroup
+    ],
+)
+def test_largest_cpu(pods: list[PodBuilder], min_member: int | None, expected: int | None) -> None:
+    state = cluster([make_node("n0").cpu("8")], pods)
+    if min_member is not None:
+        state.upsert_pod_group(make_group("g").min_member(min_member).model())
+    assert view_gang(state, "default/g").largest_cpu == expected
