@@ -262,36 +262,15 @@ class Rejection:
 
 
 class Deferred(Rejection):
-    """A refusal whose cause is known at once and whose message is worded when first read, by
-    `word` (a walk refuses hundreds of gangs for want of room and is asked why of a few)."""
-
-    _word: Callable[[], str] | None
-
-    def __init__(self, cause: str, word: Callable[[], str]) -> None:
-        object.__setattr__(self, "cause", cause)
-        object.__setattr__(self, "_word", word)
-
-    def __getattr__(self, name: str) -> str:
-        if name != "message":  # (read only while the message is not worded yet)
-            raise AttributeError(name)
-        return self.settled().message
-
-    def settled(self) -> Rejection:
-        word = self._word
-        if word is not None:
-            object.__setattr__(self, "message", word())
-            object.__setattr__(self, "_word", None)  # (what it read is not kept alive)
-        return Rejection(self.cause, self.message)
-
-
-class Later(Rejection):
-    """A refusal worked out whole, cause and message, when first read, by `work` (past the point
-    where nothing in line fits, a walk refuses every gang left and is asked about few of them)."""
+    """A refusal worked out when first read, by `work` (a walk refuses hundreds of gangs and is
+    asked why of a few); `cause`, when given, is known at once: reading it works nothing out."""
 
     _work: Callable[[], Rejection] | None
 
-    def __init__(self, work: Callable[[], Rejection]) -> None:
+    def __init__(self, work: Callable[[], Rejection], cause: str | None = None) -> None:
         object.__setattr__(self, "_work", work)
+        if cause is not None:
+            object.__setattr__(self, "cause", cause)
 
     def __getattr__(self, name: str) -> str:
         if name not in ("cause", "message"):  # (read only while it is not worked out yet)

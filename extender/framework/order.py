@@ -36,7 +36,7 @@ from extender.api.resources import EMPTY, Resources
 from extender.cache.snapshot import NodeInfo
 from extender.framework.drain import drain
 from extender.framework.fairness import dominant_share, share
-from extender.framework.members import WANTS_CAPACITY, Deferred, GangView, Later, Rejection
+from extender.framework.members import WANTS_CAPACITY, Deferred, GangView, Rejection
 from extender.framework.placement import Room, Slot, choose, nodes_used, plan
 from extender.framework.queues import QueueView
 
@@ -212,7 +212,7 @@ def _full(
         while line:
             _, key, contender, starving = line.pop()
             gang = contender.gang
-            rejection: Rejection | None = Later(partial(_refusal, claims, gang, view, held))
+            rejection: Rejection | None = Deferred(partial(_refusal, claims, gang, view, held))
             if not starving:
                 yield Turn(key, rejection=rejection)
                 continue
@@ -332,9 +332,9 @@ class _Claims:
         # The gangs ahead took what it needs (Queued): which ones is worked out when read (most
         # turns never are), as it stood at this point of the walk.
         at = len(self.taken)
-        return Turn(gang.key, rejection=Deferred("Queued", lambda: self._queued(gang, alone, at)))
+        return Turn(gang.key, rejection=Deferred(lambda: self._queued(gang, alone, at), "Queued"))
 
-    def _queued(self, gang: GangView, alone: Iterable[str], at: int) -> str:
+    def _queued(self, gang: GangView, alone: Iterable[str], at: int) -> Rejection:
         """Why the gang waits: for the gangs that, among the first `at` claims of the walk, took
         capacity on the nodes it would use alone (or anywhere, if none did there)."""
 
@@ -344,7 +344,8 @@ class _Claims:
 
         ahead = sorted(before(alone) or before(self.claimants))
         named = ", ".join(ahead[:3]) + (f" and {len(ahead) - 3} more" if len(ahead) > 3 else "")
-        return (
+        return Rejection(
+            "Queued",
             f"gang {gang.key}: the capacity it needs goes first to gangs ahead of it in the "
-            f"fair order (queue share, priority, age): {named}"
+            f"fair order (queue share, priority, age): {named}",
         )

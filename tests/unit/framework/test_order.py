@@ -9,7 +9,7 @@ import pytest
 
 from extender.api.objects import ObjectMeta, PriorityClass
 from extender.cache.state import ClusterState
-from extender.framework.members import Later, Rejection
+from extender.framework.members import Deferred, Rejection
 from extender.framework.order import Turn
 from extender.framework.policy import build_policy
 from extender.framework.session import Engine
@@ -340,7 +340,7 @@ def test_once_nothing_in_line_fits_a_starving_gang_holds_nothing_and_keeps_its_t
 
     aimed = turns()["default/big"].targets
     assert sorted(aimed) == ["n0", "n1"]
-    assert isinstance(turns()["default/small"].rejection, Later)  # nobody read it yet
+    assert isinstance(turns()["default/small"].rejection, Deferred)  # nobody read it yet
     walked = built.gangs.order(state, state.view().nodes).number
     state.upsert_pod(make_pod("late-0").group("late").model())  # a gang more: walked again
     state.upsert_pod_group(make_group("late").model())
@@ -362,11 +362,14 @@ def test_a_refusal_past_the_point_nothing_fits_is_worked_out_when_read() -> None
         calls.append(1)
         return Rejection("Queued", "gang g: behind others")
 
-    later = Later(work)
+    later = Deferred(work)
     assert calls == []
     assert (later.cause, later.message) == ("Queued", "gang g: behind others")
     assert later.settled() == Rejection("Queued", "gang g: behind others")
     assert calls == [1]
+    queued = Deferred(work, "Queued")  # the cause known at once: reading it works nothing out
+    assert queued.cause == "Queued" and calls == [1]
+    assert queued.message == "gang g: behind others" and calls == [1, 1]
 
 
 def test_a_starving_gang_a_queue_rule_refuses_aims_nowhere_in_a_full_cluster() -> None:
