@@ -32,8 +32,15 @@ from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
 from extender.framework.gang_types import PLAIN, Admission, GangSettings, Order, Verdict, Waiting
 from extender.framework.members import GangView, Rejection, Unplaced, gang_priority, view_gang
-from extender.framework.order import Contender, Ordering, Ranked, starving_limit, walk
-from extender.framework.placement import Room, Slot
+from extender.framework.order import (
+    Contender,
+    Ordering,
+    Ranked,
+    kept_or_new,
+    starving_limit,
+    walk,
+)
+from extender.framework.placement import KeptRoom, Slot
 from extender.framework.queues import QueueTally, QueueView, account
 
 
@@ -62,7 +69,7 @@ class Gangs:
     schedulers: set[str] = field(default_factory=set)
     _pending_since: dict[str, float] = field(default_factory=dict)  # contenders never asked
     _unplaced: Unplaced = field(default_factory=Unplaced)
-    _room: tuple[int, Room] | None = None  # the nodes' free capacity, at a node generation
+    _room: KeptRoom = field(default_factory=KeptRoom)  # the nodes' free capacity, walk to walk
     _ranks: tuple[int, dict[str, Ranked]] = (-1, {})  # (queues version, `walk`'s ranks)
     _contenders: dict[str, Contender] = field(default_factory=dict)  # of the last walk, by key
 
@@ -192,17 +199,7 @@ class Gangs:
                 self.forget(key)  # nothing of it waits any more
                 continue
             blocked = self._blocked(gang)
-            contender = kept.get(key)
-            if (
-                contender is None
-                or not contender.asked
-                or contender.gang is not gang
-                or contender.since != waiting.since
-                or blocked is not None
-                or contender.blocked is not None
-            ):
-                contender = Contender(gang, waiting.since, blocked)
-            contenders.append(contender)
+            contenders.append(kept_or_new(kept.get(key), gang, waiting.since, blocked))
         if asking is not None and asking.key not in self.waiting:
             since = self._pending_since.get(asking.key, now)  # it keeps its age
             contenders.append(Contender(asking, since, self._blocked(asking)))
@@ -225,7 +222,7 @@ class Gangs:
             self.reserved(),
             self.ordering,
             total=state.capacity(),
-            empty=self._empty_room(state),
+            empty=self._room.of(state.view()),
             now=now,
             priority_of=lambda gang: gang_priority(state, gang),
             targets=dict(self._targets),
@@ -275,19 +272,6 @@ class Gangs:
                 contenders.append(Contender(gang, seen[key], self._blocked(gang), asked=False))
         self._pending_since = seen
         return contenders
-
-    def _empty_room(self, state: ClusterState) -> Room:
-        """The nodes' free capacity in binpack's order, moved along with the nodes that changed
-        since the last walk instead of sorted again."""
-        view = state.view()
-        changed = view.changed_since(self._room[0]) if self._room is not None else None
-        if self._room is None or changed is None:
-            room = Room(view.nodes)
-        else:
-            room = self._room[1]
-            room.update(view.nodes, changed)
-        self._room = (view.generation, room)
-        return room
 
     def _fresh(self, state: ClusterState) -> Order | None:
         order = self._order

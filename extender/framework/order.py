@@ -83,6 +83,24 @@ class Contender:
     asked: bool = True  # False: pending, but Lahar was not asked about it yet
 
 
+def kept_or_new(
+    kept: Contender | None, gang: GangView, since: float, blocked: Rejection | None
+) -> Contender:
+    """A gang Lahar was asked about, as a contender: the one `kept` from the last walk while it
+    is the same view, age and standing (from walk to walk most are: lining up need not make
+    them again), else a new one."""
+    if (
+        kept is not None
+        and kept.asked
+        and kept.gang is gang
+        and kept.since == since
+        and kept.blocked is None
+        and blocked is None
+    ):
+        return kept
+    return Contender(gang, since, blocked)
+
+
 Line = list[tuple[tuple[float, ...], str, Contender, bool]]  # (rank, key, contender, starving)
 
 

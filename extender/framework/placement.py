@@ -17,7 +17,7 @@ from itertools import islice
 from extender.api.objects import Pod
 from extender.api.quantity import format_units
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
-from extender.cache.snapshot import NodeInfo
+from extender.cache.snapshot import NodeInfo, Snapshot
 from extender.framework.members import GangView, Planned, Rejection, Shape
 
 QUICK_REFUSAL = Rejection("NotEnoughResources", "")  # `plan` without explain: no room
@@ -346,6 +346,27 @@ class Room:
             for _, _, name in islice(self._keys, first, None)
             if request.shortfall(self.free[name]) is None and self._allows(pod, name)
         ]
+
+
+class KeptRoom:
+    """A room over the nodes that holds nothing, kept from one call to the next and moved along
+    with the nodes that changed since (`Snapshot.changed_since`) instead of sorted again."""
+
+    __slots__ = ("_at", "_room")
+
+    def __init__(self) -> None:
+        self._at = -1  # the node generation the room is at
+        self._room: Room | None = None
+
+    def of(self, view: Snapshot) -> Room:
+        """The room over `view`'s nodes (the same object, brought up to date, when it can be)."""
+        changed = view.changed_since(self._at) if self._room is not None else None
+        if self._room is None or changed is None:
+            self._room = Room(view.nodes)
+        else:
+            self._room.update(view.nodes, changed)
+        self._at = view.generation
+        return self._room
 
 
 def _rank(name: str, free: Resources) -> tuple[int, int, str]:
