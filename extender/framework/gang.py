@@ -30,16 +30,11 @@ from extender.api.resources import EMPTY, Resources
 from extender.api.scheduling import gang_key
 from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
+from extender.framework.contending import Contending
 from extender.framework.gang_types import PLAIN, Admission, GangSettings, Order, Verdict, Waiting
-from extender.framework.members import GangView, Rejection, Unplaced, gang_priority, view_gang
-from extender.framework.order import (
-    Contender,
-    Ordering,
-    Ranked,
-    kept_or_new,
-    starving_limit,
-    walk,
-)
+from extender.framework.lineup import Ordering, Ranking
+from extender.framework.members import GangView, Rejection, gang_priority, view_gang
+from extender.framework.order import walk
 from extender.framework.placement import KeptRoom, Slot
 from extender.framework.queues import QueueTally, QueueView, account
 
@@ -67,11 +62,8 @@ class Gangs:
     _let_in_since: dict[str, float] = field(default_factory=dict)  # fit, not come for it yet
     # Scheduler names of the pods Lahar was asked about: gangs of those schedulers contend.
     schedulers: set[str] = field(default_factory=set)
-    _pending_since: dict[str, float] = field(default_factory=dict)  # contenders never asked
-    _unplaced: Unplaced = field(default_factory=Unplaced)
+    _contending: Contending = field(default_factory=Contending)  # walk to walk
     _room: KeptRoom = field(default_factory=KeptRoom)  # the nodes' free capacity, walk to walk
-    _ranks: tuple[int, dict[str, Ranked]] = (-1, {})  # (queues version, `walk`'s ranks)
-    _contenders: dict[str, Contender] = field(default_factory=dict)  # of the last walk, by key
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -176,7 +168,7 @@ class Gangs:
                 self._targets[turn.key] = turn.targets
             else:
                 self._targets.pop(turn.key, None)
-            if turn.slots and turn.key not in self._pending_since:
+            if turn.slots and turn.key not in self._contending.pending_since:
                 self._let_in_since.setdefault(turn.key, self.clock())
             else:
                 self._let_in_since.pop(turn.key, None)
@@ -191,50 +183,46 @@ class Gangs:
         if current is not None and (asking is None or asking.key in current.contenders):
             return current
         now = self.clock()
-        contenders = []
-        kept = self._contenders
-        for key, waiting in list(self.waiting.items()):
-            gang = asking if asking is not None and asking.key == key else view_gang(state, key)
-            if not gang.pending:
-                self.forget(key)  # nothing of it waits any more
-                continue
-            blocked = self._blocked(gang)
-            contenders.append(kept_or_new(kept.get(key), gang, waiting.since, blocked))
-        if asking is not None and asking.key not in self.waiting:
-            since = self._pending_since.get(asking.key, now)  # it keeps its age
-            contenders.append(Contender(asking, since, self._blocked(asking)))
-        contenders += self._unasked(state, asking, now)
         queues = self.queues(state)
-        self._contenders = {contender.gang.key: contender for contender in contenders}
-        keys = frozenset(self._contenders)
+        total = state.capacity()
+        ranking = Ranking(self.ordering, now, total, lambda gang: gang_priority(state, gang))
+        contending = self._contending
+        gone = contending.sync(
+            state,
+            queues,
+            ranking,
+            asking=asking,
+            waiting=self.waiting,
+            admissions=self.admissions,
+            backoff_until=self.backoff_until,
+            schedulers=frozenset(self.schedulers),
+            timeout=self.settings.reservation_timeout,
+            blocked=self._blocked,
+            forget=self.forget,
+        )
         # What is remembered of gangs that no longer contend goes; of the others, it is kept
         # until the walk reaches them.
-        self._targets = {k: t for k, t in self._targets.items() if k in keys}
-        self._let_in_since = {k: t for k, t in self._let_in_since.items() if k in keys}
-        ranks = self._ranks[1] if self._ranks[0] == state.queues_version else {}  # (priorities)
-        if len(ranks) > 2 * len(keys):  # those of gangs gone, now and then
-            ranks = {k: r for k, r in ranks.items() if k in keys}
-        self._ranks = (state.queues_version, ranks)
+        for key in gone:
+            self._targets.pop(key, None)
+            self._let_in_since.pop(key, None)
         rest = walk(
-            contenders,
+            contending.lineup,
             queues,
             nodes,
             self.reserved(),
             self.ordering,
-            total=state.capacity(),
             empty=self._room.of(state.view()),
-            now=now,
-            priority_of=lambda gang: gang_priority(state, gang),
-            targets=dict(self._targets),
-            ranks=self._ranks[1],
+            targets=self._targets,  # (a turn taken changes only its own gang's)
         )
+        # Valid until a backoff ends or a contender's standing moves with the clock.
+        moments = [until for until in self.backoff_until.values() if until > now]
         self._order = Order(
             next(self._walks),
             self._state_key(state),
-            self._valid_until(contenders, now),
+            min([*moments, contending.next_moment(now)]),
             {},
             queues,
-            keys,
+            contending.contenders.keys(),
             rest,
         )
         return self._order
@@ -250,29 +238,6 @@ class Gangs:
             and (key in self.waiting or any(pod.parked for pod in view_gang(state, key).pending))
         ]
 
-    def _unasked(self, state: ClusterState, asking: GangView | None, now: float) -> list[Contender]:
-        """Gangs of the schedulers Lahar serves with members pending (not gated) that Lahar was
-        not asked about yet (the scheduler has not come to them, or found no node before
-        asking): they contend too, so the order does not depend on which pod the scheduler
-        happens to try first. They wait since first seen, never drain and are never preempted
-        for; one not asked about within `reservation_timeout` stops contending (the scheduler
-        may never send it: rules Lahar does not model) until it is."""
-        seen: dict[str, float] = {}
-        contenders = []
-        for key in self._unplaced.keys(state):
-            if key in self.waiting or key in self.admissions:
-                continue
-            gang = view_gang(state, key)
-            if self.schedulers.isdisjoint(gang.asking_schedulers):
-                continue
-            seen[key] = self._pending_since.get(key, now)
-            if asking is not None and asking.key == key:
-                continue  # it contends as the gang asked about, with this age
-            if now - seen[key] < self.settings.reservation_timeout:
-                contenders.append(Contender(gang, seen[key], self._blocked(gang), asked=False))
-        self._pending_since = seen
-        return contenders
-
     def _fresh(self, state: ClusterState) -> Order | None:
         order = self._order
         if order is None or order.made_at != self._state_key(state):
@@ -286,16 +251,6 @@ class Gangs:
             state.queues_version,
             self.version,
         )
-
-    def _valid_until(self, contenders: list[Contender], now: float) -> float:
-        moments = [until for until in self.backoff_until.values() if until > now]
-        for contender in contenders:
-            if not contender.asked:  # it stops contending once not asked about for this long
-                moments.append(contender.since + self.settings.reservation_timeout)
-            limit = starving_limit(contender.gang, self.ordering)
-            if limit is not None and contender.since + limit > now:
-                moments.append(contender.since + limit)
-        return min(moments, default=float("inf"))
 
     def _blocked(self, gang: GangView) -> Rejection | None:
         key = gang.key
@@ -316,10 +271,11 @@ class Gangs:
         """Remember why the gang waits; tell listeners when it is rejected anew or for a new
         cause (not once per member asked, nor when only the figures in the message moved)."""
         previous = self.waiting.get(key)
-        since = (
-            previous.since if previous is not None else self._pending_since.get(key, self.clock())
-        )
+        pending_since = self._contending.pending_since
+        since = previous.since if previous is not None else pending_since.get(key, self.clock())
         self.waiting[key] = Waiting(since, rejection, refused_in)
+        if previous is None:
+            self._contending.touch(key)
         # A new contender the order does not know may change the others' turns; one refused
         # before any plan (refused_in None) claims nothing, so it changes none.
         unknown = self._order is None or key not in self._order.contenders
@@ -335,6 +291,7 @@ class Gangs:
         if self.waiting.pop(key, None) is not None:
             self._order = None  # one contender fewer: the others' turns may change
         self.backoff_until.pop(key, None)
+        self._contending.touch(key)
         self._targets.pop(key, None)
         self._let_in_since.pop(key, None)
 
@@ -349,9 +306,11 @@ class Gangs:
                 self.version += 1
                 if not admission.slots:
                     del self.admissions[key]
+                    self._contending.touch(key)
                 return
 
     def release(self, key: str, *, back_off: bool = False) -> None:
+        self._contending.touch(key)
         if self.admissions.pop(key, None) is not None:
             self.version += 1
         if back_off:
@@ -374,7 +333,7 @@ class Gangs:
 
     def _admit(self, gang: GangView, slots: dict[str, Slot]) -> None:
         self.admissions[gang.key] = Admission(slots, self.clock())
-        self.forget(gang.key)
+        self.forget(gang.key)  # (which has the order look at it again)
         self.version += 1
         for callback in self.on_admitted:
             callback(gang.key)

@@ -4,6 +4,7 @@ verdict for one pod, and one walk of the fair order. Pure data; `framework.gang`
 from __future__ import annotations
 
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from extender.framework.members import Rejection
@@ -56,5 +57,5 @@ class Order:
     valid_until: float  # the clock's time a gang starts starving or a backoff ends
     turns: dict[str, Turn]
     queues: dict[str, QueueView]
-    contenders: frozenset[str]
+    contenders: AbstractSet[str]  # keys, as the walk lined them up
     rest: Iterator[Turn]

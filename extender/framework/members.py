@@ -233,6 +233,10 @@ class Unplaced(FollowsGangs):
         self.catch_up(state)
         return list(self._keys)
 
+    def __contains__(self, key: str) -> bool:
+        """Whether gang `key` was unplaced when last caught up."""
+        return key in self._keys
+
     def _start_over(self) -> None:
         self._keys = {}
 

@@ -1,14 +1,13 @@
 """The admission order: which waiting gangs a batch scheduler would admit now, and in what order.
 
 The stock kube-scheduler picks which pod to ask about; Lahar decides whether its gang may go. Once
-per cluster change, `walk` lines up every gang that waits (plus the one being asked about), as
-Volcano's allocate action does:
+per cluster change, `walk` takes turns among every gang that waits (plus the one being asked
+about), as Volcano's allocate action does:
 
 1. queues by their share of what they deserve, lowest first, re-ranked after every admission
    (so two saturated queues weighted 1:3 end up holding 1:3);
-2. within a queue, jobs by the policy's job-order plugins in tier order (a gang waiting longer
-   than the starvation limit first, then PriorityClass, then DRF dominant share), then by age.
-   The limit is the sla plugin's, or the PodGroup's own `sla-waiting-time` annotation.
+2. within a queue, jobs in their rank (`framework.lineup`: starving first, then PriorityClass,
+   then DRF dominant share, then age).
 
 Each gang in turn is planned on the capacity that admitted gangs and the gangs before it leave
 (`Turn.slots`). One that does not fit claims nothing, so capacity is never left idle while a
@@ -21,8 +20,8 @@ Once no node has the cpu for the largest member of any gang in line (in a full c
 a long line), the rest of the walk changes nothing: every turn is a refusal, a starving gang
 holds nothing (nobody in line could take what is free) and aims where it did before (the first
 time, where a drain would), and the others' refusals are worked out when read (`_full`).
-Queue rules refuse before any plan: a Closed queue admits nothing new, a missing queue nothing,
-and a gang never takes its queue past its capability. Pure.
+Queue rules refuse before any plan: a Closed queue admits nothing new, a missing queue nothing
+(`framework.lineup`), and a gang never takes its queue past its capability. Pure.
 """
 
 from __future__ import annotations
@@ -31,40 +30,16 @@ import heapq
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import islice
 
 from extender.api.resources import EMPTY, Resources
 from extender.cache.snapshot import NodeInfo
 from extender.framework.drain import drain
-from extender.framework.fairness import dominant_share, share
+from extender.framework.fairness import share
+from extender.framework.lineup import Entry, Lineup, Ordering
 from extender.framework.members import WANTS_CAPACITY, Deferred, GangView, Rejection
 from extender.framework.placement import Room, Slot, choose, nodes_used, plan
 from extender.framework.queues import QueueView
-
-
-@dataclass(frozen=True)
-class Job:
-    """A waiting gang as the job-order plugins see it."""
-
-    key: str
-    queue: str
-    priority: int
-    dominant_share: float  # DRF: of the cluster, the largest fraction it holds of any resource
-    since: float  # when it started waiting (the clock's seconds)
-    starving: bool  # waiting longer than the starvation limit
-
-
-JobKey = Callable[[Job], float]  # lower goes first
-# A gang's rank in its queue, with what it was worked out from: its view; age, starving, total.
-Ranked = tuple[GangView, tuple[float, bool, Resources], tuple[float, ...]]
-
-
-@dataclass(frozen=True)
-class Ordering:
-    """The order rules the policy's plugins turn on."""
-
-    job_keys: tuple[JobKey, ...] = ()
-    by_queue_share: bool = True  # proportion: the least served queue goes first
-    starving_after: float | None = None  # seconds; None: no starvation guard
 
 
 @dataclass(frozen=True)
@@ -75,90 +50,28 @@ class Turn:
     targets: dict[str, Resources] = field(default_factory=dict)  # starving: what it drains toward
 
 
-@dataclass(frozen=True)
-class Contender:
-    gang: GangView
-    since: float
-    blocked: Rejection | None = None  # refused before any plan (backing off, no PodGroup)
-    asked: bool = True  # False: pending, but Lahar was not asked about it yet
-
-
-def kept_or_new(
-    kept: Contender | None, gang: GangView, since: float, blocked: Rejection | None
-) -> Contender:
-    """A gang Lahar was asked about, as a contender: the one `kept` from the last walk while it
-    is the same view, age and standing (from walk to walk most are: lining up need not make
-    them again), else a new one."""
-    if (
-        kept is not None
-        and kept.asked
-        and kept.gang is gang
-        and kept.since == since
-        and kept.blocked is None
-        and blocked is None
-    ):
-        return kept
-    return Contender(gang, since, blocked)
-
-
-Line = list[tuple[tuple[float, ...], str, Contender, bool]]  # (rank, key, contender, starving)
-
-
 def walk(
-    contenders: Sequence[Contender],
+    lineup: Lineup,
     queues: Mapping[str, QueueView],
     nodes: Mapping[str, NodeInfo],
     reserved: Mapping[str, Resources],
     ordering: Ordering,
     *,
-    total: Resources,
     empty: Room | None = None,
-    now: float,
-    priority_of: Callable[[GangView], int],
     targets: Mapping[str, dict[str, Resources]] | None = None,
-    ranks: dict[str, Ranked] | None = None,
 ) -> Iterator[Turn]:
     """Every contender's turn, in the order decided (see the module docstring), as the walk
     reaches it: a caller that needs one gang's turn stops there (the turns after it cannot
-    change it). The ranking is done before this returns; the turns are planned as they are
-    taken (past the point where nothing in line fits, worked out when read: `_full`).
-    `reserved` is per node what admitted gangs hold; `targets` the nodes starving gangs drained
-    toward before (kept while they can still take the gang, so draining accumulates);
-    `total` what the schedulable nodes offer together (DRF's denominator); `empty` a room over
-    `nodes` that holds nothing, if the caller keeps one. `ranks`, if the caller keeps it, holds
-    each gang's rank in its queue from walk to walk with what it was worked out from (the
-    gang's view, its age, whether it starves, `total`), so that only the gangs that changed are
-    ranked again; a caller whose `priority_of` changes answers starts it afresh."""
-    refused: list[Turn] = []
+    change it). The turns are planned as they are taken (past the point where nothing in line
+    fits, worked out when read: `_full`), from `lineup`'s lines, which must not change
+    meanwhile. `reserved` is per node what admitted gangs hold; `targets` the nodes starving
+    gangs drained toward before (kept while they can still take the gang, so draining
+    accumulates); `empty` a room over `nodes` that holds nothing, if the caller keeps one."""
+    refused = [Turn(key, rejection=rejection) for key, rejection in lineup.refused.items()]
     claims = _Claims(empty if empty is not None else Room(nodes), reserved)
     allocated = {name: view.allocated for name, view in queues.items()}
-    # Per queue: (rank, gang key, contender, starving), in order by rank then key (unique).
-    lines: dict[str, Line] = {}
-    floor: int | None = None  # the least cpu the largest member of a gang in line asks for
-    open_queues = {name for name, view in queues.items() if view.queue.open}
-    for contender in contenders:
-        gang = contender.gang
-        refusal = contender.blocked
-        if refusal is None and gang.queue not in open_queues:
-            refusal = _queue_refusal(gang, queues)
-        if refusal is not None:
-            refused.append(Turn(gang.key, rejection=refusal))
-            continue
-        cpu = gang.largest_cpu  # (None: refused whatever the room)
-        if cpu is not None and (floor is None or cpu < floor):
-            floor = cpu
-        starving = _starving(contender, ordering, now)
-        rank = _rank(
-            contender,
-            ordering,
-            starving=starving,
-            total=total,
-            priority_of=priority_of,
-            ranks=ranks,
-        )
-        lines.setdefault(gang.queue, []).append((rank, gang.key, contender, starving))
-    for line in lines.values():
-        line.sort(reverse=True)  # pop() takes the first
+    lines, entries, floor, changes = lineup.lines, lineup.entries, lineup.floor, lineup.changes
+    at = dict.fromkeys(lines, 0)  # per queue, how far its line was taken
 
     def queue_rank(name: str) -> tuple[float, int, str]:
         view = queues[name]
@@ -170,13 +83,20 @@ def walk(
     heapq.heapify(heap)
     drained = targets or {}
 
+    def unchanged() -> Mapping[str, Entry]:
+        if lineup.changes != changes:
+            raise RuntimeError("the lineup changed under a walk that was still taken")
+        return entries
+
     def turns() -> Iterator[Turn]:
         yield from refused
         while heap:
+            unchanged()
             if floor is not None and claims.room.most_free_cpu < floor:
+                rest = [(name, islice(lines[name], at[name], None)) for _, name in sorted(heap)]
                 yield from _full(
-                    sorted(heap),
-                    lines,
+                    rest,
+                    unchanged,
                     queues=queues,
                     allocated=allocated,
                     claims=claims,
@@ -188,7 +108,9 @@ def walk(
 
     def taken(name: str) -> Turn:
         """The next turn of queue `name`: the first of its line, planned on what is left."""
-        _, _, contender, starving = lines[name].pop()
+        _, key = lines[name][at[name]]
+        at[name] += 1
+        _, contender, starving = entries[key]
         gang = contender.gang
         turn = claims.turn(gang, queues[name], allocated[name])
         if turn.slots:
@@ -201,7 +123,7 @@ def walk(
             for node, amount in held.items():
                 claims.take(gang.key, node, amount)
             turn = Turn(gang.key, rejection=turn.rejection, targets=aimed)
-        if lines[name]:
+        if at[name] < len(lines[name]):
             heapq.heappush(heap, (queue_ranks[name], name))
         return turn
 
@@ -209,8 +131,8 @@ def walk(
 
 
 def _full(
-    order: list[tuple[tuple[float, int, str], str]],
-    lines: Mapping[str, Line],
+    rest: Sequence[tuple[str, Iterable[tuple[tuple[float, ...], str]]]],
+    unchanged: Callable[[], Mapping[str, Entry]],
     *,
     queues: Mapping[str, QueueView],
     allocated: Mapping[str, Resources],
@@ -221,14 +143,15 @@ def _full(
     (`GangView.largest_cpu`): each is a refusal and changes nothing. A starving gang holds
     nothing (nobody in line could take what is free) and keeps the nodes it drained toward (the
     first time, aims where a drain would). The queues' ranks no longer move, so each queue's
-    line goes whole, in the queues' `order`; a refusal is worked out when read, except a
-    starving gang's when a rule may have refused it (then it aims nowhere: a queue's
-    capability, too few pods)."""
-    for _, name in order:
-        line, view, held = lines[name], queues[name], allocated[name]
+    line goes whole (`rest`: the queues in order, each with what is left of its line, whose
+    entries `unchanged` gives while the lineup has not changed); a refusal is worked out when
+    read, except a starving gang's when a rule may have refused it (then it aims nowhere: a
+    queue's capability, too few pods)."""
+    for name, line in rest:
+        view, held = queues[name], allocated[name]
         capped = bool(view.queue.spec.capability)
-        while line:
-            _, key, contender, starving = line.pop()
+        for _, key in line:
+            _, contender, starving = unchanged()[key]
             gang = contender.gang
             rejection: Rejection | None = Deferred(partial(_refusal, claims, gang, view, held))
             if not starving:
@@ -251,66 +174,10 @@ def _refusal(claims: _Claims, gang: GangView, view: QueueView, allocated: Resour
     return rejection
 
 
-def _rank(
-    contender: Contender,
-    ordering: Ordering,
-    *,
-    starving: bool,
-    total: Resources,
-    priority_of: Callable[[GangView], int],
-    ranks: dict[str, Ranked] | None,
-) -> tuple[float, ...]:
-    """The gang's rank in its queue: the job-order plugins' keys, then its age (kept in
-    `ranks` with what it was worked out from, and taken from there while that holds)."""
-    gang = contender.gang
-    made_of = (contender.since, starving, total)
-    kept = ranks.get(gang.key) if ranks is not None else None
-    if kept is not None and kept[0] is gang and kept[1] == made_of:
-        return kept[2]
-    share_of = dominant_share(gang.allocated, total)
-    job = Job(gang.key, gang.queue, priority_of(gang), share_of, contender.since, starving)
-    rank = (*(key(job) for key in ordering.job_keys), job.since)
-    if ranks is not None:
-        ranks[gang.key] = (gang, made_of, rank)
-    return rank
-
-
 def _lacks_capacity(turn: Turn) -> bool:
     """Refused for want of capacity (what draining can help), not for a rule."""
     cause = turn.rejection.cause if turn.rejection is not None else ""
     return cause in WANTS_CAPACITY or cause == "Queued"
-
-
-def _starving(contender: Contender, ordering: Ordering, now: float) -> bool:
-    if not contender.asked:
-        return False  # the scheduler may never send it: no capacity is held for it
-    limit = starving_limit(contender.gang, ordering)
-    return limit is not None and now - contender.since >= limit
-
-
-def starving_limit(gang: GangView, ordering: Ordering) -> float | None:
-    """How long the gang may wait before it starves: its PodGroup's `sla-waiting-time` when
-    set, else the policy's limit; None when the policy has no starvation guard."""
-    if ordering.starving_after is None:
-        return None
-    own = gang.sla_waiting_time
-    return own if own is not None else ordering.starving_after
-
-
-def _queue_refusal(gang: GangView, queues: Mapping[str, QueueView]) -> Rejection | None:
-    view = queues.get(gang.queue)
-    if view is None:
-        return Rejection(
-            "NoQueue",
-            f"gang {gang.key}: queue {gang.queue} does not exist; it waits until it is created",
-        )
-    if not view.queue.open:
-        return Rejection(
-            "QueueClosed",
-            f"gang {gang.key}: queue {gang.queue} is {view.queue.status.state}: it admits "
-            "nothing new (running work continues)",
-        )
-    return None
 
 
 class _Claims:

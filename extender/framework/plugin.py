@@ -28,7 +28,7 @@ from typing import Protocol, runtime_checkable
 from extender.api.resources import Resources
 from extender.cache.snapshot import NodeInfo
 from extender.framework.gang_types import GangSettings
-from extender.framework.order import Job
+from extender.framework.lineup import Job
 from extender.framework.status import Status
 
 Argument = str | int | float | bool

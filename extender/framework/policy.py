@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from extender.api.wire import explain
 from extender.framework.gang_types import GangSettings
-from extender.framework.order import Ordering
+from extender.framework.lineup import Ordering
 from extender.framework.plugin import (
     Argument,
     GangRules,

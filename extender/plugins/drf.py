@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from extender.framework.order import Job
+from extender.framework.lineup import Job
 from extender.framework.plugin import Argument
 from extender.plugins.arguments import reject_unknown
 

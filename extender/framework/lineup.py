@@ -1,0 +1,184 @@
+"""Who contends in the fair order, and at what rank: the lines `framework.order` takes turns from.
+
+A waiting gang is a `Contender` (since when it waits, and whether a rule refuses it before any
+plan: backing off, no PodGroup). Within its queue it is ranked by the policy's job-order plugins
+in tier order (a gang waiting longer than the starvation limit first, then PriorityClass, then
+DRF dominant share), then by age; the limit is the sla plugin's, or the PodGroup's own
+`sla-waiting-time` annotation. A gang whose queue is missing or Closed is refused before any plan.
+
+`Lineup` keeps per queue its contenders sorted by rank, and the refusals, from walk to walk: a
+gang is put again only when what it is ranked by changed (`framework.contending` says which), so
+lining up costs what changed, not what waits. A walk reads the lines without taking from them;
+the lineup counts its changes so that a walk cannot read lines changed under it. Pure.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from extender.api.resources import Resources
+from extender.framework.fairness import dominant_share
+from extender.framework.members import GangView, Rejection
+from extender.framework.queues import QueueView
+
+
+@dataclass(frozen=True)
+class Job:
+    """A waiting gang as the job-order plugins see it."""
+
+    key: str
+    queue: str
+    priority: int
+    dominant_share: float  # DRF: of the cluster, the largest fraction it holds of any resource
+    since: float  # when it started waiting (the clock's seconds)
+    starving: bool  # waiting longer than the starvation limit
+
+
+JobKey = Callable[[Job], float]  # lower goes first
+
+
+@dataclass(frozen=True)
+class Ordering:
+    """The order rules the policy's plugins turn on."""
+
+    job_keys: tuple[JobKey, ...] = ()
+    by_queue_share: bool = True  # proportion: the least served queue goes first
+    starving_after: float | None = None  # seconds; None: no starvation guard
+
+
+@dataclass(frozen=True)
+class Contender:
+    gang: GangView
+    since: float
+    blocked: Rejection | None = None  # refused before any plan (backing off, no PodGroup)
+    asked: bool = True  # False: pending, but Lahar was not asked about it yet
+
+
+def kept_or_new(
+    kept: Contender | None, gang: GangView, since: float, blocked: Rejection | None
+) -> Contender:
+    """A gang Lahar was asked about, as a contender: the one `kept` while it is the same view,
+    age and standing, else a new one."""
+    if (
+        kept is not None
+        and kept.asked
+        and kept.gang is gang
+        and kept.since == since
+        and kept.blocked is None
+        and blocked is None
+    ):
+        return kept
+    return Contender(gang, since, blocked)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """What a gang's rank is worked out from, besides the gang: the order rules, the clock,
+    what the schedulable nodes offer together (DRF's denominator) and the gang's priority."""
+
+    ordering: Ordering
+    now: float
+    total: Resources
+    priority_of: Callable[[GangView], int]
+
+
+Entry = tuple[tuple[float, ...], Contender, bool]  # rank, contender, starving
+Line = list[tuple[tuple[float, ...], str]]  # (rank, key), lowest first
+
+
+class Lineup:
+    """The contenders in line per queue, sorted by (rank, key), and those refused before any
+    plan; `floor` is the least cpu the largest member of a gang in line asks for."""
+
+    def __init__(self) -> None:
+        self.refused: dict[str, Rejection] = {}
+        self.lines: dict[str, Line] = {}
+        self.entries: dict[str, Entry] = {}
+        self.changes = 0  # puts and drops so far
+        self._cpus: Counter[int] = Counter()  # of the gangs in line, `GangView.largest_cpu`
+
+    @classmethod
+    def of(
+        cls, contenders: Iterable[Contender], queues: Mapping[str, QueueView], ranking: Ranking
+    ) -> Lineup:
+        lineup = cls()
+        for contender in contenders:
+            lineup.put(contender, queues, ranking)
+        return lineup
+
+    @property
+    def floor(self) -> int | None:
+        return min(self._cpus) if self._cpus else None
+
+    def put(self, contender: Contender, queues: Mapping[str, QueueView], ranking: Ranking) -> None:
+        """Line the contender up (in place of what it was), or note why it is refused."""
+        gang = contender.gang
+        self.drop(gang.key)
+        refusal = contender.blocked or queue_refusal(gang, queues)
+        if refusal is not None:
+            self.refused[gang.key] = refusal
+            return
+        hungry = starving(contender, ranking.ordering, ranking.now)
+        share_of = dominant_share(gang.allocated, ranking.total)
+        priority = ranking.priority_of(gang)
+        job = Job(gang.key, gang.queue, priority, share_of, contender.since, hungry)
+        rank = (*(key(job) for key in ranking.ordering.job_keys), job.since)
+        insort(self.lines.setdefault(gang.queue, []), (rank, gang.key))
+        self.entries[gang.key] = (rank, contender, hungry)
+        cpu = gang.largest_cpu
+        if cpu is not None:
+            self._cpus[cpu] += 1
+
+    def drop(self, key: str) -> None:
+        """The gang no longer contends (or is put again)."""
+        self.changes += 1
+        self.refused.pop(key, None)
+        entry = self.entries.pop(key, None)
+        if entry is None:
+            return
+        rank, contender, _ = entry
+        queue = contender.gang.queue
+        line = self.lines[queue]
+        del line[bisect_left(line, (rank, key))]
+        if not line:
+            del self.lines[queue]
+        cpu = contender.gang.largest_cpu
+        if cpu is not None:
+            self._cpus[cpu] -= 1
+            if not self._cpus[cpu]:
+                del self._cpus[cpu]
+
+
+def starving(contender: Contender, ordering: Ordering, now: float) -> bool:
+    if not contender.asked:
+        return False  # the scheduler may never send it: no capacity is held for it
+    limit = starving_limit(contender.gang, ordering)
+    return limit is not None and now - contender.since >= limit
+
+
+def starving_limit(gang: GangView, ordering: Ordering) -> float | None:
+    """How long the gang may wait before it starves: its PodGroup's `sla-waiting-time` when
+    set, else the policy's limit; None when the policy has no starvation guard."""
+    if ordering.starving_after is None:
+        return None
+    own = gang.sla_waiting_time
+    return own if own is not None else ordering.starving_after
+
+
+def queue_refusal(gang: GangView, queues: Mapping[str, QueueView]) -> Rejection | None:
+    view = queues.get(gang.queue)
+    if view is None:
+        return Rejection(
+            "NoQueue",
+            f"gang {gang.key}: queue {gang.queue} does not exist; it waits until it is created",
+        )
+    if not view.queue.open:
+        return Rejection(
+            "QueueClosed",
+            f"gang {gang.key}: queue {gang.queue} is {view.queue.status.state}: it admits "
+            "nothing new (running work continues)",
+        )
+    return None

@@ -1,0 +1,142 @@
+"""The contenders kept from walk to walk are those a full look at every gang would line up.
+
+Whole simulated runs (hypothesis draws the trace) are played with `Contending.sync` checked at
+every walk against a full look from the same starting point: the same contenders (view, age,
+asked, refusal), the same lines (rank order), the same ages of gangs never asked, the same
+moment the order expires. The runs' short starvation limit makes gangs starve mid-run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from extender.api.resources import Resources
+from extender.framework import contending as contending_module
+from extender.framework.contending import Contending
+from extender.framework.lineup import Ranking
+from extender.framework.order import walk
+from extender.framework.policy import build_policy
+from extender.plugins import REGISTRY
+from extender.simulate.run import simulate
+from extender.simulate.synthetic import generate
+from extender.simulate.trace import parse_trace
+from tests.builders import make_group, make_pod
+from tests.unit.framework.test_order import Gang, Scenario, ask, engine, state_of
+
+POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
+
+
+def described(contending: Contending, now: float) -> dict[str, Any]:
+    contenders = {
+        key: (c.gang, c.since, c.asked, c.blocked.cause if c.blocked else None)
+        for key, c in contending.contenders.items()
+    }
+    return {
+        "contenders": contenders,
+        "lines": {q: list(line) for q, line in contending.lineup.lines.items() if line},
+        "refused": {k: r.cause for k, r in contending.lineup.refused.items()},
+        "floor": contending.lineup.floor,
+        "pending_since": dict(contending.pending_since),
+        "expires": contending.next_moment(now),
+    }
+
+
+class Checked:
+    """Wraps `Contending.sync`: after each, a fresh `Contending` given the same starting point
+    looks at every gang; the two must agree."""
+
+    def __init__(self) -> None:
+        self.syncs = 0
+        self.looked_at: list[int] = []  # gangs looked at again per incremental sync
+        self.original: Callable[..., list[str]] = Contending.sync
+
+    def method(self) -> Callable[..., list[str]]:
+        def sync(contending: Contending, *args: Any, **kwargs: Any) -> list[str]:
+            return self.check(contending, *args, **kwargs)
+
+        return sync
+
+    def check(
+        self, contending: Contending, state: Any, queues: Any, ranking: Ranking, **kw: Any
+    ) -> list[str]:
+        full = Contending()
+        full.pending_since = dict(contending.pending_since)
+        full.contenders = dict(contending.contenders)
+        full._unplaced = contending._unplaced
+        dirty = len(contending._dirty)
+        gone = self.original(contending, state, queues, ranking, **kw)
+        self.original(full, state, queues, ranking, **{**kw, "forget": lambda key: None})
+        assert described(contending, ranking.now) == described(full, ranking.now)
+        self.syncs += 1
+        self.looked_at.append(dirty)
+        return gone
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(1, 10_000), load=st.sampled_from([1.0, 1.5, 2.5]))
+def test_a_whole_run_lines_up_as_a_full_look_would(seed: int, load: float) -> None:
+    document = yaml.safe_load(POLICY.read_text())
+    [sla] = [p for tier in document["tiers"] for p in tier["plugins"] if p["name"] == "sla"]
+    sla["arguments"]["sla.waitingTimeSeconds"] = 30  # gangs starve mid-run
+    policy = build_policy(document, REGISTRY)
+    checked = Checked()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(contending_module.Contending, "sync", checked.method())
+        trace = parse_trace(generate(60, 4, load=load, seed=seed))
+        outcome = simulate(trace, policy, "lahar")
+    assert not outcome.stuck
+    assert checked.syncs > 10
+    assert sum(checked.looked_at) < checked.syncs * len(outcome.jobs)  # not every gang each time
+
+
+def test_a_gang_that_misses_starving_by_rounding_starves_at_a_later_walk() -> None:
+    """56.7 + 120 is not above 176.7, yet 176.7 - 56.7 is below 120: at the walk at 176.7 the
+    gang does not starve and that moment has passed; it is looked at again at the next walk."""
+    now = [56.7]
+    built = engine(sla_seconds=120, now=now)
+    running = [Gang("run0", 1, cpu="4", on="n0"), Gang("run1", 1, cpu="2", on="n1")]
+    state = state_of(Scenario(2, [*running, Gang("big", 2, cpu="4")]))
+    assert ask(built, state, "big") is not None  # it waits from 56.7
+    assert built.gangs is not None
+    gangs = built.gangs
+
+    def aimed() -> dict[str, Resources]:
+        return gangs.order(state, state.view().nodes).turns["default/big"].targets
+
+    now[0] = 176.7
+    assert aimed() == {}  # not starving yet (by rounding)
+    now[0] = 177.0
+    state.upsert_pod(make_pod("late-0").group("late").model())  # a change: walked again
+    state.upsert_pod_group(make_group("late").model())
+    assert sorted(aimed()) == ["n0", "n1"]  # starving: it aims where a drain would
+
+
+def test_the_lines_stay_sorted_as_gangs_are_put_again_and_a_walk_sees_no_change_under_it() -> None:
+    now = [0.0]
+    built = engine(sla_seconds=60, now=now)
+    gangs = [Gang("a", 1, cpu="2"), Gang("b", 1, cpu="3"), Gang("c", 1, cpu="1")]
+    state = state_of(Scenario(1, [Gang("run", 1, cpu="4", on="n0"), *gangs]))
+    for gang in gangs:
+        assert ask(built, state, gang.name) is not None  # all seen at 0.0: by key then
+        now[0] += 1.0
+    assert built.gangs is not None
+    lineup = built.gangs._contending.lineup
+    assert [key for _, key in lineup.lines["default"]] == ["default/a", "default/b", "default/c"]
+    assert lineup.floor == 1000  # c's single member: 1 cpu
+    now[0] = 60.0  # all starve: put again, ranked anew, in the same order
+    built.gangs.order(state, state.view().nodes)
+    assert [key for _, key in lineup.lines["default"]] == ["default/a", "default/b", "default/c"]
+    assert [rank[0] for rank, _ in lineup.lines["default"]] == [0.0, 0.0, 0.0]  # starving
+    queues = built.gangs.queues(state)
+    turns = walk(lineup, queues, state.view().nodes, {}, built.gangs.ordering)
+    assert next(turns).key == "default/a"
+    lineup.drop("default/c")
+    assert lineup.floor == 2000
+    with pytest.raises(RuntimeError, match="lineup changed under a walk"):
+        next(turns)
