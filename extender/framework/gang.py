@@ -214,8 +214,12 @@ class Gangs:
             empty=self._room.of(state.view()),
             targets=self._targets,  # (a turn taken changes only its own gang's)
         )
-        # Valid until a backoff ends or a contender's standing moves with the clock.
-        moments = [until for until in self.backoff_until.values() if until > now]
+        # Valid until a backoff ends or a contender's standing moves with the clock. (Backoffs
+        # over are dropped here: gangs that backed off once and then ended would pile up.)
+        over = [key for key, until in self.backoff_until.items() if until <= now]
+        for key in over:
+            del self.backoff_until[key]
+        moments = list(self.backoff_until.values())
         self._order = Order(
             next(self._walks),
             self._state_key(state),

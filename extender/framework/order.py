@@ -42,7 +42,7 @@ from extender.framework.placement import Room, Slot, choose, nodes_used, plan
 from extender.framework.queues import QueueView
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # (not frozen: a walk makes thousands, and frozen ones cost twice)
 class Turn:
     key: str
     slots: dict[str, Slot] = field(default_factory=dict)  # it fits: admit it with these
