@@ -162,8 +162,16 @@ class Gangs:
         walk says of each: where a starving gang drains, which gangs it lets in."""
         if until in order.turns:
             return
+        turns, targets, let_in = order.turns, self._targets, self._let_in_since
         for turn in order.rest:
-            order.turns[turn.key] = turn
+            if isinstance(turn, str):  # a plain refusal past the point where nothing fits
+                turns.add(turn, None)
+                targets.pop(turn, None)
+                let_in.pop(turn, None)
+                if turn == until:
+                    return
+                continue
+            turns.add(turn.key, turn)
             if turn.targets:
                 self._targets[turn.key] = turn.targets
             else:
@@ -205,7 +213,7 @@ class Gangs:
         for key in gone:
             self._targets.pop(key, None)
             self._let_in_since.pop(key, None)
-        rest = walk(
+        rest, turns = walk(
             contending.lineup,
             queues,
             nodes,
@@ -224,7 +232,7 @@ class Gangs:
             next(self._walks),
             self._state_key(state),
             min([*moments, contending.next_moment(now)]),
-            {},
+            turns,
             queues,
             contending.contenders.keys(),
             rest,

@@ -8,7 +8,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from extender.framework.members import Rejection
-from extender.framework.order import Turn
+from extender.framework.order import Turn, Turns
 from extender.framework.placement import Slot
 from extender.framework.queues import QueueView
 
@@ -55,7 +55,7 @@ class Order:
     number: int
     made_at: tuple[int, ...]
     valid_until: float  # the clock's time a gang starts starving or a backoff ends
-    turns: dict[str, Turn]
+    turns: Turns
     queues: dict[str, QueueView]
     contenders: AbstractSet[str]  # keys, as the walk lined them up
-    rest: Iterator[Turn]
+    rest: Iterator[Turn | str]  # (a key: a plain refusal, its turn made when read in `turns`)

@@ -59,14 +59,16 @@ def walk(
     *,
     empty: Room | None = None,
     targets: Mapping[str, dict[str, Resources]] | None = None,
-) -> Iterator[Turn]:
+) -> tuple[Iterator[Turn | str], Turns]:
     """Every contender's turn, in the order decided (see the module docstring), as the walk
     reaches it: a caller that needs one gang's turn stops there (the turns after it cannot
-    change it). The turns are planned as they are taken (past the point where nothing in line
-    fits, worked out when read: `_full`), from `lineup`'s lines, which must not change
-    meanwhile. `reserved` is per node what admitted gangs hold; `targets` the nodes starving
-    gangs drained toward before (kept while they can still take the gang, so draining
-    accumulates); `empty` a room over `nodes` that holds nothing, if the caller keeps one."""
+    change it), keeping those it took in the `Turns` returned. The turns are planned as they
+    are taken, from `lineup`'s lines, which must not change meanwhile. Past the point where
+    nothing in line fits (`_full`), a plain refusal comes as the gang's key alone: `Turns`
+    makes its turn when read (most never are). `reserved` is per node what admitted gangs hold;
+    `targets` the nodes starving gangs drained toward before (kept while they can still take
+    the gang, so draining accumulates); `empty` a room over `nodes` that holds nothing, if the
+    caller keeps one."""
     refused = [Turn(key, rejection=rejection) for key, rejection in lineup.refused.items()]
     claims = _Claims(empty if empty is not None else Room(nodes), reserved)
     allocated = {name: view.allocated for name, view in queues.items()}
@@ -88,7 +90,14 @@ def walk(
             raise RuntimeError("the lineup changed under a walk that was still taken")
         return entries
 
-    def turns() -> Iterator[Turn]:
+    def refusal(key: str) -> Turn:
+        """The turn of a gang past the point where nothing fits: refused, worked out when read."""
+        _, contender, _ = unchanged()[key]
+        queue = contender.gang.queue
+        work = partial(_refusal, claims, contender.gang, queues[queue], allocated[queue])
+        return Turn(key, rejection=Deferred(work))
+
+    def turns() -> Iterator[Turn | str]:
         yield from refused
         while heap:
             unchanged()
@@ -127,7 +136,35 @@ def walk(
             heapq.heappush(heap, (queue_ranks[name], name))
         return turn
 
-    return turns()
+    return turns(), Turns(refusal)
+
+
+class Turns(Mapping[str, Turn]):
+    """The turns a walk was taken to, in its order; a plain refusal past the point where nothing
+    fits is made when read, by `refusal`."""
+
+    def __init__(self, refusal: Callable[[str], Turn]) -> None:
+        self._turns: dict[str, Turn | None] = {}
+        self._refusal = refusal
+
+    def add(self, key: str, turn: Turn | None) -> None:
+        """The walk reached gang `key`: its turn, or None for a plain refusal past the point."""
+        self._turns[key] = turn
+
+    def __getitem__(self, key: str) -> Turn:
+        turn = self._turns[key]
+        if turn is None:
+            turn = self._turns[key] = self._refusal(key)
+        return turn
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._turns
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._turns)
+
+    def __len__(self) -> int:
+        return len(self._turns)
 
 
 def _full(
@@ -138,7 +175,7 @@ def _full(
     allocated: Mapping[str, Resources],
     claims: _Claims,
     drained: Mapping[str, dict[str, Resources]],
-) -> Iterator[Turn]:
+) -> Iterator[Turn | str]:
     """The turns left once no node has the cpu for the largest member of any gang in line
     (`GangView.largest_cpu`): each is a refusal and changes nothing. A starving gang holds
     nothing (nobody in line could take what is free) and keeps the nodes it drained toward (the
@@ -152,11 +189,11 @@ def _full(
         capped = bool(view.queue.spec.capability)
         for _, key in line:
             _, contender, starving = unchanged()[key]
+            if not starving:
+                yield key  # (its turn is made when read)
+                continue
             gang = contender.gang
             rejection: Rejection | None = Deferred(partial(_refusal, claims, gang, view, held))
-            if not starving:
-                yield Turn(key, rejection=rejection)
-                continue
             if capped or gang.largest_cpu is None:
                 turn = claims.turn(gang, view, held)
                 if not _lacks_capacity(turn):

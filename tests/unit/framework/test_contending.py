@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from extender.api.resources import Resources
 from extender.framework import contending as contending_module
 from extender.framework.contending import Contending
-from extender.framework.lineup import Ranking
+from extender.framework.lineup import Ordering, Ranking
+from extender.framework.members import Deferred
 from extender.framework.order import walk
 from extender.framework.policy import build_policy
 from extender.plugins import REGISTRY
@@ -134,9 +135,29 @@ def test_the_lines_stay_sorted_as_gangs_are_put_again_and_a_walk_sees_no_change_
     assert [key for _, key in lineup.lines["default"]] == ["default/a", "default/b", "default/c"]
     assert [rank[0] for rank, _ in lineup.lines["default"]] == [0.0, 0.0, 0.0]  # starving
     queues = built.gangs.queues(state)
-    turns = walk(lineup, queues, state.view().nodes, {}, built.gangs.ordering)
-    assert next(turns).key == "default/a"
+    turns, _ = walk(lineup, queues, state.view().nodes, {}, built.gangs.ordering)
+    first = next(turns)  # starving: a turn of its own even past the point where nothing fits
+    assert not isinstance(first, str) and first.key == "default/a"
     lineup.drop("default/c")
     assert lineup.floor == 2000
     with pytest.raises(RuntimeError, match="lineup changed under a walk"):
         next(turns)
+
+
+def test_past_the_point_where_nothing_fits_a_plain_refusal_is_made_only_when_read() -> None:
+    now = [0.0]
+    built = engine(sla_seconds=60, now=now)
+    gangs = [Gang("a", 1, cpu="2"), Gang("b", 1, cpu="3")]
+    state = state_of(Scenario(1, [Gang("run", 1, cpu="4", on="n0"), *gangs]))
+    for gang in gangs:
+        assert ask(built, state, gang.name) is not None
+    assert built.gangs is not None
+    lineup = built.gangs._contending.lineup
+    rest, turns = walk(lineup, built.gangs.queues(state), state.view().nodes, {}, Ordering())
+    assert list(rest) == ["default/a", "default/b"]  # keys alone: nobody is starving
+    for key in ("default/a", "default/b"):
+        turns.add(key, None)
+    why = turns["default/b"].rejection
+    assert isinstance(why, Deferred) and why.cause == "NotEnoughResources"
+    assert turns["default/b"] is turns["default/b"]  # made once
+    assert list(turns) == ["default/a", "default/b"]
