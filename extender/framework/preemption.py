@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from extender.api.resources import EMPTY, Resources
 from extender.cache.state import ClusterState
 from extender.framework.gang import Gangs
 from extender.framework.gang_types import Order
-from extender.framework.members import WANTS_CAPACITY, GangView, gang_priority, view_gang
+from extender.framework.members import WANTS_CAPACITY, GangView, Shape, gang_priority, view_gang
 from extender.framework.placement import choose as choose_members
 from extender.framework.queues import QueueView
 from extender.framework.victims import Rooms, Rules, Unit, choose, eligible, units_of
@@ -54,6 +55,10 @@ class Pool:
     _eligible: dict[tuple[str, int, Rules], tuple[Mapping[str, QueueView], list[Unit]]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    # Gangs alike (members' shape, queue, priority, rules) that found no victims, with the
+    # rooms and queue figures they searched (the same gangs find none while those hold).
+    _fruitless: set[tuple[object, ...]] = field(default_factory=set, compare=False, repr=False)
+    _fruitless_in: tuple[object, ...] = field(default=(), compare=False, repr=False)
 
     @classmethod
     def of(cls, state: ClusterState, gangs: Gangs) -> Pool:
@@ -82,15 +87,43 @@ class Pool:
         """The units gang `key` of `queue` and `priority` may take (`victims.eligible`), its own
         left out; listed once per queue and priority for the gangs that have none here (most
         gangs wanting capacity have nothing running)."""
-        others = [unit for unit in self.units if unit.key != key]
-        if len(others) < len(self.units):
+        if key in self._owners:
+            others = [unit for unit in self.units if unit.key != key]
             return eligible(others, queue, priority, queues, rules)
+        others = self.units
         kept = self._eligible.get((queue, priority, rules))
         if kept is not None and kept[0] is queues:
             return kept[1]
         allowed = eligible(others, queue, priority, queues, rules)
         self._eligible[(queue, priority, rules)] = (queues, allowed)
         return allowed
+
+    def alike(
+        self,
+        key: str,
+        shape: Shape | None,
+        *,
+        queue: str,
+        priority: int,
+        rules: Rules,
+        rooms: Rooms,
+        queues: Mapping[str, QueueView],
+    ) -> tuple[object, ...] | None:
+        """What a victim search for gang `key` depends on, when another gang's search says what
+        it finds: its members' shape (None: they do not run anywhere), queue and priority, with
+        no units of its own in the pool; and the rooms and queue figures searched (the
+        memory of searches that found nothing starts over when those change)."""
+        if shape is None or key in self._owners:
+            return None
+        searched = self._fruitless_in
+        if not searched or searched[0] is not rooms or searched[1] is not queues:
+            object.__setattr__(self, "_fruitless_in", (rooms, queues))
+            self._fruitless.clear()
+        return (shape, queue, priority, rules)
+
+    @cached_property
+    def _owners(self) -> frozenset[str]:
+        return frozenset(unit.key for unit in self.units)
 
     def rooms(self, state: ClusterState, gangs: Gangs) -> Rooms:
         """The room the nodes leave after what admitted gangs hold, counting what terminating
@@ -137,7 +170,19 @@ def victims_for(
     rooms = pool.rooms(state, gangs)
     if rooms.base.fits(members):
         return None  # it fits once the terminating pods are gone: wait for them
-    allowed = pool.eligible(key, gang.queue, gang_priority(state, gang), order.queues, rules)
+    priority = gang_priority(state, gang)
+    alike = pool.alike(
+        key,
+        members.shape,
+        queue=gang.queue,
+        priority=priority,
+        rules=rules,
+        rooms=rooms,
+        queues=order.queues,
+    )
+    if alike is not None and alike in pool._fruitless:
+        return None
+    allowed = pool.eligible(key, gang.queue, priority, order.queues, rules)
     victims = choose(
         members,
         allowed,
@@ -147,6 +192,8 @@ def victims_for(
         preemptor_queue=gang.queue,
         rooms=rooms,
     )
+    if not victims and alike is not None:
+        pool._fruitless.add(alike)
     return Preemption(gang, victims) if victims else None
 
 

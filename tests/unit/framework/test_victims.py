@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extender.cache.state import ClusterState
-from extender.framework import victims
+from extender.framework import preemption, victims
 from extender.framework.gang import Gangs
 from extender.framework.members import view_gang
 from extender.framework.placement import Room
@@ -181,3 +183,35 @@ def test_victims_let_the_gang_fit_are_irreducible_and_cheapest(state: ClusterSta
         default=None,
     )
     assert best is not None and victims._cost(chosen) == best
+
+
+def test_a_gang_alike_one_that_found_no_victims_in_the_pass_is_not_searched_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Same members' shape, queue and priority, on the same rooms and queue figures: the same
+    search, the same nothing. A gang of another shape, or a new pass, searches."""
+    state = four_nodes()
+    for index in range(4):
+        running(state, f"high{index}", [f"n{index}", f"n{index}"], priority=9)
+    waiting(state, "u", 2, cpu="2", priority=5)
+    waiting(state, "v", 2, cpu="2", priority=5)
+    waiting(state, "w", 1, cpu="3", priority=5)
+    gangs = Gangs()
+    for gang in ("u", "v", "w"):
+        gangs.verdict(state, state.view().nodes, state.pods[f"uid-default-{gang}-0"])
+    order = gangs.order(state, state.view().nodes)
+    searches: list[int] = []
+    search = preemption.choose
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        searches.append(1)
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(preemption, "choose", counted)
+    pool = Pool.of(state, gangs)
+    for key in ("default/u", "default/v", "default/w"):
+        assert victims_for(state, gangs, order, pool, key=key, rules=BOTH) is None
+    assert len(searches) == 2  # u's search answers for v; w's shape differs
+    pool = Pool.of(state, gangs)
+    assert victims_for(state, gangs, order, pool, key="default/v", rules=BOTH) is None
+    assert len(searches) == 3
