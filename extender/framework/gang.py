@@ -163,10 +163,12 @@ class Gangs:
         if until in order.turns:
             return
         turns, targets, let_in = order.turns, self._targets, self._let_in_since
+        lined = self._contending.lineup.entries
         for turn in order.rest:
-            if isinstance(turn, str):  # a plain refusal past the point where nothing fits
+            if isinstance(turn, str):  # a refusal past the point where nothing fits
                 turns.add(turn, None)
-                targets.pop(turn, None)
+                if turn in targets and not lined[turn][2]:  # (a starving one aims as before)
+                    del targets[turn]
                 let_in.pop(turn, None)
                 if turn == until:
                     return

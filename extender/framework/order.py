@@ -64,8 +64,9 @@ def walk(
     reaches it: a caller that needs one gang's turn stops there (the turns after it cannot
     change it), keeping those it took in the `Turns` returned. The turns are planned as they
     are taken, from `lineup`'s lines, which must not change meanwhile. Past the point where
-    nothing in line fits (`_full`), a plain refusal comes as the gang's key alone: `Turns`
-    makes its turn when read (most never are). `reserved` is per node what admitted gangs hold;
+    nothing in line fits (`_full`), a refusal that changes nothing (not starving, or starving
+    and aiming where it aimed before) comes as the gang's key alone: `Turns` makes its turn
+    when read (most never are). `reserved` is per node what admitted gangs hold;
     `targets` the nodes starving gangs drained toward before (kept while they can still take
     the gang, so draining accumulates); `empty` a room over `nodes` that holds nothing, if the
     caller keeps one."""
@@ -91,11 +92,13 @@ def walk(
         return entries
 
     def refusal(key: str) -> Turn:
-        """The turn of a gang past the point where nothing fits: refused, worked out when read."""
-        _, contender, _ = unchanged()[key]
+        """The turn of a gang past the point where nothing fits: refused, worked out when read;
+        a starving one aims where it aimed before."""
+        _, contender, starving = unchanged()[key]
         queue = contender.gang.queue
         work = partial(_refusal, claims, contender.gang, queues[queue], allocated[queue])
-        return Turn(key, rejection=Deferred(work))
+        aimed = dict(drained.get(key) or {}) if starving else {}
+        return Turn(key, rejection=Deferred(work), targets=aimed)
 
     def turns() -> Iterator[Turn | str]:
         yield from refused
@@ -140,15 +143,15 @@ def walk(
 
 
 class Turns(Mapping[str, Turn]):
-    """The turns a walk was taken to, in its order; a plain refusal past the point where nothing
-    fits is made when read, by `refusal`."""
+    """The turns a walk was taken to, in its order; a refusal past the point where nothing fits
+    that the walk gave as a key alone is made when read, by `refusal`."""
 
     def __init__(self, refusal: Callable[[str], Turn]) -> None:
         self._turns: dict[str, Turn | None] = {}
         self._refusal = refusal
 
     def add(self, key: str, turn: Turn | None) -> None:
-        """The walk reached gang `key`: its turn, or None for a plain refusal past the point."""
+        """The walk reached gang `key`: its turn, or None for a refusal given as a key alone."""
         self._turns[key] = turn
 
     def __getitem__(self, key: str) -> Turn:
@@ -189,10 +192,10 @@ def _full(
         capped = bool(view.queue.spec.capability)
         for _, key in line:
             _, contender, starving = unchanged()[key]
+            gang = contender.gang
             if not starving:
                 yield key  # (its turn is made when read)
                 continue
-            gang = contender.gang
             rejection: Rejection | None = Deferred(partial(_refusal, claims, gang, view, held))
             if capped or gang.largest_cpu is None:
                 turn = claims.turn(gang, view, held)
@@ -200,6 +203,9 @@ def _full(
                     yield turn
                     continue
                 rejection = turn.rejection
+            elif drained.get(key):
+                yield key  # it aims where it did: its turn is made when read, too
+                continue
             kept = drained.get(key)
             aimed = dict(kept) if kept else drain(gang, claims.room, None)[0]
             yield Turn(key, rejection=rejection, targets=aimed)
