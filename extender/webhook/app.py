@@ -37,7 +37,10 @@ from pydantic import ValidationError
 from extender.admission.admit import RULES, Outcome, Rule
 from extender.admission.problems import Problem, Verdict, from_validation
 from extender.api.admission import AdmissionReview, response
+from extender.api.scheduling import API_VERSION, Queue
 from extender.cache.informer import Informers
+from extender.kube.client import KubeError
+from extender.kube.objects import read
 from extender.webhook.store import GROUPS, QUEUES, WebhookStore
 from extender.webhook.tls import ServingCertificate
 
@@ -93,7 +96,7 @@ def make_app(
     api: k8s.ApiClient, tls: ServingCertificate, options: WebhookOptions
 ) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY)
-    app[STORE] = WebhookStore()
+    app[STORE] = WebhookStore(fetch=_queue_reader(api))
     app[TLS] = tls
     app[METRICS] = Metrics(tls)
     app[RUNTIME] = Runtime()
@@ -106,6 +109,20 @@ def make_app(
     app.router.add_get("/readyz", _readyz)
     app.router.add_get("/metrics", _metrics)
     return app
+
+
+def _queue_reader(api: k8s.ApiClient) -> Callable[[str], Queue | None]:
+    def fetch(name: str) -> Queue | None:
+        """A queue the cache lacks (created moments ago, or not at all), as the API server has
+        it now; None when it has none, or cannot say (then the rule says it does not exist)."""
+        try:
+            found = read(api, API_VERSION, "Queue", name)
+            return Queue.model_validate(found) if found is not None else None
+        except (KubeError, ValidationError) as error:
+            log.warning("queue %s: not in the cache, and reading it failed: %s", name, error)
+            return None
+
+    return fetch
 
 
 def _handler(resource: str, rule: Rule) -> Callable[[web.Request], Awaitable[web.Response]]:

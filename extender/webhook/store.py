@@ -2,23 +2,25 @@
 queue. Filled by two informers on the event loop, read by the rules in worker threads (a
 `QueueView`; a lock keeps each read whole), so a rule never waits for the network. Of a PodGroup
 only its name and queue are decoded, so one whose other fields do not parse still holds its queue.
-A PodGroup created moments ago may not be here yet: deleting its queue in that instant is the one
-race this accepts.
+A queue created moments ago may not be here yet either: one the store lacks is read live (`fetch`,
+in the rule's worker thread) before a rule says it does not exist. A PodGroup created moments ago
+may not be here yet: deleting its queue in that instant is the one race this accepts.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from extender.api.scheduling import API_VERSION, PodGroupRef, Queue
 from extender.cache.informer import Kind
 
 
 class WebhookStore:
-    def __init__(self) -> None:
+    def __init__(self, fetch: Callable[[str], Queue | None] | None = None) -> None:
         self.queues: dict[str, Queue] = {}
+        self._fetch = fetch  # a queue the informer has not delivered, read from the API server
         self._group_queue: dict[str, str] = {}  # PodGroup key -> its queue
         self._by_queue: defaultdict[str, set[str]] = defaultdict(set)
         self._lock = threading.Lock()
@@ -27,7 +29,10 @@ class WebhookStore:
 
     def queue(self, name: str) -> Queue | None:
         with self._lock:
-            return self.queues.get(name)
+            found = self.queues.get(name)
+        if found is None and self._fetch is not None:
+            found = self._fetch(name)  # (not kept: the informer brings it, or its deletion)
+        return found
 
     def pod_groups_in(self, queue: str) -> Sequence[str]:
         with self._lock:

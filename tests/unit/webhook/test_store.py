@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from extender.api.scheduling import PodGroupRef
+from extender.api.scheduling import PodGroupRef, Queue
 from extender.webhook.store import WebhookStore
 from tests.builders import make_group, make_queue
 
@@ -38,3 +38,22 @@ def test_a_pod_group_whose_other_fields_do_not_parse_still_holds_its_queue() -> 
 
 def _ref(name: str, namespace: str, queue: str) -> PodGroupRef:
     return PodGroupRef.model_validate(make_group(name).ns(namespace).queue(queue).build())
+
+
+def test_a_queue_the_informer_has_not_delivered_yet_is_read_live() -> None:
+    """Created a moment before a PodGroup naming it: the store asks the API server before a
+    rule says it does not exist; what it read is not kept (the informer brings it)."""
+    asked: list[str] = []
+    live = {"new": make_queue("new").model()}
+
+    def fetch(name: str) -> Queue | None:
+        asked.append(name)
+        return live.get(name)
+
+    store = WebhookStore(fetch=fetch)
+    store.replace_queues([make_queue("old").model()])
+    assert store.queue("old") is not None and asked == []  # in the cache: no read
+    found = store.queue("new")
+    assert found is not None and found.metadata.name == "new" and asked == ["new"]
+    assert store.queue("gone") is None and asked == ["new", "gone"]
+    assert "new" not in store.queues
