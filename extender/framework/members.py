@@ -267,27 +267,45 @@ class Rejection:
 
 class Deferred(Rejection):
     """A refusal worked out when first read, by `work` (a walk refuses hundreds of gangs and is
-    asked why of a few); `cause`, when given, is known at once: reading it works nothing out."""
+    asked why of a few); `cause`, when given, is known at once: reading it works nothing out.
+    Otherwise reading the cause runs `work`, and takes the cause of what it made: a `Deferred`
+    whose cause is known says it without working out its words (a preemption pass reads the
+    cause of every refusal, and the words of none)."""
 
     _work: Callable[[], Rejection] | None
+    _made: Rejection | None
 
     def __init__(self, work: Callable[[], Rejection], cause: str | None = None) -> None:
         object.__setattr__(self, "_work", work)
+        object.__setattr__(self, "_made", None)
         if cause is not None:
             object.__setattr__(self, "cause", cause)
 
     def __getattr__(self, name: str) -> str:
-        if name not in ("cause", "message"):  # (read only while it is not worked out yet)
-            raise AttributeError(name)
-        return str(getattr(self.settled(), name))
+        # (read only while the field is not set yet)
+        if name == "cause":
+            cause = self._made_now().cause
+            object.__setattr__(self, "cause", cause)
+            return cause
+        if name == "message":
+            return self.settled().message
+        raise AttributeError(name)
+
+    def _made_now(self) -> Rejection:
+        made = self._made
+        if made is None:
+            assert self._work is not None  # (only dropped once settled)
+            made = self._work()
+            object.__setattr__(self, "_made", made)
+        return made
 
     def settled(self) -> Rejection:
-        work = self._work
-        if work is not None:
-            done = work().settled()
+        if "message" not in self.__dict__:
+            done = self._made_now().settled()
             object.__setattr__(self, "cause", done.cause)
             object.__setattr__(self, "message", done.message)
             object.__setattr__(self, "_work", None)  # (what it read is not kept alive)
+            object.__setattr__(self, "_made", None)
         return Rejection(self.cause, self.message)
 
 

@@ -212,7 +212,8 @@ def _full(
 
 
 def _refusal(claims: _Claims, gang: GangView, view: QueueView, allocated: Resources) -> Rejection:
-    rejection = claims.turn(gang, view, allocated).rejection
+    """A refusal past the point where nothing fits (the room is final)."""
+    rejection = claims.turn(gang, view, allocated, final=True).rejection
     assert rejection is not None  # (nothing in line fits)
     return rejection
 
@@ -240,8 +241,11 @@ class _Claims:
         self.taken.append((node, amount))
         self.room.hold(node, amount)
 
-    def turn(self, gang: GangView, view: QueueView, allocated: Resources) -> Turn:
-        """The gang's turn on what is left: its slots, or why it waits."""
+    def turn(
+        self, gang: GangView, view: QueueView, allocated: Resources, *, final: bool = False
+    ) -> Turn:
+        """The gang's turn on what is left: its slots, or why it waits (when the room is
+        `final`, nothing more taken from it, a lack of room is worded only when read)."""
         if view.queue.spec.capability:  # (none: nothing to refuse, no sum to make)
             members, _ = choose(gang)
             wanted = sum((pod.request for pod in members), EMPTY)
@@ -254,13 +258,20 @@ class _Claims:
         if rejection.cause != "NotEnoughResources" or not self.taken:
             return Turn(gang.key, rejection=rejection)
         alone = nodes_used(gang, self.reserved)  # (a plan changes nothing held)
-        if not alone:  # it does not fit even were nobody ahead: what it lacks, in words
-            _, rejection = plan(gang, self.room)
-            return Turn(gang.key, rejection=rejection)
+        if not alone and final:  # it does not fit even were nobody ahead
+            return Turn(gang.key, rejection=Deferred(lambda: self._lacking(gang), rejection.cause))
+        if not alone:  # what it lacks, in words
+            return Turn(gang.key, rejection=self._lacking(gang))
         # The gangs ahead took what it needs (Queued): which ones is worked out when read (most
         # turns never are), as it stood at this point of the walk.
         at = len(self.taken)
         return Turn(gang.key, rejection=Deferred(lambda: self._queued(gang, alone, at), "Queued"))
+
+    def _lacking(self, gang: GangView) -> Rejection:
+        """Why the gang does not fit in the room left, in words (a plan that explains)."""
+        _, rejection = plan(gang, self.room)
+        assert rejection is not None  # (it did not fit a moment ago, on this room)
+        return rejection
 
     def _queued(self, gang: GangView, alone: Iterable[str], at: int) -> Rejection:
         """Why the gang waits: for the gangs that, among the first `at` claims of the walk, took

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from extender.api.resources import CPU
-from extender.framework.members import view_gang
+from extender.framework.members import Deferred, Rejection, view_gang
 from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod
 
 FOUR = make_pod("x").cpu("4").model().request[CPU]
@@ -29,3 +29,19 @@ def test_largest_cpu(pods: list[PodBuilder], min_member: int | None, expected: i
     if min_member is not None:
         state.upsert_pod_group(make_group("g").min_member(min_member).model())
     assert view_gang(state, "default/g").largest_cpu == expected
+
+
+def test_a_deferred_refusal_says_its_cause_without_working_out_words_that_can_wait() -> None:
+    """Reading the cause runs the outer work, and takes the cause of what it made; an inner
+    refusal whose cause is known works out its words only when they are read."""
+    worded: list[str] = []
+
+    def words() -> Rejection:
+        worded.append("inner")
+        return Rejection("NotEnoughResources", "gang g: 2 of 2 members cannot be placed")
+
+    outer = Deferred(lambda: Deferred(words, "NotEnoughResources"))
+    assert outer.cause == "NotEnoughResources" and worded == []
+    assert outer.message == "gang g: 2 of 2 members cannot be placed" and worded == ["inner"]
+    assert outer.settled() == Rejection("NotEnoughResources", outer.message)
+    assert worded == ["inner"]
