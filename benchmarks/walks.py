@@ -14,8 +14,10 @@ code measured has no counters in it. Printed per size:
   about), per walk, and how many times a gang asked about took a walk further;
 - what the turns said: admitted, refused (and of those, when no node had the cpu for the gang's
   smallest member any more), and how many times a starving gang drained capacity (or, past
-  the point where nothing in line fits, only worked out where it aims);
-- wall seconds: the whole run, lining up new walks (contenders and their ranks), taking turns
+  the point where nothing in line fits, only worked out where it aims); and how many refusals
+  past that point were worked out because someone read them;
+- wall seconds: the whole run, lining up new walks (the contenders that changed, and their
+  ranks: `framework.contending`), taking turns
   (drains included), and the preemption pass's victim search (its pool and victims).
 """
 
@@ -94,11 +96,14 @@ class Watch:
         pool_of = preemption.Pool.__dict__["of"]  # a classmethod, put back as it was
         search = "preemption's victim search"
 
-        def _turn(claims: Any, gang: Any, *args: Any) -> Any:
+        def _turn(claims: Any, gang: Any, *args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("final"):  # a refusal past the point where nothing fits, read
+                watch.turns["past the point nothing fits, worked out when read"] += 1
+                return turn(claims, gang, *args, **kwargs)
             members, _ = choose(gang)
             smallest = min((pod.request[CPU] for pod in members), default=0)
             most = claims.room.most_free_cpu
-            made = turn(claims, gang, *args)
+            made = turn(claims, gang, *args, **kwargs)
             watch.turns["admitted" if made.slots else "refused"] += 1
             if not made.slots and most < smallest:
                 watch.turns["refused, no node with the cpu"] += 1
