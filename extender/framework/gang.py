@@ -34,7 +34,7 @@ from extender.framework.contending import Contending
 from extender.framework.gang_types import PLAIN, Admission, GangSettings, Order, Verdict, Waiting
 from extender.framework.lineup import Ordering, Ranking
 from extender.framework.members import GangView, Rejection, gang_priority, view_gang
-from extender.framework.order import walk
+from extender.framework.order import Turns, walk
 from extender.framework.placement import KeptRoom, Slot
 from extender.framework.queues import QueueTally, QueueView, account
 
@@ -162,15 +162,14 @@ class Gangs:
         walk says of each: where a starving gang drains, which gangs it lets in."""
         if until in order.turns:
             return
-        turns, targets, let_in = order.turns, self._targets, self._let_in_since
-        lined = self._contending.lineup.entries
+        turns = order.turns
+        if turns.pending:  # the rest of a run reached before, past the gang asked about then
+            run, turns.pending = turns.pending, []
+            if self._take_run(turns, run, until):
+                return
         for turn in order.rest:
-            if isinstance(turn, str):  # a refusal past the point where nothing fits
-                turns.add(turn, None)
-                if turn in targets and not lined[turn][2]:  # (a starving one aims as before)
-                    del targets[turn]
-                let_in.pop(turn, None)
-                if turn == until:
+            if isinstance(turn, list):  # refusals past the point where nothing fits
+                if self._take_run(turns, turn, until):
                     return
                 continue
             turns.add(turn.key, turn)
@@ -184,6 +183,25 @@ class Gangs:
                 self._let_in_since.pop(turn.key, None)
             if turn.key == until:
                 return
+
+    def _take_run(self, turns: Turns, run: list[str], until: str | None) -> bool:
+        """Take a run of refusals past the point where nothing fits, as far as `until` (the
+        rest left pending): they drop what the ledger remembered of them, except a starving
+        gang's aims. Whether `until` was among them."""
+        try:
+            cut = run.index(until) + 1 if until is not None else len(run)
+        except ValueError:
+            cut = len(run)
+        if cut < len(run):
+            run, turns.pending = run[:cut], run[cut:]
+        turns.add_run(run)
+        lined = self._contending.lineup.entries
+        for key in self._targets.keys() & run:
+            if not lined[key][2]:
+                del self._targets[key]
+        for key in self._let_in_since.keys() & run:
+            del self._let_in_since[key]
+        return until is not None and run[-1] == until
 
     def _walked(
         self, state: ClusterState, nodes: Mapping[str, NodeInfo], asking: GangView | None = None

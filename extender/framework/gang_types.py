@@ -58,4 +58,4 @@ class Order:
     turns: Turns
     queues: dict[str, QueueView]
     contenders: AbstractSet[str]  # keys, as the walk lined them up
-    rest: Iterator[Turn | str]  # (a key: a plain refusal, its turn made when read in `turns`)
+    rest: Iterator[Turn | list[str]]  # (keys: refusals whose turns `turns` makes when read)

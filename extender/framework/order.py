@@ -59,14 +59,14 @@ def walk(
     *,
     empty: Room | None = None,
     targets: Mapping[str, dict[str, Resources]] | None = None,
-) -> tuple[Iterator[Turn | str], Turns]:
+) -> tuple[Iterator[Turn | list[str]], Turns]:
     """Every contender's turn, in the order decided (see the module docstring), as the walk
     reaches it: a caller that needs one gang's turn stops there (the turns after it cannot
     change it), keeping those it took in the `Turns` returned. The turns are planned as they
     are taken, from `lineup`'s lines, which must not change meanwhile. Past the point where
-    nothing in line fits (`_full`), a refusal that changes nothing (not starving, or starving
-    and aiming where it aimed before) comes as the gang's key alone: `Turns` makes its turn
-    when read (most never are). `reserved` is per node what admitted gangs hold;
+    nothing in line fits (`_full`), refusals that change nothing (not starving, or starving
+    and aiming where it aimed before) come as runs of keys: `Turns` makes their turns when
+    read (most never are). `reserved` is per node what admitted gangs hold;
     `targets` the nodes starving gangs drained toward before (kept while they can still take
     the gang, so draining accumulates); `empty` a room over `nodes` that holds nothing, if the
     caller keeps one."""
@@ -100,7 +100,7 @@ def walk(
         aimed = dict(drained.get(key) or {}) if starving else {}
         return Turn(key, rejection=Deferred(work), targets=aimed)
 
-    def turns() -> Iterator[Turn | str]:
+    def turns() -> Iterator[Turn | list[str]]:
         yield from refused
         while heap:
             unchanged()
@@ -144,15 +144,20 @@ def walk(
 
 class Turns(Mapping[str, Turn]):
     """The turns a walk was taken to, in its order; a refusal past the point where nothing fits
-    that the walk gave as a key alone is made when read, by `refusal`."""
+    that the walk gave as a key in a run is made when read, by `refusal`."""
 
     def __init__(self, refusal: Callable[[str], Turn]) -> None:
         self._turns: dict[str, Turn | None] = {}
         self._refusal = refusal
+        self.pending: list[str] = []  # of a run the walk gave, the keys not taken yet
 
-    def add(self, key: str, turn: Turn | None) -> None:
-        """The walk reached gang `key`: its turn, or None for a refusal given as a key alone."""
+    def add(self, key: str, turn: Turn) -> None:
+        """The walk reached gang `key`: its turn."""
         self._turns[key] = turn
+
+    def add_run(self, keys: list[str]) -> None:
+        """The walk reached these gangs: refusals whose turns are made when read."""
+        self._turns.update(dict.fromkeys(keys))
 
     def __getitem__(self, key: str) -> Turn:
         turn = self._turns[key]
@@ -178,7 +183,7 @@ def _full(
     allocated: Mapping[str, Resources],
     claims: _Claims,
     drained: Mapping[str, dict[str, Resources]],
-) -> Iterator[Turn | str]:
+) -> Iterator[Turn | list[str]]:
     """The turns left once no node has the cpu for the largest member of any gang in line
     (`GangView.largest_cpu`): each is a refusal and changes nothing. A starving gang holds
     nothing (nobody in line could take what is free) and keeps the nodes it drained toward (the
@@ -186,29 +191,49 @@ def _full(
     line goes whole (`rest`: the queues in order, each with what is left of its line, whose
     entries `unchanged` gives while the lineup has not changed); a refusal is worked out when
     read, except a starving gang's when a rule may have refused it (then it aims nowhere: a
-    queue's capability, too few pods)."""
+    queue's capability, too few pods). Turns that change nothing the ledger keeps (not
+    starving, or starving and aiming where it aimed before) come as runs of keys, their turns
+    made when read."""
     for name, line in rest:
         view, held = queues[name], allocated[name]
         capped = bool(view.queue.spec.capability)
+        entries = unchanged()
+        run: list[str] = []
         for _, key in line:
-            _, contender, starving = unchanged()[key]
+            _, contender, starving = entries[key]
             gang = contender.gang
-            if not starving:
-                yield key  # (its turn is made when read)
+            ruled = capped or gang.largest_cpu is None  # (a rule may refuse it)
+            if not starving or (not ruled and drained.get(key)):
+                run.append(key)
                 continue
-            rejection: Rejection | None = Deferred(partial(_refusal, claims, gang, view, held))
-            if capped or gang.largest_cpu is None:
-                turn = claims.turn(gang, view, held)
-                if not _lacks_capacity(turn):
-                    yield turn
-                    continue
-                rejection = turn.rejection
-            elif drained.get(key):
-                yield key  # it aims where it did: its turn is made when read, too
-                continue
-            kept = drained.get(key)
-            aimed = dict(kept) if kept else drain(gang, claims.room, None)[0]
-            yield Turn(key, rejection=rejection, targets=aimed)
+            if run:
+                yield run
+                run = []
+            yield _aiming(claims, gang, view, held, ruled=ruled, kept=drained.get(key))
+            entries = unchanged()
+        if run:
+            yield run
+
+
+def _aiming(
+    claims: _Claims,
+    gang: GangView,
+    view: QueueView,
+    held: Resources,
+    *,
+    ruled: bool,
+    kept: dict[str, Resources] | None,
+) -> Turn:
+    """A starving gang's turn past the point where nothing fits: refused, aiming where it aimed
+    before or (the first time) where a drain would; nowhere when a rule refused it."""
+    rejection: Rejection | None = Deferred(partial(_refusal, claims, gang, view, held))
+    if ruled:
+        turn = claims.turn(gang, view, held)
+        if not _lacks_capacity(turn):
+            return turn
+        rejection = turn.rejection
+    aimed = dict(kept) if kept else drain(gang, claims.room, None)[0]
+    return Turn(gang.key, rejection=rejection, targets=aimed)
 
 
 def _refusal(claims: _Claims, gang: GangView, view: QueueView, allocated: Resources) -> Rejection:

@@ -144,7 +144,7 @@ def test_the_lines_stay_sorted_as_gangs_are_put_again_and_a_walk_sees_no_change_
         next(turns)
 
 
-def test_past_the_point_where_nothing_fits_a_plain_refusal_is_made_only_when_read() -> None:
+def test_past_the_point_where_nothing_fits_refusals_come_as_runs_made_only_when_read() -> None:
     now = [0.0]
     built = engine(sla_seconds=60, now=now)
     gangs = [Gang("a", 1, cpu="2"), Gang("b", 1, cpu="3")]
@@ -154,10 +154,26 @@ def test_past_the_point_where_nothing_fits_a_plain_refusal_is_made_only_when_rea
     assert built.gangs is not None
     lineup = built.gangs._contending.lineup
     rest, turns = walk(lineup, built.gangs.queues(state), state.view().nodes, {}, Ordering())
-    assert list(rest) == ["default/a", "default/b"]  # keys alone: nobody is starving
-    for key in ("default/a", "default/b"):
-        turns.add(key, None)
+    assert list(rest) == [["default/a", "default/b"]]  # a run of keys: nobody is starving
+    turns.add_run(["default/a", "default/b"])
     why = turns["default/b"].rejection
     assert isinstance(why, Deferred) and why.cause == "NotEnoughResources"
     assert turns["default/b"] is turns["default/b"]  # made once
     assert list(turns) == ["default/a", "default/b"]
+
+
+def test_a_gang_asked_about_midway_through_a_run_takes_the_walk_only_that_far() -> None:
+    now = [0.0]
+    built = engine(sla_seconds=600, now=now)
+    gangs = [Gang("a", 1, cpu="2"), Gang("b", 1, cpu="3"), Gang("c", 1, cpu="3")]
+    state = state_of(Scenario(1, [Gang("run", 1, cpu="4", on="n0"), *gangs]))
+    assert built.gangs is not None
+    built.gangs.serve(state.pods["uid-default-a-0"].spec.scheduler_name)
+    assert ask(built, state, "b") is not None  # a, b and c in one run; taken as far as b
+    order = built.gangs._order  # (the walk as it stands, not taken further)
+    assert order is not None
+    assert "default/b" in order.turns and "default/c" not in order.turns
+    assert order.turns.pending == ["default/c"]
+    assert ask(built, state, "c") is not None  # same walk: the rest of the run
+    assert "default/c" in order.turns and order.turns.pending == []
+    assert list(order.turns) == ["default/a", "default/b", "default/c"]
