@@ -126,9 +126,12 @@ def walk(
         gang = contender.gang
         turn = claims.turn(gang, queues[name], allocated[name])
         if turn.slots:
+            per_node: dict[str, Resources] = {}  # (a node's room moves once per gang)
             for slot in turn.slots.values():
-                claims.take(gang.key, slot.node, slot.request)
-                allocated[name] = allocated[name] + slot.request
+                per_node[slot.node] = per_node.get(slot.node, EMPTY) + slot.request
+            for node, amount in per_node.items():
+                claims.take(gang.key, node, amount)
+                allocated[name] = allocated[name] + amount
             queue_ranks[name] = queue_rank(name)
         elif starving and _lacks_capacity(turn):
             aimed, held = drain(gang, claims.room, drained.get(gang.key))
