@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from extender.api.objects import Pod, Toleration
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
@@ -31,6 +32,9 @@ class GangView:
     succeeded: list[Pod]
     pending: list[Pod]  # unplaced, not finished, not being deleted
     failed: list[Pod] = field(default_factory=list)
+    # What readers worked out from this view and more of the state that changes only with the
+    # gang (its members' nodes, whether they are assumed), kept with the view.
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def ready(self) -> int:

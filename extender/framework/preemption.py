@@ -70,15 +70,8 @@ class Pool:
                 if node is not None:
                     freeing[node] = freeing.get(node, EMPTY) + pod.request
         for key in state.pod_groups:
-            if key in gangs.admissions:
-                continue
-            view = view_gang(state, key)
-            if not view.placed or any(p.metadata.deletion_timestamp for p in view.placed):
-                continue
-            if any(state.is_assumed(p.metadata.uid) for p in view.placed):
-                continue  # its bindings are being made (held at the barrier): not a victim yet
-            node_of = {p.metadata.uid: state.placed_on(p.metadata.uid) or "" for p in view.placed}
-            units += units_of(view, gang_priority(state, view), node_of)
+            if key not in gangs.admissions:
+                units += _units(state, view_gang(state, key))
         return cls(units, freeing)
 
     def eligible(
@@ -138,6 +131,28 @@ class Pool:
             self._rooms.clear()
             rooms = self._rooms[key] = Rooms(state.view().nodes, after)
         return rooms
+
+
+def _units(state: ClusterState, gang: GangView) -> list[Unit]:
+    """The running gang's victim units (none while a member terminates: it is being evicted;
+    none while its bindings are being made: it does not run yet), kept with its view."""
+    priority = gang_priority(state, gang)
+    kept = gang.memo.get("victim units")
+    if kept is not None and kept[0] == priority:
+        units: list[Unit] = kept[1]
+        return units
+    placed = gang.placed
+    if (
+        not placed
+        or any(p.metadata.deletion_timestamp for p in placed)
+        or any(state.is_assumed(p.metadata.uid) for p in placed)
+    ):
+        units = []
+    else:
+        node_of = {p.metadata.uid: state.placed_on(p.metadata.uid) or "" for p in placed}
+        units = units_of(gang, priority, node_of)
+    gang.memo["victim units"] = (priority, units)
+    return units
 
 
 def wanting(order: Order, gangs: Gangs) -> list[str]:

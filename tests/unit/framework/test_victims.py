@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from extender.api.objects import ObjectMeta, PriorityClass
 from extender.cache.state import ClusterState
 from extender.framework import preemption, victims
 from extender.framework.gang import Gangs
@@ -215,3 +216,17 @@ def test_a_gang_alike_one_that_found_no_victims_in_the_pass_is_not_searched_agai
     pool = Pool.of(state, gangs)
     assert victims_for(state, gangs, order, pool, key="default/v", rules=BOTH) is None
     assert len(searches) == 3
+
+
+def test_a_running_gangs_units_are_kept_with_its_view_while_its_priority_holds() -> None:
+    state = four_nodes()
+    running(state, "r", ["n0", "n0"], priority=1)
+    group = state.pod_groups["default/r"]
+    spec = group.spec.model_copy(update={"priority_class_name": "batch"})
+    state.upsert_pod_group(group.model_copy(update={"spec": spec}))
+    state.upsert_priority_class(PriorityClass(metadata=ObjectMeta(name="batch"), value=3))
+    first = Pool.of(state, Gangs()).units
+    assert {unit.priority for unit in first} == {3}
+    assert Pool.of(state, Gangs()).units[0] is first[0]  # nothing changed: the same units
+    state.upsert_priority_class(PriorityClass(metadata=ObjectMeta(name="batch"), value=7))
+    assert {unit.priority for unit in Pool.of(state, Gangs()).units} == {7}
