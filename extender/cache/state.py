@@ -39,6 +39,7 @@ class ClusterState:
         self._requested: dict[str, Resources] = {}
         self._infos: dict[str, NodeInfo] = {}
         self.pods: dict[str, Pod] = {}  # by uid
+        self.terminating: set[str] = set()  # uids of the pods with a deletionTimestamp
         self._placements: dict[str, Placement] = {}  # by pod uid
         self.priority_classes: dict[str, PriorityClass] = {}
         self.pod_groups: dict[str, PodGroup] = {}  # by namespace/name
@@ -181,6 +182,10 @@ class ClusterState:
         uid = pod.metadata.uid
         previous = self.pods.get(uid)
         self.pods[uid] = pod
+        if pod.metadata.deletion_timestamp is not None:
+            self.terminating.add(uid)
+        else:
+            self.terminating.discard(uid)
         self._index(previous, pod)
         current = self._placements.get(uid)
         wanted: Placement | None = None
@@ -192,6 +197,7 @@ class ClusterState:
         self._place(uid, wanted)
 
     def delete_pod(self, uid: str) -> None:
+        self.terminating.discard(uid)
         self._index(self.pods.pop(uid, None), None)
         self._place(uid, None)
 

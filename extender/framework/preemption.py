@@ -64,11 +64,10 @@ class Pool:
     def of(cls, state: ClusterState, gangs: Gangs) -> Pool:
         units: list[Unit] = []
         freeing: dict[str, Resources] = {}
-        for uid, pod in state.pods.items():
-            if pod.metadata.deletion_timestamp is not None:
-                node = state.placed_on(uid)
-                if node is not None:
-                    freeing[node] = freeing.get(node, EMPTY) + pod.request
+        for uid in state.terminating:
+            node = state.placed_on(uid)
+            if node is not None:
+                freeing[node] = freeing.get(node, EMPTY) + state.pods[uid].request
         for key in state.pod_groups:
             if key not in gangs.admissions:
                 units += _units(state, view_gang(state, key))

@@ -146,3 +146,17 @@ def test_gang_changes_are_announced_per_gang_and_only_when_they_matter() -> None
     state.upsert_pod(make_pod("loner").model())  # no gang
     state.delete_pod("uid-default-g-0")  # left
     assert changed == ["default/g"] * 4
+
+
+def test_terminating_pods_are_known_until_they_are_gone_or_no_longer_terminating() -> None:
+    pod = make_pod("a").cpu("1").on("n1").uid("a").model()
+    state = cluster([make_node("n1")], [pod])
+    assert state.terminating == set()
+    meta = pod.metadata.model_copy(update={"deletion_timestamp": "2026-11-25T00:00:00Z"})
+    state.upsert_pod(pod.model_copy(update={"metadata": meta}))
+    assert state.terminating == {"a"}
+    state.replace_pods([pod])  # a relist where it is not terminating (a stale event before)
+    assert state.terminating == set()
+    state.upsert_pod(pod.model_copy(update={"metadata": meta}))
+    state.delete_pod("a")
+    assert state.terminating == set()
