@@ -62,14 +62,15 @@ def walk(
 ) -> tuple[Iterator[Turn | list[str]], Turns]:
     """Every contender's turn, in the order decided (see the module docstring), as the walk
     reaches it: a caller that needs one gang's turn stops there (the turns after it cannot
-    change it), keeping those it took in the `Turns` returned. The turns are planned as they
-    are taken, from `lineup`'s lines, which must not change meanwhile. Past the point where
-    nothing in line fits (`_full`), refusals that change nothing (not starving, or starving
-    and aiming where it aimed before) come as runs of keys: `Turns` makes their turns when
-    read (most never are). `reserved` is per node what admitted gangs hold;
-    `targets` the nodes starving gangs drained toward before (kept while they can still take
-    the gang, so draining accumulates); `empty` a room over `nodes` that holds nothing, if the
-    caller keeps one."""
+    change it) and keeps what it took in the `Turns` returned (`add`, `add_run`). The turns are
+    planned as they are taken, from `lineup`'s lines, which must not change meanwhile. Past the
+    point where nothing in line fits (`_full`), refusals that change nothing (not starving, or
+    starving and aiming where it aimed before) come as runs of keys, whose turns `Turns` makes
+    when read (most never are). `reserved` is per node what admitted gangs hold; `targets` the
+    nodes starving gangs drained toward before (kept while they can still take the gang, so
+    draining accumulates), read as the walk reaches each gang: the caller may change a gang's
+    once its turn is taken; `empty` a room over `nodes` that holds nothing, if the caller keeps
+    one."""
     refused = [Turn(key, rejection=rejection) for key, rejection in lineup.refused.items()]
     claims = _Claims(empty if empty is not None else Room(nodes), reserved)
     allocated = {name: view.allocated for name, view in queues.items()}
