@@ -55,10 +55,11 @@ class Pool:
     _eligible: dict[tuple[str, int, Rules], tuple[Mapping[str, QueueView], list[Unit]]] = field(
         default_factory=dict, compare=False, repr=False
     )
-    # Gangs alike (members' shape, queue, priority, rules) that found no victims, with the
-    # rooms and queue figures they searched (the same gangs find none while those hold).
-    _fruitless: set[tuple[object, ...]] = field(default_factory=set, compare=False, repr=False)
-    _fruitless_in: tuple[object, ...] = field(default=(), compare=False, repr=False)
+    # Searches that found no victims, by what they depend on besides the rooms (forgotten
+    # when the rooms are built anew: `alike`), with the queue figures they searched.
+    _fruitless: dict[tuple[object, ...], Mapping[str, QueueView]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @classmethod
     def of(cls, state: ClusterState, gangs: Gangs) -> Pool:
@@ -98,20 +99,17 @@ class Pool:
         queue: str,
         priority: int,
         rules: Rules,
-        rooms: Rooms,
-        queues: Mapping[str, QueueView],
     ) -> tuple[object, ...] | None:
-        """What a victim search for gang `key` depends on, when another gang's search says what
-        it finds: its members' shape (None: they do not run anywhere), queue and priority, with
-        no units of its own in the pool; and the rooms and queue figures searched (the
-        memory of searches that found nothing starts over when those change)."""
+        """What a victim search for gang `key` depends on besides the rooms and queue figures,
+        when another gang's search says what it finds: its members' shape (None: they do not
+        run anywhere), queue, priority and the rules, with no units of its own in the pool."""
         if shape is None or key in self._owners:
             return None
-        searched = self._fruitless_in
-        if not searched or searched[0] is not rooms or searched[1] is not queues:
-            object.__setattr__(self, "_fruitless_in", (rooms, queues))
-            self._fruitless.clear()
         return (shape, queue, priority, rules)
+
+    def fruitless(self, alike: tuple[object, ...] | None, queues: Mapping[str, QueueView]) -> bool:
+        """Whether a search alike found no victims on these rooms and queue figures."""
+        return alike is not None and self._fruitless.get(alike) is queues
 
     @cached_property
     def _owners(self) -> frozenset[str]:
@@ -128,6 +126,7 @@ class Pool:
             for node, amount in self.freeing.items():
                 after[node] = after.get(node, EMPTY) - amount
             self._rooms.clear()
+            self._fruitless.clear()  # (searched on the rooms before)
             rooms = self._rooms[key] = Rooms(state.view().nodes, after)
         return rooms
 
@@ -185,16 +184,8 @@ def victims_for(
     if rooms.base.fits(members):
         return None  # it fits once the terminating pods are gone: wait for them
     priority = gang_priority(state, gang)
-    alike = pool.alike(
-        key,
-        members.shape,
-        queue=gang.queue,
-        priority=priority,
-        rules=rules,
-        rooms=rooms,
-        queues=order.queues,
-    )
-    if alike is not None and alike in pool._fruitless:
+    alike = pool.alike(key, members.shape, queue=gang.queue, priority=priority, rules=rules)
+    if pool.fruitless(alike, order.queues):
         return None
     allowed = pool.eligible(key, gang.queue, priority, order.queues, rules)
     victims = choose(
@@ -207,7 +198,7 @@ def victims_for(
         rooms=rooms,
     )
     if not victims and alike is not None:
-        pool._fruitless.add(alike)
+        pool._fruitless[alike] = order.queues
     return Preemption(gang, victims) if victims else None
 
 
