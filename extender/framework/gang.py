@@ -163,10 +163,9 @@ class Gangs:
         if until in order.turns:
             return
         turns = order.turns
-        if turns.pending:  # the rest of a run reached before, past the gang asked about then
-            run, turns.pending = turns.pending, []
-            if self._take_run(turns, run, until):
-                return
+        # (first the rest of a run reached before, past the gang asked about then)
+        if turns.pending and self._take_run(turns, turns.pending, until):
+            return
         for turn in order.rest:
             if isinstance(turn, list):  # refusals past the point where nothing fits
                 if self._take_run(turns, turn, until):
@@ -185,23 +184,17 @@ class Gangs:
                 return
 
     def _take_run(self, turns: Turns, run: list[str], until: str | None) -> bool:
-        """Take a run of refusals past the point where nothing fits, as far as `until` (the
-        rest left pending): they drop what the ledger remembered of them, except a starving
+        """Take a run of refusals past the point where nothing fits, as far as `until`
+        (`Turns.add_run`): they drop what the ledger remembered of them, except a starving
         gang's aims. Whether `until` was among them."""
-        try:
-            cut = run.index(until) + 1 if until is not None else len(run)
-        except ValueError:
-            cut = len(run)
-        if cut < len(run):
-            run, turns.pending = run[:cut], run[cut:]
-        turns.add_run(run)
+        taken = turns.add_run(run, until)
         lined = self._contending.lineup.entries
-        for key in self._targets.keys() & run:
+        for key in self._targets.keys() & taken:
             if not lined[key][2]:
                 del self._targets[key]
-        for key in self._let_in_since.keys() & run:
+        for key in self._let_in_since.keys() & taken:
             del self._let_in_since[key]
-        return until is not None and run[-1] == until
+        return until is not None and taken[-1] == until
 
     def _walked(
         self, state: ClusterState, nodes: Mapping[str, NodeInfo], asking: GangView | None = None

@@ -29,7 +29,6 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from itertools import islice
 
 from extender.api.resources import EMPTY, Resources
@@ -97,9 +96,9 @@ def walk(
         a starving one aims where it aimed before."""
         _, contender, starving = unchanged()[key]
         queue = contender.gang.queue
-        work = partial(_refusal, claims, contender.gang, queues[queue], allocated[queue])
+        why = _later(claims, contender.gang, queues[queue], allocated[queue])
         aimed = dict(drained.get(key) or {}) if starving else {}
-        return Turn(key, rejection=Deferred(work), targets=aimed)
+        return Turn(key, rejection=why, targets=aimed)
 
     def turns() -> Iterator[Turn | list[str]]:
         yield from refused
@@ -159,9 +158,19 @@ class Turns(Mapping[str, Turn]):
         """The walk reached gang `key`: its turn."""
         self._turns[key] = turn
 
-    def add_run(self, keys: list[str]) -> None:
-        """The walk reached these gangs: refusals whose turns are made when read."""
+    def add_run(self, keys: list[str], until: str | None = None) -> list[str]:
+        """The walk reached these gangs, refusals whose turns are made when read: all of them,
+        or as far as `until` when it is among them (the rest wait, `pending`). Those added."""
+        try:
+            cut = keys.index(until) + 1 if until is not None else len(keys)
+        except ValueError:
+            cut = len(keys)
+        if cut < len(keys):
+            keys, self.pending = keys[:cut], keys[cut:]
+        else:
+            self.pending = []
         self._turns.update(dict.fromkeys(keys))
+        return keys
 
     def __getitem__(self, key: str) -> Turn:
         turn = self._turns[key]
@@ -230,7 +239,7 @@ def _aiming(
 ) -> Turn:
     """A starving gang's turn past the point where nothing fits: refused, aiming where it aimed
     before or (the first time) where a drain would; nowhere when a rule refused it."""
-    rejection: Rejection | None = Deferred(partial(_refusal, claims, gang, view, held))
+    rejection: Rejection | None = _later(claims, gang, view, held)
     if ruled:
         turn = claims.turn(gang, view, held)
         if not _lacks_capacity(turn):
@@ -240,11 +249,15 @@ def _aiming(
     return Turn(gang.key, rejection=rejection, targets=aimed)
 
 
-def _refusal(claims: _Claims, gang: GangView, view: QueueView, allocated: Resources) -> Rejection:
-    """A refusal past the point where nothing fits (the room is final)."""
-    rejection = claims.turn(gang, view, allocated, final=True).rejection
-    assert rejection is not None  # (nothing in line fits)
-    return rejection
+def _later(claims: _Claims, gang: GangView, view: QueueView, allocated: Resources) -> Deferred:
+    """A refusal past the point where nothing fits (the room is final), worked out when read."""
+
+    def refusal() -> Rejection:
+        rejection = claims.turn(gang, view, allocated, final=True).rejection
+        assert rejection is not None  # (nothing in line fits)
+        return rejection
+
+    return Deferred(refusal)
 
 
 def _lacks_capacity(turn: Turn) -> bool:
