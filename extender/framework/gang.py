@@ -34,7 +34,7 @@ from extender.framework.contending import Contending
 from extender.framework.gang_types import PLAIN, Admission, GangSettings, Order, Verdict, Waiting
 from extender.framework.lineup import Ordering, Ranking
 from extender.framework.members import GangView, Rejection, gang_priority, view_gang
-from extender.framework.order import Turns, walk
+from extender.framework.order import Run, Turns, walk
 from extender.framework.placement import KeptRoom, Slot
 from extender.framework.queues import QueueTally, QueueView, account
 
@@ -164,10 +164,10 @@ class Gangs:
             return
         turns = order.turns
         # (first the rest of a run reached before, past the gang asked about then)
-        if turns.pending and self._take_run(turns, turns.pending, until):
+        if turns.pending is not None and self._take_run(turns, turns.pending, until):
             return
         for turn in order.rest:
-            if isinstance(turn, list):  # refusals past the point where nothing fits
+            if isinstance(turn, Run):  # refusals past the point where nothing fits
                 if self._take_run(turns, turn, until):
                     return
                 continue
@@ -183,18 +183,19 @@ class Gangs:
             if turn.key == until:
                 return
 
-    def _take_run(self, turns: Turns, run: list[str], until: str | None) -> bool:
+    def _take_run(self, turns: Turns, run: Run, until: str | None) -> bool:
         """Take a run of refusals past the point where nothing fits, as far as `until`
         (`Turns.add_run`): they drop what the ledger remembered of them, except a starving
         gang's aims. Whether `until` was among them."""
         taken = turns.add_run(run, until)
         lined = self._contending.lineup.entries
-        for key in self._targets.keys() & taken:
-            if not lined[key][2]:
-                del self._targets[key]
-        for key in self._let_in_since.keys() & taken:
+        # (few of either: a gang that starves goes on starving, few are let in at once)
+        aimless = [k for k in self._targets if k in lined and not lined[k][2]]
+        for key in [k for k in aimless if taken.position(k, lined) is not None]:
+            del self._targets[key]
+        for key in [k for k in self._let_in_since if taken.position(k, lined) is not None]:
             del self._let_in_since[key]
-        return until is not None and taken[-1] == until
+        return until is not None and taken.last == until
 
     def _walked(
         self, state: ClusterState, nodes: Mapping[str, NodeInfo], asking: GangView | None = None

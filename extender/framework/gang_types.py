@@ -8,7 +8,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from extender.framework.members import Rejection
-from extender.framework.order import Turn, Turns
+from extender.framework.order import Run, Turn, Turns
 from extender.framework.placement import Slot
 from extender.framework.queues import QueueView
 
@@ -58,4 +58,4 @@ class Order:
     turns: Turns
     queues: dict[str, QueueView]
     contenders: AbstractSet[str]  # keys, as the walk lined them up
-    rest: Iterator[Turn | list[str]]  # (keys: refusals whose turns `turns` makes when read)
+    rest: Iterator[Turn | Run]  # (runs: refusals whose turns `turns` makes when read)

@@ -91,11 +91,13 @@ Line = list[tuple[tuple[float, ...], str]]  # (rank, key), lowest first
 
 class Lineup:
     """The contenders in line per queue, sorted by (rank, key), and those refused before any
-    plan; `floor` is the least cpu the largest member of a gang in line asks for."""
+    plan; of each line, its starving gangs apart too (`starving_lines`, in the same order);
+    `floor` is the least cpu the largest member of a gang in line asks for."""
 
     def __init__(self) -> None:
         self.refused: dict[str, Rejection] = {}
         self.lines: dict[str, Line] = {}
+        self.starving_lines: dict[str, Line] = {}
         self.entries: dict[str, Entry] = {}
         self.changes = 0  # puts and drops so far
         self._cpus: Counter[int] = Counter()  # of the gangs in line, `GangView.largest_cpu`
@@ -127,6 +129,8 @@ class Lineup:
         job = Job(gang.key, gang.queue, priority, share_of, contender.since, hungry)
         rank = (*(key(job) for key in ranking.ordering.job_keys), job.since)
         insort(self.lines.setdefault(gang.queue, []), (rank, gang.key))
+        if hungry:
+            insort(self.starving_lines.setdefault(gang.queue, []), (rank, gang.key))
         self.entries[gang.key] = (rank, contender, hungry)
         cpu = gang.largest_cpu
         if cpu is not None:
@@ -139,12 +143,13 @@ class Lineup:
         entry = self.entries.pop(key, None)
         if entry is None:
             return
-        rank, contender, _ = entry
+        rank, contender, hungry = entry
         queue = contender.gang.queue
-        line = self.lines[queue]
-        del line[bisect_left(line, (rank, key))]
-        if not line:
-            del self.lines[queue]
+        for lines in (self.lines, self.starving_lines) if hungry else (self.lines,):
+            line = lines[queue]
+            del line[bisect_left(line, (rank, key))]
+            if not line:
+                del lines[queue]
         cpu = contender.gang.largest_cpu
         if cpu is not None:
             self._cpus[cpu] -= 1

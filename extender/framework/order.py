@@ -19,7 +19,8 @@ passed over because others came first says who.
 Once no node has the cpu for the largest member of any gang in line (in a full cluster, most of
 a long line), the rest of the walk changes nothing: every turn is a refusal, a starving gang
 holds nothing (nobody in line could take what is free) and aims where it did before (the first
-time, where a drain would), and the others' refusals are worked out when read (`_full`).
+time, where a drain would), and the others' refusals are worked out when read (`_full`): the
+walk hands them over as stretches of the lines, without looking at them one by one.
 Queue rules refuse before any plan: a Closed queue admits nothing new, a missing queue nothing
 (`framework.lineup`), and a gang never takes its queue past its capability. Pure.
 """
@@ -27,6 +28,7 @@ Queue rules refuse before any plan: a Closed queue admits nothing new, a missing
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
@@ -35,7 +37,7 @@ from extender.api.resources import EMPTY, Resources
 from extender.cache.snapshot import NodeInfo
 from extender.framework.drain import drain
 from extender.framework.fairness import share
-from extender.framework.lineup import Entry, Lineup, Ordering
+from extender.framework.lineup import Entry, Line, Lineup, Ordering
 from extender.framework.members import WANTS_CAPACITY, Deferred, GangView, Rejection
 from extender.framework.placement import Room, Slot, choose, nodes_used, plan
 from extender.framework.queues import QueueView
@@ -58,18 +60,18 @@ def walk(
     *,
     empty: Room | None = None,
     targets: Mapping[str, dict[str, Resources]] | None = None,
-) -> tuple[Iterator[Turn | list[str]], Turns]:
+) -> tuple[Iterator[Turn | Run], Turns]:
     """Every contender's turn, in the order decided (see the module docstring), as the walk
     reaches it: a caller that needs one gang's turn stops there (the turns after it cannot
     change it) and keeps what it took in the `Turns` returned (`add`, `add_run`). The turns are
     planned as they are taken, from `lineup`'s lines, which must not change meanwhile. Past the
     point where nothing in line fits (`_full`), refusals that change nothing (not starving, or
-    starving and aiming where it aimed before) come as runs of keys, whose turns `Turns` makes
-    when read (most never are). `reserved` is per node what admitted gangs hold; `targets` the
-    nodes starving gangs drained toward before (kept while they can still take the gang, so
-    draining accumulates), read as the walk reaches each gang: the caller may change a gang's
-    once its turn is taken; `empty` a room over `nodes` that holds nothing, if the caller keeps
-    one."""
+    starving and aiming where it aimed before) come as `Run`s, stretches of a line whose turns
+    `Turns` makes when read (most never are). `reserved` is per node what admitted gangs hold;
+    `targets` the nodes starving gangs drained toward before (kept while they can still take
+    the gang, so draining accumulates), read as the walk reaches each gang: the caller may
+    change a gang's once its turn is taken; `empty` a room over `nodes` that holds nothing, if
+    the caller keeps one."""
     refused = [Turn(key, rejection=rejection) for key, rejection in lineup.refused.items()]
     claims = _Claims(empty if empty is not None else Room(nodes), reserved)
     allocated = {name: view.allocated for name, view in queues.items()}
@@ -100,14 +102,14 @@ def walk(
         aimed = dict(drained.get(key) or {}) if starving else {}
         return Turn(key, rejection=why, targets=aimed)
 
-    def turns() -> Iterator[Turn | list[str]]:
+    def turns() -> Iterator[Turn | Run]:
         yield from refused
         while heap:
             unchanged()
             if floor is not None and claims.room.most_free_cpu < floor:
-                rest = [(name, islice(lines[name], at[name], None)) for _, name in sorted(heap)]
                 yield from _full(
-                    rest,
+                    [(name, at[name]) for _, name in sorted(heap)],
+                    lineup,
                     unchanged,
                     queues=queues,
                     allocated=allocated,
@@ -142,90 +144,142 @@ def walk(
             heapq.heappush(heap, (queue_ranks[name], name))
         return turn
 
-    return turns(), Turns(refusal)
+    return turns(), Turns(refusal, unchanged)
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """Refusals past the point where nothing fits that change nothing, as a stretch of queue
+    `queue`'s line: its entries from position `start` up to `end`, in order."""
+
+    queue: str
+    line: Line
+    start: int
+    end: int
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+    def keys(self) -> Iterator[str]:
+        return (key for _, key in islice(self.line, self.start, self.end))
+
+    @property
+    def last(self) -> str:
+        return self.line[self.end - 1][1]
+
+    def position(self, key: str, entries: Mapping[str, Entry]) -> int | None:
+        """Where gang `key` (lined up as `entries` say) is in the line, if within the run."""
+        entry = entries.get(key)
+        if entry is None or entry[1].gang.queue != self.queue:
+            return None
+        at = bisect_left(self.line, (entry[0], key), self.start, self.end)
+        return at if at < self.end and self.line[at][1] == key else None
 
 
 class Turns(Mapping[str, Turn]):
-    """The turns a walk was taken to, in its order; a refusal past the point where nothing fits
-    that the walk gave as a key in a run is made when read, by `refusal`."""
+    """The turns a walk was taken to, in its order; a refusal in a `Run` the walk gave is made
+    when read, by `refusal`. What is in a run is found by position in the lineup's lines, whose
+    entries `entries` gives while they have not changed."""
 
-    def __init__(self, refusal: Callable[[str], Turn]) -> None:
-        self._turns: dict[str, Turn | None] = {}
-        self._refusal = refusal
-        self.pending: list[str] = []  # of a run the walk gave, the keys not taken yet
+    def __init__(
+        self, refusal: Callable[[str], Turn], entries: Callable[[], Mapping[str, Entry]]
+    ) -> None:
+        self._turns: dict[str, Turn] = {}  # taken, or made when read
+        self._taken: list[str | Run] = []  # in the walk's order
+        self._runs: list[Run] = []
+        self._count = 0
+        self._refusal, self._entries = refusal, entries
+        self.pending: Run | None = None  # of a run the walk gave, the part not taken yet
 
     def add(self, key: str, turn: Turn) -> None:
         """The walk reached gang `key`: its turn."""
         self._turns[key] = turn
+        self._taken.append(key)
+        self._count += 1
 
-    def add_run(self, keys: list[str], until: str | None = None) -> list[str]:
-        """The walk reached these gangs, refusals whose turns are made when read: all of them,
-        or as far as `until` when it is among them (the rest wait, `pending`). Those added."""
-        try:
-            cut = keys.index(until) + 1 if until is not None else len(keys)
-        except ValueError:
-            cut = len(keys)
-        if cut < len(keys):
-            keys, self.pending = keys[:cut], keys[cut:]
-        else:
-            self.pending = []
-        self._turns.update(dict.fromkeys(keys))
-        return keys
+    def add_run(self, run: Run, until: str | None = None) -> Run:
+        """The walk reached these gangs: all of them, or as far as `until` when it is among
+        them (the rest wait, `pending`). The part added."""
+        at = run.position(until, self._entries()) if until is not None else None
+        self.pending = None
+        if at is not None and at + 1 < run.end:
+            self.pending = Run(run.queue, run.line, at + 1, run.end)
+            run = Run(run.queue, run.line, run.start, at + 1)
+        self._taken.append(run)
+        self._runs.append(run)
+        self._count += len(run)
+        return run
+
+    def _in_run(self, key: str) -> bool:
+        if not self._runs:
+            return False
+        entries = self._entries()
+        return any(run.position(key, entries) is not None for run in self._runs)
 
     def __getitem__(self, key: str) -> Turn:
-        turn = self._turns[key]
+        turn = self._turns.get(key)
         if turn is None:
+            if not self._in_run(key):
+                raise KeyError(key)
             turn = self._turns[key] = self._refusal(key)
         return turn
 
     def __contains__(self, key: object) -> bool:
-        return key in self._turns
+        return key in self._turns or (isinstance(key, str) and self._in_run(key))
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._turns)
+        for item in self._taken:
+            if isinstance(item, Run):
+                self._entries()  # (the lines it reads have not changed)
+                yield from item.keys()
+            else:
+                yield item
 
     def __len__(self) -> int:
-        return len(self._turns)
+        return self._count
 
 
 def _full(
-    rest: Sequence[tuple[str, Iterable[tuple[tuple[float, ...], str]]]],
+    rest: Sequence[tuple[str, int]],
+    lineup: Lineup,
     unchanged: Callable[[], Mapping[str, Entry]],
     *,
     queues: Mapping[str, QueueView],
     allocated: Mapping[str, Resources],
     claims: _Claims,
     drained: Mapping[str, dict[str, Resources]],
-) -> Iterator[Turn | list[str]]:
+) -> Iterator[Turn | Run]:
     """The turns left once no node has the cpu for the largest member of any gang in line
     (`GangView.largest_cpu`): each is a refusal and changes nothing. A starving gang holds
     nothing (nobody in line could take what is free) and keeps the nodes it drained toward (the
     first time, aims where a drain would). The queues' ranks no longer move, so each queue's
-    line goes whole (`rest`: the queues in order, each with what is left of its line, whose
+    line goes whole (`rest`: the queues in order, each with where the walk left its line, whose
     entries `unchanged` gives while the lineup has not changed); a refusal is worked out when
     read, except a starving gang's when a rule may have refused it (then it aims nowhere: a
     queue's capability, too few pods). Turns that change nothing the ledger keeps (not
-    starving, or starving and aiming where it aimed before) come as runs of keys, their turns
-    made when read."""
-    for name, line in rest:
+    starving, or starving and aiming where it aimed before) come as `Run`s, stretches of a line
+    found by position (only the starving gangs, kept apart, are looked at one by one), their
+    turns made when read."""
+    for name, start in rest:
         view, held = queues[name], allocated[name]
         capped = bool(view.queue.spec.capability)
+        line, hungry = lineup.lines[name], lineup.starving_lines.get(name, [])
         entries = unchanged()
-        run: list[str] = []
-        for _, key in line:
-            _, contender, starving = entries[key]
-            gang = contender.gang
+        at = start
+        for rank_key in islice(hungry, bisect_left(hungry, line[start]), None):
+            key = rank_key[1]
+            gang = entries[key][1].gang
             ruled = capped or gang.largest_cpu is None  # (a rule may refuse it)
-            if not starving or (not ruled and drained.get(key)):
-                run.append(key)
-                continue
-            if run:
-                yield run
-                run = []
+            if not ruled and drained.get(key):
+                continue  # in the run: it aims where it did
+            position = bisect_left(line, rank_key, at)
+            if position > at:
+                yield Run(name, line, at, position)
             yield _aiming(claims, gang, view, held, ruled=ruled, kept=drained.get(key))
             entries = unchanged()
-        if run:
-            yield run
+            at = position + 1
+        if at < len(line):
+            yield Run(name, line, at, len(line))
 
 
 def _aiming(

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from extender.api.resources import Resources
 from extender.framework import contending as contending_module
 from extender.framework.contending import Contending
-from extender.framework.lineup import Ordering, Ranking
-from extender.framework.members import Deferred
-from extender.framework.order import walk
+from extender.framework.lineup import Contender, Lineup, Ordering, Ranking
+from extender.framework.members import Deferred, view_gang
+from extender.framework.order import Run, Turn, walk
 from extender.framework.policy import build_policy
 from extender.plugins import REGISTRY
 from extender.simulate.run import simulate
@@ -41,6 +41,7 @@ def described(contending: Contending, now: float) -> dict[str, Any]:
     return {
         "contenders": contenders,
         "lines": {q: list(line) for q, line in contending.lineup.lines.items() if line},
+        "starving": {q: list(line) for q, line in contending.lineup.starving_lines.items()},
         "refused": {k: r.cause for k, r in contending.lineup.refused.items()},
         "floor": contending.lineup.floor,
         "pending_since": dict(contending.pending_since),
@@ -154,12 +155,61 @@ def test_past_the_point_where_nothing_fits_refusals_come_as_runs_made_only_when_
     assert built.gangs is not None
     lineup = built.gangs._contending.lineup
     rest, turns = walk(lineup, built.gangs.queues(state), state.view().nodes, {}, Ordering())
-    assert list(rest) == [["default/a", "default/b"]]  # a run of keys: nobody is starving
-    turns.add_run(["default/a", "default/b"])
+    [run] = list(rest)  # one run: nobody is starving
+    assert isinstance(run, Run) and list(run.keys()) == ["default/a", "default/b"]
+    assert "default/a" not in turns
+    turns.add_run(run)
+    assert "default/a" in turns and "default/run" not in turns and len(turns) == 2
     why = turns["default/b"].rejection
     assert isinstance(why, Deferred) and why.cause == "NotEnoughResources"
     assert turns["default/b"] is turns["default/b"]  # made once
     assert list(turns) == ["default/a", "default/b"]
+
+
+@pytest.mark.parametrize("aimed_before", [False, True])
+def test_a_starving_gang_in_a_line_past_the_point_where_nothing_fits(aimed_before: bool) -> None:
+    """Ranked by age alone, a starving gang sits between gangs that are not: the runs are found
+    by position around it, and it takes a turn of its own unless it aims where it did."""
+    scenario = Scenario(
+        1, [Gang("run", 1, cpu="4", on="n0"), Gang("w", 1), Gang("x", 1), Gang("y", 1)]
+    )
+    state = state_of(scenario)
+    ordering = Ordering(starving_after=60)  # no job-order plugin: by age
+    built = engine(now=[100.0])
+    assert built.gangs is not None
+    queues = built.gangs.queues(state)
+    ranking = Ranking(ordering, 100.0, state.capacity(), lambda gang: 0)
+    contenders = [
+        Contender(view_gang(state, "default/w"), 0.0, asked=False),  # never asked: not starving
+        Contender(view_gang(state, "default/x"), 5.0),  # starving
+        Contender(view_gang(state, "default/y"), 70.0),  # not yet
+    ]
+    lineup = Lineup.of(contenders, queues, ranking)
+    assert [key for _, key in lineup.starving_lines["default"]] == ["default/x"]
+    aims = {"n0": Resources({"cpu": 2000})}
+    targets = {"default/x": aims} if aimed_before else {}
+    rest, turns = walk(lineup, queues, state.view().nodes, {}, ordering, targets=targets)
+    taken = list(rest)
+    if aimed_before:  # one run, x in it: its turn is made when read, aiming as before
+        [run] = taken
+        assert isinstance(run, Run)
+        assert list(run.keys()) == ["default/w", "default/x", "default/y"]
+        turns.add_run(run)
+        assert turns["default/x"].targets == aims
+        return
+    first, own, last = taken
+    assert isinstance(first, Run) and list(first.keys()) == ["default/w"]
+    assert isinstance(own, Turn) and own.key == "default/x" and own.targets
+    assert isinstance(last, Run) and list(last.keys()) == ["default/y"]
+    turns.add_run(first)
+    turns.add(own.key, own)
+    turns.add_run(last, until="default/y")
+    assert list(turns) == ["default/w", "default/x", "default/y"] and turns.pending is None
+    assert [key in turns for key in ("default/w", "default/y", "default/run")] == [
+        True,
+        True,
+        False,
+    ]
 
 
 def test_a_gang_asked_about_midway_through_a_run_takes_the_walk_only_that_far() -> None:
@@ -173,7 +223,8 @@ def test_a_gang_asked_about_midway_through_a_run_takes_the_walk_only_that_far() 
     order = built.gangs._order  # (the walk as it stands, not taken further)
     assert order is not None
     assert "default/b" in order.turns and "default/c" not in order.turns
-    assert order.turns.pending == ["default/c"]
+    assert order.turns.pending is not None
+    assert list(order.turns.pending.keys()) == ["default/c"]
     assert ask(built, state, "c") is not None  # same walk: the rest of the run
-    assert "default/c" in order.turns and order.turns.pending == []
+    assert "default/c" in order.turns and order.turns.pending is None
     assert list(order.turns) == ["default/a", "default/b", "default/c"]
