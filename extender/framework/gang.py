@@ -188,9 +188,10 @@ class Gangs:
         (`Turns.add_run`): they drop what the ledger remembered of them, except a starving
         gang's aims. Whether `until` was among them."""
         taken = turns.add_run(run, until)
-        lined = self._contending.lineup.entries
+        lineup = self._contending.lineup
+        lined = lineup.entries
         # (few of either: a gang that starves goes on starving, few are let in at once)
-        aimless = [k for k in self._targets if k in lined and not lined[k][2]]
+        aimless = self._targets.keys() - lineup.starving
         for key in [k for k in aimless if taken.position(k, lined) is not None]:
             del self._targets[key]
         for key in [k for k in self._let_in_since if taken.position(k, lined) is not None]:

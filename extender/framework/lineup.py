@@ -91,13 +91,17 @@ Line = list[tuple[tuple[float, ...], str]]  # (rank, key), lowest first
 
 class Lineup:
     """The contenders in line per queue, sorted by (rank, key), and those refused before any
-    plan; of each line, its starving gangs apart too (`starving_lines`, in the same order);
-    `floor` is the least cpu the largest member of a gang in line asks for."""
+    plan; of each line, its starving gangs apart too (`starving_lines`, in the same order, and
+    `starving`, their keys); `ruled`, the gangs in line refused whatever the room
+    (`GangView.largest_cpu` None); `floor` is the least cpu the largest member of a gang in line
+    asks for."""
 
     def __init__(self) -> None:
         self.refused: dict[str, Rejection] = {}
         self.lines: dict[str, Line] = {}
         self.starving_lines: dict[str, Line] = {}
+        self.starving: set[str] = set()
+        self.ruled: set[str] = set()
         self.entries: dict[str, Entry] = {}
         self.changes = 0  # puts and drops so far
         self._cpus: Counter[int] = Counter()  # of the gangs in line, `GangView.largest_cpu`
@@ -131,10 +135,13 @@ class Lineup:
         insort(self.lines.setdefault(gang.queue, []), (rank, gang.key))
         if hungry:
             insort(self.starving_lines.setdefault(gang.queue, []), (rank, gang.key))
+            self.starving.add(gang.key)
         self.entries[gang.key] = (rank, contender, hungry)
         cpu = gang.largest_cpu
         if cpu is not None:
             self._cpus[cpu] += 1
+        else:
+            self.ruled.add(gang.key)
 
     def drop(self, key: str) -> None:
         """The gang no longer contends (or is put again)."""
@@ -144,6 +151,8 @@ class Lineup:
         if entry is None:
             return
         rank, contender, hungry = entry
+        self.starving.discard(key)
+        self.ruled.discard(key)
         queue = contender.gang.queue
         for lines in (self.lines, self.starving_lines) if hungry else (self.lines,):
             line = lines[queue]

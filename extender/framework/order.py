@@ -265,13 +265,17 @@ def _full(
         capped = bool(view.queue.spec.capability)
         line, hungry = lineup.lines[name], lineup.starving_lines.get(name, [])
         entries = unchanged()
+        # The starving gangs past where the walk left the line that take a turn of their own
+        # (the others stay in the run: they aim where they did).
+        own = hungry[bisect_left(hungry, line[start]) :]
+        if not capped:
+            ruled_out = lineup.ruled
+            own = [rk for rk in own if rk[1] in ruled_out or not drained.get(rk[1])]
         at = start
-        for rank_key in islice(hungry, bisect_left(hungry, line[start]), None):
+        for rank_key in own:
             key = rank_key[1]
             gang = entries[key][1].gang
             ruled = capped or gang.largest_cpu is None  # (a rule may refuse it)
-            if not ruled and drained.get(key):
-                continue  # in the run: it aims where it did
             position = bisect_left(line, rank_key, at)
             if position > at:
                 yield Run(name, line, at, position)

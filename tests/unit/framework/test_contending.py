@@ -42,6 +42,8 @@ def described(contending: Contending, now: float) -> dict[str, Any]:
         "contenders": contenders,
         "lines": {q: list(line) for q, line in contending.lineup.lines.items() if line},
         "starving": {q: list(line) for q, line in contending.lineup.starving_lines.items()},
+        "starving keys": set(contending.lineup.starving),
+        "ruled": set(contending.lineup.ruled),
         "refused": {k: r.cause for k, r in contending.lineup.refused.items()},
         "floor": contending.lineup.floor,
         "pending_since": dict(contending.pending_since),
