@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 
@@ -160,7 +160,8 @@ class Run:
     def __len__(self) -> int:
         return self.end - self.start
 
-    def keys(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[str]:
+        """The gangs' keys, in order."""
         return (key for _, key in islice(self.line, self.start, self.end))
 
     @property
@@ -227,16 +228,42 @@ class Turns(Mapping[str, Turn]):
     def __contains__(self, key: object) -> bool:
         return key in self._turns or (isinstance(key, str) and self._in_run(key))
 
+    def items(self) -> ItemsView[str, Turn]:
+        return _Items(self)
+
+    def _each(self) -> Iterator[tuple[str, Turn]]:
+        """Every key with its turn, in order (a run's made as reached, no lookup needed)."""
+        for item in self._taken:
+            if isinstance(item, Run):
+                self._entries()  # (the lines it reads have not changed)
+                for key in item:
+                    turn = self._turns.get(key)
+                    if turn is None:
+                        turn = self._turns[key] = self._refusal(key)
+                    yield key, turn
+            else:
+                yield item, self._turns[item]
+
     def __iter__(self) -> Iterator[str]:
         for item in self._taken:
             if isinstance(item, Run):
                 self._entries()  # (the lines it reads have not changed)
-                yield from item.keys()
+                yield from item
             else:
                 yield item
 
     def __len__(self) -> int:
         return self._count
+
+
+class _Items(ItemsView[str, Turn]):
+    """`Turns.items()`: read in order without looking each key up (a preemption pass reads the
+    turn of every gang in line)."""
+
+    _mapping: Turns
+
+    def __iter__(self) -> Iterator[tuple[str, Turn]]:
+        return self._mapping._each()
 
 
 def _full(

@@ -158,7 +158,7 @@ def test_past_the_point_where_nothing_fits_refusals_come_as_runs_made_only_when_
     lineup = built.gangs._contending.lineup
     rest, turns = walk(lineup, built.gangs.queues(state), state.view().nodes, {}, Ordering())
     [run] = list(rest)  # one run: nobody is starving
-    assert isinstance(run, Run) and list(run.keys()) == ["default/a", "default/b"]
+    assert isinstance(run, Run) and list(run) == ["default/a", "default/b"]
     assert "default/a" not in turns
     turns.add_run(run)
     assert "default/a" in turns and "default/run" not in turns and len(turns) == 2
@@ -195,18 +195,20 @@ def test_a_starving_gang_in_a_line_past_the_point_where_nothing_fits(aimed_befor
     if aimed_before:  # one run, x in it: its turn is made when read, aiming as before
         [run] = taken
         assert isinstance(run, Run)
-        assert list(run.keys()) == ["default/w", "default/x", "default/y"]
+        assert list(run) == ["default/w", "default/x", "default/y"]
         turns.add_run(run)
         assert turns["default/x"].targets == aims
         return
     first, own, last = taken
-    assert isinstance(first, Run) and list(first.keys()) == ["default/w"]
+    assert isinstance(first, Run) and list(first) == ["default/w"]
     assert isinstance(own, Turn) and own.key == "default/x" and own.targets
-    assert isinstance(last, Run) and list(last.keys()) == ["default/y"]
+    assert isinstance(last, Run) and list(last) == ["default/y"]
     turns.add_run(first)
     turns.add(own.key, own)
     turns.add_run(last, until="default/y")
     assert list(turns) == ["default/w", "default/x", "default/y"] and turns.pending is None
+    assert [(key, turn.key) for key, turn in turns.items()] == [(k, k) for k in turns]
+    assert all(turn is turns[key] for key, turn in turns.items())  # (made once, kept)
     assert [key in turns for key in ("default/w", "default/y", "default/run")] == [
         True,
         True,
@@ -226,7 +228,7 @@ def test_a_gang_asked_about_midway_through_a_run_takes_the_walk_only_that_far() 
     assert order is not None
     assert "default/b" in order.turns and "default/c" not in order.turns
     assert order.turns.pending is not None
-    assert list(order.turns.pending.keys()) == ["default/c"]
+    assert list(order.turns.pending) == ["default/c"]
     assert ask(built, state, "c") is not None  # same walk: the rest of the run
     assert "default/c" in order.turns and order.turns.pending is None
     assert list(order.turns) == ["default/a", "default/b", "default/c"]
