@@ -48,9 +48,9 @@ def plan(
         short = min_resources_shortfall(gang, room)
         if short is not None:
             return {}, short
-    if not explain and not room.fits(chosen):  # (remembered, by shape, with the nodes it takes)
-        return {}, QUICK_REFUSAL
     assignment, failures = room.place(chosen, explain=explain)
+    if failures and not explain:
+        return {}, QUICK_REFUSAL
     if failures:
         missing = sum(failures.values())
         why = ", ".join(sorted(failures))
@@ -126,7 +126,8 @@ class Room:
     capacity moves one node in the order; so a walk that plans hundreds of gangs on thousands
     of nodes stays cheap. What a placement found is kept, by the members' shape, until the room
     changes: in a walk, gangs of the same shape that do not fit one after another (most of them,
-    in a full cluster) are placed once; on a room nothing is held on, once per walk."""
+    in a full cluster) are placed once; on a room nothing is held on, once per walk. (A plan
+    places once: a placement that fits is taken, one that does not is remembered.)"""
 
     __slots__ = ("_keys", "_nodes_for", "_placed", "free", "nodes")
 
@@ -185,6 +186,15 @@ class Room:
         has none: no reason needed, the victim search asks this hundreds of times a pass)."""
         return self.nodes_for(members) is not None
 
+    def _known_not_to_fit(self, members: Planned) -> bool:
+        """Whether a placement is known to find some member no node, without placing: the
+        largest member has more cpu than any node has free, or members of the same shape found
+        none on this room."""
+        if members and members[0].request[CPU] > self.most_free_cpu:
+            return True
+        shape = members.shape
+        return shape is not None and shape in self._nodes_for and self._nodes_for[shape] is None
+
     def nodes_for(self, members: Sequence[Pod]) -> frozenset[str] | None:
         """The nodes `place` puts the members on; None when some member finds none."""
         ordered = members if isinstance(members, Planned) else Planned(members)
@@ -210,8 +220,12 @@ class Room:
 
         Returns member uid -> node, and per cause ("Insufficient cpu", or no node the member may
         run on) how many members found no node; without `explain`, it stops at the first
-        member with no node and counts the members of its kind under "" instead."""
+        member with no node (or does not start, when members of the same shape found none on
+        this room or the largest has more cpu than any node has free) and counts the members
+        left under "" instead."""
         ordered = members if isinstance(members, Planned) else Planned(members)
+        if not explain and self._known_not_to_fit(ordered):
+            return {}, Counter({"": len(ordered)})
         shape = ordered.shape
         kept = self._placed.get((shape, explain)) if shape is not None else None
         if kept is not None:
@@ -229,12 +243,14 @@ class Room:
             if missing:
                 failures[self._why_not(run[0], taken)] += missing
         if failures and shape is not None:  # (a placement that fits is taken: the room changes)
-            at = [
-                (i, assignment[pod.metadata.uid])
-                for i, pod in enumerate(ordered)
-                if pod.metadata.uid in assignment
-            ]
-            self._placed[shape, explain] = (at, Counter(failures))
+            self._nodes_for[shape] = None
+            if explain:  # (without, what matters is that it did not fit: `known_not_to_fit`)
+                at = [
+                    (i, assignment[pod.metadata.uid])
+                    for i, pod in enumerate(ordered)
+                    if pod.metadata.uid in assignment
+                ]
+                self._placed[shape, explain] = (at, Counter(failures))
         return assignment, failures
 
     def _place_run(
