@@ -34,9 +34,10 @@ from extender.framework.contending import Contending
 from extender.framework.gang_types import PLAIN, Admission, GangSettings, Order, Verdict, Waiting
 from extender.framework.lineup import Ordering, Ranking
 from extender.framework.members import GangView, Rejection, gang_priority, view_gang
-from extender.framework.order import Run, Turns, walk
+from extender.framework.order import walk
 from extender.framework.placement import KeptRoom, Slot
 from extender.framework.queues import QueueTally, QueueView, account
+from extender.framework.turns import Run, Turns
 
 
 @dataclass

@@ -8,9 +8,9 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from extender.framework.members import Rejection
-from extender.framework.order import Run, Turn, Turns
 from extender.framework.placement import Slot
 from extender.framework.queues import QueueView
+from extender.framework.turns import Run, Turn, Turns
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,9 @@ from extender.framework import contending as contending_module
 from extender.framework.contending import Contending
 from extender.framework.lineup import Contender, Lineup, Ordering, Ranking
 from extender.framework.members import Deferred, view_gang
-from extender.framework.order import Run, Turn, walk
+from extender.framework.order import walk
 from extender.framework.policy import build_policy
+from extender.framework.turns import Run, Turn
 from extender.plugins import REGISTRY
 from extender.simulate.run import simulate
 from extender.simulate.synthetic import generate
@@ -208,7 +209,8 @@ def test_a_starving_gang_in_a_line_past_the_point_where_nothing_fits(aimed_befor
     turns.add_run(last, until="default/y")
     assert list(turns) == ["default/w", "default/x", "default/y"] and turns.pending is None
     assert [(key, turn.key) for key, turn in turns.items()] == [(k, k) for k in turns]
-    assert all(turn is turns[key] for key, turn in turns.items())  # (made once, kept)
+    made = dict(turns.items())
+    assert all(made[key] is turns[key] for key in turns)  # (made once, kept)
     assert [key in turns for key in ("default/w", "default/y", "default/run")] == [
         True,
         True,

@@ -10,9 +10,9 @@ import pytest
 from extender.api.objects import ObjectMeta, PriorityClass
 from extender.cache.state import ClusterState
 from extender.framework.members import Deferred, Rejection
-from extender.framework.order import Turn
 from extender.framework.policy import build_policy
 from extender.framework.session import Engine
+from extender.framework.turns import Turn
 from extender.plugins import REGISTRY
 from tests.builders import (
     PodBuilder,
