@@ -261,7 +261,7 @@ class Gangs:
         order = self.order(state, nodes)
         return [
             key
-            for key, turn in order.turns.items()
+            for key, turn in order.turns.given()  # (a run's refusals let nobody in)
             if turn.slots
             and (key in self.waiting or any(pod.parked for pod in view_gang(state, key).pending))
         ]

@@ -112,6 +112,13 @@ class Turns(Mapping[str, Turn]):
     def items(self) -> ItemsView[str, Turn]:
         return _Items(self)
 
+    def given(self) -> Iterator[tuple[str, Turn]]:
+        """The turns the walk gave one by one, in order: all but the runs' refusals (which
+        admit nothing, so a reader looking for gangs let in skips them unmade)."""
+        for item in self._taken:
+            if not isinstance(item, Run):
+                yield item, self._turns[item]
+
     def _each(self) -> Iterator[tuple[str, Turn]]:
         """Every key with its turn, in order (a run's made as reached, no lookup needed)."""
         for item in self._taken:

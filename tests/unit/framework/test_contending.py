@@ -208,6 +208,8 @@ def test_a_starving_gang_in_a_line_past_the_point_where_nothing_fits(aimed_befor
     turns.add(own.key, own)
     turns.add_run(last, until="default/y")
     assert list(turns) == ["default/w", "default/x", "default/y"] and turns.pending is None
+    assert [key for key, _ in turns.given()] == ["default/x"]  # (the runs' are not made)
+    assert "default/w" not in turns._turns
     assert [(key, turn.key) for key, turn in turns.items()] == [(k, k) for k in turns]
     made = dict(turns.items())
     assert all(made[key] is turns[key] for key in turns)  # (made once, kept)
