@@ -146,8 +146,8 @@ class Room:
     def _clear_memo(self) -> None:
         """Forget what placements found (the room changed). Keyed by `Planned.shape`."""
         self._nodes_for: dict[Shape, frozenset[str] | None] = {}
-        # (shape, explain) -> what `place` found: (position in the members, node), failures
-        self._placed: dict[tuple[Shape, bool], tuple[list[tuple[int, str]], Counter[str]]] = {}
+        # shape -> the words of a placement that failed: (position in the members, node), causes
+        self._placed: dict[Shape, tuple[list[tuple[int, str]], Counter[str]]] = {}
 
     def copy(self) -> Room:
         made = Room.__new__(Room)
@@ -198,8 +198,8 @@ class Room:
     def nodes_for(self, members: Sequence[Pod]) -> frozenset[str] | None:
         """The nodes `place` puts the members on; None when some member finds none."""
         ordered = members if isinstance(members, Planned) else Planned(members)
-        if ordered and ordered[0].request[CPU] > self.most_free_cpu:
-            return None  # the largest member has more cpu than any node has free
+        if self._known_not_to_fit(ordered):
+            return None
         shape = ordered.shape
         if shape is not None and shape in self._nodes_for:
             return self._nodes_for[shape]
@@ -227,7 +227,7 @@ class Room:
         if not explain and self._known_not_to_fit(ordered):
             return {}, Counter({"": len(ordered)})
         shape = ordered.shape
-        kept = self._placed.get((shape, explain)) if shape is not None else None
+        kept = self._placed.get(shape) if explain and shape is not None else None
         if kept is not None:
             positions, failed = kept
             return {ordered[i].metadata.uid: node for i, node in positions}, Counter(failed)
@@ -244,13 +244,13 @@ class Room:
                 failures[self._why_not(run[0], taken)] += missing
         if failures and shape is not None:  # (a placement that fits is taken: the room changes)
             self._nodes_for[shape] = None
-            if explain:  # (without, what matters is that it did not fit: `known_not_to_fit`)
+            if explain:  # (without, what matters is that it did not fit: `_known_not_to_fit`)
                 at = [
                     (i, assignment[pod.metadata.uid])
                     for i, pod in enumerate(ordered)
                     if pod.metadata.uid in assignment
                 ]
-                self._placed[shape, explain] = (at, Counter(failures))
+                self._placed[shape] = (at, Counter(failures))
         return assignment, failures
 
     def _place_run(
