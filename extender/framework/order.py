@@ -168,13 +168,12 @@ def _full(
         # (the others stay in the run: they aim where they did).
         own = hungry[bisect_left(hungry, line[start]) :]
         if not capped:
-            ruled_out = lineup.ruled
-            own = [rk for rk in own if rk[1] in ruled_out or not drained.get(rk[1])]
+            own = [rk for rk in own if rk[1] in lineup.ruled or not drained.get(rk[1])]
         at = start
         for rank_key in own:
             key = rank_key[1]
             gang = entries[key][1].gang
-            ruled = capped or gang.largest_cpu is None  # (a rule may refuse it)
+            ruled = capped or key in lineup.ruled  # (a rule may refuse it)
             position = bisect_left(line, rank_key, at)
             if position > at:
                 yield Run(name, line, at, position)

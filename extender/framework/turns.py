@@ -99,10 +99,15 @@ class Turns(Mapping[str, Turn]):
         return any(run.position(key, entries) is not None for run in self._runs)
 
     def __getitem__(self, key: str) -> Turn:
+        if key not in self._turns and not self._in_run(key):
+            raise KeyError(key)
+        return self._made(key)
+
+    def _made(self, key: str) -> Turn:
+        """The turn of gang `key`, which the walk reached: a run's refusal made once, when
+        first read."""
         turn = self._turns.get(key)
         if turn is None:
-            if not self._in_run(key):
-                raise KeyError(key)
             turn = self._turns[key] = self._refusal(key)
         return turn
 
@@ -120,17 +125,9 @@ class Turns(Mapping[str, Turn]):
                 yield item, self._turns[item]
 
     def _each(self) -> Iterator[tuple[str, Turn]]:
-        """Every key with its turn, in order (a run's made as reached, no lookup needed)."""
-        for item in self._taken:
-            if isinstance(item, Run):
-                self._entries()  # (the lines it reads have not changed)
-                for key in item:
-                    turn = self._turns.get(key)
-                    if turn is None:
-                        turn = self._turns[key] = self._refusal(key)
-                    yield key, turn
-            else:
-                yield item, self._turns[item]
+        """Every key with its turn, in order (the keys come from the walk: no lookup needed)."""
+        for key in self:
+            yield key, self._made(key)
 
     def __iter__(self) -> Iterator[str]:
         for item in self._taken:
