@@ -111,6 +111,13 @@ class Pool:
         """Whether a search alike found no victims on these rooms and queue figures."""
         return alike is not None and self._fruitless.get(alike) is queues
 
+    def found_nothing(
+        self, alike: tuple[object, ...] | None, queues: Mapping[str, QueueView]
+    ) -> None:
+        """A search alike found no victims on these rooms and queue figures: so will the next."""
+        if alike is not None:
+            self._fruitless[alike] = queues
+
     @cached_property
     def _owners(self) -> frozenset[str]:
         return frozenset(unit.key for unit in self.units)
@@ -197,8 +204,8 @@ def victims_for(
         preemptor_queue=gang.queue,
         rooms=rooms,
     )
-    if not victims and alike is not None:
-        pool._fruitless[alike] = order.queues
+    if not victims:
+        pool.found_nothing(alike, order.queues)
     return Preemption(gang, victims) if victims else None
 
 
