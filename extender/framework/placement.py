@@ -176,10 +176,11 @@ class Room:
             self._clear_memo()
         if before is not None:
             del keys[bisect_left(keys, _rank(name, before))]
-            del self.free[name]
         if after is not None:
             insort(keys, _rank(name, after))
-            self.free[name] = after
+            self.free[name] = after  # (set in place: a dict with holes copies slowly)
+        elif before is not None:
+            del self.free[name]
 
     def fits(self, members: Sequence[Pod]) -> bool:
         """Whether `place` finds every member a node (`nodes_for`, which stops at the first that
