@@ -2,10 +2,10 @@
 
 Filter and prioritize run for every pod, over every candidate node (5,000 in a big cluster), and
 batch jobs submit many pods of the same shape. A `NodeTable` holds, for one request, the nodes the
-filters reject (with their status) and every node's 0..10 score. Brought to a new snapshot it
-re-evaluates only the nodes the change log names, so a call costs a pass over the candidate names
-instead of a call into every plugin for every node. `Tables` keeps the tables of recent shapes
-(LRU-bounded).
+filters reject (with their status) and every node's 0..10 score (and, for a reader that asks, the
+nodes they pass). Brought to a new snapshot it re-evaluates only the nodes the change log names, so
+a call costs a pass over the candidate names instead of a call into every plugin for every node.
+`Tables` keeps the tables of recent shapes (LRU-bounded).
 """
 
 from __future__ import annotations
@@ -29,6 +29,11 @@ class NodeTable:
     request: Resources
     generation: int = -1
     rejected: dict[str, Status] = field(default_factory=dict)
+    # The other nodes, those the request fits, built the first time someone asks for them (the
+    # simulator's scheduler, which needs no reasons) and kept from then on: in a full cluster they
+    # are the few, so what passes is found from them, not by taking the many rejected from every
+    # node. The extender explains every rejection, never asks, so never pays for it.
+    fits: set[str] | None = None
     scores: dict[str, int] = field(default_factory=dict)
     # Each node's element of a prioritize reply, encoded when its score changes: the reply to a
     # call over 5,000 nodes is then one join instead of 5,000 objects to build and serialise.
@@ -38,6 +43,11 @@ class NodeTable:
     # The nodes by score, built the first time someone asks for the best nodes (the simulator's
     # scheduler) and kept from then on; the extender never asks, so never pays for it.
     ranked: dict[int, set[str]] | None = None
+
+    def passing(self) -> set[str]:
+        if self.fits is None:
+            self.fits = {name for name in self.scores if name not in self.rejected}
+        return self.fits
 
     def by_score(self) -> dict[int, set[str]]:
         if self.ranked is None:
@@ -62,6 +72,8 @@ class NodeTable:
 
     def forget(self, name: str) -> None:
         self.rejected.pop(name, None)
+        if self.fits is not None:
+            self.fits.discard(name)
         previous = self.scores.pop(name, None)
         self.encoded.pop(name, None)
         if self.ranked is not None and previous is not None:
@@ -105,9 +117,13 @@ class Tables:
             status = plugin.filter_node(request, node)
             if status is not None:
                 table.rejected[node.name] = status
+                if table.fits is not None:
+                    table.fits.discard(node.name)
                 break
         else:
             table.rejected.pop(node.name, None)
+            if table.fits is not None:
+                table.fits.add(node.name)
         score = 0
         if self._weights:
             total = sum(s.weight * s.score_node(request, node) for s in self._scorers)

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from extender.api.resources import CPU, Resources
 from extender.cache.state import ClusterState
+from extender.framework.gang_types import PLAIN, Admission, Verdict
+from extender.framework.placement import Slot
 from extender.framework.policy import Policy, build_policy
 from extender.framework.session import Engine
 from extender.plugins import REGISTRY
@@ -39,6 +43,37 @@ def test_filter_names_every_failed_node_and_why() -> None:
         "ghost": "node ghost is not in Lahar's cache (just created, or already deleted)",
     }
     assert outcome.unresolvable == {"small": "Insufficient cpu: requested 4, allocatable 2"}
+
+
+HELD = Slot("held", Resources({CPU: 6000}))
+
+
+@pytest.mark.parametrize(
+    ("verdict", "passing"),
+    [
+        (PLAIN, ["ok"]),  # what admitted gangs hold on "held" leaves 2 cpu of its 8
+        (Verdict(own_slot=HELD), ["held", "ok"]),  # the pod's own slot is its to use
+    ],
+)
+def test_without_reasons_the_same_nodes_pass(verdict: Verdict, passing: list[str]) -> None:
+    state = cluster(
+        [make_node(name).cpu("8") for name in ("full", "held", "ok")]
+        + [make_node("small").cpu("2")],
+        [make_pod("a").cpu("7").on("full")],
+    )
+    engine = Engine(make_policy("gang", "predicates"))
+    assert engine.gangs is not None
+    engine.gangs.admissions["default/g"] = Admission({"m0": HELD}, progress_at=0.0)
+    engine.gangs.version += 1
+    session = engine.session(state.snapshot())
+    pod = make_pod("p").cpu("4").model()
+    names = ["small", "full", "held", "ok", "ghost"]
+
+    explained = session.filter(pod, names, verdict)
+    quick = session.filter(pod, names, verdict, explain=False)
+
+    assert sorted(explained.passed) == sorted(quick.passed) == passing
+    assert not quick.failed and not quick.everything_passed
 
 
 def test_binpack_ranks_the_fullest_node_that_fits_first() -> None:
@@ -110,4 +145,6 @@ def test_incremental_tables_equal_a_fresh_evaluation(ops: list[tuple[str, object
             kept = engine.session(state.snapshot())
             fresh = Engine(engine.policy).session(state.snapshot())
             assert kept.filter(pod, NODES) == fresh.filter(pod, NODES)
+            quick = kept.filter(pod, NODES, explain=False)  # (from the nodes the table passes)
+            assert sorted(quick.passed) == sorted(fresh.filter(pod, NODES).passed)
             assert kept.score(pod, NODES) == fresh.score(pod, NODES)
