@@ -11,7 +11,7 @@ INSTALLED := $(VENV)/.installed
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: demo test unit lint bench bench-webhook bench-memory bench-simulate bench-walks bench-e2e bench-scaling controlplane clean
+.PHONY: demo test unit lint bench bench-webhook bench-memory bench-simulate bench-compare bench-walks bench-e2e bench-scaling controlplane clean
 
 $(INSTALLED): pyproject.toml
 	@echo "lahar: setting up $(VENV) (Python packages from PyPI)"
@@ -43,6 +43,9 @@ bench-memory: $(INSTALLED)
 
 bench-simulate: $(INSTALLED)
 	$(BIN)/python benchmarks/simulate.py $(ARGS)
+
+bench-compare: $(INSTALLED)
+	$(BIN)/python benchmarks/compare.py $(ARGS)
 
 bench-walks: $(INSTALLED)
 	$(BIN)/python benchmarks/walks.py $(ARGS)
