@@ -79,30 +79,28 @@ class Session:
             failed = dict.fromkeys(candidates.names, verdict.reason) if explain else {}
             return FilterOutcome(failed=failed)
         table = self.engine.tables.current(self.snapshot, pod.request)
+        reserved = self.engine.gangs.reserved() if self.engine.gangs is not None else {}
+        if not explain:
+            return self._passing(pod, candidates, table, reserved, verdict)
         membership = self.snapshot.membership
         unknown: frozenset[str] | set[str] = frozenset()
         if candidates.all_known_at != membership or self.snapshot.changes is None:
             unknown = candidates.members.difference(self.snapshot.nodes)
             if not unknown:
                 candidates.all_known_at = membership
-        reserved = self.engine.gangs.reserved() if self.engine.gangs is not None else {}
-        if not explain:
-            return self._passing(pod, candidates, table, reserved, verdict=verdict, unknown=unknown)
         rejected = table.rejected.keys() & candidates.members
-        held: dict[str, str] = {}
-        if reserved:
-            for name in (reserved.keys() & candidates.members) - rejected - unknown:
-                info = self.snapshot.nodes[name]
-                reason = _reserved_reason(pod, info, reserved[name], verdict)
-                if reason is not None:
-                    held[name] = reason
+        holding = (reserved.keys() & candidates.members) - rejected - unknown
+        held = self._held(pod, holding, reserved, verdict)
         if not unknown and not rejected and not held:
             return FilterOutcome(passed=candidates.names, everything_passed=True)
+        nodes = self.snapshot.nodes
         outcome = FilterOutcome(
             passed=list(candidates.members - rejected - unknown - held.keys()),
             failed={n: unknown_node_reason(n) for n in unknown},
         )
-        outcome.failed.update(held)
+        outcome.failed.update(
+            (n, _reserved_reason(pod, nodes[n], *lack)) for n, lack in held.items()
+        )
         for name in rejected:
             status = table.rejected[name]
             if status.code is Code.UNRESOLVABLE:
@@ -117,20 +115,37 @@ class Session:
         candidates: Candidates,
         table: NodeTable,
         reserved: Mapping[str, Resources],
-        *,
         verdict: Verdict,
-        unknown: Collection[str],
     ) -> FilterOutcome:
-        """`filter` without reasons: the candidates the table says the pod fits (the known
-        ones, since the table knows only those), less those whose room admitted gangs hold."""
+        """`filter` without reasons: the candidates the table passes (known nodes only, so
+        when every candidate is among them none is unknown), less those admitted gangs hold."""
         passing = table.passing() & candidates.members
-        held: set[str] = set()
-        for name in reserved.keys() & passing:
-            if _reserved_reason(pod, self.snapshot.nodes[name], reserved[name], verdict):
-                held.add(name)
-        if not unknown and not held and len(passing) == len(candidates.members):
+        held = self._held(pod, reserved.keys() & passing, reserved, verdict)
+        if not held and len(passing) == len(candidates.members):
             return FilterOutcome(passed=candidates.names, everything_passed=True)
-        return FilterOutcome(passed=list(passing - held))
+        return FilterOutcome(passed=list(passing - held.keys()))
+
+    def _held(
+        self,
+        pod: Pod,
+        names: Collection[str],
+        reserved: Mapping[str, Resources],
+        verdict: Verdict,
+    ) -> dict[str, tuple[str, Resources]]:
+        """Of `names` (known nodes where admitted gangs hold capacity, `reserved`), those where
+        the pod does not fit beside what they hold (its own slot excepted): the resource it
+        lacks and what is held there."""
+        held: dict[str, tuple[str, Resources]] = {}
+        own = verdict.own_slot
+        nodes = self.snapshot.nodes
+        for name in names:
+            amount = reserved[name]
+            if own is not None and own.node == name:
+                amount = amount - own.request
+            short = pod.request.shortfall(nodes[name].free - amount)
+            if short is not None:
+                held[name] = (short, amount)
+        return held
 
     def score(self, pod: Pod, names: Sequence[str]) -> list[tuple[str, int]]:
         """(node, 0..10) for every name, in order; unknown nodes score 0."""
@@ -161,14 +176,8 @@ class Session:
         return host_priority_list_json(list(filter(None, map(encoded.get, names))))
 
 
-def _reserved_reason(pod: Pod, node: NodeInfo, reserved: Resources, verdict: Verdict) -> str | None:
-    """Why the pod cannot have what admitted gangs hold on `node` (its own slot excepted)."""
-    own = verdict.own_slot
-    if own is not None and own.node == node.name:
-        reserved = reserved - own.request
-    short = pod.request.shortfall(node.free - reserved)
-    if short is None:
-        return None
+def _reserved_reason(pod: Pod, node: NodeInfo, short: str, reserved: Resources) -> str:
+    """Why the pod cannot have what admitted gangs hold on `node` (`Session._held`)."""
     reason = insufficient(short, pod.request[short], node.free[short])
     return (
         f"{reason} of which {format_units(reserved[short], short)} is reserved for admitted gangs"

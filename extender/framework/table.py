@@ -44,7 +44,19 @@ class NodeTable:
     # scheduler) and kept from then on; the extender never asks, so never pays for it.
     ranked: dict[int, set[str]] | None = None
 
+    def set_status(self, name: str, status: Status | None) -> None:
+        """The filters' verdict on node `name`: rejected with `status`, or passed (None)."""
+        if status is not None:
+            self.rejected[name] = status
+            if self.fits is not None:
+                self.fits.discard(name)
+        else:
+            self.rejected.pop(name, None)
+            if self.fits is not None:
+                self.fits.add(name)
+
     def passing(self) -> set[str]:
+        """The nodes the filters pass (kept from the first call on, see `fits`)."""
         if self.fits is None:
             self.fits = {name for name in self.scores if name not in self.rejected}
         return self.fits
@@ -113,17 +125,12 @@ class Tables:
 
     def _evaluate(self, table: NodeTable, node: NodeInfo) -> None:
         request = table.request
+        status = None
         for plugin in self._filters:
             status = plugin.filter_node(request, node)
             if status is not None:
-                table.rejected[node.name] = status
-                if table.fits is not None:
-                    table.fits.discard(node.name)
                 break
-        else:
-            table.rejected.pop(node.name, None)
-            if table.fits is not None:
-                table.fits.add(node.name)
+        table.set_status(node.name, status)
         score = 0
         if self._weights:
             total = sum(s.weight * s.score_node(request, node) for s in self._scorers)
