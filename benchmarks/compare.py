@@ -78,18 +78,19 @@ def finish(process: subprocess.Popen[str], which: str) -> Run:
 def round_of(
     trees: tuple[Path, Path], size: str, load: float, swapped: bool, cores: list[int]
 ) -> tuple[Run, Run]:
-    """One run of each version: together on two cores (OLD on the first unless `swapped`), or
-    one after the other on one core (OLD first unless `swapped`)."""
+    """One run of each version, OLD then NEW: together, each pinned to a core (OLD to the first
+    unless `swapped`), or with one core one after the other (OLD first unless `swapped`)."""
+    names = ("OLD", "NEW")
+    order = (1, 0) if swapped else (0, 1)
+    runs: dict[int, Run] = {}
     if len(cores) >= 2:
-        old_core, new_core = (cores[1], cores[0]) if swapped else (cores[0], cores[1])
-        old = start(trees[0], size, load, old_core)
-        new = start(trees[1], size, load, new_core)
-        return finish(old, "OLD"), finish(new, "NEW")
-    if swapped:
-        new_run = finish(start(trees[1], size, load, None), "NEW")
-        return finish(start(trees[0], size, load, None), "OLD"), new_run
-    old_run = finish(start(trees[0], size, load, None), "OLD")
-    return old_run, finish(start(trees[1], size, load, None), "NEW")
+        pinned = zip(order, cores, strict=True)
+        started = {i: start(trees[i], size, load, core) for i, core in pinned}
+        runs = {i: finish(process, names[i]) for i, process in started.items()}
+    else:
+        for i in order:
+            runs[i] = finish(start(trees[i], size, load, None), names[i])
+    return runs[0], runs[1]
 
 
 def main() -> None:

@@ -135,12 +135,12 @@ def main() -> None:
                     break
                 outcome, wall, cpu = run
                 walls.append(wall)
-                digests.add(digest(outcome))
+                digests.add(fingerprint := digest(outcome))
                 print(
                     f"{jobs}/{nodes} {name}: {wall:.1f} s wall ({cpu:.1f} s cpu), "
                     f"{len(outcome.jobs)} jobs, "
                     f"{outcome.attempts} attempts, {len(outcome.jobs) / wall:.0f} jobs/s, "
-                    f"digest {digest(outcome)}",
+                    f"digest {fingerprint}",
                     flush=True,
                 )
             if len(walls) > 1:
