@@ -209,7 +209,7 @@ def _later(claims: _Claims, gang: GangView, view: QueueView, allocated: Resource
     """A refusal past the point where nothing fits (the room is final), worked out when read."""
 
     def refusal() -> Rejection:
-        rejection = claims.turn(gang, view, allocated, final=True).rejection
+        rejection = claims.turn(gang, view, allocated).rejection
         assert rejection is not None  # (nothing in line fits)
         return rejection
 
@@ -218,8 +218,15 @@ def _later(claims: _Claims, gang: GangView, view: QueueView, allocated: Resource
 
 def _lacks_capacity(turn: Turn) -> bool:
     """Refused for want of capacity (what draining can help), not for a rule."""
+    if isinstance(turn.rejection, _ShortOfRoom):  # (either of its causes: nothing to work out)
+        return True
     cause = turn.rejection.cause if turn.rejection is not None else ""
     return cause in WANTS_CAPACITY or cause == "Queued"
+
+
+class _ShortOfRoom(Deferred):
+    """A refusal for want of room with gangs ahead: Queued or NotEnoughResources, which of the
+    two worked out when read (`_Claims._short`); for want of capacity either way."""
 
 
 class _Claims:
@@ -239,11 +246,8 @@ class _Claims:
         self.taken.append((node, amount))
         self.room.hold(node, amount)
 
-    def turn(
-        self, gang: GangView, view: QueueView, allocated: Resources, *, final: bool = False
-    ) -> Turn:
-        """The gang's turn on what is left: its slots, or why it waits (when the room is
-        `final`, nothing more taken from it, a lack of room is worded only when read)."""
+    def turn(self, gang: GangView, view: QueueView, allocated: Resources) -> Turn:
+        """The gang's turn on what is left: its slots, or why it waits."""
         if view.queue.spec.capability:  # (none: nothing to refuse, no sum to make)
             members, _ = choose(gang)
             wanted = sum((pod.request for pod in members), EMPTY)
@@ -255,20 +259,31 @@ class _Claims:
             return Turn(gang.key, slots=slots)
         if rejection.cause != "NotEnoughResources" or not self.taken:
             return Turn(gang.key, rejection=rejection)
-        alone = nodes_used(gang, self.reserved)  # (a plan changes nothing held)
-        if not alone and final:  # it does not fit even were nobody ahead
-            return Turn(gang.key, rejection=Deferred(lambda: self._lacking(gang), rejection.cause))
-        if not alone:  # what it lacks, in words
-            return Turn(gang.key, rejection=self._lacking(gang))
-        # The gangs ahead took what it needs (Queued): which ones is worked out when read (most
-        # turns never are), as it stood at this point of the walk.
+        # Short of room with gangs ahead: whether they took what it needs (Queued) or it lacks
+        # room even were nobody ahead is worked out when read (most turns never are), as it
+        # stood at this point of the walk.
         at = len(self.taken)
-        return Turn(gang.key, rejection=Deferred(lambda: self._queued(gang, alone, at), "Queued"))
+        return Turn(gang.key, rejection=_ShortOfRoom(lambda: self._short(gang, at)))
 
-    def _lacking(self, gang: GangView) -> Rejection:
-        """Why the gang does not fit in the room left, in words (a plan that explains)."""
-        _, rejection = plan(gang, self.room)
-        assert rejection is not None  # (it did not fit a moment ago, on this room)
+    def _short(self, gang: GangView, at: int) -> Rejection:
+        """Why a gang the room left after the first `at` claims had no room for waits, its cause
+        known at once and its words worked out when read: the gangs ahead took what it needs
+        (Queued), or it does not fit even on what admitted gangs leave (what it lacks)."""
+        alone = nodes_used(gang, self.reserved)  # (a plan changes nothing held)
+        if not alone:
+            return Deferred(lambda: self._lacking(gang, at), "NotEnoughResources")
+        return Deferred(lambda: self._queued(gang, alone, at), "Queued")
+
+    def _lacking(self, gang: GangView, at: int) -> Rejection:
+        """Why the gang does not fit in the room the first `at` claims left, in words (a plan
+        that explains; on that room made again when the walk has taken more since)."""
+        room = self.room
+        if at < len(self.taken):
+            room = self.reserved.copy()
+            for node, amount in self.taken[:at]:
+                room.hold(node, amount)
+        _, rejection = plan(gang, room)
+        assert rejection is not None  # (it did not fit on this room)
         return rejection
 
     def _queued(self, gang: GangView, alone: Iterable[str], at: int) -> Rejection:

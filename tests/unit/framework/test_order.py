@@ -319,6 +319,23 @@ def test_why_a_gang_waits_is_what_held_at_its_turn_even_when_read_after_the_walk
     assert why.message.endswith("fair order (queue share, priority, age): default/a")
 
 
+def test_what_a_gang_lacks_is_worded_on_the_room_at_its_turn_even_when_read_after_the_walk() -> (
+    None
+):
+    """A gang that would not fit even were nobody ahead (NotEnoughResources, not Queued) says
+    what it lacks on the room left at its turn, not on what the gangs after it left."""
+    gangs = [Gang("a", 1, cpu="4"), Gang("m", 4, cpu="3"), Gang("z", 1)]  # 3 nodes of 4 cpu
+    state, built = state_of(Scenario(3, gangs)), engine()
+    assert built.gangs is not None
+    built.gangs.serve(state.pods["uid-default-a-0"].spec.scheduler_name)
+    order = built.gangs.order(state, state.view().nodes)  # every turn taken, none read yet
+    assert order.turns["default/a"].slots and order.turns["default/z"].slots  # z backfills
+    why = order.turns["default/m"].rejection
+    assert why is not None and why.cause == "NotEnoughResources"
+    # At its turn a held one node: two of m's members fit; z took half of another since.
+    assert why.message == "gang default/m: 2 of 4 members cannot be placed: Insufficient cpu"
+
+
 def test_once_nothing_in_line_fits_a_starving_gang_holds_nothing_and_keeps_its_targets() -> None:
     """Past the point where no node has the cpu for the largest member of any gang in line,
     every turn is a refusal that changes nothing: a starving gang there holds nothing, aims
