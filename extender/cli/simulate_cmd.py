@@ -1,6 +1,6 @@
 """`lahar simulate [TRACE] [--policy F ...] [--seed N] [--out DIR]`: a job trace played against
-Lahar's policies and the stock scheduler's way on a simulated cluster, one table row per policy,
-and with --out an HTML report with plots."""
+Lahar's policies and the stock scheduler's way on a simulated cluster (side by side, on the
+machine's cores), one table row per policy, and with --out an HTML report with plots."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from extender.simulate import html
 from extender.simulate.defaults import STOCK, stock_policy, story_trace
 from extender.simulate.metrics import summarize
 from extender.simulate.report import HEADERS, progress, row
-from extender.simulate.run import Progress, simulate
+from extender.simulate.run import Progress
+from extender.simulate.side_by_side import play
 from extender.simulate.synthetic import generate
 from extender.simulate.trace import Trace, TraceError, load_trace, parse_trace
 
@@ -93,10 +94,7 @@ def _simulate(args: argparse.Namespace) -> int:
             gap = "\n" if number else ""
             print(f"{gap}{label}: {len(trace.jobs)} jobs, {trace.node_count} nodes")
         shown = _progress_shown()
-        outcomes = [
-            simulate(trace, policy, name, seed=args.seed, on_progress=shown)
-            for name, policy in policies
-        ]
+        outcomes = play(trace, policies, seed=args.seed, on_progress=shown)
         if shown is not None:
             sys.stderr.write("\r\033[K")  # the last progress line goes
         summaries = [summarize(outcome) for outcome in outcomes]
@@ -111,13 +109,22 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _progress_shown() -> Callable[[Progress], None] | None:
-    """On a terminal, a line on stderr saying how far a run got, overwritten as it goes (a
-    10,000-job trace can take minutes); nothing when stderr is a file or a pipe."""
+    """On a terminal, a line on stderr saying how far the runs got (the policies played side by
+    side, each as last reported), overwritten as they go (a 10,000-job trace can take minutes);
+    nothing when stderr is a file or a pipe."""
     if not sys.stderr.isatty():
         return None
+    latest: dict[str, Progress] = {}
 
     def show(report: Progress) -> None:
-        sys.stderr.write(f"\r\033[K{progress(report)}")
+        latest[report.policy] = report
+        runs = list(latest.values())
+        line = (
+            progress(report)
+            if len(runs) == 1
+            else " | ".join(progress(r, brief=True) for r in runs)
+        )
+        sys.stderr.write(f"\r\033[K{line}")
         sys.stderr.flush()
 
     return show

@@ -50,8 +50,11 @@ def row(summary: Summary) -> tuple[str, ...]:
     )
 
 
-def progress(report: Progress) -> str:
-    """One line: how far a run got, for a terminal to overwrite as it goes."""
+def progress(report: Progress, *, brief: bool = False) -> str:
+    """One line: how far a run got, for a terminal to overwrite as it goes (`brief`: a part of
+    one, beside other runs')."""
+    if brief:
+        return f"{report.policy}: {_seconds(report.now)}, {report.finished}/{report.jobs} done"
     waiting = report.arrived - report.started
     return (
         f"{report.policy}: {_seconds(report.now)} simulated, {report.finished} of {report.jobs} "

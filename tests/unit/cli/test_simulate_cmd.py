@@ -56,3 +56,8 @@ def test_progress_goes_to_a_terminal_only(
     assert terminal.getvalue() == (
         "\r\033[Klahar: 2.0h simulated, 3 of 10 jobs done, 2 waiting to start (12s)"
     )
+    # Policies played side by side share the line, each as it last reported.
+    show(Progress("stock", 600.0, 10, 10, 9, 8, 13.0))
+    assert terminal.getvalue().rpartition("\r\033[K")[2] == (
+        "lahar: 2.0h, 3/10 done | stock: 10.0m, 8/10 done"
+    )

@@ -1,0 +1,99 @@
+"""Several policies played on one trace side by side: a process per policy, as many at once as
+the machine gives this process cores.
+
+Each simulation is single-threaded and shares nothing with the others (its own cluster state,
+virtual clock and seeded tie-breaks), so playing them in worker processes gives the outcomes
+played one after another, in about the wall time of the longest instead of the sum (`lahar
+simulate` compares Lahar's policy with the stock scheduler's by default). The trace and the
+policies go to the workers pickled and the outcomes come back the same way, in the policies'
+order; a worker's error is raised here. Progress reports come back through a queue and are handed
+to `on_progress` in this process as they arrive. One policy, or one core: played here, in turn.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Any
+
+from extender.framework.policy import Policy
+from extender.simulate.run import Outcome, Progress, simulate
+from extender.simulate.trace import Trace
+
+_worker: dict[str, Any] = {}  # in a worker process: "reports", the queue its progress goes to
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # (not on Linux)
+        return os.cpu_count() or 1
+
+
+def play(
+    trace: Trace,
+    policies: Sequence[tuple[str, Policy]],
+    *,
+    seed: int = 0,
+    on_progress: Callable[[Progress], None] | None = None,
+    progress_every: float = 2.0,
+    workers: int | None = None,
+) -> list[Outcome]:
+    """`simulate` for each (name, policy), up to `workers` (default: `cores()`) at once."""
+    at_once = min(len(policies), workers if workers is not None else cores())
+    if at_once <= 1:
+        return [
+            simulate(
+                trace,
+                policy,
+                name,
+                seed=seed,
+                on_progress=on_progress,
+                progress_every=progress_every,
+            )
+            for name, policy in policies
+        ]
+    context = multiprocessing.get_context()
+    reports = context.Queue() if on_progress is not None else None
+    with ProcessPoolExecutor(
+        at_once, mp_context=context, initializer=_serve, initargs=(reports,)
+    ) as pool:
+        runs = [
+            pool.submit(_run, trace, policy, name, seed, progress_every)
+            for name, policy in policies
+        ]
+        _relay(runs, reports, on_progress)
+        return [run.result() for run in runs]
+
+
+def _relay(
+    runs: list[Future[Outcome]],
+    reports: Any,
+    on_progress: Callable[[Progress], None] | None,
+) -> None:
+    """Hand the workers' progress reports on until every run is over."""
+    pending = set(runs)
+    while pending:
+        if reports is None or on_progress is None:
+            _, pending = wait(pending, return_when=FIRST_COMPLETED)
+            continue
+        try:
+            on_progress(reports.get(timeout=0.2))
+        except queue.Empty:
+            pending = {run for run in pending if not run.done()}
+
+
+def _serve(reports: Any) -> None:
+    """A worker process starts: where its progress reports go (None: nowhere)."""
+    _worker["reports"] = reports
+
+
+def _run(trace: Trace, policy: Policy, name: str, seed: int, every: float) -> Outcome:
+    """One simulation in a worker process."""
+    reports = _worker.get("reports")
+    shown = reports.put if reports is not None else None
+    return simulate(trace, policy, name, seed=seed, on_progress=shown, progress_every=every)
