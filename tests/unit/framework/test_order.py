@@ -305,35 +305,39 @@ def test_a_priority_class_that_changes_reorders_the_gangs_waiting() -> None:
     assert built.gangs.admissible(state, state.view().nodes) == ["default/a"]
 
 
-def test_why_a_gang_waits_is_what_held_at_its_turn_even_when_read_after_the_walk() -> None:
-    """A refusal for want of room is worded only when read; it names the gangs ahead of it at
-    its turn, not those that took capacity later in the walk."""
-    gangs = [Gang("a", 1), Gang("m", 1, cpu="4"), Gang("z", 1)]  # in this order; 4 cpu free
-    state, built = state_of(Scenario(1, gangs)), engine()
+@pytest.mark.parametrize(
+    ("nodes", "gangs", "cause", "words"),
+    [
+        # The gangs ahead took its room: it names them, not z, which took capacity later.
+        (
+            1,
+            [Gang("a", 1), Gang("m", 1, cpu="4"), Gang("z", 1)],
+            "Queued",
+            "fair order (queue share, priority, age): default/a",
+        ),
+        # It would not fit even were nobody ahead: what it lacks at its turn (a held one node,
+        # so two of its members fit; z took half of another since).
+        (
+            3,
+            [Gang("a", 1, cpu="4"), Gang("m", 4, cpu="3"), Gang("z", 1)],
+            "NotEnoughResources",
+            "gang default/m: 2 of 4 members cannot be placed: Insufficient cpu",
+        ),
+    ],
+)
+def test_why_a_gang_waits_is_what_held_at_its_turn_even_when_read_after_the_walk(
+    nodes: int, gangs: list[Gang], cause: str, words: str
+) -> None:
+    """A refusal for want of room is worded only when read, as it stood at the gang's turn (the
+    gangs are in line in the order given, on nodes of 4 cpu)."""
+    state, built = state_of(Scenario(nodes, gangs)), engine()
     assert built.gangs is not None
     built.gangs.serve(state.pods["uid-default-a-0"].spec.scheduler_name)
     order = built.gangs.order(state, state.view().nodes)  # every turn taken, none read yet
     assert order.turns["default/a"].slots and order.turns["default/z"].slots  # z backfills
     why = order.turns["default/m"].rejection
-    assert why is not None and why.cause == "Queued"
-    assert why.message.endswith("fair order (queue share, priority, age): default/a")
-
-
-def test_what_a_gang_lacks_is_worded_on_the_room_at_its_turn_even_when_read_after_the_walk() -> (
-    None
-):
-    """A gang that would not fit even were nobody ahead (NotEnoughResources, not Queued) says
-    what it lacks on the room left at its turn, not on what the gangs after it left."""
-    gangs = [Gang("a", 1, cpu="4"), Gang("m", 4, cpu="3"), Gang("z", 1)]  # 3 nodes of 4 cpu
-    state, built = state_of(Scenario(3, gangs)), engine()
-    assert built.gangs is not None
-    built.gangs.serve(state.pods["uid-default-a-0"].spec.scheduler_name)
-    order = built.gangs.order(state, state.view().nodes)  # every turn taken, none read yet
-    assert order.turns["default/a"].slots and order.turns["default/z"].slots  # z backfills
-    why = order.turns["default/m"].rejection
-    assert why is not None and why.cause == "NotEnoughResources"
-    # At its turn a held one node: two of m's members fit; z took half of another since.
-    assert why.message == "gang default/m: 2 of 4 members cannot be placed: Insufficient cpu"
+    assert why is not None and why.cause == cause
+    assert why.message.endswith(words)
 
 
 def test_once_nothing_in_line_fits_a_starving_gang_holds_nothing_and_keeps_its_targets() -> None:
