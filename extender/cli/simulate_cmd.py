@@ -20,7 +20,7 @@ from extender.simulate.defaults import STOCK, stock_policy, story_trace
 from extender.simulate.metrics import summarize
 from extender.simulate.report import HEADERS, progress, row
 from extender.simulate.run import Progress
-from extender.simulate.side_by_side import play
+from extender.simulate.side_by_side import WorkerDied, play
 from extender.simulate.synthetic import generate
 from extender.simulate.trace import Trace, TraceError, load_trace, parse_trace
 
@@ -94,7 +94,10 @@ def _simulate(args: argparse.Namespace) -> int:
             gap = "\n" if number else ""
             print(f"{gap}{label}: {len(trace.jobs)} jobs, {trace.node_count} nodes")
         shown = _progress_shown()
-        outcomes = play(trace, policies, seed=args.seed, on_progress=shown)
+        try:
+            outcomes = play(trace, policies, seed=args.seed, on_progress=shown)
+        except WorkerDied as error:
+            raise SystemExit(f"lahar simulate: {error}") from None
         if shown is not None:
             sys.stderr.write("\r\033[K")  # the last progress line goes
         summaries = [summarize(outcome) for outcome in outcomes]

@@ -6,8 +6,10 @@ virtual clock and seeded tie-breaks), so playing them in worker processes gives 
 played one after another, in about the wall time of the longest instead of the sum (`lahar
 simulate` compares Lahar's policy with the stock scheduler's by default). The trace and the
 policies go to the workers pickled and the outcomes come back the same way, in the policies'
-order; a worker's error is raised here. Progress reports come back through a queue and are handed
-to `on_progress` in this process as they arrive. One policy, or one core: played here, in turn.
+order; a worker's error is raised here, and a worker that dies (killed, out of memory) is
+`WorkerDied`, naming the policies whose runs it stopped. Progress reports come back through a
+queue and are handed to `on_progress` in this process as they arrive. One policy, or one core:
+played here, in turn.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import queue
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from extender.framework.policy import Policy
@@ -24,6 +27,10 @@ from extender.simulate.run import Outcome, Progress, simulate
 from extender.simulate.trace import Trace
 
 _worker: dict[str, Any] = {}  # in a worker process: "reports", the queue its progress goes to
+
+
+class WorkerDied(Exception):
+    """The process playing a policy ended before its simulation did."""
 
 
 def cores() -> int:
@@ -67,6 +74,16 @@ def play(
             for name, policy in policies
         ]
         _relay(runs, reports, on_progress)
+        broken = [
+            name
+            for run, (name, _) in zip(runs, policies, strict=True)
+            if isinstance(run.exception(), BrokenProcessPool)
+        ]
+        if broken:  # (one worker dying stops the others: which one died is not known)
+            raise WorkerDied(
+                "a worker process ended abruptly (killed, or out of memory?) while playing "
+                f"policies {', '.join(broken)}"
+            )
         return [run.result() for run in runs]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from extender.framework.policy import Policy, load_policy
 from extender.plugins import REGISTRY
 from extender.simulate.defaults import stock_policy
 from extender.simulate.run import Outcome, Progress, simulate
-from extender.simulate.side_by_side import cores, play
+from extender.simulate.side_by_side import WorkerDied, cores, play
 from extender.simulate.synthetic import generate
 from extender.simulate.trace import Trace, parse_trace
 
@@ -68,3 +69,20 @@ def test_a_workers_error_is_raised_here(policies: list[tuple[str, Policy]], trac
 
 def test_cores_counts_what_this_process_may_use() -> None:
     assert cores() >= 1
+
+
+class _Killer:
+    """Pickled like any object; in the worker, the simulation's first look at it ends the
+    process, as the kernel's OOM killer would."""
+
+    @property
+    def filters(self) -> Any:
+        os._exit(1)
+
+
+def test_a_worker_that_dies_names_the_runs_it_stopped(
+    policies: list[tuple[str, Policy]], trace: Trace
+) -> None:
+    killer: Any = _Killer()
+    with pytest.raises(WorkerDied, match=r"ended abruptly .* while playing policies stock, doomed"):
+        play(trace, [policies[1], ("doomed", killer)], workers=2)
