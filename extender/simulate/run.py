@@ -14,7 +14,8 @@ left are stuck (pods bound part of a gang wait for the rest forever under the st
 the run counts as ending `idle_limit` after the last move.
 
 A long run says how far it got: `on_progress` is handed a `Progress` at most every
-`progress_every` wall seconds, when something moves (`lahar simulate` shows it on a terminal).
+`progress_every` wall seconds, when something moves, and once where the run ended (`lahar
+simulate` shows it on a terminal).
 """
 
 from __future__ import annotations
@@ -144,6 +145,8 @@ class Simulation:
         self._began = self._reported = time.perf_counter()
         with _young_collections_every(GC_YOUNG_THRESHOLD):
             run(self._main(), self.clock)
+            if self.on_progress is not None:  # where it ended, however soon after the last
+                self._report(time.perf_counter())
         end = max((r.finished or 0.0 for r in self.jobs.values()), default=0.0)
         if any(r.finished is None for r in self.jobs.values()):
             end = self._moved_at + self.idle_limit  # watched that long after the last move
@@ -184,19 +187,23 @@ class Simulation:
             wall = time.perf_counter()
             if wall - self._reported >= self.progress_every:
                 self._reported = wall
-                jobs = len(self.jobs)
-                arrived = jobs - self._arrivals
-                self.on_progress(
-                    Progress(
-                        self.name,
-                        self.clock.now,
-                        jobs,
-                        arrived,
-                        self._started,
-                        self._finished,
-                        wall - self._began,
-                    )
-                )
+                self._report(wall)
+
+    def _report(self, wall: float) -> None:
+        assert self.on_progress is not None
+        jobs = len(self.jobs)
+        arrived = jobs - self._arrivals
+        self.on_progress(
+            Progress(
+                self.name,
+                self.clock.now,
+                jobs,
+                arrived,
+                self._started,
+                self._finished,
+                wall - self._began,
+            )
+        )
 
     # -- the API server and the kubelets --------------------------------------------------------
 

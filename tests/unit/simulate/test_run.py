@@ -117,6 +117,15 @@ def test_a_run_says_how_far_it_got_as_it_goes(lahar: Policy) -> None:
     assert "of 4 jobs done, 1 waiting to start (" in progress(first_wait)
 
 
+def test_a_run_reports_where_it_ended_however_soon_after_the_last_report(lahar: Policy) -> None:
+    trace = parse_trace(
+        {"nodes": [{"count": 1, "cpu": "4", "memory": "8Gi"}], "jobs": [_job("j", 1, "1", 5)]}
+    )
+    reports: list[Progress] = []
+    simulate(trace, lahar, "lahar", on_progress=reports.append, progress_every=3600)
+    assert [(r.now, r.arrived, r.started, r.finished) for r in reports] == [(5.0, 1, 1, 1)]
+
+
 def test_no_progress_is_reported_unless_asked(lahar: Policy) -> None:
     trace = parse_trace(
         {"nodes": [{"count": 1, "cpu": "4", "memory": "8Gi"}], "jobs": [_job("j", 1, "1", 5)]}
