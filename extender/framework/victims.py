@@ -141,7 +141,8 @@ def choose(
     )
     need = sum((pod.request for pod in members), EMPTY) - free
     need_cpu, need_memory = need.get(CPU, 0), need.get(MEMORY, 0)
-    best = _greedy(units, fits, valid)  # an upper bound, found in a few tries
+    # An upper bound, found in a few tries.
+    best = _greedy(units, members, base, _Taking(queues, preemptor_queue), valid)
     best_cost = _cost(best) if best is not None else None
     tries = 0
     for size in range(1, len(units) + 1):
@@ -213,22 +214,71 @@ def _sum_costs(units: Sequence[Unit]) -> tuple[int, int, int]:
 
 def _greedy(
     units: Sequence[Unit],
-    fits: Callable[[Sequence[Unit]], bool],
+    members: Sequence[Pod],
+    base: Room,
+    taking: _Taking,
     valid: Callable[[Sequence[Unit]], bool],
 ) -> list[Unit] | None:
+    """Units in cost order, each that keeps the set valid, until the members fit; then pruned,
+    costliest first, of every unit the rest fit without. The set grows at the cost of the unit
+    added, not of the set: `taking` tells whether a unit keeps it valid, and one room follows
+    it (a unit added is freed on it, one pruned taken back; whole numbers, so the room is
+    exactly what freeing the set on `base` makes)."""
+    room = base.copy()
     chosen: list[Unit] = []
     for unit in units:
-        if valid([*chosen, unit]):
+        if taking.allows(unit):
+            taking.add(unit)
             chosen.append(unit)
-            if fits(chosen):
+            _free(room, unit.by_node)
+            if room.fits(members):
                 break
     else:
         return None
     for unit in sorted(chosen, key=lambda u: u.cost, reverse=True):  # prune what is not needed
         rest = [u for u in chosen if u is not unit]
-        if rest and fits(rest):
-            chosen = rest
+        if rest and valid(rest):
+            _free(room, unit.by_node, back=True)
+            if room.fits(members):
+                chosen = rest
+            else:
+                _free(room, unit.by_node)
     return chosen
+
+
+class _Taking:
+    """What a growing valid set of units takes (`_valid`), kept so that whether one unit more
+    keeps it valid costs that unit: the gangs taken whole and by spare members, and per other
+    queue the sum of what it gives up and the part ranked last by share (a stable sort puts the
+    latest of equal shares last), which alone may take it below its deserved share."""
+
+    def __init__(self, queues: Mapping[str, QueueView], own: str) -> None:
+        self.queues, self.own = queues, own
+        self.wholes: set[str] = set()
+        self.spares: set[str] = set()
+        self.given: dict[str, tuple[Resources, Resources, float]] = {}  # total, last, its share
+
+    def allows(self, unit: Unit) -> bool:
+        if unit.key in (self.spares if unit.whole else self.wholes):
+            return False
+        if unit.queue == self.own:
+            return True
+        total, last, _ = self._with(unit)
+        view = self.queues[unit.queue]
+        return overused(view.allocated - (total - last), view.deserved)
+
+    def add(self, unit: Unit) -> None:
+        (self.wholes if unit.whole else self.spares).add(unit.key)
+        if unit.queue != self.own:
+            self.given[unit.queue] = self._with(unit)
+
+    def _with(self, unit: Unit) -> tuple[Resources, Resources, float]:
+        """Its queue's sum and last-ranked part, were `unit` taken too."""
+        total, last, last_share = self.given.get(unit.queue, (EMPTY, EMPTY, -math.inf))
+        ranked = share(unit.request, self.queues[unit.queue].deserved)
+        if ranked >= last_share:
+            last, last_share = unit.request, ranked
+        return total + unit.request, last, last_share
 
 
 def cost(pods: Iterable[Pod]) -> tuple[int, int, int]:
@@ -280,8 +330,7 @@ def _freed(chosen: Sequence[Unit], base: Room) -> Room:
         for unit in chosen:
             for node, amount in unit.by_node.items():
                 freed[node] = freed.get(node, EMPTY) + amount
-        for node, amount in freed.items():
-            room.hold(node, EMPTY - amount)
+        _free(room, freed)
         return room
     seen: set[str] = set()
     for unit in chosen:
@@ -290,3 +339,9 @@ def _freed(chosen: Sequence[Unit], base: Room) -> Room:
                 seen.add(pod.metadata.uid)
                 room.hold(node, EMPTY - pod.request)  # frees it
     return room
+
+
+def _free(room: Room, freed: Mapping[str, Resources], *, back: bool = False) -> None:
+    """Free what `freed` says per node on `room` (`back`: take it back again)."""
+    for node, amount in freed.items():
+        room.hold(node, amount if back else EMPTY - amount)

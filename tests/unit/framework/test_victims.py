@@ -6,19 +6,20 @@ import itertools
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from extender.api.objects import ObjectMeta, PriorityClass
+from extender.api.resources import CPU, MEMORY, Resources
 from extender.cache.state import ClusterState
 from extender.framework import preemption, victims
 from extender.framework.gang import Gangs
 from extender.framework.members import view_gang
 from extender.framework.placement import Room
 from extender.framework.preemption import Pool, victims_for, wanting
-from extender.framework.queues import account
+from extender.framework.queues import QueueView, account
 from extender.framework.victims import Rules, Unit, choose, eligible
-from tests.builders import cluster, make_node, make_queue, running, waiting
+from tests.builders import cluster, make_node, make_pod, make_queue, running, waiting
 
 BOTH = Rules()
 
@@ -230,3 +231,50 @@ def test_a_running_gangs_units_are_kept_with_its_view_while_its_priority_holds()
     assert Pool.of(state, Gangs()).units[0] is first[0]  # nothing changed: the same units
     state.upsert_priority_class(PriorityClass(metadata=ObjectMeta(name="batch"), value=7))
     assert {unit.priority for unit in Pool.of(state, Gangs()).units} == {7}
+
+
+_QUEUE_NAMES = ("own", "q1", "q2")
+GI = 2**30
+
+
+@settings(max_examples=200, deadline=None)
+# Two parts of q1 with equal shares (by cpu) but not equal memory: which one ranks last decides.
+@example(figures=[(0, 1), (12, 10), (0, 1)], drawn=[("q1", 0, True, 4, 0), ("q1", 1, True, 4, 4)])
+@given(
+    figures=st.lists(
+        st.tuples(st.integers(0, 40), st.integers(1, 20)), min_size=3, max_size=3
+    ),  # per queue: allocated and deserved cpu (and as many Gi of memory)
+    drawn=st.lists(
+        st.tuples(
+            st.sampled_from(_QUEUE_NAMES),
+            st.integers(0, 4),  # which gang of that queue
+            st.booleans(),  # whole, or a spare member
+            st.integers(1, 8),  # cpu
+            st.integers(0, 8),  # memory, Gi (shares tie with different requests)
+        ),
+        max_size=12,
+    ),
+)
+def test_the_greedy_set_grows_valid_exactly_as_the_whole_check_says(
+    figures: list[tuple[int, int]], drawn: list[tuple[str, int, bool, int, int]]
+) -> None:
+    """Greedy's unit-by-unit check (`_Taking`) allows a unit exactly when `_valid` allows the
+    set with it: same gangs whole and by spare members, same queues taken below their share."""
+    queues = {
+        name: QueueView(
+            make_queue(name).model(),
+            allocated=Resources({CPU: allocated * 1000, MEMORY: allocated * GI}),
+            deserved=Resources({CPU: deserved * 1000, MEMORY: deserved * GI}),
+        )
+        for name, (allocated, deserved) in zip(_QUEUE_NAMES, figures, strict=True)
+    }
+    taking = victims._Taking(queues, "own")
+    chosen: list[Unit] = []
+    for index, (queue, gang, whole, cpu, memory) in enumerate(drawn):
+        pod = make_pod(f"p{index}").cpu(str(cpu)).memory(f"{memory}Gi").model()
+        unit = Unit(f"{queue}/g{gang}", queue, 0, ((pod, "n0"),), whole=whole)
+        allowed = victims._valid([*chosen, unit], queues, "own")
+        assert taking.allows(unit) == allowed
+        if allowed:
+            taking.add(unit)
+            chosen.append(unit)
