@@ -14,11 +14,12 @@ played here, in turn.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import queue
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
@@ -73,7 +74,10 @@ def play(
             pool.submit(_run, trace, policy, name, seed, progress_every)
             for name, policy in policies
         ]
-        _relay(runs, reports, on_progress)
+        if on_progress is None:
+            wait(runs)
+        else:
+            _relay(runs, reports, on_progress)
         broken = [
             name
             for run, (name, _) in zip(runs, policies, strict=True)
@@ -88,20 +92,18 @@ def play(
 
 
 def _relay(
-    runs: list[Future[Outcome]],
-    reports: Any,
-    on_progress: Callable[[Progress], None] | None,
+    runs: list[Future[Outcome]], reports: Any, on_progress: Callable[[Progress], None]
 ) -> None:
-    """Hand the workers' progress reports on until every run is over."""
-    pending = set(runs)
-    while pending:
-        if reports is None or on_progress is None:
-            _, pending = wait(pending, return_when=FIRST_COMPLETED)
-            continue
-        try:
+    """Hand the workers' progress reports on until every run is over, then those left in the
+    queue (a run's last report, where it ended)."""
+    while not all(run.done() for run in runs):
+        with contextlib.suppress(queue.Empty):
             on_progress(reports.get(timeout=0.2))
+    while True:
+        try:
+            on_progress(reports.get_nowait())
         except queue.Empty:
-            pending = {run for run in pending if not run.done()}
+            return
 
 
 def _serve(reports: Any) -> None:

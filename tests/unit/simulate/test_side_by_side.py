@@ -61,6 +61,15 @@ def test_the_workers_progress_reaches_the_caller(
     assert all(r.jobs == 60 for r in last.values())
 
 
+def test_each_runs_last_report_says_where_it_ended(
+    policies: list[tuple[str, Policy]], trace: Trace
+) -> None:
+    """However soon a run ends after starting, its last report (where it ended) arrives."""
+    reports: list[Progress] = []
+    play(trace, policies, on_progress=reports.append, progress_every=3600, workers=2)
+    assert sorted((r.policy, r.finished) for r in reports) == [("lahar", 60), ("stock", 60)]
+
+
 def test_a_workers_error_is_raised_here(policies: list[tuple[str, Policy]], trace: Trace) -> None:
     broken: Any = object()  # not a policy: the simulation fails in its worker
     with pytest.raises(AttributeError, match="no attribute"):
