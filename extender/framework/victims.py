@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -141,8 +141,7 @@ def choose(
     )
     need = sum((pod.request for pod in members), EMPTY) - free
     need_cpu, need_memory = need.get(CPU, 0), need.get(MEMORY, 0)
-    # An upper bound, found in a few tries.
-    best = _greedy(units, members, base, _Taking(queues, preemptor_queue), valid)
+    best = _greedy(units, members, base, queues, preemptor_queue)  # an upper bound, quickly
     best_cost = _cost(best) if best is not None else None
     tries = 0
     for size in range(1, len(units) + 1):
@@ -216,15 +215,16 @@ def _greedy(
     units: Sequence[Unit],
     members: Sequence[Pod],
     base: Room,
-    taking: _Taking,
-    valid: Callable[[Sequence[Unit]], bool],
+    queues: Mapping[str, QueueView],
+    own: str,
 ) -> list[Unit] | None:
     """Units in cost order, each that keeps the set valid, until the members fit; then pruned,
     costliest first, of every unit the rest fit without. The set grows at the cost of the unit
-    added, not of the set: `taking` tells whether a unit keeps it valid, and one room follows
+    added, not of the set: `_Taking` tells whether a unit keeps it valid, and one room follows
     it (a unit added is freed on it, one pruned taken back; whole numbers, so the room is
     exactly what freeing the set on `base` makes)."""
     room = base.copy()
+    taking = _Taking(queues, own)
     chosen: list[Unit] = []
     for unit in units:
         if taking.allows(unit):
@@ -237,7 +237,7 @@ def _greedy(
         return None
     for unit in sorted(chosen, key=lambda u: u.cost, reverse=True):  # prune what is not needed
         rest = [u for u in chosen if u is not unit]
-        if rest and valid(rest):
+        if rest and _valid(rest, queues, own):
             _free(room, unit.by_node, back=True)
             if room.fits(members):
                 chosen = rest
