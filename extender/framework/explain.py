@@ -128,12 +128,18 @@ def _few(keys: list[str], shown: int = 5) -> str:
 
 
 def _members(gang: GangView, nodes: Mapping[str, NodeInfo], gangs: Gangs) -> list[str]:
-    """Per task and request of the pending members: on how many nodes one fits now."""
+    """Per task and request of the pending members: on how many nodes one fits now, on the
+    capacity no other gang holds (an admitted gang's own reservation is room for its members)."""
     kinds: dict[tuple[str, str], list[Pod]] = {}
     for pod in gang.pending:
         asks = Resources({k: v for k, v in pod.request.items() if k != PODS}).describe()
-        kinds.setdefault((task_of(pod), asks), []).append(pod)
-    room = Room(nodes, gangs.reserved())
+        kinds.setdefault((task_of(pod), asks or "no resources"), []).append(pod)
+    held = dict(gangs.reserved())
+    admission = gangs.admissions.get(gang.key)
+    for slot in admission.slots.values() if admission is not None else ():
+        held[slot.node] = held[slot.node] - slot.request
+    room = Room(nodes, held)
+    where = "unreserved capacity" if admission is None else "its reservation or unreserved capacity"
     lines = []
     for (task, request), pods in sorted(kinds.items()):
         pod = pods[0]
@@ -142,7 +148,7 @@ def _members(gang: GangView, nodes: Mapping[str, NodeInfo], gangs: Gangs) -> lis
         roomiest = room.roomiest(pod)
         if fitting:
             nodes_now = f"{fitting} node{'s' if fitting > 1 else ''}"
-            lines.append(f"{what}: one fits on {nodes_now} now (unreserved capacity)")
+            lines.append(f"{what}: one fits on {nodes_now} now ({where})")
         elif roomiest is None:
             lines.append(f"{what}: no node matches its nodeSelector, affinity and tolerations")
         else:

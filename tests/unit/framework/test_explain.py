@@ -31,6 +31,31 @@ def test_an_admitted_gang_says_where_its_capacity_is_held() -> None:
     answer = explain(state, gangs, "default/g")
     assert answer.state == "Admitted"
     assert "capacity is reserved for 2 members on n0" in answer.text()
+    # (its own reservation is room for its members: not "fits on no node")
+    assert "2 pending asking cpu 2: one fits on 1 node now (its reservation or unreserved" in (
+        answer.text()
+    )
+
+
+def test_an_admitted_gang_on_full_nodes_fits_on_its_own_reservation_only() -> None:
+    state = cluster([make_node("n0").cpu("4"), make_node("n1").cpu("4")])
+    waiting(state, "g", 2, cpu="4")
+    waiting(state, "other", 1, cpu="1")
+    gangs = Gangs()
+    gangs.verdict(state, state.view().nodes, state.pods["uid-default-g-0"])
+    text = explain(state, gangs, "default/g").text()
+    assert "capacity is reserved for 2 members on n0, n1" in text
+    assert "2 pending asking cpu 4: one fits on 2 nodes now" in text
+    # Another gang sees that capacity as held.
+    other = explain(state, gangs, "default/other").text()
+    assert "1 pending asking cpu 1: fits on no node" in other
+
+
+def test_a_member_asking_for_nothing_says_so() -> None:
+    state = cluster([make_node("n0").cpu("4")])
+    waiting(state, "empty", 1, cpu="0")
+    text = explain(state, Gangs(), "default/empty").text()
+    assert "1 pending asking no resources: one fits on 1 node now" in text
 
 
 def test_a_gang_behind_another_names_it_and_its_backoff() -> None:
