@@ -1,7 +1,8 @@
 """Prometheus metrics of the extender, in a registry per app (so tests and benchmarks can run
 several apps in one process).
 
-- `lahar_extender_requests_total{verb,result}`: calls per verb; result is ok, bad_request or error.
+- `lahar_extender_requests_total{verb,result}`: calls per verb; result is ok, bad_request, error,
+  forbidden or unavailable.
 - `lahar_extender_request_duration_seconds{verb}`: latency histogram per verb, from request read to
   reply written.
 - `lahar_binds_total{result}`: bindings created or refused.
@@ -123,7 +124,7 @@ class Metrics:
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "lahar_extender_requests",
-            "Extender calls by verb and result (ok, bad_request, error, forbidden)",
+            "Extender calls by verb and result (ok, bad_request, error, forbidden, unavailable)",
             ["verb", "result"],
             registry=self.registry,
         )

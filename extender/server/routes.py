@@ -63,6 +63,11 @@ class BadRequest(Exception):
     """A body that is not the verb's wire type: answered with HTTP 400 and the reason."""
 
 
+class Unavailable(Exception):
+    """This replica cannot answer truly now (a standby, or its cache not synced): HTTP 503 and
+    why, so a caller tries the replica that serves instead of trusting an empty ledger."""
+
+
 async def _read(request: web.Request, what: str, parse: Callable[[bytes], T]) -> T:
     """The request body parsed by `parse`; a validation error is a 400 naming the field."""
     body = await request.read()
@@ -85,8 +90,9 @@ def _verb(
 ) -> Callable[[web.Request], Awaitable[web.Response]]:
     # What does not change between calls is looked up once: the metric children, the mTLS mode.
     metrics = app[METRICS]
-    ok, bad, failed, unauthorized = (
-        metrics.requests.labels(name, r) for r in ("ok", "bad_request", "error", "forbidden")
+    ok, bad, failed, unauthorized, unavailable = (
+        metrics.requests.labels(name, r)
+        for r in ("ok", "bad_request", "error", "forbidden", "unavailable")
     )
     latency = metrics.latency.labels(name)
     tls = app[TLS]
@@ -104,6 +110,10 @@ def _verb(
             log.warning("rejected a %s call: %s", name, error)
             bad.inc()
             return web.Response(status=400, text=str(error))
+        except Unavailable as error:
+            log.info("could not answer a %s call: %s", name, error)
+            unavailable.inc()
+            return web.Response(status=503, text=str(error))
         except Exception:
             log.exception("%s call failed", name)
             failed.inc()
@@ -191,6 +201,8 @@ async def _explain(request: web.Request) -> bytes:
     gangs = request.app[ENGINE].gangs
     if gangs is None:
         raise BadRequest("gang: this extender's policy has no gang plugin")
+    if not request.app[SERVING].is_set():  # its ledger is empty or behind: ask the leader
+        raise Unavailable(f"Lahar's {_not_serving(request.app)}")
     answer = explain_gang(request.app[STATE], gangs, key)
     body = {"gang": answer.gang, "state": answer.state, "lines": list(answer.lines)}
     return json.dumps(body).encode()

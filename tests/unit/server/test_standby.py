@@ -1,5 +1,6 @@
 """A standby extender (leader election on, the Lease held elsewhere) is not ready and answers no
-verb: filter refuses every node saying why, preempt offers no victim, bind binds nothing."""
+verb: filter refuses every node saying why, preempt offers no victim, bind binds nothing, and
+`/debug/explain` answers 503 instead of reading its empty ledger."""
 
 from __future__ import annotations
 
@@ -48,5 +49,11 @@ def test_a_standby_is_not_ready_and_answers_no_verb(monkeypatch: Any) -> None:
             binding = {"PodName": "p", "PodNamespace": "default", "PodUID": "p", "Node": "n1"}
             reply = await (await client.post("/bind", json=binding)).json()
             assert "standby" in reply["Error"] and bound == []
+            explained = await client.get("/debug/explain", params={"gang": "default/g"})
+            assert explained.status == 503 and "standby" in await explained.text()
+            metrics = await (await client.get("/metrics")).text()
+            assert 'lahar_extender_requests_total{result="unavailable",verb="explain"} 1.0' in (
+                metrics
+            )
 
     asyncio.run(main())
