@@ -64,9 +64,10 @@ def register(commands: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    wanted, given = target(args.name)
     with kubectl.connect(args) as cluster:
         namespace = cluster.namespace
-        job, name, group = _resolve(cluster, args.name)
+        job, name, group = _resolve(cluster, wanted, given)
         if job is not None:
             selector = f"{JOB_NAME_KEY}={job}"
             pods = list_objects(
@@ -96,19 +97,28 @@ def _run(args: argparse.Namespace) -> int:
     if args.output == "text":
         print("\n".join(text(answer)))
     else:
-        print(kubectl.dump([answer], args.output))
+        print(kubectl.dump(answer, args.output))
     return 0
 
 
-def _resolve(
-    cluster: kubectl.Connection, given: str
-) -> tuple[str | None, str, dict[str, Any] | None]:
-    """The Job's name (None for a PodGroup named alone), the PodGroup's name and the PodGroup
-    (None while the controller has not made it)."""
+def target(given: str) -> tuple[str | None, str]:
+    """The kind asked for (Job, PodGroup, or None: either) and the name, from NAME, job/NAME or
+    podgroup/NAME; refused before any call when it names no object."""
     kind, _, name = given.rpartition("/")
     if kind and kind.lower() not in KINDS:
         raise KubeError(f"{given}: expected JOB, PODGROUP, job/NAME or podgroup/NAME")
-    wanted = KINDS.get(kind.lower()) if kind else None
+    try:
+        kubectl.object_name(name)
+    except argparse.ArgumentTypeError as error:
+        raise KubeError(f"{given}: {error}") from None
+    return (KINDS[kind.lower()] if kind else None), name
+
+
+def _resolve(
+    cluster: kubectl.Connection, wanted: str | None, name: str
+) -> tuple[str | None, str, dict[str, Any] | None]:
+    """The Job's name (None for a PodGroup named alone), the PodGroup's name and the PodGroup
+    (None while the controller has not made it)."""
     namespace = cluster.namespace
     if wanted == "Job":
         return (name, *job_cmd.group_of(cluster, job_cmd.read_job(cluster, name)))

@@ -27,17 +27,17 @@ def register(commands: Any) -> None:
         verbs, _list, help="the Jobs of a namespace (-A: of every namespace)", namespaced=True
     )
     view = verbs.add_parser("view", help="one Job: status, tasks, why it waits, its pods")
-    view.add_argument("name")
+    kubectl.add_name(view)
     kubectl.add_connection_flags(view, namespaced=True)
     kubectl.add_output_flag(view)
     view.set_defaults(run=_view)
     for verb, action in ACTIONS.items():
         acting = verbs.add_parser(verb, help=f"{verb} a Job (a Command with action {action})")
-        acting.add_argument("name")
+        kubectl.add_name(acting)
         kubectl.add_connection_flags(acting, namespaced=True)
         acting.set_defaults(run=_command, action=action)
     deleting = verbs.add_parser("delete", help="delete a Job (its pods and PodGroup go with it)")
-    deleting.add_argument("name")
+    kubectl.add_name(deleting)
     kubectl.add_connection_flags(deleting, namespaced=True)
     deleting.set_defaults(run=_delete)
 
@@ -71,7 +71,7 @@ def _view(args: argparse.Namespace) -> int:
             label_selector=f"{JOB_NAME_KEY}={args.name}",
         )
     if args.output in ("json", "yaml"):
-        print(kubectl.dump([kubectl.clean(job)], args.output))
+        print(kubectl.dump(kubectl.clean(job), args.output))
         return 0
     print("\n".join(describe(job, group, pods)))
     return 0

@@ -1,6 +1,7 @@
 """What the resource commands (`lahar job|queue|podgroup ...`) share with kubectl: how to reach
-the cluster (--kubeconfig, default $KUBECONFIG then ~/.kube/config; --context; -n/--namespace,
-default the context's; -A/--all-namespaces) and how to print (-o table|wide|json|yaml)."""
+the cluster (--kubeconfig, default the first file of $KUBECONFIG that exists, then
+~/.kube/config; --context; -n/--namespace, default the context's; -A/--all-namespaces), which
+names may reach a URL, and how to print (-o table|wide|json|yaml; listings as a List)."""
 
 from __future__ import annotations
 
@@ -38,12 +39,38 @@ def add_output_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def object_name(text: str) -> str:
+    """An object's name as given on the command line, refused before it reaches a URL as the
+    API server's path rules refuse it: an empty name would make a DELETE the whole collection's."""
+    if not text:
+        raise argparse.ArgumentTypeError("resource name may not be empty")
+    if text in (".", ".."):
+        raise argparse.ArgumentTypeError(f"resource name may not be {text!r}")
+    for forbidden in ("/", "%"):
+        if forbidden in text:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: resource name may not contain {forbidden!r}"
+            )
+    return text
+
+
+def add_name(parser: argparse.ArgumentParser, help: str | None = None) -> None:
+    """The NAME argument of a command acting on one object (`object_name` checks it)."""
+    parser.add_argument("name", type=object_name, help=help)
+
+
 def kubeconfig_path(given: Path | None) -> Path:
+    """--kubeconfig, else the first file of $KUBECONFIG that exists (kubectl skips the missing
+    ones too, but merges the rest: here only that first one is read), else ~/.kube/config."""
     if given is not None:
         return given
-    env = os.environ.get("KUBECONFIG", "")
-    first = next((part for part in env.split(os.pathsep) if part), None)
-    return Path(first) if first else Path.home() / ".kube" / "config"
+    listed = [
+        Path(part).expanduser()
+        for part in os.environ.get("KUBECONFIG", "").split(os.pathsep)
+        if part
+    ]
+    existing = next((path for path in listed if path.is_file()), None)
+    return existing or (listed[0] if listed else Path.home() / ".kube" / "config")
 
 
 @dataclass(frozen=True)
@@ -63,15 +90,34 @@ def connect(args: argparse.Namespace) -> Iterator[Connection]:
 
 
 def age(timestamp: str | None, now: datetime | None = None) -> str:
-    """kubectl's AGE: 45s, 12m, 3h, 2d."""
+    """kubectl's AGE (apimachinery's `HumanDuration`): seconds up to 2 minutes, then minutes
+    and seconds up to 10 minutes, minutes up to 3 hours, hours and minutes up to 8 hours,
+    hours up to 2 days, days and hours up to 8 days, days up to 2 years, years and days up to
+    8 years, then years; each part rounded down."""
     if not timestamp:
         return "<unknown>"
     then = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-    seconds = max(0, int(((now or datetime.now(UTC)) - then).total_seconds()))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
+    seconds = int(((now or datetime.now(UTC)) - then).total_seconds())
+    if seconds < -1:
+        return "<invalid>"
+    seconds = max(seconds, 0)  # (a second ahead: the clocks differ, "now")
+    minutes, hours = seconds // 60, seconds // 3600
+    days, years = hours // 24, hours // (24 * 365)
+    steps = (
+        (seconds < 120, f"{seconds}s"),
+        (minutes < 10, _two(minutes, "m", seconds % 60, "s")),
+        (minutes < 180, f"{minutes}m"),
+        (hours < 8, _two(hours, "h", minutes % 60, "m")),
+        (hours < 48, f"{hours}h"),
+        (hours < 24 * 8, _two(days, "d", hours % 24, "h")),
+        (hours < 24 * 365 * 2, f"{days}d"),
+        (hours < 24 * 365 * 8, _two(years, "y", days % 365, "d")),
+    )
+    return next((shown for holds, shown in steps if holds), f"{years}y")
+
+
+def _two(big: int, unit: str, small: int, small_unit: str) -> str:
+    return f"{big}{unit}{small}{small_unit}" if small else f"{big}{unit}"
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -85,13 +131,14 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     )
 
 
-def dump(objects: list[dict[str, Any]], output: str) -> str:
-    """Objects as -o json|yaml print them: one object alone, several as a List."""
-    document: dict[str, Any] = (
-        objects[0]
-        if len(objects) == 1
-        else {"apiVersion": "v1", "kind": "List", "items": objects, "metadata": {}}
-    )
+def listed(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    """What `kubectl get` prints for a listing with -o json|yaml, however many objects it has:
+    a List (so `.items[]` reads one object or none as it reads several)."""
+    return {"apiVersion": "v1", "kind": "List", "items": objects, "metadata": {}}
+
+
+def dump(document: dict[str, Any], output: str) -> str:
+    """A document as -o json|yaml prints it."""
     if output == "json":
         return json.dumps(document, indent=4, default=str)
     return yaml.safe_dump(document, sort_keys=False, default_flow_style=False).rstrip()
@@ -132,7 +179,7 @@ def print_list(
         objects = list_objects(cluster.api, api_version, kind, namespace=namespace)
     objects.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
     if args.output in ("json", "yaml"):
-        print(dump([clean(o) for o in objects], args.output))
+        print(dump(listed([clean(o) for o in objects]), args.output))
     elif not objects:
         where = f" in namespace {namespace}" if namespace else " in any namespace" if across else ""
         print(f"No {kind}s found{where}.")

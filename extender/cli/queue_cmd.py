@@ -23,7 +23,7 @@ def register(commands: Any) -> None:
         verbs, _list, help="every Queue with its state and PodGroup counts", namespaced=False
     )
     creating = verbs.add_parser("create", help="create a Queue")
-    creating.add_argument("name")
+    kubectl.add_name(creating)
     creating.add_argument("--weight", type=int, default=1, help="its share weight (default 1)")
     creating.add_argument(
         "--capability",
@@ -40,11 +40,11 @@ def register(commands: Any) -> None:
     creating.set_defaults(run=_create)
     for verb, state in (("open", "Open"), ("close", "Closing")):
         acting = verbs.add_parser(verb, help=f"{verb} a Queue (status.state {state})")
-        acting.add_argument("name")
+        kubectl.add_name(acting)
         kubectl.add_connection_flags(acting, namespaced=False)
         acting.set_defaults(run=_set_state, state=state)
     deleting = verbs.add_parser("delete", help="delete a Queue")
-    deleting.add_argument("name")
+    kubectl.add_name(deleting)
     kubectl.add_connection_flags(deleting, namespaced=False)
     deleting.set_defaults(run=_delete)
 

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import urllib3
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
@@ -23,12 +24,27 @@ class KubeError(Exception):
 @contextmanager
 def connect(kubeconfig: Path, context: str | None = None) -> Iterator[k8s.ApiClient]:
     """An ApiClient for `kubeconfig` (its `context`, default the current one), closed (its
-    connection pool released) on exit."""
+    connection pool released) on exit. A call in the block that cannot reach the server (it
+    is down, or the address is wrong), or that the server refuses where the caller looked for
+    no refusal (expired credentials: 401), ends the block as a `KubeError` saying so."""
     api = load_client(kubeconfig, context)
+    server = api.configuration.host
     try:
         yield api
+    except urllib3.exceptions.HTTPError as exc:
+        raise KubeError(f"cannot reach the API server at {server}: {_transport(exc)}") from exc
+    except k8s.ApiException as exc:
+        raise KubeError(f"the API server at {server} refused: {api_reason(exc)}") from exc
     finally:
         api.close()
+
+
+def _transport(error: urllib3.exceptions.HTTPError) -> str:
+    """What went wrong on the way, without urllib3's wrapping (`Max retries exceeded ...
+    (Caused by NewConnectionError(HTTPSConnection(...): Failed to ...))`)."""
+    cause = error.reason if isinstance(error, urllib3.exceptions.MaxRetryError) else error
+    text = str(cause)
+    return text.partition("): ")[2] or text
 
 
 def load_client(kubeconfig: Path, context: str | None = None) -> k8s.ApiClient:

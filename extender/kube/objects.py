@@ -19,6 +19,8 @@ from extender.kube.manifests import dynamic_resource
 def read(
     api: k8s.ApiClient, api_version: str, kind: str, name: str, namespace: str | None = None
 ) -> dict[str, Any] | None:
+    if not name:  # (the dynamic client would list the collection instead)
+        raise ValueError(f"reading a {kind} needs its name")
     resource, dynamic = dynamic_resource(api, api_version, kind)
     try:
         found: dict[str, Any] = dynamic.get(resource, name=name, namespace=namespace).to_dict()

@@ -154,6 +154,8 @@ def delete(
     """Delete the object (only that very one when `uid` is given) and, by garbage collection,
     its dependents: in the background, or first (`Foreground`: the object stays until they are
     gone); False when it is gone already."""
+    if not name:  # (the path would be the collection's: a DELETE there removes every object)
+        raise ValueError(f"deleting a {kind} needs its name")
     options: dict[str, Any] = {"propagationPolicy": propagation}
     if uid:
         options["preconditions"] = {"uid": uid}

@@ -52,7 +52,8 @@ def test_jobs_are_listed_viewed_suspended_resumed_and_deleted(
     code, out, _ = lahar(capsys, "job", "list", "--kubeconfig", str(kubeconfig), "-A")
     assert any(r["NAMESPACE"] == namespace for r in _columns(out))
     code, out, _ = lahar(capsys, "job", "list", *where, "-o", "json")
-    assert json.loads(out)["metadata"]["name"] == "cli"
+    [listed] = json.loads(out)["items"]  # a List even of one, as kubectl prints it
+    assert listed["metadata"]["name"] == "cli"
 
     code, out, _ = lahar(capsys, "job", "view", "cli", *where)
     assert "Status:        Running" in out

@@ -17,9 +17,19 @@ NOW = datetime(2026, 11, 24, 12, 0, 0, tzinfo=UTC)
     ("stamp", "shown"),
     [
         ("2026-11-24T11:59:15Z", "45s"),
+        ("2026-11-24T11:58:30Z", "90s"),  # seconds up to two minutes
+        ("2026-11-24T11:54:30Z", "5m30s"),  # minutes and seconds up to ten
         ("2026-11-24T11:48:00Z", "12m"),
+        ("2026-11-24T09:00:01Z", "179m"),  # minutes up to three hours
         ("2026-11-24T09:00:00Z", "3h"),
+        ("2026-11-24T06:30:00Z", "5h30m"),
+        ("2026-11-22T13:00:00Z", "47h"),  # hours up to two days
         ("2026-11-22T12:00:00Z", "2d"),
+        ("2026-11-20T09:00:00Z", "4d3h"),
+        ("2023-11-20T12:00:00Z", "3y5d"),
+        ("2016-11-24T12:00:00Z", "10y"),
+        ("2026-11-24T12:00:01Z", "0s"),  # a second ahead: clocks differ
+        ("2026-11-24T12:00:05Z", "<invalid>"),
         (None, "<unknown>"),
     ],
 )
@@ -53,7 +63,7 @@ def test_a_job_row_reads_its_status_with_defaults() -> None:
         "0",
         "0",
         "research",
-        "1h",
+        "60m",  # (kubectl counts minutes up to three hours)
         "1",
         "x",
     ]

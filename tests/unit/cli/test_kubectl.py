@@ -1,0 +1,114 @@
+"""What the resource commands share with kubectl, checked without a cluster: names refused before
+any call (an empty one would address the whole collection), listings printed as a List however
+many items, and an API server that cannot be reached named in one line."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import client as k8s
+
+from extender.cli.kubectl import dump, kubeconfig_path, listed
+from extender.cli.main import main
+from extender.kube import writes
+from extender.kube.objects import read
+
+
+@pytest.mark.parametrize(
+    ("command", "error"),
+    [
+        (["job", "delete", ""], "resource name may not be empty"),
+        (["job", "view", ""], "resource name may not be empty"),
+        (["job", "suspend", ".."], "resource name may not be '..'"),
+        (["queue", "delete", ""], "resource name may not be empty"),
+        (["queue", "close", "a/b"], "'a/b': resource name may not contain '/'"),
+        (["queue", "create", "a%2F"], "'a%2F': resource name may not contain '%'"),
+    ],
+)
+def test_a_name_that_names_no_object_is_refused_before_any_call(
+    command: list[str], error: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (no kubeconfig there: a refusal that got as far as connecting would say so instead)
+    with pytest.raises(SystemExit) as exit_info:
+        main([*command, "--kubeconfig", str(tmp_path / "none")])
+    assert exit_info.value.code == 2
+    assert f"argument name: {error}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("given", "error"),
+    [
+        ("job/", "job/: resource name may not be empty"),
+        ("podgroup/..", "podgroup/..: resource name may not be '..'"),
+        ("pods/x", "pods/x: expected JOB, PODGROUP, job/NAME or podgroup/NAME"),
+    ],
+)
+def test_explain_refuses_a_target_naming_no_object_before_any_call(
+    given: str, error: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["explain", given, "--kubeconfig", str(tmp_path / "none")]) == 2
+    assert capsys.readouterr().err.strip() == f"lahar: error: {error}"
+
+
+def test_the_api_layer_refuses_an_empty_name_too() -> None:
+    api = k8s.ApiClient()
+    with pytest.raises(ValueError, match="deleting a Job needs its name"):
+        writes.delete(api, "batch.volcano.sh/v1alpha1", "Job", "ml", "")
+    with pytest.raises(ValueError, match="reading a Queue needs its name"):
+        read(api, "scheduling.volcano.sh/v1beta1", "Queue", "")
+
+
+@pytest.mark.parametrize("count", [0, 1, 2])
+def test_a_listing_prints_a_list_however_many_items(count: int) -> None:
+    items = [{"kind": "Job", "metadata": {"name": f"j{i}"}} for i in range(count)]
+    for output, load in (("json", json.loads), ("yaml", yaml.safe_load)):
+        document = load(dump(listed(items), output))
+        assert document["kind"] == "List"
+        assert [item["metadata"]["name"] for item in document["items"]] == [
+            f"j{i}" for i in range(count)
+        ]
+
+
+def test_kubeconfig_skips_the_missing_files_of_kubeconfig_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    second = tmp_path / "second"
+    second.write_text("apiVersion: v1\nkind: Config\n")
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'missing'}:{second}")
+    assert kubeconfig_path(None) == second
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'missing'}")
+    assert kubeconfig_path(None) == tmp_path / "missing"  # (its error names it)
+    assert kubeconfig_path(tmp_path / "given") == tmp_path / "given"
+
+
+def test_an_api_server_that_cannot_be_reached_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = tmp_path / "config"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{port}"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+
+    assert main(["job", "list", "--kubeconfig", str(config)]) == 2
+
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(
+        f"lahar: error: cannot reach the API server at https://127.0.0.1:{port}: "
+    )
+    assert "Connection refused" in line and "Max retries" not in line
