@@ -1,5 +1,5 @@
 """What the resource commands (`lahar job|queue|podgroup ...`) share with kubectl: how to reach
-the cluster (--kubeconfig, default the first file of $KUBECONFIG that exists, then
+the cluster (--kubeconfig, default $KUBECONFIG's files merged as kubectl merges them, then
 ~/.kube/config; --context; -n/--namespace, default the context's; -A/--all-namespaces), which
 names may reach a URL, and how to print (-o table|wide|json|yaml; listings as a List)."""
 
@@ -20,6 +20,7 @@ from kubernetes import client as k8s
 
 from extender.kube import KubeError, context_namespace, list_objects
 from extender.kube import connect as kube_connect
+from extender.kube.client import Kubeconfig
 
 OUTPUTS = ("table", "wide", "json", "yaml")
 
@@ -59,18 +60,14 @@ def add_name(parser: argparse.ArgumentParser, help: str | None = None) -> None:
     parser.add_argument("name", type=object_name, help=help)
 
 
-def kubeconfig_path(given: Path | None) -> Path:
-    """--kubeconfig, else the first file of $KUBECONFIG that exists (kubectl skips the missing
-    ones too, but merges the rest: here only that first one is read), else ~/.kube/config."""
+def kubeconfig_path(given: Path | None) -> Kubeconfig:
+    """--kubeconfig, else the files of $KUBECONFIG (merged as kubectl merges them), else
+    ~/.kube/config."""
     if given is not None:
         return given
-    listed = [
-        Path(part).expanduser()
-        for part in os.environ.get("KUBECONFIG", "").split(os.pathsep)
-        if part
-    ]
-    existing = next((path for path in listed if path.is_file()), None)
-    return existing or (listed[0] if listed else Path.home() / ".kube" / "config")
+    listed = [part for part in os.environ.get("KUBECONFIG", "").split(os.pathsep) if part]
+    files = tuple(Path(part).expanduser() for part in listed)
+    return files or Path.home() / ".kube" / "config"
 
 
 @dataclass(frozen=True)
@@ -81,11 +78,13 @@ class Connection:
 
 @contextmanager
 def connect(args: argparse.Namespace) -> Iterator[Connection]:
-    path = kubeconfig_path(args.kubeconfig)
-    if not path.is_file():
-        raise KubeError(f"kubeconfig {path} does not exist; pass --kubeconfig FILE")
-    namespace = getattr(args, "namespace", None) or context_namespace(path, args.context)
-    with kube_connect(path, args.context) as api:
+    config = kubeconfig_path(args.kubeconfig)
+    files = (config,) if isinstance(config, Path) else config
+    if not any(path.is_file() for path in files):
+        named = ", ".join(str(path) for path in files)
+        raise KubeError(f"kubeconfig {named} does not exist; pass --kubeconfig FILE")
+    namespace = getattr(args, "namespace", None) or context_namespace(config, args.context)
+    with kube_connect(config, args.context) as api:
         yield Connection(api, namespace)
 
 

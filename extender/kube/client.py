@@ -7,12 +7,14 @@ process can talk to several clusters (the test suite, the demo and later the ext
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import urllib3
+import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
@@ -22,7 +24,7 @@ class KubeError(Exception):
 
 
 @contextmanager
-def connect(kubeconfig: Path, context: str | None = None) -> Iterator[k8s.ApiClient]:
+def connect(kubeconfig: Kubeconfig, context: str | None = None) -> Iterator[k8s.ApiClient]:
     """An ApiClient for `kubeconfig` (its `context`, default the current one), closed (its
     connection pool released) on exit. A call in the block that cannot reach the server (it
     is down, or the address is wrong), or that the server refuses where the caller looked for
@@ -47,29 +49,58 @@ def _transport(error: urllib3.exceptions.HTTPError) -> str:
     return text.partition("): ")[2] or text
 
 
-def load_client(kubeconfig: Path, context: str | None = None) -> k8s.ApiClient:
+Kubeconfig = Path | tuple[Path, ...]
+"""One kubeconfig file, or the files of $KUBECONFIG merged as kubectl merges them: missing files
+are skipped, and the first file to name a cluster, user or context, or to set current-context,
+wins."""
+
+
+def _merged(kubeconfig: Kubeconfig, context: str | None) -> tuple[str, str | None, str]:
+    """The client's `config_file` (the files that exist, joined as $KUBECONFIG joins them), the
+    context to use (kubectl's current one, the first file's to set one, unless `context`), and
+    the files' names for messages."""
+    files = (kubeconfig,) if isinstance(kubeconfig, Path) else kubeconfig
+    named = ", ".join(str(f) for f in files) or "(none)"
+    existing = [f for f in files if f.is_file()]
+    if not existing:
+        raise KubeError(f"kubeconfig {named} does not exist")
+    if context is None and len(existing) > 1:  # (the client's merge lets the last file win)
+        context = next(filter(None, (_current_context(f) for f in existing)), None)
+    return os.pathsep.join(str(f) for f in existing), context, named
+
+
+def _current_context(path: Path) -> str | None:
+    try:
+        document = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise KubeError(f"kubeconfig {path} is not usable: {exc}") from exc
+    current = document.get("current-context") if isinstance(document, dict) else None
+    return str(current) if current else None
+
+
+def load_client(kubeconfig: Kubeconfig, context: str | None = None) -> k8s.ApiClient:
     """Return an ApiClient for `context` of `kubeconfig` (default: its current context)."""
-    if not kubeconfig.is_file():
-        raise KubeError(f"kubeconfig {kubeconfig} does not exist")
+    config_file, context, named = _merged(kubeconfig, context)
     try:
         api: k8s.ApiClient = k8s_config.new_client_from_config(
-            config_file=str(kubeconfig), context=context
+            config_file=config_file, context=context
         )
     except k8s_config.ConfigException as exc:
-        raise KubeError(f"kubeconfig {kubeconfig} is not usable: {exc}") from exc
+        raise KubeError(f"kubeconfig {named} is not usable: {exc}") from exc
     return api
 
 
-def context_namespace(kubeconfig: Path, context: str | None = None) -> str:
+def context_namespace(kubeconfig: Kubeconfig, context: str | None = None) -> str:
     """The namespace `context` of `kubeconfig` names (kubectl's default namespace), else
     `default`."""
+    config_file, wanted, named = _merged(kubeconfig, context)
     try:
-        contexts, current = k8s_config.list_kube_config_contexts(config_file=str(kubeconfig))
+        contexts, current = k8s_config.list_kube_config_contexts(config_file=config_file)
     except k8s_config.ConfigException as exc:
-        raise KubeError(f"kubeconfig {kubeconfig} is not usable: {exc}") from exc
-    chosen = next((c for c in contexts if c.get("name") == context), None) if context else current
+        raise KubeError(f"kubeconfig {named} is not usable: {exc}") from exc
+    chosen = next((c for c in contexts if c.get("name") == wanted), None) if wanted else current
     if context and chosen is None:
-        raise KubeError(f"kubeconfig {kubeconfig} has no context {context!r}")
+        raise KubeError(f"kubeconfig {named} has no context {context!r}")
     namespace = ((chosen or {}).get("context") or {}).get("namespace")
     return str(namespace) if namespace else "default"
 

@@ -14,7 +14,8 @@ from kubernetes import client as k8s
 
 from extender.cli.kubectl import dump, kubeconfig_path, listed
 from extender.cli.main import main
-from extender.kube import writes
+from extender.kube import KubeError, writes
+from extender.kube.client import context_namespace, load_client
 from extender.kube.objects import read
 
 
@@ -73,16 +74,41 @@ def test_a_listing_prints_a_list_however_many_items(count: int) -> None:
         ]
 
 
-def test_kubeconfig_skips_the_missing_files_of_kubeconfig_env(
+def _kubeconfig(path: Path, name: str, server: str) -> Path:
+    """A kubeconfig of one context `name` (namespace ns-`name`) on `server`, current."""
+    document = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": {"server": server}}],
+        "users": [{"name": name, "user": {"token": "t"}}],
+        "contexts": [
+            {"name": name, "context": {"cluster": name, "user": name, "namespace": f"ns-{name}"}}
+        ],
+        "current-context": name,
+    }
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def test_kubeconfig_env_files_merge_as_kubectl_merges_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    second = tmp_path / "second"
-    second.write_text("apiVersion: v1\nkind: Config\n")
-    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'missing'}:{second}")
-    assert kubeconfig_path(None) == second
-    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'missing'}")
-    assert kubeconfig_path(None) == tmp_path / "missing"  # (its error names it)
+    first = _kubeconfig(tmp_path / "first", "a", "https://127.0.0.1:6443")
+    second = _kubeconfig(tmp_path / "second", "b", "https://127.0.0.2:6443")
+    missing = tmp_path / "missing"
+    monkeypatch.setenv("KUBECONFIG", f"{missing}:{first}:{second}")
+    files = kubeconfig_path(None)
+    assert files == (missing, first, second)
+    # The first file to set current-context wins; a context of another file can be chosen.
+    assert context_namespace(files) == "ns-a"
+    assert context_namespace(files, "b") == "ns-b"
+    assert load_client(files).configuration.host == "https://127.0.0.1:6443"
+    assert load_client(files, "b").configuration.host == "https://127.0.0.2:6443"
+    with pytest.raises(KubeError, match="has no context 'c'"):
+        context_namespace(files, "c")
     assert kubeconfig_path(tmp_path / "given") == tmp_path / "given"
+    with pytest.raises(KubeError, match=f"kubeconfig {missing} does not exist"):
+        load_client((missing,))
 
 
 def test_an_api_server_that_cannot_be_reached_is_one_line(
@@ -91,19 +117,7 @@ def test_an_api_server_that_cannot_be_reached_is_one_line(
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    config = tmp_path / "config"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{port}"}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        )
-    )
+    config = _kubeconfig(tmp_path / "config", "x", f"https://127.0.0.1:{port}")
 
     assert main(["job", "list", "--kubeconfig", str(config)]) == 2
 
