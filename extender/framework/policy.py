@@ -121,9 +121,13 @@ class Policy:
 def load_policy(path: Path, registry: Mapping[str, PluginFactory]) -> Policy:
     """Read, validate and build the policy in `path`."""
     try:
-        document = yaml.safe_load(path.read_text())
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise PolicyError(f"policy {path}: cannot read it: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise PolicyError(
+            f"policy {path}: not UTF-8 text: {exc.reason} at byte {exc.start}"
+        ) from exc
     except yaml.YAMLError as exc:
         raise PolicyError(f"policy {path}: not valid YAML: {exc}") from exc
     return build_policy(document, registry, source=str(path))

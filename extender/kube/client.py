@@ -71,8 +71,8 @@ def _merged(kubeconfig: Kubeconfig, context: str | None) -> tuple[str, str | Non
 
 def _current_context(path: Path) -> str | None:
     try:
-        document = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise KubeError(f"kubeconfig {path} is not usable: {exc}") from exc
     current = document.get("current-context") if isinstance(document, dict) else None
     return str(current) if current else None

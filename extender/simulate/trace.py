@@ -26,9 +26,10 @@ Pure: no I/O but reading the file it is given.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 import yaml
 from pydantic import (
@@ -50,11 +51,20 @@ NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"  # a DNS label, as Volcano's job and q
 
 
 def _checked(value: str | int | float) -> str | int | float:
-    parse_quantity(value)  # a ValueError names what is wrong with it
+    if parse_quantity(value) < 0:  # (a ValueError names what else is wrong with it)
+        raise ValueError(f"must not be negative, got {value!r}")
+    return value
+
+
+def _some(value: tuple[T, ...]) -> tuple[T, ...]:
+    # (checked once the items are valid: a bad item is one error, not also "too few items")
+    if not value:
+        raise ValueError("needs at least one")
     return value
 
 
 Quantity = Annotated[str | int | float, AfterValidator(_checked)]
+T = TypeVar("T")
 
 
 class TraceError(Exception):
@@ -63,7 +73,11 @@ class TraceError(Exception):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        allow_inf_nan=False,  # (an arrival or a duration of .inf would never come or end)
     )
 
 
@@ -85,6 +99,12 @@ class _Amounts(_Strict):
 class NodeGroup(_Amounts):
     count: int = Field(ge=1)
     name: str = Field(default="node", pattern=NAME)  # nodes are named <name>-<index>
+
+    @model_validator(mode="after")
+    def _has_cpu(self) -> NodeGroup:
+        if self.resources["cpu"] <= 0:  # (utilisation is cpu over the cluster's cpu)
+            raise ValueError(f"cpu: a node needs some cpu, got {self.cpu!r}")
+        return self
 
     @property
     def allocatable(self) -> Resources:
@@ -114,7 +134,7 @@ class Job(_Strict):
     queue: str = DEFAULT_QUEUE
     priority: int = 0
     min_available: int | None = Field(default=None, ge=1)
-    tasks: tuple[Task, ...] = Field(min_length=1)
+    tasks: Annotated[tuple[Task, ...], AfterValidator(_some)]
 
     @property
     def size(self) -> int:
@@ -135,11 +155,17 @@ class Job(_Strict):
             raise ValueError(f"task names repeat: {', '.join(names)}")
         return self
 
+    def pod_names(self) -> Iterator[tuple[Task, int, str]]:
+        """Each pod's task, index and name: JOB-TASK-INDEX, as Volcano's controller names them."""
+        for task in self.tasks:
+            for index in range(task.replicas):
+                yield task, index, f"{self.name}-{task.name}-{index}"
+
 
 class Trace(_Strict):
     api_version: Literal["lahar.io/v1alpha1"] = "lahar.io/v1alpha1"
     kind: Literal["Trace"] = "Trace"
-    nodes: tuple[NodeGroup, ...] = Field(min_length=1)
+    nodes: Annotated[tuple[NodeGroup, ...], AfterValidator(_some)]
     queues: tuple[QueueSpec, ...] = ()
     jobs: tuple[Job, ...] = ()
 
@@ -156,6 +182,16 @@ class Trace(_Strict):
             if job.name in seen:
                 raise ValueError(f"jobs.{index}.name: job {job.name!r} is listed twice")
             seen.add(job.name)
+        pods: dict[str, str] = {}  # pod name -> its job (a namespace holds one pod of a name)
+        for index, job in enumerate(self.jobs):
+            for _, _, pod in job.pod_names():
+                other = pods.setdefault(pod, job.name)
+                if other != job.name:
+                    raise ValueError(
+                        f"jobs.{index}.name: job {job.name!r} would make pod {pod!r}, which job "
+                        f"{other!r} makes too (pods are named JOB-TASK-INDEX, as Volcano names "
+                        "them); rename one of them"
+                    )
         groups = [group.name for group in self.nodes]
         if len(set(groups)) != len(groups):
             raise ValueError(f"nodes: node group names repeat: {', '.join(groups)}")
@@ -184,9 +220,13 @@ def parse_trace(document: object, source: str = "trace") -> Trace:
 def load_trace(path: Path) -> Trace:
     """Read and validate the trace in `path` (YAML, or JSON when it ends in .json)."""
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise TraceError(f"trace {path}: cannot read it: {error.strerror}") from error
+    except UnicodeDecodeError as error:
+        raise TraceError(
+            f"trace {path}: not UTF-8 text: {error.reason} at byte {error.start}"
+        ) from error
     try:
         document = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as error:

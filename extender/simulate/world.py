@@ -91,28 +91,26 @@ def pod_group(job: Job) -> PodGroup:
 def pods(job: Job, incarnation: int = 0) -> list[Pod]:
     """The job's pods, pending; uids differ per incarnation (a restarted job's new pods)."""
     made = []
-    for task in job.tasks:
+    for task, _, name in job.pod_names():
         container = {"name": task.name, "resources": {"requests": task.request.quantities()}}
-        for index in range(task.replicas):
-            name = f"{job.name}-{task.name}-{index}"
-            annotations = {GROUP_ANNOTATION: job.name, TASK_ANNOTATION: task.name}
-            made.append(
-                Pod.model_validate(
-                    {
-                        "metadata": {
-                            "name": name,
-                            "namespace": NAMESPACE,
-                            "uid": f"{name}.{incarnation}",
-                            "annotations": annotations,
-                        },
-                        "spec": {
-                            "schedulerName": SCHEDULER,
-                            "priority": job.priority,
-                            "priorityClassName": priority_class_name(job.priority),
-                            "containers": [container],
-                        },
-                        "status": {"phase": "Pending"},
-                    }
-                )
+        annotations = {GROUP_ANNOTATION: job.name, TASK_ANNOTATION: task.name}
+        made.append(
+            Pod.model_validate(
+                {
+                    "metadata": {
+                        "name": name,
+                        "namespace": NAMESPACE,
+                        "uid": f"{name}.{incarnation}",
+                        "annotations": annotations,
+                    },
+                    "spec": {
+                        "schedulerName": SCHEDULER,
+                        "priority": job.priority,
+                        "priorityClassName": priority_class_name(job.priority),
+                        "containers": [container],
+                    },
+                    "status": {"phase": "Pending"},
+                }
             )
+        )
     return made

@@ -141,3 +141,7 @@ def test_unreadable_and_broken_files(tmp_path: Path) -> None:
     broken.write_text("tiers: [\n")
     with pytest.raises(PolicyError, match=rf"policy {broken}: not valid YAML"):
         load_policy(broken, REGISTRY)
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"\xff\xfe")
+    with pytest.raises(PolicyError, match=rf"policy {binary}: not UTF-8 text: invalid start byte"):
+        load_policy(binary, REGISTRY)

@@ -46,12 +46,37 @@ def test_a_job_needs_every_replica_unless_it_says_otherwise() -> None:
         ({"jobs__0__name": "Not_A_Name"}, "jobs.0.name"),
         ({"kind": "Job"}, "kind: "),
         ({"jobs__0__speed": 3}, "jobs.0.speed: Extra inputs are not permitted"),
+        ({"jobs__0__arrival": float("inf")}, "jobs.0.arrival: Input should be a finite number"),
+        ({"jobs__0__tasks__0__duration": float("nan")}, "jobs.0.tasks.0.duration: Input should"),
+        ({"nodes__0__cpu": "-8"}, "nodes.0.cpu: must not be negative, got '-8'"),
+        ({"nodes__0__cpu": "0"}, "nodes.0: cpu: a node needs some cpu, got '0'"),
+        ({"queues": [{"name": "q", "capability": {"cpu": "-1"}}]}, "queues.0.capability.cpu: must"),
+        ({"jobs__0__tasks": []}, "jobs.0.tasks: needs at least one"),
     ],
 )
 def test_a_broken_trace_names_the_field(changes: dict[str, Any], message: str) -> None:
     with pytest.raises(TraceError, match=r"^trace: ") as error:
         parse_trace(_trace(**changes))
     assert message in str(error.value)
+
+
+def test_a_bad_task_field_is_one_error_not_also_too_few_tasks() -> None:
+    with pytest.raises(TraceError) as error:
+        parse_trace(_trace(jobs__0__tasks__0__cpu="1x"))
+    assert "at least" not in str(error.value) and str(error.value).count(";") == 0
+
+
+def test_jobs_whose_pods_would_share_a_name_are_refused() -> None:
+    """Job a's task b-c and job a-b's task c both make pod a-b-c-0: Volcano could not create the
+    second, and the simulation would lose track of the first."""
+    document = _trace()
+    task = document["jobs"][0]["tasks"][0]
+    document["jobs"] = [
+        {"name": "a", "tasks": [{**task, "name": "b-c", "replicas": 1}]},
+        {"name": "a-b", "tasks": [{**task, "name": "c", "replicas": 1}]},
+    ]
+    with pytest.raises(TraceError, match="job 'a-b' would make pod 'a-b-c-0', which job 'a'"):
+        parse_trace(document)
 
 
 def test_files_that_do_not_load_say_so(tmp_path: Path) -> None:
@@ -65,3 +90,7 @@ def test_files_that_do_not_load_say_so(tmp_path: Path) -> None:
     listed.write_text("[]")
     with pytest.raises(TraceError, match=r"must be a mapping"):
         load_trace(listed)
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"nodes: []\n# caf\xe9\n")
+    with pytest.raises(TraceError, match=r"latin.yaml: not UTF-8 text: invalid continuation"):
+        load_trace(latin)
