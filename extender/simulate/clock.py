@@ -11,11 +11,13 @@ ready and no timer is due the run is stuck (something waits on what can never ha
 from __future__ import annotations
 
 import asyncio
+import math
 import selectors
 from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+RESOLUTION = 1e-9  # the loop's clock resolution, in seconds
 
 
 class Stalled(RuntimeError):
@@ -50,7 +52,12 @@ class _Selector(selectors.BaseSelector):
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
         if timeout is None:
             raise Stalled("nothing is ready and no timer is due")
-        self._clock.now += max(0.0, timeout)
+        now = self._clock.now + max(0.0, timeout)
+        if now + RESOLUTION == now:
+            # Past about 1e7 s a nanosecond is below a float's step: the loop, which fires the
+            # timers due before now + RESOLUTION, would never fire the one due now; a step on.
+            now = math.nextafter(now, math.inf)
+        self._clock.now = now
         return []
 
     def get_map(self) -> Mapping[Any, selectors.SelectorKey]:
@@ -64,7 +71,7 @@ class VirtualLoop(asyncio.SelectorEventLoop):
     def __init__(self, clock: Clock) -> None:
         super().__init__(_Selector(clock))
         self._clock = clock
-        self._clock_resolution = 1e-9  # timers fire at their exact virtual moment
+        self._clock_resolution = RESOLUTION  # timers fire at their exact virtual moment
 
     def time(self) -> float:
         return self._clock.now

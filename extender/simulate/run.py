@@ -130,6 +130,7 @@ class Simulation:
         self._moved_at = 0.0  # when something last moved
         self._ending = 0  # pods running towards a known end
         self._arrivals = len(trace.jobs)
+        self._arrival_times = sorted(job.arrival for job in trace.jobs)  # (they come in order)
         self._started = self._finished = 0  # jobs
         self._began = self._reported = 0.0  # wall clock: when `run` began, last reported
         self._all_done = asyncio.Event()
@@ -173,8 +174,12 @@ class Simulation:
             self._all_done.set()
         while not self._all_done.is_set():
             before = self.progress
+            watch = self.idle_limit
+            if self._arrivals and not self._ending:  # (to the next arrival at once, however far)
+                upcoming = self._arrival_times[len(self._arrival_times) - self._arrivals]
+                watch = max(watch, upcoming - self.clock.now)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._all_done.wait(), timeout=self.idle_limit)
+                await asyncio.wait_for(self._all_done.wait(), timeout=watch)
             if self.progress == before and not self._ending and not self._arrivals:
                 break  # nothing moved and nothing will: the jobs left are stuck
         for task in background:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 
+from extender.simulate import clock as clock_module
 from extender.simulate.clock import Clock, Stalled, run, watched
 
 
@@ -26,6 +28,32 @@ def test_a_simulated_day_takes_no_real_time() -> None:
     assert run(main(), clock) == 86_450
     assert fired == [("sleep", 50), ("timer", 100)]
     assert time.perf_counter() - started < 5
+
+
+def test_a_timer_far_ahead_fires_where_a_nanosecond_is_below_a_floats_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At 1.7e9 s (a trace in Unix time) the loop's nanosecond resolution vanishes in the float:
+    the timer due now must still fire, not leave the loop selecting with timeout 0 for ever.
+    (asyncio waits at most a day a select: some 20,000 of them to get there.)"""
+    selects = 0
+    select = clock_module._Selector.select
+
+    def counted(self: clock_module._Selector, timeout: float | None = None) -> list[Any]:
+        nonlocal selects
+        selects += 1
+        assert selects < 100_000, f"the loop spins at {self._clock.now!r}"
+        return select(self, timeout)
+
+    monkeypatch.setattr(clock_module._Selector, "select", counted)
+    clock = Clock()
+
+    async def main() -> float:
+        await asyncio.sleep(1.7e9)
+        await asyncio.sleep(100)
+        return clock.now
+
+    assert run(main(), clock) == pytest.approx(1.7e9 + 100)
 
 
 def test_waiting_on_what_never_happens_is_stalled() -> None:

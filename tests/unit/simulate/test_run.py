@@ -74,6 +74,21 @@ def test_plain_pods_run_alike_under_both_policies(lahar: Policy) -> None:
         assert _times(outcome) == {"one": (0.0, 60.0), "two": (60.0, 120.0)}
 
 
+def test_a_job_arriving_in_unix_time_is_played_at_once(lahar: Policy) -> None:
+    """A trace whose times are epoch seconds: the run goes straight to each arrival (no stepping
+    an idle hour at a time to get there) and fires timers where a nanosecond is below a float's
+    step (`clock`)."""
+    trace = parse_trace(
+        {
+            "nodes": [{"count": 1, "cpu": "4", "memory": "8Gi"}],
+            "jobs": [_job("now", 1, "4", 60), _job("later", 1, "4", 60, arrival=1.7e9)],
+        }
+    )
+    outcome = simulate(trace, lahar, "lahar")
+    later = outcome.jobs["later"]
+    assert later.started == pytest.approx(1.7e9) and later.finished == pytest.approx(1.7e9 + 60)
+
+
 def test_a_high_priority_gang_preempts_a_whole_low_priority_job(lahar: Policy) -> None:
     trace = parse_trace(
         {
