@@ -4,9 +4,10 @@
 - job wait: from a job's arrival to its first start (minAvailable pods running), mean and p95
   over the jobs that started;
 - utilisation: cpu-seconds of pods whose job had started (pods that made progress), not counting
-  pods later evicted (their progress was lost), over the cluster's cpu times the makespan (or
-  the time the run ended); `held` counts every bound pod, so held minus utilisation is capacity
-  pods of incomplete gangs sat on, or spent on work preemption threw away;
+  pods later evicted or whose job a preemption restarted, ended or not (their progress was
+  lost), over the cluster's cpu times the makespan (or the time the run ended); `held` counts
+  every bound pod, so held minus utilisation is capacity pods of incomplete gangs sat on, or
+  spent on work preemption threw away;
 - fairness: Jain's index of the queues' cpu over their weights, x_i = allocated_i / weight_i,
   (sum x)^2 / (n * sum x^2) over the queues with a job waiting or running, weighted by time
   (1.0: every such queue gets cpu in proportion to its weight);

@@ -54,6 +54,7 @@ class JobRecord:
     running: set[str] = field(default_factory=set)  # uids of its pods on nodes now
     succeeded: int = 0
     started_now: bool = False  # the current incarnation has started
+    bound_now: list[Interval] = field(default_factory=list)  # the current incarnation's pods
 
 
 @dataclass
@@ -68,7 +69,7 @@ class Interval:
     start: float
     end: float | None = None
     useful_from: float | None = None  # when its job had started (it made progress from then)
-    evicted: bool = False  # preempted: the progress it made was lost
+    evicted: bool = False  # preempted, or its job restarted for one: its progress was lost
 
 
 @dataclass
@@ -238,6 +239,7 @@ class Simulation:
         )
         self.intervals.append(interval)
         record.running.add(uid)
+        record.bound_now.append(interval)
         self._moved()
         if record.started_now:
             self._run_to_end(uid, now)
@@ -321,6 +323,9 @@ class Simulation:
             if unit.whole:  # the job restarts: every pod of it again, none running
                 for pod in self.state.gang_pods(unit.key):
                     self._remove(pod)
+                for interval in record.bound_now:  # (those that ended too: it runs them again)
+                    interval.evicted = True
+                record.bound_now = []
                 record.restarts += 1
                 record.incarnation += 1
                 record.started_now = False

@@ -109,6 +109,30 @@ def test_a_high_priority_gang_preempts_a_whole_low_priority_job(lahar: Policy) -
     assert summarize(outcome).partial_gangs == 0
 
 
+def test_work_a_restarted_job_had_done_is_not_counted_as_useful(lahar: Policy) -> None:
+    """Job low's ps ends at 10 s, its worker runs on; high preempts low at 50 s and low restarts
+    whole (ps too): the ps's first 10 s were thrown away with the worker's 50 s."""
+    ps = {"name": "ps", "replicas": 1, "cpu": "4", "memory": "1Gi", "duration": 10}
+    worker = {"name": "worker", "replicas": 1, "cpu": "4", "memory": "1Gi", "duration": 100}
+    trace = parse_trace(
+        {
+            "nodes": [{"count": 1, "cpu": "8", "memory": "8Gi"}],
+            "jobs": [
+                {"name": "low", "tasks": [ps, worker]},
+                _job("high", 1, "8", 100, arrival=50, priority=100),
+            ],
+        }
+    )
+    outcome = simulate(trace, lahar, "lahar")
+    assert outcome.preemptions == 1 and outcome.jobs["low"].restarts == 1
+    first = [i for i in outcome.intervals if i.job == "low" and i.incarnation == 0]
+    assert len(first) == 2 and all(i.evicted for i in first)
+    kept = [i for i in outcome.intervals if not i.evicted and i.useful_from is not None]
+    useful = sum(i.cpu / 1000 * ((i.end or outcome.end) - i.useful_from) for i in kept)
+    assert useful == pytest.approx(8 * 100 + 4 * 10 + 4 * 100)  # high, then low again
+    assert summarize(outcome).utilisation == pytest.approx(useful / (8 * outcome.end))
+
+
 def test_a_run_says_how_far_it_got_as_it_goes(lahar: Policy) -> None:
     trace = parse_trace(
         {
