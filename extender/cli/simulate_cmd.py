@@ -18,7 +18,7 @@ from extender.plugins import REGISTRY
 from extender.simulate import html
 from extender.simulate.defaults import STOCK, stock_policy, story_trace
 from extender.simulate.metrics import summarize
-from extender.simulate.report import HEADERS, progress, row
+from extender.simulate.report import HEADERS, notes, progress, row
 from extender.simulate.run import Progress
 from extender.simulate.side_by_side import WorkerDied, play
 from extender.simulate.synthetic import generate
@@ -62,12 +62,16 @@ def register(commands: Any) -> None:
 def _policies(names: list[str]) -> list[tuple[str, Policy]]:
     if not names:
         return [("lahar", load_policy(default_policy(), REGISTRY)), (STOCK, stock_policy())]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise SystemExit(f"lahar simulate: --policy {repeated[0]} is given twice")
+    # A policy is named by its file's stem, or by the path as given where stems repeat.
+    stems = [name if name == STOCK else Path(name).stem for name in names]
     chosen = []
-    for name in names:
-        if name == STOCK:
-            chosen.append((STOCK, stock_policy()))
-        else:
-            chosen.append((Path(name).stem, load_policy(Path(name), REGISTRY)))
+    for name, stem in zip(names, stems, strict=True):
+        label = stem if stems.count(stem) == 1 else name
+        policy = stock_policy() if name == STOCK else load_policy(Path(name), REGISTRY)
+        chosen.append((label, policy))
     return chosen
 
 
@@ -75,7 +79,7 @@ def _traces(given: Path | None) -> list[tuple[str, str, Trace]]:
     """(what it is, report name, trace): the one given, else the story and the synthetic trace."""
     try:
         if given is not None:
-            return [(str(given), "report", load_trace(given))]
+            return [(str(given), given.stem, load_trace(given))]
         return [
             ("the seeds' story", "story", story_trace()),
             ("the synthetic multi-queue trace", "multiqueue", parse_trace(generate())),
@@ -101,10 +105,13 @@ def _simulate(args: argparse.Namespace) -> int:
         if shown is not None:
             sys.stderr.write("\r\033[K")  # the last progress line goes
         summaries = [summarize(outcome) for outcome in outcomes]
-        print(kubectl.table(HEADERS, [row(s) for s in summaries]), flush=True)
+        print(kubectl.table(HEADERS, [row(s) for s in summaries]))
+        for note in notes(summaries):
+            print(note)
+        sys.stdout.flush()
         if args.out is not None:
             try:
-                path = html.write(args.out / f"{report}.html", outcomes, summaries)
+                path = html.write(args.out / f"{report}.html", outcomes, summaries, label)
             except html.ReportError as error:
                 raise SystemExit(f"lahar simulate: {error}") from None
             print(f"report: {path}")

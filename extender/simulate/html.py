@@ -19,7 +19,7 @@ from typing import Any
 
 from extender.simulate import series
 from extender.simulate.metrics import Summary
-from extender.simulate.report import HEADERS, row
+from extender.simulate.report import HEADERS, notes, row
 from extender.simulate.run import Outcome
 
 NODES_SHOWN = 32
@@ -43,8 +43,11 @@ def _pyplot() -> Any:
     return plt
 
 
-def write(path: Path, outcomes: Sequence[Outcome], summaries: Sequence[Summary]) -> Path:
-    """Write the report to `path` (its folder made if need be); the path."""
+def write(
+    path: Path, outcomes: Sequence[Outcome], summaries: Sequence[Summary], label: str = ""
+) -> Path:
+    """Write the report on the trace `label` names to `path` (its folder made if need be); the
+    path."""
     plt = _pyplot()
     figures = [
         ("Utilisation over time", _usage(plt, outcomes)),
@@ -53,7 +56,8 @@ def write(path: Path, outcomes: Sequence[Outcome], summaries: Sequence[Summary])
     ]
     trace = outcomes[0].trace
     heading = (
-        f"{len(trace.jobs)} jobs, {trace.node_count} nodes ({trace.cores:g} cores), "
+        (f"{label}: " if label else "")
+        + f"{len(trace.jobs)} jobs, {trace.node_count} nodes ({trace.cores:g} cores), "
         f"queues: {', '.join(f'{q.name} (weight {q.weight})' for q in trace.queues) or 'default'}"
     )
     page = _page(heading, summaries, figures)
@@ -148,6 +152,7 @@ table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px;te
 img{{max-width:100%}}</style></head><body>
 <h1>lahar simulate</h1><p>{html.escape(heading)}</p>
 <table><tr>{head}</tr>{body}</table>
+{"".join(f"<p>{html.escape(note)}</p>" for note in notes(summaries))}
 <p>UTIL: cpu of pods whose job had started, over the cluster's cpu and the makespan; HELD: of
 every bound pod; FAIRNESS: Jain's index of queue cpu over weights (1.0: shared by weight);
 PARTIAL: jobs with pods on nodes before they could start.</p>

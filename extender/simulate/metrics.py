@@ -29,6 +29,7 @@ from extender.simulate.series import usage
 class Summary:
     policy: str
     jobs: int
+    started: int  # (the waits are over these: a job that never started has no wait)
     finished: int
     makespan: float | None
     mean_wait: float | None
@@ -52,6 +53,7 @@ def summarize(outcome: Outcome) -> Summary:
     return Summary(
         policy=outcome.policy,
         jobs=len(outcome.jobs),
+        started=sum(1 for r in records if r.started is not None),
         finished=sum(1 for r in records if r.finished is not None),
         makespan=None if outcome.stuck else horizon,
         mean_wait=sum(waits) / len(waits) if waits else None,
@@ -78,7 +80,8 @@ def _early(interval: Interval) -> bool:
 
 
 def fairness(outcome: Outcome) -> float | None:
-    """Jain's index over queue weights, time-weighted (None: never two queues wanting cpu)."""
+    """Jain's index over queue weights, time-weighted to where the run ended (None: never two
+    queues wanting cpu)."""
     weights = {queue.name: queue.weight for queue in outcome.trace.queues}
     events: list[tuple[float, int, str, float]] = []  # (time, kind, queue, amount)
     for interval in outcome.intervals:
@@ -93,19 +96,25 @@ def fairness(outcome: Outcome) -> float | None:
     events.sort(key=lambda e: e[0])
     allocated: dict[str, float] = {}
     active: dict[str, int] = {}
-    total = weighted = 0.0
-    previous = 0.0
-    for when, kind, queue, amount in events:
-        if when > previous:
+    total = weighted = previous = 0.0
+
+    def advance(to: float) -> None:
+        """Count the index as it stood from the last event to `to`."""
+        nonlocal total, weighted, previous
+        if to > previous:
             index = _jain(allocated, active, weights)
             if index is not None:
-                weighted += index * (when - previous)
-                total += when - previous
-            previous = when
+                weighted += index * (to - previous)
+                total += to - previous
+            previous = to
+
+    for when, kind, queue, amount in events:
+        advance(when)
         if kind == 0:
             allocated[queue] = allocated.get(queue, 0.0) + amount
         else:
             active[queue] = active.get(queue, 0) + int(amount)
+    advance(outcome.end)  # (stuck jobs wait on to where the run ended)
     return weighted / total if total else None
 
 

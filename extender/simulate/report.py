@@ -3,6 +3,8 @@ policy. The CLI lays them out in kubectl's style. `progress` words how far a run
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from extender.simulate.metrics import Summary
 from extender.simulate.run import Progress
 
@@ -32,15 +34,19 @@ def _seconds(value: float | None) -> str:
     return f"{value:.0f}s"
 
 
+PARTIAL_WAITS = "*"  # marks waits over only the jobs that started
+
+
 def row(summary: Summary) -> tuple[str, ...]:
     makespan = _seconds(summary.makespan) if summary.makespan is not None else "never"
+    mark = PARTIAL_WAITS if 0 < summary.started < summary.jobs else ""
     return (
         summary.policy,
         str(summary.jobs),
         str(summary.finished),
         makespan,
-        _seconds(summary.mean_wait),
-        _seconds(summary.p95_wait),
+        _seconds(summary.mean_wait) + mark,
+        _seconds(summary.p95_wait) + mark,
         f"{summary.utilisation:.0%}",
         f"{summary.held:.0%}",
         f"{summary.fairness:.2f}" if summary.fairness is not None else "-",
@@ -48,6 +54,16 @@ def row(summary: Summary) -> tuple[str, ...]:
         str(summary.preemptions),
         f"{summary.seconds:.1f}s",
     )
+
+
+def notes(summaries: Sequence[Summary]) -> list[str]:
+    """What the table's marks mean, for the rows that carry them."""
+    return [
+        f"{PARTIAL_WAITS} {s.policy}: the waits are over the {s.started} jobs that started; "
+        f"{s.jobs - s.started} never did (they wait still, longer than any shown)"
+        for s in summaries
+        if 0 < s.started < s.jobs
+    ]
 
 
 def progress(report: Progress, *, brief: bool = False) -> str:

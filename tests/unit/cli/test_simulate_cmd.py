@@ -30,6 +30,41 @@ def test_the_default_story_compares_lahar_and_stock(capsys: pytest.CaptureFixtur
     assert int(rows["stock"][9]) > 0
 
 
+def test_policies_are_named_by_stem_unless_stems_repeat(tmp_path: Path) -> None:
+    lahar = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
+    for folder in ("p1", "p2"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "lahar.yaml").write_text(lahar.read_text())
+    first, second = str(tmp_path / "p1" / "lahar.yaml"), str(tmp_path / "p2" / "lahar.yaml")
+    chosen = simulate_cmd._policies([first, second, "stock"])
+    assert [name for name, _ in chosen] == [first, second, "stock"]
+    assert [name for name, _ in simulate_cmd._policies([first, "stock"])] == ["lahar", "stock"]
+    with pytest.raises(SystemExit, match=f"--policy {first} is given twice"):
+        simulate_cmd._policies([first, first])
+
+
+def test_a_trace_given_names_its_report_and_waits_of_started_jobs_are_marked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Job small runs; job huge asks for more than the node has and never starts: the waits
+    are over the one job that started, and a note says so."""
+    trace = tmp_path / "two-jobs.yaml"
+    trace.write_text(
+        "nodes: [{count: 1, cpu: '4', memory: 8Gi}]\n"
+        "jobs:\n"
+        "  - {name: small, tasks: [{name: w, replicas: 1, cpu: '1', memory: 1Gi, duration: 60}]}\n"
+        "  - {name: huge, tasks: [{name: w, replicas: 1, cpu: '8', memory: 1Gi, duration: 60}]}\n"
+    )
+    assert simulate_cmd._traces(trace)[0][1] == "two-jobs"
+    assert main(["simulate", str(trace), "--policy", "stock"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[4:6] == ["0s*", "0s*"]
+    assert lines[2] == (
+        "* stock: the waits are over the 1 jobs that started; 1 never did (they wait still, "
+        "longer than any shown)"
+    )
+
+
 def test_a_broken_trace_is_named(tmp_path: Path) -> None:
     trace = tmp_path / "trace.yaml"
     trace.write_text("nodes: [{count: 0, cpu: '8', memory: 1Gi}]\n")
