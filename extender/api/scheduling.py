@@ -56,6 +56,7 @@ class PodGroupSpec(PodGroupRefSpec):
 class PodGroupCondition(KubeModel):
     type: str = ""
     status: str = ""
+    transition_id: str = Field(default="", alias="transitionID")  # (Volcano's spelling)
     reason: str = ""
     message: str = ""
     last_transition_time: str = ""

@@ -280,13 +280,8 @@ class Gangs:
             self.version,
         )
 
-    def _blocked(self, gang: GangView) -> Rejection | None:
-        key = gang.key
-        if gang.group is None:
-            return Rejection(
-                "NoPodGroup",
-                f"gang {key}: PodGroup {key} does not exist; its pods wait until it is created",
-            )
+    def backing_off(self, key: str) -> Rejection | None:
+        """Why the gang waits while it backs off (None: it does not)."""
         if key in self.backoff_until and self.backoff_until[key] > self.clock():
             return Rejection(
                 "BackingOff",
@@ -294,6 +289,15 @@ class Gangs:
                 "not all come to bind in time",
             )
         return None
+
+    def _blocked(self, gang: GangView) -> Rejection | None:
+        key = gang.key
+        if gang.group is None:
+            return Rejection(
+                "NoPodGroup",
+                f"gang {key}: PodGroup {key} does not exist; its pods wait until it is created",
+            )
+        return self.backing_off(key)
 
     def _reject(self, key: str, rejection: Rejection, refused_in: int | None) -> Verdict:
         """Remember why the gang waits; tell listeners when it is rejected anew or for a new

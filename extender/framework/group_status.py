@@ -2,21 +2,22 @@
 
 `group_status` is a pure function of what the cache shows (the gang's members and their phases),
 whether the gang is admitted and why it waits, and the status written before (to keep
-`lastTransitionTime` of conditions that did not change). Phases, as Volcano's:
+`lastTransitionTime` of conditions that did not change). Phases, Volcano's five:
 
 - Pending: not admitted; nothing of it bound.
 - Inqueue: admitted (capacity reserved), or some members placed but fewer than `minMember`.
 - Running: at least `minMember` members bound or succeeded (and each task's `minTaskMember`).
-- Completed: every member finished, and at least `minMember` of them succeeded or none failed
-  (a Job completed by its policy deletes the members still running, e.g. parameter servers once
-  the workers succeeded).
-- Failed: every member finished, fewer than `minMember` succeeded and some failed.
+- Completed: every member finished (a Job completed by its policy deletes the members still
+  running, e.g. parameter servers once the workers succeeded). Volcano has no Failed phase: a
+  gang that finished with fewer than `minMember` succeeded and some failed is Completed without
+  the Scheduled condition, with a Warning event `Failed` (and `status.failed`).
 
 Conditions: `Unschedulable` (True with the rejection's reason and message while the gang waits;
 False once it is admitted or stands; kept as it was while there is no verdict, e.g. just after a
-restart) and `Scheduled` (True once the gang stands). A finished gang whose pods were deleted keeps
-its Completed or Failed status. An Unschedulable event is recorded when the reason changes, not
-when only the figures in the message move. `events` compares
+restart) and `Scheduled` (True once the gang stands). Conditions of other types, which other
+controllers write, are kept as they are. A finished gang whose pods were deleted keeps its status
+(Failed too, as Lahar wrote it before it followed Volcano's phases). An Unschedulable event is
+recorded when the reason changes, not when only the figures in the message move. `events` compares
 two statuses and says which Kubernetes Events the change deserves, so a status written once gives
 one event, however many members moved.
 """
@@ -68,7 +69,7 @@ def group_status(
     finished = not gang.placed and not gang.pending and succeeded + failed > 0
     stands = gang.stands and bound + succeeded >= floor
     if finished:
-        phase = "Completed" if succeeded >= floor or failed == 0 else "Failed"
+        phase = "Completed"
     elif stands:
         phase = "Running"
     elif admitted or gang.placed:
@@ -89,7 +90,14 @@ def group_status(
     if stands or (finished and succeeded >= floor):
         message = f"{bound + succeeded} of {gang.min_member} required members bound or done"
         wanted.append(_condition(SCHEDULED, "True", "GangScheduled", message))
-    conditions = [_stamped(condition, _find(previous, condition.type), now) for condition in wanted]
+    ours = {c.type: _stamped(c, _find(previous, c.type), now) for c in wanted}
+    # Other writers' conditions stay where they were; Lahar's replace its own, or come last.
+    conditions = [
+        ours.pop(c.type, c)
+        for c in previous.conditions
+        if c.type in ours or (c.type not in (UNSCHEDULABLE, SCHEDULED))
+    ]
+    conditions += ours.values()
     return PodGroupStatus(
         phase=phase, conditions=conditions, running=bound, succeeded=succeeded, failed=failed
     )
@@ -114,16 +122,11 @@ def events(before: PodGroupStatus, after: PodGroupStatus, gang_key: str) -> list
         elif after.phase == "Running":
             scheduled = _find(after, SCHEDULED)
             out.append(Event("Normal", "Scheduled", scheduled.message if scheduled else ""))
+        elif after.phase == "Completed" and after.failed and _find(after, SCHEDULED) is None:
+            message = f"{after.failed} members failed, {after.succeeded} succeeded"
+            out.append(Event("Warning", "Failed", message))
         elif after.phase == "Completed":
             out.append(Event("Normal", "Completed", f"{after.succeeded} members succeeded"))
-        elif after.phase == "Failed":
-            out.append(
-                Event(
-                    "Warning",
-                    "Failed",
-                    f"{after.failed} members failed, {after.succeeded} succeeded",
-                )
-            )
     now, then = _find(after, UNSCHEDULABLE), _find(before, UNSCHEDULABLE)
     said = (then.status, then.reason) if then is not None else None
     if now is not None and now.status == "True" and said != ("True", now.reason):

@@ -2,12 +2,12 @@
 `default` Queue every PodGroup falls back to.
 
 `patch_pod_group_status` merge-patches the `status` subresource (a list such as `conditions` is
-replaced whole, which is what a writer that computes the full status wants); `patch_queue_status`
-does the same for a Queue, with whatever merge patch it is given. `create_queue` answers False when
-the Queue exists already. `record_event` creates
-a core/v1 Event about an object, as `kubectl describe` shows them, from the component `lahar`.
-Failures raise `KubeError` naming the object and the server's reason. `pod_group_status` and
-`condition` read a PodGroup's status back, as the demo and the tests show it.
+replaced whole: the writer sends every condition, other writers' included, as it last saw them);
+`patch_queue_status` does the same for a Queue, with whatever merge patch it is given.
+`create_queue` answers False when the Queue exists already. `record_event` creates a core/v1 Event
+about an object, as `kubectl describe` shows them, from the component `lahar`. Failures raise
+`KubeError` naming the object and the server's reason. `pod_group_status` and `condition` read a
+PodGroup's status back, as the demo and the tests show it.
 """
 
 from __future__ import annotations
@@ -34,17 +34,16 @@ def utc_now() -> str:
 
 
 def patch_pod_group_status(
-    api: k8s.ApiClient, namespace: str, name: str, status: dict[str, Any]
+    api: k8s.ApiClient, namespace: str, name: str, status: dict[str, Any], uid: str = ""
 ) -> None:
+    """Write the status; with `uid`, only onto that very PodGroup (the server refuses the patch
+    when the one of that name now is another: deleted and created again meanwhile)."""
     path = PODGROUPS.format(namespace=namespace, name=name) + "/status"
+    body: dict[str, Any] = {"status": status}
+    if uid:
+        body["metadata"] = {"uid": uid}
     try:
-        send(
-            api,
-            "PATCH",
-            path,
-            body={"status": status},
-            content_type="application/merge-patch+json",
-        ).read()
+        send(api, "PATCH", path, body=body, content_type="application/merge-patch+json").read()
     except ApiStatusError as error:
         raise KubeError(f"writing status of PodGroup {namespace}/{name}: {error}") from error
 

@@ -58,8 +58,8 @@ def api_evictor(api: k8s.ApiClient) -> Evictor:
 
 
 def api_status_patch(api: k8s.ApiClient) -> StatusPatch:
-    async def write(namespace: str, name: str, status: dict[str, Any]) -> None:
-        await asyncio.to_thread(patch_pod_group_status, api, namespace, name, status)
+    async def write(namespace: str, name: str, uid: str, status: dict[str, Any]) -> None:
+        await asyncio.to_thread(patch_pod_group_status, api, namespace, name, status, uid)
 
     return write
 

@@ -5,12 +5,14 @@ released or rejected for a new reason) only *mark* the gang. A background task w
 mark, waits `interval` so that what else happens meanwhile joins the same pass, then for each marked
 gang derives the status (`framework.group_status`; a waiting gang's Unschedulable condition carries
 the summary of `framework.explain.condition_message`, rewritten too when a reservation it names
-ends), writes it when it differs from what the API shows, and records the events the change
-deserves. A 1,000-pod gang that binds in one second is written a few times, not a thousand. The
-written status also goes onto the cached PodGroup at once, so the next pass compares against it
-before the watch delivers it (a late watch event carrying an older status can still cause one
-rewrite and repeat its events). No pass runs before `ready` (the cache is whole): a status derived
-from PodGroups listed before their pods would be wrong.
+ends; a reservation made elsewhere does not rewrite every waiting gang's condition, which would be a
+write per waiting gang per admission: `lahar explain --extender` says it live), writes it when it
+differs from what the API shows, and records the events the change deserves. A 1,000-pod gang that
+binds in one second is written a few times, not a thousand. The written status also goes onto the
+cached PodGroup at once, so the next pass compares against it before the watch delivers it (a late
+watch event carrying an older status can still cause one rewrite and repeat its events). No pass
+runs before `ready` (the cache is whole): a status derived from PodGroups listed before their pods
+would be wrong.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from extender.kube.reports import utc_now
 from extender.server.coalesce import Coalesced
 
 log = logging.getLogger(__name__)
-StatusPatch = Callable[[str, str, dict[str, Any]], Awaitable[None]]  # namespace, name, status
+StatusPatch = Callable[[str, str, str, dict[str, Any]], Awaitable[None]]  # namespace, name, uid,
+# status: onto that very PodGroup (not one of the same name created meanwhile)
 EventSink = Callable[[PodGroup, Event], Awaitable[None]]
 
 
@@ -106,6 +109,9 @@ class StatusWriter(Coalesced):
         admitted = key in self.gangs.admissions
         waiting = self.gangs.waiting.get(key)
         rejection = None if waiting is None or admitted or gang.stands else waiting.rejection
+        if rejection is None and not admitted and not gang.stands:
+            # (released with a backoff: its members did not all come; no verdict says so)
+            rejection = self.gangs.backing_off(key)
         if rejection is not None:  # the condition says all that explains the wait
             message = condition_message(self.state, self.gangs, gang, rejection, self.wall())
             rejection = dataclasses.replace(rejection, message=message)
@@ -123,7 +129,8 @@ class StatusWriter(Coalesced):
             return
         namespace, name = group.metadata.namespace, group.metadata.name
         try:
-            await self.write(namespace, name, wanted.model_dump(by_alias=True, mode="json"))
+            status = wanted.model_dump(by_alias=True, mode="json")
+            await self.write(namespace, name, group.metadata.uid, status)
         except Exception as error:  # an API hiccup: try again later; a deleted group is skipped
             log.warning("could not write status of PodGroup %s: %s", key, error)
             self._retry(key)

@@ -57,7 +57,8 @@ def status_of(
         (("bound", "bound", "pending"), False, None, "Running", (2, 0, 0)),
         (("bound", "succeeded"), False, None, "Running", (1, 1, 0)),
         (("succeeded", "succeeded", "failed"), False, None, "Completed", (0, 2, 1)),
-        (("succeeded", "failed", "failed"), False, None, "Failed", (0, 1, 2)),
+        # Volcano has no Failed phase: Completed, without Scheduled (see the events' test).
+        (("succeeded", "failed", "failed"), False, None, "Completed", (0, 1, 2)),
         # A Job completed by its policy: the rest of the gang was deleted, none failed.
         (("succeeded",), False, None, "Completed", (0, 1, 0)),
     ],
@@ -179,3 +180,20 @@ def test_new_figures_in_the_same_reason_update_the_message_without_an_event() ->
     other = Rejection("NotEnoughPodsOfTask", "gang default/g: task ps has 0 of the 1 pods")
     changed = status_of(("pending", "pending"), rejection=other, previous=before)
     assert [e.reason for e in events(before, changed, "default/g")] == ["Unschedulable"]
+
+
+def test_other_writers_conditions_stay_as_they_were() -> None:
+    """A controller's own condition, and Volcano's transitionID on one, survive Lahar's writes;
+    Lahar's conditions replace only its own."""
+    foreign = PodGroupCondition.model_validate(
+        {"type": "QuotaChecked", "status": "True", "transitionID": "abc", "reason": "Fits"}
+    )
+    old = PodGroupCondition(type="Unschedulable", status="True", reason="NotEnoughResources")
+    previous = PodGroupStatus(phase="Pending", conditions=[old, foreign])
+    status = status_of(("bound", "bound"), previous=previous)
+    assert [c.type for c in status.conditions] == ["Unschedulable", "QuotaChecked", "Scheduled"]
+    assert status.conditions[0].status == "False"
+    assert status.conditions[1] == foreign
+    written = status.model_dump(by_alias=True, mode="json")["conditions"][1]
+    assert written["transitionID"] == "abc"
+    assert same_status(status_of(("bound", "bound"), previous=status), status)

@@ -17,14 +17,16 @@ class Sink:
 
     def __init__(self) -> None:
         self.writes: list[tuple[str, str, dict[str, Any]]] = []
+        self.uids: list[str] = []  # the PodGroup each write was for
         self.events: list[tuple[str, str]] = []
         self.fail = False
         self.written = asyncio.Event()
 
-    async def write(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+    async def write(self, namespace: str, name: str, uid: str, status: dict[str, Any]) -> None:
         if self.fail:
             raise RuntimeError("apiserver unavailable")
         self.writes.append((namespace, name, status))
+        self.uids.append(uid)
         self.written.set()
 
     async def record(self, group: PodGroup, event: Event) -> None:
@@ -168,5 +170,37 @@ def test_a_condition_naming_a_reservation_is_rewritten_when_that_reservation_end
         await writer.flush()
         written = {name: status for _, name, status in sink.writes}
         assert "holding reservations" not in written["b"]["conditions"][0]["message"]
+
+    asyncio.run(scenario())
+
+
+def test_a_gang_released_to_back_off_says_so_instead_of_admitted() -> None:
+    """Admitted, then released by the barrier's timeout with a backoff: no verdict says why it
+    waits now, but the condition must not go on saying it is admitted."""
+
+    async def scenario() -> None:
+        pods = [make_pod(f"a-{i}").cpu("2").group("a").uid(f"a{i}") for i in (0, 1)]
+        state = cluster([make_node("n0").cpu("2")], pods)
+        state.upsert_pod_group(make_group("a").min_member(2).model())
+        gangs = Gangs(clock=lambda: 100.0)
+        sink = Sink()
+        writer = StatusWriter(state, gangs, sink.write, sink.record, wall=lambda: 1_800_000_000.0)
+        writer.attach()
+        gangs.verdict(state, state.view().nodes, state.pods["a0"])  # no room: it waits
+        await writer.flush()
+        state.upsert_node(make_node("n0").cpu("4").model())
+        gangs.verdict(state, state.view().nodes, state.pods["a0"])  # admitted
+        await writer.flush()
+        admitted = sink.writes[-1][2]
+        assert admitted["phase"] == "Inqueue"
+        assert admitted["conditions"][0]["reason"] == "Admitted"
+        gangs.release("default/a", back_off=True)
+        await writer.flush()
+        status = sink.writes[-1][2]
+        [condition] = status["conditions"]
+        assert status["phase"] == "Pending"
+        assert (condition["status"], condition["reason"]) == ("True", "BackingOff")
+        assert condition["message"].startswith("gang default/a: backing off 10s because")
+        assert sink.uids[-1] == state.pod_groups["default/a"].metadata.uid
 
     asyncio.run(scenario())
