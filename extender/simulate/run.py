@@ -3,10 +3,12 @@
 The simulation plays the API server and the kubelets: jobs arrive at their time (a PodGroup and
 its pods, as Volcano's controller makes them), a bind sets the pod Running on its node, a job
 starts when `minAvailable` of its pods run, and each pod ends `duration` seconds after its job
-started (a pod bound later, that long after its bind). A job ends when its pods that ran have
-ended; its pods still pending are then deleted. Lahar's preemption evicts whole victim jobs,
-which restart (Volcano's PodEvicted -> RestartJob): new pods, waiting again. Everything Lahar
-decides goes through `scheduler` and `framework.preemption`, the extender's own code.
+started (a pod bound later, that long after its bind). A job ends when every one of its pods
+has run and ended, as a Volcano Job completes once all its replicas finished (with
+`minAvailable` below the replicas, the others run as room allows). Lahar's preemption evicts
+whole victim jobs, which restart (Volcano's PodEvicted -> RestartJob): new pods, waiting
+again. Everything Lahar decides goes through `scheduler` and `framework.preemption`, the
+extender's own code.
 
 The run ends when every job has ended, or when nothing moved (no bind, end or eviction) for
 `idle_limit` seconds with no pod running towards its end and no job still to arrive: the jobs
@@ -267,7 +269,7 @@ class Simulation:
         self._close(uid)
         record = self.jobs[self._job_of[uid]]
         record.succeeded += 1
-        if not record.running and record.succeeded >= record.job.minimum:
+        if not record.running and record.succeeded >= record.job.size:
             self._finish(record)
         self._moved()
         self.scheduler.requeue()
@@ -283,7 +285,7 @@ class Simulation:
         record.finished = self.clock.now
         key = f"{world.NAMESPACE}/{record.job.name}"
         for pod in self.state.gang_pods(key):
-            self.state.delete_pod(pod.metadata.uid)  # what never ran is not needed any more
+            self.state.delete_pod(pod.metadata.uid)
         self.state.delete_pod_group(key)
         if self._finished == len(self.jobs):
             self._all_done.set()

@@ -1,6 +1,7 @@
 """kube-scheduler's loop as the simulation plays it, calling Lahar's real decisions.
 
-One pod at a time from the active queue (higher priority first, then first come): the gang rules'
+One pod at a time from the active queue (higher priority first, then the earlier timestamp: its
+creation, or its last failed attempt, as kube-scheduler refreshes it): the gang rules'
 verdict and the session's filter over every node (what the extender's filter verb runs), the
 session's scores over the nodes that passed (prioritize; ties broken at random like
 kube-scheduler's, from a seeded generator), then the bind: through Lahar's bind barrier when the
@@ -8,11 +9,17 @@ policy has gangs (`actions.barrier`, the extender's bind verb, holding members u
 stand), else through the plain bind (`actions.bind`). A pod no node takes is parked until an
 event (a pod ends or is evicted, a held gang is released, a gang's backoff ends: kube-scheduler
 requeues pods an extender rejected on any cluster event, Lahar's waker on its own) and its own
-backoff (1 s, doubling per failed attempt, at most 10 s) are over.
+backoff (1 s, doubling per failed attempt, at most 10 s) are over. A bind that fails (the
+barrier released the gang) goes back after its backoff without waiting for an event, as
+kube-scheduler retries a pod after an error.
 
-Not modelled: in-tree filters beyond resources (the simulated nodes have no taints or labels)
-and the API server's latency. The policy `stock` leaves out gangs and queues: pod after pod,
-least allocated first, as the stock scheduler places them.
+Not modelled: in-tree filters beyond resources (the simulated nodes have no taints or labels),
+the API server's latency, and kube-scheduler 1.33+'s `SchedulerPopFromBackoffQ` (an idle
+scheduler takes pods from its backoff queue early): an attempt here takes no time, so the
+scheduler would always be idle and retry every parked pod at every event (tried: 4.6 to 7.7
+times the attempts), where a real one is busy for the milliseconds each attempt takes. The
+policy `stock` leaves out gangs and queues: pod after pod, least allocated first, as the stock
+scheduler places them.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import asyncio
 import heapq
 import itertools
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 from extender.actions.barrier import Barrier
 from extender.actions.bind import Binder, bind
@@ -66,10 +73,11 @@ class Scheduler:
             gangs.on_released.append(self._released)
 
     def add(self, pod: Pod, created: tuple[float, int] | None = None) -> None:
-        """A pending pod joins the active queue, behind pods of higher priority and pods
-        created before it (`created`: its creation time and its index in its job, so the pods
-        of jobs created at once interleave as their controllers create them; kept when the
-        pod is requeued, as kube-scheduler keeps a pod's timestamp)."""
+        """A pending pod joins the active queue, behind pods of higher priority and pods whose
+        timestamp is earlier (`created`: its creation time and its index in its job, so the pods
+        of jobs created at once interleave as their controllers create them; `park` moves it to
+        the pod's last failed attempt, as kube-scheduler refreshes a pod's timestamp when it
+        goes back to its queue)."""
         uid = pod.metadata.uid
         if created is not None:
             self._created[uid] = created
@@ -86,16 +94,25 @@ class Scheduler:
         uid = pod.metadata.uid
         self.parked[uid] = pod
         self._failures[uid] = self._failures.get(uid, 0) + 1
-        self._tried_at[uid] = asyncio.get_running_loop().time()
+        now = asyncio.get_running_loop().time()
+        self._tried_at[uid] = now
+        # Its place in line: when it failed last, after the pods that failed before it at the
+        # same moment (attempts take no time here; kube-scheduler's take some, in this order).
+        self._created[uid] = (now, next(self._order))
 
     def requeue(self) -> None:
         """A cluster event (a pod ended or was evicted, a gang released, a backoff of Lahar's
         over): every parked pod is tried again once its own backoff is over, as kube-scheduler
         moves pods an extender rejected (no queueing hint narrows them) on any event."""
+        parked, self.parked = self.parked, {}
+        self._back(parked.values())
+
+    def _back(self, pods: Iterable[Pod]) -> None:
+        """The pods go back to be tried: at once if their backoff is over, else when it is."""
         loop = asyncio.get_running_loop()
         now = loop.time()
-        parked, self.parked = self.parked, {}
-        for uid, pod in parked.items():
+        for pod in pods:
+            uid = pod.metadata.uid
             backoff = min(BACKOFF_MAX, BACKOFF_INITIAL * 2 ** (self._failures.get(uid, 1) - 1))
             ready = self._tried_at.get(uid, now) + backoff
             if ready <= now:
@@ -206,8 +223,9 @@ class Scheduler:
             result = await self.barrier.bind(args)
         else:
             result = await bind(self.state, self.binder, args)
-        if result.error:  # refused or released: the scheduler forgets it and tries again later
+        if result.error:  # refused or released: an error, tried again once its backoff is over
             self.park(pod)
+            self._back([self.parked.pop(pod.metadata.uid)])
 
 
 def binder_of(bound: Callable[[str, str], Awaitable[None]]) -> Binder:

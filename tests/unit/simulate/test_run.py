@@ -74,6 +74,21 @@ def test_plain_pods_run_alike_under_both_policies(lahar: Policy) -> None:
         assert _times(outcome) == {"one": (0.0, 60.0), "two": (60.0, 120.0)}
 
 
+def test_an_elastic_job_ends_once_every_replica_has_run(lahar: Policy) -> None:
+    """minAvailable 1 of 2 replicas on a node that holds one: the job starts with one and runs
+    the other once there is room, as a Volcano Job completes only when all its replicas did."""
+    trace = parse_trace(
+        {
+            "nodes": [{"count": 1, "cpu": "2", "memory": "8Gi"}],
+            "jobs": [_job("elastic", 2, "2", 10, minAvailable=1)],
+        }
+    )
+    for policy in (lahar, stock_policy()):
+        outcome = simulate(trace, policy, "p")
+        assert _times(outcome) == {"elastic": (0.0, 20.0)}
+        assert sorted((i.start, i.end) for i in outcome.intervals) == [(0.0, 10.0), (10.0, 20.0)]
+
+
 def test_a_job_arriving_in_unix_time_is_played_at_once(lahar: Policy) -> None:
     """A trace whose times are epoch seconds: the run goes straight to each arrival (no stepping
     an idle hour at a time to get there) and fires timers where a nanosecond is below a float's
