@@ -55,9 +55,9 @@ def object_name(text: str) -> str:
     return text
 
 
-def add_name(parser: argparse.ArgumentParser, help: str | None = None) -> None:
+def add_name(parser: argparse.ArgumentParser) -> None:
     """The NAME argument of a command acting on one object (`object_name` checks it)."""
-    parser.add_argument("name", type=object_name, help=help)
+    parser.add_argument("name", type=object_name)
 
 
 def kubeconfig_path(given: Path | None) -> Kubeconfig:

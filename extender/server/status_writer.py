@@ -34,8 +34,9 @@ from extender.kube.reports import utc_now
 from extender.server.coalesce import Coalesced
 
 log = logging.getLogger(__name__)
-StatusPatch = Callable[[str, str, str, dict[str, Any]], Awaitable[None]]  # namespace, name, uid,
-# status: onto that very PodGroup (not one of the same name created meanwhile)
+# (namespace, name, uid, status): the status onto that very PodGroup, not one of the same name
+# created meanwhile
+StatusPatch = Callable[[str, str, str, dict[str, Any]], Awaitable[None]]
 EventSink = Callable[[PodGroup, Event], Awaitable[None]]
 
 
