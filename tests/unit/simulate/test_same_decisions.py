@@ -1,6 +1,7 @@
 """The simulator decides as the extender does: on the same cluster state, the nodes the
 simulated scheduler chooses among are exactly those the extender's filter verb passes that score
-highest in its prioritize reply (hypothesis draws the clusters, gangs included)."""
+highest in its prioritize reply (hypothesis draws the clusters, gangs included, and pods asked
+about first, so that the gang rules hold admissions and reservations when w0 is asked)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ class Scene:
     nodes: list[NodeBuilder] = field(default_factory=list)
     pods: list[PodBuilder] = field(default_factory=list)
     groups: list[PodGroupBuilder] = field(default_factory=list)
+    ahead: list[str] = field(default_factory=list)  # uids asked about before w0, in order
 
     def state(self) -> ClusterState:
         state = cluster(self.nodes, self.pods)
@@ -68,11 +70,17 @@ def scenes(draw: st.DrawFn) -> Scene:
     for index in range(size):
         pod = make_pod(f"w{index}").cpu(str(cpu)).uid(f"w{index}").scheduler("lahar")
         scene.pods.append(pod.group("g") if gang else pod)
+    if draw(st.booleans()):  # a gang h asked about first: admitted (holding room) or refused
+        first = draw(st.integers(1, 3))
+        scene.groups.append(make_group("h").min_member(first))
+        for index in range(first):
+            pod = make_pod(f"h{index}").cpu(str(draw(st.integers(1, 4)))).uid(f"h{index}")
+            scene.pods.append(pod.scheduler("lahar").group("h"))
+        scene.ahead = ["h0"]
     return scene
 
 
-def _extender_choices(state: ClusterState, pod: Pod) -> set[str]:
-    engine = Engine(POLICY)
+def _extender_choices(engine: Engine, state: ClusterState, pod: Pod) -> set[str]:
     session = engine.session(state.view())
     names = sorted(state.view().nodes)
     args = ExtenderArgs(pod=pod, node_names=names)
@@ -94,6 +102,10 @@ async def _never(namespace: str, name: str, uid: str, node: str) -> None:
 @given(scenes())
 def test_the_simulator_chooses_among_the_nodes_the_extender_would(scene: Scene) -> None:
     extender_state, simulator_state = scene.state(), scene.state()
-    expected = _extender_choices(extender_state, extender_state.pods["w0"])
+    extender = Engine(POLICY)
     simulator = Scheduler(simulator_state, Engine(POLICY), _never)
-    assert simulator.choices(simulator_state.pods["w0"]) == expected
+    for uid in [*scene.ahead, "w0"]:
+        expected = _extender_choices(extender, extender_state, extender_state.pods[uid])
+        assert simulator.choices(simulator_state.pods[uid]) == expected, uid
+    if scene.ahead and extender.gangs is not None and simulator.engine.gangs is not None:
+        assert extender.gangs.admissions.keys() == simulator.engine.gangs.admissions.keys()
