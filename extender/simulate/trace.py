@@ -42,6 +42,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from extender.api.batch import pod_name
 from extender.api.quantity import parse_quantity
 from extender.api.resources import Resources
 from extender.api.scheduling import DEFAULT_QUEUE
@@ -155,11 +156,11 @@ class Job(_Strict):
             raise ValueError(f"task names repeat: {', '.join(names)}")
         return self
 
-    def pod_names(self) -> Iterator[tuple[Task, int, str]]:
-        """Each pod's task, index and name: JOB-TASK-INDEX, as Volcano's controller names them."""
+    def pod_names(self) -> Iterator[tuple[Task, str]]:
+        """Each pod's task and name, as Volcano's controller names them (`pod_name`)."""
         for task in self.tasks:
             for index in range(task.replicas):
-                yield task, index, f"{self.name}-{task.name}-{index}"
+                yield task, pod_name(self.name, task.name, index)
 
 
 class Trace(_Strict):
@@ -184,7 +185,7 @@ class Trace(_Strict):
             seen.add(job.name)
         pods: dict[str, str] = {}  # pod name -> its job (a namespace holds one pod of a name)
         for index, job in enumerate(self.jobs):
-            for _, _, pod in job.pod_names():
+            for _, pod in job.pod_names():
                 other = pods.setdefault(pod, job.name)
                 if other != job.name:
                     raise ValueError(

@@ -91,7 +91,7 @@ def pod_group(job: Job) -> PodGroup:
 def pods(job: Job, incarnation: int = 0) -> list[Pod]:
     """The job's pods, pending; uids differ per incarnation (a restarted job's new pods)."""
     made = []
-    for task, _, name in job.pod_names():
+    for task, name in job.pod_names():
         container = {"name": task.name, "resources": {"requests": task.request.quantities()}}
         annotations = {GROUP_ANNOTATION: job.name, TASK_ANNOTATION: task.name}
         made.append(
