@@ -91,8 +91,12 @@ class Scheduler:
     def park(self, pod: Pod) -> None:
         """No node takes the pod now: it waits for an event, and backs off (kube-scheduler's
         1 s doubling per failed attempt up to 10 s) before it is tried again."""
+        self._failed(pod)
+        self.parked[pod.metadata.uid] = pod
+
+    def _failed(self, pod: Pod) -> None:
+        """An attempt at the pod failed: one failure more (its backoff), tried now."""
         uid = pod.metadata.uid
-        self.parked[uid] = pod
         self._failures[uid] = self._failures.get(uid, 0) + 1
         now = asyncio.get_running_loop().time()
         self._tried_at[uid] = now
@@ -224,8 +228,8 @@ class Scheduler:
         else:
             result = await bind(self.state, self.binder, args)
         if result.error:  # refused or released: an error, tried again once its backoff is over
-            self.park(pod)
-            self._back([self.parked.pop(pod.metadata.uid)])
+            self._failed(pod)
+            self._back([pod])
 
 
 def binder_of(bound: Callable[[str, str], Awaitable[None]]) -> Binder:
