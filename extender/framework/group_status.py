@@ -90,14 +90,7 @@ def group_status(
     if stands or (finished and succeeded >= floor):
         message = f"{bound + succeeded} of {gang.min_member} required members bound or done"
         wanted.append(_condition(SCHEDULED, "True", "GangScheduled", message))
-    ours = {c.type: _stamped(c, _find(previous, c.type), now) for c in wanted}
-    # Other writers' conditions stay where they were; Lahar's replace its own, or come last.
-    conditions = [
-        ours.pop(c.type, c)
-        for c in previous.conditions
-        if c.type in ours or (c.type not in (UNSCHEDULABLE, SCHEDULED))
-    ]
-    conditions += ours.values()
+    conditions = _merged(previous, [_stamped(c, _find(previous, c.type), now) for c in wanted])
     return PodGroupStatus(
         phase=phase, conditions=conditions, running=bound, succeeded=succeeded, failed=failed
     )
@@ -140,6 +133,19 @@ def _condition(kind: str, status: str, reason: str, message: str) -> PodGroupCon
 
 def _find(status: PodGroupStatus, kind: str) -> PodGroupCondition | None:
     return next((c for c in status.conditions if c.type == kind), None)
+
+
+def _merged(previous: PodGroupStatus, wanted: list[PodGroupCondition]) -> list[PodGroupCondition]:
+    """The conditions to write: other writers' where they were, Lahar's replacing its own (or
+    last when new); Lahar's that are no longer wanted go."""
+    ours = {condition.type: condition for condition in wanted}
+    merged: list[PodGroupCondition] = []
+    for condition in previous.conditions:
+        if condition.type in ours:
+            merged.append(ours.pop(condition.type))
+        elif condition.type not in (UNSCHEDULABLE, SCHEDULED):
+            merged.append(condition)
+    return merged + list(ours.values())
 
 
 def _stamped(

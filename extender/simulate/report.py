@@ -39,7 +39,7 @@ PARTIAL_WAITS = "*"  # marks waits over only the jobs that started
 
 def row(summary: Summary) -> tuple[str, ...]:
     makespan = _seconds(summary.makespan) if summary.makespan is not None else "never"
-    mark = PARTIAL_WAITS if 0 < summary.started < summary.jobs else ""
+    mark = PARTIAL_WAITS if _partial_waits(summary) else ""
     return (
         summary.policy,
         str(summary.jobs),
@@ -62,8 +62,13 @@ def notes(summaries: Sequence[Summary]) -> list[str]:
         f"{PARTIAL_WAITS} {s.policy}: the waits are over the {s.started} jobs that started; "
         f"{s.jobs - s.started} never did (they wait still, longer than any shown)"
         for s in summaries
-        if 0 < s.started < s.jobs
+        if _partial_waits(s)
     ]
+
+
+def _partial_waits(summary: Summary) -> bool:
+    """Its waits are over some of its jobs only: others never started."""
+    return 0 < summary.started < summary.jobs
 
 
 def progress(report: Progress, *, brief: bool = False) -> str:
