@@ -18,8 +18,8 @@ from typing import Any
 import yaml
 from kubernetes import client as k8s
 
-from extender.kube import KubeError, context_namespace, list_objects
 from extender.kube import connect as kube_connect
+from extender.kube import context_namespace, list_objects
 from extender.kube.client import Kubeconfig
 
 OUTPUTS = ("table", "wide", "json", "yaml")
@@ -78,11 +78,7 @@ class Connection:
 
 @contextmanager
 def connect(args: argparse.Namespace) -> Iterator[Connection]:
-    config = kubeconfig_path(args.kubeconfig)
-    files = (config,) if isinstance(config, Path) else config
-    if not any(path.is_file() for path in files):
-        named = ", ".join(str(path) for path in files)
-        raise KubeError(f"kubeconfig {named} does not exist; pass --kubeconfig FILE")
+    config = kubeconfig_path(args.kubeconfig)  # (a missing file is refused by the kube layer)
     namespace = getattr(args, "namespace", None) or context_namespace(config, args.context)
     with kube_connect(config, args.context) as api:
         yield Connection(api, namespace)

@@ -63,7 +63,7 @@ def _merged(kubeconfig: Kubeconfig, context: str | None) -> tuple[str, str | Non
     named = ", ".join(str(f) for f in files) or "(none)"
     existing = [f for f in files if f.is_file()]
     if not existing:
-        raise KubeError(f"kubeconfig {named} does not exist")
+        raise KubeError(f"kubeconfig {named} does not exist; pass --kubeconfig FILE")
     if context is None and len(existing) > 1:  # (the client's merge lets the last file win)
         context = next(filter(None, (_current_context(f) for f in existing)), None)
     return os.pathsep.join(str(f) for f in existing), context, named
