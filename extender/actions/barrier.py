@@ -7,10 +7,20 @@ members beyond `minMember` bind at once. A held member counts on its node (assum
 in the gang's reservation becomes that usage, so nobody else takes the place meanwhile.
 
 If the gang does not come together within the barrier timeout, every held member gets an error
-(the scheduler forgets it and retries later), the assumptions and the reservation are dropped and
-the gang backs off, so two gangs cannot hold each other's capacity forever. A member deleted while
-held fails the whole gang before any binding is created; a binding the API refuses after others
-succeeded cannot be undone: it is logged and counted as a partial gang.
+(the scheduler forgets it and retries later; a held bind must end before the scheduler's
+httpTimeout). What happens to the gang depends on why it is short:
+
+- its missing members all exist, ungated and pending: the scheduler has not come to them yet
+  (its queue is long, or they are in backoff). The gang keeps its admission, the held members'
+  slots hold their places again, and they come back to the barrier when the scheduler retries
+  them: a gang is not given up for being slow to arrive. This patience lasts until the gang has
+  been admitted for `reservation_timeout`;
+- else (members missing, deleted, or held by another's gate), or past that: the assumptions and
+  the reservation are dropped and the gang backs off, so two gangs cannot hold each other's
+  capacity forever.
+
+A member deleted while held fails the whole gang before any binding is created; a binding the API
+refuses after others succeeded cannot be undone: it is logged and counted as a partial gang.
 """
 
 from __future__ import annotations
@@ -27,7 +37,8 @@ from extender.api.scheduling import gang_key
 from extender.api.wire import ExtenderBindingArgs, ExtenderBindingResult
 from extender.cache.state import ClusterState
 from extender.framework.gang import Gangs
-from extender.framework.members import view_gang
+from extender.framework.members import GangView, view_gang
+from extender.framework.placement import Slot
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +49,7 @@ class BarrierObserver:
 
     waited: Callable[[float], None] = lambda seconds: None
     timed_out: Callable[[str], None] = lambda key: None
+    waited_on: Callable[[str], None] = lambda key: None  # timed out, members still coming
     partial: Callable[[str], None] = lambda key: None
 
 
@@ -79,7 +91,7 @@ class Barrier:
         key = gang_key(pod) if pod is not None else None
         if pod is None or key is None or key not in self.state.pod_groups:
             return await bind(self.state, self.binder, args)
-        self.gangs.consume(pod.metadata.uid)
+        self.gangs.consume(pod.metadata.uid, args.node)
         gate = self._gates.get(key)
         if gate is None and view_gang(self.state, key).stands:  # an extra member: a plain bind
             return await bind(self.state, self.binder, args, note=" (gang stands)")
@@ -153,18 +165,52 @@ class Barrier:
             return
         held = list(gate.held.values())
         gang = view_gang(self.state, key)
-        backoff = self.gangs.settings.backoff
+        settings = self.gangs.settings
+        short = f"only {gang.ready} of {gang.min_member} members were placed within " + (
+            f"{settings.barrier_timeout:.0f}s"
+        )
+        coming = self._coming(gang)
+        if coming is not None:
+            slots = {h.pod.metadata.uid: Slot(h.args.node, h.pod.request) for h in held}
+            self._fail(
+                key,
+                held,
+                f"gang {key}: {short}; {coming} more wait in the scheduler's queue: the gang "
+                "keeps its reservation and the held members are placed again",
+                level=logging.INFO,
+            )
+            self.gangs.restore(key, slots)
+            self.observer.waited_on(key)
+            return
         self._fail(
             key,
             held,
-            f"gang {key}: only {gang.ready} of {gang.min_member} members were placed within "
-            f"{self.gangs.settings.barrier_timeout:.0f}s; none bound, backing off {backoff:.0f}s",
+            f"gang {key}: {short}; none bound, backing off {settings.backoff:.0f}s",
         )
         self.observer.timed_out(key)
         self.gangs.release(key, back_off=True)
 
-    def _fail(self, key: str, held: list[_Held], error: str) -> None:
-        log.warning("%s (releasing %d held members)", error, len(held))
+    def _coming(self, gang: GangView) -> int | None:
+        """How many of the gang's missing members the scheduler still has to place (pending,
+        ungated, not being deleted), when they are enough for it to stand and it was admitted
+        less than `reservation_timeout` ago; else None (it gives up)."""
+        admitted = self.gangs.admitted_at(gang.key)
+        timeout = self.gangs.settings.reservation_timeout
+        if admitted is None or self.gangs.clock() - admitted >= timeout:
+            return None
+        members, refusal = gang.to_plan
+        if refusal is not None or len(gang.placed) + len(gang.succeeded) + len(members) < (
+            gang.min_member
+        ):
+            return None
+        if any(pod.spec.scheduling_gates for pod in members):
+            return None
+        return len(members)
+
+    def _fail(
+        self, key: str, held: list[_Held], error: str, *, level: int = logging.WARNING
+    ) -> None:
+        log.log(level, "%s (releasing %d held members)", error, len(held))
         for h in held:
             self.state.forget(h.pod.metadata.uid)
             if not h.result.done():

@@ -1,57 +1,131 @@
-"""The filter verb: which candidate nodes can take the pod, and why each other one cannot.
+"""The filter verb: what only Lahar knows about a pod's candidate nodes.
 
-The reply mirrors the request's variant: node names when the scheduler sent names
-(`nodeCacheCapable`), the passing node objects, exactly as sent, when it sent objects. When every
-candidate passes, the reply echoes the request's own NodeNames bytes instead of encoding them again.
-Gang admission happens here (`framework.gang`), before the pure session decides.
+kube-scheduler's in-tree filters (resource fit with NodeResourcesFit, taints, affinity, ports,
+volumes) have already kept the nodes the pod fits on; Lahar decides what they cannot:
+
+- the gang rules (`framework.gang`): a member of a gang that is not admitted fails everywhere,
+  with the gang's reason; asking may admit the gang (the one change a filter call makes);
+- reservations: capacity admitted gangs hold is not offered to other pods (a gang member may take
+  its own gang's, `Verdict.credit`);
+- queue capability, for members beyond a standing gang's minMember.
+
+Replies are built without decoding the candidate list where the decision needs none of it: when
+every candidate passes (a pod outside any gang while no gang holds capacity: most calls), the
+request's own `NodeNames` bytes are echoed; when some fail, their names are cut out of those bytes.
+A refused gang member gets its reason once, on one candidate, as UnschedulableAndUnresolvable, and
+no node passes: kube-scheduler treats the candidates left out as unresolvable too, so the refusal
+costs it no preemption dry run (Lahar's preemptor acts for gangs), and the reply stays a few
+hundred bytes however many nodes were offered. The reply mirrors the request's variant: names when
+the scheduler sent names (`nodeCacheCapable`), the passing node objects, exactly as sent, when it
+sent objects.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from pydantic_core import to_json
+
 from extender.api.candidates import Candidates
-from extender.api.wire import ExtenderArgs, ExtenderFilterResult, NodeList, all_passed_json
+from extender.api.objects import Pod
+from extender.api.resources import Resources
+from extender.api.wire import ExtenderArgs, ExtenderFilterResult, NodeList
 from extender.cache.state import ClusterState
-from extender.framework.gang_types import PLAIN
-from extender.framework.session import Session
+from extender.framework.gang_types import PLAIN, Verdict
+from extender.framework.session import Engine
+
+# Past this many nodes holding reservations, the candidates are decoded into a set once instead
+# of each node being looked up in the raw bytes.
+LOOKUPS = 32
 
 
 def filter_nodes(
-    session: Session, args: ExtenderArgs, candidates: Candidates, state: ClusterState
+    engine: Engine, state: ClusterState, args: ExtenderArgs, candidates: Candidates
 ) -> bytes:
+    pod = args.pod
     verdict = PLAIN
-    gangs = session.engine.gangs
+    gangs = engine.gangs
     if gangs is not None:  # may admit the pod's gang: the one change a filter call makes
-        gangs.serve(args.pod.spec.scheduler_name)
-        verdict = gangs.verdict(state, session.snapshot.nodes, args.pod)
-    outcome = session.filter(args.pod, candidates, verdict)
-    if outcome.everything_passed and candidates.raw is not None and args.nodes is None:
-        return all_passed_json(candidates.raw)
-    return _reply(args, outcome.passed, outcome.failed, outcome.unresolvable)
+        gangs.serve(pod.spec.scheduler_name)
+        verdict = gangs.verdict(state, state.view().nodes, pod)
+    if verdict.reason is not None:
+        return refuse_all(args, candidates, verdict.reason, resolvable=False)
+    reserved = gangs.reserved() if gangs is not None else {}
+    failed = _held(engine, state, pod, candidates, reserved, verdict=verdict) if reserved else {}
+    if args.nodes is not None:
+        return _reply_nodes(args.nodes, set(candidates.names) - failed.keys(), failed)
+    if not failed:
+        return _names_reply(_raw(candidates), {}, {})
+    return _names_reply(candidates.raw_without(failed), failed, {})
 
 
-def refuse_all(args: ExtenderArgs, candidates: Candidates, reason: str) -> bytes:
-    """Every candidate fails for `reason` (retried later: not marked unresolvable)."""
-    return _reply(args, [], dict.fromkeys(candidates.names, reason), {})
+def _held(
+    engine: Engine,
+    state: ClusterState,
+    pod: Pod,
+    candidates: Candidates,
+    reserved: Mapping[str, Resources],
+    *,
+    verdict: Verdict,
+) -> dict[str, str]:
+    """Candidates where the pod does not fit beside what admitted gangs hold, with why."""
+    nodes = state.view().nodes
+    if len(reserved) > LOOKUPS:
+        offered = [n for n in candidates.members & reserved.keys() if n in nodes]
+    else:
+        offered = [n for n in reserved if n in candidates and n in nodes]
+    if not offered:
+        return {}
+    return engine.session(state.view()).held_reasons(pod, offered, reserved, verdict)
 
 
-def _reply(
-    args: ExtenderArgs,
-    passed: list[str],
-    failed: dict[str, str],
-    unresolvable: dict[str, str],
+def refuse_all(
+    args: ExtenderArgs, candidates: Candidates, reason: str, *, resolvable: bool = True
 ) -> bytes:
+    """No candidate passes, for `reason`: said once, on the first candidate (the scheduler
+    counts the others, left out of the reply, as unresolvable). `resolvable` marks it as a
+    refusal that evicting pods could help (FailedNodes) rather than not (FailedAndUnresolvable)."""
+    if args.nodes is not None:
+        failed = dict.fromkeys(candidates.names, reason)
+        if resolvable:
+            return _reply_nodes(args.nodes, set(), failed)
+        return _reply_nodes(args.nodes, set(), {}, failed)
+    first = candidates.first()
+    said = {first: reason} if first is not None else {}
+    if resolvable:
+        return _names_reply(b"[]", said, {})
+    return _names_reply(b"[]", {}, said)
+
+
+def _raw(candidates: Candidates) -> bytes:
+    return candidates.raw if candidates.raw is not None else to_json(candidates.names)
+
+
+def _names_reply(names: bytes, failed: Mapping[str, str], unresolvable: Mapping[str, str]) -> bytes:
+    """An ExtenderFilterResult with `names` (a JSON array, as bytes) passing."""
+    return (
+        b'{"Nodes":null,"NodeNames":'
+        + names
+        + b',"FailedNodes":'
+        + to_json(failed)
+        + b',"FailedAndUnresolvableNodes":'
+        + to_json(unresolvable)
+        + b',"Error":""}'
+    )
+
+
+def _reply_nodes(
+    nodes: NodeList,
+    passed: set[str],
+    failed: Mapping[str, str],
+    unresolvable: Mapping[str, str] | None = None,
+) -> bytes:
+    """The Nodes variant: the passing node objects, exactly as they came."""
     result = ExtenderFilterResult.model_construct(
-        nodes=None,
+        nodes=NodeList(items=[item for item in nodes.items if item["metadata"]["name"] in passed]),
         node_names=None,
-        failed_nodes=failed,
-        failed_and_unresolvable_nodes=unresolvable,
+        failed_nodes=dict(failed),
+        failed_and_unresolvable_nodes=dict(unresolvable or {}),
         error="",
     )
-    if args.node_names is not None or args.nodes is None:
-        result.node_names = passed
-    else:
-        kept = set(passed)
-        result.nodes = NodeList(
-            items=[item for item in args.nodes.items if item["metadata"]["name"] in kept]
-        )
     return result.dump()

@@ -145,8 +145,11 @@ class Pod(KubeModel):
 
     @property
     def parked(self) -> bool:
-        """A scheduler tried it and found no node (PodScheduled is False): it waits to be
-        retried on a cluster event."""
+        """A scheduler tried it and found no node (PodScheduled is False, and no scheduling gate
+        holds it, which kube-scheduler reports the same way): it waits to be retried on a
+        cluster event."""
+        if self.spec.scheduling_gates:
+            return False
         return any(c.type == "PodScheduled" and c.status == "False" for c in self.status.conditions)
 
     @property

@@ -4,6 +4,11 @@ A pod joins a PodGroup through the annotation `scheduling.k8s.io/group-name` (in
 namespace) and a task through `volcano.sh/task-spec`; `gang_key` and `task_of` read them. Only the
 fields Lahar's policies read are modelled; resource lists parse exactly as a pod's do, so a bad
 quantity in `minResources` is an error naming that field.
+
+A gang's pods are created with the scheduling gate `lahar.io/gang` (by the Job controller, and by
+the admission webhook for pods others create) and Lahar lifts it when it admits their gang, so a
+gang's members enter kube-scheduler's queue together and pods of gangs that cannot run yet cost
+the scheduler nothing. `held_by_lahar` tells such a pod.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 TASK_ANNOTATION = "volcano.sh/task-spec"
 DEFAULT_QUEUE = "default"
 SLA_ANNOTATION = "sla-waiting-time"  # Volcano's per-job starvation limit, a Go duration
+GANG_GATE = "lahar.io/gang"  # the scheduling gate Lahar lifts when it admits the pod's gang
 
 log = logging.getLogger(__name__)
 
@@ -137,3 +143,9 @@ def gang_key(pod: Pod) -> str | None:
 
 def task_of(pod: Pod) -> str:
     return pod.metadata.annotations.get(TASK_ANNOTATION, "")
+
+
+def held_by_lahar(pod: Pod) -> bool:
+    """The pod waits for Lahar alone: its only scheduling gate is Lahar's (`GANG_GATE`)."""
+    gates = pod.spec.scheduling_gates
+    return bool(gates) and all(gate.name == GANG_GATE for gate in gates)

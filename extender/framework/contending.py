@@ -5,7 +5,9 @@ A walk of the fair order takes turns among the gangs that wait: those the ledger
 it was not asked about yet. Those contend too, so the order does not depend on which pod the
 scheduler happens to try first; they wait since first seen, never drain and are never preempted
 for, and one not asked about within `reservation_timeout` stops contending until it is (the
-scheduler may never send it: rules Lahar does not model).
+scheduler may never send it: rules Lahar does not model). A gang whose members Lahar's scheduling
+gate holds (`GangView.held`) cannot be asked about until Lahar admits it, so it contends as if
+asked, from when first seen, for as long as it waits.
 
 Looking at every one of them at each walk would cost what waits (thousands of gangs in a full
 cluster), though between two walks only a few change. So `Contending` keeps the contenders and
@@ -147,7 +149,7 @@ class Contending(FollowsGangs):
             since = self.pending_since.pop(key, now)  # (as first seen, if it was)
             return Contender(gang, since, blocked(gang)) if asked else None
         since = self.pending_since.setdefault(key, now)
-        if asked:
+        if asked or gang.held:  # (held by Lahar's gate: Lahar asks for the scheduler)
             return Contender(gang, since, blocked(gang))  # it keeps its age
         if now - since < timeout:
             return Contender(gang, since, blocked(gang), asked=False)

@@ -78,12 +78,23 @@ def _waiting(
     turn = order.turns.get(key)
     waiting = gangs.waiting.get(key)
     lines: list[str] = []
+    blocked = gangs.blocked(gang)
     if waiting is not None:
         lines.append(f"waiting: {waiting.rejection.message}")
+    elif blocked is not None:
+        lines.append(f"waiting: {blocked.message}")
     elif turn is not None and turn.rejection is not None:
         lines.append(f"waiting: {turn.rejection.message}")
+    elif turn is not None and turn.slots and gang.held:
+        lines.append(
+            "waiting: it fits now; Lahar lifts its pods' gate when fewer than "
+            f"{gangs.settings.max_pods_in_flight} members of admitted gangs wait for the "
+            f"scheduler ({gangs.in_flight()} now)"
+        )
     elif turn is not None and turn.slots:
         lines.append("waiting: it fits now; it is admitted when the scheduler next asks about it")
+    elif gang.held:
+        lines.append("waiting: its pods wait behind Lahar's gate for the gang's turn")
     else:
         lines.append("waiting: the scheduler has not asked Lahar about its pods yet")
     remaining = _backoff_left(gangs, key)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from extender.api.objects import Pod
@@ -33,11 +33,19 @@ from extender.cache.state import ClusterState
 from extender.framework.contending import Contending
 from extender.framework.gang_types import PLAIN, Admission, GangSettings, Order, Verdict, Waiting
 from extender.framework.lineup import Ordering, Ranking
-from extender.framework.members import GangView, Rejection, gang_priority, view_gang
+from extender.framework.members import (
+    GangView,
+    Marked,
+    Rejection,
+    gang_priority,
+    held,
+    parked,
+    view_gang,
+)
 from extender.framework.order import walk
-from extender.framework.placement import KeptRoom, Slot
+from extender.framework.placement import KeptRoom, Room, Slot, plan
 from extender.framework.queues import QueueTally, QueueView, account
-from extender.framework.turns import Run, Turns
+from extender.framework.turns import Run, Turn, Turns
 
 
 @dataclass
@@ -64,6 +72,8 @@ class Gangs:
     # Scheduler names of the pods Lahar was asked about: gangs of those schedulers contend.
     schedulers: set[str] = field(default_factory=set)
     _contending: Contending = field(default_factory=Contending)  # walk to walk
+    _held: Marked = field(default_factory=lambda: Marked(held))  # members Lahar's gate holds
+    _parked: Marked = field(default_factory=lambda: Marked(parked))  # members the scheduler parked
     _room: KeptRoom = field(default_factory=KeptRoom)  # the nodes' free capacity, walk to walk
 
     # -- reading -------------------------------------------------------------------------------
@@ -78,7 +88,23 @@ class Gangs:
         self._tally()
         return self._reserved_by_gang
 
+    def _hold(self, key: str, slots: Iterable[Slot], *, more: bool) -> None:
+        """Gang `key`'s reservation grows (`more`) or shrinks by `slots`: the tallies follow
+        (one slot at a time, not a recount of every admission) and the ledger's version moves.
+        Callers bring the tallies up to date (`_tally`) before they change the admissions."""
+        for slot in slots:
+            for tally, name in ((self._reserved, slot.node), (self._reserved_by_gang, key)):
+                before = tally.get(name, EMPTY)
+                after = before + slot.request if more else before - slot.request
+                if after:
+                    tally[name] = after
+                else:
+                    tally.pop(name, None)
+        self.version += 1
+        self._reserved_at = self.version
+
     def _tally(self) -> None:
+        """Recount the tallies when the admissions changed other than through `_hold`."""
         if self._reserved_at != self.version:
             by_node: dict[str, Resources] = {}
             by_gang: dict[str, Resources] = {}
@@ -130,7 +156,7 @@ class Gangs:
         self._admit(gang, turn.slots)
         # The walk already counted these slots as claimed: every other turn stands as it was.
         self._order = replace(order, made_at=self._state_key(state))
-        return Verdict(own_slot=turn.slots.get(pod.metadata.uid))
+        return Verdict(credit=_credit(turn.slots, pod.metadata.uid))
 
     def _admitted_or_standing(
         self, state: ClusterState, nodes: Mapping[str, NodeInfo], gang: GangView, pod: Pod
@@ -147,7 +173,9 @@ class Gangs:
             refusal = view.capability_refusal(gang.key, pod.request, view.allocated)
             if refusal is not None:
                 return Verdict(refusal.message)
-        return Verdict(own_slot=slot)
+        if admission is None or slot is None:
+            return PLAIN
+        return Verdict(credit=_credit(admission.slots, pod.metadata.uid))
 
     def order(
         self, state: ClusterState, nodes: Mapping[str, NodeInfo], asking: GangView | None = None
@@ -168,21 +196,38 @@ class Gangs:
         if turns.pending is not None and self._take_run(turns, turns.pending, until):
             return
         for turn in order.rest:
-            if isinstance(turn, Run):  # refusals past the point where nothing fits
-                if self._take_run(turns, turn, until):
-                    return
-                continue
-            turns.add(turn.key, turn)
-            if turn.targets:
-                self._targets[turn.key] = turn.targets
-            else:
-                self._targets.pop(turn.key, None)
-            if turn.slots and turn.key not in self._contending.pending_since:
-                self._let_in_since.setdefault(turn.key, self.clock())
-            else:
-                self._let_in_since.pop(turn.key, None)
-            if turn.key == until:
+            if self._took(turns, turn, until):
                 return
+
+    def _took(self, turns: Turns, turn: Turn | Run, until: str | None) -> bool:
+        """Take one more of the walk's turns (or a run of them); whether `until`'s was among
+        them."""
+        if isinstance(turn, Run):  # refusals past the point where nothing fits
+            return self._take_run(turns, turn, until)
+        turns.add(turn.key, turn)
+        if turn.targets:
+            self._targets[turn.key] = turn.targets
+        else:
+            self._targets.pop(turn.key, None)
+        if turn.slots and turn.key not in self._contending.pending_since:
+            self._let_in_since.setdefault(turn.key, self.clock())
+        else:
+            self._let_in_since.pop(turn.key, None)
+        return turn.key == until
+
+    def _lazily(self, order: Order) -> Iterator[tuple[str, Turn]]:
+        """The turns the walk gives one by one, in its order, taken as they are read (a reader
+        that stops early leaves the rest untaken); they end at the first run of refusals,
+        past which nothing fits and nobody is let in."""
+        turns = order.turns
+        yield from list(turns.given())
+        if turns.ran:
+            return
+        for turn in order.rest:
+            self._took(turns, turn, None)
+            if isinstance(turn, Run):
+                return
+            yield turn.key, turn
 
     def _take_run(self, turns: Turns, run: Run, until: str | None) -> bool:
         """Take a run of refusals past the point where nothing fits, as far as `until`
@@ -257,14 +302,22 @@ class Gangs:
 
     def admissible(self, state: ClusterState, nodes: Mapping[str, NodeInfo]) -> list[str]:
         """The parked gangs the fair order would admit now, in that order (nothing reserved):
-        refused by Lahar, or never asked about because the scheduler found no node before it."""
-        order = self.order(state, nodes)
-        return [
-            key
-            for key, turn in order.turns.given()  # (a run's refusals let nobody in)
-            if turn.slots
-            and (key in self.waiting or any(pod.parked for pod in view_gang(state, key).pending))
-        ]
+        refused by Lahar, or never asked about because the scheduler found no node before it
+        (not those Lahar's gate holds: `let_in` answers for them). The walk goes only as far as
+        the last of them, and not at all when there is none."""
+        wanted = {k for k in self.waiting if k not in self._held} | set(self._parked.keys(state))
+        wanted -= self.admissions.keys()
+        found: list[str] = []
+        if not wanted:
+            return found
+        for key, turn in self._lazily(self._walked(state, nodes)):
+            if key in wanted:
+                wanted.discard(key)
+                if turn.slots:
+                    found.append(key)
+                if not wanted:
+                    break
+        return found
 
     def _fresh(self, state: ClusterState) -> Order | None:
         order = self._order
@@ -289,6 +342,27 @@ class Gangs:
                 "not all come to bind in time",
             )
         return None
+
+    def admit_ahead(
+        self, state: ClusterState, nodes: Mapping[str, NodeInfo], gang: GangView
+    ) -> Rejection | None:
+        """Admit `gang` ahead of every other one: planned on the capacity admitted gangs leave,
+        whatever the fair order says (a gang found partly bound after a restart completes
+        first: its bound members hold capacity that serves nobody until it stands). Why not,
+        when it does not fit (None: admitted)."""
+        refusal = self._blocked(gang)
+        if refusal is not None:
+            return refusal
+        slots, refusal = plan(gang, Room(nodes, self.reserved()))
+        if refusal is not None:
+            return refusal
+        self._admit(gang, slots)
+        self._order = None  # it claimed capacity the last walk gave others
+        return None
+
+    def blocked(self, gang: GangView) -> Rejection | None:
+        """Why the gang waits before any plan: no PodGroup, or backing off (None: neither)."""
+        return self._blocked(gang)
 
     def _blocked(self, gang: GangView) -> Rejection | None:
         key = gang.key
@@ -329,22 +403,107 @@ class Gangs:
 
     # -- changing ------------------------------------------------------------------------------
 
-    def consume(self, uid: str) -> None:
-        """A member is being bound: its slot turns into real usage on its node. An admission
-        whose every slot is consumed has done its work and ends."""
+    def consume(self, uid: str, node: str | None = None) -> None:
+        """A member is being bound (on `node`): a slot of its gang turns into real usage. Its
+        own, when on that node; else a slot of its gang planned there for a member asking the
+        same, whose member then takes the binding member's own slot (the filter offered the
+        node on that credit); else its own, wherever it was (the member found room nobody
+        held). An admission whose every slot is consumed has done its work and ends."""
+        self._tally()
         for key, admission in self.admissions.items():
-            if admission.slots.pop(uid, None) is not None:
-                admission.progress_at = self.clock()
-                self.version += 1
-                if not admission.slots:
-                    del self.admissions[key]
-                    self._contending.touch(key)
-                return
+            slots = admission.slots
+            own = slots.get(uid)
+            if own is None:
+                continue
+            taken = own
+            if node is not None and own.node != node:
+                other = next(
+                    (
+                        member
+                        for member, slot in slots.items()
+                        if slot.node == node and slot.request == own.request and member != uid
+                    ),
+                    None,
+                )
+                if other is not None:
+                    taken, slots[other] = slots[other], own
+            del slots[uid]
+            admission.progress_at = self.clock()
+            self._hold(key, [taken], more=False)
+            if not slots:
+                del self.admissions[key]
+                self._contending.touch(key)
+            return
+
+    def restore(self, key: str, slots: Mapping[str, Slot]) -> None:
+        """Members of an admitted gang left the bind barrier without binding, to be placed again
+        (`actions.barrier`'s patience): their slots hold their places again, which their
+        assumptions held until now, so nobody can have taken them."""
+        self._tally()
+        admission = self.admissions.get(key)
+        if admission is None:  # (every slot was consumed: the admission had ended)
+            now = self.clock()
+            admission = self.admissions[key] = Admission({}, now, now)
+            self._contending.touch(key)
+        self._hold(key, [s for uid, s in slots.items() if uid not in admission.slots], more=True)
+        admission.slots.update(slots)
+
+    def in_flight(self) -> int:
+        """Members of admitted gangs not at the bind barrier yet: their unconsumed slots."""
+        return sum(len(admission.slots) for admission in self.admissions.values())
+
+    def admitted_at(self, key: str) -> float | None:
+        """When the gang was admitted (the clock's time); None when it is not."""
+        admission = self.admissions.get(key)
+        return admission.admitted_at if admission is not None else None
+
+    def let_in(self, state: ClusterState, nodes: Mapping[str, NodeInfo]) -> list[str]:
+        """Answer for the gangs whose members Lahar's scheduling gate holds, as a filter call
+        answers for a gang the scheduler asks about: admit, in the fair order, the ones whose
+        turn fits, while the members of admitted gangs not yet at the bind barrier stay within
+        `max_pods_in_flight` (the first gang always, when none is in flight: a gang larger than
+        the bound still goes alone), and remember the refusal of each held gang the walk reaches
+        before that (so preemption, the PodGroup status and explain read it as if the scheduler
+        had asked). The walk goes only as far as that: while the bound is reached, not at all.
+        The keys of the gangs whose held members may go now: those just admitted, those
+        admitted before (at a filter call, or before their gate came off), and those that stand
+        (their members beyond minMember)."""
+        keys = self._held.keys(state)
+        if not keys:
+            return []
+        limit = self.settings.max_pods_in_flight
+        in_flight = self.in_flight()
+        going: dict[str, None] = {}
+        if in_flight < limit:
+            order = self._walked(state, nodes)
+            for key, turn in self._lazily(order):
+                if key not in self._held:
+                    continue
+                if turn.rejection is not None:
+                    previous = self.waiting.get(key)
+                    if previous is None or previous.rejection.cause != turn.rejection.cause:
+                        self._reject(key, turn.rejection.settled(), order.number)
+                    continue
+                if not turn.slots:
+                    continue
+                if in_flight and in_flight + len(turn.slots) > limit:
+                    break  # the rest waits: nobody passes a gang that does not fit now
+                self._admit(view_gang(state, key), turn.slots)
+                in_flight += len(turn.slots)
+                going[key] = None
+            if going:  # the walk counted their slots as claimed: every other turn stands
+                self._order = replace(order, made_at=self._state_key(state))
+        for key in keys:
+            if key in self.admissions or view_gang(state, key).stands:
+                going[key] = None
+        return list(going)
 
     def release(self, key: str, *, back_off: bool = False) -> None:
         self._contending.touch(key)
-        if self.admissions.pop(key, None) is not None:
-            self.version += 1
+        self._tally()
+        admission = self.admissions.pop(key, None)
+        if admission is not None:
+            self._hold(key, admission.slots.values(), more=False)
         if back_off:
             self.backoff_until[key] = self.clock() + self.settings.backoff
             self._order = None  # the order may have let it in: it no longer may
@@ -364,9 +523,14 @@ class Gangs:
         return stale
 
     def _admit(self, gang: GangView, slots: dict[str, Slot]) -> None:
-        self.admissions[gang.key] = Admission(slots, self.clock())
+        now = self.clock()
+        self._tally()
+        previous = self.admissions.get(gang.key)
+        if previous is not None:
+            self._hold(gang.key, previous.slots.values(), more=False)
+        self.admissions[gang.key] = Admission(slots, now, now)
+        self._hold(gang.key, slots.values(), more=True)
         self.forget(gang.key)  # (which has the order look at it again)
-        self.version += 1
         for callback in self.on_admitted:
             callback(gang.key)
 
@@ -378,11 +542,21 @@ class Gangs:
             return None
         pending = {pod.metadata.uid for pod in gang.pending}
         gone = [uid for uid in admission.slots if uid not in pending]
-        for uid in gone:
-            del admission.slots[uid]
         if gone:
-            self.version += 1
+            self._tally()
+            self._hold(gang.key, [admission.slots.pop(uid) for uid in gone], more=False)
         if gang.stands or gang.ready + len(admission.slots) < gang.min_member:
             self.release(gang.key)  # done, or lost members: plan again if it must wait
             return None
         return admission
+
+
+def _credit(slots: Mapping[str, Slot], uid: str) -> dict[str, Resources]:
+    """Per node, the reservation of its gang member `uid` may take there (`Verdict.credit`): its
+    own slot, and a slot of the gang's for a member asking the same on each other node."""
+    own = slots.get(uid)
+    if own is None:
+        return {}
+    credit = {slot.node: slot.request for slot in slots.values() if slot.request == own.request}
+    credit[own.node] = own.request
+    return credit

@@ -18,7 +18,7 @@ from typing import Any
 
 from extender.api.objects import Pod, Toleration
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
-from extender.api.scheduling import DEFAULT_QUEUE, PodGroup, task_of
+from extender.api.scheduling import DEFAULT_QUEUE, PodGroup, held_by_lahar, task_of
 from extender.cache.state import ClusterState
 
 
@@ -54,10 +54,19 @@ class GangView:
 
     @cached_property
     def asking_schedulers(self) -> frozenset[str]:
-        """The schedulers its pending members name that may schedule them now (not gated)."""
+        """The schedulers its pending members name that may schedule them now, or once Lahar
+        lifts its gate (not held by anyone else's scheduling gate)."""
         return frozenset(
-            pod.spec.scheduler_name for pod in self.pending if not pod.spec.scheduling_gates
+            pod.spec.scheduler_name
+            for pod in self.pending
+            if not pod.spec.scheduling_gates or held_by_lahar(pod)
         )
+
+    @cached_property
+    def held(self) -> list[Pod]:
+        """Its pending members that wait for Lahar to lift its gate (`held_by_lahar`): the
+        scheduler cannot ask about them, so Lahar answers for the gang by itself."""
+        return [pod for pod in self.pending if held_by_lahar(pod)]
 
     @cached_property
     def allocated(self) -> Resources:
@@ -250,6 +259,41 @@ class Unplaced(FollowsGangs):
             self._keys[key] = None
         else:
             self._keys.pop(key, None)
+
+
+class Marked(FollowsGangs):
+    """The keys of the gangs whose view `marks`, in the order first marked: which gangs have
+    members held by Lahar's gate (`GangView.held`), which have parked ones."""
+
+    def __init__(self, marks: Callable[[GangView], bool]) -> None:
+        super().__init__()
+        self._marks = marks
+        self._keys: dict[str, None] = {}  # insertion-ordered set
+
+    def keys(self, state: ClusterState) -> list[str]:
+        self.catch_up(state)
+        return list(self._keys)
+
+    def __contains__(self, key: str) -> bool:
+        """Whether gang `key` was marked when last caught up."""
+        return key in self._keys
+
+    def _start_over(self) -> None:
+        self._keys = {}
+
+    def _changed(self, state: ClusterState, key: str) -> None:
+        if self._marks(view_gang(state, key)):
+            self._keys[key] = None
+        else:
+            self._keys.pop(key, None)
+
+
+def held(gang: GangView) -> bool:
+    return bool(gang.held)
+
+
+def parked(gang: GangView) -> bool:
+    return any(pod.parked for pod in gang.pending)
 
 
 # Refused for want of capacity (not for a rule): what evicting someone could help.

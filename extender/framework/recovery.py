@@ -2,9 +2,10 @@
 
 Lahar's state is rebuilt from the API, so a gang whose bindings were being created when Lahar
 stopped shows some members bound and fewer than `minMember` of them. Before any other pod is
-filtered, each such gang (closest to standing first) is put through admission: if the rest of it
-fits, its reservation is taken ahead of every other gang and its pending members bind as soon as
-the scheduler retries them; if not, it waits like any gang, and the caller reports it. Pure.
+filtered, each such gang (closest to standing first) is admitted ahead of every other gang, the
+fair order aside, when the rest of it fits the capacity other admitted gangs leave: its pending
+members bind as soon as the scheduler retries them (or Lahar lifts their gate). If it does not
+fit, it waits like any gang, and the caller reports it. Pure.
 """
 
 from __future__ import annotations
@@ -45,10 +46,10 @@ def recover(gangs: Gangs, state: ClusterState, nodes: Mapping[str, NodeInfo]) ->
             message = f"{found} and no other member waiting; it stays partial until they exist"
             outcomes.append(Recovery(gang, False, message))
             continue
-        why = gangs.verdict(state, nodes, gang.pending[0]).reason
-        if why is None:
+        refusal = gangs.admit_ahead(state, nodes, gang)
+        if refusal is None:
             message = f"{found}; completing it first: capacity reserved for the rest"
         else:
-            message = f"{found}; cannot complete it yet: {why}"
-        outcomes.append(Recovery(gang, why is None, message))
+            message = f"{found}; cannot complete it yet: {refusal.message}"
+        outcomes.append(Recovery(gang, refusal is None, message))
     return outcomes

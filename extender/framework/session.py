@@ -39,11 +39,18 @@ def unknown_node_reason(name: str) -> str:
 class Engine:
     """The policy and what Lahar keeps between decisions."""
 
-    def __init__(self, policy: Policy) -> None:
+    def __init__(self, policy: Policy, schedulers: Collection[str] = ()) -> None:
+        """`schedulers`: the schedulerNames Lahar serves from the start (more are learned from
+        the calls): the gangs of their pods contend before any of them is asked about, and those
+        held by Lahar's gate are let in without ever being asked about."""
         self.policy = policy
         self.tables = Tables(policy.filters, policy.scorers)
         settings = policy.gang_settings
-        self.gangs = Gangs(settings, ordering=policy.ordering) if settings is not None else None
+        self.gangs = (
+            Gangs(settings, ordering=policy.ordering, schedulers=set(schedulers))
+            if settings is not None
+            else None
+        )
         self.preemption = policy.preemption  # (interval, rules), or None: no preemption
 
     def session(self, snapshot: Snapshot) -> Session:
@@ -125,6 +132,22 @@ class Session:
             return FilterOutcome(passed=candidates.names, everything_passed=True)
         return FilterOutcome(passed=list(passing - held.keys()))
 
+    def held_reasons(
+        self,
+        pod: Pod,
+        names: Collection[str],
+        reserved: Mapping[str, Resources],
+        verdict: Verdict = PLAIN,
+    ) -> dict[str, str]:
+        """Of `names` (known nodes where admitted gangs hold capacity), those the pod may not
+        have beside what they hold, each with why: what the filter verb adds to kube-scheduler's
+        own resource fit."""
+        nodes = self.snapshot.nodes
+        return {
+            name: _reserved_reason(pod, nodes[name], *lack)
+            for name, lack in self._held(pod, names, reserved, verdict).items()
+        }
+
     def _held(
         self,
         pod: Pod,
@@ -133,19 +156,25 @@ class Session:
         verdict: Verdict,
     ) -> dict[str, tuple[str, Resources]]:
         """Of `names` (known nodes where admitted gangs hold capacity, `reserved`), those where
-        the pod does not fit beside what they hold (its own slot excepted): the resource it
-        lacks and what is held there."""
+        the pod does not fit beside what they hold (less what its gang's slots there may give
+        it, `Verdict.credit`): the resource it lacks and what is held there."""
         held: dict[str, tuple[str, Resources]] = {}
-        own = verdict.own_slot
+        credit = verdict.credit
         nodes = self.snapshot.nodes
         for name in names:
             amount = reserved[name]
-            if own is not None and own.node == name:
-                amount = amount - own.request
+            if name in credit:
+                amount = amount - credit[name]
             short = pod.request.shortfall(nodes[name].free - amount)
             if short is not None:
                 held[name] = (short, amount)
         return held
+
+    def fitting(self, pod: Pod, names: Sequence[str]) -> list[str]:
+        """Of `names`, in order, the nodes the policy's filters pass for the pod (resource fit:
+        what kube-scheduler's NodeResourcesFit keeps), reservations aside."""
+        passing = self.engine.tables.current(self.snapshot, pod.request).passing()
+        return [name for name in names if name in passing]
 
     def score(self, pod: Pod, names: Sequence[str]) -> list[tuple[str, int]]:
         """(node, 0..10) for every name, in order; unknown nodes score 0."""

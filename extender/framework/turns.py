@@ -92,6 +92,11 @@ class Turns(Mapping[str, Turn]):
         self._count += len(run)
         return run
 
+    @property
+    def ran(self) -> bool:
+        """Whether the walk reached the point past which nothing fits (it gave a run)."""
+        return bool(self._runs)
+
     def _in_run(self, key: str) -> bool:
         if not self._runs:
             return False

@@ -8,6 +8,7 @@ this plugin switches them on and carries their timing, from the policy file:
         gang.barrierTimeoutSeconds: 20      # below the scheduler's httpTimeout (30s shipped)
         gang.backoffSeconds: 10             # a gang whose barrier timed out waits this long
         gang.reservationTimeoutSeconds: 60  # an admitted gang holding capacity without progress
+        gang.maxPodsInFlight: 256           # admitted members not yet at the barrier, at most
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 
 from extender.framework.gang_types import GangSettings
 from extender.framework.plugin import Argument
-from extender.plugins.arguments import reject_unknown, seconds
+from extender.plugins.arguments import reject_unknown, seconds, weight
 
 NAME = "gang"
 KEYS = {
@@ -24,6 +25,7 @@ KEYS = {
     "gang.backoffSeconds": "backoff",
     "gang.reservationTimeoutSeconds": "reservation_timeout",
 }
+IN_FLIGHT = "gang.maxPodsInFlight"
 
 
 class Gang:
@@ -34,9 +36,12 @@ class Gang:
 
 
 def configure(arguments: Mapping[str, Argument]) -> Gang:
-    reject_unknown(arguments, KEYS, NAME)
+    reject_unknown(arguments, [*KEYS, IN_FLIGHT], NAME)
     defaults = GangSettings()
     values = {
         field: seconds(arguments, key, getattr(defaults, field)) for key, field in KEYS.items()
     }
-    return Gang(GangSettings(**values))
+    in_flight = weight(arguments, IN_FLIGHT, defaults.max_pods_in_flight)
+    if in_flight < 1:
+        raise ValueError(f"{IN_FLIGHT}: must be a whole number >= 1, got {in_flight!r}")
+    return Gang(GangSettings(**values, max_pods_in_flight=in_flight))

@@ -86,6 +86,8 @@ class Preemptor:
 
     async def one_pass(self) -> bool:
         """Look for one preemption and carry it out; whether victims were evicted."""
+        if not self.gangs.waiting:
+            return False  # nobody was refused: nobody to preempt for (and no walk to take)
         order = self.gangs.order(self.state, self.state.view().nodes)
         if order.number == self._fruitless:
             return False  # nothing moved since a pass found nothing

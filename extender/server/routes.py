@@ -132,9 +132,7 @@ async def _filter(request: web.Request) -> bytes:
     waiting = await _unsynced(request.app)
     if waiting is not None:
         return refuse_all(args, candidates, waiting)
-    state = request.app[STATE]
-    session = request.app[ENGINE].session(state.view())
-    return filter_nodes(session, args, candidates, state)
+    return filter_nodes(request.app[ENGINE], request.app[STATE], args, candidates)
 
 
 async def _prioritize(request: web.Request) -> bytes:

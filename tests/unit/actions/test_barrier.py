@@ -134,3 +134,70 @@ def test_a_held_call_the_scheduler_abandons_leaves_no_timer_behind() -> None:
         assert bound == []
 
     asyncio.run(main())
+
+
+def admitted(
+    members: int, min_member: int, **settings: float
+) -> tuple[ClusterState, Gangs, Barrier, list[str]]:
+    """`setup`, with the gang admitted (its slots reserved) as a filter call admits it."""
+    state, _, _, bound = setup(members, min_member)
+    gangs = Gangs(GangSettings(**{"barrier_timeout": 0.2, "backoff": 5, **settings}))
+
+    async def binder(namespace: str, name: str, uid: str, node: str) -> None:
+        bound.append(name)
+
+    verdict = gangs.verdict(state, state.view().nodes, state.pods["g-0"])
+    assert verdict.reason is None and "default/g" in gangs.admissions
+    return state, gangs, Barrier(state, gangs, binder), bound
+
+
+def test_a_gang_whose_missing_members_wait_in_the_queue_keeps_its_reservation() -> None:
+    """The third member exists, ungated and pending: the scheduler has not come to it yet. The
+    held two are sent back to be placed again, their slots hold their places, nothing backs
+    off; when all three come, they bind together."""
+    state, gangs, barrier, bound = admitted(members=3, min_member=3)
+    retried: list[str] = []
+    barrier.observer.waited_on = retried.append
+
+    async def main() -> None:
+        results = await asyncio.gather(call(barrier, 0), call(barrier, 1))
+        for result in results:
+            assert "1 more wait in the scheduler's queue" in result.error
+        assert retried == ["default/g"]
+        assert "default/g" not in gangs.backoff_until
+        assert sorted(gangs.admissions["default/g"].slots) == ["g-0", "g-1", "g-2"]
+        assert not state.is_assumed("g-0")
+        again = await asyncio.gather(call(barrier, 0), call(barrier, 1), call(barrier, 2))
+        assert [r.error for r in again] == ["", "", ""]
+        assert sorted(bound) == ["g-0", "g-1", "g-2"]
+
+    asyncio.run(main())
+
+
+def test_a_gang_whose_missing_member_cannot_come_backs_off() -> None:
+    """The third member is held by another controller's scheduling gate: it cannot come."""
+    state, gangs, barrier, bound = admitted(members=3, min_member=3)
+    state.upsert_pod(member(2).gated("example.com/quota").model())
+
+    async def main() -> None:
+        results = await asyncio.gather(call(barrier, 0), call(barrier, 1))
+        assert all("backing off" in r.error for r in results)
+        assert gangs.backoff_until["default/g"] > gangs.clock()
+        assert "default/g" not in gangs.admissions
+        assert bound == []
+
+    asyncio.run(main())
+
+
+def test_patience_ends_once_the_gang_was_admitted_the_reservation_timeout_ago() -> None:
+    now = [0.0]
+    _, gangs, barrier, bound = admitted(members=3, min_member=3, reservation_timeout=30)
+    gangs.clock = lambda: now[0]
+    gangs.admissions["default/g"].admitted_at = -31.0
+
+    async def main() -> None:
+        results = await asyncio.gather(call(barrier, 0), call(barrier, 1))
+        assert all("backing off" in r.error for r in results)
+        assert bound == []
+
+    asyncio.run(main())

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from extender.api.scheduling import GANG_GATE
 from extender.framework.explain import explain
 from extender.framework.gang import Gangs
-from tests.builders import cluster, make_node, make_queue, running, waiting
+from extender.framework.gang_types import GangSettings
+from tests.builders import cluster, make_group, make_node, make_pod, make_queue, running, waiting
 
 
 def test_a_gang_that_does_not_fit_says_why_and_what_each_member_lacks() -> None:
@@ -81,3 +83,18 @@ def test_a_closed_queue_and_a_gang_that_stands_and_one_that_is_not_there() -> No
     assert "queue research: allocated cpu 4" in answer.text()
     missing = explain(state, Gangs(), "default/nothing")
     assert missing.state == "NotFound"
+
+
+def test_a_held_gang_says_it_waits_behind_lahars_gate_for_its_turn() -> None:
+    """Two held gangs that fit, one member in flight allowed: the first is let in, the second
+    fits and waits for the first to reach the scheduler."""
+    state = cluster([make_node("n0").cpu("8")])
+    for name in ("a", "b"):
+        pod = make_pod(f"{name}-0").uid(f"{name}-0").cpu("1").group(name).scheduler("lahar")
+        state.upsert_pod(pod.gated(GANG_GATE).model())
+        state.upsert_pod_group(make_group(name).min_member(1).model())
+    gangs = Gangs(GangSettings(max_pods_in_flight=1), schedulers={"lahar"})
+    assert gangs.let_in(state, state.view().nodes) == ["default/a"]
+    text = explain(state, gangs, "default/b").text()
+    assert "waiting: it fits now; Lahar lifts its pods' gate when fewer than 1 members" in text
+    assert "(1 now)" in text

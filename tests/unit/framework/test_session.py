@@ -52,7 +52,7 @@ HELD = Slot("held", Resources({CPU: 6000}))
     ("verdict", "passing"),
     [
         (PLAIN, ["ok"]),  # what admitted gangs hold on "held" leaves 2 cpu of its 8
-        (Verdict(own_slot=HELD), ["held", "ok"]),  # the pod's own slot is its to use
+        (Verdict(credit={"held": HELD.request}), ["held", "ok"]),  # its own slot is its to use
     ],
 )
 def test_without_reasons_the_same_nodes_pass(verdict: Verdict, passing: list[str]) -> None:

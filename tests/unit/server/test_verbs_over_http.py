@@ -51,22 +51,65 @@ def args(pod: dict[str, Any], names: list[str], *, objects: bool = False) -> dic
     return {"Pod": pod, "Nodes": None, "NodeNames": names}
 
 
-def test_filter_with_node_names() -> None:
+def test_filter_leaves_resource_fit_to_the_scheduler_and_echoes_the_candidates() -> None:
+    """kube-scheduler's NodeResourcesFit has kept the nodes the pod fits on: without a gang or a
+    reservation Lahar has no opinion, and the reply is the request's own list."""
+
     async def scenario(client: TestClient[Any, Any], *_: object) -> None:
-        response = await client.post(
-            "/filter", json=args(make_pod("p").cpu("4").build(), ["empty", "busy", "tiny", "gone"])
-        )
+        names = ["empty", "busy", "tiny", "gone"]
+        response = await client.post("/filter", json=args(make_pod("p").cpu("4").build(), names))
         assert response.status == 200
         assert await response.json() == {
             "Nodes": None,
-            "NodeNames": ["empty"],
-            "FailedNodes": {
-                "busy": "Insufficient cpu: requested 4, free 2",
-                "gone": "node gone is not in Lahar's cache (just created, or already deleted)",
-            },
-            "FailedAndUnresolvableNodes": {"tiny": "Insufficient cpu: requested 4, allocatable 1"},
+            "NodeNames": names,
+            "FailedNodes": {},
+            "FailedAndUnresolvableNodes": {},
             "Error": "",
         }
+
+    run(scenario)
+
+
+def _gang(state: ClusterState, name: str, size: int, cpu: str) -> list[dict[str, Any]]:
+    state.upsert_pod_group(make_group(name).min_member(size).model())
+    pods = [make_pod(f"{name}-{i}").uid(f"{name}-{i}").cpu(cpu).group(name) for i in range(size)]
+    for pod in pods:
+        state.upsert_pod(pod.model())
+    return [pod.build() for pod in pods]
+
+
+def test_filter_keeps_other_pods_off_what_an_admitted_gang_holds() -> None:
+    async def scenario(client: TestClient[Any, Any], state: ClusterState, *_: object) -> None:
+        member = _gang(state, "g", 2, "4")[0]
+        names = ["empty", "busy", "tiny"]
+        admitted = await (await client.post("/filter", json=args(member, names))).json()
+        assert admitted["FailedNodes"] == admitted["FailedAndUnresolvableNodes"] == {}
+        plain = make_pod("p").cpu("1").build()
+        reply = await (await client.post("/filter", json=args(plain, names))).json()
+        assert reply["NodeNames"] == ["busy", "tiny"]
+        assert reply["FailedNodes"] == {
+            "empty": "Insufficient cpu: requested 1, free 8 of which 8 is reserved for admitted "
+            "gangs"
+        }
+
+    run(scenario)
+
+
+@pytest.mark.parametrize("objects", [False, True])
+def test_a_refused_gang_member_is_told_why_once_and_passes_nowhere(objects: bool) -> None:
+    async def scenario(client: TestClient[Any, Any], state: ClusterState, *_: object) -> None:
+        member = _gang(state, "big", 3, "6")[0]
+        names = ["empty", "busy", "tiny"]
+        reply = await client.post("/filter", json=args(member, names, objects=objects))
+        body = await reply.json()
+        why = "gang default/big: 2 of 3 members cannot be placed: Insufficient cpu"
+        assert body["FailedNodes"] == {}
+        if objects:  # the Nodes variant names every node
+            assert body["Nodes"]["items"] == []
+            assert body["FailedAndUnresolvableNodes"] == dict.fromkeys(names, why)
+        else:
+            assert body["NodeNames"] == []
+            assert body["FailedAndUnresolvableNodes"] == {"empty": why}
 
     run(scenario)
 
@@ -76,8 +119,8 @@ def test_filter_with_node_objects_echoes_the_passing_objects() -> None:
         body = args(make_pod("p").cpu("2").build(), ["empty", "busy", "tiny"], objects=True)
         reply = await (await client.post("/filter", json=body)).json()
         assert reply["NodeNames"] is None
-        assert reply["Nodes"]["items"] == body["Nodes"]["items"][:2]
-        assert set(reply["FailedAndUnresolvableNodes"]) == {"tiny"}
+        assert reply["Nodes"]["items"] == body["Nodes"]["items"]
+        assert reply["FailedNodes"] == reply["FailedAndUnresolvableNodes"] == {}
 
     run(scenario)
 

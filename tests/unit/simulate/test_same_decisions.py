@@ -1,7 +1,8 @@
-"""The simulator decides as the extender does: on the same cluster state, the nodes the
-simulated scheduler chooses among are exactly those the extender's filter verb passes that score
-highest in its prioritize reply (hypothesis draws the clusters, gangs included, and pods asked
-about first, so that the gang rules hold admissions and reservations when w0 is asked)."""
+"""The simulator decides as the real path does: on the same cluster state, the nodes the
+simulated scheduler chooses among are exactly those kube-scheduler's resource fit keeps and the
+extender's filter verb passes, that score highest (hypothesis draws the clusters, gangs included,
+and pods asked about first, so that the gang rules hold admissions and reservations when w0 is
+asked)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extender.actions.filter import filter_nodes
-from extender.actions.prioritize import prioritize
 from extender.api.candidates import Candidates
 from extender.api.objects import Pod
 from extender.api.wire import ExtenderArgs
@@ -81,17 +81,19 @@ def scenes(draw: st.DrawFn) -> Scene:
 
 
 def _extender_choices(engine: Engine, state: ClusterState, pod: Pod) -> set[str]:
+    """As the real path decides: kube-scheduler's resource fit (NodeResourcesFit: what Lahar's
+    predicates compute) keeps the nodes the pod fits on, the filter verb keeps what Lahar allows
+    of those, and the fullest scores highest (binpack in-tree)."""
     session = engine.session(state.view())
-    names = sorted(state.view().nodes)
+    names = session.fitting(pod, sorted(state.view().nodes))
+    if not names:
+        return set()
     args = ExtenderArgs(pod=pod, node_names=names)
-    reply = json.loads(filter_nodes(session, args, Candidates(names, frozenset(names)), state))
+    reply = json.loads(filter_nodes(engine, state, args, Candidates(names, frozenset(names))))
     passed = reply["NodeNames"]
     if not passed:
         return set()
-    ranked = json.loads(prioritize(session, args, Candidates(passed, frozenset(passed))))
-    scores = dict.fromkeys(passed, 0) | {item["Host"]: item["Score"] for item in ranked}
-    top = max(scores.values())
-    return {name for name, score in scores.items() if score == top}
+    return session.best(pod, set(passed))
 
 
 async def _never(namespace: str, name: str, uid: str, node: str) -> None:

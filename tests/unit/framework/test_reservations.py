@@ -1,0 +1,100 @@
+"""Reservations are capacity held against other pods, not particular nodes promised to members.
+
+kube-scheduler samples nodes and runs its own resource fit before Lahar's filter, so a member of
+an admitted gang may be offered any nodes, not its plan's. Whatever nodes are offered and
+whichever a member then binds on, two things must hold (hypothesis draws the clusters, the gangs
+and the order of events):
+
+- what admitted gangs hold never exceeds what a node has free: the plan of every gang still fits;
+- no member is stranded: offered its own slot's node, a member of an admitted gang passes there.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from extender.api.resources import EMPTY
+from extender.cache.state import ClusterState
+from extender.framework.gang import Gangs
+from extender.framework.policy import load_policy
+from extender.framework.session import Engine
+from extender.plugins import REGISTRY
+from tests.builders import cluster, make_group, make_node, make_pod
+
+POLICY = load_policy(Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml", REGISTRY)
+
+
+def held_within_free(state: ClusterState, gangs: Gangs) -> None:
+    nodes = state.view().nodes
+    for name, amount in gangs.reserved().items():
+        left = nodes[name].free - amount
+        assert all(value >= 0 for value in left.values()), (name, nodes[name].free, amount)
+
+
+def nobody_stranded(state: ClusterState, engine: Engine) -> None:
+    gangs = engine.gangs
+    assert gangs is not None
+    session = engine.session(state.view())
+    for admission in list(gangs.admissions.values()):
+        for uid, slot in admission.slots.items():
+            pod = state.pods[uid]
+            verdict = gangs.verdict(state, state.view().nodes, pod)
+            assert verdict.reason is None
+            assert session.filter(pod, [slot.node], verdict).passed == [slot.node], uid
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    nodes=st.lists(st.sampled_from([4, 8, 16]), min_size=2, max_size=6),
+    gangs=st.lists(
+        st.lists(st.integers(1, 4), min_size=1, max_size=4), min_size=1, max_size=3
+    ),  # each gang's members' cpu
+    seed=st.integers(0, 2**16),
+)
+def test_any_offer_and_any_choice_keep_the_plans_whole(
+    nodes: list[int], gangs: list[list[int]], seed: int
+) -> None:
+    rng = random.Random(seed)
+    pods = []
+    for g, cpus in enumerate(gangs):
+        pods += [
+            make_pod(f"g{g}-{i}").uid(f"g{g}-{i}").cpu(str(cpu)).group(f"g{g}")
+            for i, cpu in enumerate(cpus)
+        ]
+    state = cluster([make_node(f"n{i}").cpu(str(cpu)) for i, cpu in enumerate(nodes)], pods)
+    for g, cpus in enumerate(gangs):
+        state.upsert_pod_group(make_group(f"g{g}").min_member(len(cpus)).model())
+    engine = Engine(POLICY)
+    assert engine.gangs is not None
+    ledger = engine.gangs
+    for g in range(len(gangs)):  # the scheduler asks about each gang once: some are admitted
+        ledger.verdict(state, state.view().nodes, state.pods[f"g{g}-0"])
+    held_within_free(state, ledger)
+    nobody_stranded(state, engine)
+    plain = 0
+    for _ in range(12):
+        admitted = [uid for a in ledger.admissions.values() for uid in a.slots]
+        if admitted and rng.random() < 0.7:
+            pod = state.pods[rng.choice(sorted(admitted))]
+        else:
+            plain += 1
+            pod = make_pod(f"p{plain}").uid(f"p{plain}").cpu(str(rng.randint(1, 4))).model()
+            state.upsert_pod(pod)
+        session = engine.session(state.view())
+        fitting = session.fitting(pod, sorted(state.view().nodes))  # kube-scheduler's fit
+        offered = rng.sample(fitting, k=rng.randint(0, len(fitting)))  # ... on its sample
+        verdict = ledger.verdict(state, state.view().nodes, pod)
+        passed = session.filter(pod, offered, verdict).passed if verdict.reason is None else []
+        if passed:
+            node = rng.choice(sorted(passed))
+            ledger.consume(pod.metadata.uid, node)
+            state.assume(pod, node)
+        held_within_free(state, ledger)
+        nobody_stranded(state, engine)
+    assert sum(ledger.reserved().values(), EMPTY) == sum(
+        (slot.request for a in ledger.admissions.values() for slot in a.slots.values()), EMPTY
+    )
