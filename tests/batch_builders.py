@@ -242,6 +242,7 @@ _RESOURCES = {
     "Job": ("batch.volcano.sh", "v1alpha1", "jobs"),
     "Queue": ("scheduling.volcano.sh", "v1beta1", "queues"),
     "PodGroup": ("scheduling.volcano.sh", "v1beta1", "podgroups"),
+    "Pod": ("", "v1", "pods"),
 }
 
 

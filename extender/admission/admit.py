@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from extender.admission import jobs, podgroups, queues
+from extender.admission import jobs, podgroups, pods, queues
 from extender.admission.job_defaults import job_defaults
 from extender.admission.job_update import check_update, unchanged
 from extender.admission.problems import Problem, Verdict, describe, in_field_order
@@ -19,6 +19,16 @@ from extender.api.admission import AdmissionRequest, Operation
 JOBS = ("batch.volcano.sh", "jobs")
 QUEUES = ("scheduling.volcano.sh", "queues")
 POD_GROUPS = ("scheduling.volcano.sh", "podgroups")
+PODS = ("", "pods")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the rules are told of the installation."""
+
+    scheduler_name: str = "lahar"  # what a Job naming no scheduler gets
+    # The schedulers Lahar serves: their gang pods are created behind Lahar's gate.
+    served: frozenset[str] = frozenset({"lahar", "volcano"})
 
 
 @dataclass(frozen=True)
@@ -30,7 +40,7 @@ class Outcome:
     warnings: tuple[str, ...] = field(default=())
 
 
-Rule = Callable[[AdmissionRequest, QueueView, str], Outcome]
+Rule = Callable[[AdmissionRequest, QueueView, Settings], Outcome]
 
 
 def _named(kind: str, request: AdmissionRequest) -> str:
@@ -70,7 +80,7 @@ def _expect(
     return []
 
 
-def mutate_job(request: AdmissionRequest, view: QueueView, scheduler_name: str) -> Outcome:
+def mutate_job(request: AdmissionRequest, view: QueueView, settings: Settings) -> Outcome:
     problems = _expect(request, JOBS, (Operation.CREATE, Operation.UPDATE))
     if problems:
         return _outcome("Job", request, problems)
@@ -82,10 +92,10 @@ def mutate_job(request: AdmissionRequest, view: QueueView, scheduler_name: str) 
         request.old_object or {}, request.object, job
     ):
         return _outcome("Job", request, [])
-    return _outcome("Job", request, [], job_defaults(request.object, scheduler_name))
+    return _outcome("Job", request, [], job_defaults(request.object, settings.scheduler_name))
 
 
-def validate_job(request: AdmissionRequest, view: QueueView, scheduler_name: str) -> Outcome:
+def validate_job(request: AdmissionRequest, view: QueueView, settings: Settings) -> Outcome:
     problems = _expect(request, JOBS, (Operation.CREATE, Operation.UPDATE))
     if problems:
         return _outcome("Job", request, problems)
@@ -95,13 +105,13 @@ def validate_job(request: AdmissionRequest, view: QueueView, scheduler_name: str
     warnings: list[str] = []
     if request.operation == Operation.UPDATE:
         old = request.old_object or {}
-        problems = check_update(old, request.object, job, scheduler_name)
+        problems = check_update(old, request.object, job, settings.scheduler_name)
     else:
         problems = jobs.check_job(job, view, warnings)
     return _outcome("Job", request, problems, warnings=warnings)
 
 
-def validate_queue(request: AdmissionRequest, view: QueueView, scheduler_name: str) -> Outcome:
+def validate_queue(request: AdmissionRequest, view: QueueView, settings: Settings) -> Outcome:
     operations = (Operation.CREATE, Operation.UPDATE, Operation.DELETE)
     problems = _expect(request, QUEUES, operations)
     if not problems:
@@ -112,16 +122,24 @@ def validate_queue(request: AdmissionRequest, view: QueueView, scheduler_name: s
     return _outcome("Queue", request, problems)
 
 
-def validate_pod_group(request: AdmissionRequest, view: QueueView, scheduler_name: str) -> Outcome:
+def validate_pod_group(request: AdmissionRequest, view: QueueView, settings: Settings) -> Outcome:
     problems = _expect(request, POD_GROUPS, (Operation.CREATE,))
     if not problems:
         problems = podgroups.check_pod_group(request.object, view)
     return _outcome("PodGroup", request, problems)
 
 
+def mutate_pod(request: AdmissionRequest, view: QueueView, settings: Settings) -> Outcome:
+    problems = _expect(request, PODS, (Operation.CREATE,))
+    if problems:
+        return _outcome("Pod", request, problems)
+    return _outcome("Pod", request, [], pods.gate_patch(request.object, settings.served))
+
+
 # path -> (resource label for metrics, rule)
 RULES: dict[str, tuple[str, Rule]] = {
     "/mutate/jobs": ("jobs", mutate_job),
+    "/mutate/pods": ("pods", mutate_pod),
     "/validate/jobs": ("jobs", validate_job),
     "/validate/queues": ("queues", validate_queue),
     "/validate/podgroups": ("podgroups", validate_pod_group),

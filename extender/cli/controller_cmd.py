@@ -9,7 +9,13 @@ from typing import Any
 
 from aiohttp import web
 
-from extender.cli.flags import add_lease_flags, add_server_flags, lease_options
+from extender.cli.flags import (
+    add_lease_flags,
+    add_served_scheduler_flags,
+    add_server_flags,
+    lease_options,
+    served_schedulers,
+)
 from extender.controller.app import RUNTIME, ControllerOptions, make_app
 from extender.kube import client_for
 
@@ -25,6 +31,9 @@ def register(commands: Any) -> None:
         "--workers", type=int, default=4, help="jobs reconciled at the same time (default 4)"
     )
     add_lease_flags(parser, lease="lahar-controller", acts="reconciles")
+    add_served_scheduler_flags(
+        parser, does="whose Jobs' pods are created behind Lahar's gate until their gang goes"
+    )
     parser.set_defaults(run=_run)
 
 
@@ -32,7 +41,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise SystemExit("lahar controller: --workers must be at least 1")
     api = client_for(args.kubeconfig)
-    app = make_app(api, ControllerOptions(workers=args.workers, lease=lease_options(args)))
+    options = ControllerOptions(
+        workers=args.workers, lease=lease_options(args), gated=served_schedulers(args)
+    )
+    app = make_app(api, options)
     log.info("serving probes and metrics on %s:%d", args.host, args.port)
     with closing(api):
         web.run_app(app, host=args.host, port=args.port, print=None, access_log=None)

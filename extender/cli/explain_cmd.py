@@ -27,7 +27,7 @@ from typing import Any
 import aiohttp
 
 from extender.api.batch import BATCH_API_VERSION, JOB_NAME_KEY
-from extender.api.scheduling import API_VERSION, GROUP_ANNOTATION
+from extender.api.scheduling import API_VERSION, GANG_GATE, GROUP_ANNOTATION
 from extender.cli import job_cmd, kubectl, rows
 from extender.kube import KubeError, list_objects, read, unschedulable_message
 
@@ -39,6 +39,10 @@ KINDS = {
     "pg": "PodGroup",
 }
 PodObject = dict[str, Any]
+LAHAR_GATE = (
+    f"held by Lahar's scheduling gate {GANG_GATE}: kube-scheduler tries them once Lahar lets "
+    "the gang in"
+)
 
 
 def register(commands: Any) -> None:
@@ -199,11 +203,14 @@ async def _get(address: str, context: ssl.SSLContext, server_name: str | None) -
 
 def pod_row(pod: PodObject) -> dict[str, str]:
     status = pod.get("status") or {}
+    spec = pod.get("spec") or {}
+    gates = {gate.get("name") for gate in spec.get("schedulingGates") or []}
     return {
         "name": pod["metadata"]["name"],
         "phase": status.get("phase") or "Pending",
-        "node": (pod.get("spec") or {}).get("nodeName") or "<none>",
+        "node": spec.get("nodeName") or "<none>",
         "scheduler": unschedulable_message(pod) or "",
+        "gated": ", ".join(sorted(str(g) for g in gates)),
     }
 
 
@@ -225,6 +232,13 @@ def text(answer: dict[str, Any]) -> list[str]:
             said.setdefault(pod["scheduler"], []).append(pod["name"])
     for message, names in said.items():
         lines.append(f"kube-scheduler of {_few(names)}: {message}")
+    held: dict[str, list[str]] = {}
+    for pod in pods:
+        if pod.get("gated"):
+            held.setdefault(pod["gated"], []).append(pod["name"])
+    for gates, names in held.items():
+        why = LAHAR_GATE if gates == GANG_GATE else f"held by scheduling gates {gates}"
+        lines.append(f"{_few(names)}: {why}")
     return lines
 
 

@@ -12,17 +12,18 @@ from extender.api.duration import parse_duration
 from extender.kube.leader import LeaseOptions
 from extender.pki import service_hosts
 
+ALL_ADDRESSES = "0.0.0.0"  # noqa: S104 - the scheduler, probes and Prometheus use the pod network
 
-def add_server_flags(parser: argparse.ArgumentParser, *, port: int, serves: str) -> None:
-    """--kubeconfig, --host and --port (default `port`) for a command serving `serves`."""
+
+def add_server_flags(
+    parser: argparse.ArgumentParser, *, port: int, serves: str, host: str = ALL_ADDRESSES
+) -> None:
+    """--kubeconfig, --host (default `host`) and --port (default `port`) for a command serving
+    `serves`."""
     parser.add_argument(
         "--kubeconfig", type=Path, help="kubeconfig file (default: the pod's ServiceAccount)"
     )
-    parser.add_argument(
-        "--host",
-        default="0.0.0.0",  # noqa: S104 - the scheduler, probes and Prometheus use the pod network
-        help=f"address of {serves} (default 0.0.0.0)",
-    )
+    parser.add_argument("--host", default=host, help=f"address of {serves} (default {host})")
     parser.add_argument("--port", type=int, default=port, help=f"port of {serves} (default {port})")
 
 
@@ -50,6 +51,25 @@ def lease_options(args: argparse.Namespace) -> LeaseOptions | None:
         return None
     identity = f"{socket.gethostname()}_{os.getpid()}"
     return LeaseOptions(args.lease_name, args.lease_namespace, identity)
+
+
+SCHEDULERS = ("lahar", "volcano")  # the profiles of policy/kube-scheduler-config.yaml
+
+
+def add_served_scheduler_flags(parser: argparse.ArgumentParser, *, does: str) -> None:
+    """--served-scheduler (repeatable): the schedulerNames Lahar serves, for which `does`."""
+    parser.add_argument(
+        "--served-scheduler",
+        action="append",
+        dest="served_schedulers",
+        metavar="NAME",
+        help=f"a schedulerName Lahar's kube-scheduler answers to, {does} (repeatable; default: "
+        f"{', '.join(SCHEDULERS)}, the profiles of policy/kube-scheduler-config.yaml)",
+    )
+
+
+def served_schedulers(args: argparse.Namespace) -> frozenset[str]:
+    return frozenset(args.served_schedulers or SCHEDULERS)
 
 
 def add_tls_file_flags(parser: argparse.ArgumentParser, *, serves: str) -> None:

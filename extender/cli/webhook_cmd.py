@@ -18,17 +18,20 @@ from typing import Any
 
 from aiohttp import web
 
+from extender.admission.admit import Settings
 from extender.cli.flags import (
     add_certificate_flags,
+    add_served_scheduler_flags,
     add_server_flags,
     add_tls_file_flags,
     certificate_hosts,
     duration_seconds,
+    served_schedulers,
     tls_files,
 )
 from extender.kube import KubeError, client_for
 from extender.pki import CertOptions
-from extender.webhook.app import WebhookOptions, make_app
+from extender.webhook.app import make_app
 from extender.webhook.tls import ServingCertificate, TlsOptions
 
 log = logging.getLogger("extender.webhook")
@@ -36,13 +39,16 @@ log = logging.getLogger("extender.webhook")
 
 def register(commands: Any) -> None:
     parser = commands.add_parser(
-        "webhook", help="run the admission webhook (Jobs, Queues, PodGroups; never pods)"
+        "webhook", help="run the admission webhook (Jobs, Queues, PodGroups; gang pods' gate)"
     )
     add_server_flags(parser, port=8443, serves="the webhook, /healthz, /readyz and /metrics")
     parser.add_argument(
         "--scheduler-name",
         default="lahar",
         help="schedulerName given to Jobs without one (default lahar)",
+    )
+    add_served_scheduler_flags(
+        parser, does="whose gang pods are created behind Lahar's gate until their gang goes"
     )
     parser.add_argument(
         "--namespace",
@@ -131,7 +137,8 @@ def _run(args: argparse.Namespace) -> int:
         tls = ServingCertificate(api, options)
         try:
             _first_certificate(tls)
-            app = make_app(api, tls, WebhookOptions(scheduler_name=args.scheduler_name))
+            settings = Settings(args.scheduler_name, served_schedulers(args))
+            app = make_app(api, tls, settings)
             log.info("serving admission reviews over TLS on %s:%d", args.host, args.port)
             web.run_app(
                 app,

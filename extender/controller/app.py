@@ -79,6 +79,8 @@ COMMANDS: Kind[JobStore, Command] = Kind(
 class ControllerOptions:
     workers: int = 4
     lease: LeaseOptions | None = None  # None: no leader election (a single replica)
+    # The schedulers whose pods are created behind Lahar's gate (Lahar's profiles).
+    gated: frozenset[str] = frozenset({"lahar", "volcano"})
 
 
 class Metrics:
@@ -164,7 +166,7 @@ def _run(
             runtime.leading.set()
         else:
             Elector(api, options.lease, runtime.leading, lambda: _lost(runtime)).start()
-        reconciler = app[METRICS].timed(Reconciler(api, store))
+        reconciler = app[METRICS].timed(Reconciler(api, store, options.gated))
         work = asyncio.create_task(_work(app, queue, reconciler, options.workers))
         yield
         work.cancel()

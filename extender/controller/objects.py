@@ -4,13 +4,15 @@ Pure. A pod is the task's template with the job's names, labels and annotations 
 keys, so tools written for Volcano find them), the job's scheduler and PriorityClass where the
 template names none, the job's volumes mounted, an owner reference to the job (garbage collection
 removes the pods with it) and then each plugin's changes. Template fields Lahar does not know pass
-through untouched; the API server validates them.
+through untouched; the API server validates them. A pod for one of the schedulers Lahar serves is
+created behind Lahar's scheduling gate (`GANG_GATE`): kube-scheduler leaves it alone until Lahar
+admits its gang and lifts the gate, so the gang's pods reach the scheduler together.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from extender.api.batch import (
@@ -28,11 +30,12 @@ from extender.api.batch import (
 )
 from extender.api.objects import Pod
 from extender.api.resources import EMPTY, PODS, Resources
-from extender.api.scheduling import API_VERSION, GROUP_ANNOTATION
+from extender.api.scheduling import API_VERSION, GANG_GATE, GROUP_ANNOTATION
 from extender.jobplugins import JobPlugin
 from extender.jobplugins._pods import mount
 
 NOT_COPIED = frozenset({"kubectl.kubernetes.io/last-applied-configuration"})
+DEFAULT_SCHEDULER = "default-scheduler"  # what a pod naming no scheduler gets
 
 
 def volume_claim_name(job: Job, index: int) -> str:
@@ -41,7 +44,16 @@ def volume_claim_name(job: Job, index: int) -> str:
     return volume.volume_claim_name or f"{job.metadata.name}-volume-{index}"
 
 
-def build_pod(job: Job, task: TaskSpec, index: int, plugins: Sequence[JobPlugin]) -> dict[str, Any]:
+def build_pod(
+    job: Job,
+    task: TaskSpec,
+    index: int,
+    plugins: Sequence[JobPlugin],
+    *,
+    gated: Collection[str] = (),
+) -> dict[str, Any]:
+    """The pod of replica `index` of `task`; behind Lahar's gate when its scheduler is one of
+    `gated`."""
     template = copy.deepcopy(task.template)
     meta = template.get("metadata") or {}
     spec: dict[str, Any] = template.get("spec") or {}
@@ -90,6 +102,10 @@ def build_pod(job: Job, task: TaskSpec, index: int, plugins: Sequence[JobPlugin]
         )
     for plugin in plugins:
         plugin.mutate_pod(pod, job, task, index)
+    if spec.get("schedulerName", DEFAULT_SCHEDULER) in gated:
+        gates = spec.setdefault("schedulingGates", [])
+        if not any(gate.get("name") == GANG_GATE for gate in gates):
+            gates.append({"name": GANG_GATE})
     return pod
 
 

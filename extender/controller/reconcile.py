@@ -14,6 +14,7 @@ import asyncio
 import functools
 import logging
 import time
+from collections.abc import Collection
 
 from kubernetes import client as k8s
 
@@ -38,9 +39,9 @@ def problems(job: Job) -> list[str]:
 
 
 class Reconciler:
-    def __init__(self, api: k8s.ApiClient, store: JobStore) -> None:
+    def __init__(self, api: k8s.ApiClient, store: JobStore, gated: Collection[str] = ()) -> None:
         self.store = store
-        self.writer = JobWriter(api)
+        self.writer = JobWriter(api, gated)
 
     async def __call__(self, key: str) -> float | None:
         store = self.store

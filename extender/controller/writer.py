@@ -21,7 +21,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,8 +61,9 @@ class Writes:
 
 
 class JobWriter:
-    def __init__(self, api: k8s.ApiClient) -> None:
+    def __init__(self, api: k8s.ApiClient, gated: Collection[str] = ()) -> None:
         self.api = api
+        self.gated = frozenset(gated)  # schedulers whose pods are created behind Lahar's gate
         # "<job key>#<job uid>/<kind>/<name>" -> digest applied, and the objects made once; read
         # on the loop and written by worker threads, hence the lock.
         self._applied: dict[str, str] = {}
@@ -198,7 +199,7 @@ class JobWriter:
     def _create_pods(self, job: Job, work: Writes) -> list[str]:
         refused: list[str] = []
         for task, index in work.plan.create:
-            body = build_pod(job, task, index, work.plugins)
+            body = build_pod(job, task, index, work.plugins, gated=self.gated)
             try:
                 if writes.create(self.api, body):
                     name, version = body["metadata"]["name"], job.status.version

@@ -3,12 +3,14 @@
 Everything above this layer gets API access through these modules: a client built from a kubeconfig
 or the pod's ServiceAccount (`client`), server-side apply of manifests (`manifests`), reads and
 deletes (`objects`), condition waits (`wait`; on pods, `pods`; on CRDs, `crds`), raw list+watch
-(`watch`, over `raw`), pod binding and annotation (`binding`) and what Lahar reports back: PodGroup
+(`watch`, over `raw`), requests on the event loop (`aio`), what is written to pods: bindings,
+lifted gates, annotations and evictions (`binding`) and what Lahar reports back: PodGroup
 status, Queue status, the default Queue and Events (`reports`). Callers get values or a
 `KubeError` naming the object and the reason; raw client exceptions do not leak upward.
 """
 
-from extender.kube.binding import annotate_pod, bind_pod, evict_pod
+from extender.kube.aio import AsyncApi
+from extender.kube.binding import annotate_pod, bind_pod, evict_pod, lift_gates
 from extender.kube.client import KubeError, client_for, connect, context_namespace, load_client
 from extender.kube.crds import wait_established
 from extender.kube.manifests import Manifest, apply_object, load_manifests
@@ -25,6 +27,7 @@ from extender.kube.reports import (
 from extender.kube.wait import wait_until
 
 __all__ = [
+    "AsyncApi",
     "KubeError",
     "Manifest",
     "annotate_pod",
@@ -37,6 +40,7 @@ __all__ = [
     "create_queue",
     "delete",
     "evict_pod",
+    "lift_gates",
     "list_objects",
     "load_client",
     "load_manifests",

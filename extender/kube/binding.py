@@ -1,13 +1,19 @@
-"""Binding a pod to a node: the `pods/binding` subresource, as kube-scheduler's binder does.
+"""What the extender writes to pods: bindings, lifted scheduling gates, wake-up annotations,
+evictions.
 
-The binding carries the pod's UID, so a pod deleted and re-created under the same name is never
-bound by a stale request. Binding is idempotent: if the pod is already bound to that very node (a
-retried call), it is a success; bound elsewhere, it is an error saying where.
+A binding is the `pods/binding` subresource, as kube-scheduler's binder creates it. It carries the
+pod's UID, so a pod deleted and re-created under the same name is never bound by a stale request.
+Binding is idempotent: if the pod is already bound to that very node (a retried call), it is a
+success; bound elsewhere, it is an error saying where.
+
+`lift_gates` removes the scheduling gates of a pod whose only gates are Lahar's; the patch names
+the pod's UID, so it cannot land on a pod re-created under the same name. `annotate_pod`
+merge-patches a pod's annotations: Lahar uses it to have the scheduler retry a parked pod at once
+(any update to a pod requeues it), instead of after the periodic flush. These three run on the
+event loop (`aio.AsyncApi`): they are one per pod, on the scheduling path.
 
 `evict_pod` asks for a pod's eviction through the Eviction API, so PodDisruptionBudgets are
-honoured (a dry run first tells whether they would allow it). `annotate_pod` merge-patches a
-pod's annotations: Lahar uses it to have the scheduler retry a parked pod at once (any update
-to a pod requeues it), instead of after the periodic flush.
+honoured (a dry run first tells whether they would allow it).
 """
 
 from __future__ import annotations
@@ -16,11 +22,12 @@ import json
 
 from kubernetes import client as k8s
 
+from extender.kube.aio import MERGE_PATCH, AsyncApi
 from extender.kube.client import KubeError
 from extender.kube.raw import ApiStatusError, send
 
 
-def bind_pod(api: k8s.ApiClient, namespace: str, name: str, uid: str, node: str) -> None:
+async def bind_pod(api: AsyncApi, namespace: str, name: str, uid: str, node: str) -> None:
     """Bind `namespace/name` to `node`; raise `KubeError` saying why when it cannot be done."""
     metadata = {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})}
     body = {
@@ -31,16 +38,16 @@ def bind_pod(api: k8s.ApiClient, namespace: str, name: str, uid: str, node: str)
     }
     path = f"/api/v1/namespaces/{namespace}/pods/{name}/binding"
     try:
-        send(api, "POST", path, body=body, timeout=(5.0, 20.0)).read()
+        await api.request("POST", path, body)
     except ApiStatusError as error:
-        if error.status == 409 and _bound_to(api, namespace, name, uid) == node:
+        if error.status == 409 and await _bound_to(api, namespace, name, uid) == node:
             return
         raise KubeError(f"binding pod {namespace}/{name} to {node}: {error}") from error
 
 
-def _bound_to(api: k8s.ApiClient, namespace: str, name: str, uid: str) -> str | None:
+async def _bound_to(api: AsyncApi, namespace: str, name: str, uid: str) -> str | None:
     try:
-        pod = json.loads(send(api, "GET", f"/api/v1/namespaces/{namespace}/pods/{name}").read())
+        pod = json.loads(await api.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}"))
     except KubeError:
         return None
     if uid and pod.get("metadata", {}).get("uid") != uid:
@@ -48,14 +55,28 @@ def _bound_to(api: k8s.ApiClient, namespace: str, name: str, uid: str) -> str | 
     return (pod.get("spec") or {}).get("nodeName") or None
 
 
-def annotate_pod(
-    api: k8s.ApiClient, namespace: str, name: str, annotations: dict[str, str]
+async def lift_gates(api: AsyncApi, namespace: str, name: str, uid: str) -> None:
+    """Remove every scheduling gate of the pod (that very pod: its `uid`, which a patch cannot
+    change); raise `KubeError` saying why when it cannot. For a pod whose only gates are Lahar's:
+    gates can be removed but never added after creation, so no other gate can appear meanwhile,
+    and a JSON merge patch, which the API server applies without the strategic merge's schema
+    walk, removes them."""
+    body = {"metadata": {"uid": uid}, "spec": {"schedulingGates": None}}
+    path = f"/api/v1/namespaces/{namespace}/pods/{name}"
+    try:
+        await api.request("PATCH", path, body, content_type=MERGE_PATCH)
+    except ApiStatusError as error:
+        raise KubeError(f"lifting the gates of pod {namespace}/{name}: {error}") from error
+
+
+async def annotate_pod(
+    api: AsyncApi, namespace: str, name: str, annotations: dict[str, str]
 ) -> None:
     """Merge `annotations` into the pod's; raise `KubeError` saying why when it cannot."""
     path = f"/api/v1/namespaces/{namespace}/pods/{name}"
     body = {"metadata": {"annotations": annotations}}
     try:
-        send(api, "PATCH", path, body=body, content_type="application/merge-patch+json").read()
+        await api.request("PATCH", path, body, content_type=MERGE_PATCH)
     except ApiStatusError as error:
         raise KubeError(f"annotating pod {namespace}/{name}: {error}") from error
 

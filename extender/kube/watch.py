@@ -28,16 +28,18 @@ class Gone(Exception):
 
 
 def list_pages(
-    api: k8s.ApiClient, path: str, selector: str = ""
+    api: k8s.ApiClient, path: str, selector: str = "", *, fields: str = ""
 ) -> tuple[list[dict[str, Any]], str]:
-    """Every item of the collection at `path` (matching the label `selector`, if one is given)
-    and the resourceVersion of the list."""
+    """Every item of the collection at `path` (matching the label `selector` and the field
+    selector `fields`, if given) and the resourceVersion of the list."""
     items: list[dict[str, Any]] = []
     token = ""
     while True:
         query: list[tuple[str, str | int]] = [("limit", PAGE)]
         if selector:
             query.append(("labelSelector", selector))
+        if fields:
+            query.append(("fieldSelector", fields))
         if token:
             query.append(("continue", token))
         try:
@@ -60,6 +62,7 @@ def watch_lines(
     resource_version: str,
     *,
     selector: str = "",
+    fields: str = "",
     timeout_seconds: int = 300,
     on_open: Callable[[RESTResponse], None] | None = None,
 ) -> Iterator[bytes]:
@@ -72,6 +75,8 @@ def watch_lines(
     ]
     if selector:
         query.append(("labelSelector", selector))
+    if fields:
+        query.append(("fieldSelector", fields))
     try:
         response = send(api, "GET", path, query=query, timeout=(5.0, timeout_seconds + 30.0))
     except ApiStatusError as error:

@@ -1,8 +1,9 @@
 """The extender's outputs to the API server, as the async callables the core is handed.
 
 The core (barrier, waker, status writer, preemptor) takes plain async functions, so it is tested
-without a cluster; these wrap the kube layer's blocking calls in worker threads for the real
-server.
+without a cluster. Bindings, lifted gates and wake-ups (one per pod, on the scheduling path) go out
+on the event loop through `kube.AsyncApi`; the rarer writes (status, events, evictions, queues)
+run the kube layer's blocking calls in worker threads.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from extender.actions.bind import Binder, BindError
 from extender.api.scheduling import API_VERSION, PodGroup, default_queue
 from extender.framework.group_status import Event
 from extender.kube import (
+    AsyncApi,
     KubeError,
     annotate_pod,
     bind_pod,
     create_queue,
     evict_pod,
+    lift_gates,
     patch_pod_group_status,
     patch_queue_status,
     record_event,
@@ -28,26 +31,33 @@ from extender.kube import (
 from extender.server.preemptor import Evictor
 from extender.server.queue_writer import QueueCreate, QueuePatch
 from extender.server.status_writer import EventSink, StatusPatch
-from extender.server.waker import Patcher
+from extender.server.waker import Lifter, Patcher
 
 
-def api_binder(api: k8s.ApiClient) -> Binder:
-    """Bindings through the API server, in a worker thread (the client blocks)."""
+def api_binder(api: AsyncApi) -> Binder:
+    """Bindings through the API server, on the event loop."""
 
     async def binder(namespace: str, name: str, uid: str, node: str) -> None:
         try:
-            await asyncio.to_thread(bind_pod, api, namespace, name, uid, node)
+            await bind_pod(api, namespace, name, uid, node)
         except KubeError as error:
             raise BindError(str(error)) from error
 
     return binder
 
 
-def api_patcher(api: k8s.ApiClient) -> Patcher:
+def api_patcher(api: AsyncApi) -> Patcher:
     async def patch(namespace: str, name: str, annotations: dict[str, str]) -> None:
-        await asyncio.to_thread(annotate_pod, api, namespace, name, annotations)
+        await annotate_pod(api, namespace, name, annotations)
 
     return patch
+
+
+def api_lifter(api: AsyncApi) -> Lifter:
+    async def lift(namespace: str, name: str, uid: str) -> None:
+        await lift_gates(api, namespace, name, uid)
+
+    return lift
 
 
 def api_evictor(api: k8s.ApiClient) -> Evictor:

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Collection, Coroutine
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -39,11 +39,13 @@ from extender.framework.members import view_gang
 from extender.framework.policy import Policy
 from extender.framework.recovery import recover
 from extender.framework.session import Engine
-from extender.kube.leader import Elector, LeaseOptions
+from extender.kube import AsyncApi
+from extender.kube.leader import Elector, FollowOptions, LeaseFollower, LeaseOptions
 from extender.server.adapters import (
     api_binder,
     api_event_sink,
     api_evictor,
+    api_lifter,
     api_patcher,
     api_queue_create,
     api_queue_patch,
@@ -54,6 +56,7 @@ from extender.server.keys import (
     BINDER,
     ENGINE,
     FAILED_TASKS,
+    FOLLOWING,
     INFORMERS,
     LEADING,
     LEASE_LOST,
@@ -69,7 +72,7 @@ from extender.server.keys import (
 from extender.server.metrics import Metrics, QueueFigures, QueueGauges
 from extender.server.preemptor import Preemptor
 from extender.server.queue_writer import QueueWriter
-from extender.server.routes import add_routes
+from extender.server.routes import add_probe_routes, add_routes
 from extender.server.status_writer import StatusWriter
 from extender.server.tls import ServerTls
 from extender.server.waker import Waker
@@ -86,21 +89,26 @@ def make_app(
     binder: Binder | None = None,
     tls: ServerTls | None = None,
     lease: LeaseOptions | None = None,
+    follow: FollowOptions | None = None,
+    schedulers: Collection[str] = (),
+    probes: tuple[str, int] | None = None,
 ) -> web.Application:
     """The extender's app. With `lease` (and an API client) it serves only while it holds that
-    Lease; without, it leads at once (a single replica, tests, benchmarks)."""
+    Lease; with `follow`, while the kube-scheduler beside it holds the scheduler's Lease; with
+    neither, it leads at once (a single replica, tests, benchmarks). `schedulers`: the
+    schedulerNames it serves (`Engine`). `probes`: also answer /healthz, /readyz and /metrics
+    (and nothing else) at this host and port, for a kubelet and Prometheus when the verbs listen
+    on loopback only."""
     app = web.Application()
     app[TLS] = tls
-    app[LEADING], app[SERVING], app[LEASE_LOST] = asyncio.Event(), asyncio.Event(), asyncio.Event()
     app[FAILED_TASKS] = []
-    if lease is None:
-        app[LEADING].set()
-    elif api is not None:
-        app.cleanup_ctx.append(_election(api, lease))
+    _leadership(app, api, lease, follow)
     if tls is not None:
         app.cleanup_ctx.append(_reloading(tls))
+    if probes is not None:
+        app.cleanup_ctx.append(_probe_site(*probes))
     app[STATE] = state if state is not None else ClusterState()
-    app[ENGINE] = Engine(policy)
+    app[ENGINE] = Engine(policy, schedulers)
     app[PARSER] = CandidateParser()
     app[INFORMERS] = None
     app[SYNCED] = asyncio.Event()
@@ -111,28 +119,20 @@ def make_app(
     app[METRICS] = Metrics(app[STATE].sizes, lambda: _informer_counts(app))
     if tls is not None:
         app[METRICS].certificate_expiry.set_function(lambda: tls.expires)
+    writes = AsyncApi(api.configuration) if api is not None else None
+    if writes is not None:
+        app.on_cleanup.append(lambda app: writes.close())
     if binder is None:
-        if api is None:
+        if writes is None:
             raise ValueError("make_app needs an API client or a binder")
-        binder = api_binder(api)
+        binder = api_binder(writes)
     app[BINDER] = binder
     app[BARRIER], app[STATUS], app[PREEMPTOR] = None, None, None
     gangs = app[ENGINE].gangs
     if gangs is not None:
-        metrics = app[METRICS]
-        observer = BarrierObserver(
-            waited=metrics.barrier_wait.observe,
-            timed_out=lambda key: metrics.barrier_timeouts.inc(),
-            partial=lambda key: metrics.partial_gangs.inc(),
-        )
-        app[BARRIER] = barrier = Barrier(app[STATE], gangs, binder, observer)
-        metrics.members_held.set_function(barrier.holding)
-        gangs.on_admitted.append(lambda key: metrics.gangs_admitted.inc())
-        gangs.on_rejected.append(lambda key, why: metrics.gang_rejections.labels(why.cause).inc())
-        metrics.pending_gangs.set_function(lambda: len(gangs.waiting))
-        metrics.registry.register(QueueGauges(lambda: _queue_figures(app[STATE], gangs)))
-        if api is not None:
-            _writers(app, api, gangs)
+        _gang_rules(app, gangs, binder)
+        if api is not None and writes is not None:
+            _writers(app, api, writes, gangs)
     if api is not None:
         app.cleanup_ctx.append(_informers(api))
         app.cleanup_ctx.append(_task(lambda app: _expire(app[STATE], app[ENGINE].gangs), "expiry"))
@@ -140,11 +140,51 @@ def make_app(
     return app
 
 
-def _writers(app: web.Application, api: k8s.ApiClient, gangs: Gangs) -> None:
-    """What the leader writes back: woken pods, PodGroup and Queue status, preemptions."""
+def _leadership(
+    app: web.Application,
+    api: k8s.ApiClient | None,
+    lease: LeaseOptions | None,
+    follow: FollowOptions | None,
+) -> None:
+    """When this replica leads: holding `lease`, while its scheduler holds `follow`'s, or at
+    once with neither."""
+    if lease is not None and follow is not None:
+        raise ValueError("an extender either holds its own Lease or follows its scheduler's")
+    app[LEADING], app[SERVING], app[LEASE_LOST] = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    app[FOLLOWING] = follow is not None
+    if lease is None and follow is None:
+        app[LEADING].set()
+    elif api is not None and lease is not None:
+        app.cleanup_ctx.append(_election(api, lease))
+    elif api is not None and follow is not None:
+        app.cleanup_ctx.append(_following(api, follow))
+
+
+def _gang_rules(app: web.Application, gangs: Gangs, binder: Binder) -> None:
+    """The bind barrier, and the gang rules' metrics."""
     metrics = app[METRICS]
-    waker = Waker(app[STATE], gangs, api_patcher(api))
+    observer = BarrierObserver(
+        waited=metrics.barrier_wait.observe,
+        timed_out=lambda key: metrics.barrier_timeouts.inc(),
+        waited_on=lambda key: metrics.barrier_retries.inc(),
+        partial=lambda key: metrics.partial_gangs.inc(),
+    )
+    app[BARRIER] = barrier = Barrier(app[STATE], gangs, binder, observer)
+    metrics.members_held.set_function(barrier.holding)
+    gangs.on_admitted.append(lambda key: metrics.gangs_admitted.inc())
+    gangs.on_rejected.append(lambda key, why: metrics.gang_rejections.labels(why.cause).inc())
+    metrics.pending_gangs.set_function(lambda: len(gangs.waiting))
+    metrics.pods_in_flight.set_function(gangs.in_flight)
+    metrics.registry.register(QueueGauges(lambda: _queue_figures(app[STATE], gangs)))
+
+
+def _writers(app: web.Application, api: k8s.ApiClient, writes: AsyncApi, gangs: Gangs) -> None:
+    """What the leader writes back: lifted gates and woken pods, PodGroup and Queue status,
+    preemptions."""
+    metrics = app[METRICS]
+    waker = Waker(app[STATE], gangs, api_patcher(writes), api_lifter(writes))
     waker.on_woken = metrics.wakes.inc
+    waker.on_lifted = metrics.gates_lifted.inc
     app.cleanup_ctx.append(_background(waker))
     app[STATUS] = writer = StatusWriter(
         app[STATE], gangs, api_status_patch(api), api_event_sink(api), ready=app[SERVING]
@@ -257,6 +297,65 @@ def _election(
         _serve(app)
 
     return _task(lead, "leader election")
+
+
+def _following(
+    api: k8s.ApiClient, follow: FollowOptions
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    """Serve while the kube-scheduler beside this process holds the scheduler's Lease (its
+    holder identity begins with this pod's hostname): only that scheduler calls, and this is
+    the extender whose ledger it is calling. When another scheduler takes the Lease after this
+    one led, the process stops (as a lost Lease stops it): its ledger is no longer the one being
+    called, and the pod's restart brings it back as a standby with a fresh one."""
+
+    async def context(app: web.Application) -> AsyncIterator[None]:
+        def seen(holder: str) -> None:
+            if follow.ours(holder):
+                if not app[LEADING].is_set():
+                    log.info("leading: the scheduler beside this extender holds the Lease")
+                    app[LEADING].set()
+                    _serve(app)
+            elif app[LEADING].is_set():
+                app[LEADING].clear()
+                app[SERVING].clear()
+                if not holder:  # released: the scheduler beside it stopped (a rollout, a drain)
+                    log.info(
+                        "the scheduler beside this extender released the Lease %s/%s: stopping",
+                        follow.namespace,
+                        follow.name,
+                    )
+                else:
+                    log.error(
+                        "the scheduler Lease %s/%s went to %s: stopping",
+                        follow.namespace,
+                        follow.name,
+                        holder,
+                    )
+                    app[LEASE_LOST].set()
+                raise web.GracefulExit()
+
+        follower = LeaseFollower(api, follow, seen)
+        follower.start()
+        yield
+        follower.stop()
+
+    return context
+
+
+def _probe_site(host: str, port: int) -> Callable[[web.Application], AsyncIterator[None]]:
+    """A second listener with the probes and metrics only (`add_probe_routes`)."""
+
+    async def context(app: web.Application) -> AsyncIterator[None]:
+        probes = web.Application()
+        add_probe_routes(probes, app)
+        runner = web.AppRunner(probes, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, host, port).start()
+        log.info("serving probes and metrics over HTTP on %s:%d", host, port)
+        yield
+        await runner.cleanup()
+
+    return context
 
 
 def _recover(app: web.Application) -> None:

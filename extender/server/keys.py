@@ -34,5 +34,8 @@ SYNCED = web.AppKey("synced", asyncio.Event)  # set once the cache holds the who
 LEADING = web.AppKey("leading", asyncio.Event)
 SERVING = web.AppKey("serving", asyncio.Event)
 LEASE_LOST = web.AppKey("lease_lost", asyncio.Event)
+# Following the scheduler's Lease (the extender beside kube-scheduler in its pod): a standby is
+# ready once its cache is whole, as its scheduler is (the pod's readiness is both containers').
+FOLLOWING = web.AppKey("following", bool)
 # The background tasks that failed (each stops the process: `server.app._task`).
 FAILED_TASKS: web.AppKey[list[str]] = web.AppKey("failed_tasks")

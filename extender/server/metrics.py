@@ -14,7 +14,10 @@ several apps in one process).
   `lahar_gang_barrier_wait_seconds` (histogram per held member),
   `lahar_gang_barrier_timeouts_total`, `lahar_partial_gangs_total` (must stay 0),
   `lahar_pending_gangs` (gangs waiting for admission), `lahar_gang_members_held` (bind calls
-  held at the barrier now), `lahar_gang_wakes_total` (pods requeued).
+  held at the barrier now), `lahar_gang_wakes_total` (pods requeued),
+  `lahar_gang_gates_lifted_total` (pods whose gang was let in), `lahar_gang_barrier_retries_total`
+  (barriers that timed out while the missing members waited in the scheduler's queue),
+  `lahar_gang_pods_in_flight` (admitted members not yet at the barrier).
 - Queues, read from the fair order at scrape time (Volcano's names with Lahar's prefix):
   `lahar_queue_allocated_{milli_cpu,memory_bytes}{queue}`, `lahar_queue_deserved_*`,
   `lahar_queue_capacity_*` (capability; absent when uncapped), `lahar_queue_share{queue}`,
@@ -183,4 +186,20 @@ class Metrics:
         )
         self.wakes = Counter(
             "lahar_gang_wakes", "Parked pods Lahar had the scheduler retry", registry=self.registry
+        )
+        self.gates_lifted = Counter(
+            "lahar_gang_gates_lifted",
+            "Pods whose gang Lahar let in: its scheduling gate lifted",
+            registry=self.registry,
+        )
+        self.barrier_retries = Counter(
+            "lahar_gang_barrier_retries",
+            "Barriers timed out while the missing members still waited in the scheduler's "
+            "queue: the gang kept its reservation and the held members were placed again",
+            registry=self.registry,
+        )
+        self.pods_in_flight = Gauge(
+            "lahar_gang_pods_in_flight",
+            "Members of admitted gangs not yet at the bind barrier",
+            registry=self.registry,
         )

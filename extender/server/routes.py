@@ -38,6 +38,7 @@ from extender.server.keys import (
     BARRIER,
     BINDER,
     ENGINE,
+    FOLLOWING,
     INFORMERS,
     LEADING,
     METRICS,
@@ -45,6 +46,7 @@ from extender.server.keys import (
     PREEMPTOR,
     SERVING,
     STATE,
+    SYNCED,
     TLS,
 )
 from extender.server.tls import client_certified
@@ -182,6 +184,8 @@ async def _unsynced(app: web.Application) -> str | None:
 
 
 def _not_serving(app: web.Application) -> str:
+    if not app[LEADING].is_set() and app[FOLLOWING]:
+        return "extender is a standby: the kube-scheduler beside it does not hold the Lease"
     if not app[LEADING].is_set():
         return "extender is a standby: another replica holds the Lease"
     informers = app[INFORMERS]
@@ -206,19 +210,34 @@ async def _explain(request: web.Request) -> bytes:
     return json.dumps(body).encode()
 
 
-async def _healthz(request: web.Request) -> web.Response:
+def _healthz(app: web.Application) -> web.Response:
     return web.Response(text="ok")
 
 
-async def _readyz(request: web.Request) -> web.Response:
-    if request.app[SERVING].is_set():
+def _readyz(app: web.Application) -> web.Response:
+    """Ready when it serves; following its scheduler's Lease, once its cache is whole (a
+    standby beside a standby scheduler is as ready as its scheduler)."""
+    if app[SERVING].is_set() or (app[FOLLOWING] and app[SYNCED].is_set()):
         return web.Response(text="ok")
-    return web.Response(status=503, text=_not_serving(request.app))
+    return web.Response(status=503, text=_not_serving(app))
 
 
-async def _metrics(request: web.Request) -> web.Response:
-    body = generate_latest(request.app[METRICS].registry)
+def _metrics(app: web.Application) -> web.Response:
+    body = generate_latest(app[METRICS].registry)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def add_probe_routes(target: web.Application, app: web.Application) -> None:
+    """/healthz, /readyz and /metrics of extender `app`, served by `target` (the app itself, or
+    a listener of its own for probes)."""
+    for path, probe in (("/healthz", _healthz), ("/readyz", _readyz), ("/metrics", _metrics)):
+
+        async def handler(
+            request: web.Request, probe: Callable[..., web.Response] = probe
+        ) -> web.Response:
+            return probe(app)
+
+        target.router.add_get(path, handler)
 
 
 def add_routes(app: web.Application) -> None:
@@ -227,6 +246,4 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/preempt", _verb("preempt", _preempt, app))
     app.router.add_post("/bind", _verb("bind", _bind, app))
     app.router.add_get("/debug/explain", _verb("explain", _explain, app))
-    app.router.add_get("/healthz", _healthz)
-    app.router.add_get("/readyz", _readyz)
-    app.router.add_get("/metrics", _metrics)
+    add_probe_routes(app, app)

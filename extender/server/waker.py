@@ -1,12 +1,20 @@
-"""Waking parked pods: have the scheduler retry exactly the gangs Lahar would now accept.
+"""Sending gangs to the scheduler: lift the gate of gangs Lahar lets in, wake the parked ones.
 
-kube-scheduler parks a pod every node rejected and retries it on a cluster event or a periodic
-flush minutes away; Lahar's own changes (a gang admitted, a reservation released, a backoff
-over, a PodGroup or Queue changed) are no cluster events. So on those, and when capacity frees,
-the waker asks the gang rules which parked gangs the fair order lets in now (nothing is
-reserved), and touches the annotation `lahar.io/retry` of their pending members, most deserving
-first, which requeues them at once. Passes are debounced; a pod is touched
-at most once per `min_interval`.
+Gang pods are created behind Lahar's scheduling gate (`api.scheduling.GANG_GATE`): kube-scheduler
+does not try them until Lahar lifts it. On every change that may let a gang in (its pods or
+PodGroup appear, capacity frees, an admission ends, a backoff ends), a pass asks the gang rules to
+answer for the held gangs (`Gangs.let_in`: admitted in the fair order while few enough admitted
+members wait for the scheduler) and lifts the gate of every held member of the gangs let in, all
+of a gang's at once, so they enter the scheduler's queue together and come to the bind barrier
+together however long the backlog.
+
+kube-scheduler also parks pods whose gang Lahar refused at filter time (pods created without the
+gate) and retries them on a cluster event or a periodic flush minutes away; Lahar's own changes
+(a reservation released, a backoff over, a PodGroup or Queue changed) are no cluster events. So
+the same pass asks which parked gangs the fair order lets in now (nothing is reserved) and
+touches the annotation `lahar.io/retry` of their parked members, most deserving first, which
+requeues them at once; so does a gang admitted at filter time. Passes are debounced; a pod is
+touched at most once per `min_interval`, and a gate is lifted once (again if the call failed).
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from extender.api.objects import Pod
 from extender.cache.state import ClusterState
 from extender.framework.gang import Gangs
 from extender.framework.members import view_gang
@@ -23,6 +32,8 @@ from extender.framework.members import view_gang
 log = logging.getLogger(__name__)
 RETRY_ANNOTATION = "lahar.io/retry"
 Patcher = Callable[[str, str, dict[str, str]], Awaitable[None]]  # namespace, name, annotations
+Lifter = Callable[[str, str, str], Awaitable[None]]  # namespace, name, uid: lift Lahar's gate
+LIFTS = 32  # gates lifted at once
 
 
 class Waker:
@@ -31,15 +42,20 @@ class Waker:
         state: ClusterState,
         gangs: Gangs,
         patch: Patcher,
+        lift: Lifter,
         *,
         delay: float = 0.05,
         min_interval: float = 0.25,
     ) -> None:
-        self.state, self.gangs, self.patch = state, gangs, patch
+        self.state, self.gangs, self.patch, self.lift = state, gangs, patch, lift
         self.delay, self.min_interval = delay, min_interval
         self.on_woken: Callable[[], None] = lambda: None
-        self._queue: asyncio.Queue[str] = asyncio.Queue()  # keys of gangs to wake
+        self.on_lifted: Callable[[], None] = lambda: None
+        self._queue: asyncio.Queue[str] = asyncio.Queue()  # keys of gangs to send
         self._touched: dict[tuple[str, str], float] = {}
+        self._lifting: set[str] = set()  # uids whose gate is being lifted, or was
+        self._lifts = asyncio.Semaphore(LIFTS)
+        self._tasks: set[asyncio.Task[None]] = set()
         self._pass: asyncio.TimerHandle | None = None
 
     def attach(self) -> None:
@@ -48,15 +64,16 @@ class Waker:
         self.gangs.on_released.append(self._released)
         self.state.on_capacity_freed.append(self.poke)
         self.state.on_pod_group.append(lambda key: self.poke())
+        self.state.on_gang_changed.append(lambda key: self.poke())
 
     def poke(self) -> None:
-        """Something changed that may let a parked gang in: look soon (debounced)."""
+        """Something changed that may let a gang in: look soon (debounced)."""
         if self._pass is None:
             self._pass = asyncio.get_running_loop().call_later(self.delay, self._look)
 
     def wake_gang(self, key: str) -> None:
-        """Have the gang's pending members requeued (by the background task: this may be called
-        from a filter call, which must not walk the gang again)."""
+        """Send the gang's pending members to the scheduler (by the background task: this may
+        be called from a filter call, which must not walk the gang again)."""
         self._queue.put_nowait(key)
 
     def _released(self, key: str) -> None:
@@ -68,23 +85,52 @@ class Waker:
 
     def _look(self) -> None:
         self._pass = None
-        for key in self.gangs.admissible(self.state, self.state.view().nodes):
+        nodes = self.state.view().nodes
+        for key in self.gangs.let_in(self.state, nodes):
+            self.wake_gang(key)
+        for key in self.gangs.admissible(self.state, nodes):
             log.info("gang %s is let in by the fair order now: waking its pending pods", key)
             self.wake_gang(key)
 
     async def run(self) -> None:
-        """Touch the pending pods of queued gangs, one at a time, forever (a background task).
+        """Send the queued gangs' members, forever (a background task): lift the gate of the
+        held ones, touch the parked ones.
 
         It starts by waking every gang with pending members: this replica has just started to
         serve (a restart, or a standby taking over), and the scheduler parked whatever it could
         not place while no extender answered, which no cluster event may ever requeue."""
+        self.poke()
         for key in list(self.state.pod_groups):
             if view_gang(self.state, key).pending:
                 self.wake_gang(key)
         while True:
             key = await self._queue.get()
-            for pod in view_gang(self.state, key).pending:
-                await self._touch(pod.metadata.namespace, pod.metadata.name)
+            gang = view_gang(self.state, key)
+            going = key in self.gangs.admissions or gang.stands  # (let in, or placed already)
+            held = [p for p in gang.held if going and p.metadata.uid not in self._lifting]
+            if held:
+                log.info("gang %s is let in: lifting the gate of %d pods", key, len(held))
+            for pod in held:
+                self._lifting.add(pod.metadata.uid)
+                task = asyncio.create_task(self._lift(pod))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            for pod in gang.pending:
+                if pod.parked and not pod.spec.scheduling_gates:
+                    await self._touch(pod.metadata.namespace, pod.metadata.name)
+            if len(self._lifting) > 10_000:  # (the gates are gone from the pods in the cache)
+                pods = self.state.pods.values()
+                self._lifting &= {p.metadata.uid for p in pods if p.spec.scheduling_gates}
+
+    async def _lift(self, pod: Pod) -> None:
+        async with self._lifts:
+            try:
+                await self.lift(pod.metadata.namespace, pod.metadata.name, pod.metadata.uid)
+                self.on_lifted()
+            except Exception as error:  # a deleted pod, an API hiccup: the next pass retries
+                self._lifting.discard(pod.metadata.uid)
+                log.info("could not lift the gate of pod %s: %s", pod.key, error)
+                self.poke()
 
     async def _touch(self, namespace: str, name: str) -> None:
         now = time.monotonic()

@@ -34,7 +34,7 @@ from prometheus_client import (
 )
 from pydantic import ValidationError
 
-from extender.admission.admit import RULES, Outcome, Rule
+from extender.admission.admit import RULES, Outcome, Rule, Settings
 from extender.admission.problems import Problem, Verdict, from_validation
 from extender.api.admission import AdmissionReview, response
 from extender.api.scheduling import API_VERSION, Queue
@@ -46,11 +46,6 @@ from extender.webhook.tls import ServingCertificate
 
 log = logging.getLogger(__name__)
 MAX_BODY = 8 * 1024 * 1024  # the API server sends objects of at most ~3 MiB, twice on UPDATE
-
-
-@dataclass(frozen=True)
-class WebhookOptions:
-    scheduler_name: str = "lahar"  # what a Job without spec.schedulerName gets
 
 
 class Metrics:
@@ -89,12 +84,10 @@ STORE: web.AppKey[WebhookStore] = web.AppKey("store", WebhookStore)
 TLS: web.AppKey[ServingCertificate] = web.AppKey("tls", ServingCertificate)
 METRICS: web.AppKey[Metrics] = web.AppKey("metrics", Metrics)
 RUNTIME: web.AppKey[Runtime] = web.AppKey("runtime", Runtime)
-OPTIONS: web.AppKey[WebhookOptions] = web.AppKey("options", WebhookOptions)
+OPTIONS: web.AppKey[Settings] = web.AppKey("options", Settings)
 
 
-def make_app(
-    api: k8s.ApiClient, tls: ServingCertificate, options: WebhookOptions
-) -> web.Application:
+def make_app(api: k8s.ApiClient, tls: ServingCertificate, options: Settings) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY)
     app[STORE] = WebhookStore(fetch=_queue_reader(api))
     app[TLS] = tls
@@ -149,14 +142,14 @@ def _handler(resource: str, rule: Rule) -> Callable[[web.Request], Awaitable[web
 
 
 def _answer(
-    body: bytes, resource: str, rule: Rule, store: WebhookStore, options: WebhookOptions
+    body: bytes, resource: str, rule: Rule, store: WebhookStore, options: Settings
 ) -> tuple[bytes, str, str]:
     """The AdmissionReview answering `body` (in a worker thread: a large object must not stall
     the loop), the operation and the result for the metrics."""
     review = _validated(_json(body))
     request = review.request
     try:
-        outcome = rule(request, store, options.scheduler_name)
+        outcome = rule(request, store, options)
         result = _result(outcome)
         answer = response(
             request.uid,

@@ -11,13 +11,24 @@ from extender.admission.admit import (
     RULES,
     Outcome,
     Rule,
+    Settings,
     mutate_job,
+    mutate_pod,
     validate_job,
     validate_pod_group,
     validate_queue,
 )
 from extender.admission.problems import SHOWN, Problem
-from tests.builders import JobBuilder, ReviewBuilder, make_group, make_job, make_queue, make_review
+from tests.builders import (
+    JobBuilder,
+    PodBuilder,
+    ReviewBuilder,
+    make_group,
+    make_job,
+    make_pod,
+    make_queue,
+    make_review,
+)
 from tests.unit.admission.helpers import Queues, apply_patch, cluster_queues
 
 SCHEDULER = "lahar"
@@ -41,12 +52,13 @@ def stored() -> JobBuilder:
 
 
 def run(rule: Rule, review: ReviewBuilder, view: Queues | None = None) -> Outcome:
-    return rule(review.request(), view or cluster_queues(), SCHEDULER)
+    return rule(review.request(), view or cluster_queues(), Settings(SCHEDULER))
 
 
 def test_rules_by_path() -> None:
     assert {path: (label, rule) for path, (label, rule) in RULES.items()} == {
         "/mutate/jobs": ("jobs", mutate_job),
+        "/mutate/pods": ("pods", mutate_pod),
         "/validate/jobs": ("jobs", validate_job),
         "/validate/queues": ("queues", validate_queue),
         "/validate/podgroups": ("podgroups", validate_pod_group),
@@ -362,3 +374,43 @@ def test_pod_group_create(builder: Any, message: str | None) -> None:
     outcome = run(validate_pod_group, make_review(builder.build()))
     assert outcome.verdict.allowed is (message is None)
     assert outcome.message == (message or "")
+
+
+# -- pods ---------------------------------------------------------------------------------------
+
+GATE = {"name": "lahar.io/gang"}
+
+
+@pytest.mark.parametrize(
+    ("pod", "gates"),
+    [
+        (make_pod("w").group("tf").scheduler("lahar"), [GATE]),
+        (
+            make_pod("w").group("tf").scheduler("volcano").gated("x.io/quota"),
+            [{"name": "x.io/quota"}, GATE],
+        ),
+        (make_pod("w").group("tf").scheduler("lahar").gated("lahar.io/gang"), [GATE]),
+        (make_pod("w").group("tf").scheduler("default-scheduler"), None),
+        (make_pod("w").scheduler("lahar"), None),
+        (make_pod("w").group("tf").scheduler("lahar").on("n1"), None),
+    ],
+    ids=["gang-pod", "beside-another-gate", "already-gated", "other-scheduler", "no-gang", "bound"],
+)
+def test_gang_pods_of_lahar_schedulers_are_created_behind_its_gate(
+    pod: PodBuilder, gates: list[dict[str, str]] | None
+) -> None:
+    body = pod.build()
+    outcome = run(mutate_pod, make_review(body))
+    assert outcome.verdict.allowed
+    gated = apply_patch(body, outcome.verdict.patch)
+    assert gated["spec"].get("schedulingGates") == (
+        gates if gates is not None else body["spec"].get("schedulingGates")
+    )
+    if gates is None:
+        assert outcome.verdict.patch == ()
+
+
+def test_pod_rules_take_only_pod_creations() -> None:
+    outcome = run(mutate_pod, make_review(make_pod("w").build()).update(make_pod("w").build()))
+    assert not outcome.verdict.allowed
+    assert "operation UPDATE is not admitted here (only CREATE)" in outcome.message

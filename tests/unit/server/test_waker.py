@@ -1,42 +1,141 @@
-"""A replica that starts to serve wakes every gang with pending members: the scheduler parked
-what it could not place while no extender answered, and no cluster event may requeue it."""
+"""The waker sends gangs to the scheduler: it lifts Lahar's gate of the gangs the fair order lets
+in, a bounded number of members at a time, and touches parked pods (a replica that starts to serve
+touches every parked member: the scheduler parked what it could not place while no extender
+answered, and no cluster event may requeue it)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 
+from extender.api.scheduling import GANG_GATE
 from extender.framework.gang import Gangs
 from extender.framework.gang_types import GangSettings
 from extender.server.waker import RETRY_ANNOTATION, Waker
-from tests.builders import cluster, make_group, make_node, make_pod
+from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod
 
 
-def test_serving_starts_by_waking_the_pending_members_of_every_gang() -> None:
-    pods = [
-        make_pod("w-0").uid("w-0").group("waiting"),
-        make_pod("w-1").uid("w-1").group("waiting"),
-        make_pod("r-0").uid("r-0").group("running").on("n1"),
-        make_pod("plain").uid("plain"),
-    ]
-    state = cluster([make_node("n1").cpu("8")], pods)
-    for name in ("waiting", "running"):
-        state.upsert_pod_group(make_group(name).min_member(1).model())
-    touched: list[str] = []
+class Recorder:
+    def __init__(self) -> None:
+        self.touched: list[str] = []
+        self.lifted: list[str] = []
 
-    async def patch(namespace: str, name: str, annotations: dict[str, str]) -> None:
+    async def patch(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
         assert RETRY_ANNOTATION in annotations
-        touched.append(name)
+        self.touched.append(name)
+
+    async def lift(self, namespace: str, name: str, uid: str) -> None:
+        assert uid == name  # (the builders' pods: uid = name)
+        self.lifted.append(name)
+
+
+def play(waker: Waker, until: Callable[[], bool], then: Callable[[], None] | None = None) -> None:
+    """Run the waker until `until()` holds (at most a second), then `then()` and a moment more."""
 
     async def main() -> None:
-        waker = Waker(state, Gangs(GangSettings()), patch)
         task = asyncio.create_task(waker.run())
         async with asyncio.timeout(1):
-            while len(touched) < 2:  # noqa: ASYNC110 (the waker exposes no event to wait on)
+            while not until():  # noqa: ASYNC110 (the waker exposes no event to wait on)
                 await asyncio.sleep(0)
+        if then is not None:
+            then()
+            await asyncio.sleep(0.2)
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
     asyncio.run(main())
-    assert sorted(touched) == ["w-0", "w-1"]
+
+
+def test_serving_starts_by_waking_the_parked_members_of_every_gang() -> None:
+    pods = [
+        make_pod("w-0").uid("w-0").group("waiting").parked(),
+        make_pod("w-1").uid("w-1").group("waiting").parked(),
+        make_pod("w-2").uid("w-2").group("waiting"),  # in the scheduler's queue: nothing to do
+        make_pod("r-0").uid("r-0").group("running").on("n1"),
+        make_pod("plain").uid("plain").parked(),
+    ]
+    state = cluster([make_node("n1").cpu("8")], pods)
+    for name in ("waiting", "running"):
+        state.upsert_pod_group(make_group(name).min_member(1).model())
+    calls = Recorder()
+    waker = Waker(state, Gangs(GangSettings()), calls.patch, calls.lift)
+    waker.attach()
+    play(waker, lambda: len(calls.touched) >= 2)
+    assert sorted(calls.touched) == ["w-0", "w-1"]
+    assert calls.lifted == []
+
+
+def held(gang: str, index: int) -> PodBuilder:
+    name = f"{gang}-{index}"
+    return make_pod(name).uid(name).group(gang).cpu("1").scheduler("lahar").gated(GANG_GATE)
+
+
+def test_held_gangs_are_let_in_in_order_while_few_members_wait_for_the_scheduler() -> None:
+    """Two gangs of 3 held by Lahar's gate, room for both, at most 4 members in flight: the
+    first is admitted and its gates lifted together; the second waits until the first's
+    members reach the barrier (their slots are consumed) and are bound, then goes."""
+    pods = [held("a", i) for i in range(3)] + [held("b", i) for i in range(3)]
+    state = cluster([make_node("n1").cpu("8")], pods)
+    for name in ("a", "b"):
+        state.upsert_pod_group(make_group(name).min_member(3).model())
+    gangs = Gangs(GangSettings(max_pods_in_flight=4), schedulers={"lahar"})
+    calls = Recorder()
+    waker = Waker(state, gangs, calls.patch, calls.lift, delay=0.01)
+    waker.attach()
+
+    def a_is_bound() -> None:  # (its members came to the barrier; the watch shows them bound)
+        for index in range(3):
+            gangs.consume(f"a-{index}", "n1")
+            state.upsert_pod(held("a", index).on("n1").model())
+
+    play(waker, lambda: len(calls.lifted) >= 3, then=a_is_bound)
+    assert sorted(calls.lifted) == ["a-0", "a-1", "a-2", "b-0", "b-1", "b-2"]
+    assert calls.lifted[:3] == sorted(calls.lifted[:3])  # (a's, all before b's)
+    assert set(gangs.admissions) == {"default/b"}
+    assert calls.touched == []
+
+
+def test_a_held_gang_that_does_not_fit_stays_held_and_says_why() -> None:
+    pods = [held("big", i).cpu("6") for i in range(2)]
+    state = cluster([make_node("n1").cpu("8")], pods)
+    state.upsert_pod_group(make_group("big").min_member(2).model())
+    gangs = Gangs(GangSettings(), schedulers={"lahar"})
+    calls = Recorder()
+    waker = Waker(state, gangs, calls.patch, calls.lift, delay=0.01)
+    waker.attach()
+    play(waker, lambda: "default/big" in gangs.waiting)
+    assert calls.lifted == []
+    assert gangs.waiting["default/big"].rejection.message == (
+        "gang default/big: 1 of 2 members cannot be placed: Insufficient cpu"
+    )
+
+
+def test_a_lift_that_fails_is_tried_again() -> None:
+    state = cluster([make_node("n1").cpu("8")], [held("g", 0)])
+    state.upsert_pod_group(make_group("g").min_member(1).model())
+    calls = Recorder()
+    failures = [RuntimeError("the API server hiccuped")]
+
+    async def flaky(namespace: str, name: str, uid: str) -> None:
+        if failures:
+            raise failures.pop()
+        await calls.lift(namespace, name, uid)
+
+    gangs = Gangs(GangSettings(), schedulers={"lahar"})
+    waker = Waker(state, gangs, calls.patch, flaky, delay=0.01)
+    waker.attach()
+    play(waker, lambda: calls.lifted == ["g-0"])
+
+
+def test_held_gangs_of_schedulers_lahar_does_not_serve_are_left_alone() -> None:
+    state = cluster([make_node("n1").cpu("8")], [held("g", 0).scheduler("other")])
+    state.upsert_pod_group(make_group("g").min_member(1).model())
+    gangs = Gangs(GangSettings(), schedulers={"lahar"})
+    calls = Recorder()
+    waker = Waker(state, gangs, calls.patch, calls.lift, delay=0.01)
+    waker.attach()
+    play(waker, lambda: True, then=lambda: None)
+    assert calls.lifted == []
+    assert gangs.admissions == {}
