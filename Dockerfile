@@ -18,7 +18,7 @@ COPY --from=build /install /usr/local
 # Nothing installs packages at run time: the installers leave the final image.
 RUN python -m pip uninstall --yes --no-cache-dir pip setuptools wheel
 # The default policy (manifests mount their ConfigMap over it); `policy/` links to this folder.
-COPY manifests/policy /etc/lahar/policy
+COPY manifests/base/policy /etc/lahar/policy
 USER 65532:65532
 ENTRYPOINT ["lahar"]
 CMD ["--help"]

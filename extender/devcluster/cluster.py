@@ -30,6 +30,9 @@ OWN_STAGES = Path(__file__).with_name("kwok-stages.yaml")
 SERVICE_CIDR = "10.0.0.0/24"
 POD_CIDR = "10.244.0.0/16"
 ISSUER = "https://kubernetes.default.svc.cluster.local"
+# The schedulers' /metrics on their loopback ports, readable without credentials (benchmarks count
+# their scheduling attempts), like their health endpoints.
+METRICS_OPEN = "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,9 @@ class ClusterOptions:
     with_lahar: bool = False
     extra_apiserver_args: tuple[str, ...] = ()
     lahar_policy_dir: Path | None = None  # default: the checkout's policy/
-    extender_tls: bool = True  # mutual TLS between kube-scheduler and the extender
+    # The extender as a process of its own behind mutual TLS (manifests/extender-service/),
+    # instead of beside the scheduler on loopback (manifests/, the default).
+    extender_service: bool = False
 
 
 @dataclass
@@ -286,6 +291,7 @@ def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
             f"--config={config_path}",
             "--bind-address=127.0.0.1",
             f"--secure-port={port['scheduler']}",
+            METRICS_OPEN,
         ],
     )
     kwok = starter.start(
@@ -328,30 +334,33 @@ def _start_lahar(starter: _Starter, kubeconfigs: dict[str, Path], keys: pki.Pki)
         lahar.webhook_argv(accounts[lahar.WEBHOOK], port["lahar-webhook"]),
     )
     lahar.wait_ready(webhook, port["lahar-webhook"], options.ready_timeout, tls=True)
+    keys_for_service = keys if options.extender_service else None
+    config = lahar.scheduler_config(
+        policies / "kube-scheduler-config.yaml",
+        accounts[lahar.SCHEDULER],
+        port["lahar"],
+        keys_for_service,
+    )
+    config_path = configs.write_yaml(options.state_dir / "lahar-scheduler-config.yaml", [config])
+    # Beside the scheduler the extender runs as the scheduler's pod does: its ServiceAccount.
+    account = lahar.EXTENDER if options.extender_service else lahar.SCHEDULER
     extender = starter.start(
         "lahar",
         lahar.extender_argv(
-            accounts[lahar.EXTENDER],
+            accounts[account],
             policies / "lahar.yaml",
             port["lahar"],
-            keys,
-            tls=options.extender_tls,
+            probes=port["lahar-probes"],
+            scheduler_config=config_path,
+            keys=keys_for_service,
         ),
     )
     controller = starter.start(
         "lahar-controller",
         lahar.controller_argv(accounts[lahar.CONTROLLER], port["lahar-controller"]),
     )
-    lahar.wait_ready(extender, port["lahar"], options.ready_timeout, tls=options.extender_tls)
+    lahar.wait_ready(extender, port["lahar"], options.ready_timeout, tls=options.extender_service)
     lahar.wait_ready(controller, port["lahar-controller"], options.ready_timeout)
-    config = lahar.scheduler_config(
-        policies / "kube-scheduler-config.yaml",
-        accounts[lahar.SCHEDULER],
-        port["lahar"],
-        keys,
-        tls=options.extender_tls,
-    )
-    config_path = configs.write_yaml(options.state_dir / "lahar-scheduler-config.yaml", [config])
     scheduler = starter.start(
         "lahar-scheduler",
         [
@@ -359,6 +368,7 @@ def _start_lahar(starter: _Starter, kubeconfigs: dict[str, Path], keys: pki.Pki)
             f"--config={config_path}",
             "--bind-address=127.0.0.1",
             f"--secure-port={port['lahar-scheduler']}",
+            METRICS_OPEN,
         ],
     )
     health.wait_healthy(

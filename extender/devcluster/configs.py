@@ -66,14 +66,17 @@ def load_scheduler_config(path: Path) -> dict[str, Any]:
     return config
 
 
-def scheduler_config_for_cluster(config: dict[str, Any], kubeconfig_path: Path) -> dict[str, Any]:
-    """`config` with the dev cluster's connection: its kubeconfig and no leader election."""
+def scheduler_config_for_cluster(
+    config: dict[str, Any], kubeconfig_path: Path, *, elect: bool = False
+) -> dict[str, Any]:
+    """`config` with the dev cluster's connection: its kubeconfig, and no leader election
+    unless `elect` (then the Lease the configuration names)."""
     result = dict(config)
     connection = dict(result.get("clientConnection") or {})
     connection["kubeconfig"] = str(kubeconfig_path)
     result["clientConnection"] = connection
     election = dict(result.get("leaderElection") or {})
-    election["leaderElect"] = False
+    election["leaderElect"] = elect and election.get("leaderElect", True) is not False
     result["leaderElection"] = election
     return result
 

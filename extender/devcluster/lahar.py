@@ -1,17 +1,23 @@
-"""Lahar on the dev cluster: its extender (`lahar serve`), a second stock kube-scheduler
-configured by `policy/kube-scheduler-config.yaml`, the Job controller (`lahar controller`) and the
-admission webhook (`lahar webhook`), the way a user's cluster runs them.
+"""Lahar on the dev cluster: a second stock kube-scheduler configured by
+`policy/kube-scheduler-config.yaml` with its extender (`lahar serve`) beside it, the Job controller
+(`lahar controller`) and the admission webhook (`lahar webhook`), the way a user's cluster runs
+them (`manifests/`).
 
 The cluster's own kube-scheduler keeps serving `default-scheduler`; the second one serves the
-`lahar` and `volcano` profiles and calls the extender, whose `urlPrefix` is rewritten to the port
-the extender got. The webhook configurations of `manifests/webhook.yaml` are applied as they are,
-except that each webhook is called at its loopback URL instead of through the Service (nothing
-routes Service addresses here); the webhook fills in their caBundle itself. The extender, the
-controller, the webhook and the second kube-scheduler run with tokens of their own
-ServiceAccounts, bound to their roles by their `manifests/*-rbac.yaml` as applied to a cluster, so
-a missing RBAC rule or binding fails the tests as it would fail a user. Each runs with the flags
-its Deployment in `manifests/` gives it, bar addresses, ports and files (tests/e2e/
-test_manifests.py keeps that true).
+`lahar` and `volcano` profiles and calls the extender on loopback, plain HTTP, at the port the
+extender got, as in its pod. It holds its Lease lahar-system/lahar-scheduler as in a cluster, and
+the extender follows it. With `service` the extender runs as the standalone form instead
+(`manifests/extender-service/`): HTTPS with client certificates from the dev cluster's CA, a Lease
+of its own, and the scheduler configured by `kube-scheduler-config-service.yaml`'s wiring.
+
+The webhook configurations of `manifests/base/webhook.yaml` are applied as they are, except that
+each webhook is called at its loopback URL instead of through the Service (nothing routes Service
+addresses here); the webhook fills in their caBundle itself. The extender, the controller, the
+webhook and the second kube-scheduler run with tokens of their ServiceAccounts (the extender with
+the scheduler's, as in its pod; the standalone one with its own), bound to their roles by the
+manifests' RBAC as applied to a cluster, so a missing rule or binding fails the tests as it would
+fail a user. Each runs with the flags its Deployment in `manifests/` gives it, bar addresses,
+ports and files (tests/e2e/test_manifests.py keeps that true).
 """
 
 from __future__ import annotations
@@ -27,18 +33,23 @@ from extender.devcluster.process import ProcessRecord
 from extender.kube import apply_object, connect, load_manifests, wait_established
 from extender.kube.tokens import service_account_token
 
-PORTS = ("lahar", "lahar-scheduler", "lahar-controller", "lahar-webhook")
-CRD_FILES = ("crd-scheduling.yaml", "crd-batch.yaml", "crd-bus.yaml")
+PORTS = ("lahar", "lahar-probes", "lahar-scheduler", "lahar-controller", "lahar-webhook")
+CRD_FILES = ("base/crd-scheduling.yaml", "base/crd-batch.yaml", "base/crd-bus.yaml")
+NAMESPACE_FILE = "base/namespace.yaml"
 NAMESPACE = "lahar-system"
 # Each component's ServiceAccount (in lahar-system) -> its RBAC manifest, and its kubeconfig's name.
 EXTENDER, CONTROLLER, WEBHOOK = "lahar-extender", "lahar-controller", "lahar-webhook"
 SCHEDULER = "lahar-scheduler"  # the stock kube-scheduler run for Lahar (manifests/scheduler.yaml)
-RBAC_FILES = {
-    EXTENDER: "extender-rbac.yaml",
-    CONTROLLER: "controller-rbac.yaml",
-    WEBHOOK: "webhook-rbac.yaml",
-    SCHEDULER: "scheduler-rbac.yaml",
-}
+SCHEDULER_LEASE = f"{NAMESPACE}/lahar-scheduler"  # the Lease the extender beside it follows
+# Both forms' RBAC: the extender's role, the components', the scheduler's (which the extender
+# beside it shares) and the standalone extender's own ServiceAccount.
+RBAC_FILES = (
+    "base/extender-rbac.yaml",
+    "base/controller-rbac.yaml",
+    "base/webhook-rbac.yaml",
+    "scheduler-rbac.yaml",
+    "extender-service/extender-rbac.yaml",
+)
 KUBECONFIGS = {
     EXTENDER: "lahar",
     CONTROLLER: "lahar-controller",
@@ -46,7 +57,7 @@ KUBECONFIGS = {
     SCHEDULER: "lahar-scheduler",
 }
 TOKEN_SECONDS = 30 * 24 * 3600  # a dev cluster kept up (`--keep`) lives days, not months
-WEBHOOK_FILE = "webhook.yaml"
+WEBHOOK_FILE = "base/webhook.yaml"
 
 
 def install_crds(kubeconfig: Path, manifests: Path, timeout: float) -> None:
@@ -54,7 +65,7 @@ def install_crds(kubeconfig: Path, manifests: Path, timeout: float) -> None:
     watches, and Lahar's namespace."""
     crds = load_manifests(*(manifests / name for name in CRD_FILES))
     with connect(kubeconfig) as api:
-        for item in [*load_manifests(manifests / "namespace.yaml"), *crds]:
+        for item in [*load_manifests(manifests / NAMESPACE_FILE), *crds]:
             apply_object(api, item.body, source=item.source)
         wait_established(api, [crd.name for crd in crds], timeout)
 
@@ -62,7 +73,7 @@ def install_crds(kubeconfig: Path, manifests: Path, timeout: float) -> None:
 def install_rbac(kubeconfig: Path, manifests: Path) -> None:
     """Every object of the components' RBAC manifests: their ServiceAccounts, roles and bindings."""
     with connect(kubeconfig) as api:
-        for file in RBAC_FILES.values():
+        for file in RBAC_FILES:
             for item in load_manifests(manifests / file):
                 apply_object(api, item.body, source=item.source)
 
@@ -137,35 +148,55 @@ def controller_argv(kubeconfig: Path, port: int) -> list[str]:
 
 
 def extender_argv(
-    kubeconfig: Path, policy: Path, port: int, keys: Pki, *, tls: bool = True
+    kubeconfig: Path,
+    policy: Path,
+    port: int,
+    *,
+    probes: int,
+    scheduler_config: Path,
+    keys: Pki | None = None,
 ) -> list[str]:
-    """`lahar serve` over HTTPS, verb calls only from a client the cluster CA certified (mTLS);
-    without `tls`, plain HTTP (the benchmarks measure what mTLS costs)."""
-    files = (
-        f"--tls-cert-file={keys.extender_cert}",
-        f"--tls-key-file={keys.extender_key}",
-        f"--client-ca-file={keys.ca_cert}",
-    )
-    return _lahar("serve", kubeconfig, port, f"--policy={policy}", *(files if tls else ()))
+    """`lahar serve` beside the scheduler: the verbs on loopback, plain HTTP, following the
+    scheduler's Lease, its configuration checked (`manifests/scheduler.yaml`); with `keys`, the
+    standalone form instead: HTTPS, verb calls only from a client the cluster CA certified
+    (mTLS), a Lease of its own (`manifests/extender-service/extender.yaml`)."""
+    flags = [f"--policy={policy}", f"--probe-port={probes}"]
+    if keys is None:
+        flags += [
+            f"--scheduler-config={scheduler_config}",
+            f"--follow-scheduler-lease={SCHEDULER_LEASE}",
+        ]
+    else:
+        flags += [
+            f"--tls-cert-file={keys.extender_cert}",
+            f"--tls-key-file={keys.extender_key}",
+            f"--client-ca-file={keys.ca_cert}",
+            "--leader-elect",
+            f"--lease-namespace={NAMESPACE}",
+        ]
+    return _lahar("serve", kubeconfig, port, *flags)
 
 
 def scheduler_config(
-    policy: Path, kubeconfig: Path, extender_port: int, keys: Pki, *, tls: bool = True
+    policy: Path, kubeconfig: Path, extender_port: int, keys: Pki | None = None
 ) -> dict[str, Any]:
-    """Lahar's KubeSchedulerConfiguration for this cluster: its kubeconfig, and the extender at
-    its port over mutual TLS (`enableHTTPS`, `tlsConfig` with the scheduler's client certificate
-    and the CA the extender's certificate is checked against), or plain HTTP without `tls`."""
-    config = configs.scheduler_config_for_cluster(configs.load_scheduler_config(policy), kubeconfig)
+    """Lahar's KubeSchedulerConfiguration for this cluster: its kubeconfig, its own Lease (as
+    in a cluster), and the extender at its port on loopback; with `keys`, over mutual TLS
+    (`enableHTTPS`, `tlsConfig` with the scheduler's client certificate and the CA the
+    extender's certificate is checked against)."""
+    config = configs.scheduler_config_for_cluster(
+        configs.load_scheduler_config(policy), kubeconfig, elect=True
+    )
     extenders = config.get("extenders") or []
     if not extenders:
         raise DevClusterError(f"scheduler config {policy}: field extenders is empty")
-    files = {
-        "certFile": str(keys.scheduler_client_cert),
-        "keyFile": str(keys.scheduler_client_key),
-        "caFile": str(keys.ca_cert),
-    }
     wire: dict[str, Any] = {"urlPrefix": f"http://127.0.0.1:{extender_port}", "enableHTTPS": False}
-    if tls:
+    if keys is not None:
+        files = {
+            "certFile": str(keys.scheduler_client_cert),
+            "keyFile": str(keys.scheduler_client_key),
+            "caFile": str(keys.ca_cert),
+        }
         wire = {
             "urlPrefix": f"https://127.0.0.1:{extender_port}",
             "enableHTTPS": True,

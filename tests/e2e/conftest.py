@@ -23,7 +23,6 @@ from extender import devcluster
 from extender.api.scheduling import API_VERSION
 from extender.devcluster.lahar import wait_ready
 from extender.devcluster.nodes import fake_node, is_schedulable
-from extender.devcluster.pki import Pki
 from extender.kube import apply_object, delete, list_objects, read, wait_until
 from extender.kube.raw import ApiStatusError, send
 from tests.builders import PodBuilder, make_pod
@@ -75,28 +74,13 @@ def pod(namespace: str) -> PodFactory:
     return build
 
 
-def extender_keys(cluster: devcluster.DevCluster) -> Pki:
-    """The dev cluster's certificates: the CA, the extender's, kube-scheduler's client one."""
-    return Pki(cluster.state.state_dir / "pki", {})
-
-
-def extender_tls(cluster: devcluster.DevCluster, *, client: bool = True) -> ssl.SSLContext:
-    """A context that trusts the extender's certificate and (with `client`) presents the client
-    certificate the dev cluster's kube-scheduler calls it with."""
-    keys = extender_keys(cluster)
-    context = ssl.create_default_context(cafile=str(keys.ca_cert))
-    if client:
-        context.load_cert_chain(keys.scheduler_client_cert, keys.scheduler_client_key)
-    return context
-
-
 def extender_url(cluster: devcluster.DevCluster, path: str) -> str:
-    return f"https://127.0.0.1:{cluster.state.ports['lahar']}{path}"
+    """The extender beside Lahar's scheduler, on loopback (plain HTTP, as in its pod)."""
+    return f"http://127.0.0.1:{cluster.state.ports['lahar']}{path}"
 
 
-def lahar_metric(cluster: devcluster.DevCluster, sample: str, **labels: str) -> float:
-    """The value of one sample of the running extender's /metrics (0 when not exported yet)."""
-    url, context = extender_url(cluster, "/metrics"), extender_tls(cluster, client=False)
+def metric(url: str, sample: str, context: ssl.SSLContext | None = None, **labels: str) -> float:
+    """The value of one sample of the /metrics at `url` (0 when not exported yet)."""
     with urllib.request.urlopen(url, timeout=5, context=context) as response:
         text = response.read().decode()
     for family in text_string_to_metric_families(text):
@@ -106,10 +90,15 @@ def lahar_metric(cluster: devcluster.DevCluster, sample: str, **labels: str) -> 
     return 0.0
 
 
+def lahar_metric(cluster: devcluster.DevCluster, sample: str, **labels: str) -> float:
+    """The value of one sample of the running extender's /metrics (0 when not exported yet)."""
+    return metric(extender_url(cluster, "/metrics"), sample, **labels)
+
+
 def restart_lahar(cluster: devcluster.DevCluster) -> None:
     """Start the stopped extender again and wait until its cache is whole (/readyz)."""
     record = cluster.start_component("lahar", die_with_parent=True)
-    wait_ready(record, cluster.state.ports["lahar"], timeout=60, tls=True)
+    wait_ready(record, cluster.state.ports["lahar"], timeout=60)
 
 
 def events(

@@ -10,10 +10,12 @@ from typing import Any
 
 from kubernetes import client as k8s
 
+from extender.api.scheduling import GANG_GATE
 from extender.api.scheduling import GROUP_ANNOTATION as GROUP
 from extender.devcluster.lifecycle import end_pod
 from extender.kube import (
     apply_object,
+    condition,
     list_objects,
     pod_group_status,
     unschedulable_message,
@@ -86,11 +88,24 @@ def wait_bound(api: k8s.ApiClient, namespace: str, names: list[str], count: int,
     )
 
 
-def refused_as(namespace: str, gang: str, words: str = "") -> Callable[[dict[str, Any]], bool]:
-    """A pod check: refused for gang `namespace/gang` (and for a reason containing `words`)."""
+def held_by_lahar(pod: dict[str, Any]) -> bool:
+    """The pod waits behind Lahar's scheduling gate (its gang not let in yet)."""
+    gates = (pod.get("spec") or {}).get("schedulingGates") or []
+    return bool(gates) and all(gate.get("name") == GANG_GATE for gate in gates)
+
+
+def refused_as(
+    api: k8s.ApiClient, namespace: str, gang: str, words: str = ""
+) -> Callable[[dict[str, Any]], bool]:
+    """A pod check: refused for gang `namespace/gang` (and for a reason containing `words`): in
+    the scheduler's message on the pod when the scheduler tried it, else, for a pod Lahar's gate
+    holds (the scheduler never tries it), in the condition Lahar wrote on its PodGroup."""
 
     def check(pod: dict[str, Any]) -> bool:
         message = unschedulable_message(pod) or ""
+        if not message and held_by_lahar(pod):
+            status = pod_group_status(api, namespace, gang)
+            message = condition(status, "Unschedulable").get("message", "")
         return f"gang {namespace}/{gang}:" in message and words in message
 
     return check

@@ -1,37 +1,55 @@
-"""Two extenders, one Lease: the standby keeps a warm cache but is not ready and refuses the
-verbs; when the leader dies it takes over within the lease time. Gangs submitted while no
-extender served are placed whole once one does."""
+"""Two replicas of Lahar's scheduler pod, each a kube-scheduler with its extender beside it: the
+extender whose scheduler holds the scheduler's Lease serves; the other keeps a warm cache, is
+ready as its scheduler is, and answers nothing. When the leading pod dies, the other scheduler
+takes the Lease and its extender takes over: a gang submitted meanwhile is placed whole.
+
+The second replica is made as a pod would be: its kube-scheduler runs in a UTS namespace of its
+own with a hostname of its own (the identity it takes in the Lease begins with it), and its
+extender is told that hostname (in a pod, both containers share it)."""
 
 from __future__ import annotations
 
 import json
-import ssl
+import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
+import pytest
+import yaml
 from kubernetes import client as k8s
 
 from extender import devcluster
-from extender.devcluster import process
+from extender.devcluster import health, process
 from extender.devcluster.ports import free_ports
 from extender.kube import read, wait_until
-from tests.e2e.conftest import (
-    NodeFactory,
-    PodFactory,
-    extender_tls,
-    restart_lahar,
-)
+from tests.e2e.conftest import NodeFactory, PodFactory
 from tests.e2e.gangs import bound, submit_gang, wait_bound
 
-LEASE_SECONDS = 15  # LeaseOptions.lease_seconds
-EXTENDER = "lahar"
+LEASE = ("coordination.k8s.io/v1", "Lease", "lahar-scheduler", "lahar-system")
+LEASE_SECONDS = 15  # kube-scheduler's default leaseDuration
+HOSTNAME = "lahar-scheduler-b"
 
 
-def _ready(port: int, context: ssl.SSLContext) -> tuple[bool, str]:
+@dataclass
+class Replica:
+    scheduler: process.ProcessRecord
+    extender: process.ProcessRecord
+    port: int
+    nodes: list[str]  # the test's own nodes
+
+    def stop(self) -> None:
+        for record in (self.scheduler, self.extender):
+            if process.is_running(record):
+                process.stop(record, timeout=15.0)
+
+
+def _ready(port: int) -> tuple[bool, str]:
     try:
-        url = f"https://127.0.0.1:{port}/readyz"
-        with urllib.request.urlopen(url, timeout=2, context=context) as answer:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as answer:
             return answer.status == 200, answer.read().decode()
     except urllib.error.HTTPError as error:
         return False, error.read().decode()
@@ -39,59 +57,144 @@ def _ready(port: int, context: ssl.SSLContext) -> tuple[bool, str]:
         return False, str(error)
 
 
-def _filter_error(port: int, context: ssl.SSLContext, nodes: list[str]) -> str:
-    """Why the extender refused the nodes ("" when it judged them)."""
+def _standby_refusal(port: int, nodes: list[str]) -> str:
+    """What the extender answers a filter call with, when it refuses as a standby ("" else)."""
     pod = {"metadata": {"name": "probe", "namespace": "default", "uid": "probe"}, "spec": {}}
     body = json.dumps({"Pod": pod, "NodeNames": nodes}).encode()
-    request = urllib.request.Request(f"https://127.0.0.1:{port}/filter", data=body, method="POST")
-    with urllib.request.urlopen(request, timeout=10, context=context) as answer:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/filter", data=body, method="POST")
+    with urllib.request.urlopen(request, timeout=10) as answer:
         reply = json.loads(answer.read())
     reasons = [reply.get("Error") or "", *(reply.get("FailedNodes") or {}).values()]
-    return " ".join(r for r in reasons if "standby" in r or "not synced" in r)
+    return " ".join(r for r in reasons if "standby" in r)
 
 
-def test_a_standby_extender_takes_over_when_the_leader_dies(
+def _holder(api: k8s.ApiClient) -> str:
+    lease = read(api, *LEASE) or {}
+    return str((lease.get("spec") or {}).get("holderIdentity") or "")
+
+
+@pytest.fixture
+def second_replica(dev_cluster: devcluster.DevCluster, own_nodes: NodeFactory) -> Iterator[Replica]:
+    """Another scheduler pod: kube-scheduler as host `lahar-scheduler-b`, its extender beside it
+    (and a node of the test's own)."""
+    nodes = own_nodes(1, cpu="4")
+    state = dev_cluster.state
+    logs = state.state_dir / "logs"
+    port, probes, secure = free_ports(3)
+    first = {p.name: p for p in state.processes}
+    config = yaml.safe_load((state.state_dir / "lahar-scheduler-config.yaml").read_text())
+    config["extenders"][0]["urlPrefix"] = f"http://127.0.0.1:{port}"
+    config_path = state.state_dir / "lahar-scheduler-b-config.yaml"
+    config_path.write_text(yaml.safe_dump(config))
+    extender_argv = [
+        a.replace(f"--port={state.ports['lahar']}", f"--port={port}")
+        .replace(f"--probe-port={state.ports['lahar-probes']}", f"--probe-port={probes}")
+        .replace(str(state.state_dir / "lahar-scheduler-config.yaml"), str(config_path))
+        for a in first["lahar"].argv
+    ]
+    extender, _ = process.start(
+        "lahar-b",
+        [*extender_argv, f"--scheduler-identity={HOSTNAME}"],
+        logs / "lahar-b.log",
+        die_with_parent=True,
+    )
+    scheduler_argv = [
+        "unshare",
+        "--uts",
+        "sh",
+        "-c",
+        f'hostname {HOSTNAME} && exec "$0" "$@"',
+        *(
+            f"--config={config_path}"
+            if a.startswith("--config=")
+            else f"--secure-port={secure}"
+            if a.startswith("--secure-port=")
+            else a
+            for a in first["lahar-scheduler"].argv
+        ),
+    ]
+    scheduler, _ = process.start(
+        "lahar-scheduler-b", scheduler_argv, logs / "lahar-scheduler-b.log", die_with_parent=True
+    )
+    replica = Replica(scheduler, extender, port, nodes)
+    try:
+        health.wait_healthy(scheduler, f"https://127.0.0.1:{secure}/healthz", timeout=60)
+        yield replica
+    finally:
+        replica.stop()
+
+
+def test_the_extender_beside_the_scheduler_that_takes_the_lease_takes_over(
     dev_cluster: devcluster.DevCluster,
     api: k8s.ApiClient,
     namespace: str,
-    own_nodes: NodeFactory,
     pod: PodFactory,
+    second_replica: Replica,
 ) -> None:
-    nodes = own_nodes(1, cpu="4")
-    log = dev_cluster.state.state_dir / "logs" / "lahar-standby.log"
-    (port,) = free_ports(1)
-    leader_argv = next(p for p in dev_cluster.state.processes if p.name == EXTENDER).argv
-    argv = [a if not a.startswith("--port=") else f"--port={port}" for a in leader_argv]
-    standby, child = process.start("lahar-standby", argv, log, die_with_parent=True)
-    context = extender_tls(dev_cluster)
-    try:
-        wait_until(
-            lambda: "standby" in _ready(port, context)[1],
-            timeout=30,
-            what="the standby extender to answer /readyz as a standby",
-        )
-        assert "standby" in _filter_error(port, context, nodes)
-        lease = read(api, "coordination.k8s.io/v1", "Lease", "lahar-extender", "lahar-system")
-        assert lease is not None and lease["spec"]["holderIdentity"]
+    b = second_replica
+    nodes = b.nodes
+    wait_until(lambda: _ready(b.port)[0], timeout=60, what="the second extender's cache")
+    assert not _holder(api).startswith(HOSTNAME)  # the first replica leads
+    assert "the kube-scheduler beside it does not hold the Lease" in _standby_refusal(b.port, nodes)
 
-        dev_cluster.stop_component(EXTENDER, kill=True)
-        killed = time.monotonic()
-        # Submitted while no extender serves: the scheduler's calls fail, nothing is bound.
-        names = submit_gang(api, namespace, pod, "during", 2, cpu="1")
-        wait_until(
-            lambda: _ready(port, context)[0],
-            timeout=LEASE_SECONDS + 30,
-            what="the standby to take over",
-        )
-        took = time.monotonic() - killed
-        assert took <= LEASE_SECONDS + 10, f"took over after {took:.1f}s"
-        assert _filter_error(port, context, nodes) == ""
-        assert bound(api, namespace, names) == []  # the scheduler still calls the dead port
-    finally:
-        process.stop(standby, timeout=10.0)
-        child.poll()
-        if not process.is_running(
-            next(p for p in dev_cluster.state.processes if p.name == EXTENDER)
-        ):
-            restart_lahar(dev_cluster)  # leads once the standby's Lease runs out
-    wait_bound(api, namespace, names, 2, "the gang placed whole by the restarted leader")
+    # The leading pod dies at once (no Lease released): the other scheduler waits it out.
+    dev_cluster.stop_component("lahar-scheduler", kill=True)
+    dev_cluster.stop_component("lahar", kill=True)
+    killed = time.monotonic()
+    names = submit_gang(api, namespace, pod, "during", 2, cpu="1")
+    wait_until(
+        lambda: _holder(api).startswith(f"{HOSTNAME}_"),
+        timeout=LEASE_SECONDS + 30,
+        what="the second scheduler to take the Lease",
+    )
+    wait_bound(api, namespace, names, 2, "the gang placed whole by the second replica")
+    took = time.monotonic() - killed
+    assert took <= LEASE_SECONDS + 20, f"placed {took:.1f}s after the first replica died"
+    assert _standby_refusal(b.port, nodes) == ""
+
+    # The first replica comes back as a standby, and leads again once the second goes.
+    first = dev_cluster.state
+    dev_cluster.start_component("lahar", die_with_parent=True)
+    scheduler = dev_cluster.start_component("lahar-scheduler", die_with_parent=True)
+    health.wait_healthy(
+        scheduler, f"https://127.0.0.1:{first.ports['lahar-scheduler']}/healthz", timeout=60
+    )
+    wait_until(lambda: _ready(first.ports["lahar"])[0], timeout=60, what="the first extender")
+    process.stop(b.scheduler, timeout=15.0)  # a graceful stop releases the Lease
+    wait_until(
+        lambda: _holder(api) and not _holder(api).startswith(HOSTNAME),
+        timeout=LEASE_SECONDS + 30,
+        what="the first scheduler to lead again",
+    )
+    wait_until(
+        lambda: not process.is_running(b.extender),
+        timeout=30,
+        what="the second extender to stop once another scheduler leads",
+    )
+    log = Path(b.extender.log).read_text()
+    assert "went to" in log and "stopping" in log
+    again = submit_gang(api, namespace, pod, "after", 2, cpu="1")
+    wait_bound(api, namespace, again, 2, "a gang placed whole by the first replica again")
+    assert sorted(bound(api, namespace, names + again)) == sorted(names + again)
+
+
+def test_the_loopback_extender_cannot_be_reached_from_outside_its_pod(
+    dev_cluster: devcluster.DevCluster,
+) -> None:
+    """The verbs listen on 127.0.0.1 only: on any other address of the machine (a pod's IP) the
+    port is not bound. The probes' port is."""
+    ports = dev_cluster.state.ports
+    addresses = subprocess.run(
+        ["hostname", "-I"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    outside = [a for a in addresses if not a.startswith("127.") and ":" not in a]
+    if not outside:
+        outside = ["127.0.0.2"]  # (loopback's other addresses: not the one bound either)
+    for address in outside:
+        with pytest.raises((urllib.error.URLError, ConnectionError)):
+            urllib.request.urlopen(f"http://{address}:{ports['lahar']}/readyz", timeout=3)
+        with urllib.request.urlopen(
+            f"http://{address}:{ports['lahar-probes']}/readyz", timeout=3
+        ) as answer:
+            assert answer.status == 200
+    assert _ready(ports["lahar"])[0]

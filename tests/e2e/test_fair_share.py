@@ -11,8 +11,8 @@ import time
 
 from kubernetes import client as k8s
 
-from extender.api.scheduling import SLA_ANNOTATION
-from extender.kube import apply_object, list_objects, unschedulable_message, wait_until
+from extender.api.scheduling import API_VERSION, SLA_ANNOTATION
+from extender.kube import apply_object, condition, list_objects, wait_until
 from tests.builders import make_queue
 from tests.e2e.conftest import ClusterObject, NodeFactory, PodFactory, events, priority_class
 from tests.e2e.gangs import BindTimeline, bound, finish, submit_gang, wait_bound
@@ -49,16 +49,20 @@ def test_two_queues_weighted_one_to_three_share_the_capacity_one_to_three(
                     api, namespace, pod, name, 2, cpu="4", queue=queue, priority_class=urgency
                 )
                 gangs[queue].append(members)
-        every = [member for members in gangs.values() for gang in members for member in gang]
-        wait_until(
-            lambda: all(
-                unschedulable_message(p)
-                for p in list_objects(api, "v1", "Pod", namespace=namespace)
-                if p["metadata"]["name"] in every
-            ),
-            timeout=120,
-            what="every gang refused while the blockers run",
-        )
+        every = {
+            f"{queue.rsplit('-', 1)[1]}{index}"
+            for queue, members in gangs.items()
+            for index in range(len(members))
+        }
+
+        def refused() -> bool:  # every gang waits, said on its PodGroup (its pods held)
+            conditions = {
+                g["metadata"]["name"]: condition(g.get("status") or {}, "Unschedulable")
+                for g in list_objects(api, API_VERSION, "PodGroup", namespace=namespace)
+            }
+            return all(conditions.get(name, {}).get("status") == "True" for name in every)
+
+        wait_until(refused, timeout=120, what="every gang refused while the blockers run")
         finish(api, namespace, blockers)
 
         def held() -> dict[str, int]:  # cpu of the queue's gangs that still run

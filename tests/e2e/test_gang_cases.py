@@ -6,17 +6,20 @@ difference is the reason Lahar exists.
 
 from __future__ import annotations
 
+import json
 import time
+import urllib.request
 
 from kubernetes import client as k8s
 
 from extender import devcluster
 from extender.kube import apply_object, condition, pod_when, wait_until
 from tests.builders import make_group
-from tests.e2e.conftest import NodeFactory, PodFactory, lahar_metric
+from tests.e2e.conftest import NodeFactory, PodFactory, extender_url, lahar_metric
 from tests.e2e.gangs import (
     bound,
     finish,
+    held_by_lahar,
     refused_as,
     submit_gang,
     wait_bound,
@@ -101,8 +104,9 @@ def test_a_pod_group_created_after_its_pods_lets_them_in(
 ) -> None:
     own_nodes(1, cpu="4")
     names = submit_gang(api, namespace, pod, "late", 3, group=False)
-    for name in names:
-        pod_when(api, namespace, name, "to wait for its PodGroup", refused_as(namespace, "late"))
+    for name in names:  # behind Lahar's gate: no PodGroup, nothing to admit
+        pod_when(api, namespace, name, "to wait behind Lahar's gate", held_by_lahar)
+    time.sleep(1)
     assert bound(api, namespace, names) == []
     created = time.monotonic()
     apply_object(api, make_group("late").ns(namespace).min_member(3).build())
@@ -111,15 +115,22 @@ def test_a_pod_group_created_after_its_pods_lets_them_in(
 
 
 def test_a_pod_whose_pod_group_never_appears_says_so(
-    api: k8s.ApiClient, namespace: str, own_nodes: NodeFactory, pod: PodFactory
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    pod: PodFactory,
+    dev_cluster: devcluster.DevCluster,
 ) -> None:
     own_nodes(1, cpu="4")
     [name] = submit_gang(api, namespace, pod, "ghost", 1, group=False)
-    refused = pod_when(
-        api, namespace, name, "to be refused for its PodGroup", refused_as(namespace, "ghost")
+    pod_when(api, namespace, name, "to wait behind Lahar's gate", held_by_lahar)
+    url = extender_url(dev_cluster, f"/debug/explain?gang={namespace}/ghost")
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        lines = json.loads(answer.read())["lines"]
+    assert (
+        f"waiting: gang {namespace}/ghost: PodGroup {namespace}/ghost does not exist"
+        in "\n".join(lines)
     )
-    assert "PodGroup" in str(refused["status"]["conditions"])
-    assert f"PodGroup {namespace}/ghost does not exist" in str(refused["status"]["conditions"])
     assert bound(api, namespace, [name]) == []
 
 
@@ -201,7 +212,7 @@ def test_pod_groups_made_as_kubeflow_and_the_spark_operator_make_them(
         namespace,
         "spark-pi-driver",
         "to wait until the application's minResources are free",
-        refused_as(namespace, "spark-pi-pg", "minResources need cpu 3, 1 free"),
+        refused_as(api, namespace, "spark-pi-pg", "minResources need cpu 3, 1 free"),
     )
     status = wait_phase(api, namespace, "spark-pi-pg", "Pending")
     assert condition(status, "Unschedulable")["reason"] == "NotEnoughResources"

@@ -93,7 +93,7 @@ def test_a_gang_found_partly_bound_is_completed_before_a_rival(
 
     wait_bound(api, namespace, half, 4, "the partly bound gang to be completed")
     for name in rival:
-        pod_when(api, namespace, name, "to wait for room", refused_as(namespace, "rival"))
+        pod_when(api, namespace, name, "to wait for room", refused_as(api, namespace, "rival"))
     assert bound(api, namespace, rival) == []
     reported = [message for reason, message in group_events(api, namespace, "half")]
     assert any("found 2 of 4 members bound; completing it first" in m for m in reported)

@@ -1,9 +1,10 @@
-"""The install bundle: `manifests/` renders with `kubectl kustomize` (kubectl built from the same
-Go module as the control plane), the real API server accepts every object (server-side dry-run:
-no kubelet runs the Deployments here), the pod templates are hardened, the dev cluster runs the
-components with the flags the Deployments give them, and the certificates the init containers
-issue and fetch (`lahar certs`, as the extender's and kube-scheduler's ServiceAccounts) carry
-mutual TLS between them."""
+"""The install bundles: `manifests/` (the default: the extender beside Lahar's kube-scheduler) and
+`manifests/extender-service/` (the standalone extender behind a Service, over mutual TLS) render
+with `kubectl kustomize` (kubectl built from the same Go module as the control plane), the real
+API server accepts every object (server-side dry-run: no kubelet runs the Deployments here), the
+pod templates are hardened, the dev cluster runs the components with the flags the Deployments
+give them, and the certificates the standalone form's init containers issue and fetch (`lahar
+certs`, as the extender's and kube-scheduler's ServiceAccounts) carry mutual TLS between them."""
 
 from __future__ import annotations
 
@@ -25,34 +26,48 @@ from kubernetes import client as k8s
 from extender import devcluster
 from extender.devcluster import lahar
 from extender.devcluster.paths import manifests_dir
+from extender.devcluster.pki import Pki
 from extender.kube import KubeError, apply_object, connect, read, wait_until
 from extender.kube.tokens import service_account_token
 from extender.server.tls import ServerTls, TlsFiles
 
-EXPECTED = {
+EXPECTED = {  # the default install
     "Namespace": 1,
     "CustomResourceDefinition": 4,
-    "ServiceAccount": 4,
-    "Deployment": 4,
-    "Service": 4,
+    "ServiceAccount": 3,
+    "Deployment": 3,
+    "Service": 3,
     "PodDisruptionBudget": 2,
     "MutatingWebhookConfiguration": 1,
     "ValidatingWebhookConfiguration": 1,
     "ConfigMap": 2,
+    "Secret": 1,
+}
+SERVICE_FORM = {
+    **EXPECTED,
+    "ServiceAccount": 3,
+    "Service": 4,
+    "PodDisruptionBudget": 1,
     "Secret": 3,
 }
 
 
-@pytest.fixture(scope="module")
-def rendered() -> list[dict[str, Any]]:
+def render(folder: Path) -> list[dict[str, Any]]:
     kubectl = devcluster.ensure_binaries(quiet=True).kubectl
     out = subprocess.run(
-        [str(kubectl), "kustomize", str(manifests_dir())],
-        capture_output=True,
-        text=True,
-        check=True,
+        [str(kubectl), "kustomize", str(folder)], capture_output=True, text=True, check=True
     ).stdout
     return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+@pytest.fixture(scope="module")
+def rendered() -> list[dict[str, Any]]:
+    return render(manifests_dir())
+
+
+@pytest.fixture(scope="module")
+def service_form() -> list[dict[str, Any]]:
+    return render(manifests_dir() / "extender-service")
 
 
 def _deployments(rendered: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -60,19 +75,45 @@ def _deployments(rendered: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def test_the_kustomization_renders_every_part_of_the_install(
-    rendered: list[dict[str, Any]],
+    rendered: list[dict[str, Any]], service_form: list[dict[str, Any]]
 ) -> None:
     kinds = Counter(doc["kind"] for doc in rendered)
     assert {kind: kinds[kind] for kind in EXPECTED} == EXPECTED
-    assert set(_deployments(rendered)) == {
-        "lahar-extender",
+    assert set(_deployments(rendered)) == {"lahar-controller", "lahar-webhook", "lahar-scheduler"}
+    config = next(d for d in rendered if d["metadata"]["name"].startswith("lahar-scheduler-conf"))
+    policy = (manifests_dir() / "base" / "policy" / "kube-scheduler-config.yaml").read_text()
+    assert config["data"]["kube-scheduler-config.yaml"] == policy
+    kinds = Counter(doc["kind"] for doc in service_form)
+    assert {kind: kinds[kind] for kind in SERVICE_FORM} == SERVICE_FORM
+    assert set(_deployments(service_form)) == {
         "lahar-controller",
         "lahar-webhook",
-        "lahar-scheduler",
+        "lahar-extender",
     }
-    config = next(d for d in rendered if d["metadata"]["name"].startswith("lahar-scheduler-conf"))
-    policy = (manifests_dir() / "policy" / "kube-scheduler-config.yaml").read_text()
-    assert config["data"]["kube-scheduler-config.yaml"] == policy
+
+
+def test_the_extender_beside_the_scheduler_listens_on_loopback_and_follows_its_lease(
+    rendered: list[dict[str, Any]],
+) -> None:
+    spec = _deployments(rendered)["lahar-scheduler"]["spec"]["template"]["spec"]
+    scheduler, extender = spec["containers"]
+    assert spec["serviceAccountName"] == "lahar-scheduler"  # (the extender runs with it too)
+    args = dict(a.split("=", 1) for a in extender["args"][1:])
+    assert extender["args"][0] == "serve"
+    assert args["--host"] == "127.0.0.1"
+    assert "--tls-cert-file" not in args and "--client-ca-file" not in args
+    assert [p["containerPort"] for p in extender["ports"]] == [int(args["--probe-port"])]
+    (volume,) = [v for v in spec["volumes"] if v["name"] == "config"]
+    (config_map,) = [d for d in rendered if d["metadata"]["name"] == volume["configMap"]["name"]]
+    config = yaml.safe_load(config_map["data"]["kube-scheduler-config.yaml"])
+    (wired,) = config["extenders"]
+    assert wired["urlPrefix"] == f"http://127.0.0.1:{args['--port']}"
+    election = config["leaderElection"]
+    lease = f"{election['resourceNamespace']}/{election['resourceName']}"
+    assert args["--follow-scheduler-lease"] == lease
+    mounted = {m["name"]: m["mountPath"] for m in extender["volumeMounts"]}
+    assert args["--scheduler-config"] == f"{mounted['config']}/kube-scheduler-config.yaml"
+    assert _flags(scheduler["command"]) >= {"--config"}
 
 
 def _fresh(doc: dict[str, Any]) -> dict[str, Any]:
@@ -85,12 +126,17 @@ def _fresh(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "metadata": metadata}
 
 
+@pytest.mark.parametrize("form", ["rendered", "service_form"])
 def test_the_api_server_accepts_every_object(
-    dev_cluster: devcluster.DevCluster, rendered: list[dict[str, Any]], tmp_path: Path
+    dev_cluster: devcluster.DevCluster,
+    request: pytest.FixtureRequest,
+    form: str,
+    tmp_path: Path,
 ) -> None:
+    documents: list[dict[str, Any]] = request.getfixturevalue(form)
     kubectl = devcluster.ensure_binaries(quiet=True).kubectl
     bundle = tmp_path / "lahar.yaml"
-    bundle.write_text(yaml.safe_dump_all([_fresh(doc) for doc in rendered]))
+    bundle.write_text(yaml.safe_dump_all([_fresh(doc) for doc in documents]))
     result = subprocess.run(
         [
             str(kubectl),
@@ -108,7 +154,7 @@ def test_the_api_server_accepts_every_object(
     )
     assert result.returncode == 0, result.stderr
     accepted = [line for line in result.stdout.splitlines() if "(server dry run)" in line]
-    assert len(accepted) == len(rendered), result.stdout
+    assert len(accepted) == len(documents), result.stdout
 
 
 def _containers(deployment: dict[str, Any]) -> list[dict[str, Any]]:
@@ -117,10 +163,18 @@ def _containers(deployment: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize(
-    "name", ["lahar-extender", "lahar-controller", "lahar-webhook", "lahar-scheduler"]
+    ("form", "name"),
+    [
+        ("rendered", "lahar-controller"),
+        ("rendered", "lahar-webhook"),
+        ("rendered", "lahar-scheduler"),
+        ("service_form", "lahar-extender"),
+    ],
 )
-def test_every_pod_is_hardened_probed_and_sized(rendered: list[dict[str, Any]], name: str) -> None:
-    deployment = _deployments(rendered)[name]
+def test_every_pod_is_hardened_probed_and_sized(
+    request: pytest.FixtureRequest, form: str, name: str
+) -> None:
+    deployment = _deployments(request.getfixturevalue(form))[name]
     spec = deployment["spec"]["template"]["spec"]
     assert spec["serviceAccountName"] == name
     assert spec["securityContext"]["runAsNonRoot"] is True
@@ -133,34 +187,28 @@ def test_every_pod_is_hardened_probed_and_sized(rendered: list[dict[str, Any]], 
         assert security["capabilities"] == {"drop": ["ALL"]}
         assert {"cpu", "memory"} <= set(container["resources"]["requests"])
         assert "memory" in container["resources"]["limits"]
-    main = spec["containers"][0]  # the component; the others are certificate sidecars
-    assert main["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    assert "livenessProbe" in main
+    for container in spec["containers"]:  # the components (not the certificate sidecars)
+        if container["name"] in {"renew-certs"}:
+            continue
+        assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+        assert "livenessProbe" in container
 
 
 def _mounts(container: dict[str, Any]) -> dict[str, str]:
     return {m["name"]: m["mountPath"] for m in container.get("volumeMounts", [])}
 
 
-def test_the_schedulers_files_are_where_its_configuration_says(
-    rendered: list[dict[str, Any]],
-) -> None:
-    spec = _deployments(rendered)["lahar-scheduler"]["spec"]["template"]["spec"]
-    scheduler, *sidecars = spec["containers"]
-    mounts = _mounts(scheduler)
-    (flag,) = [arg for arg in scheduler["command"] if arg.startswith("--config=")]
-    (volume,) = [v for v in spec["volumes"] if v["name"] == "config"]
-    (config_map,) = [d for d in rendered if d["metadata"]["name"] == volume["configMap"]["name"]]
-    (key,) = config_map["data"]
-    assert flag == f"--config={mounts['config']}/{key}"
-    config = yaml.safe_load(config_map["data"][key])
+def test_a_scheduler_wired_to_the_service_finds_its_certificates_where_they_are_written() -> None:
+    """The standalone form's scheduler configuration names the files `lahar certs fetch`
+    writes (tls.crt, tls.key, ca.crt in one folder)."""
+    config = yaml.safe_load(
+        (manifests_dir() / "base" / "policy" / "kube-scheduler-config-service.yaml").read_text()
+    )
     (extender,) = config["extenders"]
     files = {Path(path).name for path in extender["tlsConfig"].values()}
-    assert {Path(path).parent for path in extender["tlsConfig"].values()} == {Path(mounts["tls"])}
-    assert files == {"tls.crt", "tls.key", "ca.crt"}  # what `lahar certs fetch` writes
-    for fetcher in [*spec["initContainers"], *sidecars]:
-        assert fetcher["args"][:2] == ["certs", "fetch"]
-        assert fetcher["args"][fetcher["args"].index("--out") + 1] == mounts["tls"]
+    assert len({Path(path).parent for path in extender["tlsConfig"].values()}) == 1
+    assert files == {"tls.crt", "tls.key", "ca.crt"}
+    assert extender["urlPrefix"] == "https://lahar-extender.lahar-system.svc:8888"
 
 
 def _flags(args: list[str]) -> set[str]:
@@ -173,6 +221,7 @@ LOCAL = {
     "--kubeconfig",
     "--host",
     "--port",
+    "--probe-port",
     "--namespace",
     "--lease-namespace",
     "--extra-host",
@@ -180,26 +229,44 @@ LOCAL = {
 }
 
 
+def _container(deployment: dict[str, Any], name: str) -> dict[str, Any]:
+    containers: list[dict[str, Any]] = deployment["spec"]["template"]["spec"]["containers"]
+    return next(c for c in containers if c["name"] == name)
+
+
 @pytest.mark.parametrize(
-    ("deployment", "process"),
+    ("deployment", "container", "process"),
     [
-        ("lahar-extender", "lahar"),
-        ("lahar-controller", "lahar-controller"),
-        ("lahar-webhook", "lahar-webhook"),
+        ("lahar-scheduler", "extender", "lahar"),
+        ("lahar-controller", "controller", "lahar-controller"),
+        ("lahar-webhook", "webhook", "lahar-webhook"),
     ],
 )
 def test_the_dev_cluster_runs_each_component_as_its_deployment_does(
     dev_cluster: devcluster.DevCluster,
     rendered: list[dict[str, Any]],
     deployment: str,
+    container: str,
     process: str,
 ) -> None:
-    container = _deployments(rendered)[deployment]["spec"]["template"]["spec"]["containers"][0]
+    shipped = _container(_deployments(rendered)[deployment], container)
     running = next(p.argv for p in dev_cluster.state.processes if p.name == process)
     command = running[running.index("extender.cli.main") + 1]
-    assert command == container["args"][0]
-    flags = _flags(container["args"]) - {"--leader-elect"}  # the default, said explicitly
-    assert flags == _flags(running) - LOCAL
+    assert command == shipped["args"][0]
+    flags = _flags(shipped["args"]) - {"--leader-elect"}  # the default, said explicitly
+    assert flags - LOCAL == _flags(running) - LOCAL
+
+
+def test_the_service_form_runs_as_its_deployment_does(
+    service_form: list[dict[str, Any]],
+) -> None:
+    """The standalone extender's flags, as `lahar dev-cluster` and the e2e tests run it."""
+    shipped = _container(_deployments(service_form)["lahar-extender"], "extender")
+    keys = Pki(Path("/pki"), {})
+    argv = lahar.extender_argv(
+        Path("k"), Path("p"), 1, probes=2, scheduler_config=Path("c"), keys=keys
+    )
+    assert _flags(shipped["args"]) - LOCAL == _flags(argv) - LOCAL
 
 
 def _token_kubeconfig(
@@ -248,12 +315,13 @@ def _handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> dict[str, Any]
 def identities(
     dev_cluster: devcluster.DevCluster,
     api: k8s.ApiClient,
-    rendered: list[dict[str, Any]],
+    service_form: list[dict[str, Any]],
     tmp_path: Path,
 ) -> tuple[Path, Path]:
-    """The certificate Secrets as shipped (empty; data an issuer wrote stays) and kubeconfigs of
-    the extender's and the scheduler's ServiceAccounts, as their init containers run."""
-    for secret in (d for d in rendered if d["kind"] == "Secret"):
+    """The standalone form's certificate Secrets as shipped (empty; data an issuer wrote stays)
+    and kubeconfigs of the extender's and the scheduler's ServiceAccounts, as their init
+    containers run."""
+    for secret in (d for d in service_form if d["kind"] == "Secret"):
         if secret["metadata"]["name"] in {"lahar-extender-tls", "lahar-scheduler-tls"}:
             apply_object(api, secret)
     return (

@@ -63,14 +63,14 @@ def test_the_service_monitor_is_accepted_and_selects_every_metrics_service(
         and selector.items() <= (doc["metadata"].get("labels") or {}).items()
     ]
     names = {doc["metadata"]["name"] for doc in selected}
-    assert names == {"lahar-extender-metrics", "lahar-controller-metrics", "lahar-webhook"}
+    assert names == {"lahar-scheduler-metrics", "lahar-controller-metrics", "lahar-webhook"}
     for service in selected:
         assert {p["name"] for p in service["spec"]["ports"]} & set(ports), service["metadata"]
 
 
 @pytest.mark.parametrize(
     ("deployment", "scheme"),
-    [("lahar-extender", "https"), ("lahar-controller", "http"), ("lahar-webhook", "https")],
+    [("lahar-scheduler", "http"), ("lahar-controller", "http"), ("lahar-webhook", "https")],
 )
 def test_every_pod_carries_the_scrape_annotations_for_its_port(
     deployment: str, scheme: str

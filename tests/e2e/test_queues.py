@@ -55,7 +55,7 @@ def test_a_closed_queue_admits_nothing(
             namespace,
             name,
             "refused for the closed queue",
-            refused_as(namespace, "job", "is Closed"),
+            refused_as(api, namespace, "job", "is Closed"),
         )
     assert bound(api, namespace, names) == []
 

@@ -1,28 +1,26 @@
 """Pods for Lahar's profiles (`lahar`, and `volcano` for Volcano YAML) are scheduled by the real
-stock kube-scheduler through the real Lahar extender: binpacked, with Lahar's reasons when they fit
-nowhere, and without losing or double-binding a pod when Lahar is killed mid-run."""
+stock kube-scheduler through the real Lahar extender: binpacked (in-tree, with the policy's
+weights), with the scheduler's reasons when they fit nowhere, and without losing or
+double-binding a pod when Lahar is killed mid-run."""
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from collections import Counter
 
 from kubernetes import client as k8s
 
 from extender import devcluster
-from extender.api.objects import Pod
-from extender.kube import apply_object, pod_when, unschedulable_message, wait_until
+from extender.kube import apply_object, list_objects, pod_when, unschedulable_message, wait_until
 from tests.e2e.conftest import (
     NodeFactory,
     PodFactory,
     events,
-    extender_tls,
-    extender_url,
     lahar_metric,
     restart_lahar,
     scheduled_counts,
 )
+
+KINDS = {"nodes": "Node", "pods": "Pod"}  # the cache's kinds, and the API's
 
 
 def bound_node(api: k8s.ApiClient, namespace: str, name: str) -> str:
@@ -56,12 +54,14 @@ def test_both_profiles_schedule_through_lahar_and_binpack(
     assert components == {f"w-{i}": "lahar" if i % 2 == 0 else "volcano" for i in range(6)}
 
 
-def test_a_pod_that_fits_nowhere_carries_lahars_reason(
+def test_a_pod_that_fits_nowhere_carries_the_schedulers_reason(
     api: k8s.ApiClient,
     namespace: str,
     own_nodes: NodeFactory,
     pod: PodFactory,
 ) -> None:
+    """Resource fit is kube-scheduler's own (NodeResourcesFit): a pod that fits nowhere says so
+    in its words, whether the node is too small or taken."""
     own_nodes(1, cpu="4")
     apply_object(api, pod("filler").cpu("3").build())
     bound_node(api, namespace, "filler")
@@ -72,11 +72,8 @@ def test_a_pod_that_fits_nowhere_carries_lahars_reason(
         pod = pod_when(api, namespace, name, "to be Unschedulable", unschedulable_message)
         return str(unschedulable_message(pod))
 
-    huge = unschedulable("huge")
-    assert "1 Insufficient cpu: requested 6, allocatable 4" in huge
-    # big fits the node by capacity, but 3 of its 4 cpus are taken: Lahar says what is free.
-    big = unschedulable("big")
-    assert "Insufficient cpu: requested 3, free 1" in big
+    assert "1 Insufficient cpu" in unschedulable("huge")
+    assert "1 Insufficient cpu" in unschedulable("big")
 
 
 def test_killing_lahar_mid_run_loses_no_pod_and_binds_none_twice(
@@ -116,18 +113,8 @@ def test_killing_lahar_mid_run_loses_no_pod_and_binds_none_twice(
     per_node = Counter(placement.values())
     assert set(per_node) <= set(nodes)
     assert all(count <= 8 for count in per_node.values())
-    # The restarted Lahar rebuilt its cache from the API: its view of the nodes is the real one.
-    fuller, emptier = sorted(nodes, key=lambda n: -per_node[n])
-    probe = pod("probe").cpu("5").build()
-    probe["metadata"]["uid"] = "probe"
-    body = json.dumps({"Pod": probe, "NodeNames": nodes}).encode()
-    request = urllib.request.Request(extender_url(dev_cluster, "/filter"), data=body, method="POST")
-    with urllib.request.urlopen(request, timeout=5, context=extender_tls(dev_cluster)) as response:
-        reply = json.loads(response.read())
-    free = {n: 8 - per_node[n] for n in nodes}
-    assert Pod.model_validate(probe).request["cpu"] == 5000
-    for node in (fuller, emptier):
-        if free[node] >= 5:
-            assert node in reply["NodeNames"]
-        else:
-            assert reply["FailedNodes"][node] == f"Insufficient cpu: requested 5, free {free[node]}"
+    # The restarted Lahar rebuilt its cache from the API: it counts every node and pod there is.
+    listed = {kind: len(list_objects(api, "v1", name)) for kind, name in KINDS.items()}
+    for kind, count in listed.items():
+        cached = lahar_metric(dev_cluster, "lahar_cache_objects", kind=kind)
+        assert abs(cached - count) <= 2, (kind, cached, count)  # (other tests' pods may churn)

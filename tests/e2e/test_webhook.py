@@ -1,4 +1,4 @@
-"""The admission webhook registered in the real API server (by `manifests/webhook.yaml`): what
+"""The admission webhook registered in the real API server (by `manifests/base/webhook.yaml`): what
 `kubectl create` answers for broken and correct Jobs, Queues and PodGroups, and that pods never
 depend on the webhook being up."""
 

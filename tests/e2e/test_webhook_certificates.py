@@ -36,7 +36,7 @@ LABEL = "lahar.io/rotation-test"
 def _configurations(name: str, port: int) -> list[dict[str, Any]]:
     """Lahar's webhook configurations, renamed, for Jobs labelled for this test only."""
     bodies = []
-    for item in load_manifests(ROOT / "manifests" / "webhook.yaml"):
+    for item in load_manifests(ROOT / "manifests" / "base" / "webhook.yaml"):
         if "webhooks" not in item.body:
             continue  # the certificates' Secret: this webhook makes its own
         body = loopback_webhooks(item.body, port)

@@ -1,7 +1,7 @@
-"""Volcano's Job CRD (manifests/crd-batch.yaml) on a real kube-apiserver: the TensorFlow example
-applies unchanged and reads back as written plus the webhook's defaults (pod templates are kept
-whole, the schema adds no defaults), the short names vcjob and vj are served, and a field of the
-wrong type is refused with a message naming it (by the schema, or first by the webhook)."""
+"""Volcano's Job CRD (manifests/base/crd-batch.yaml) on a real kube-apiserver: the TensorFlow
+example applies unchanged and reads back as written plus the webhook's defaults (pod templates are
+kept whole, the schema adds no defaults), the short names vcjob and vj are served, and a field of
+the wrong type is refused with a message naming it (by the schema, or first by the webhook)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from extender.kube import KubeError, apply_object, load_manifests, read, wait_es
 from extender.kube.raw import send
 
 ROOT = Path(__file__).resolve().parents[2]
-CRD_FILE = ROOT / "manifests" / "crd-batch.yaml"
+CRD_FILE = ROOT / "manifests" / "base" / "crd-batch.yaml"
 EXAMPLE_FILE = ROOT / "examples" / "tf-dist-mnist.yaml"
 
 
