@@ -11,7 +11,7 @@ INSTALLED := $(VENV)/.installed
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: demo test unit lint bench bench-webhook bench-memory bench-simulate bench-compare bench-walks bench-e2e bench-scaling controlplane clean
+.PHONY: demo test unit lint bench bench-webhook bench-memory bench-simulate bench-compare bench-walks bench-e2e bench-backlog bench-scaling controlplane clean
 
 $(INSTALLED): pyproject.toml
 	@echo "lahar: setting up $(VENV) (Python packages from PyPI)"
@@ -52,6 +52,9 @@ bench-walks: $(INSTALLED)
 
 bench-e2e: controlplane
 	$(BIN)/python benchmarks/e2e.py $(ARGS)
+
+bench-backlog: controlplane
+	$(BIN)/python benchmarks/backlog.py $(ARGS)
 
 bench-scaling: controlplane
 	$(BIN)/python benchmarks/scaling.py $(ARGS)

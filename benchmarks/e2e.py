@@ -3,10 +3,16 @@ kube-scheduler, and how its gang scheduling compares with scheduler-plugins' Cos
 
     .venv/bin/python benchmarks/e2e.py [--nodes 1000] [--pods 10000] [--gangs 8 64]
                                        [--no-peer] [--qps 500] [--workers 8] [--create-qps 1000]
+                                       [--only a b c8 d8] [--profile DIR]
+                                       [experiments: --service-form] [--nodes-to-score P]
+                                       [--ungated]
 
 One dev cluster (`e2e_cluster`: real kube-apiserver, etcd, kube-controller-manager, KWOK for N
-fake nodes of 32 cpu) runs every scheduler side by side; each run creates M pause pods (100m cpu,
-128Mi) in a namespace of its own at the same rate and from the same client, then deletes them:
+fake nodes of 32 cpu) runs every scheduler side by side, Lahar as `manifests/` ships it (its
+kube-scheduler with the extender beside it on loopback, the webhook gating gang pods, the policy
+files of `policy/` unchanged); the experiments depart from that and say so in the report. Each run
+creates M pause pods (100m cpu, 128Mi) in a namespace of its own at the same rate and from the
+same client, then deletes them:
 
   (a) stock kube-scheduler alone, plain pods        (schedulerName default-scheduler)
   (b) stock kube-scheduler + Lahar, plain pods      (schedulerName lahar)
@@ -44,7 +50,7 @@ from e2e_cluster import PEER, BenchCluster, start
 from kubernetes import client as k8s
 
 from extender.api.scheduling import API_VERSION as VOLCANO
-from extender.api.scheduling import GROUP_ANNOTATION
+from extender.api.scheduling import GANG_GATE, GROUP_ANNOTATION
 from extender.kube import apply_object, connect, read, wait_until
 from extender.kube.raw import send
 from extender.kube.watch import watch_lines
@@ -103,7 +109,9 @@ def runs(gangs: list[int], peer: bool) -> list[Run]:
     return chosen
 
 
-def pod_body(name: str, run: Run, group: str | None) -> dict[str, Any]:
+def pod_body(name: str, run: Run, group: str | None, *, gated: bool = False) -> dict[str, Any]:
+    """A pause pod of `run` (in gang `group`; with `gated`, created behind Lahar's gate, as
+    Lahar's Job controller creates its pods)."""
     metadata: dict[str, Any] = {"name": name, "labels": {"bench": "e2e"}}
     if group is not None and run.scheduler == PEER:
         metadata["labels"][PEER_LABEL] = group
@@ -114,7 +122,9 @@ def pod_body(name: str, run: Run, group: str | None) -> dict[str, Any]:
         "image": "registry.k8s.io/pause:3.10",
         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
     }
-    spec = {"schedulerName": run.scheduler, "containers": [container]}
+    spec: dict[str, Any] = {"schedulerName": run.scheduler, "containers": [container]}
+    if gated and group is not None and run.scheduler != PEER:
+        spec["schedulingGates"] = [{"name": GANG_GATE}]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
@@ -217,7 +227,8 @@ def measure(bench: BenchCluster, api: k8s.ApiClient, run: Run, args: argparse.Na
             time.sleep(wait)
         group = groups[index // run.gang] if run.gang else None
         result.created[names[index]] = time.monotonic()
-        send(api, "POST", path, body=pod_body(names[index], run, group)).read()
+        body = pod_body(names[index], run, group, gated=args.creator_gates)
+        send(api, "POST", path, body=body).read()
 
     with ThreadPoolExecutor(args.workers) as pool:
         list(pool.map(create, range(pods)))
@@ -246,24 +257,26 @@ def measure(bench: BenchCluster, api: k8s.ApiClient, run: Run, args: argparse.Na
     return result
 
 
-def _profile(pid: int, run: Run, folder: Path | None) -> subprocess.Popen[bytes] | None:
+def _profile(
+    pid: int, run: Run, folder: Path | None, suffix: str = ""
+) -> subprocess.Popen[bytes] | None:
     """With --profile, py-spy samples Lahar's extender during the run (collapsed stacks: one
     line per stack with its sample count, for flamegraph tools or a quick sort)."""
     if folder is None:
         return None
     folder.mkdir(parents=True, exist_ok=True)
     spy = Path(sys.executable).with_name("py-spy")
-    out = folder / f"lahar-{run.key}.txt"
+    out = folder / f"lahar-{run.key}{suffix}.txt"
     command = [str(spy), "record", "-p", str(pid), "-r", "100", "-f", "raw", "--threads", "--gil"]
     command += ["-o", str(out)]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def clean(api: k8s.ApiClient, run: Run) -> None:
-    """Delete the run's namespace and wait until its pods are gone, so the next run has the
-    cluster to itself (a collection delete of 10,000 pods outlasts the API server's request
-    timeout; the namespace controller deletes them in batches)."""
-    namespace = f"bench-{run.key}"
+def clean(api: k8s.ApiClient, run: Run, namespace: str | None = None) -> None:
+    """Delete the run's namespace (`bench-<run>` unless named) and wait until its pods are gone,
+    so the next run has the cluster to itself (a collection delete of 10,000 pods outlasts the
+    API server's request timeout; the namespace controller deletes them in batches)."""
+    namespace = namespace or f"bench-{run.key}"
     send(api, "DELETE", f"/api/v1/namespaces/{namespace}").read()
     try:
         wait_until(
@@ -277,12 +290,21 @@ def clean(api: k8s.ApiClient, run: Run) -> None:
 
 
 def report(results: list[Result], args: argparse.Namespace) -> None:
-    wire = "plain HTTP" if args.plain_http else "mutual TLS"
+    form = "as shipped (manifests/: the extender beside kube-scheduler, loopback HTTP)"
+    experiments = []
+    if args.service_form:
+        experiments.append("the standalone extender over mutual TLS (manifests/extender-service/)")
     if args.nodes_to_score is not None:
-        wire += f", Lahar's percentageOfNodesToScore {args.nodes_to_score}"
+        experiments.append(f"percentageOfNodesToScore {args.nodes_to_score}")
+    if args.ungated:
+        experiments.append("gang pods created without Lahar's gate (the webhook's pod entry off)")
+    if args.creator_gates:
+        experiments.append("gang pods created with Lahar's gate by the benchmark, not the webhook")
+    if experiments:
+        form = "EXPERIMENT, not as shipped: " + "; ".join(experiments)
     print(
-        f"\n{args.nodes} nodes, {args.pods} pods per run, scheduler client QPS {args.qps}, "
-        f"kube-scheduler -> extender over {wire}"
+        f"\n{args.nodes} nodes, {args.pods} pods per run, scheduler client QPS {args.qps}; "
+        f"Lahar {form}"
     )
     header = f"{'run':34} {'pods':>6} {'pods/s':>8} {'p50 ms':>9} {'p99 ms':>9}"
     print(
@@ -342,12 +364,26 @@ def main() -> None:
     parser.add_argument(
         "--nodes-to-score",
         type=int,
-        help="override percentageOfNodesToScore of Lahar's scheduler (policy: 100; 0 = adaptive)",
+        help="experiment: set percentageOfNodesToScore of Lahar's scheduler (as shipped: unset, "
+        "the scheduler's adaptive sampling)",
     )
     parser.add_argument(
-        "--plain-http",
+        "--service-form",
         action="store_true",
-        help="kube-scheduler calls the extender over plain HTTP instead of mutual TLS",
+        help="experiment: the standalone extender over mutual TLS (manifests/extender-service/) "
+        "instead of the extender beside kube-scheduler on loopback (as shipped)",
+    )
+    parser.add_argument(
+        "--ungated",
+        action="store_true",
+        help="experiment: gang pods created without Lahar's gate (the webhook's pod entry "
+        "removed, as when it is down): their gangs are admitted when the scheduler asks",
+    )
+    parser.add_argument(
+        "--creator-gates",
+        action="store_true",
+        help="experiment: the benchmark creates gang pods with Lahar's gate itself (as Lahar's "
+        "Job controller does), the webhook's pod entry removed",
     )
     parser.add_argument(
         "--profile", type=Path, help="folder for py-spy profiles of Lahar's extender, per run"
@@ -360,7 +396,8 @@ def main() -> None:
             nodes=args.nodes,
             qps=args.qps,
             peer=not args.no_peer,
-            extender_tls=not args.plain_http,
+            service_form=args.service_form,
+            ungated=args.ungated or args.creator_gates,
             nodes_to_score=args.nodes_to_score,
         )
         print(f"cluster with {args.nodes} nodes up in {time.monotonic() - started:.0f} s")

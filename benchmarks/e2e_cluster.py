@@ -17,6 +17,7 @@ import ssl
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,19 +27,31 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from extender import devcluster
-from extender.devcluster import configs
+from extender.devcluster import configs, process
+from extender.devcluster.cluster import METRICS_OPEN
 from extender.devcluster.paths import policy_dir
 from extender.devcluster.ports import free_ports
-from extender.kube import apply_object, connect, wait_established, wait_until
+from extender.kube import apply_object, connect, read, wait_established, wait_until
+from extender.kube.raw import send
 
 PEER_MODULE = "sigs.k8s.io/scheduler-plugins@v0.35.4-devel"
 PEER = "coscheduling"  # the peer's schedulerName
+WEBHOOKS, POD_GATE = "lahar-webhook", "pod-gang-gate.lahar.dev"  # manifests/base/webhook.yaml
+# The dev cluster's processes that schedule each schedulerName, and their ports' names.
+# (started in this order, stopped in the other: the extender before the scheduler it serves)
+SCHEDULER_PROCESSES = {
+    "default-scheduler": ("kube-scheduler",),
+    "lahar": ("lahar", "lahar-scheduler"),
+}
+PORTS = {"kube-scheduler": "scheduler", "lahar-scheduler": "lahar-scheduler", "lahar": "lahar"}
 
 
 @dataclass
 class BenchCluster:
     cluster: devcluster.DevCluster
     peer: subprocess.Popen[bytes] | None
+    peer_argv: list[str] | None = None
+    peer_log: Path | None = None
 
     def process_id(self, name: str) -> int:
         return next(p.pid for p in self.cluster.state.processes if p.name == name)
@@ -49,6 +62,31 @@ class BenchCluster:
         if self.peer is not None:
             running[PEER] = self.peer.pid
         return running
+
+    def stop_scheduler(self, scheduler: str) -> None:
+        """Stop the processes that schedule pods of `scheduler` (a schedulerName)."""
+        if scheduler == PEER:
+            assert self.peer is not None
+            self.peer.terminate()
+            self.peer.wait(timeout=30)
+            return
+        for name in reversed(SCHEDULER_PROCESSES[scheduler]):
+            self.cluster.stop_component(name)
+
+    def start_scheduler(self, scheduler: str) -> None:
+        """Start them again with the same command lines, and wait until they answer."""
+        if scheduler == PEER:
+            assert self.peer_argv is not None
+            assert self.peer_log is not None
+            self.peer = _spawn_peer(self.peer_argv, self.peer_log)
+            return
+        for name in SCHEDULER_PROCESSES[scheduler]:
+            record = self.cluster.start_component(name, die_with_parent=True)
+            port = self.cluster.state.ports[PORTS[name]]
+            scheme = "http" if name == "lahar" and not _tls(record.argv) else "https"
+            path = "/readyz" if name == "lahar" else "/healthz"
+            url = f"{scheme}://127.0.0.1:{port}{path}"
+            _wait_healthy_url(url, lambda r=record: not process.is_running(r), name)
 
     def down(self) -> None:
         if self.peer is not None:
@@ -72,8 +110,9 @@ def start(
     nodes: int,
     qps: int,
     peer: bool,
-    extender_tls: bool = True,
+    service_form: bool = False,
     nodes_to_score: int | None = None,
+    ungated: bool = False,
 ) -> BenchCluster:
     binaries = devcluster.ensure_binaries(quiet=True, peer=peer)
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -86,7 +125,7 @@ def start(
     shutil.copyfile(policy_dir() / "lahar.yaml", policies / "lahar.yaml")
     wired = configs.load_scheduler_config(policy_dir() / "kube-scheduler-config.yaml")
     wired["clientConnection"] = _client_connection(qps)
-    if nodes_to_score is not None:  # Lahar's policy scores every node (100)
+    if nodes_to_score is not None:  # an experiment: the policy leaves it to the scheduler
         wired["percentageOfNodesToScore"] = nodes_to_score
     _write(policies / "kube-scheduler-config.yaml", wired)
     options = devcluster.ClusterOptions(
@@ -99,18 +138,34 @@ def start(
         die_with_parent=True,
         with_lahar=True,
         lahar_policy_dir=policies,
-        extender_tls=extender_tls,
+        extender_service=service_form,
     )
     cluster = devcluster.up(options, binaries)
+    if ungated:
+        _without_pod_gate(cluster)
     if not peer:
         return BenchCluster(cluster, None)
     assert binaries.coscheduling_scheduler is not None
     try:
-        process = _start_peer(cluster, binaries.coscheduling_scheduler, state_dir, qps)
+        argv, log = _peer_command(cluster, binaries.coscheduling_scheduler, state_dir, qps)
+        peer_process = _spawn_peer(argv, log)
     except Exception:
         cluster.down()
         raise
-    return BenchCluster(cluster, process)
+    return BenchCluster(cluster, peer_process, argv, log)
+
+
+def _without_pod_gate(cluster: devcluster.DevCluster) -> None:
+    """An experiment: the webhook no longer gates gang pods (its pod entry removed), as in a
+    cluster where it is down or not installed; Lahar admits their gangs at filter time."""
+    with connect(cluster.kubeconfig) as api:
+        hooks = read(
+            api, "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", WEBHOOKS
+        )
+        assert hooks is not None, "the dev cluster installs Lahar's webhooks"
+        hooks["webhooks"] = [h for h in hooks["webhooks"] if h["name"] != POD_GATE]
+        path = f"/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/{WEBHOOKS}"
+        send(api, "PUT", path, body=hooks).read()
 
 
 def _peer_source() -> Path:
@@ -123,9 +178,10 @@ def _peer_source() -> Path:
     return Path(json.loads(out)["Dir"])
 
 
-def _start_peer(
+def _peer_command(
     cluster: devcluster.DevCluster, binary: Path, state_dir: Path, qps: int
-) -> subprocess.Popen[bytes]:
+) -> tuple[list[str], Path]:
+    """The peer's command line and log file (its CRD installed)."""
     crd = yaml.safe_load((_peer_source() / "manifests/coscheduling/crd.yaml").read_text())
     with connect(cluster.kubeconfig) as api:
         apply_object(api, crd)
@@ -152,33 +208,42 @@ def _start_peer(
     }
     path = _write(state_dir / "peer-scheduler.yaml", config)
     (port,) = free_ports(1)
-    log = (state_dir / "peer-scheduler.log").open("wb")
-    process = subprocess.Popen(
-        [str(binary), f"--config={path}", "--bind-address=127.0.0.1", f"--secure-port={port}"],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    argv = [str(binary), f"--config={path}", "--bind-address=127.0.0.1", f"--secure-port={port}"]
+    argv.append(METRICS_OPEN)
+    return argv, state_dir / "peer-scheduler.log"
+
+
+def _spawn_peer(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+    """Start the peer scheduler and wait until it answers /healthz."""
+    child = subprocess.Popen(argv, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+    port = next(a.split("=", 1)[1] for a in argv if a.startswith("--secure-port="))
     try:
-        _wait_healthy(
-            process, f"https://127.0.0.1:{port}/healthz", state_dir / "peer-scheduler.log"
+        _wait_healthy_url(
+            f"https://127.0.0.1:{port}/healthz",
+            lambda: child.poll() is not None,
+            f"the peer scheduler (log {log})",
         )
     except Exception:
-        process.kill()
+        child.kill()
         raise
-    return process
+    return child
 
 
-def _wait_healthy(process: subprocess.Popen[bytes], url: str, log: Path) -> None:
+def _wait_healthy_url(url: str, exited: Callable[[], bool], what: str) -> None:
     context = ssl.create_default_context()
-    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # its self-signed port
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # self-signed ports
 
     def healthy() -> bool:
-        if process.poll() is not None:
-            raise RuntimeError(f"the peer scheduler exited during start; see {log}")
+        if exited():
+            raise RuntimeError(f"{what} exited during start")
         try:
             with urllib.request.urlopen(url, timeout=2, context=context) as answer:  # noqa: S310
                 return bool(answer.status == 200)
         except OSError:
             return False
 
-    wait_until(healthy, timeout=120, what=f"the peer scheduler at {url}")
+    wait_until(healthy, timeout=120, what=f"{what} at {url}")
+
+
+def _tls(argv: list[str]) -> bool:
+    return any(a.startswith("--tls-cert-file=") for a in argv)
