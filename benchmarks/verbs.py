@@ -4,12 +4,16 @@
 
 For each size, the real app (`extender.server.app.make_app` with the shipped policy) runs in a
 child process pinned to one core, its cache filled with that many nodes (32 cpu, 256Gi) and four
-bound pods per node. A client on the other core then plays the scheduler's serial cycle for a burst
-of same-shape pods (a batch job's replicas): POST /filter with every node name (NodeNames, as with
-`nodeCacheCapable`), POST /prioritize with the passing names, POST /bind (the binder records the
-binding instead of calling an API server, so each bind changes one node as a real one does).
-Printed: p50/p99 of each verb as the client sees it (HTTP round trip included), calls/s of each
-verb alone, the first call for a new pod shape, and the server's resident memory.
+bound pods per node. A client on the other core then plays the scheduler's serial cycle as the
+shipped configuration calls it, for a burst of same-shape pods (a batch job's replicas): POST
+/filter with the candidate names kube-scheduler sends under its adaptive node sampling (as many as
+its numFeasibleNodesToFind: max(100, nodes x max(5, 50 - nodes/125)%), a window that moves along
+the node list from one call to the next as the scheduler's does), then POST /bind (the binder
+records the binding instead of calling an API server, so each bind changes one node as a real one
+does). A second pass sends every node name with each filter call (`percentageOfNodesToScore: 100`,
+the figure for a scheduler configured so). Printed: p50/p99 of each verb as the client sees it
+(HTTP round trip included), calls/s of each verb alone, the first call for a new pod shape, and
+the server's resident memory.
 """
 
 from __future__ import annotations
@@ -88,11 +92,18 @@ def server_rss(pid: int) -> float:
     return float("nan")
 
 
-async def client(nodes: int, calls: int, port: int) -> dict[str, Any]:
+def sampled(nodes: int) -> int:
+    """How many feasible nodes kube-scheduler looks for (and sends) under adaptive sampling."""
+    percentage = max(5, 50 - nodes // 125)
+    return min(nodes, max(100, nodes * percentage // 100))
+
+
+async def client(nodes: int, calls: int, port: int, every: bool) -> dict[str, Any]:
     os.sched_setaffinity(0, {CLIENT_CPU})
     names = [node_name(i) for i in range(nodes)]
+    window = nodes if every else sampled(nodes)
     base = f"http://127.0.0.1:{port}"
-    timings: dict[str, list[float]] = {"filter": [], "prioritize": [], "bind": []}
+    timings: dict[str, list[float]] = {"filter": [], "bind": []}
     connector = aiohttp.TCPConnector(limit=1)
     async with aiohttp.ClientSession(connector=connector) as session:
 
@@ -115,19 +126,24 @@ async def client(nodes: int, calls: int, port: int) -> dict[str, Any]:
         for samples in timings.values():
             samples.clear()
 
+        start = 0
         for index in range(calls):
             name = f"job-{index}"
             pod = bench_pod(name).build()
-            body = go_json({"Pod": pod, "NodeNames": names})
+            offered = (names[start:] + names[:start])[:window]
+            start = (start + window) % nodes
+            body = go_json({"Pod": pod, "NodeNames": offered})
             passed = json.loads(await post("filter", body))["NodeNames"]
-            body = go_json({"Pod": pod, "NodeNames": passed})
-            scores = json.loads(await post("prioritize", body))
-            best = max(scores, key=lambda s: s["Score"])["Host"]
-            binding = {"PodName": name, "PodNamespace": "bench", "PodUID": name, "Node": best}
+            binding = {"PodName": name, "PodNamespace": "bench", "PodUID": name, "Node": passed[0]}
             await post("bind", json.dumps(binding).encode())
         async with session.get(f"{base}/metrics") as reply:
             metrics = await reply.text()
-    return {"cold_ms": cold_ms, "timings": timings, "server_ms": server_means(metrics)}
+    return {
+        "cold_ms": cold_ms,
+        "timings": timings,
+        "server_ms": server_means(metrics),
+        "window": window,
+    }
 
 
 def server_means(metrics: str) -> dict[str, float]:
@@ -165,22 +181,29 @@ def main() -> None:
     args = parser.parse_args()
     if len(os.sched_getaffinity(0)) < 2:
         print("note: fewer than 2 cores; server and client share one", file=sys.stderr)
-    print(f"{'nodes':>6} {'verb':<11} {'p50 ms':>7} {'p99 ms':>7} {'calls/s':>8} {'in server':>10}")
+    print(
+        f"{'nodes':>6} {'names':>6} {'verb':<7} {'p50 ms':>7} {'p99 ms':>7} {'calls/s':>8} "
+        f"{'in server':>10}"
+    )
     for nodes in args.nodes:
-        ready: Queue = Queue()  # type: ignore[type-arg]
-        server = Process(target=serve, args=(nodes, args.calls, args.port, ready), daemon=True)
-        server.start()
-        try:
-            ready.get(timeout=300)
-            result = asyncio.run(client(nodes, args.calls, args.port))
-            rss = server_rss(server.pid or 0)
-        finally:
-            server.terminate()
-            server.join()
-        for verb, samples in result["timings"].items():
-            p50, p99, rate = summary(samples)
-            inside = result["server_ms"].get(verb, float("nan"))
-            print(f"{nodes:>6} {verb:<11} {p50:>7.2f} {p99:>7.2f} {rate:>8.0f} {inside:>7.2f} ms")
+        for every in (False, True):
+            ready: Queue = Queue()  # type: ignore[type-arg]
+            server = Process(target=serve, args=(nodes, args.calls, args.port, ready), daemon=True)
+            server.start()
+            try:
+                ready.get(timeout=300)
+                result = asyncio.run(client(nodes, args.calls, args.port, every))
+                rss = server_rss(server.pid or 0)
+            finally:
+                server.terminate()
+                server.join()
+            for verb, samples in result["timings"].items():
+                p50, p99, rate = summary(samples)
+                inside = result["server_ms"].get(verb, float("nan"))
+                print(
+                    f"{nodes:>6} {result['window']:>6} {verb:<7} {p50:>7.2f} {p99:>7.2f} "
+                    f"{rate:>8.0f} {inside:>7.2f} ms"
+                )
         pods = nodes * 4 + args.calls
         print(
             f"{nodes:>6} first filter for a new pod shape: {result['cold_ms']:.1f} ms; "

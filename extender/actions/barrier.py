@@ -109,7 +109,9 @@ class Barrier:
         if previous is not None and not previous.result.done():
             previous.result.set_result("superseded by a newer bind call for the same pod")
         gate.held[pod.metadata.uid] = held
-        log.info(
+        # (one line per member at debug, as kube-scheduler logs its binds: the gang's own lines,
+        # when it stands or gives up, are at info)
+        log.debug(
             "holding bind of pod %s to node %s: gang %s has %d of %d members placed",
             pod.key,
             args.node,

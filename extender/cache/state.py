@@ -171,6 +171,13 @@ class ClusterState:
         pods = (self.pods[uid] for uid in self.members.get(key, ()) if uid in self.pods)
         return sorted(pods, key=lambda pod: pod.metadata.name)
 
+    def known_pod(self, uid: str, resource_version: str) -> Pod | None:
+        """The pod `uid` as the cache holds it, if at exactly `resource_version`."""
+        pod = self.pods.get(uid)
+        if pod is None or pod.metadata.resource_version != resource_version:
+            return None
+        return pod
+
     def placed_on(self, uid: str) -> str | None:
         """The node a pod counts on (bound, or assumed by Lahar), if any."""
         placement = self._placements.get(uid)

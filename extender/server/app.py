@@ -109,7 +109,7 @@ def make_app(
         app.cleanup_ctx.append(_probe_site(*probes))
     app[STATE] = state if state is not None else ClusterState()
     app[ENGINE] = Engine(policy, schedulers)
-    app[PARSER] = CandidateParser()
+    app[PARSER] = CandidateParser(known=app[STATE].known_pod)
     app[INFORMERS] = None
     app[SYNCED] = asyncio.Event()
     if api is None:  # no cache to fill: serve as soon as this replica leads

@@ -122,3 +122,16 @@ def test_any_pod_and_names_parse_like_the_full_parse(
     gone = {names[i] for i in dropped if i < len(names)}
     assert json.loads(candidates.raw_without(gone)) == [n for n in names if n not in gone]
     assert candidates.names == names
+
+
+def test_a_pod_the_cache_holds_at_that_version_is_not_parsed_again() -> None:
+    built = make_pod("p").uid("u1").build()
+    built["metadata"]["resourceVersion"] = "7"
+    held = ExtenderArgs.model_validate({"Pod": built}).pod
+    parser = CandidateParser(known=lambda uid, rv: held if (uid, rv) == ("u1", "7") else None)
+    args, _ = parser.parse(go_body({"Pod": built, "NodeNames": ["a"]}))
+    assert args.pod is held
+    built["metadata"]["resourceVersion"] = "8"  # a newer version than the cache's: parsed
+    newer, _ = parser.parse(go_body({"Pod": built, "NodeNames": ["a"]}))
+    assert newer.pod is not held
+    assert newer.pod.metadata.resource_version == "8"
