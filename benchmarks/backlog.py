@@ -18,24 +18,19 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import ssl
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from e2e import TICK, Run, _machine, _observe, _prepare, _proc, _profile, clean, pod_body
 from e2e_cluster import PEER, BenchCluster, start
 from kubernetes import client as k8s
-from prometheus_client.parser import text_string_to_metric_families
 
 from extender.kube import connect
 from extender.kube.raw import send
@@ -63,35 +58,6 @@ class Backlog:
         if not self.bound:
             return 0.0
         return len(self.bound) / (max(self.bound.values()) - self.started)
-
-
-def _token(kubeconfig: Path) -> str:
-    document = yaml.safe_load(kubeconfig.read_text())
-    return str(document["users"][0]["user"]["token"])
-
-
-def _scheduler_port(bench: BenchCluster, scheduler: str) -> int:
-    if scheduler == PEER:
-        assert bench.peer_argv is not None
-        return int(next(a.split("=", 1)[1] for a in bench.peer_argv if "--secure-port=" in a))
-    return int(bench.cluster.state.ports["lahar-scheduler"])
-
-
-def attempts(bench: BenchCluster, scheduler: str) -> float:
-    """kube-scheduler's `scheduler_schedule_attempts_total` summed over results and profiles."""
-    url = f"https://127.0.0.1:{_scheduler_port(bench, scheduler)}/metrics"
-    context = ssl.create_default_context()
-    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # its self-signed port
-    request = urllib.request.Request(
-        url, headers={"Authorization": f"Bearer {_token(bench.cluster.kubeconfig)}"}
-    )
-    with urllib.request.urlopen(request, timeout=10, context=context) as answer:  # noqa: S310
-        text = answer.read().decode()
-    total = 0.0
-    for family in text_string_to_metric_families(text):
-        if family.name == "scheduler_schedule_attempts":
-            total += sum(s.value for s in family.samples if s.name.endswith("_total"))
-    return total
 
 
 def measure(
@@ -135,7 +101,7 @@ def measure(
     if profiler is not None:
         profiler.send_signal(signal.SIGINT)  # py-spy writes its file on interrupt
         profiler.wait(timeout=60)
-    result.attempts = attempts(bench, run.scheduler)
+    result.attempts = bench.schedule_attempts(run.scheduler)
     result.lahar_cpu = _proc(lahar)[0] - cpu_before
     result.cpu = {name: _proc(pid)[0] - before[name] for name, pid in components.items()}
     busy, _ = (after - b for after, b in zip(_machine(), machine_before, strict=True))

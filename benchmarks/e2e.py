@@ -5,7 +5,7 @@ kube-scheduler, and how its gang scheduling compares with scheduler-plugins' Cos
                                        [--no-peer] [--qps 500] [--workers 8] [--create-qps 1000]
                                        [--only a b c8 d8] [--profile DIR]
                                        [experiments: --service-form] [--nodes-to-score P]
-                                       [--ungated]
+                                       [--ungated] [--creator-gates]
 
 One dev cluster (`e2e_cluster`: real kube-apiserver, etcd, kube-controller-manager, KWOK for N
 fake nodes of 32 cpu) runs every scheduler side by side, Lahar as `manifests/` ships it (its
@@ -21,11 +21,13 @@ same client, then deletes them:
 
 Every scheduler's client has the same QPS and burst (`--qps`, burst twice that); Lahar's own
 client (its binds) has no limiter. Printed per run: pods/s from the first create to the last bind,
-p50/p99 of each pod's time from create to bound (as a watch sees it), Lahar's CPU seconds and peak
-RSS during the run, how busy the machine's cores were (a run near 100% is bound by CPU, which
-every component shares), pods never bound and gangs partly bound at the end; then the CPU
-milliseconds each bound pod cost each process of the cluster, and the ratios (b)/(a) and (c)/(d)
-per gang size.
+p50/p99 of each pod's time from create to bound (as a watch sees it), the run's scheduler's
+scheduling attempts per bound pod (`scheduler_schedule_attempts_total`: 1.00 when no pod is
+tried twice), Lahar's CPU milliseconds per bound pod and its peak RSS, how busy the machine's
+cores were (a run near 100% is bound by CPU, which every component shares), pods never bound
+and gangs partly bound at the end; then the CPU milliseconds each bound pod cost each process of
+the cluster, the API server's writes per bound pod by verb and resource, and the ratios (b)/(a)
+and (c)/(d) per gang size.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,6 +86,8 @@ class Result:
     machine_cpu: float = 0.0  # CPU seconds all cores spent busy during the run
     cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds per component in the run
     partial_gangs: int = 0
+    attempts: float = 0.0  # the run's scheduler's scheduling attempts during the run
+    writes: Counter[str] = field(default_factory=Counter)  # API server writes during the run
 
     @property
     def pods_per_second(self) -> float:
@@ -218,6 +223,7 @@ def measure(bench: BenchCluster, api: k8s.ApiClient, run: Run, args: argparse.Na
     components["benchmark client"] = os.getpid()
     cpu_before = {name: _proc(pid)[0] for name, pid in components.items()}
     machine_before = _machine()
+    attempts_before, writes_before = bench.schedule_attempts(run.scheduler), bench.api_writes()
     started = time.monotonic()
     path = f"/api/v1/namespaces/{namespace}/pods"
 
@@ -242,19 +248,27 @@ def measure(bench: BenchCluster, api: k8s.ApiClient, run: Run, args: argparse.Na
     busy, total = (after - before for after, before in zip(_machine(), machine_before, strict=True))
     result.machine_busy = busy / total if total else 0.0
     result.machine_cpu = busy / TICK
+    result.attempts = bench.schedule_attempts(run.scheduler) - attempts_before
+    result.writes = bench.api_writes() - writes_before
     if profiler is not None and args.profile is not None:
-        profiler.send_signal(signal.SIGINT)  # py-spy writes its file on interrupt
-        profiler.wait(timeout=60)
-        after = _threads_cpu(lahar)
-        spent = {tid: cpu - threads_before.get(tid, 0.0) for tid, cpu in after.items()}
-        lines = [f"{tid} {cpu:.2f}" for tid, cpu in sorted(spent.items(), key=lambda i: -i[1])]
-        (args.profile / f"lahar-{run.key}-threads.txt").write_text("\n".join(lines) + "\n")
+        _stop_profile(profiler, lahar, threads_before, args.profile / f"lahar-{run.key}")
     if run.gang:
         for index, _ in enumerate(groups):
             members = names[index * run.gang : (index + 1) * run.gang]
             placed = sum(1 for n in members if n in result.bound)
             result.partial_gangs += 0 < placed < run.gang
     return result
+
+
+def _stop_profile(
+    profiler: subprocess.Popen[bytes], pid: int, threads_before: dict[int, float], stem: Path
+) -> None:
+    """Stop py-spy and write each of Lahar's threads' CPU seconds in the run beside its profile."""
+    profiler.send_signal(signal.SIGINT)  # py-spy writes its file on interrupt
+    profiler.wait(timeout=60)
+    spent = {tid: cpu - threads_before.get(tid, 0.0) for tid, cpu in _threads_cpu(pid).items()}
+    lines = [f"{tid} {cpu:.2f}" for tid, cpu in sorted(spent.items(), key=lambda i: -i[1])]
+    stem.with_name(stem.name + "-threads.txt").write_text("\n".join(lines) + "\n")
 
 
 def _profile(
@@ -308,16 +322,20 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
     )
     header = f"{'run':34} {'pods':>6} {'pods/s':>8} {'p50 ms':>9} {'p99 ms':>9}"
     print(
-        f"{header} {'Lahar cpu s':>11} {'Lahar MiB':>9} {'busy %':>6} {'unbound':>7} {'partial':>7}"
+        f"{header} {'attempts/pod':>12} {'Lahar ms/pod':>12} {'Lahar MiB':>9} {'busy %':>6} "
+        f"{'unbound':>7} {'partial':>7}"
     )
     for r in results:
         unbound = len(r.created) - len(r.bound)
+        bound = max(1, len(r.bound))
         print(
             f"({r.run.letter}) {r.run.label:30} {len(r.created):6d} {r.pods_per_second:8.1f} "
-            f"{r.latency_ms(0.5):9.0f} {r.latency_ms(0.99):9.0f} {r.lahar_cpu:11.1f} "
-            f"{r.lahar_peak_mib:9.0f} {r.machine_busy * 100:6.0f} {unbound:7d} {r.partial_gangs:7d}"
+            f"{r.latency_ms(0.5):9.0f} {r.latency_ms(0.99):9.0f} {r.attempts / bound:12.2f} "
+            f"{1000 * r.lahar_cpu / bound:12.2f} {r.lahar_peak_mib:9.0f} "
+            f"{r.machine_busy * 100:6.0f} {unbound:7d} {r.partial_gangs:7d}"
         )
     breakdown(results)
+    writes(results)
     by = {
         r.run.label.split(",")[0][:1] + (str(r.run.gang) if r.run.gang else ""): r for r in results
     }
@@ -348,6 +366,22 @@ def breakdown(results: list[Result]) -> None:
         row(name, [r.cpu.get(name, 0.0) for r in results])
     row("all listed", [sum(r.cpu.values()) for r in results])
     row("whole machine", [r.machine_cpu for r in results])
+
+
+def writes(results: list[Result]) -> None:
+    """The API server's write requests per bound pod, by verb and resource, and run: what each
+    pod costs the API server beyond its create and its binding."""
+    if not results:
+        return
+    keys = sorted(
+        {k for r in results for k in r.writes}, key=lambda k: -sum(r.writes[k] for r in results)
+    )
+    print("\nAPI server writes per bound pod (apiserver_request_total)")
+    print(f"{'verb resource':24} " + " ".join(f"{'(' + r.run.key + ')':>8}" for r in results))
+    for key in keys:
+        cells = [r.writes[key] / max(1, len(r.bound)) for r in results]
+        if max(cells) >= 0.005:
+            print(f"{key:24} " + " ".join(f"{c:8.2f}" for c in cells))
 
 
 def main() -> None:

@@ -17,12 +17,15 @@ import ssl
 import subprocess
 import sys
 import urllib.request
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+from prometheus_client.metrics_core import Metric
+from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -44,6 +47,9 @@ SCHEDULER_PROCESSES = {
     "lahar": ("lahar", "lahar-scheduler"),
 }
 PORTS = {"kube-scheduler": "scheduler", "lahar-scheduler": "lahar-scheduler", "lahar": "lahar"}
+# The process that runs each schedulerName's scheduling loop (its /metrics has the attempts).
+LOOPS = {"default-scheduler": "kube-scheduler", "lahar": "lahar-scheduler"}
+WRITES = ("POST", "PUT", "PATCH", "DELETE", "APPLY")  # apiserver_request_total's writing verbs
 
 
 @dataclass
@@ -87,6 +93,48 @@ class BenchCluster:
             path = "/readyz" if name == "lahar" else "/healthz"
             url = f"{scheme}://127.0.0.1:{port}{path}"
             _wait_healthy_url(url, lambda r=record: not process.is_running(r), name)
+
+    def schedule_attempts(self, scheduler: str) -> float:
+        """`scheduler_schedule_attempts_total` of the process scheduling `scheduler`, summed over
+        results and profiles (it counts from the process's start)."""
+        if scheduler == PEER:
+            assert self.peer_argv is not None
+            port = next(a.split("=", 1)[1] for a in self.peer_argv if "--secure-port=" in a)
+        else:
+            port = str(self.cluster.state.ports[PORTS[LOOPS[scheduler]]])
+        return sum(
+            sample.value
+            for family in self._metrics(f"https://127.0.0.1:{port}/metrics")
+            if family.name == "scheduler_schedule_attempts"
+            for sample in family.samples
+            if sample.name.endswith("_total")
+        )
+
+    def api_writes(self) -> Counter[str]:
+        """The API server's write requests so far (`apiserver_request_total`), by verb and
+        resource: `PATCH pods`, `POST pods/binding`, ..."""
+        writes: Counter[str] = Counter()
+        for family in self._metrics(f"{self.cluster.state.server}/metrics"):
+            if family.name != "apiserver_request":
+                continue
+            for sample in family.samples:
+                labels = sample.labels
+                if not sample.name.endswith("_total") or labels.get("verb") not in WRITES:
+                    continue
+                resource = labels.get("resource", "")
+                if labels.get("subresource"):
+                    resource += "/" + labels["subresource"]
+                writes[f"{labels['verb']} {resource}"] += sample.value
+        return writes
+
+    def _metrics(self, url: str) -> list[Metric]:
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # self-signed ports
+        token = yaml.safe_load(self.cluster.kubeconfig.read_text())["users"][0]["user"]["token"]
+        headers = {"Authorization": f"Bearer {token}"}
+        request = urllib.request.Request(url, headers=headers)  # noqa: S310
+        with urllib.request.urlopen(request, timeout=10, context=context) as answer:  # noqa: S310
+            return list(text_string_to_metric_families(answer.read().decode()))
 
     def down(self) -> None:
         if self.peer is not None:
