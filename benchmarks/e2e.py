@@ -26,7 +26,7 @@ scheduling attempts per bound pod (`scheduler_schedule_attempts_total`: 1.00 whe
 tried twice), Lahar's CPU milliseconds per bound pod and its peak RSS, how busy the machine's
 cores were (a run near 100% is bound by CPU, which every component shares), pods never bound
 and gangs partly bound at the end; then the CPU milliseconds each bound pod cost each process of
-the cluster, the API server's writes per bound pod by verb and resource, and the ratios (b)/(a)
+the cluster, the API server's requests per bound pod by verb and resource, and the ratios (b)/(a)
 and (c)/(d) per gang size.
 """
 
@@ -87,7 +87,7 @@ class Result:
     cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds per component in the run
     partial_gangs: int = 0
     attempts: float = 0.0  # the run's scheduler's scheduling attempts during the run
-    writes: Counter[str] = field(default_factory=Counter)  # API server writes during the run
+    requests: Counter[str] = field(default_factory=Counter)  # API server requests in the run
 
     @property
     def pods_per_second(self) -> float:
@@ -223,7 +223,7 @@ def measure(bench: BenchCluster, api: k8s.ApiClient, run: Run, args: argparse.Na
     components["benchmark client"] = os.getpid()
     cpu_before = {name: _proc(pid)[0] for name, pid in components.items()}
     machine_before = _machine()
-    attempts_before, writes_before = bench.schedule_attempts(run.scheduler), bench.api_writes()
+    attempts_before, requests_before = bench.schedule_attempts(run.scheduler), bench.api_requests()
     started = time.monotonic()
     path = f"/api/v1/namespaces/{namespace}/pods"
 
@@ -249,7 +249,7 @@ def measure(bench: BenchCluster, api: k8s.ApiClient, run: Run, args: argparse.Na
     result.machine_busy = busy / total if total else 0.0
     result.machine_cpu = busy / TICK
     result.attempts = bench.schedule_attempts(run.scheduler) - attempts_before
-    result.writes = bench.api_writes() - writes_before
+    result.requests = bench.api_requests() - requests_before
     if profiler is not None and args.profile is not None:
         _stop_profile(profiler, lahar, threads_before, args.profile / f"lahar-{run.key}")
     if run.gang:
@@ -335,7 +335,7 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
             f"{r.machine_busy * 100:6.0f} {unbound:7d} {r.partial_gangs:7d}"
         )
     breakdown(results)
-    writes(results)
+    requests(results)
     by = {
         r.run.label.split(",")[0][:1] + (str(r.run.gang) if r.run.gang else ""): r for r in results
     }
@@ -368,18 +368,18 @@ def breakdown(results: list[Result]) -> None:
     row("whole machine", [r.machine_cpu for r in results])
 
 
-def writes(results: list[Result]) -> None:
-    """The API server's write requests per bound pod, by verb and resource, and run: what each
-    pod costs the API server beyond its create and its binding."""
+def requests(results: list[Result]) -> None:
+    """The API server's requests per bound pod, by verb and resource, and run: what each pod
+    costs the API server beyond its create and its binding."""
     if not results:
         return
     keys = sorted(
-        {k for r in results for k in r.writes}, key=lambda k: -sum(r.writes[k] for r in results)
+        {k for r in results for k in r.requests}, key=lambda k: -sum(r.requests[k] for r in results)
     )
-    print("\nAPI server writes per bound pod (apiserver_request_total)")
+    print("\nAPI server requests per bound pod (apiserver_request_total)")
     print(f"{'verb resource':24} " + " ".join(f"{'(' + r.run.key + ')':>8}" for r in results))
     for key in keys:
-        cells = [r.writes[key] / max(1, len(r.bound)) for r in results]
+        cells = [r.requests[key] / max(1, len(r.bound)) for r in results]
         if max(cells) >= 0.005:
             print(f"{key:24} " + " ".join(f"{c:8.2f}" for c in cells))
 

@@ -49,7 +49,6 @@ SCHEDULER_PROCESSES = {
 PORTS = {"kube-scheduler": "scheduler", "lahar-scheduler": "lahar-scheduler", "lahar": "lahar"}
 # The process that runs each schedulerName's scheduling loop (its /metrics has the attempts).
 LOOPS = {"default-scheduler": "kube-scheduler", "lahar": "lahar-scheduler"}
-WRITES = ("POST", "PUT", "PATCH", "DELETE", "APPLY")  # apiserver_request_total's writing verbs
 
 
 @dataclass
@@ -110,22 +109,22 @@ class BenchCluster:
             if sample.name.endswith("_total")
         )
 
-    def api_writes(self) -> Counter[str]:
-        """The API server's write requests so far (`apiserver_request_total`), by verb and
-        resource: `PATCH pods`, `POST pods/binding`, ..."""
-        writes: Counter[str] = Counter()
+    def api_requests(self) -> Counter[str]:
+        """The API server's requests so far (`apiserver_request_total`), by verb and resource:
+        `PATCH pods`, `POST pods/binding`, `WATCH pods` (watches started), ..."""
+        requests: Counter[str] = Counter()
         for family in self._metrics(f"{self.cluster.state.server}/metrics"):
             if family.name != "apiserver_request":
                 continue
             for sample in family.samples:
                 labels = sample.labels
-                if not sample.name.endswith("_total") or labels.get("verb") not in WRITES:
+                if not sample.name.endswith("_total"):
                     continue
                 resource = labels.get("resource", "")
                 if labels.get("subresource"):
                     resource += "/" + labels["subresource"]
-                writes[f"{labels['verb']} {resource}"] += sample.value
-        return writes
+                requests[f"{labels['verb']} {resource}"] += sample.value
+        return requests
 
     def _metrics(self, url: str) -> list[Metric]:
         context = ssl.create_default_context()
