@@ -45,6 +45,11 @@ class ClusterState:
         self.pod_groups: dict[str, PodGroup] = {}  # by namespace/name
         self.queues: dict[str, Queue] = {}
         self.members: dict[str, set[str]] = {}  # gang key -> uids of its pods
+        # Gang key -> the order in which the cache first saw the gang (its PodGroup or a pod):
+        # the watch delivers objects in the order they were written, so gangs created within
+        # the same second (creationTimestamp's resolution) still line up first come, first served.
+        self.arrivals: dict[str, int] = {}
+        self._arrived = 0
         # What the layers above derive from one gang (framework.members' views), kept until the
         # gang's pods, their placements or its PodGroup change: a filter call at thousands of
         # gangs reads every gang, and nearly all are as they were at the call before.
@@ -115,6 +120,7 @@ class ClusterState:
         """A new PodGroup or a new spec is a gang change; a status write is not."""
         previous = self.pod_groups.get(group.key)
         self.pod_groups[group.key] = group
+        self._arrive(group.key)
         self._touch_gang(group.key)
         if previous is None or previous.spec != group.spec:
             self.groups_version += 1
@@ -125,6 +131,7 @@ class ClusterState:
 
     def delete_pod_group(self, key: str) -> None:
         if self.pod_groups.pop(key, None) is not None:
+            self._leave(key)
             self._touch_gang(key)
             self.groups_version += 1
             self._queue_changed()
@@ -316,7 +323,9 @@ class ClusterState:
             uids.discard(previous.metadata.uid)  # type: ignore[union-attr]
             if not uids:
                 self.members.pop(before, None)
+                self._leave(before)
         if after is not None:
+            self._arrive(after)
             self.members.setdefault(after, set()).add(pod.metadata.uid)  # type: ignore[union-attr]
         if (
             previous is None
@@ -331,6 +340,16 @@ class ClusterState:
         for key in {k for k in (before, after) if k is not None}:
             for callback in self.on_gang_changed:
                 callback(key)
+
+    def _arrive(self, key: str) -> None:
+        if key not in self.arrivals:
+            self.arrivals[key] = self._arrived
+            self._arrived += 1
+
+    def _leave(self, key: str) -> None:
+        """Forget the gang's arrival once neither its PodGroup nor any pod is left."""
+        if key not in self.pod_groups and key not in self.members:
+            self.arrivals.pop(key, None)
 
     def _touch_gang(self, key: str) -> None:
         self.gang_memo.pop(key, None)

@@ -3,8 +3,9 @@
 A waiting gang is a `Contender` (since when it waits, and whether a rule refuses it before any
 plan: backing off, no PodGroup). Within its queue it is ranked by the policy's job-order plugins
 in tier order (a gang waiting longer than the starvation limit first, then PriorityClass, then
-DRF dominant share), then by age; the limit is the sla plugin's, or the PodGroup's own
-`sla-waiting-time` annotation. A gang whose queue is missing or Closed is refused before any plan.
+DRF dominant share), then by age, then in the order the cache saw them arrive; the limit is the
+sla plugin's, or the PodGroup's own `sla-waiting-time` annotation. A gang whose queue is missing
+or Closed is refused before any plan.
 
 `Lineup` keeps per queue its contenders sorted by rank, and the refusals, from walk to walk: a
 gang is put again only when what it is ranked by changed (`framework.contending` says which), so
@@ -131,7 +132,8 @@ class Lineup:
         share_of = dominant_share(gang.allocated, ranking.total)
         priority = ranking.priority_of(gang)
         job = Job(gang.key, gang.queue, priority, share_of, contender.since, hungry)
-        rank = (*(key(job) for key in ranking.ordering.job_keys), job.since)
+        # Ties (gangs first seen at the same moment) go in the order they arrived.
+        rank = (*(key(job) for key in ranking.ordering.job_keys), job.since, gang.arrival)
         insort(self.lines.setdefault(gang.queue, []), (rank, gang.key))
         if hungry:
             insort(self.starving_lines.setdefault(gang.queue, []), (rank, gang.key))

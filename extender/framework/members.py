@@ -32,6 +32,7 @@ class GangView:
     succeeded: list[Pod]
     pending: list[Pod]  # unplaced, not finished, not being deleted
     failed: list[Pod] = field(default_factory=list)
+    arrival: int = 0  # the order in which the cache first saw it (`ClusterState.arrivals`)
     # What readers worked out from this view and more of the state that changes only with the
     # gang (its members' nodes, whether they are assumed), kept with the view.
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -202,7 +203,9 @@ def view_gang(state: ClusterState, key: str) -> GangView:
             placed.append(pod)
         elif pod.metadata.deletion_timestamp is None:
             pending.append(pod)
-    view = GangView(key, state.pod_groups.get(key), placed, succeeded, pending, failed)
+    group = state.pod_groups.get(key)
+    arrival = state.arrivals.get(key, 0)
+    view = GangView(key, group, placed, succeeded, pending, failed, arrival)
     if key in state.pod_groups or key in state.members:  # nothing is kept for unknown keys
         state.gang_memo[key] = view
     return view

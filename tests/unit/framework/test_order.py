@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 import pytest
 
 from extender.api.objects import ObjectMeta, PriorityClass
+from extender.api.scheduling import GANG_GATE
 from extender.cache.state import ClusterState
+from extender.framework.gang import Gangs
 from extender.framework.members import Deferred, Rejection
 from extender.framework.policy import build_policy
 from extender.framework.session import Engine
@@ -272,6 +274,21 @@ def test_a_gang_let_in_that_never_comes_stops_blocking_the_others() -> None:
     now[0] = 61.0  # x was let in and never came for its capacity
     assert built.gangs.expire() == ["default/x"]
     assert built.gangs.admissible(state, state.view().nodes) == ["default/y"]
+
+
+@pytest.mark.parametrize("names", [("first", "second", "big"), ("c", "b", "a")])
+def test_gangs_first_seen_together_go_in_the_order_they_arrived(names: tuple[str, ...]) -> None:
+    """Created within one second and first seen by the same walk, they tie on age: the one the
+    cache saw first goes first, whatever the names. On 6 cpu, 2 + 1.5 fit; had the third (4 cpu)
+    gone second, it would have taken the room of the second."""
+    state = cluster([make_node("n0").cpu("6")])
+    for name, size, cpu in zip(names, (2, 1, 2), ("1", "1500m", "2"), strict=True):
+        state.upsert_pod_group(make_group(name).min_member(size).model())
+        for index in range(size):
+            pod = make_pod(f"{name}-{index}").cpu(cpu).group(name).scheduler("lahar")
+            state.upsert_pod(pod.gated(GANG_GATE).model())
+    gangs = Gangs(schedulers={"lahar"})
+    assert gangs.let_in(state, state.view().nodes) == [f"default/{n}" for n in names[:2]]
 
 
 def test_a_starving_gang_refused_by_a_queue_rule_drains_nothing() -> None:
