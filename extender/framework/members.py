@@ -238,32 +238,6 @@ class FollowsGangs(ABC):
         """Gang `key` changed (or is counted for the first time, or is gone)."""
 
 
-class Unplaced(FollowsGangs):
-    """The keys of the gangs with a PodGroup that do not stand and have pending members."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._keys: dict[str, None] = {}  # insertion-ordered set
-
-    def keys(self, state: ClusterState) -> list[str]:
-        self.catch_up(state)
-        return list(self._keys)
-
-    def __contains__(self, key: str) -> bool:
-        """Whether gang `key` was unplaced when last caught up."""
-        return key in self._keys
-
-    def _start_over(self) -> None:
-        self._keys = {}
-
-    def _changed(self, state: ClusterState, key: str) -> None:
-        gang = view_gang(state, key)
-        if gang.group is not None and gang.pending and not gang.stands:
-            self._keys[key] = None
-        else:
-            self._keys.pop(key, None)
-
-
 class Marked(FollowsGangs):
     """The keys of the gangs whose view `marks`, in the order first marked: which gangs have
     members held by Lahar's gate (`GangView.held`), which have parked ones."""
@@ -289,6 +263,15 @@ class Marked(FollowsGangs):
             self._keys[key] = None
         else:
             self._keys.pop(key, None)
+
+
+class Unplaced(Marked):
+    """The keys of the gangs with a PodGroup that do not stand and have pending members."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            lambda gang: gang.group is not None and bool(gang.pending) and not gang.stands
+        )
 
 
 def held(gang: GangView) -> bool:
