@@ -1,5 +1,5 @@
 """What the running extender, controller and webhook export on the dev cluster (queue gauges and
-job shares included, made from live figures) is all in the README's metrics reference."""
+job shares included, made from live figures) is all in the metrics reference, docs/operations.md."""
 
 from __future__ import annotations
 

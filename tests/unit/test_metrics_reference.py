@@ -1,5 +1,6 @@
-"""Every metric the extender, the controller and the webhook register is in the README's metrics
-reference (the queue gauges, made from live figures, are checked by the e2e twin of this test)."""
+"""Every metric the extender, the controller and the webhook register is in the metrics
+reference, docs/operations.md (the queue gauges, made from live figures, are checked by the e2e
+twin of this test)."""
 
 from __future__ import annotations
 
