@@ -23,7 +23,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from extender.admission.admit import mutate_job, validate_job
+from extender.admission.admit import Settings, mutate_job, validate_job
 from extender.api.admission import AdmissionRequest
 from extender.api.scheduling import Queue
 
@@ -66,7 +66,7 @@ def timed(rule: Callable[..., Any], review: AdmissionRequest, runs: int) -> tupl
     samples = []
     for _ in range(runs):
         started = time.perf_counter()
-        outcome = rule(review, Queues(), "lahar")
+        outcome = rule(review, Queues(), Settings())
         samples.append((time.perf_counter() - started) * 1000)
     assert outcome.verdict.allowed, outcome.message
     samples.sort()
