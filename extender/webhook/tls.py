@@ -1,5 +1,5 @@
 """The certificate the webhook serves, kept current: self-managed (a CA and serving certificate
-in a Secret that every replica shares, rotated by `certs.plan`, the CA published as the
+in a Secret that every replica shares, rotated by `pki.plan`, the CA published as the
 `caBundle` of the webhook configurations) or files given by flags (reloaded when they change, as
 cert-manager rewrites a mounted Secret).
 
