@@ -27,7 +27,7 @@ SVC = "svc"
 
 
 def parse_job(obj: Mapping[str, Any] | None) -> tuple[Job | None, list[Problem]]:
-    """The Job's metadata and spec (status is the controller's), or the problems that stop it
+    """The Job's metadata and spec (status is the controller's), or the problems that keep it from
     being read at all."""
     return parse(Job, obj, "Job")
 

@@ -97,7 +97,7 @@ def parse(
     keys: Sequence[str] = ("metadata", "spec"),
 ) -> tuple[M | None, list[Problem]]:
     """`keys` of the object read strictly into `model` (a string where a number belongs is a
-    problem, not a conversion), or the problems that stop it being read at all."""
+    problem, not a conversion), or the problems that keep it from being read."""
     if not isinstance(obj, Mapping):
         return None, [Problem("", f"the request carries no {kind} object")]
     body = {key: obj[key] for key in keys if key in obj}

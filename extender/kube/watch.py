@@ -104,7 +104,7 @@ def watch_lines(
 
 def interrupt(response: RESTResponse) -> None:
     """Unblock a watch reading `response`, as a network fault would. A response the watch has
-    already closed or released needs nothing (urllib3 refuses to shut it down: a stop racing
+    already closed or released needs nothing (urllib3 refuses to shut it down: an interrupt racing
     the watch's own end, seen when the API server restarted)."""
     with contextlib.suppress(ValueError, RuntimeError):
         response.response.shutdown()
