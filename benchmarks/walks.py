@@ -17,7 +17,7 @@ code measured has no counters in it. Printed per size:
   the point where nothing in line fits, only worked out where it aims); and how many refusals
   past that point were worked out because someone read them;
 - wall seconds: the whole run, lining up new walks (the contenders that changed, and their
-  ranks: `framework.contending`), taking turns
+  ranks: `gangs.contending`), taking turns
   (drains included), and the preemption pass's victim search (its pool and victims).
 """
 
@@ -38,10 +38,10 @@ from simulate import policy_named, size  # benchmarks/simulate.py
 
 from extender.api.resources import CPU
 from extender.cli.kubectl import table
-from extender.framework import order as order_module
-from extender.framework import preemption
-from extender.framework.gang import Gangs
-from extender.framework.placement import choose
+from extender.gangs import order as order_module
+from extender.gangs.ledger import Gangs
+from extender.gangs.placement import choose
+from extender.preemption import plan as preemption
 from extender.simulate.run import simulate
 from extender.simulate.synthetic import LOAD, generate
 from extender.simulate.trace import parse_trace

@@ -2,7 +2,8 @@
 
 The package is layered; each layer imports only those below it (import-linter checks this in CI):
 cli > demo > server, controller, webhook, devcluster, simulate > actions, plugins, admission >
-framework, jobplugins > cache > kube > api, pki. docs/architecture.md describes each.
+framework, jobplugins > preemption > gangs > cache > kube > api, pki. docs/architecture.md
+describes each.
 """
 
 __version__ = "0.1.0"

@@ -36,9 +36,9 @@ from extender.api.objects import Pod
 from extender.api.scheduling import gang_key
 from extender.api.wire import ExtenderBindingArgs, ExtenderBindingResult
 from extender.cache.state import ClusterState
-from extender.framework.gang import Gangs
-from extender.framework.members import GangView, view_gang
-from extender.framework.placement import Slot
+from extender.gangs.ledger import Gangs
+from extender.gangs.members import GangView, view_gang
+from extender.gangs.placement import Slot
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 kube-scheduler's in-tree filters (resource fit with NodeResourcesFit, taints, affinity, ports,
 volumes) have already kept the nodes the pod fits on; Lahar decides what they cannot:
 
-- the gang rules (`framework.gang`): a member of a gang that is not admitted fails everywhere,
+- the gang rules (`gangs.ledger`): a member of a gang that is not admitted fails everywhere,
   with the gang's reason; asking may admit the gang (the one change a filter call makes);
 - reservations: capacity admitted gangs hold is not offered to other pods (a gang member may take
   its own gang's, `Verdict.credit`);
@@ -31,8 +31,8 @@ from extender.api.objects import Pod
 from extender.api.resources import Resources
 from extender.api.wire import ExtenderArgs, ExtenderFilterResult, NodeList
 from extender.cache.state import ClusterState
-from extender.framework.gang_types import PLAIN, Verdict
 from extender.framework.session import Engine
+from extender.gangs.ledger import PLAIN, Verdict
 
 # Past this many nodes holding reservations, the candidates are decoded into a set once instead
 # of each node being looked up in the raw bytes.

@@ -4,7 +4,7 @@ kube-scheduler proposes candidates (node -> victims) from a dry run of its in-tr
 know nothing of gangs or queues. The answer keeps, of those (a node offered with no victim is
 dropped, as the protocol asks):
 
-- for a gang's pod: Lahar's own choice for the gang (`framework.preemption`: whole gangs of lower
+- for a gang's pod: Lahar's own choice for the gang (`preemption.plan`: whole gangs of lower
   priority in its queue, or of reclaimable queues above their deserved share, never part of a
   gang's core; the fewest pods, then cpu and memory, that let the whole gang fit). When those
   victims are all on one node the scheduler offered, are among the victims it proposed there, it
@@ -36,15 +36,15 @@ from extender.api.wire import (
     MetaVictims,
 )
 from extender.cache.state import ClusterState
-from extender.framework.gang import Gangs
-from extender.framework.members import WANTS_CAPACITY, view_gang
-from extender.framework.preemption import (
+from extender.gangs.ledger import Gangs
+from extender.gangs.members import WANTS_CAPACITY, view_gang
+from extender.preemption.plan import (
     Pool,
     Preemption,
     victims_for,
     wanting,
 )
-from extender.framework.victims import Rules, cost
+from extender.preemption.victims import Rules, cost
 
 NOTHING = ExtenderPreemptionResult(node_name_to_meta_victims={})
 

@@ -50,7 +50,7 @@ class ClusterState:
         # the same second (creationTimestamp's resolution) still line up first come, first served.
         self.arrivals: dict[str, int] = {}
         self._arrived = 0
-        # What the layers above derive from one gang (framework.members' views), kept until the
+        # What the layers above derive from one gang (gangs.members' views), kept until the
         # gang's pods, their placements or its PodGroup change: a filter call at thousands of
         # gangs reads every gang, and nearly all are as they were at the call before.
         self.gang_memo: dict[str, object] = {}

@@ -26,10 +26,10 @@ from extender.api.resources import CPU, PODS, Resources
 from extender.api.scheduling import task_of
 from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
-from extender.framework.gang import Gangs
-from extender.framework.members import GangView, Rejection, view_gang
-from extender.framework.placement import Room
 from extender.framework.status import insufficient
+from extender.gangs.ledger import Gangs
+from extender.gangs.members import GangView, Rejection, view_gang
+from extender.gangs.placement import Room
 
 
 @dataclass(frozen=True)

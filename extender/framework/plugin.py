@@ -7,9 +7,9 @@ request shape and recompute only the nodes that changed (`framework.table`):
 - `NodeFilter.filter_node(request, node)`: None when the node can take the pod, else a `Status`.
 - `NodeScorer.score_node(request, node)`: 0.0 .. 1.0 (1 = best); the session weighs scorers by
   `weight` and maps the weighted mean onto the extender's 0..10.
-- `GangRules.settings`: present, it turns on gang admission (`framework.gang`) and the barrier.
+- `GangRules.settings`: present, it turns on gang admission (`gangs.ledger`) and the barrier.
 - `JobOrder.job_key(job)`: ranks waiting gangs within a queue in the fair order (lower first);
-  plugins rank in tier order (`framework.order`).
+  plugins rank in tier order (`gangs.order`).
 - `QueueShares`: present, queues are ordered by their share of what they deserve.
 - `StarvationGuard.starving_after`: seconds after which a waiting gang starves (goes first and
   drains capacity).
@@ -27,9 +27,9 @@ from typing import Protocol, runtime_checkable
 
 from extender.api.resources import Resources
 from extender.cache.snapshot import NodeInfo
-from extender.framework.gang_types import GangSettings
-from extender.framework.lineup import Job
 from extender.framework.status import Status
+from extender.gangs.ledger import GangSettings
+from extender.gangs.lineup import Job
 
 Argument = str | int | float | bool
 

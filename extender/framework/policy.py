@@ -27,8 +27,6 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from extender.api.wire import explain
-from extender.framework.gang_types import GangSettings
-from extender.framework.lineup import Ordering
 from extender.framework.plugin import (
     Argument,
     GangRules,
@@ -42,7 +40,9 @@ from extender.framework.plugin import (
     QueueShares,
     StarvationGuard,
 )
-from extender.framework.victims import Rules
+from extender.gangs.ledger import GangSettings
+from extender.gangs.lineup import Ordering
+from extender.preemption.victims import Rules
 
 API_VERSION = "lahar.io/v1alpha1"
 KIND = "SchedulerPolicy"

@@ -17,11 +17,10 @@ from extender.api.quantity import format_units
 from extender.api.resources import Resources
 from extender.api.wire import host_priority_list_json
 from extender.cache.snapshot import NodeInfo, Snapshot
-from extender.framework.gang import Gangs
-from extender.framework.gang_types import PLAIN, Verdict
 from extender.framework.policy import Policy
 from extender.framework.status import Code, insufficient
 from extender.framework.table import NodeTable, Tables
+from extender.gangs.ledger import PLAIN, Gangs, Verdict
 
 
 @dataclass

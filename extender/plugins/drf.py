@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from extender.framework.lineup import Job
 from extender.framework.plugin import Argument
+from extender.gangs.lineup import Job
 from extender.plugins.arguments import reject_unknown
 
 NAME = "drf"

@@ -1,6 +1,6 @@
 """Gang scheduling (PodGroups): all or nothing, with a bind barrier.
 
-The rules live in `framework.gang` (admission, reservations) and `actions.bind` (the barrier);
+The rules live in `gangs.ledger` (admission, reservations) and `actions.bind` (the barrier);
 this plugin switches them on and carries their timing, from the policy file:
 
     - name: gang
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from extender.framework.gang_types import GangSettings
 from extender.framework.plugin import Argument
+from extender.gangs.ledger import GangSettings
 from extender.plugins.arguments import reject_unknown, seconds, weight
 
 NAME = "gang"

@@ -1,6 +1,6 @@
 """Queues share the cluster by weight (Volcano's proportion).
 
-Each queue deserves a water-filled share of the schedulable capacity (`framework.fairness`): by
+Each queue deserves a water-filled share of the schedulable capacity (`gangs.fairness`): by
 weight, within its capability, no more than it asks for, no less than its guarantee; `deserved`
 in the Queue's spec fixes it. In the fair order the queue least far into its deserved share goes
 first; with the `preempt` plugin, a queue below its share may reclaim whole gangs from reclaimable

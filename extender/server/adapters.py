@@ -15,7 +15,7 @@ from kubernetes import client as k8s
 
 from extender.actions.bind import Binder, BindError
 from extender.api.scheduling import API_VERSION, PodGroup, default_queue
-from extender.framework.group_status import Event
+from extender.gangs.group_status import Event
 from extender.kube import (
     AsyncApi,
     KubeError,

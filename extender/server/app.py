@@ -10,7 +10,7 @@ Lease (`LEADING`), filter and bind calls wait and then refuse (`SERVING`): a dec
 cluster could bind a gang member whose PodGroup is not known yet, and two replicas deciding at once
 could split a gang. Standbys keep their cache warm but answer nothing and write nothing (readiness
 says so, so a Service sends the scheduler to the leader only). When a replica starts to serve,
-gangs found partly bound are admitted before anything else (`framework.recovery`) and reported,
+gangs found partly bound are admitted before anything else (`gangs.recovery`) and reported,
 and every PodGroup's status is brought up to date; its writers (status, queues, waker, preemptor)
 start only then. Losing the Lease stops the process.
 """
@@ -32,13 +32,13 @@ from extender.actions.bind import Binder
 from extender.api.candidates import CandidateParser
 from extender.cache.informer import Informers
 from extender.cache.state import ClusterState
-from extender.framework.fairness import dominant_share
-from extender.framework.gang import Gangs
-from extender.framework.group_status import Event
-from extender.framework.members import view_gang
 from extender.framework.policy import Policy
-from extender.framework.recovery import recover
 from extender.framework.session import Engine
+from extender.gangs.fairness import dominant_share
+from extender.gangs.group_status import Event
+from extender.gangs.ledger import Gangs
+from extender.gangs.members import view_gang
+from extender.gangs.recovery import recover
 from extender.kube import AsyncApi
 from extender.kube.leader import Elector, FollowOptions, LeaseFollower, LeaseOptions
 from extender.server.adapters import (

@@ -37,7 +37,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from extender.api.resources import CPU, MEMORY
-from extender.framework.queues import QueueView
+from extender.gangs.queues import QueueView
 
 # Filter and prioritize sit on the scheduler's serial path: resolve well below a millisecond.
 BUCKETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)

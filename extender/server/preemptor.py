@@ -2,7 +2,7 @@
 
 The background task wakes when a gang is refused for lack of capacity (and every `interval`
 seconds); when the fair order moved since its last pass found nothing, it asks
-`framework.preemption` for victims for the gangs short of capacity, most deserving first
+`preemption.plan` for victims for the gangs short of capacity, most deserving first
 (yielding to the event loop between gangs), and carries out the first preemption found:
 
 - a dry-run eviction of every victim pod first, so a PodDisruptionBudget that forbids one
@@ -24,11 +24,11 @@ import time
 from collections.abc import Awaitable, Callable
 
 from extender.cache.state import ClusterState
-from extender.framework.gang import Gangs
-from extender.framework.group_status import Event
-from extender.framework.members import WANTS_CAPACITY, Rejection
-from extender.framework.preemption import Preemption, candidates
-from extender.framework.victims import Rules, Unit
+from extender.gangs.group_status import Event
+from extender.gangs.ledger import Gangs
+from extender.gangs.members import WANTS_CAPACITY, Rejection
+from extender.preemption.plan import Preemption, candidates
+from extender.preemption.victims import Rules, Unit
 
 log = logging.getLogger(__name__)
 # namespace, name, uid, dry_run -> whether the pod was evicted (False: it was already gone)

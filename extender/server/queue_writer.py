@@ -3,7 +3,7 @@
 Anything a queue's status reads (a member bound or gone, a PodGroup created, deleted or moved to
 another phase, a Queue changed) only wakes the writer. It then waits `interval`, so that everything
 else that happens meanwhile joins the same pass, derives every queue's status
-(`framework.queue_status`) and merge-patches the queues whose status differs from what the API
+(`gangs.queue_status`) and merge-patches the queues whose status differs from what the API
 shows. However busy the cluster, a queue is written at most once per interval; an idle cluster is
 not written at all. The written status goes onto the cached Queue at once, so the next pass does
 not write it again before the watch delivers it.
@@ -25,8 +25,8 @@ from typing import Any
 
 from extender.api.scheduling import DEFAULT_QUEUE, Queue, QueueStatus
 from extender.cache.state import ClusterState
-from extender.framework.gang import Gangs
-from extender.framework.queue_status import phases_by_queue, queue_status, status_patch
+from extender.gangs.ledger import Gangs
+from extender.gangs.queue_status import phases_by_queue, queue_status, status_patch
 from extender.server.coalesce import Coalesced
 
 log = logging.getLogger(__name__)

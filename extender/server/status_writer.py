@@ -3,7 +3,7 @@
 Gang changes (a member created, bound, finished or gone; a PodGroup created; a gang admitted,
 released or rejected for a new reason) only *mark* the gang. A background task wakes on the first
 mark, waits `interval` so that what else happens meanwhile joins the same pass, then for each marked
-gang derives the status (`framework.group_status`; a waiting gang's Unschedulable condition carries
+gang derives the status (`gangs.group_status`; a waiting gang's Unschedulable condition carries
 the summary of `framework.explain.condition_message`, rewritten too when a reservation it names
 ends; a reservation made elsewhere does not rewrite every waiting gang's condition, which would be a
 write per waiting gang per admission: `lahar explain --extender` says it live), writes it when it
@@ -27,9 +27,9 @@ from typing import Any
 from extender.api.scheduling import PodGroup
 from extender.cache.state import ClusterState
 from extender.framework.explain import condition_message
-from extender.framework.gang import Gangs
-from extender.framework.group_status import Event, events, group_status, same_status
-from extender.framework.members import view_gang
+from extender.gangs.group_status import Event, events, group_status, same_status
+from extender.gangs.ledger import Gangs
+from extender.gangs.members import view_gang
 from extender.kube.reports import utc_now
 from extender.server.coalesce import Coalesced
 

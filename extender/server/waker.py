@@ -26,8 +26,8 @@ from collections.abc import Awaitable, Callable
 
 from extender.api.objects import Pod
 from extender.cache.state import ClusterState
-from extender.framework.gang import Gangs
-from extender.framework.members import view_gang
+from extender.gangs.ledger import Gangs
+from extender.gangs.members import view_gang
 
 log = logging.getLogger(__name__)
 RETRY_ANNOTATION = "lahar.io/retry"

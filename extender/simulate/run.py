@@ -7,7 +7,7 @@ started (a pod bound later, that long after its bind). A job ends when every one
 has run and ended, as a Volcano Job completes once all its replicas finished (with
 `minAvailable` below the replicas, the others run as room allows). Lahar's preemption evicts
 whole victim jobs, which restart (Volcano's PodEvicted -> RestartJob): new pods, waiting
-again. Everything Lahar decides goes through `scheduler` and `framework.preemption`, the
+again. Everything Lahar decides goes through `scheduler` and `preemption.plan`, the
 extender's own code.
 
 The run ends when every job has ended, or when nothing moved (no bind, end or eviction) for
@@ -33,10 +33,10 @@ from extender.actions.bind import BindError
 from extender.api.objects import Pod, PodStatus
 from extender.api.scheduling import task_of
 from extender.cache.state import ClusterState
-from extender.framework.members import WANTS_CAPACITY, Rejection
 from extender.framework.policy import Policy
-from extender.framework.preemption import Preemption, candidates
 from extender.framework.session import Engine
+from extender.gangs.members import WANTS_CAPACITY, Rejection
+from extender.preemption.plan import Preemption, candidates
 from extender.simulate import world
 from extender.simulate.clock import Clock, run, watched
 from extender.simulate.scheduler import Scheduler, binder_of
@@ -298,7 +298,7 @@ class Simulation:
 
     async def _preempt(self) -> None:
         """Lahar's preemptor on the simulated cluster: at most one preemption per interval, for
-        the most deserving gang short of capacity (`framework.preemption`)."""
+        the most deserving gang short of capacity (`preemption.plan`)."""
         settings, gangs = self.engine.preemption, self.engine.gangs
         if settings is None or gangs is None:
             return

@@ -37,9 +37,9 @@ from extender.api.objects import Pod
 from extender.api.scheduling import gang_key
 from extender.api.wire import ExtenderBindingArgs
 from extender.cache.state import ClusterState
-from extender.framework.gang_types import PLAIN
-from extender.framework.members import view_gang
 from extender.framework.session import Engine
+from extender.gangs.ledger import PLAIN
+from extender.gangs.members import view_gang
 from extender.simulate.clock import watched
 
 Bound = Callable[[Pod, str], None]

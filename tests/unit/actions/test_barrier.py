@@ -9,8 +9,7 @@ from extender.actions.barrier import Barrier
 from extender.actions.bind import BindError
 from extender.api.wire import ExtenderBindingArgs, ExtenderBindingResult
 from extender.cache.state import ClusterState
-from extender.framework.gang import Gangs
-from extender.framework.gang_types import GangSettings
+from extender.gangs.ledger import Gangs, GangSettings
 from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod
 
 

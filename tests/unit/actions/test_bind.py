@@ -9,8 +9,7 @@ import asyncio
 from extender.actions.barrier import Barrier
 from extender.actions.bind import bind
 from extender.api.wire import ExtenderBindingArgs
-from extender.framework.gang import Gangs
-from extender.framework.gang_types import GangSettings
+from extender.gangs.ledger import Gangs, GangSettings
 from tests.builders import cluster, make_group, make_node, make_pod
 
 

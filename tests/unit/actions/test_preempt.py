@@ -6,8 +6,8 @@ from __future__ import annotations
 from extender.actions.preempt import preempt
 from extender.api.wire import ExtenderPreemptionArgs
 from extender.cache.state import ClusterState
-from extender.framework.gang import Gangs
-from extender.framework.victims import Rules
+from extender.gangs.ledger import Gangs
+from extender.preemption.victims import Rules
 from tests.builders import cluster, make_node, make_pod, make_queue, running, waiting
 
 RULES = Rules()

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from extender.api.scheduling import GANG_GATE
 from extender.framework.explain import explain
-from extender.framework.gang import Gangs
-from extender.framework.gang_types import GangSettings
+from extender.gangs.ledger import Gangs, GangSettings
 from tests.builders import cluster, make_group, make_node, make_pod, make_queue, running, waiting
 
 

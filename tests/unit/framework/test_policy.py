@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from extender.framework.gang_types import GangSettings
 from extender.framework.policy import PolicyError, build_policy, load_policy
-from extender.framework.victims import Rules
+from extender.gangs.ledger import GangSettings
 from extender.plugins import REGISTRY
 from extender.plugins.binpack import Binpack
 from extender.plugins.predicates import Predicates
+from extender.preemption.victims import Rules
 
 REPO_POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
 

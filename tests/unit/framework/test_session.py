@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from extender.api.resources import CPU, Resources
 from extender.cache.state import ClusterState
-from extender.framework.gang_types import PLAIN, Admission, Verdict
-from extender.framework.placement import Slot
 from extender.framework.policy import Policy, build_policy
 from extender.framework.session import Engine
+from extender.gangs.ledger import PLAIN, Admission, Verdict
+from extender.gangs.placement import Slot
 from extender.plugins import REGISTRY
 from tests.builders import cluster, make_node, make_pod
 

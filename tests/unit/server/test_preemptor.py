@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 
 from extender.cache.state import ClusterState
-from extender.framework.gang import Gangs
-from extender.framework.group_status import Event
-from extender.framework.victims import Rules
+from extender.gangs.group_status import Event
+from extender.gangs.ledger import Gangs
+from extender.preemption.victims import Rules
 from extender.server.preemptor import Preemptor
 from tests.builders import cluster, make_node, running, waiting
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from extender.api.scheduling import Queue
-from extender.framework.gang import Gangs
+from extender.gangs.ledger import Gangs
 from extender.server.queue_writer import QueueWriter
 from tests.builders import cluster, make_group, make_node, make_pod, make_queue
 

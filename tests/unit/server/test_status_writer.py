@@ -6,8 +6,8 @@ import asyncio
 from typing import Any
 
 from extender.api.scheduling import PodGroup
-from extender.framework.gang import Gangs
-from extender.framework.group_status import Event
+from extender.gangs.group_status import Event
+from extender.gangs.ledger import Gangs
 from extender.server.status_writer import StatusWriter
 from tests.builders import cluster, make_group, make_node, make_pod
 

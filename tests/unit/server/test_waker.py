@@ -10,8 +10,7 @@ import contextlib
 from collections.abc import Callable
 
 from extender.api.scheduling import GANG_GATE
-from extender.framework.gang import Gangs
-from extender.framework.gang_types import GangSettings
+from extender.gangs.ledger import Gangs, GangSettings
 from extender.server.waker import RETRY_ANNOTATION, Waker
 from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod
 

@@ -27,10 +27,10 @@ from functools import cached_property
 from extender.api.objects import Pod
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo
-from extender.framework.fairness import overused, share
-from extender.framework.members import GangView
-from extender.framework.placement import Room, at_least_zero
-from extender.framework.queues import QueueView
+from extender.gangs.fairness import overused, share
+from extender.gangs.members import GangView
+from extender.gangs.placement import Room, at_least_zero
+from extender.gangs.queues import QueueView
 
 SEARCH_BUDGET = 1_000  # placement tries of the exact search before it settles for greedy's
 ENUMERATION_LIMIT = 50_000  # sets of one size listed at most

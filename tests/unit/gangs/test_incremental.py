@@ -18,9 +18,9 @@ from extender.api.objects import Pod
 from extender.api.resources import EMPTY, Resources
 from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
-from extender.framework.members import Unplaced, largest_first, view_gang
-from extender.framework.placement import Room
-from extender.framework.queues import QueueTally, account
+from extender.gangs.members import Unplaced, largest_first, view_gang
+from extender.gangs.placement import Room
+from extender.gangs.queues import QueueTally, account
 from tests.builders import cluster, make_group, make_node, make_pod
 
 GANGS = ["a", "b", "c"]

@@ -3,7 +3,7 @@
 A gang that waited past its starvation limit and does not fit aims at the nodes it would fit on
 were they empty (those it aimed at before first, then those with most free), placing its members
 first fit on their allocatable; it holds what is free there now, so freed capacity accumulates
-for it walk after walk (`framework.order` calls it at the gang's turn). Pure.
+for it walk after walk (`gangs.order` calls it at the gang's turn). Pure.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import itertools
 from collections.abc import Iterator, Mapping
 
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
-from extender.framework.members import GangView
-from extender.framework.placement import Room, choose
+from extender.gangs.members import GangView
+from extender.gangs.placement import Room, choose
 
 
 def drain(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from extender.api.resources import CPU
-from extender.framework.members import Deferred, Rejection, view_gang
+from extender.gangs.members import Deferred, Rejection, view_gang
 from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod
 
 FOUR = make_pod("x").cpu("4").model().request[CPU]

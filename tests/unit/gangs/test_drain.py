@@ -1,4 +1,4 @@
-"""Where a starving gang drains toward (`framework.drain`) is first fit member by member, largest
+"""Where a starving gang drains toward (`gangs.drain`) is first fit member by member, largest
 first, onto the nodes as if they were empty, from the previous targets then the nodes with most
 free: what drain did before it placed alike members node by node, written out here plainly and
 compared on random rooms with labels, selectors, previous targets and claimed capacity."""
@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo
-from extender.framework.drain import drain
-from extender.framework.members import GangView, largest_first, view_gang
-from extender.framework.placement import Room
+from extender.gangs.drain import drain
+from extender.gangs.members import GangView, largest_first, view_gang
+from extender.gangs.placement import Room
 from tests.builders import cluster, make_group, make_node, make_pod
 
 CPUS = ("500m", "1", "2", "3")

@@ -10,11 +10,11 @@ import pytest
 from extender.api.objects import ObjectMeta, PriorityClass
 from extender.api.scheduling import GANG_GATE
 from extender.cache.state import ClusterState
-from extender.framework.gang import Gangs
-from extender.framework.members import Deferred, Rejection
 from extender.framework.policy import build_policy
 from extender.framework.session import Engine
-from extender.framework.turns import Turn
+from extender.gangs.ledger import Gangs
+from extender.gangs.members import Deferred, Rejection
+from extender.gangs.turns import Turn
 from extender.plugins import REGISTRY
 from tests.builders import (
     PodBuilder,

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from extender.api.resources import Resources
-from extender.framework.fairness import (
+from extender.gangs.fairness import (
     Claim,
     dominant_share,
     overused,

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
-from extender.framework.gang import Gangs
-from extender.framework.members import GangView, view_gang
+from extender.gangs.ledger import Gangs
+from extender.gangs.members import GangView, view_gang
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from extender.api.objects import Pod
 from extender.api.quantity import format_units
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo, Snapshot
-from extender.framework.members import GangView, Planned, Rejection, Shape
+from extender.gangs.members import GangView, Planned, Rejection, Shape
 
 QUICK_REFUSAL = Rejection("NotEnoughResources", "")  # `plan` without explain: no room
 

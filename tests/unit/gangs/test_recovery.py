@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from extender.framework.gang import Gangs
-from extender.framework.recovery import partly_bound, recover
+from extender.gangs.ledger import Gangs
+from extender.gangs.recovery import partly_bound, recover
 from tests.builders import cluster, make_group, make_node, make_pod
 
 

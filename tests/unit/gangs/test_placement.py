@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from extender.api.objects import Pod
 from extender.api.resources import CPU, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo
-from extender.framework.members import largest_first
-from extender.framework.placement import Room
+from extender.gangs.members import largest_first
+from extender.gangs.placement import Room
 from tests.builders import cluster, make_node, make_pod
 
 CPUS = ("500m", "1", "2", "3", "4")

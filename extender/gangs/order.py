@@ -6,14 +6,14 @@ about), as Volcano's allocate action does:
 
 1. queues by their share of what they deserve, lowest first, re-ranked after every admission
    (so two saturated queues weighted 1:3 end up holding 1:3);
-2. within a queue, jobs in their rank (`framework.lineup`: starving first, then PriorityClass,
+2. within a queue, jobs in their rank (`gangs.lineup`: starving first, then PriorityClass,
    then DRF dominant share, then age).
 
 Each gang in turn is planned on the capacity that admitted gangs and the gangs before it leave
 (`Turn.slots`). One that does not fit claims nothing, so capacity is never left idle while a
 more deserving gang cannot use it (backfill), except for a *starving* gang refused for want of
 capacity: it holds the free capacity of the nodes it is draining toward (`Turn.targets`), so
-small gangs stop taking what it needs, until it fits (`framework.drain`). A gang the walk
+small gangs stop taking what it needs, until it fits (`gangs.drain`). A gang the walk
 passed over because others came first says who.
 
 Once no node has the cpu for the largest member of any gang in line (in a full cluster, most of
@@ -22,7 +22,7 @@ holds nothing (nobody in line could take what is free) and aims where it did bef
 time, where a drain would), and the others' refusals are worked out when read (`_full`): the
 walk hands them over as stretches of the lines, without looking at them one by one.
 Queue rules refuse before any plan: a Closed queue admits nothing new, a missing queue nothing
-(`framework.lineup`), and a gang never takes its queue past its capability. Pure.
+(`gangs.lineup`), and a gang never takes its queue past its capability. Pure.
 """
 
 from __future__ import annotations
@@ -30,16 +30,18 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 
 from extender.api.resources import EMPTY, Resources
 from extender.cache.snapshot import NodeInfo
-from extender.framework.drain import drain
-from extender.framework.fairness import share
-from extender.framework.lineup import Entry, Lineup, Ordering
-from extender.framework.members import WANTS_CAPACITY, Deferred, GangView, Rejection
-from extender.framework.placement import Room, choose, nodes_used, plan
-from extender.framework.queues import QueueView
-from extender.framework.turns import Run, Turn, Turns
+from extender.gangs.drain import drain
+from extender.gangs.fairness import share
+from extender.gangs.lineup import Entry, Lineup, Ordering
+from extender.gangs.members import WANTS_CAPACITY, Deferred, GangView, Rejection
+from extender.gangs.placement import Room, choose, nodes_used, plan
+from extender.gangs.queues import QueueView
+from extender.gangs.turns import Run, Turn, Turns
 
 
 def walk(
@@ -301,3 +303,17 @@ class _Claims:
             f"gang {gang.key}: the capacity it needs goes first to gangs ahead of it in the "
             f"fair order (queue share, priority, age): {named}",
         )
+
+
+@dataclass(frozen=True)
+class Order:
+    """One walk of the fair order and the state it was made in. The walk is taken as far as
+    asked: `turns` holds the turns reached so far, `rest` yields the others."""
+
+    number: int
+    made_at: tuple[int, ...]
+    valid_until: float  # the clock's time a gang starts starving or a backoff ends
+    turns: Turns
+    queues: dict[str, QueueView]
+    contenders: AbstractSet[str]  # keys, as the walk lined them up
+    rest: Iterator[Turn | Run]  # (runs: refusals whose turns `turns` makes when read)

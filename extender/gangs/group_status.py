@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from extender.api.scheduling import PodGroupCondition, PodGroupStatus
-from extender.framework.members import GangView, Rejection
+from extender.gangs.members import GangView, Rejection
 
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULED = "Scheduled"

@@ -4,7 +4,7 @@ kube-scheduler's preemption cannot help a gang: its dry run uses only in-tree fi
 is Lahar's) and knows nothing of gangs or queues. So Lahar decides itself, like Volcano's preempt
 and reclaim actions: for the gangs the fair order refused for want of capacity (`wanting`, most
 deserving first), `victims_for` picks the fewest whole victim gangs (or spare members) that let
-the whole gang fit (`framework.victims`), from a `Pool` gathered once per pass. Capacity that
+the whole gang fit (`preemption.victims`), from a `Pool` gathered once per pass. Capacity that
 terminating pods are about to free counts as free, so victims already evicted are not replaced
 by more. The server evicts them and reports. Pure.
 """
@@ -17,12 +17,12 @@ from functools import cached_property
 
 from extender.api.resources import EMPTY, Resources
 from extender.cache.state import ClusterState
-from extender.framework.gang import Gangs
-from extender.framework.gang_types import Order
-from extender.framework.members import WANTS_CAPACITY, GangView, Shape, gang_priority, view_gang
-from extender.framework.placement import choose as choose_members
-from extender.framework.queues import QueueView
-from extender.framework.victims import Rooms, Rules, Unit, choose, eligible, units_of
+from extender.gangs.ledger import Gangs
+from extender.gangs.members import WANTS_CAPACITY, GangView, Shape, gang_priority, view_gang
+from extender.gangs.order import Order
+from extender.gangs.placement import choose as choose_members
+from extender.gangs.queues import QueueView
+from extender.preemption.victims import Rooms, Rules, Unit, choose, eligible, units_of
 
 
 @dataclass(frozen=True)

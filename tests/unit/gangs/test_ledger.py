@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from extender.cache.state import ClusterState
-from extender.framework import placement as placement_module
-from extender.framework.members import view_gang
 from extender.framework.policy import build_policy
 from extender.framework.session import Engine, FilterOutcome
+from extender.gangs import placement as placement_module
+from extender.gangs.members import view_gang
 from extender.plugins import REGISTRY
 from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod
 

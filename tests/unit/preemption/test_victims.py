@@ -12,13 +12,14 @@ from hypothesis import strategies as st
 from extender.api.objects import ObjectMeta, PriorityClass
 from extender.api.resources import CPU, MEMORY, Resources
 from extender.cache.state import ClusterState
-from extender.framework import preemption, victims
-from extender.framework.gang import Gangs
-from extender.framework.members import view_gang
-from extender.framework.placement import Room
-from extender.framework.preemption import Pool, victims_for, wanting
-from extender.framework.queues import QueueView, account
-from extender.framework.victims import Rules, Unit, choose, eligible
+from extender.gangs.ledger import Gangs
+from extender.gangs.members import view_gang
+from extender.gangs.placement import Room
+from extender.gangs.queues import QueueView, account
+from extender.preemption import plan as preemption
+from extender.preemption import victims
+from extender.preemption.plan import Pool, victims_for, wanting
+from extender.preemption.victims import Rules, Unit, choose, eligible
 from tests.builders import cluster, make_node, make_pod, make_queue, running, waiting
 
 BOTH = Rules()

@@ -28,12 +28,15 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from extender.cache.state import ClusterState
-from extender.framework.gang_types import Admission, Waiting
-from extender.framework.lineup import Contender, Lineup, Ranking, kept_or_new, starving_limit
-from extender.framework.members import FollowsGangs, GangView, Rejection, Unplaced, view_gang
-from extender.framework.queues import QueueView
+from extender.gangs.lineup import Contender, Lineup, Ranking, kept_or_new, starving_limit
+from extender.gangs.members import FollowsGangs, GangView, Rejection, Unplaced, view_gang
+from extender.gangs.queues import QueueView
+
+if TYPE_CHECKING:  # (the ledger's records; the ledger keeps a Contending)
+    from extender.gangs.ledger import Admission, Waiting
 
 
 class Contending(FollowsGangs):

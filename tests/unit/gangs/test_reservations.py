@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from extender.api.resources import EMPTY
 from extender.cache.state import ClusterState
-from extender.framework.gang import Gangs
 from extender.framework.policy import load_policy
 from extender.framework.session import Engine
+from extender.gangs.ledger import Gangs
 from extender.plugins import REGISTRY
 from tests.builders import cluster, make_group, make_node, make_pod
 

@@ -17,8 +17,8 @@ from extender.api.quantity import format_units
 from extender.api.resources import EMPTY, Resources
 from extender.api.scheduling import DEFAULT_QUEUE, Queue, default_queue
 from extender.cache.state import ClusterState
-from extender.framework.fairness import Claim, overused, share, water_fill
-from extender.framework.members import FollowsGangs, Rejection, view_gang
+from extender.gangs.fairness import Claim, overused, share, water_fill
+from extender.gangs.members import FollowsGangs, Rejection, view_gang
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Who contends in the fair order, and at what rank: the lines `framework.order` takes turns from.
+"""Who contends in the fair order, and at what rank: the lines `gangs.order` takes turns from.
 
 A waiting gang is a `Contender` (since when it waits, and whether a rule refuses it before any
 plan: backing off, no PodGroup). Within its queue it is ranked by the policy's job-order plugins
@@ -8,7 +8,7 @@ sla plugin's, or the PodGroup's own `sla-waiting-time` annotation. A gang whose 
 or Closed is refused before any plan.
 
 `Lineup` keeps per queue its contenders sorted by rank, and the refusals, from walk to walk: a
-gang is put again only when what it is ranked by changed (`framework.contending` says which), so
+gang is put again only when what it is ranked by changed (`gangs.contending` says which), so
 lining up costs what changed, not what waits. A walk reads the lines without taking from them;
 the lineup counts its changes so that a walk cannot read lines changed under it. Pure.
 """
@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from extender.api.resources import Resources
-from extender.framework.fairness import dominant_share
-from extender.framework.members import GangView, Rejection
-from extender.framework.queues import QueueView
+from extender.gangs.fairness import dominant_share
+from extender.gangs.members import GangView, Rejection
+from extender.gangs.queues import QueueView
 
 
 @dataclass(frozen=True)

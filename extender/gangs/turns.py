@@ -1,4 +1,4 @@
-"""The turns a walk of the fair order was taken to (`framework.order`), kept for its readers.
+"""The turns a walk of the fair order was taken to (`gangs.order`), kept for its readers.
 
 A `Turn` says what the walk decided for one gang: its slots, or why it waits (and, for a starving
 gang, the nodes it drains toward). Past the point where nothing in line fits, the walk gives
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from extender.api.resources import Resources
-from extender.framework.lineup import Entry, Line
-from extender.framework.members import Rejection
-from extender.framework.placement import Slot
+from extender.gangs.lineup import Entry, Line
+from extender.gangs.members import Rejection
+from extender.gangs.placement import Slot
 
 
 @dataclass(slots=True)  # (not frozen: a walk makes thousands, and frozen ones cost twice)

@@ -4,7 +4,7 @@
 is *admitted* when a placement plan for its unplaced members up to `minMember` (and each task's
 `minTaskMember`; `minResources` when set) fits the capacity left after the reservations of gangs
 admitted before it and the claims of the waiting gangs ahead of it in the fair order
-(`framework.order`, walked once per cluster change, and for a filter call only as far as the gang
+(`gangs.order`, walked once per cluster change, and for a filter call only as far as the gang
 asked about: the turns after it cannot change its turn). The plan's slots are then *reserved*: other
 pods are filtered away from that capacity, and a member may use its own slot or any capacity
 nobody reserved. A slot is consumed when its member is bound (or assumed at the bind barrier); the
@@ -30,10 +30,9 @@ from extender.api.resources import EMPTY, Resources
 from extender.api.scheduling import gang_key
 from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
-from extender.framework.contending import Contending
-from extender.framework.gang_types import PLAIN, Admission, GangSettings, Order, Verdict, Waiting
-from extender.framework.lineup import Ordering, Ranking
-from extender.framework.members import (
+from extender.gangs.contending import Contending
+from extender.gangs.lineup import Ordering, Ranking
+from extender.gangs.members import (
     GangView,
     Marked,
     Rejection,
@@ -42,10 +41,54 @@ from extender.framework.members import (
     parked,
     view_gang,
 )
-from extender.framework.order import walk
-from extender.framework.placement import KeptRoom, Room, Slot, plan
-from extender.framework.queues import QueueTally, QueueView, account
-from extender.framework.turns import Run, Turn, Turns
+from extender.gangs.order import Order, walk
+from extender.gangs.placement import KeptRoom, Room, Slot, plan
+from extender.gangs.queues import QueueTally, QueueView, account
+from extender.gangs.turns import Run, Turn, Turns
+
+
+@dataclass(frozen=True)
+class GangSettings:
+    barrier_timeout: float = 20.0  # seconds; below the scheduler's httpTimeout
+    backoff: float = 10.0  # seconds a gang waits after its barrier timed out
+    reservation_timeout: float = 60.0  # seconds an admitted gang may hold capacity without progress
+    # Pods of admitted gangs not yet at the bind barrier (their slots) beyond which no gang held
+    # by Lahar's gate is let in: what kube-scheduler's queue holds of gangs at once, so that an
+    # admitted gang's members reach the barrier together however long the backlog.
+    max_pods_in_flight: int = 256
+
+
+@dataclass
+class Admission:
+    slots: dict[str, Slot]  # member uid -> its reserved place, until the member is bound
+    progress_at: float
+    admitted_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A gang that was refused: since when, why, and the order it was refused in (if it was
+    ordered): while that order stands the answer is the same, without looking at the gang again."""
+
+    since: float
+    rejection: Rejection
+    refused_in: int | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """For one pod: None reason = go on (plain fit, minus reservations); else fail every node.
+
+    `credit` is, per node, the reservation of the pod's own gang it may take there: its own
+    slot's, and on other nodes a slot of its gang planned for a member asking the same (the
+    member binding there takes that slot and leaves its own to the other), so the pod may go to
+    any node the scheduler offers that has room once the other gangs' reservations are kept."""
+
+    reason: str | None = None
+    credit: Mapping[str, Resources] = field(default_factory=dict)
+
+
+PLAIN = Verdict()
 
 
 @dataclass
@@ -116,7 +159,7 @@ class Gangs:
             self._reserved_at = self.version
 
     def queues(self, state: ClusterState) -> dict[str, QueueView]:
-        """Every queue's figures (`framework.queues.account`), computed once per cluster change
+        """Every queue's figures (`gangs.queues.account`), computed once per cluster change
         and admission; reading them changes nothing (metrics and the queue writer read them)."""
         key = self._state_key(state)
         if self._queues is None or self._queues[0] != key:

@@ -17,19 +17,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extender.api.resources import Resources
-from extender.framework import contending as contending_module
-from extender.framework.contending import Contending
-from extender.framework.lineup import Contender, Lineup, Ordering, Ranking
-from extender.framework.members import Deferred, view_gang
-from extender.framework.order import walk
 from extender.framework.policy import build_policy
-from extender.framework.turns import Run, Turn
+from extender.gangs import contending as contending_module
+from extender.gangs.contending import Contending
+from extender.gangs.lineup import Contender, Lineup, Ordering, Ranking
+from extender.gangs.members import Deferred, view_gang
+from extender.gangs.order import walk
+from extender.gangs.turns import Run, Turn
 from extender.plugins import REGISTRY
 from extender.simulate.run import simulate
 from extender.simulate.synthetic import generate
 from extender.simulate.trace import parse_trace
 from tests.builders import make_group, make_pod
-from tests.unit.framework.test_order import Gang, Scenario, ask, engine, state_of
+from tests.unit.gangs.test_order import Gang, Scenario, ask, engine, state_of
 
 POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
 
