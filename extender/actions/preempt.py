@@ -67,7 +67,8 @@ def preempt(
     if gangs is None or rules is None:
         return PreemptDecision(NOTHING, f"gang {key}: preemption is off in Lahar's policy")
     gang = view_gang(state, key)
-    settled = key in gangs.admissions or gang.stands  # its capacity is held or used already
+    # Admitted or standing: its capacity is held or used already.
+    settled = gangs.admission(key) is not None or gang.stands
     order = None if settled else gangs.order(state, state.view().nodes, asking=gang)
     turn = order.turns.get(key) if order is not None else None
     refusal = turn.rejection if turn is not None else None

@@ -53,7 +53,6 @@ class ClusterState:
         # What the layers above derive from one gang (gangs.members' views), kept until the
         # gang's pods, their placements or its PodGroup change: a filter call at thousands of
         # gangs reads every gang, and nearly all are as they were at the call before.
-        self.gang_memo: dict[str, object] = {}
         self._gang_changes = ChangeLog()  # which gang changed at which gang generation
         # Grows whenever a gang's pods or PodGroup change: with `generation`, it keys gang plans.
         self.groups_version = 0
@@ -352,7 +351,6 @@ class ClusterState:
             self.arrivals.pop(key, None)
 
     def _touch_gang(self, key: str) -> None:
-        self.gang_memo.pop(key, None)
         self._gang_changes.record(key)
 
     def _place(self, uid: str, wanted: Placement | None) -> None:

@@ -54,9 +54,9 @@ def explain(state: ClusterState, gangs: Gangs, key: str) -> Explanation:
     if gang.stands:
         verdict = "Standing"
         lines.append("it stands: minMember members are placed; more members bind as they fit")
-    elif key in gangs.admissions:
+    elif (admitted := gangs.admission(key)) is not None:
         verdict = "Admitted"
-        slots = gangs.admissions[key].slots
+        slots = admitted.slots
         held = sorted({slot.node for slot in slots.values()})
         lines.append(
             f"admitted: capacity is reserved for {len(slots)} members on {', '.join(held)}; "
@@ -76,7 +76,7 @@ def _waiting(
     key = gang.key
     order = gangs.order(state, nodes)
     turn = order.turns.get(key)
-    waiting = gangs.waiting.get(key)
+    waiting = gangs.refusal(key)
     lines: list[str] = []
     blocked = gangs.blocked(gang)
     if waiting is not None:
@@ -125,7 +125,7 @@ def condition_message(
 
 
 def _backoff_left(gangs: Gangs, key: str) -> float:
-    return gangs.backoff_until.get(key, 0.0) - gangs.clock()
+    return (gangs.backoff_ends(key) or 0.0) - gangs.clock()
 
 
 def _holding(gangs: Gangs, key: str) -> list[str]:
@@ -146,7 +146,7 @@ def _members(gang: GangView, nodes: Mapping[str, NodeInfo], gangs: Gangs) -> lis
         asks = Resources({k: v for k, v in pod.request.items() if k != PODS}).describe()
         kinds.setdefault((task_of(pod), asks or "no resources"), []).append(pod)
     held = dict(gangs.reserved())
-    admission = gangs.admissions.get(gang.key)
+    admission = gangs.admission(gang.key)
     for slot in admission.slots.values() if admission is not None else ():
         held[slot.node] = held[slot.node] - slot.request
     room = Room(nodes, held)

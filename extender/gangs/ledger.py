@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, KeysView, Mapping
 from dataclasses import dataclass, field, replace
 
 from extender.api.objects import Pod
@@ -96,9 +96,9 @@ class Gangs:
     settings: GangSettings = field(default_factory=GangSettings)
     clock: Callable[[], float] = time.monotonic
     ordering: Ordering = field(default_factory=Ordering)
-    admissions: dict[str, Admission] = field(default_factory=dict)
-    backoff_until: dict[str, float] = field(default_factory=dict)
-    waiting: dict[str, Waiting] = field(default_factory=dict)  # refused gangs
+    _admissions: dict[str, Admission] = field(default_factory=dict)
+    _backoff_until: dict[str, float] = field(default_factory=dict)
+    _waiting: dict[str, Waiting] = field(default_factory=dict)  # refused gangs
     version: int = 0
     on_admitted: list[Callable[[str], None]] = field(default_factory=list)
     on_released: list[Callable[[str], None]] = field(default_factory=list)
@@ -120,6 +120,34 @@ class Gangs:
     _room: KeptRoom = field(default_factory=KeptRoom)  # the nodes' free capacity, walk to walk
 
     # -- reading -------------------------------------------------------------------------------
+
+    def admission(self, key: str) -> Admission | None:
+        """The gang's admission: the slots its unbound members hold (None: not admitted)."""
+        return self._admissions.get(key)
+
+    def admitted(self) -> KeysView[str]:
+        """The keys of the admitted gangs."""
+        return self._admissions.keys()
+
+    def refusal(self, key: str) -> Waiting | None:
+        """Why and since when the gang waits, when it was refused (None: it was not)."""
+        return self._waiting.get(key)
+
+    def refused(self) -> KeysView[str]:
+        """The keys of the gangs refused and waiting."""
+        return self._waiting.keys()
+
+    def backoff_ends(self, key: str) -> float | None:
+        """When the gang's backoff ends (the clock's time; None: it was not backed off)."""
+        return self._backoff_until.get(key)
+
+    def moments(self, now: float, *, backoffs: bool = True) -> list[float]:
+        """The times after `now` at which the ledger moves with no cluster event: a backoff ends
+        (with `backoffs`), an admission making no progress times out."""
+        timeout = self.settings.reservation_timeout
+        found = [t for t in self._backoff_until.values() if t > now] if backoffs else []
+        found += [a.progress_at + timeout for a in self._admissions.values()]
+        return [t for t in found if t > now]
 
     def reserved(self) -> Mapping[str, Resources]:
         """Per node, the capacity held by admitted gangs' unconsumed slots."""
@@ -151,7 +179,7 @@ class Gangs:
         if self._reserved_at != self.version:
             by_node: dict[str, Resources] = {}
             by_gang: dict[str, Resources] = {}
-            for key, admission in self.admissions.items():
+            for key, admission in self._admissions.items():
                 for slot in admission.slots.values():
                     by_node[slot.node] = by_node.get(slot.node, EMPTY) + slot.request
                     by_gang[key] = by_gang.get(key, EMPTY) + slot.request
@@ -180,7 +208,7 @@ class Gangs:
         key = gang_key(pod)
         if key is None:
             return PLAIN
-        waiting = self.waiting.get(key)
+        waiting = self._waiting.get(key)
         current = self._fresh(state)
         if waiting is not None and current is not None and waiting.refused_in == current.number:
             return Verdict(waiting.rejection.message)  # refused in this very order already
@@ -304,9 +332,9 @@ class Gangs:
             queues,
             ranking,
             asking=asking,
-            waiting=self.waiting,
-            admissions=self.admissions,
-            backoff_until=self.backoff_until,
+            waiting=self._waiting,
+            admissions=self._admissions,
+            backoff_until=self._backoff_until,
             schedulers=frozenset(self.schedulers),
             timeout=self.settings.reservation_timeout,
             blocked=self._blocked,
@@ -328,10 +356,10 @@ class Gangs:
         )
         # Valid until a backoff ends or a contender's standing moves with the clock. (Backoffs
         # over are dropped here: gangs that backed off once and then ended would pile up.)
-        over = [key for key, until in self.backoff_until.items() if until <= now]
+        over = [key for key, until in self._backoff_until.items() if until <= now]
         for key in over:
-            del self.backoff_until[key]
-        moments = list(self.backoff_until.values())
+            del self._backoff_until[key]
+        moments = list(self._backoff_until.values())
         self._order = Order(
             next(self._walks),
             self._state_key(state),
@@ -348,8 +376,8 @@ class Gangs:
         refused by Lahar, or never asked about because the scheduler found no node before it
         (not those Lahar's gate holds: `let_in` answers for them). The walk goes only as far as
         the last of them, and not at all when there is none."""
-        wanted = {k for k in self.waiting if k not in self._held} | set(self._parked.keys(state))
-        wanted -= self.admissions.keys()
+        wanted = {k for k in self._waiting if k not in self._held} | set(self._parked.keys(state))
+        wanted -= self._admissions.keys()
         found: list[str] = []
         if not wanted:
             return found
@@ -378,7 +406,7 @@ class Gangs:
 
     def backing_off(self, key: str) -> Rejection | None:
         """Why the gang waits while it backs off (None: it does not)."""
-        if key in self.backoff_until and self.backoff_until[key] > self.clock():
+        if key in self._backoff_until and self._backoff_until[key] > self.clock():
             return Rejection(
                 "BackingOff",
                 f"gang {key}: backing off {self.settings.backoff:.0f}s because its members did "
@@ -419,10 +447,10 @@ class Gangs:
     def _reject(self, key: str, rejection: Rejection, refused_in: int | None) -> Verdict:
         """Remember why the gang waits; tell listeners when it is rejected anew or for a new
         cause (not once per member asked, nor when only the figures in the message moved)."""
-        previous = self.waiting.get(key)
+        previous = self._waiting.get(key)
         pending_since = self._contending.pending_since
         since = previous.since if previous is not None else pending_since.get(key, self.clock())
-        self.waiting[key] = Waiting(since, rejection, refused_in)
+        self._waiting[key] = Waiting(since, rejection, refused_in)
         if previous is None:
             self._contending.touch(key)
         # A new contender the order does not know may change the others' turns; one refused
@@ -437,9 +465,9 @@ class Gangs:
 
     def forget(self, key: str) -> None:
         """Drop what is remembered of a gang that waited (admitted now, or gone)."""
-        if self.waiting.pop(key, None) is not None:
+        if self._waiting.pop(key, None) is not None:
             self._order = None  # one contender fewer: the others' turns may change
-        self.backoff_until.pop(key, None)
+        self._backoff_until.pop(key, None)
         self._contending.touch(key)
         self._targets.pop(key, None)
         self._let_in_since.pop(key, None)
@@ -453,7 +481,7 @@ class Gangs:
         node on that credit); else its own, wherever it was (the member found room nobody
         held). An admission whose every slot is consumed has done its work and ends."""
         self._tally()
-        for key, admission in self.admissions.items():
+        for key, admission in self._admissions.items():
             slots = admission.slots
             own = slots.get(uid)
             if own is None:
@@ -474,7 +502,7 @@ class Gangs:
             admission.progress_at = self.clock()
             self._hold(key, [taken], more=False)
             if not slots:
-                del self.admissions[key]
+                del self._admissions[key]
                 self._contending.touch(key)
             return
 
@@ -483,21 +511,21 @@ class Gangs:
         (`actions.barrier`'s patience): their slots hold their places again, which their
         assumptions held until now, so nobody can have taken them."""
         self._tally()
-        admission = self.admissions.get(key)
+        admission = self._admissions.get(key)
         if admission is None:  # (every slot was consumed: the admission had ended)
             now = self.clock()
-            admission = self.admissions[key] = Admission({}, now, now)
+            admission = self._admissions[key] = Admission({}, now, now)
             self._contending.touch(key)
         self._hold(key, [s for uid, s in slots.items() if uid not in admission.slots], more=True)
         admission.slots.update(slots)
 
     def in_flight(self) -> int:
         """Members of admitted gangs not at the bind barrier yet: their unconsumed slots."""
-        return sum(len(admission.slots) for admission in self.admissions.values())
+        return sum(len(admission.slots) for admission in self._admissions.values())
 
     def admitted_at(self, key: str) -> float | None:
         """When the gang was admitted (the clock's time); None when it is not."""
-        admission = self.admissions.get(key)
+        admission = self._admissions.get(key)
         return admission.admitted_at if admission is not None else None
 
     def let_in(self, state: ClusterState, nodes: Mapping[str, NodeInfo]) -> list[str]:
@@ -523,7 +551,7 @@ class Gangs:
                 if key not in self._held:
                     continue
                 if turn.rejection is not None:
-                    previous = self.waiting.get(key)
+                    previous = self._waiting.get(key)
                     if previous is None or previous.rejection.cause != turn.rejection.cause:
                         self._reject(key, turn.rejection.settled(), order.number)
                     continue
@@ -537,18 +565,18 @@ class Gangs:
             if going:  # the walk counted their slots as claimed: every other turn stands
                 self._order = replace(order, made_at=self._state_key(state))
         for key in keys:
-            if key in self.admissions or view_gang(state, key).stands:
+            if key in self._admissions or view_gang(state, key).stands:
                 going[key] = None
         return list(going)
 
     def release(self, key: str, *, back_off: bool = False) -> None:
         self._contending.touch(key)
         self._tally()
-        admission = self.admissions.pop(key, None)
+        admission = self._admissions.pop(key, None)
         if admission is not None:
             self._hold(key, admission.slots.values(), more=False)
         if back_off:
-            self.backoff_until[key] = self.clock() + self.settings.backoff
+            self._backoff_until[key] = self.clock() + self.settings.backoff
             self._order = None  # the order may have let it in: it no longer may
         for callback in self.on_released:
             callback(key)
@@ -558,7 +586,7 @@ class Gangs:
         waiting gangs the order let in that did not come for their capacity in that time (so
         they stop blocking the gangs behind them); their keys."""
         deadline = self.clock() - self.settings.reservation_timeout
-        stale = [k for k, a in self.admissions.items() if a.progress_at < deadline]
+        stale = [k for k, a in self._admissions.items() if a.progress_at < deadline]
         stale += [k for k, since in self._let_in_since.items() if since < deadline]
         for key in stale:
             self._let_in_since.pop(key, None)
@@ -568,10 +596,10 @@ class Gangs:
     def _admit(self, gang: GangView, slots: dict[str, Slot]) -> None:
         now = self.clock()
         self._tally()
-        previous = self.admissions.get(gang.key)
+        previous = self._admissions.get(gang.key)
         if previous is not None:
             self._hold(gang.key, previous.slots.values(), more=False)
-        self.admissions[gang.key] = Admission(slots, now, now)
+        self._admissions[gang.key] = Admission(slots, now, now)
         self._hold(gang.key, slots.values(), more=True)
         self.forget(gang.key)  # (which has the order look at it again)
         for callback in self.on_admitted:
@@ -580,7 +608,7 @@ class Gangs:
     def _current(self, gang: GangView) -> Admission | None:
         """The gang's admission, brought up to the state: slots of members placed or gone are
         dropped; an admission that no longer covers the gang is released to be planned again."""
-        admission = self.admissions.get(gang.key)
+        admission = self._admissions.get(gang.key)
         if admission is None:
             return None
         pending = {pod.metadata.uid for pod in gang.pending}

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from extender.api.objects import Pod, Toleration
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
@@ -184,11 +185,14 @@ def alike(one: Pod, other: Pod) -> bool:
 
 
 def view_gang(state: ClusterState, key: str) -> GangView:
-    """The gang as the state shows it now: kept in the state's memo until the gang changes, so
-    a view (and what its properties computed) is shared by every reader until then. Readers
-    must not change its lists."""
-    kept = state.gang_memo.get(key)
-    if isinstance(kept, GangView):
+    """The gang as the state shows it now: kept until the gang changes (`_Views`), so a view (and
+    what its properties computed) is shared by every reader until then. Readers must not change
+    its lists."""
+    views = _VIEWS.get(state)
+    if views is None:
+        views = _VIEWS[state] = _Views()
+    kept = views.get(state, key)
+    if kept is not None:
         return kept
     placed: list[Pod] = []
     pending: list[Pod] = []
@@ -207,7 +211,7 @@ def view_gang(state: ClusterState, key: str) -> GangView:
     arrival = state.arrivals.get(key, 0)
     view = GangView(key, group, placed, succeeded, pending, failed, arrival)
     if key in state.pod_groups or key in state.members:  # nothing is kept for unknown keys
-        state.gang_memo[key] = view
+        views.keep(key, view)
     return view
 
 
@@ -221,6 +225,8 @@ class FollowsGangs(ABC):
         self._at = -1  # the state's gang generation seen so far
 
     def catch_up(self, state: ClusterState) -> None:
+        if self._at == state.gang_generation:
+            return  # no gang changed since
         changed = state.gangs_changed(self._at)
         if changed is None:  # first call, or too far behind: every gang again
             self._start_over()
@@ -351,3 +357,29 @@ def gang_priority(state: ClusterState, gang: GangView) -> int:
         if known is not None:
             return known.value
     return gang.highest_priority
+
+
+class _Views(FollowsGangs):
+    """The gang views computed since their gangs last changed, per cluster state: a gang's view
+    is dropped when the state's gang change log names it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._views: dict[str, GangView] = {}
+
+    def get(self, state: ClusterState, key: str) -> GangView | None:
+        self.catch_up(state)
+        return self._views.get(key)
+
+    def keep(self, key: str, view: GangView) -> None:
+        self._views[key] = view
+
+    def _start_over(self) -> None:
+        self._views.clear()
+
+    def _changed(self, state: ClusterState, key: str) -> None:
+        self._views.pop(key, None)
+
+
+# Per cluster state (held weakly: a state that is gone takes its views along).
+_VIEWS: WeakKeyDictionary[ClusterState, _Views] = WeakKeyDictionary()

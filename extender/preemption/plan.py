@@ -70,7 +70,7 @@ class Pool:
             if node is not None:
                 freeing[node] = freeing.get(node, EMPTY) + state.pods[uid].request
         for key in state.pod_groups:
-            if key not in gangs.admissions:
+            if gangs.admission(key) is None:
                 units += _units(state, view_gang(state, key))
         return cls(units, freeing)
 
@@ -168,7 +168,7 @@ def wanting(order: Order, gangs: Gangs) -> list[str]:
         for key, turn in order.turns.items()
         if turn.rejection is not None
         and turn.rejection.cause in WANTS_CAPACITY
-        and key in gangs.waiting
+        and gangs.refusal(key) is not None
     ]
 
 

@@ -173,7 +173,7 @@ def _gang_rules(app: web.Application, gangs: Gangs, binder: Binder) -> None:
     metrics.members_held.set_function(barrier.holding)
     gangs.on_admitted.append(lambda key: metrics.gangs_admitted.inc())
     gangs.on_rejected.append(lambda key, why: metrics.gang_rejections.labels(why.cause).inc())
-    metrics.pending_gangs.set_function(lambda: len(gangs.waiting))
+    metrics.pending_gangs.set_function(lambda: len(gangs.refused()))
     metrics.pods_in_flight.set_function(gangs.in_flight)
     metrics.registry.register(QueueGauges(lambda: _queue_figures(app[STATE], gangs)))
 
@@ -229,9 +229,9 @@ def _queue_figures(state: ClusterState, gangs: Gangs) -> QueueFigures:
     total = state.capacity()
     waiting: Counter[str] = Counter()
     shares = {}
-    for key in {*state.pod_groups, *gangs.waiting}:
+    for key in {*state.pod_groups, *gangs.refused()}:
         gang = view_gang(state, key)
-        if key in gangs.waiting:
+        if key in gangs.refused():
             waiting[gang.queue] += 1
         if gang.group is not None and (gang.placed or gang.pending):  # finished: no series
             meta = gang.group.metadata

@@ -86,7 +86,7 @@ class Preemptor:
 
     async def one_pass(self) -> bool:
         """Look for one preemption and carry it out; whether victims were evicted."""
-        if not self.gangs.waiting:
+        if not self.gangs.refused():
             return False  # nobody was refused: nobody to preempt for (and no walk to take)
         order = self.gangs.order(self.state, self.state.view().nodes)
         if order.number == self._fruitless:

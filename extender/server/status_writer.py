@@ -74,7 +74,7 @@ class StatusWriter(Coalesced):
 
     def mark(self, key: str) -> None:
         self._dirty.add(key)
-        if key in self._named and key not in self.gangs.admissions:
+        if key in self._named and self.gangs.admission(key) is None:
             self._dirty |= self._named.pop(key)
         self.poke()
 
@@ -107,8 +107,8 @@ class StatusWriter(Coalesced):
         if group is None:
             return
         gang = view_gang(self.state, key)
-        admitted = key in self.gangs.admissions
-        waiting = self.gangs.waiting.get(key)
+        admitted = self.gangs.admission(key) is not None
+        waiting = self.gangs.refusal(key)
         rejection = None if waiting is None or admitted or gang.stands else waiting.rejection
         if rejection is None and not admitted and not gang.stands:
             # (released with a backoff: its members did not all come; no verdict says so)
@@ -116,7 +116,7 @@ class StatusWriter(Coalesced):
         if rejection is not None:  # the condition says all that explains the wait
             message = condition_message(self.state, self.gangs, gang, rejection, self.wall())
             rejection = dataclasses.replace(rejection, message=message)
-            for holder in self.gangs.admissions:
+            for holder in self.gangs.admitted():
                 if holder != key:
                     self._named.setdefault(holder, set()).add(key)
         wanted = group_status(

@@ -78,7 +78,7 @@ class Waker:
 
     def _released(self, key: str) -> None:
         self.poke()
-        until = self.gangs.backoff_until.get(key)
+        until = self.gangs.backoff_ends(key)
         if until is not None:  # retry the gang itself when its backoff ends
             delay = max(0.0, until - self.gangs.clock()) + self.delay
             asyncio.get_running_loop().call_later(delay, self.poke)
@@ -106,7 +106,8 @@ class Waker:
         while True:
             key = await self._queue.get()
             gang = view_gang(self.state, key)
-            going = key in self.gangs.admissions or gang.stands  # (let in, or placed already)
+            # (let in, or placed already)
+            going = self.gangs.admission(key) is not None or gang.stands
             held = [p for p in gang.held if going and p.metadata.uid not in self._lifting]
             if held:
                 log.info("gang %s is let in: lifting the gate of %d pods", key, len(held))

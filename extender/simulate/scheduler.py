@@ -176,11 +176,7 @@ class Scheduler:
             return
         loop = asyncio.get_running_loop()
         now = loop.time()
-        moments = [t for t in gangs.backoff_until.values() if t > now] if self.parked else []
-        moments += [
-            a.progress_at + gangs.settings.reservation_timeout for a in gangs.admissions.values()
-        ]
-        due = min((t for t in moments if t > now), default=None)
+        due = min(gangs.moments(now, backoffs=bool(self.parked)), default=None)
         if due is not None and (self._reminder is None or self._reminder.when() != due):
             if self._reminder is not None:
                 self._reminder.cancel()

@@ -74,7 +74,7 @@ def test_a_gang_that_does_not_come_together_binds_nothing_and_backs_off() -> Non
             assert result.error.startswith("gang default/g: only 2 of 3 members were placed")
         assert bound == []
         assert not state.is_assumed("g-0") and not state.is_assumed("g-1")
-        assert gangs.backoff_until["default/g"] > gangs.clock()
+        assert gangs.backoff_ends("default/g") > gangs.clock()
 
     asyncio.run(main())
 
@@ -129,7 +129,7 @@ def test_a_held_call_the_scheduler_abandons_leaves_no_timer_behind() -> None:
         assert barrier.holding("default/g") == 0
         assert not state.is_assumed("g-0")
         await asyncio.sleep(0.3)  # past the barrier timeout: nothing fires, no backoff
-        assert "default/g" not in gangs.backoff_until
+        assert gangs.backoff_ends("default/g") is None
         assert bound == []
 
     asyncio.run(main())
@@ -146,7 +146,7 @@ def admitted(
         bound.append(name)
 
     verdict = gangs.verdict(state, state.view().nodes, state.pods["g-0"])
-    assert verdict.reason is None and "default/g" in gangs.admissions
+    assert verdict.reason is None and "default/g" in gangs.admitted()
     return state, gangs, Barrier(state, gangs, binder), bound
 
 
@@ -163,8 +163,8 @@ def test_a_gang_whose_missing_members_wait_in_the_queue_keeps_its_reservation() 
         for result in results:
             assert "1 more wait in the scheduler's queue" in result.error
         assert retried == ["default/g"]
-        assert "default/g" not in gangs.backoff_until
-        assert sorted(gangs.admissions["default/g"].slots) == ["g-0", "g-1", "g-2"]
+        assert gangs.backoff_ends("default/g") is None
+        assert sorted(gangs.admission("default/g").slots) == ["g-0", "g-1", "g-2"]
         assert not state.is_assumed("g-0")
         again = await asyncio.gather(call(barrier, 0), call(barrier, 1), call(barrier, 2))
         assert [r.error for r in again] == ["", "", ""]
@@ -181,8 +181,8 @@ def test_a_gang_whose_missing_member_cannot_come_backs_off() -> None:
     async def main() -> None:
         results = await asyncio.gather(call(barrier, 0), call(barrier, 1))
         assert all("backing off" in r.error for r in results)
-        assert gangs.backoff_until["default/g"] > gangs.clock()
-        assert "default/g" not in gangs.admissions
+        assert gangs.backoff_ends("default/g") > gangs.clock()
+        assert "default/g" not in gangs.admitted()
         assert bound == []
 
     asyncio.run(main())
@@ -192,7 +192,7 @@ def test_patience_ends_once_the_gang_was_admitted_the_reservation_timeout_ago() 
     now = [0.0]
     _, gangs, barrier, bound = admitted(members=3, min_member=3, reservation_timeout=30)
     gangs.clock = lambda: now[0]
-    gangs.admissions["default/g"].admitted_at = -31.0
+    gangs.admission("default/g").admitted_at = -31.0
 
     async def main() -> None:
         results = await asyncio.gather(call(barrier, 0), call(barrier, 1))

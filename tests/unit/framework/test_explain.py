@@ -63,11 +63,11 @@ def test_a_gang_behind_another_names_it_and_its_backoff() -> None:
     state = cluster([make_node("n0").cpu("4")])
     waiting(state, "first", 2, cpu="2")
     waiting(state, "second", 2, cpu="2")
-    gangs = Gangs()
+    gangs = Gangs(GangSettings(backoff=30.0))
     nodes = state.view().nodes
     gangs.verdict(state, nodes, state.pods["uid-default-first-0"])  # admitted: holds n0
     gangs.verdict(state, nodes, state.pods["uid-default-second-0"])
-    gangs.backoff_until["default/second"] = gangs.clock() + 30
+    gangs.release("default/second", back_off=True)
     text = explain(state, gangs, "default/second").text()
     assert "gangs holding reservations: default/first" in text
     assert "backing off for 30s more" in text or "backing off for 29s more" in text

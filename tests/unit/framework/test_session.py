@@ -13,7 +13,7 @@ from extender.api.resources import CPU, Resources
 from extender.cache.state import ClusterState
 from extender.framework.policy import Policy, build_policy
 from extender.framework.session import Engine
-from extender.gangs.ledger import PLAIN, Admission, Verdict
+from extender.gangs.ledger import PLAIN, Verdict
 from extender.gangs.placement import Slot
 from extender.plugins import REGISTRY
 from tests.builders import cluster, make_node, make_pod
@@ -63,8 +63,7 @@ def test_without_reasons_the_same_nodes_pass(verdict: Verdict, passing: list[str
     )
     engine = Engine(make_policy("gang", "predicates"))
     assert engine.gangs is not None
-    engine.gangs.admissions["default/g"] = Admission({"m0": HELD}, progress_at=0.0)
-    engine.gangs.version += 1
+    engine.gangs.restore("default/g", {"m0": HELD})
     session = engine.session(state.snapshot())
     pod = make_pod("p").cpu("4").model()
     names = ["small", "full", "held", "ok", "ghost"]

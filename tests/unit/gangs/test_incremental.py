@@ -18,6 +18,7 @@ from extender.api.objects import Pod
 from extender.api.resources import EMPTY, Resources
 from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
+from extender.gangs import members as members_module
 from extender.gangs.members import Unplaced, largest_first, view_gang
 from extender.gangs.placement import Room
 from extender.gangs.queues import QueueTally, account
@@ -74,7 +75,7 @@ def _apply(state: ClusterState, step: tuple[object, ...]) -> None:
 
 
 def _fresh_view(state: ClusterState, key: str) -> object:
-    state.gang_memo.pop(key, None)
+    members_module._VIEWS.pop(state, None)  # (a view computed anew, not the one kept)
     return view_gang(state, key)
 
 

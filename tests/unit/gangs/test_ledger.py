@@ -53,8 +53,8 @@ def test_one_gang_is_admitted_whole_and_the_other_waits_with_nothing(engine: Eng
     state.upsert_pod_group(make_group("b").min_member(4).model())
 
     first = filter_pod(engine, state, a[0])
-    assert engine.gangs is not None and set(engine.gangs.admissions) == {"default/a"}
-    slots = engine.gangs.admissions["default/a"].slots
+    assert engine.gangs is not None and set(engine.gangs.admitted()) == {"default/a"}
+    slots = engine.gangs.admission("default/a").slots
     assert {slot.node for slot in slots.values()} == set(NODES)
     # Its own slot's node, and the other, where a slot of its gang asks the same: either will do.
     assert sorted(first.passed) == NODES
@@ -178,7 +178,7 @@ def test_slots_turn_into_usage_and_a_standing_gang_is_plain_again(engine: Engine
     state.upsert_pod_group(make_group("g").min_member(2).model())
     assert engine.gangs is not None
     filter_pod(engine, state, pods[0])
-    admission = engine.gangs.admissions["default/g"]
+    admission = engine.gangs.admission("default/g")
     assert len(admission.slots) == 2
     for pod in pods[:2]:
         slot = admission.slots[pod.model().metadata.uid]
@@ -187,7 +187,7 @@ def test_slots_turn_into_usage_and_a_standing_gang_is_plain_again(engine: Engine
     assert engine.gangs.reserved() == {}
     extra = filter_pod(engine, state, pods[2])  # beyond minMember: fits like any pod
     assert extra.passed == ["n2"]  # binpack put both members on n1, which is now full
-    assert "default/g" not in engine.gangs.admissions
+    assert "default/g" not in engine.gangs.admitted()
 
 
 def admitted_pair(engine: Engine, now: list[float]) -> tuple[ClusterState, list[PodBuilder]]:
@@ -218,10 +218,10 @@ def test_a_gang_whose_slots_are_all_consumed_is_done_not_expired(engine: Engine)
     assert engine.gangs is not None
     for uid in ("g-0", "g-1"):
         engine.gangs.consume(uid)
-    assert engine.gangs.admissions == {}
+    assert not engine.gangs.admitted()
     now[0] += 3600
     assert engine.gangs.expire() == []
-    assert "default/g" not in engine.gangs.backoff_until
+    assert engine.gangs.backoff_ends("default/g") is None
 
 
 def test_min_task_member_is_part_of_standing() -> None:
@@ -257,5 +257,5 @@ def test_plans_respect_required_node_affinity() -> None:
     engine = Engine(build_policy(POLICY, REGISTRY))
     filter_pod(engine, state, pods[0])
     assert engine.gangs is not None
-    slots = engine.gangs.admissions["default/g"].slots.values()
+    slots = engine.gangs.admission("default/g").slots.values()
     assert {slot.node for slot in slots} == {"n2"}

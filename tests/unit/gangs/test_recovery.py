@@ -20,7 +20,7 @@ def test_a_partly_bound_gang_takes_its_reservation_before_anyone_else() -> None:
 
     assert outcome.admitted and outcome.gang.key == "default/a"
     assert "found 2 of 4 members bound; completing it first" in outcome.message
-    assert {slot.node for slot in gangs.admissions["default/a"].slots.values()} == {"n2"}
+    assert {slot.node for slot in gangs.admission("default/a").slots.values()} == {"n2"}
     verdict = gangs.verdict(state, state.view().nodes, state.pods["uid-default-b-0"])
     assert verdict.reason is not None and "cannot be placed" in verdict.reason
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from extender.api.scheduling import PodGroup
 from extender.gangs.group_status import Event
-from extender.gangs.ledger import Gangs
+from extender.gangs.ledger import Gangs, GangSettings
 from extender.server.status_writer import StatusWriter
 from tests.builders import cluster, make_group, make_node, make_pod
 
@@ -125,9 +125,9 @@ def test_a_waiting_gangs_condition_carries_the_explain_summary() -> None:
         pods = [make_pod(f"big-{i}").cpu("6").group("big").uid(f"b{i}") for i in range(2)]
         state = cluster([make_node("n0").cpu("4"), make_node("n1").cpu("8")], pods)
         state.upsert_pod_group(make_group("big").min_member(2).model())
-        gangs = Gangs(clock=lambda: 100.0)
+        gangs = Gangs(GangSettings(backoff=30.0), clock=lambda: 100.0)
         gangs.verdict(state, state.view().nodes, state.pods["b0"])
-        gangs.backoff_until["default/big"] = 130.0
+        gangs.release("default/big", back_off=True)  # backs off until 130
         sink = Sink()
         writer = StatusWriter(state, gangs, sink.write, sink.record, wall=lambda: 1_800_000_000.0)
         writer.mark("default/big")

@@ -92,7 +92,7 @@ def test_held_gangs_are_let_in_in_order_while_few_members_wait_for_the_scheduler
     play(waker, lambda: len(calls.lifted) >= 3, then=a_is_bound)
     assert sorted(calls.lifted) == ["a-0", "a-1", "a-2", "b-0", "b-1", "b-2"]
     assert calls.lifted[:3] == sorted(calls.lifted[:3])  # (a's, all before b's)
-    assert set(gangs.admissions) == {"default/b"}
+    assert set(gangs.admitted()) == {"default/b"}
     assert calls.touched == []
 
 
@@ -104,9 +104,9 @@ def test_a_held_gang_that_does_not_fit_stays_held_and_says_why() -> None:
     calls = Recorder()
     waker = Waker(state, gangs, calls.patch, calls.lift, delay=0.01)
     waker.attach()
-    play(waker, lambda: "default/big" in gangs.waiting)
+    play(waker, lambda: "default/big" in gangs.refused())
     assert calls.lifted == []
-    assert gangs.waiting["default/big"].rejection.message == (
+    assert gangs.refusal("default/big").rejection.message == (
         "gang default/big: 1 of 2 members cannot be placed: Insufficient cpu"
     )
 
@@ -137,4 +137,4 @@ def test_held_gangs_of_schedulers_lahar_does_not_serve_are_left_alone() -> None:
     waker.attach()
     play(waker, lambda: True, then=lambda: None)
     assert calls.lifted == []
-    assert gangs.admissions == {}
+    assert not gangs.admitted()

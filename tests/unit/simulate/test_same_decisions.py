@@ -110,4 +110,4 @@ def test_the_simulator_chooses_among_the_nodes_the_extender_would(scene: Scene) 
         expected = _extender_choices(extender, extender_state, extender_state.pods[uid])
         assert simulator.choices(simulator_state.pods[uid]) == expected, uid
     if scene.ahead and extender.gangs is not None and simulator.engine.gangs is not None:
-        assert extender.gangs.admissions.keys() == simulator.engine.gangs.admissions.keys()
+        assert extender.gangs.admitted() == simulator.engine.gangs.admitted()
