@@ -1,7 +1,8 @@
 """The filter verb: what only Lahar knows about a pod's candidate nodes.
 
 kube-scheduler's in-tree filters (resource fit with NodeResourcesFit, taints, affinity, ports,
-volumes) have already kept the nodes the pod fits on; Lahar decides what they cannot:
+volumes) have already kept the nodes the pod fits on; Lahar decides what they cannot (the
+engine's one door, `Engine.filter`; this module turns its outcome into the reply):
 
 - the gang rules (`gangs.ledger`): a member of a gang that is not admitted fails everywhere,
   with the gang's reason; asking may admit the gang (the one change a filter call makes);
@@ -27,56 +28,23 @@ from collections.abc import Mapping
 from pydantic_core import to_json
 
 from extender.api.candidates import Candidates
-from extender.api.objects import Pod
-from extender.api.resources import Resources
 from extender.api.wire import ExtenderArgs, ExtenderFilterResult, NodeList
 from extender.cache.state import ClusterState
 from extender.framework.session import Engine
-from extender.gangs.ledger import PLAIN, Verdict
-
-# Past this many nodes holding reservations, the candidates are decoded into a set once instead
-# of each node being looked up in the raw bytes.
-LOOKUPS = 32
 
 
 def filter_nodes(
     engine: Engine, state: ClusterState, args: ExtenderArgs, candidates: Candidates
 ) -> bytes:
-    pod = args.pod
-    verdict = PLAIN
-    gangs = engine.gangs
-    if gangs is not None:  # may admit the pod's gang: the one change a filter call makes
-        gangs.serve(pod.spec.scheduler_name)
-        verdict = gangs.verdict(state, state.view().nodes, pod)
-    if verdict.reason is not None:
-        return refuse_all(args, candidates, verdict.reason, resolvable=False)
-    reserved = gangs.reserved() if gangs is not None else {}
-    failed = _held(engine, state, pod, candidates, reserved, verdict=verdict) if reserved else {}
+    outcome = engine.filter(state, args.pod, candidates)
+    if outcome.refusal is not None:
+        return refuse_all(args, candidates, outcome.refusal, resolvable=False)
+    failed = outcome.failed
     if args.nodes is not None:
         return _reply_nodes(args.nodes, set(candidates.names) - failed.keys(), failed)
     if not failed:
         return _names_reply(_raw(candidates), {}, {})
     return _names_reply(candidates.raw_without(failed), failed, {})
-
-
-def _held(
-    engine: Engine,
-    state: ClusterState,
-    pod: Pod,
-    candidates: Candidates,
-    reserved: Mapping[str, Resources],
-    *,
-    verdict: Verdict,
-) -> dict[str, str]:
-    """Candidates where the pod does not fit beside what admitted gangs hold, with why."""
-    nodes = state.view().nodes
-    if len(reserved) > LOOKUPS:
-        offered = [n for n in candidates.members & reserved.keys() if n in nodes]
-    else:
-        offered = [n for n in reserved if n in candidates and n in nodes]
-    if not offered:
-        return {}
-    return engine.session(state.view()).held_reasons(pod, offered, reserved, verdict)
 
 
 def refuse_all(

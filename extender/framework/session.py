@@ -1,7 +1,10 @@
 """A decision over one snapshot: the policy's filters and scorers for one pod.
 
-An `Engine` holds the policy and the per-shape node tables that outlive single calls; `session()`
-opens a `Session` over the current snapshot. The session is pure: it reads and returns values. A
+An `Engine` holds the policy, the gang ledger and the per-shape node tables that outlive single
+calls. It is the one door into the engine: `Engine.filter` answers a filter call (the extender's
+filter verb and the simulated scheduler both ask it), `Engine.recover` completes the gangs a
+restart found partly bound. `session()` opens a `Session` over the current snapshot for the
+scores and the node-by-node reasons. The session is pure: it reads and returns values. A
 candidate the snapshot does not know (created a moment ago, or already deleted) fails with a
 reason instead of being guessed about, and scores 0.
 """
@@ -17,18 +20,31 @@ from extender.api.quantity import format_units
 from extender.api.resources import Resources
 from extender.api.wire import host_priority_list_json
 from extender.cache.snapshot import NodeInfo, Snapshot
+from extender.cache.state import ClusterState
 from extender.framework.policy import Policy
 from extender.framework.status import Code, insufficient
 from extender.framework.table import NodeTable, Tables
 from extender.gangs.ledger import PLAIN, Gangs, Verdict
+from extender.gangs.recovery import Recovery, recover
+
+# Past this many nodes holding reservations, the candidates are decoded into a set once instead
+# of each such node being looked up among them.
+LOOKUPS = 32
 
 
 @dataclass
 class FilterOutcome:
+    """Which candidates a pod may go to. `refusal`: the gang rules refuse the pod on every
+    node, for that reason (`failed` then names each candidate with it only when the policy's own
+    fit was asked for, with reasons). Else `failed` and `unresolvable` name the candidates that
+    fail, with why; the others pass. `passed` lists them when the policy's own fit was asked
+    for, or when everything passed (then it is the candidate list itself)."""
+
     passed: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     unresolvable: dict[str, str] = field(default_factory=dict)
-    everything_passed: bool = False  # then `passed` is the candidate list itself
+    everything_passed: bool = False
+    refusal: str | None = None
 
 
 def unknown_node_reason(name: str) -> str:
@@ -54,6 +70,62 @@ class Engine:
 
     def session(self, snapshot: Snapshot) -> Session:
         return Session(snapshot, self)
+
+    def filter(
+        self,
+        state: ClusterState,
+        pod: Pod,
+        candidates: Candidates | Sequence[str],
+        *,
+        fit: bool = False,
+        explain: bool = True,
+    ) -> FilterOutcome:
+        """A filter call: the gang rules' verdict first (asking may admit the pod's gang, the
+        one change a filter call makes), then the capacity admitted gangs hold, less what the
+        pod's own gang's slots give it. With `fit`, also the policy's own resource fit (what
+        kube-scheduler's NodeResourcesFit keeps: the simulator has no kube-scheduler to run it);
+        without, the candidates are taken to fit already, and only those where admitted gangs
+        hold what the pod needs fail. Without `explain`, the failed ones carry no reasons
+        (`Session.filter`)."""
+        if not isinstance(candidates, Candidates):
+            candidates = Candidates(list(candidates), frozenset(candidates))
+        view = state.view()
+        verdict = PLAIN
+        if self.gangs is not None:
+            self.gangs.serve(pod.spec.scheduler_name)
+            verdict = self.gangs.verdict(state, view.nodes, pod)
+        if fit:
+            return self.session(view).filter(pod, candidates, verdict, explain=explain)
+        if verdict.reason is not None:
+            return FilterOutcome(refusal=verdict.reason)
+        held = self._held(view, pod, candidates, verdict)
+        if held:
+            return FilterOutcome(failed=held)
+        return FilterOutcome(passed=candidates.names, everything_passed=True)
+
+    def _held(
+        self, view: Snapshot, pod: Pod, candidates: Candidates, verdict: Verdict
+    ) -> dict[str, str]:
+        """Candidates where the pod does not fit beside what admitted gangs hold, with why.
+        Only the nodes holding reservations are looked at, not every candidate."""
+        reserved = self.gangs.reserved() if self.gangs is not None else {}
+        if not reserved:
+            return {}
+        nodes = view.nodes
+        if len(reserved) > LOOKUPS:
+            offered = [n for n in candidates.members & reserved.keys() if n in nodes]
+        else:
+            offered = [n for n in reserved if n in candidates and n in nodes]
+        if not offered:
+            return {}
+        return self.session(view).held_reasons(pod, offered, reserved, verdict)
+
+    def recover(self, state: ClusterState) -> list[Recovery]:
+        """After a restart, before any filter call: admit the partly bound gangs that can be
+        completed, ahead of every other (`gangs.recovery`); what became of each."""
+        if self.gangs is None:
+            return []
+        return recover(self.gangs, state, state.view().nodes)
 
 
 class Session:
@@ -83,7 +155,7 @@ class Session:
             candidates = Candidates(list(candidates), frozenset(candidates))
         if verdict.reason is not None:
             failed = dict.fromkeys(candidates.names, verdict.reason) if explain else {}
-            return FilterOutcome(failed=failed)
+            return FilterOutcome(failed=failed, refusal=verdict.reason)
         table = self.engine.tables.current(self.snapshot, pod.request)
         reserved = self.engine.gangs.reserved() if self.engine.gangs is not None else {}
         if not explain:

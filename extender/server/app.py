@@ -38,7 +38,6 @@ from extender.gangs.fairness import dominant_share
 from extender.gangs.group_status import Event
 from extender.gangs.ledger import Gangs
 from extender.gangs.members import view_gang
-from extender.gangs.recovery import recover
 from extender.kube import AsyncApi
 from extender.kube.leader import Elector, FollowOptions, LeaseFollower, LeaseOptions
 from extender.server.adapters import (
@@ -359,7 +358,7 @@ def _probe_site(host: str, port: int) -> Callable[[web.Application], AsyncIterat
 
 
 def _recover(app: web.Application) -> None:
-    state, gangs, writer = app[STATE], app[ENGINE].gangs, app[STATUS]
+    state, engine, writer = app[STATE], app[ENGINE], app[STATUS]
     sizes = state.sizes()
     log.info(
         "cache synced: %d nodes, %d pods, %d PodGroups",
@@ -367,11 +366,10 @@ def _recover(app: web.Application) -> None:
         sizes["pods"],
         sizes["pod_groups"],
     )
-    if gangs is not None:
-        for outcome in recover(gangs, state, state.view().nodes):
-            log.warning("%s", outcome.message)
-            if writer is not None:
-                writer.announce(outcome.gang.key, Event("Warning", "PartlyBound", outcome.message))
+    for outcome in engine.recover(state):
+        log.warning("%s", outcome.message)
+        if writer is not None:
+            writer.announce(outcome.gang.key, Event("Warning", "PartlyBound", outcome.message))
     if writer is not None:
         writer.mark_all()
 

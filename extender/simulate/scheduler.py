@@ -38,7 +38,6 @@ from extender.api.scheduling import gang_key
 from extender.api.wire import ExtenderBindingArgs
 from extender.cache.state import ClusterState
 from extender.framework.session import Engine
-from extender.gangs.ledger import PLAIN
 from extender.gangs.members import view_gang
 from extender.simulate.clock import watched
 
@@ -192,17 +191,11 @@ class Scheduler:
     def choices(self, pod: Pod) -> set[str]:
         """The nodes kube-scheduler chooses among for `pod` now: those Lahar's filter passes
         (after the gang rules' verdict, which may admit the pod's gang) scoring highest."""
-        session = self.engine.session(self.state.view())
-        verdict = PLAIN
-        gangs = self.engine.gangs
-        if gangs is not None:
-            gangs.serve(pod.spec.scheduler_name)
-            verdict = gangs.verdict(self.state, session.snapshot.nodes, pod)
         candidates = self._all_nodes()
-        outcome = session.filter(pod, candidates, verdict, explain=False)
+        outcome = self.engine.filter(self.state, pod, candidates, fit=True, explain=False)
         if not outcome.passed:
             return set()
-        return session.best(
+        return self.engine.session(self.state.view()).best(
             pod, candidates.members if outcome.everything_passed else outcome.passed
         )
 

@@ -32,12 +32,9 @@ def two_node_cluster(*pods: PodBuilder, cpu: str = "4") -> ClusterState:
 
 
 def filter_pod(engine: Engine, state: ClusterState, pod: PodBuilder) -> FilterOutcome:
-    """As the filter action does: the gang rules' verdict (admitting), then the session."""
+    """Through the engine's door: the gang rules' verdict (admitting), then the policy's fit."""
     model = state.pods[pod.model().metadata.uid]
-    assert engine.gangs is not None
-    engine.gangs.serve(model.spec.scheduler_name)
-    verdict = engine.gangs.verdict(state, state.view().nodes, model)
-    return engine.session(state.view()).filter(model, NODES, verdict)
+    return engine.filter(state, model, NODES, fit=True)
 
 
 @pytest.fixture

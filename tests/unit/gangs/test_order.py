@@ -90,10 +90,8 @@ def state_of(scenario: Scenario) -> ClusterState:
 
 def ask(built: Engine, state: ClusterState, gang: str) -> str | None:
     """Filter the gang's first member as the filter action does: None when admitted."""
-    assert built.gangs is not None
     pod = state.pods[f"uid-default-{gang}-0"]
-    built.gangs.serve(pod.spec.scheduler_name)
-    return built.gangs.verdict(state, state.view().nodes, pod).reason
+    return built.filter(state, pod, []).refusal
 
 
 def free(state: ClusterState, gang: Gang) -> None:

@@ -38,13 +38,11 @@ def held_within_free(state: ClusterState, gangs: Gangs) -> None:
 def nobody_stranded(state: ClusterState, engine: Engine) -> None:
     gangs = engine.gangs
     assert gangs is not None
-    session = engine.session(state.view())
     for admission in _admissions(gangs):
         for uid, slot in admission.slots.items():
-            pod = state.pods[uid]
-            verdict = gangs.verdict(state, state.view().nodes, pod)
-            assert verdict.reason is None
-            assert session.filter(pod, [slot.node], verdict).passed == [slot.node], uid
+            outcome = engine.filter(state, state.pods[uid], [slot.node], fit=True)
+            assert outcome.refusal is None
+            assert outcome.passed == [slot.node], uid
 
 
 @settings(max_examples=200, deadline=None)
@@ -87,8 +85,7 @@ def test_any_offer_and_any_choice_keep_the_plans_whole(
         session = engine.session(state.view())
         fitting = session.fitting(pod, sorted(state.view().nodes))  # kube-scheduler's fit
         offered = rng.sample(fitting, k=rng.randint(0, len(fitting)))  # ... on its sample
-        verdict = ledger.verdict(state, state.view().nodes, pod)
-        passed = session.filter(pod, offered, verdict).passed if verdict.reason is None else []
+        passed = engine.filter(state, pod, offered, fit=True).passed
         if passed:
             node = rng.choice(sorted(passed))
             ledger.consume(pod.metadata.uid, node)
