@@ -27,18 +27,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from extender.api.scheduling import PodGroupCondition, PodGroupStatus
-from extender.gangs.members import GangView, Rejection
+from extender.gangs.members import Cause, GangView, Rejection
 
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULED = "Scheduled"
 
 # Volcano's condition reasons, where a cause has one.
 _REASONS = {
-    "NotEnoughResources": "NotEnoughResources",
-    "MinResources": "NotEnoughResources",
-    "NotEnoughPods": "NotEnoughTasks",
-    "NotEnoughPodsOfTask": "NotEnoughPodsOfTask",
-    "Queued": "NotEnoughResources",
+    Cause.NOT_ENOUGH_RESOURCES: "NotEnoughResources",
+    Cause.MIN_RESOURCES: "NotEnoughResources",
+    Cause.NOT_ENOUGH_PODS: "NotEnoughTasks",
+    Cause.NOT_ENOUGH_PODS_OF_TASK: "NotEnoughPodsOfTask",
+    Cause.QUEUED: "NotEnoughResources",
 }
 
 
@@ -61,7 +61,7 @@ def group_status(
     members = gang.placed or gang.pending or gang.succeeded or gang.failed
     if not members and previous.phase in ("Completed", "Failed"):
         return previous  # its finished pods were deleted: the outcome stays
-    if rejection is not None and rejection.cause == "NoPodGroup":
+    if rejection is not None and rejection.cause == Cause.NO_POD_GROUP:
         rejection = None  # said of its pods before the PodGroup existed; not true of it now
     bound = sum(1 for pod in gang.placed if pod.spec.node_name)
     succeeded, failed = len(gang.succeeded), len(gang.failed)

@@ -33,6 +33,7 @@ from extender.cache.state import ClusterState
 from extender.gangs.contending import Contending
 from extender.gangs.lineup import Ordering, Ranking
 from extender.gangs.members import (
+    Cause,
     GangView,
     Marked,
     Rejection,
@@ -408,7 +409,7 @@ class Gangs:
         """Why the gang waits while it backs off (None: it does not)."""
         if key in self._backoff_until and self._backoff_until[key] > self.clock():
             return Rejection(
-                "BackingOff",
+                Cause.BACKING_OFF,
                 f"gang {key}: backing off {self.settings.backoff:.0f}s because its members did "
                 "not all come to bind in time",
             )
@@ -439,7 +440,7 @@ class Gangs:
         key = gang.key
         if gang.group is None:
             return Rejection(
-                "NoPodGroup",
+                Cause.NO_POD_GROUP,
                 f"gang {key}: PodGroup {key} does not exist; its pods wait until it is created",
             )
         return self.backing_off(key)

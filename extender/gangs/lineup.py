@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from extender.api.resources import Resources
 from extender.gangs.fairness import dominant_share
-from extender.gangs.members import GangView, Rejection
+from extender.gangs.members import Cause, GangView, Rejection
 from extender.gangs.queues import QueueView
 
 
@@ -188,12 +188,12 @@ def queue_refusal(gang: GangView, queues: Mapping[str, QueueView]) -> Rejection 
     view = queues.get(gang.queue)
     if view is None:
         return Rejection(
-            "NoQueue",
+            Cause.NO_QUEUE,
             f"gang {gang.key}: queue {gang.queue} does not exist; it waits until it is created",
         )
     if not view.queue.open:
         return Rejection(
-            "QueueClosed",
+            Cause.QUEUE_CLOSED,
             f"gang {gang.key}: queue {gang.queue} is {view.queue.status.state}: it admits "
             "nothing new (running work continues)",
         )

@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import cached_property
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -111,7 +112,7 @@ class GangView:
             if len(of_task) < need:
                 have = placed_per_task[task] + len(of_task)
                 message = f"gang {self.key}: task {task} has {have} of the {wanted} pods it needs"
-                return Planned(()), Rejection("NotEnoughPodsOfTask", message)
+                return Planned(()), Rejection(Cause.NOT_ENOUGH_PODS_OF_TASK, message)
             chosen.extend(of_task[:need])
         rest = self.pending
         if chosen:
@@ -288,16 +289,31 @@ def parked(gang: GangView) -> bool:
     return any(pod.parked for pod in gang.pending)
 
 
+class Cause(StrEnum):
+    """Why a gang waits, in one word: the `cause` label of `lahar_gang_rejections_total`, and what
+    the PodGroup's Unschedulable condition reason is made from (`gangs.group_status`)."""
+
+    NO_POD_GROUP = "NoPodGroup"  # its pods name a PodGroup that does not exist
+    BACKING_OFF = "BackingOff"  # its members did not all come to bind in time
+    NOT_ENOUGH_PODS = "NotEnoughPods"  # fewer pods than minMember exist
+    NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"  # a task lacks its minTaskMember
+    MIN_RESOURCES = "MinResources"  # minResources does not fit
+    NOT_ENOUGH_RESOURCES = "NotEnoughResources"  # its members do not fit at once
+    QUEUE_CLOSED = "QueueClosed"  # its queue is closed or closing
+    NO_QUEUE = "NoQueue"  # its queue does not exist
+    QUEUE_CAPABILITY = "QueueCapability"  # it would take its queue past its capability
+    QUEUED = "Queued"  # gangs ahead of it in the fair order claim what it needs
+
+
 # Refused for want of capacity (not for a rule): what evicting someone could help.
-WANTS_CAPACITY = frozenset({"NotEnoughResources", "MinResources"})
+WANTS_CAPACITY = frozenset({Cause.NOT_ENOUGH_RESOURCES, Cause.MIN_RESOURCES})
 
 
 @dataclass(frozen=True)
 class Rejection:
     """Why a gang is not admitted: `cause` is a short class (metrics), `message` the full reason."""
 
-    cause: str  # NoPodGroup | BackingOff | NotEnoughPods | NotEnoughPodsOfTask | MinResources
-    #             | NotEnoughResources | QueueClosed | NoQueue | QueueCapability | Queued
+    cause: Cause
     message: str
 
     def settled(self) -> Rejection:
@@ -315,7 +331,7 @@ class Deferred(Rejection):
     _work: Callable[[], Rejection] | None
     _made: Rejection | None
 
-    def __init__(self, work: Callable[[], Rejection], cause: str | None = None) -> None:
+    def __init__(self, work: Callable[[], Rejection], cause: Cause | None = None) -> None:
         object.__setattr__(self, "_work", work)
         object.__setattr__(self, "_made", None)
         if cause is not None:

@@ -38,7 +38,7 @@ from extender.cache.snapshot import NodeInfo
 from extender.gangs.drain import drain
 from extender.gangs.fairness import share
 from extender.gangs.lineup import Entry, Lineup, Ordering
-from extender.gangs.members import WANTS_CAPACITY, Deferred, GangView, Rejection
+from extender.gangs.members import WANTS_CAPACITY, Cause, Deferred, GangView, Rejection
 from extender.gangs.placement import Room, choose, nodes_used, plan
 from extender.gangs.queues import QueueView
 from extender.gangs.turns import Run, Turn, Turns
@@ -223,7 +223,7 @@ def _lacks_capacity(turn: Turn) -> bool:
     if isinstance(turn.rejection, _ShortOfRoom):  # (either of its causes: nothing to work out)
         return True
     cause = turn.rejection.cause if turn.rejection is not None else ""
-    return cause in WANTS_CAPACITY or cause == "Queued"
+    return cause in WANTS_CAPACITY or cause == Cause.QUEUED
 
 
 class _ShortOfRoom(Deferred):
@@ -259,7 +259,7 @@ class _Claims:
         slots, rejection = plan(gang, self.room, explain=not self.taken)
         if rejection is None:
             return Turn(gang.key, slots=slots)
-        if rejection.cause != "NotEnoughResources" or not self.taken:
+        if rejection.cause != Cause.NOT_ENOUGH_RESOURCES or not self.taken:
             return Turn(gang.key, rejection=rejection)
         # Short of room with gangs ahead: whether they took what it needs (Queued) or it lacks
         # room even were nobody ahead is worked out when read (most turns never are), as it
@@ -273,8 +273,8 @@ class _Claims:
         (Queued), or it does not fit even on what admitted gangs leave (what it lacks)."""
         alone = nodes_used(gang, self.reserved)  # (a plan changes nothing held)
         if not alone:
-            return Deferred(lambda: self._lacking(gang, at), "NotEnoughResources")
-        return Deferred(lambda: self._queued(gang, alone, at), "Queued")
+            return Deferred(lambda: self._lacking(gang, at), Cause.NOT_ENOUGH_RESOURCES)
+        return Deferred(lambda: self._queued(gang, alone, at), Cause.QUEUED)
 
     def _lacking(self, gang: GangView, at: int) -> Rejection:
         """Why the gang does not fit in the room the first `at` claims left, in words (a plan
@@ -299,7 +299,7 @@ class _Claims:
         ahead = sorted(before(alone) or before(self.claimants))
         named = ", ".join(ahead[:3]) + (f" and {len(ahead) - 3} more" if len(ahead) > 3 else "")
         return Rejection(
-            "Queued",
+            Cause.QUEUED,
             f"gang {gang.key}: the capacity it needs goes first to gangs ahead of it in the "
             f"fair order (queue share, priority, age): {named}",
         )

@@ -18,9 +18,9 @@ from extender.api.objects import Pod
 from extender.api.quantity import format_units
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo, Snapshot
-from extender.gangs.members import GangView, Planned, Rejection, Shape
+from extender.gangs.members import Cause, GangView, Planned, Rejection, Shape
 
-QUICK_REFUSAL = Rejection("NotEnoughResources", "")  # `plan` without explain: no room
+QUICK_REFUSAL = Rejection(Cause.NOT_ENOUGH_RESOURCES, "")  # `plan` without explain: no room
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ def plan(
     existing = gang.ready + len(gang.pending)
     if existing < spec.min_member:
         message = f"gang {key}: {existing}/{spec.min_member} pods of gang {key} exist"
-        return {}, Rejection("NotEnoughPods", message)
+        return {}, Rejection(Cause.NOT_ENOUGH_PODS, message)
     chosen, reason = choose(gang)
     if reason is not None:
         return {}, reason
@@ -55,7 +55,7 @@ def plan(
         missing = sum(failures.values())
         why = ", ".join(sorted(failures))
         message = f"gang {key}: {missing} of {len(chosen)} members cannot be placed: {why}"
-        return {}, Rejection("NotEnoughResources", message)
+        return {}, Rejection(Cause.NOT_ENOUGH_RESOURCES, message)
     requests = {pod.metadata.uid: pod.request for pod in chosen}
     return {uid: Slot(node, requests[uid]) for uid, node in assignment.items()}, None
 
@@ -95,7 +95,7 @@ def min_resources_shortfall(gang: GangView, room: Room) -> Rejection | None:
     if short is None:
         return None
     return Rejection(
-        "MinResources",
+        Cause.MIN_RESOURCES,
         f"gang {gang.key}: minResources need {short} {format_units(needed[short], short)}, "
         f"{format_units(max(free[short], 0), short)} free on the nodes its pods may run on",
     )

@@ -18,7 +18,7 @@ from extender.api.resources import EMPTY, Resources
 from extender.api.scheduling import DEFAULT_QUEUE, Queue, default_queue
 from extender.cache.state import ClusterState
 from extender.gangs.fairness import Claim, overused, share, water_fill
-from extender.gangs.members import FollowsGangs, Rejection, view_gang
+from extender.gangs.members import Cause, FollowsGangs, Rejection, view_gang
 
 
 @dataclass
@@ -53,7 +53,7 @@ class QueueView:
                     f"gang {gang}: queue {self.name} would hold more {resource} than its "
                     f"capability ({limit}); it waits until the queue's own work frees some"
                 )
-                return Rejection("QueueCapability", message)
+                return Rejection(Cause.QUEUE_CAPABILITY, message)
         return None
 
 

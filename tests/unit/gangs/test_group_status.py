@@ -6,11 +6,13 @@ import pytest
 
 from extender.api.scheduling import PodGroupCondition, PodGroupStatus
 from extender.gangs.group_status import events, group_status, same_status
-from extender.gangs.members import Rejection, view_gang
+from extender.gangs.members import Cause, Rejection, view_gang
 from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod
 
 T0, T1 = "2026-11-23T10:00:00Z", "2026-11-23T10:05:00Z"
-NO_ROOM = Rejection("NotEnoughResources", "gang default/g: 2 of 4 members cannot be placed: cpu")
+NO_ROOM = Rejection(
+    Cause.NOT_ENOUGH_RESOURCES, "gang default/g: 2 of 4 members cannot be placed: cpu"
+)
 
 
 def members(*states: str) -> list[PodBuilder]:
@@ -85,7 +87,7 @@ def test_a_waiting_gang_is_unschedulable_with_volcanos_reason_and_lahars_message
     )
     assert condition.message == NO_ROOM.message
     assert condition.last_transition_time == T1
-    too_few = Rejection("NotEnoughPods", "gang default/g: 1/2 pods of gang default/g exist")
+    too_few = Rejection(Cause.NOT_ENOUGH_PODS, "gang default/g: 1/2 pods of gang default/g exist")
     assert status_of(("pending",), rejection=too_few).conditions[0].reason == "NotEnoughTasks"
 
 
@@ -160,7 +162,7 @@ def test_without_a_verdict_the_last_condition_stays_as_it_was() -> None:
 
 
 def test_a_missing_pod_group_said_of_the_pods_is_not_written_on_the_group() -> None:
-    gone = Rejection("NoPodGroup", "gang default/g: PodGroup default/g does not exist")
+    gone = Rejection(Cause.NO_POD_GROUP, "gang default/g: PodGroup default/g does not exist")
     assert status_of(("pending", "pending"), rejection=gone).conditions == []
 
 
@@ -172,12 +174,14 @@ def test_a_finished_gang_keeps_its_outcome_when_its_pods_are_deleted() -> None:
 
 def test_new_figures_in_the_same_reason_update_the_message_without_an_event() -> None:
     before = unschedulable_since(T0)
-    fewer = Rejection("NotEnoughResources", "gang default/g: 1 of 4 members cannot be placed: cpu")
+    fewer = Rejection(
+        Cause.NOT_ENOUGH_RESOURCES, "gang default/g: 1 of 4 members cannot be placed: cpu"
+    )
     after = status_of(("pending", "pending"), rejection=fewer, previous=before)
     assert after.conditions[0].message == fewer.message
     assert after.conditions[0].last_transition_time == T0
     assert events(before, after, "default/g") == []
-    other = Rejection("NotEnoughPodsOfTask", "gang default/g: task ps has 0 of the 1 pods")
+    other = Rejection(Cause.NOT_ENOUGH_PODS_OF_TASK, "gang default/g: task ps has 0 of the 1 pods")
     changed = status_of(("pending", "pending"), rejection=other, previous=before)
     assert [e.reason for e in events(before, changed, "default/g")] == ["Unschedulable"]
 

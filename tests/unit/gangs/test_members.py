@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from extender.api.resources import CPU
-from extender.gangs.members import Deferred, Rejection, view_gang
+from extender.gangs.members import Cause, Deferred, Rejection, view_gang
 from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod
 
 FOUR = make_pod("x").cpu("4").model().request[CPU]
@@ -38,10 +38,10 @@ def test_a_deferred_refusal_says_its_cause_without_working_out_words_that_can_wa
 
     def words() -> Rejection:
         worded.append("inner")
-        return Rejection("NotEnoughResources", "gang g: 2 of 2 members cannot be placed")
+        return Rejection(Cause.NOT_ENOUGH_RESOURCES, "gang g: 2 of 2 members cannot be placed")
 
-    outer = Deferred(lambda: Deferred(words, "NotEnoughResources"))
+    outer = Deferred(lambda: Deferred(words, Cause.NOT_ENOUGH_RESOURCES))
     assert outer.cause == "NotEnoughResources" and worded == []
     assert outer.message == "gang g: 2 of 2 members cannot be placed" and worded == ["inner"]
-    assert outer.settled() == Rejection("NotEnoughResources", outer.message)
+    assert outer.settled() == Rejection(Cause.NOT_ENOUGH_RESOURCES, outer.message)
     assert worded == ["inner"]

@@ -13,7 +13,7 @@ from extender.cache.state import ClusterState
 from extender.framework.policy import build_policy
 from extender.framework.session import Engine
 from extender.gangs.ledger import Gangs
-from extender.gangs.members import Deferred, Rejection
+from extender.gangs.members import Cause, Deferred, Rejection
 from extender.gangs.turns import Turn
 from extender.plugins import REGISTRY
 from tests.builders import (
@@ -396,14 +396,14 @@ def test_a_refusal_past_the_point_nothing_fits_is_worked_out_when_read() -> None
 
     def work() -> Rejection:
         calls.append(1)
-        return Rejection("Queued", "gang g: behind others")
+        return Rejection(Cause.QUEUED, "gang g: behind others")
 
     later = Deferred(work)
     assert calls == []
     assert (later.cause, later.message) == ("Queued", "gang g: behind others")
-    assert later.settled() == Rejection("Queued", "gang g: behind others")
+    assert later.settled() == Rejection(Cause.QUEUED, "gang g: behind others")
     assert calls == [1]
-    queued = Deferred(work, "Queued")  # the cause known at once: reading it works nothing out
+    queued = Deferred(work, Cause.QUEUED)  # the cause known at once: reading it works nothing out
     assert queued.cause == "Queued" and calls == [1]
     assert queued.message == "gang g: behind others" and calls == [1, 1]
 
