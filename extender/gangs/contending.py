@@ -27,12 +27,19 @@ the unit tests hold the two equal. Pure: the clock is handed in.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from extender.cache.state import ClusterState
 from extender.gangs.lineup import Contender, Lineup, Ranking, kept_or_new, starving_limit
-from extender.gangs.members import FollowsGangs, GangView, Rejection, Unplaced, view_gang
+from extender.gangs.members import (
+    FollowsGangs,
+    GangView,
+    Rejection,
+    Unplaced,
+    refusal_before_plan,
+    view_gang,
+)
 from extender.gangs.queues import QueueView
 
 if TYPE_CHECKING:  # (the ledger's records; the ledger keeps a Contending)
@@ -67,13 +74,14 @@ class Contending(FollowsGangs):
         waiting: Mapping[str, Waiting],
         admissions: Mapping[str, Admission],
         backoff_until: Mapping[str, float],
+        backoff: float,
         schedulers: frozenset[str],
         timeout: float,
-        blocked: Callable[[GangView], Rejection | None],
-        forget: Callable[[str], None],
-    ) -> list[str]:
-        """Bring the contenders and their lineup up to `ranking.now`; the keys of the gangs that
-        stopped contending."""
+    ) -> tuple[list[str], list[str]]:
+        """Bring the contenders and their lineup up to `ranking.now`. The keys of the gangs that
+        stopped contending, and of those among the refused (`waiting`) with nothing pending any
+        more, for the ledger to forget. `backoff`: the seconds a backoff lasts (what a gang
+        backing off is told)."""
         now = ranking.now
         basis = (state.queues_version, ranking.total, schedulers, ranking.ordering, timeout)
         if basis != self._basis:
@@ -95,7 +103,8 @@ class Contending(FollowsGangs):
                 self._dirty.add(asking.key)
             keys = sorted(self._dirty)  # (in an order that does not depend on hashing)
         self._dirty = set()
-        gone = []
+        gone: list[str] = []
+        finished: list[str] = []
         for key in keys:
             gang = asking if asking is not None and asking.key == key else view_gang(state, key)
             contender = self._standing(
@@ -106,10 +115,11 @@ class Contending(FollowsGangs):
                 admitted=key in admissions,
                 schedulers=schedulers,
                 timeout=timeout,
-                blocked=blocked,
-                forget=forget,
+                blocked=refusal_before_plan(gang, backoff_until.get(key), now, backoff),
             )
             if contender is None:
+                if key in waiting:
+                    finished.append(key)
                 self._moments_of.pop(key, None)
                 if self.contenders.pop(key, None) is not None:
                     self.lineup.drop(key)
@@ -118,7 +128,7 @@ class Contending(FollowsGangs):
             self.contenders[key] = contender
             self.lineup.put(contender, queues, ranking)
             self._note_moments(contender, ranking, backoff_until.get(key), timeout)
-        return gone
+        return gone, finished
 
     def _standing(
         self,
@@ -130,19 +140,18 @@ class Contending(FollowsGangs):
         admitted: bool,
         schedulers: frozenset[str],
         timeout: float,
-        blocked: Callable[[GangView], Rejection | None],
-        forget: Callable[[str], None],
+        blocked: Rejection | None,
     ) -> Contender | None:
-        """How the gang contends now, if it does: refused before (from when it was first
-        refused), asked about now (from when first seen), or never asked (from when first seen,
-        for `timeout`). A refused gang with nothing pending any more is forgotten."""
+        """How the gang contends now, if it does (`blocked`: why it waits before any plan):
+        refused before (from when it was first refused), asked about now (from when first seen),
+        or never asked (from when first seen, for `timeout`). A refused gang with nothing pending
+        any more does not."""
         key = gang.key
         if waiting is not None:
             self.pending_since.pop(key, None)
             if not gang.pending:
-                forget(key)  # nothing of it waits any more
-                return None
-            return kept_or_new(self.contenders.get(key), gang, waiting.since, blocked(gang))
+                return None  # nothing of it waits any more
+            return kept_or_new(self.contenders.get(key), gang, waiting.since, blocked)
         unasked = (
             key in self._unplaced
             and not admitted
@@ -150,12 +159,12 @@ class Contending(FollowsGangs):
         )
         if not unasked:
             since = self.pending_since.pop(key, now)  # (as first seen, if it was)
-            return Contender(gang, since, blocked(gang)) if asked else None
+            return Contender(gang, since, blocked) if asked else None
         since = self.pending_since.setdefault(key, now)
         if asked or gang.held:  # (held by Lahar's gate: Lahar asks for the scheduler)
-            return Contender(gang, since, blocked(gang))  # it keeps its age
+            return Contender(gang, since, blocked)  # it keeps its age
         if now - since < timeout:
-            return Contender(gang, since, blocked(gang), asked=False)
+            return Contender(gang, since, blocked, asked=False)
         return None
 
     def _note_moments(

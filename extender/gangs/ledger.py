@@ -33,13 +33,14 @@ from extender.cache.state import ClusterState
 from extender.gangs.contending import Contending
 from extender.gangs.lineup import Ordering, Ranking
 from extender.gangs.members import (
-    Cause,
     GangView,
     Marked,
     Rejection,
+    backoff_refusal,
     gang_priority,
     held,
     parked,
+    refusal_before_plan,
     view_gang,
 )
 from extender.gangs.order import Order, walk
@@ -217,7 +218,7 @@ class Gangs:
         going = self._admitted_or_standing(state, nodes, gang, pod)
         if going is not None:
             return going
-        blocked = self._blocked(gang)
+        blocked = self.blocked(gang)
         if blocked is not None:
             return self._reject(key, blocked, None)
         order = self._walked(state, nodes, asking=gang)
@@ -328,7 +329,7 @@ class Gangs:
         total = state.capacity()
         ranking = Ranking(self.ordering, now, total, lambda gang: gang_priority(state, gang))
         contending = self._contending
-        gone = contending.sync(
+        gone, finished = contending.sync(
             state,
             queues,
             ranking,
@@ -336,11 +337,12 @@ class Gangs:
             waiting=self._waiting,
             admissions=self._admissions,
             backoff_until=self._backoff_until,
+            backoff=self.settings.backoff,
             schedulers=frozenset(self.schedulers),
             timeout=self.settings.reservation_timeout,
-            blocked=self._blocked,
-            forget=self.forget,
         )
+        for key in finished:  # refused before, nothing of it waits any more
+            self.forget(key)
         # What is remembered of gangs that no longer contend goes; of the others, it is kept
         # until the walk reaches them.
         for key in gone:
@@ -407,13 +409,8 @@ class Gangs:
 
     def backing_off(self, key: str) -> Rejection | None:
         """Why the gang waits while it backs off (None: it does not)."""
-        if key in self._backoff_until and self._backoff_until[key] > self.clock():
-            return Rejection(
-                Cause.BACKING_OFF,
-                f"gang {key}: backing off {self.settings.backoff:.0f}s because its members did "
-                "not all come to bind in time",
-            )
-        return None
+        until = self._backoff_until.get(key)
+        return backoff_refusal(key, until, self.clock(), self.settings.backoff)
 
     def admit_ahead(
         self, state: ClusterState, nodes: Mapping[str, NodeInfo], gang: GangView
@@ -422,7 +419,7 @@ class Gangs:
         whatever the fair order says (a gang found partly bound after a restart completes
         first: its bound members hold capacity that serves nobody until it stands). Why not,
         when it does not fit (None: admitted)."""
-        refusal = self._blocked(gang)
+        refusal = self.blocked(gang)
         if refusal is not None:
             return refusal
         slots, refusal = plan(gang, Room(nodes, self.reserved()))
@@ -434,16 +431,8 @@ class Gangs:
 
     def blocked(self, gang: GangView) -> Rejection | None:
         """Why the gang waits before any plan: no PodGroup, or backing off (None: neither)."""
-        return self._blocked(gang)
-
-    def _blocked(self, gang: GangView) -> Rejection | None:
-        key = gang.key
-        if gang.group is None:
-            return Rejection(
-                Cause.NO_POD_GROUP,
-                f"gang {key}: PodGroup {key} does not exist; its pods wait until it is created",
-            )
-        return self.backing_off(key)
+        until = self._backoff_until.get(gang.key)
+        return refusal_before_plan(gang, until, self.clock(), self.settings.backoff)
 
     def _reject(self, key: str, rejection: Rejection, refused_in: int | None) -> Verdict:
         """Remember why the gang waits; tell listeners when it is rejected anew or for a new

@@ -305,6 +305,33 @@ class Cause(StrEnum):
     QUEUED = "Queued"  # gangs ahead of it in the fair order claim what it needs
 
 
+def refusal_before_plan(
+    gang: GangView, backoff_ends: float | None, now: float, backoff: float
+) -> Rejection | None:
+    """Why the gang waits before any plan: it has no PodGroup, or it backs off (until
+    `backoff_ends`, for `backoff` seconds); None: neither."""
+    key = gang.key
+    if gang.group is None:
+        return Rejection(
+            Cause.NO_POD_GROUP,
+            f"gang {key}: PodGroup {key} does not exist; its pods wait until it is created",
+        )
+    return backoff_refusal(key, backoff_ends, now, backoff)
+
+
+def backoff_refusal(
+    key: str, backoff_ends: float | None, now: float, backoff: float
+) -> Rejection | None:
+    """Why gang `key` waits while it backs off (until `backoff_ends`); None: it does not."""
+    if backoff_ends is not None and backoff_ends > now:
+        return Rejection(
+            Cause.BACKING_OFF,
+            f"gang {key}: backing off {backoff:.0f}s because its members did not all come to "
+            "bind in time",
+        )
+    return None
+
+
 # Refused for want of capacity (not for a rule): what evicting someone could help.
 WANTS_CAPACITY = frozenset({Cause.NOT_ENOUGH_RESOURCES, Cause.MIN_RESOURCES})
 

@@ -59,24 +59,25 @@ class Checked:
     def __init__(self) -> None:
         self.syncs = 0
         self.looked_at: list[int] = []  # gangs looked at again per incremental sync
-        self.original: Callable[..., list[str]] = Contending.sync
+        self.original: Callable[..., tuple[list[str], list[str]]] = Contending.sync
 
-    def method(self) -> Callable[..., list[str]]:
-        def sync(contending: Contending, *args: Any, **kwargs: Any) -> list[str]:
+    def method(self) -> Callable[..., tuple[list[str], list[str]]]:
+        def sync(contending: Contending, *args: Any, **kwargs: Any) -> tuple[list[str], list[str]]:
             return self.check(contending, *args, **kwargs)
 
         return sync
 
     def check(
         self, contending: Contending, state: Any, queues: Any, ranking: Ranking, **kw: Any
-    ) -> list[str]:
+    ) -> tuple[list[str], list[str]]:
         full = Contending()
         full.pending_since = dict(contending.pending_since)
         full.contenders = dict(contending.contenders)
         full._unplaced = contending._unplaced
         dirty = len(contending._dirty)
         gone = self.original(contending, state, queues, ranking, **kw)
-        self.original(full, state, queues, ranking, **{**kw, "forget": lambda key: None})
+        _, finished = self.original(full, state, queues, ranking, **kw)
+        assert sorted(finished) == sorted(gone[1])  # the same refused gangs are done
         assert described(contending, ranking.now) == described(full, ranking.now)
         self.syncs += 1
         self.looked_at.append(dirty)
