@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING
 
 from extender.cache.state import ClusterState
@@ -42,8 +43,8 @@ from extender.gangs.members import (
 )
 from extender.gangs.queues import QueueView
 
-if TYPE_CHECKING:  # (the ledger's records; the ledger keeps a Contending)
-    from extender.gangs.ledger import Admission, Waiting
+if TYPE_CHECKING:  # (the ledger's record of a refusal; the ledger keeps a Contending)
+    from extender.gangs.ledger import Waiting
 
 
 class Contending(FollowsGangs):
@@ -72,7 +73,7 @@ class Contending(FollowsGangs):
         *,
         asking: GangView | None,
         waiting: Mapping[str, Waiting],
-        admissions: Mapping[str, Admission],
+        admitted: AbstractSet[str],
         backoff_until: Mapping[str, float],
         backoff: float,
         schedulers: frozenset[str],
@@ -112,7 +113,7 @@ class Contending(FollowsGangs):
                 now,
                 asked=gang is asking,
                 waiting=waiting.get(key),
-                admitted=key in admissions,
+                admitted=key in admitted,
                 schedulers=schedulers,
                 timeout=timeout,
                 blocked=refusal_before_plan(gang, backoff_until.get(key), now, backoff),

@@ -1,6 +1,7 @@
 """Gang admission: a gang's members get nodes only when all it still needs fit at once.
 
-`Gangs` is the ledger of admitted gangs and what they hold. A gang (the pods naming one PodGroup)
+`Gangs` is the ledger of the gangs it admitted (and what they hold: `gangs.reservations`),
+refused or backed off. A gang (the pods naming one PodGroup)
 is *admitted* when a placement plan for its unplaced members up to `minMember` (and each task's
 `minTaskMember`; `minResources` when set) fits the capacity left after the reservations of gangs
 admitted before it and the claims of the waiting gangs ahead of it in the fair order
@@ -22,11 +23,11 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterable, Iterator, KeysView, Mapping
+from collections.abc import Callable, Iterator, KeysView, Mapping
 from dataclasses import dataclass, field, replace
 
 from extender.api.objects import Pod
-from extender.api.resources import EMPTY, Resources
+from extender.api.resources import Resources
 from extender.api.scheduling import gang_key
 from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
@@ -46,6 +47,7 @@ from extender.gangs.members import (
 from extender.gangs.order import Order, walk
 from extender.gangs.placement import KeptRoom, Room, Slot, plan
 from extender.gangs.queues import QueueTally, QueueView, account
+from extender.gangs.reservations import Admission, Reservations
 from extender.gangs.turns import Run, Turn, Turns
 
 
@@ -58,13 +60,6 @@ class GangSettings:
     # by Lahar's gate is let in: what kube-scheduler's queue holds of gangs at once, so that an
     # admitted gang's members reach the barrier together however long the backlog.
     max_pods_in_flight: int = 256
-
-
-@dataclass
-class Admission:
-    slots: dict[str, Slot]  # member uid -> its reserved place, until the member is bound
-    progress_at: float
-    admitted_at: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -98,16 +93,12 @@ class Gangs:
     settings: GangSettings = field(default_factory=GangSettings)
     clock: Callable[[], float] = time.monotonic
     ordering: Ordering = field(default_factory=Ordering)
-    _admissions: dict[str, Admission] = field(default_factory=dict)
+    _reservations: Reservations = field(default_factory=Reservations)
     _backoff_until: dict[str, float] = field(default_factory=dict)
     _waiting: dict[str, Waiting] = field(default_factory=dict)  # refused gangs
-    version: int = 0
     on_admitted: list[Callable[[str], None]] = field(default_factory=list)
     on_released: list[Callable[[str], None]] = field(default_factory=list)
     on_rejected: list[Callable[[str, Rejection], None]] = field(default_factory=list)
-    _reserved: dict[str, Resources] = field(default_factory=dict)
-    _reserved_by_gang: dict[str, Resources] = field(default_factory=dict)
-    _reserved_at: int = -1
     _queues: tuple[tuple[int, ...], dict[str, QueueView]] | None = None
     _queue_tally: QueueTally = field(default_factory=QueueTally)
     _order: Order | None = None
@@ -125,11 +116,11 @@ class Gangs:
 
     def admission(self, key: str) -> Admission | None:
         """The gang's admission: the slots its unbound members hold (None: not admitted)."""
-        return self._admissions.get(key)
+        return self._reservations.get(key)
 
     def admitted(self) -> KeysView[str]:
         """The keys of the admitted gangs."""
-        return self._admissions.keys()
+        return self._reservations.keys()
 
     def refusal(self, key: str) -> Waiting | None:
         """Why and since when the gang waits, when it was refused (None: it was not)."""
@@ -148,45 +139,21 @@ class Gangs:
         (with `backoffs`), an admission making no progress times out."""
         timeout = self.settings.reservation_timeout
         found = [t for t in self._backoff_until.values() if t > now] if backoffs else []
-        found += [a.progress_at + timeout for a in self._admissions.values()]
+        found += [t + timeout for t in self._reservations.progress_times()]
         return [t for t in found if t > now]
 
     def reserved(self) -> Mapping[str, Resources]:
         """Per node, the capacity held by admitted gangs' unconsumed slots."""
-        self._tally()
-        return self._reserved
+        return self._reservations.by_node()
 
     def reserved_by_gang(self) -> Mapping[str, Resources]:
         """Per admitted gang, the capacity its unconsumed slots hold."""
-        self._tally()
-        return self._reserved_by_gang
+        return self._reservations.by_gang()
 
-    def _hold(self, key: str, slots: Iterable[Slot], *, more: bool) -> None:
-        """Gang `key`'s reservation grows (`more`) or shrinks by `slots`: the tallies follow
-        (one slot at a time, not a recount of every admission) and the ledger's version moves.
-        Callers bring the tallies up to date (`_tally`) before they change the admissions."""
-        for slot in slots:
-            for tally, name in ((self._reserved, slot.node), (self._reserved_by_gang, key)):
-                before = tally.get(name, EMPTY)
-                after = before + slot.request if more else before - slot.request
-                if after:
-                    tally[name] = after
-                else:
-                    tally.pop(name, None)
-        self.version += 1
-        self._reserved_at = self.version
-
-    def _tally(self) -> None:
-        """Recount the tallies when the admissions changed other than through `_hold`."""
-        if self._reserved_at != self.version:
-            by_node: dict[str, Resources] = {}
-            by_gang: dict[str, Resources] = {}
-            for key, admission in self._admissions.items():
-                for slot in admission.slots.values():
-                    by_node[slot.node] = by_node.get(slot.node, EMPTY) + slot.request
-                    by_gang[key] = by_gang.get(key, EMPTY) + slot.request
-            self._reserved, self._reserved_by_gang = by_node, by_gang
-            self._reserved_at = self.version
+    @property
+    def version(self) -> int:
+        """Moves with every change to the reservations."""
+        return self._reservations.version
 
     def queues(self, state: ClusterState) -> dict[str, QueueView]:
         """Every queue's figures (`gangs.queues.account`), computed once per cluster change
@@ -335,7 +302,7 @@ class Gangs:
             ranking,
             asking=asking,
             waiting=self._waiting,
-            admissions=self._admissions,
+            admitted=self._reservations.keys(),
             backoff_until=self._backoff_until,
             backoff=self.settings.backoff,
             schedulers=frozenset(self.schedulers),
@@ -380,7 +347,7 @@ class Gangs:
         (not those Lahar's gate holds: `let_in` answers for them). The walk goes only as far as
         the last of them, and not at all when there is none."""
         wanted = {k for k in self._waiting if k not in self._held} | set(self._parked.keys(state))
-        wanted -= self._admissions.keys()
+        wanted -= self._reservations.keys()
         found: list[str] = []
         if not wanted:
             return found
@@ -465,57 +432,26 @@ class Gangs:
     # -- changing ------------------------------------------------------------------------------
 
     def consume(self, uid: str, node: str | None = None) -> None:
-        """A member is being bound (on `node`): a slot of its gang turns into real usage. Its
-        own, when on that node; else a slot of its gang planned there for a member asking the
-        same, whose member then takes the binding member's own slot (the filter offered the
-        node on that credit); else its own, wherever it was (the member found room nobody
-        held). An admission whose every slot is consumed has done its work and ends."""
-        self._tally()
-        for key, admission in self._admissions.items():
-            slots = admission.slots
-            own = slots.get(uid)
-            if own is None:
-                continue
-            taken = own
-            if node is not None and own.node != node:
-                other = next(
-                    (
-                        member
-                        for member, slot in slots.items()
-                        if slot.node == node and slot.request == own.request and member != uid
-                    ),
-                    None,
-                )
-                if other is not None:
-                    taken, slots[other] = slots[other], own
-            del slots[uid]
-            admission.progress_at = self.clock()
-            self._hold(key, [taken], more=False)
-            if not slots:
-                del self._admissions[key]
-                self._contending.touch(key)
-            return
+        """A member is being bound (on `node`): a slot of its gang turns into real usage
+        (`Reservations.consume`). An admission whose every slot is consumed ends."""
+        ended = self._reservations.consume(uid, node, self.clock())
+        if ended is not None:
+            self._contending.touch(ended)
 
     def restore(self, key: str, slots: Mapping[str, Slot]) -> None:
         """Members of an admitted gang left the bind barrier without binding, to be placed again
         (`actions.barrier`'s patience): their slots hold their places again, which their
         assumptions held until now, so nobody can have taken them."""
-        self._tally()
-        admission = self._admissions.get(key)
-        if admission is None:  # (every slot was consumed: the admission had ended)
-            now = self.clock()
-            admission = self._admissions[key] = Admission({}, now, now)
+        if self._reservations.restore(key, slots, self.clock()):  # (it had ended: all consumed)
             self._contending.touch(key)
-        self._hold(key, [s for uid, s in slots.items() if uid not in admission.slots], more=True)
-        admission.slots.update(slots)
 
     def in_flight(self) -> int:
         """Members of admitted gangs not at the bind barrier yet: their unconsumed slots."""
-        return sum(len(admission.slots) for admission in self._admissions.values())
+        return self._reservations.in_flight()
 
     def admitted_at(self, key: str) -> float | None:
         """When the gang was admitted (the clock's time); None when it is not."""
-        admission = self._admissions.get(key)
+        admission = self._reservations.get(key)
         return admission.admitted_at if admission is not None else None
 
     def let_in(self, state: ClusterState, nodes: Mapping[str, NodeInfo]) -> list[str]:
@@ -555,16 +491,13 @@ class Gangs:
             if going:  # the walk counted their slots as claimed: every other turn stands
                 self._order = replace(order, made_at=self._state_key(state))
         for key in keys:
-            if key in self._admissions or view_gang(state, key).stands:
+            if self._reservations.get(key) is not None or view_gang(state, key).stands:
                 going[key] = None
         return list(going)
 
     def release(self, key: str, *, back_off: bool = False) -> None:
         self._contending.touch(key)
-        self._tally()
-        admission = self._admissions.pop(key, None)
-        if admission is not None:
-            self._hold(key, admission.slots.values(), more=False)
+        self._reservations.release(key)
         if back_off:
             self._backoff_until[key] = self.clock() + self.settings.backoff
             self._order = None  # the order may have let it in: it no longer may
@@ -576,7 +509,7 @@ class Gangs:
         waiting gangs the order let in that did not come for their capacity in that time (so
         they stop blocking the gangs behind them); their keys."""
         deadline = self.clock() - self.settings.reservation_timeout
-        stale = [k for k, a in self._admissions.items() if a.progress_at < deadline]
+        stale = self._reservations.idle_since(deadline)
         stale += [k for k, since in self._let_in_since.items() if since < deadline]
         for key in stale:
             self._let_in_since.pop(key, None)
@@ -584,13 +517,7 @@ class Gangs:
         return stale
 
     def _admit(self, gang: GangView, slots: dict[str, Slot]) -> None:
-        now = self.clock()
-        self._tally()
-        previous = self._admissions.get(gang.key)
-        if previous is not None:
-            self._hold(gang.key, previous.slots.values(), more=False)
-        self._admissions[gang.key] = Admission(slots, now, now)
-        self._hold(gang.key, slots.values(), more=True)
+        self._reservations.admit(gang.key, slots, self.clock())
         self.forget(gang.key)  # (which has the order look at it again)
         for callback in self.on_admitted:
             callback(gang.key)
@@ -598,14 +525,13 @@ class Gangs:
     def _current(self, gang: GangView) -> Admission | None:
         """The gang's admission, brought up to the state: slots of members placed or gone are
         dropped; an admission that no longer covers the gang is released to be planned again."""
-        admission = self._admissions.get(gang.key)
+        admission = self._reservations.get(gang.key)
         if admission is None:
             return None
         pending = {pod.metadata.uid for pod in gang.pending}
         gone = [uid for uid in admission.slots if uid not in pending]
         if gone:
-            self._tally()
-            self._hold(gang.key, [admission.slots.pop(uid) for uid in gone], more=False)
+            self._reservations.drop(gang.key, gone)
         if gang.stands or gang.ready + len(admission.slots) < gang.min_member:
             self.release(gang.key)  # done, or lost members: plan again if it must wait
             return None

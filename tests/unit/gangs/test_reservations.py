@@ -21,7 +21,8 @@ from extender.api.resources import EMPTY
 from extender.cache.state import ClusterState
 from extender.framework.policy import load_policy
 from extender.framework.session import Engine
-from extender.gangs.ledger import Admission, Gangs
+from extender.gangs.ledger import Gangs
+from extender.gangs.reservations import Admission
 from extender.plugins import REGISTRY
 from tests.builders import cluster, make_group, make_node, make_pod
 
