@@ -1,8 +1,7 @@
 """Gang admission: a gang's members get nodes only when all it still needs fit at once.
 
-`Gangs` is the ledger of the gangs it admitted (and what they hold: `gangs.reservations`),
-refused or backed off. A gang (the pods naming one PodGroup)
-is *admitted* when a placement plan for its unplaced members up to `minMember` (and each task's
+`Gangs` is the ledger of the gangs it admitted (what they hold: `gangs.reservations`), refused or
+backed off. A gang (the pods naming one PodGroup) is *admitted* when a placement plan for its unplaced members up to `minMember` (and each task's
 `minTaskMember`; `minResources` when set) fits the capacity left after the reservations of gangs
 admitted before it and the claims of the waiting gangs ahead of it in the fair order
 (`gangs.order`, walked once per cluster change, and for a filter call only as far as the gang
