@@ -40,14 +40,14 @@ from extender.preemption.plan import Preemption, candidates
 from extender.simulate import world
 from extender.simulate.clock import Clock, run, watched
 from extender.simulate.scheduler import Scheduler, binder_of
-from extender.simulate.trace import Job, Trace
+from extender.simulate.trace import Trace, TraceJob
 
 GC_YOUNG_THRESHOLD = 100_000  # see _young_collections_every (10-20% faster at 4,000 jobs)
 
 
 @dataclass
 class JobRecord:
-    job: Job
+    job: TraceJob
     arrived: float | None = None
     started: float | None = None  # first start
     finished: float | None = None
@@ -215,14 +215,14 @@ class Simulation:
 
     # -- the API server and the kubelets --------------------------------------------------------
 
-    def _arrive(self, job: Job) -> None:
+    def _arrive(self, job: TraceJob) -> None:
         self._arrivals -= 1
         self.jobs[job.name].arrived = self.clock.now
         self.state.upsert_pod_group(world.pod_group(job))
         self._create_pods(job, 0)
         self._moved()
 
-    def _create_pods(self, job: Job, incarnation: int) -> None:
+    def _create_pods(self, job: TraceJob, incarnation: int) -> None:
         for index, pod in enumerate(world.pods(job, incarnation)):
             self._job_of[pod.metadata.uid] = job.name
             self.state.upsert_pod(pod)
