@@ -1,4 +1,4 @@
-"""One AdmissionRequest in, one `Verdict` out: which rules apply to which resource and
+"""One AdmissionRequest in, one `AdmissionDecision` out: which rules apply to which resource and
 operation. The webhook routes each path to one of these; a request for another resource, or an
 operation a rule set does not handle, is refused with the reason (the webhook configurations
 never send them, so seeing one means the configuration is wrong).
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from extender.admission import jobs, podgroups, pods, queues
 from extender.admission.job_defaults import job_defaults
 from extender.admission.job_update import check_update, unchanged
-from extender.admission.problems import Problem, Verdict, describe, in_field_order
+from extender.admission.problems import AdmissionDecision, Problem, describe, in_field_order
 from extender.admission.queues import QueueLookup
 from extender.api.admission import AdmissionRequest, Operation
 
@@ -33,9 +33,9 @@ class Settings:
 
 @dataclass(frozen=True)
 class Outcome:
-    """A verdict and the message a denial carries (every problem, under the object's name)."""
+    """A decision and the message a denial carries (every problem, under the object's name)."""
 
-    verdict: Verdict
+    decision: AdmissionDecision
     message: str = ""
     warnings: tuple[str, ...] = field(default=())
 
@@ -57,8 +57,8 @@ def _outcome(
 ) -> Outcome:
     if problems:
         ordered = tuple(sorted(problems, key=in_field_order))
-        return Outcome(Verdict(ordered), describe(_named(kind, request), ordered))
-    return Outcome(Verdict(patch=tuple(patch)), warnings=tuple(warnings))
+        return Outcome(AdmissionDecision(ordered), describe(_named(kind, request), ordered))
+    return Outcome(AdmissionDecision(patch=tuple(patch)), warnings=tuple(warnings))
 
 
 def _expect(

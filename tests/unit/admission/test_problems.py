@@ -13,8 +13,8 @@ from extender.admission.problems import (
     CLIP,
     LONGEST,
     SHOWN,
+    AdmissionDecision,
     Problem,
-    Verdict,
     describe,
     field,
     from_validation,
@@ -118,12 +118,14 @@ def test_shown_clips_long_strings_with_an_ellipsis() -> None:
     assert len(text) == CLIP
 
 
-def test_problem_text_and_verdict() -> None:
+def test_problem_text_and_decision() -> None:
     assert str(Problem("spec.queue", "required")) == "spec.queue: required"
     assert str(Problem("", "not a Job")) == "not a Job"
-    assert Verdict().allowed
-    assert Verdict(patch=({"op": "add", "path": "/spec/queue", "value": "default"},)).allowed
-    assert not Verdict((Problem("", "no"),)).allowed
+    assert AdmissionDecision().allowed
+    assert AdmissionDecision(
+        patch=({"op": "add", "path": "/spec/queue", "value": "default"},)
+    ).allowed
+    assert not AdmissionDecision((Problem("", "no"),)).allowed
 
 
 def test_describe_lists_every_problem_under_the_object() -> None:
