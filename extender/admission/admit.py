@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from extender.admission import jobs, podgroups, pods, queues
 from extender.admission.job_defaults import job_defaults
 from extender.admission.job_update import check_update, unchanged
-from extender.admission.problems import AdmissionDecision, Problem, describe, in_field_order
+from extender.admission.problems import AdmissionDecision, Problem, denial_message, in_field_order
 from extender.admission.queues import QueueLookup
 from extender.api.admission import AdmissionRequest, Operation
 
@@ -57,7 +57,7 @@ def _outcome(
 ) -> Outcome:
     if problems:
         ordered = tuple(sorted(problems, key=in_field_order))
-        return Outcome(AdmissionDecision(ordered), describe(_named(kind, request), ordered))
+        return Outcome(AdmissionDecision(ordered), denial_message(_named(kind, request), ordered))
     return Outcome(AdmissionDecision(patch=tuple(patch)), warnings=tuple(warnings))
 
 

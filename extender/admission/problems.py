@@ -133,7 +133,7 @@ def in_field_order(problem: Problem) -> tuple[Any, ...]:
     return tuple(int(part) if index % 2 else part for index, part in enumerate(parts))
 
 
-def describe(what: str, problems: Sequence[Problem]) -> str:
+def denial_message(what: str, problems: Sequence[Problem]) -> str:
     """One message for a denial: `<what> is invalid: <path>: <reason>; ...` with every problem (up
     to `SHOWN`, then how many more)."""
     listed = "; ".join(_clip(str(p), LONGEST) for p in problems[:SHOWN])
