@@ -46,7 +46,7 @@ from extender.api.batch import pod_name
 from extender.api.quantity import parse_quantity
 from extender.api.resources import Resources
 from extender.api.scheduling import DEFAULT_QUEUE
-from extender.api.wire import explain
+from extender.api.wire import describe_invalid
 
 NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"  # a DNS label, as Volcano's job and queue names are
 
@@ -215,7 +215,7 @@ def parse_trace(document: object, source: str = "trace") -> Trace:
     try:
         return Trace.model_validate(document)
     except ValidationError as error:
-        raise TraceError(f"{source}: {explain(error, root='(top level)')}") from error
+        raise TraceError(f"{source}: {describe_invalid(error, root='(top level)')}") from error
 
 
 def load_trace(path: Path) -> Trace:
