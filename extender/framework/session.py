@@ -67,7 +67,7 @@ class Session:
         candidates: Candidates | Sequence[str],
         verdict: Verdict = PLAIN,
         *,
-        explain: bool = True,
+        with_reasons: bool = True,
     ) -> FilterOutcome:
         """Which candidates can take the pod; every other one with its reason.
 
@@ -76,17 +76,17 @@ class Session:
         hold (the pod's own slot excepted). Works on sets,
         in C: at 5,000 candidates a Python loop per name would cost more than the decision. When
         some nodes fail, `passed` is in no particular order (the protocol has none). Without
-        `explain` only `passed` is filled (the simulator needs no reason per failed node), from the
-        nodes the table passes: in a full cluster a few, where the rejected are most.
+        `with_reasons` only `passed` is filled (the simulator needs no reason per failed node),
+        from the nodes the table passes: in a full cluster a few, where the rejected are most.
         """
         if not isinstance(candidates, Candidates):
             candidates = Candidates(list(candidates), frozenset(candidates))
         if verdict.reason is not None:
-            failed = dict.fromkeys(candidates.names, verdict.reason) if explain else {}
+            failed = dict.fromkeys(candidates.names, verdict.reason) if with_reasons else {}
             return FilterOutcome(failed=failed)
         table = self.engine.tables.current(self.snapshot, pod.request)
         reserved = self.engine.gangs.reserved() if self.engine.gangs is not None else {}
-        if not explain:
+        if not with_reasons:
             return self._passing(pod, candidates, table, reserved, verdict)
         membership = self.snapshot.membership
         unknown: frozenset[str] | set[str] = frozenset()

@@ -256,7 +256,7 @@ class _Claims:
             refusal = view.capability_refusal(gang.key, wanted, allocated)
             if refusal is not None:
                 return Turn(gang.key, rejection=refusal)
-        slots, rejection = plan(gang, self.room, explain=not self.taken)
+        slots, rejection = plan(gang, self.room, with_reasons=not self.taken)
         if rejection is None:
             return Turn(gang.key, slots=slots)
         if rejection.cause != "NotEnoughResources" or not self.taken:

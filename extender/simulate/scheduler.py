@@ -203,7 +203,7 @@ class Scheduler:
             gangs.serve(pod.spec.scheduler_name)
             verdict = gangs.verdict(self.state, session.snapshot.nodes, pod)
         candidates = self._all_nodes()
-        outcome = session.filter(pod, candidates, verdict, explain=False)
+        outcome = session.filter(pod, candidates, verdict, with_reasons=False)
         if not outcome.passed:
             return set()
         return session.best(
