@@ -75,7 +75,7 @@ class Interval:
 
 
 @dataclass
-class Outcome:
+class SimulationOutcome:
     policy: str
     trace: Trace
     jobs: dict[str, JobRecord]
@@ -145,7 +145,7 @@ class Simulation:
         for priority_class in world.priority_classes(trace):
             self.state.upsert_priority_class(priority_class)
 
-    def run(self) -> Outcome:
+    def run(self) -> SimulationOutcome:
         self._began = self._reported = time.perf_counter()
         with _young_collections_every(GC_YOUNG_THRESHOLD):
             run(self._main(), self.clock)
@@ -154,7 +154,7 @@ class Simulation:
         end = max((r.finished or 0.0 for r in self.jobs.values()), default=0.0)
         if any(r.finished is None for r in self.jobs.values()):
             end = self._moved_at + self.idle_limit  # watched that long after the last move
-        return Outcome(
+        return SimulationOutcome(
             self.name,
             self.trace,
             self.jobs,
@@ -386,7 +386,7 @@ def simulate(
     seed: int = 0,
     on_progress: Callable[[Progress], None] | None = None,
     progress_every: float = 2.0,
-) -> Outcome:
+) -> SimulationOutcome:
     simulation = Simulation(
         trace, policy, name, seed=seed, on_progress=on_progress, progress_every=progress_every
     )
