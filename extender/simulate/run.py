@@ -46,7 +46,7 @@ GC_YOUNG_THRESHOLD = 100_000  # see _young_collections_every (10-20% faster at 4
 
 
 @dataclass
-class JobRecord:
+class SimulatedJob:
     job: TraceJob
     arrived: float | None = None
     started: float | None = None  # first start
@@ -78,7 +78,7 @@ class Interval:
 class SimulationOutcome:
     policy: str
     trace: Trace
-    jobs: dict[str, JobRecord]
+    jobs: dict[str, SimulatedJob]
     intervals: list[Interval]
     preemptions: int
     end: float
@@ -124,7 +124,7 @@ class Simulation:
         if self.engine.gangs is not None:
             self.engine.gangs.clock = self.clock
         self.scheduler = Scheduler(self.state, self.engine, binder_of(self._bound), seed=seed)
-        self.jobs = {job.name: JobRecord(job) for job in trace.jobs}
+        self.jobs = {job.name: SimulatedJob(job) for job in trace.jobs}
         self.intervals: list[Interval] = []
         self._open: dict[str, Interval] = {}  # uid -> its interval
         self._job_of: dict[str, str] = {}  # uid -> job name
@@ -279,7 +279,7 @@ class Simulation:
         interval.end = self.clock.now
         self.jobs[self._job_of[uid]].running.discard(uid)
 
-    def _finish(self, record: JobRecord) -> None:
+    def _finish(self, record: SimulatedJob) -> None:
         if record.finished is None:
             self._finished += 1
         record.finished = self.clock.now

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from extender.simulate.metrics import fairness
-from extender.simulate.run import Interval, JobRecord, SimulationOutcome
+from extender.simulate.run import Interval, SimulatedJob, SimulationOutcome
 from extender.simulate.trace import parse_trace
 
 
@@ -23,7 +23,7 @@ def _stuck_outcome(end: float) -> SimulationOutcome:
             ],
         }
     )
-    jobs = {job.name: JobRecord(job, arrived=0.0) for job in trace.jobs}
+    jobs = {job.name: SimulatedJob(job, arrived=0.0) for job in trace.jobs}
     intervals = [Interval("node-0", "a", "q", 0, 2000, start=0.0)]
     return SimulationOutcome("p", trace, jobs, intervals, 0, end, 0, 0.0)
 
