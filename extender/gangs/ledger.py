@@ -42,7 +42,7 @@ from extender.gangs.members import (
     view_gang,
 )
 from extender.gangs.order import Order, walk
-from extender.gangs.placement import KeptRoom, Room, Slot, plan
+from extender.gangs.placement import KeptRoom, Room, Slot, plan_slots
 from extender.gangs.queues import QueueTally, QueueView, account
 from extender.gangs.turns import Run, Turn, Turns
 
@@ -396,7 +396,7 @@ class Gangs:
         refusal = self._blocked(gang)
         if refusal is not None:
             return refusal
-        slots, refusal = plan(gang, Room(nodes, self.reserved()))
+        slots, refusal = plan_slots(gang, Room(nodes, self.reserved()))
         if refusal is not None:
             return refusal
         self._admit(gang, slots)

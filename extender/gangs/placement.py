@@ -1,9 +1,9 @@
 """Planning a gang onto nodes: which members to place, and where they go.
 
-`choose` picks the pending members a gang still needs (each task's shortfall, then up to
-`minMember`); `Room.place` puts members first fit onto the fullest nodes they may run on, on what
-a `Room` leaves (the free capacity a walk plans on, kept in binpack's order); `plan` ties both to
-the PodGroup's `minResources`. Pure: the same inputs always give the same slots.
+`members_to_plan` picks the pending members a gang still needs (each task's shortfall, then up
+to `minMember`); `Room.place` puts members first fit onto the fullest nodes they may run on, on
+what a `Room` leaves (the free capacity a walk plans on, kept in binpack's order); `plan_slots`
+ties both to the PodGroup's `minResources`. Pure: the same inputs always give the same slots.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo, Snapshot
 from extender.gangs.members import GangView, Planned, Rejection, Shape
 
-QUICK_REFUSAL = Rejection("NotEnoughResources", "")  # `plan` without reasons: no room
+QUICK_REFUSAL = Rejection("NotEnoughResources", "")  # `plan_slots` without reasons: no room
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Slot:
     request: Resources
 
 
-def plan(
+def plan_slots(
     gang: GangView, room: Room, *, with_reasons: bool = True
 ) -> tuple[dict[str, Slot], Rejection | None]:
     """Slots for the members the gang still needs in `room`, or why they do not fit. Without
@@ -41,7 +41,7 @@ def plan(
     if existing < spec.min_member:
         message = f"gang {key}: {existing}/{spec.min_member} pods of gang {key} exist"
         return {}, Rejection("NotEnoughPods", message)
-    chosen, reason = choose(gang)
+    chosen, reason = members_to_plan(gang)
     if reason is not None:
         return {}, reason
     if spec.min_resources:
@@ -61,13 +61,13 @@ def plan(
 
 
 def nodes_used(gang: GangView, room: Room) -> frozenset[str] | None:
-    """The nodes `plan` would put the gang's members on in `room` (None when it refuses):
+    """The nodes `plan_slots` would put the gang's members on in `room` (None when it refuses):
     whether the gang fits, and where, without its slots."""
     assert gang.group is not None
     spec = gang.group.spec
     if gang.ready + len(gang.pending) < spec.min_member:
         return None
-    chosen, reason = choose(gang)
+    chosen, reason = members_to_plan(gang)
     if reason is not None:
         return None
     if spec.min_resources and min_resources_shortfall(gang, room) is not None:
@@ -75,7 +75,7 @@ def nodes_used(gang: GangView, room: Room) -> frozenset[str] | None:
     return room.nodes_for(chosen)
 
 
-def choose(gang: GangView) -> tuple[Planned, Rejection | None]:
+def members_to_plan(gang: GangView) -> tuple[Planned, Rejection | None]:
     """The pending members to plan: each task's shortfall first, then up to minMember
     (`GangView.to_plan`: worked out once per view, walk after walk; not to be changed)."""
     return gang.to_plan
