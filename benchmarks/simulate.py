@@ -42,7 +42,7 @@ from extender.plugins import REGISTRY
 from extender.simulate.defaults import STOCK, stock_policy
 from extender.simulate.metrics import summarize
 from extender.simulate.report import HEADERS, row
-from extender.simulate.run import Outcome, simulate
+from extender.simulate.run import SimulationOutcome, simulate
 from extender.simulate.synthetic import LOAD, generate
 from extender.simulate.trace import Trace, parse_trace
 
@@ -63,7 +63,7 @@ def policy_named(name: str) -> Policy:
     return load_policy(Path(name), REGISTRY)
 
 
-def digest(outcome: Outcome) -> str:
+def digest(outcome: SimulationOutcome) -> str:
     """A fingerprint of what happened: equal digests, identical decisions' outcomes."""
     sha = hashlib.sha256()
     for name, r in sorted(outcome.jobs.items()):
@@ -77,7 +77,7 @@ def digest(outcome: Outcome) -> str:
 
 def _run(
     trace: Trace, policy: Policy, name: str, args: argparse.Namespace
-) -> tuple[Outcome, float, float] | None:
+) -> tuple[SimulationOutcome, float, float] | None:
     """One simulation: its outcome, wall and cpu seconds (None: stopped at --timeout)."""
     profiler = cProfile.Profile() if args.profile else None
     started, cpu = time.perf_counter(), time.process_time()

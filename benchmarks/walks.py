@@ -40,7 +40,7 @@ from extender.api.resources import CPU
 from extender.cli.kubectl import table
 from extender.gangs import order as order_module
 from extender.gangs.ledger import Gangs
-from extender.gangs.placement import choose
+from extender.gangs.placement import members_to_plan
 from extender.preemption import plan as preemption
 from extender.simulate.run import simulate
 from extender.simulate.synthetic import LOAD, generate
@@ -100,7 +100,7 @@ class Watch:
             if kwargs.get("final"):  # a refusal past the point where nothing fits, read
                 watch.turns["past the point nothing fits, worked out when read"] += 1
                 return turn(claims, gang, *args, **kwargs)
-            members, _ = choose(gang)
+            members, _ = members_to_plan(gang)
             smallest = min((pod.request[CPU] for pod in members), default=0)
             most = claims.room.most_free_cpu
             made = turn(claims, gang, *args, **kwargs)

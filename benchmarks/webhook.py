@@ -68,7 +68,7 @@ def timed(rule: Callable[..., Any], review: AdmissionRequest, runs: int) -> tupl
         started = time.perf_counter()
         outcome = rule(review, Queues(), Settings())
         samples.append((time.perf_counter() - started) * 1000)
-    assert outcome.verdict.allowed, outcome.message
+    assert outcome.decision.allowed, outcome.message
     samples.sort()
     return statistics.median(samples), samples[min(len(samples) - 1, int(len(samples) * 0.99))]
 

@@ -4,9 +4,9 @@ and the time, so every rotation step is unit-tested without a cluster.
 
 A `Bundle` is what a Secret holds: the CA (certificate and key) that signs serving certificates,
 the serving certificate and key, and `trusted`, the CA certificates clients are told to trust (the
-webhook configurations' `caBundle`, kube-scheduler's extender `caFile`). `plan` returns the next
-bundle, or None when the stored one is good. One step at a time, so no request is ever refused
-during a rotation:
+webhook configurations' `caBundle`, kube-scheduler's extender `caFile`). `next_bundle` returns the
+next bundle, or None when the stored one is good. One step at a time, so no request is ever
+refused during a rotation:
 
 1. nothing stored, or unreadable: a new CA and a serving certificate;
 2. the CA nears its end: a new CA joins `trusted` beside the old one; the serving certificate,
@@ -18,8 +18,8 @@ during a rotation:
    unless it would end first;
 4. CAs that have expired leave `trusted`.
 
-`plan_client` does the same for a client certificate (kube-scheduler's, for mutual TLS with the
-extender): a new one from the current CA when it nears its end or another CA signed it.
+`next_client_pair` does the same for a client certificate (kube-scheduler's, for mutual TLS with
+the extender): a new one from the current CA when it nears its end or another CA signed it.
 """
 
 from __future__ import annotations
@@ -84,7 +84,9 @@ class Bundle:
         return bundle
 
 
-def plan(stored: Bundle | None, options: CertOptions, now: datetime.datetime) -> Bundle | None:
+def next_bundle(
+    stored: Bundle | None, options: CertOptions, now: datetime.datetime
+) -> Bundle | None:
     """The next bundle to store (one rotation step), or None when `stored` needs nothing."""
     if stored is None:
         ca_cert, ca_key = _new_ca(options, now)
@@ -143,7 +145,7 @@ class ClientPair:
         return pair
 
 
-def plan_client(
+def next_client_pair(
     stored: ClientPair | None,
     bundle: Bundle,
     common_name: str,
@@ -152,9 +154,9 @@ def plan_client(
 ) -> ClientPair | None:
     """The client certificate `common_name` should hold now (with the CAs that verify the
     server), or None when `stored` is that. It moves to a new CA together with the serving
-    certificate, after the grace `plan` gives the new CA, so the server trusts it by then: a new
-    one when there is none, it nears its end, it names someone else, or its CA is not the one
-    that signed the serving certificate."""
+    certificate, after the grace `next_bundle` gives the new CA, so the server trusts it by then:
+    a new one when there is none, it nears its end, it names someone else, or its CA is not the
+    one that signed the serving certificate."""
     if stored is not None:
         cert = x509.load_pem_x509_certificate(stored.cert)
         serving = x509.load_pem_x509_certificate(bundle.cert)

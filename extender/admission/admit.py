@@ -1,4 +1,4 @@
-"""One AdmissionRequest in, one `Verdict` out: which rules apply to which resource and
+"""One AdmissionRequest in, one `AdmissionDecision` out: which rules apply to which resource and
 operation. The webhook routes each path to one of these; a request for another resource, or an
 operation a rule set does not handle, is refused with the reason (the webhook configurations
 never send them, so seeing one means the configuration is wrong).
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from extender.admission import jobs, podgroups, pods, queues
 from extender.admission.job_defaults import job_defaults
 from extender.admission.job_update import check_update, unchanged
-from extender.admission.problems import Problem, Verdict, describe, in_field_order
-from extender.admission.queues import QueueView
+from extender.admission.problems import AdmissionDecision, Problem, denial_message, in_field_order
+from extender.admission.queues import QueueLookup
 from extender.api.admission import AdmissionRequest, Operation
 
 JOBS = ("batch.volcano.sh", "jobs")
@@ -33,14 +33,14 @@ class Settings:
 
 @dataclass(frozen=True)
 class Outcome:
-    """A verdict and the message a denial carries (every problem, under the object's name)."""
+    """A decision and the message a denial carries (every problem, under the object's name)."""
 
-    verdict: Verdict
+    decision: AdmissionDecision
     message: str = ""
     warnings: tuple[str, ...] = field(default=())
 
 
-Rule = Callable[[AdmissionRequest, QueueView, Settings], Outcome]
+Rule = Callable[[AdmissionRequest, QueueLookup, Settings], Outcome]
 
 
 def _named(kind: str, request: AdmissionRequest) -> str:
@@ -57,8 +57,8 @@ def _outcome(
 ) -> Outcome:
     if problems:
         ordered = tuple(sorted(problems, key=in_field_order))
-        return Outcome(Verdict(ordered), describe(_named(kind, request), ordered))
-    return Outcome(Verdict(patch=tuple(patch)), warnings=tuple(warnings))
+        return Outcome(AdmissionDecision(ordered), denial_message(_named(kind, request), ordered))
+    return Outcome(AdmissionDecision(patch=tuple(patch)), warnings=tuple(warnings))
 
 
 def _expect(
@@ -80,7 +80,7 @@ def _expect(
     return []
 
 
-def mutate_job(request: AdmissionRequest, view: QueueView, settings: Settings) -> Outcome:
+def mutate_job(request: AdmissionRequest, view: QueueLookup, settings: Settings) -> Outcome:
     problems = _expect(request, JOBS, (Operation.CREATE, Operation.UPDATE))
     if problems:
         return _outcome("Job", request, problems)
@@ -95,7 +95,7 @@ def mutate_job(request: AdmissionRequest, view: QueueView, settings: Settings) -
     return _outcome("Job", request, [], job_defaults(request.object, settings.scheduler_name))
 
 
-def validate_job(request: AdmissionRequest, view: QueueView, settings: Settings) -> Outcome:
+def validate_job(request: AdmissionRequest, view: QueueLookup, settings: Settings) -> Outcome:
     problems = _expect(request, JOBS, (Operation.CREATE, Operation.UPDATE))
     if problems:
         return _outcome("Job", request, problems)
@@ -111,7 +111,7 @@ def validate_job(request: AdmissionRequest, view: QueueView, settings: Settings)
     return _outcome("Job", request, problems, warnings=warnings)
 
 
-def validate_queue(request: AdmissionRequest, view: QueueView, settings: Settings) -> Outcome:
+def validate_queue(request: AdmissionRequest, view: QueueLookup, settings: Settings) -> Outcome:
     operations = (Operation.CREATE, Operation.UPDATE, Operation.DELETE)
     problems = _expect(request, QUEUES, operations)
     if not problems:
@@ -122,14 +122,14 @@ def validate_queue(request: AdmissionRequest, view: QueueView, settings: Setting
     return _outcome("Queue", request, problems)
 
 
-def validate_pod_group(request: AdmissionRequest, view: QueueView, settings: Settings) -> Outcome:
+def validate_pod_group(request: AdmissionRequest, view: QueueLookup, settings: Settings) -> Outcome:
     problems = _expect(request, POD_GROUPS, (Operation.CREATE,))
     if not problems:
         problems = podgroups.check_pod_group(request.object, view)
     return _outcome("PodGroup", request, problems)
 
 
-def mutate_pod(request: AdmissionRequest, view: QueueView, settings: Settings) -> Outcome:
+def mutate_pod(request: AdmissionRequest, view: QueueLookup, settings: Settings) -> Outcome:
     problems = _expect(request, PODS, (Operation.CREATE,))
     if problems:
         return _outcome("Pod", request, problems)

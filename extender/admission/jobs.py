@@ -18,7 +18,7 @@ from typing import Any
 from extender.admission.names import dns_1035_label, dns_label, dns_subdomain, label_value
 from extender.admission.policies import policy_problems
 from extender.admission.problems import INT32, Problem, field, parse, shown
-from extender.admission.queues import QueueView, queue_problems
+from extender.admission.queues import QueueLookup, queue_problems
 from extender.admission.templates import template_problems
 from extender.api.batch import Job, TaskSpec, pod_name
 from extender.jobplugins import PluginError, make_plugins
@@ -32,7 +32,7 @@ def parse_job(obj: Mapping[str, Any] | None) -> tuple[Job | None, list[Problem]]
     return parse(Job, obj, "Job")
 
 
-def check_job(job: Job, queues: QueueView, warnings: list[str]) -> list[Problem]:
+def check_job(job: Job, queues: QueueLookup, warnings: list[str]) -> list[Problem]:
     spec = job.spec
     problems = [*runnable_problems(job), *number_problems(job), *_tasks(job, warnings)]
     problems += policy_problems(spec.policies, warnings, "spec", "policies")

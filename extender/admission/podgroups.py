@@ -10,11 +10,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from extender.admission.problems import INT32, Problem, field, parse, shown
-from extender.admission.queues import QueueView, queue_problems
+from extender.admission.queues import QueueLookup, queue_problems
 from extender.api.scheduling import PodGroup
 
 
-def check_pod_group(obj: Mapping[str, Any] | None, view: QueueView) -> list[Problem]:
+def check_pod_group(obj: Mapping[str, Any] | None, view: QueueLookup) -> list[Problem]:
     group, problems = parse(PodGroup, obj, "PodGroup")
     if group is None:
         return problems

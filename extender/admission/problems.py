@@ -1,6 +1,6 @@
-"""What an admission rule finds, as values: a `Problem` names a field path and the reason, and a
-`Verdict` carries every problem found (never only the first) or the JSONPatch that defaults an
-object.
+"""What an admission rule finds, as values: a `Problem` names a field path and the reason, and an
+`AdmissionDecision` carries every problem found (never only the first) or the JSONPatch that
+defaults an object.
 
 Paths are written as `kubectl explain` and the API server's own errors write them
 (`spec.tasks[1].minAvailable`). Values quoted back to the user are clipped, so a hostile object
@@ -37,7 +37,7 @@ class Problem:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class AdmissionDecision:
     """Allowed when there is no problem; `patch` (JSONPatch operations) applies only then."""
 
     problems: tuple[Problem, ...] = ()
@@ -133,7 +133,7 @@ def in_field_order(problem: Problem) -> tuple[Any, ...]:
     return tuple(int(part) if index % 2 else part for index, part in enumerate(parts))
 
 
-def describe(what: str, problems: Sequence[Problem]) -> str:
+def denial_message(what: str, problems: Sequence[Problem]) -> str:
     """One message for a denial: `<what> is invalid: <path>: <reason>; ...` with every problem (up
     to `SHOWN`, then how many more)."""
     listed = "; ".join(_clip(str(p), LONGEST) for p in problems[:SHOWN])

@@ -24,7 +24,7 @@ STATES = ("Open", "Closed", "Closing", "Unknown")
 MAX_WEIGHT = 65535
 
 
-class QueueView(Protocol):
+class QueueLookup(Protocol):
     """The queues and PodGroups the webhook's cache holds."""
 
     def queue(self, name: str) -> Queue | None: ...
@@ -81,7 +81,7 @@ def _at_most(lower: Resources, at: str, upper: Resources, named: str) -> list[Pr
     ]
 
 
-def check_delete(name: str, view: QueueView) -> list[Problem]:
+def check_delete(name: str, view: QueueLookup) -> list[Problem]:
     if name == DEFAULT_QUEUE:
         return [Problem("", "the default queue cannot be deleted: PodGroups with no queue use it")]
     groups = view.pod_groups_in(name)

@@ -139,7 +139,7 @@ class ExtenderBindingResult(WireModel):
     error: str = ""
 
 
-def explain(error: ValidationError, root: str = "body") -> str:
+def describe_invalid(error: ValidationError, root: str = "body") -> str:
     """A validation error as one line per problem: `Pod.spec.containers.0...: what is wrong`;
     a problem with the whole document is named `root`."""
     problems = []

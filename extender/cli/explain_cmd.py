@@ -85,7 +85,7 @@ def _run(args: argparse.Namespace) -> int:
             ]
     if args.extender:
         extender = Extender(args.extender, args.cert, args.key, args.cacert, args.tls_server_name)
-        lines = fetch(extender, f"{namespace}/{name}")
+        lines = from_extender(extender, f"{namespace}/{name}")
         source = f"extender {args.extender}"
     else:
         lines = from_group(group) if group else ["no PodGroup yet: the controller makes it"]
@@ -169,7 +169,7 @@ class Extender:
     server_name: str | None = None  # the name its certificate carries, when the URL's is not
 
 
-def fetch(extender: Extender, gang: str) -> list[str]:
+def from_extender(extender: Extender, gang: str) -> list[str]:
     """The extender's live explanation of `gang` (its `/debug/explain`)."""
     url = extender.url.rstrip("/")
     if urllib.parse.urlsplit(url).scheme not in ("http", "https"):

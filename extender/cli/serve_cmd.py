@@ -32,7 +32,7 @@ from extender.cli.flags import (
     tls_files,
 )
 from extender.framework.policy import Policy, load_policy
-from extender.framework.scheduler_config import problems, profile_names
+from extender.framework.scheduler_config import config_problems, profile_names
 from extender.kube import client_for
 from extender.kube.leader import FollowOptions
 from extender.plugins import REGISTRY
@@ -144,7 +144,7 @@ def _schedulers(args: argparse.Namespace, policy: Policy) -> frozenset[str]:
         ) from None
     if not isinstance(config, dict):
         raise SystemExit(f"lahar serve: --scheduler-config {path}: not a YAML mapping")
-    found = problems(config, policy, str(path))
+    found = config_problems(config, policy, str(path))
     if found:
         raise SystemExit(
             "lahar serve: the scheduler configuration does not fit the policy:\n  "

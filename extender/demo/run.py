@@ -58,7 +58,7 @@ def run_demo(options: DemoOptions, say: Step = print, table: LiveTable | None = 
             watch = JobWatch(api, NAMESPACE, table or LiveTable())
             show_tensorflow(api, watch, step)
             show_contention(api, watch, step)
-            code = summarize(watch, say)
+            code = report_jobs(watch, say)
     finally:
         if options.keep:
             step(f"cluster left running: export KUBECONFIG={cluster.kubeconfig}")
@@ -70,7 +70,7 @@ def run_demo(options: DemoOptions, say: Step = print, table: LiveTable | None = 
     return code
 
 
-def summarize(watch: JobWatch, say: Callable[[str], None]) -> int:
+def report_jobs(watch: JobWatch, say: Callable[[str], None]) -> int:
     """Print each Job's outcome; 0 when every Job started and none was a partial gang."""
     rows = [("JOB", "PHASE", "MOST BOUND", "TIME TO START", "PARTIAL GANG")]
     partial = 0

@@ -29,7 +29,7 @@ FINISHED = frozenset({"Completed", "Failed", "Terminated", "Aborted"})
 
 
 @dataclass
-class JobRecord:
+class WatchedJob:
     name: str
     submitted: float
     started: float | None = None  # when its minimum was first seen bound
@@ -45,10 +45,10 @@ class JobWatch:
     namespace: str
     table: LiveTable
     clock: Callable[[], float] = time.monotonic
-    records: dict[str, JobRecord] = field(default_factory=dict)
+    records: dict[str, WatchedJob] = field(default_factory=dict)
 
     def submitted(self, name: str) -> None:
-        self.records[name] = JobRecord(name, self.clock())
+        self.records[name] = WatchedJob(name, self.clock())
 
     def until(self, what: str, done: Callable[[dict[str, JobRow]], bool], timeout: float) -> None:
         """Refresh the table until `done(rows by job)` holds; KubeError after `timeout`."""
@@ -70,7 +70,7 @@ class JobWatch:
         self.table.show(list(rows.values()))
         return rows
 
-    def _row(self, record: JobRecord, pods: list[dict[str, Any]]) -> JobRow:
+    def _row(self, record: WatchedJob, pods: list[dict[str, Any]]) -> JobRow:
         job = read(self.api, BATCH_API_VERSION, "Job", record.name, self.namespace) or {}
         spec, status = job.get("spec") or {}, job.get("status") or {}
         phase = str((status.get("state") or {}).get("phase") or "Submitted")
@@ -95,7 +95,7 @@ class JobWatch:
         record.row = JobRow(record.name, phase, shown, minimum, placed, waiting)
         return record.row
 
-    def _track(self, record: JobRecord, bound: int, minimum: int) -> None:
+    def _track(self, record: WatchedJob, bound: int, minimum: int) -> None:
         now = self.clock()
         if minimum and bound >= minimum:
             record.started = record.started or now

@@ -10,14 +10,14 @@ from extender.devcluster.build import Binaries, ensure_binaries
 from extender.devcluster.cluster import ClusterOptions, DevCluster, down, status, up
 from extender.devcluster.errors import DevClusterError
 from extender.devcluster.nodes import fake_node
-from extender.devcluster.state import ClusterState
+from extender.devcluster.state import DevClusterState
 
 __all__ = [
     "Binaries",
     "ClusterOptions",
-    "ClusterState",
     "DevCluster",
     "DevClusterError",
+    "DevClusterState",
     "down",
     "ensure_binaries",
     "fake_node",

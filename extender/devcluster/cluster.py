@@ -23,7 +23,7 @@ from extender.devcluster.build import Binaries, ensure_binaries
 from extender.devcluster.errors import DevClusterError
 from extender.devcluster.nodes import prepare_workloads
 from extender.devcluster.paths import manifests_dir, policy_dir
-from extender.devcluster.state import STATE_FILE, ClusterState, load_state
+from extender.devcluster.state import STATE_FILE, DevClusterState, load_state
 from extender.kube import KubeError
 
 OWN_STAGES = Path(__file__).with_name("kwok-stages.yaml")
@@ -58,7 +58,7 @@ class ClusterOptions:
 class DevCluster:
     """A running dev cluster; `down()` stops it."""
 
-    state: ClusterState
+    state: DevClusterState
     _children: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
 
     @property
@@ -97,7 +97,7 @@ class DevCluster:
         return stopped
 
 
-def stop_processes(state: ClusterState) -> list[str]:
+def stop_processes(state: DevClusterState) -> list[str]:
     """Stop every process of `state`, last started first; return the names that were running."""
     stopped = []
     for record in reversed(state.processes):
@@ -128,7 +128,7 @@ def _check_state_dir(state_dir: Path) -> None:
 class _Starter:
     """Starts the components one by one, recording each in the state file as it goes."""
 
-    def __init__(self, options: ClusterOptions, binaries: Binaries, state: ClusterState) -> None:
+    def __init__(self, options: ClusterOptions, binaries: Binaries, state: DevClusterState) -> None:
         self.options = options
         self.binaries = binaries
         self.state = state
@@ -168,7 +168,7 @@ def up(options: ClusterOptions, binaries: Binaries | None = None) -> DevCluster:
     if options.apiserver_port is not None:
         port["apiserver"] = options.apiserver_port
     server = f"https://127.0.0.1:{port['apiserver']}"
-    state = ClusterState(
+    state = DevClusterState(
         state_dir=state_dir,
         kubeconfig=state_dir / "kubeconfig",
         server=server,
@@ -405,5 +405,5 @@ def down(state_dir: Path) -> list[str]:
     return DevCluster(state).down()
 
 
-def status(state_dir: Path) -> ClusterState | None:
+def status(state_dir: Path) -> DevClusterState | None:
     return load_state(state_dir)

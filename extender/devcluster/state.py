@@ -18,7 +18,7 @@ from extender.devcluster.process import ProcessRecord, is_running
 STATE_FILE = "state.json"
 
 
-class ClusterState(BaseModel):
+class DevClusterState(BaseModel):
     state_dir: Path
     kubeconfig: Path
     server: str
@@ -36,11 +36,11 @@ class ClusterState(BaseModel):
         os.replace(partial, path)
 
 
-def load_state(state_dir: Path) -> ClusterState | None:
+def load_state(state_dir: Path) -> DevClusterState | None:
     """The state in `state_dir`, or None when there is none; a corrupt file is an error."""
     path = state_dir / STATE_FILE
     try:
-        return ClusterState.model_validate_json(path.read_text())
+        return DevClusterState.model_validate_json(path.read_text())
     except FileNotFoundError:
         return None
     except (ValidationError, ValueError) as exc:

@@ -8,7 +8,7 @@ request shape and recompute only the nodes that changed (`framework.table`):
 - `NodeScorer.score_node(request, node)`: 0.0 .. 1.0 (1 = best); the session weighs scorers by
   `weight` and maps the weighted mean onto the extender's 0..10.
 - `GangRules.settings`: present, it turns on gang admission (`gangs.ledger`) and the barrier.
-- `JobOrder.job_key(job)`: ranks waiting gangs within a queue in the fair order (lower first);
+- `JobOrder.job_key(gang)`: ranks waiting gangs within a queue in the fair order (lower first);
   plugins rank in tier order (`gangs.order`).
 - `QueueShares`: present, queues are ordered by their share of what they deserve.
 - `StarvationGuard.starving_after`: seconds after which a waiting gang starves (goes first and
@@ -29,7 +29,7 @@ from extender.api.resources import Resources
 from extender.cache.snapshot import NodeInfo
 from extender.framework.status import Status
 from extender.gangs.ledger import GangSettings
-from extender.gangs.lineup import Job
+from extender.gangs.lineup import WaitingGang
 
 Argument = str | int | float | bool
 
@@ -60,7 +60,7 @@ class GangRules(Plugin, Protocol):
 
 @runtime_checkable
 class JobOrder(Plugin, Protocol):
-    def job_key(self, job: Job) -> float: ...
+    def job_key(self, gang: WaitingGang) -> float: ...
 
 
 @runtime_checkable

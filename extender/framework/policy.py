@@ -26,7 +26,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from extender.api.wire import explain
+from extender.api.wire import describe_invalid
 from extender.framework.plugin import (
     Argument,
     GangRules,
@@ -142,7 +142,7 @@ def build_policy(
     try:
         parsed = PolicyFile.model_validate(document)
     except ValidationError as exc:
-        raise PolicyError(f"{source}: {explain(exc, root='(top level)')}") from exc
+        raise PolicyError(f"{source}: {describe_invalid(exc, root='(top level)')}") from exc
     seen: dict[str, str] = {}
     tiers = []
     for t, tier in enumerate(parsed.tiers):

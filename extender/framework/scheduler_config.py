@@ -15,8 +15,8 @@ gangs' reservations, queue shares), so the configuration that calls Lahar must k
   and binds gangs partly), and an `httpTimeout` above the gang barrier's timeout (a held bind must
   end before the scheduler gives up on it).
 
-`problems` returns each departure as one line naming the field and the reason; the command that
-starts Lahar refuses to start with any. Pure: the document is handed in.
+`config_problems` returns each departure as one line naming the field and the reason; the
+command that starts Lahar refuses to start with any. Pure: the document is handed in.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def fit_arguments(policy: Policy) -> dict[str, Any] | None:
     return {"scoringStrategy": {"type": STRATEGIES[scorer.name], "resources": resources}}
 
 
-def problems(config: Mapping[str, Any], policy: Policy, source: str) -> list[str]:
+def config_problems(config: Mapping[str, Any], policy: Policy, source: str) -> list[str]:
     """What in `config` (a KubeSchedulerConfiguration read from `source`) departs from what
     Lahar's `policy` needs, one line each."""
     found: list[str] = []

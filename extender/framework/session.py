@@ -78,14 +78,14 @@ class Engine:
         candidates: Candidates | Sequence[str],
         *,
         fit: bool = False,
-        explain: bool = True,
+        with_reasons: bool = True,
     ) -> FilterOutcome:
         """A filter call: the gang rules' verdict first (asking may admit the pod's gang, the
         one change a filter call makes), then the capacity admitted gangs hold, less what the
         pod's own gang's slots give it. With `fit`, also the policy's own resource fit (what
         kube-scheduler's NodeResourcesFit keeps: the simulator has no kube-scheduler to run it);
         without, the candidates are taken to fit already, and only those where admitted gangs
-        hold what the pod needs fail. Without `explain`, the failed ones carry no reasons
+        hold what the pod needs fail. Without `with_reasons`, the failed ones carry no reasons
         (`Session.filter`)."""
         if not isinstance(candidates, Candidates):
             candidates = Candidates(list(candidates), frozenset(candidates))
@@ -95,7 +95,7 @@ class Engine:
             self.gangs.serve(pod.spec.scheduler_name)
             verdict = self.gangs.verdict(state, view.nodes, pod)
         if fit:
-            return self.session(view).filter(pod, candidates, verdict, explain=explain)
+            return self.session(view).filter(pod, candidates, verdict, with_reasons=with_reasons)
         if verdict.reason is not None:
             return FilterOutcome(refusal=verdict.reason)
         held = self._held(view, pod, candidates, verdict)
@@ -139,7 +139,7 @@ class Session:
         candidates: Candidates | Sequence[str],
         verdict: Verdict = PLAIN,
         *,
-        explain: bool = True,
+        with_reasons: bool = True,
     ) -> FilterOutcome:
         """Which candidates can take the pod; every other one with its reason.
 
@@ -148,17 +148,17 @@ class Session:
         hold (the pod's own slot excepted). Works on sets,
         in C: at 5,000 candidates a Python loop per name would cost more than the decision. When
         some nodes fail, `passed` is in no particular order (the protocol has none). Without
-        `explain` only `passed` is filled (the simulator needs no reason per failed node), from the
-        nodes the table passes: in a full cluster a few, where the rejected are most.
+        `with_reasons` only `passed` is filled (the simulator needs no reason per failed node),
+        from the nodes the table passes: in a full cluster a few, where the rejected are most.
         """
         if not isinstance(candidates, Candidates):
             candidates = Candidates(list(candidates), frozenset(candidates))
         if verdict.reason is not None:
-            failed = dict.fromkeys(candidates.names, verdict.reason) if explain else {}
+            failed = dict.fromkeys(candidates.names, verdict.reason) if with_reasons else {}
             return FilterOutcome(failed=failed, refusal=verdict.reason)
         table = self.engine.tables.current(self.snapshot, pod.request)
         reserved = self.engine.gangs.reserved() if self.engine.gangs is not None else {}
-        if not explain:
+        if not with_reasons:
             return self._passing(pod, candidates, table, reserved, verdict)
         membership = self.snapshot.membership
         unknown: frozenset[str] | set[str] = frozenset()

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.gangs.members import GangView
-from extender.gangs.placement import Room, choose
+from extender.gangs.placement import Room, members_to_plan
 
 
 def drain(
@@ -23,7 +23,7 @@ def drain(
     would fit on were they empty (those that have most free first, the previous targets kept),
     what is free now in `left` up to what its members need there. Freed capacity then
     accumulates for it. Returns (what it aims for per node, what is held now)."""
-    members, _ = choose(gang)
+    members, _ = members_to_plan(gang)
     nodes, free = left.nodes, left.free  # the schedulable nodes, after what is claimed
     kept = set(previous or ())
     first = sorted(

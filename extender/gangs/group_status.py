@@ -43,7 +43,7 @@ _REASONS = {
 
 
 @dataclass(frozen=True)
-class Event:
+class PodGroupEvent:
     type: str  # Normal | Warning
     reason: str
     message: str
@@ -106,24 +106,25 @@ def same_status(a: PodGroupStatus, b: PodGroupStatus) -> bool:
     return bare(a) == bare(b)
 
 
-def events(before: PodGroupStatus, after: PodGroupStatus, gang_key: str) -> list[Event]:
+def events(before: PodGroupStatus, after: PodGroupStatus, gang_key: str) -> list[PodGroupEvent]:
     """The events a change of status from `before` to `after` deserves."""
-    out: list[Event] = []
+    out: list[PodGroupEvent] = []
     if after.phase != before.phase:
         if after.phase == "Inqueue" and before.phase in ("", "Pending"):
-            out.append(Event("Normal", "Admitted", f"gang {gang_key}: capacity reserved"))
+            out.append(PodGroupEvent("Normal", "Admitted", f"gang {gang_key}: capacity reserved"))
         elif after.phase == "Running":
             scheduled = _find(after, SCHEDULED)
-            out.append(Event("Normal", "Scheduled", scheduled.message if scheduled else ""))
+            out.append(PodGroupEvent("Normal", "Scheduled", scheduled.message if scheduled else ""))
         elif after.phase == "Completed" and after.failed and _find(after, SCHEDULED) is None:
             message = f"{after.failed} members failed, {after.succeeded} succeeded"
-            out.append(Event("Warning", "Failed", message))
+            out.append(PodGroupEvent("Warning", "Failed", message))
         elif after.phase == "Completed":
-            out.append(Event("Normal", "Completed", f"{after.succeeded} members succeeded"))
+            out.append(PodGroupEvent("Normal", "Completed", f"{after.succeeded} members succeeded"))
     now, then = _find(after, UNSCHEDULABLE), _find(before, UNSCHEDULABLE)
     said = (then.status, then.reason) if then is not None else None
     if now is not None and now.status == "True" and said != ("True", now.reason):
-        out.append(Event("Warning", UNSCHEDULABLE, now.message))  # a new cause, not new figures
+        # a new cause, not new figures
+        out.append(PodGroupEvent("Warning", UNSCHEDULABLE, now.message))
     return out
 
 

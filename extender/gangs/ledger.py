@@ -1,17 +1,17 @@
 """Gang admission: a gang's members get nodes only when all it still needs fit at once.
 
 `Gangs` is the ledger of the gangs it admitted (what they hold: `gangs.reservations`), refused or
-backed off. A gang (the pods naming one PodGroup) is *admitted* when a placement plan for its unplaced members up to `minMember` (and each task's
-`minTaskMember`; `minResources` when set) fits the capacity left after the reservations of gangs
-admitted before it and the claims of the waiting gangs ahead of it in the fair order
-(`gangs.order`, walked once per cluster change, and for a filter call only as far as the gang
-asked about: the turns after it cannot change its turn). The plan's slots are then *reserved*: other
-pods are filtered away from that capacity, and a member may use its own slot or any capacity
-nobody reserved. A slot is consumed when its member is bound (or assumed at the bind barrier); the
-admission ends when the gang stands (`minMember` placed), is released by the barrier's timeout
-(then the gang backs off), or makes no progress for `reservation_timeout` seconds. A waiting gang
-the order lets in but that never comes for its capacity within that time backs off too, so it
-cannot block the gangs behind it.
+backed off. A gang (the pods naming one PodGroup) is *admitted* when a placement plan for its
+unplaced members up to `minMember` (and each task's `minTaskMember`; `minResources` when set) fits
+the capacity left after the reservations of gangs admitted before it and the claims of the waiting
+gangs ahead of it in the fair order (`gangs.order`, walked once per cluster change, and for a filter
+call only as far as the gang asked about: the turns after it cannot change its turn). The plan's
+slots are then *reserved*: other pods are filtered away from that capacity, and a member may use its
+own slot or any capacity nobody reserved. A slot is consumed when its member is bound (or assumed at
+the bind barrier); the admission ends when the gang stands (`minMember` placed), is released by the
+barrier's timeout (then the gang backs off), or makes no progress for `reservation_timeout` seconds.
+A waiting gang the order lets in but that never comes for its capacity within that time backs off
+too, so it cannot block the gangs behind it.
 
 A refused gang is remembered with the order it was refused in, so the other members asked about
 while that order stands get the same answer at once. Pure: no I/O, the clock is handed in;
@@ -44,7 +44,7 @@ from extender.gangs.members import (
     view_gang,
 )
 from extender.gangs.order import Order, walk
-from extender.gangs.placement import KeptRoom, Room, Slot, plan
+from extender.gangs.placement import KeptRoom, Room, Slot, plan_slots
 from extender.gangs.queues import QueueTally, QueueView, account
 from extender.gangs.reservations import Admission, Reservations
 from extender.gangs.turns import Run, Turn, Turns
@@ -388,7 +388,7 @@ class Gangs:
         refusal = self.blocked(gang)
         if refusal is not None:
             return refusal
-        slots, refusal = plan(gang, Room(nodes, self.reserved()))
+        slots, refusal = plan_slots(gang, Room(nodes, self.reserved()))
         if refusal is not None:
             return refusal
         self._admit(gang, slots)

@@ -27,7 +27,7 @@ from extender.gangs.queues import QueueView
 
 
 @dataclass(frozen=True)
-class Job:
+class WaitingGang:
     """A waiting gang as the job-order plugins see it."""
 
     key: str
@@ -38,7 +38,7 @@ class Job:
     starving: bool  # waiting longer than the starvation limit
 
 
-JobKey = Callable[[Job], float]  # lower goes first
+JobKey = Callable[[WaitingGang], float]  # lower goes first
 
 
 @dataclass(frozen=True)
@@ -131,9 +131,9 @@ class Lineup:
         hungry = starving(contender, ranking.ordering, ranking.now)
         share_of = dominant_share(gang.allocated, ranking.total)
         priority = ranking.priority_of(gang)
-        job = Job(gang.key, gang.queue, priority, share_of, contender.since, hungry)
+        waiting = WaitingGang(gang.key, gang.queue, priority, share_of, contender.since, hungry)
         # Ties (gangs first seen at the same moment) go in the order they arrived.
-        rank = (*(key(job) for key in ranking.ordering.job_keys), job.since, gang.arrival)
+        rank = (*(key(waiting) for key in ranking.ordering.job_keys), waiting.since, gang.arrival)
         insort(self.lines.setdefault(gang.queue, []), (rank, gang.key))
         if hungry:
             insort(self.starving_lines.setdefault(gang.queue, []), (rank, gang.key))

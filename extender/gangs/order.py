@@ -39,7 +39,7 @@ from extender.gangs.drain import drain
 from extender.gangs.fairness import share
 from extender.gangs.lineup import Entry, Lineup, Ordering
 from extender.gangs.members import WANTS_CAPACITY, Cause, Deferred, GangView, Rejection
-from extender.gangs.placement import Room, choose, nodes_used, plan
+from extender.gangs.placement import Room, members_to_plan, nodes_used, plan_slots
 from extender.gangs.queues import QueueView
 from extender.gangs.turns import Run, Turn, Turns
 
@@ -251,12 +251,12 @@ class _Claims:
     def turn(self, gang: GangView, view: QueueView, allocated: Resources) -> Turn:
         """The gang's turn on what is left: its slots, or why it waits."""
         if view.queue.spec.capability:  # (none: nothing to refuse, no sum to make)
-            members, _ = choose(gang)
+            members, _ = members_to_plan(gang)
             wanted = sum((pod.request for pod in members), EMPTY)
             refusal = view.capability_refusal(gang.key, wanted, allocated)
             if refusal is not None:
                 return Turn(gang.key, rejection=refusal)
-        slots, rejection = plan(gang, self.room, explain=not self.taken)
+        slots, rejection = plan_slots(gang, self.room, with_reasons=not self.taken)
         if rejection is None:
             return Turn(gang.key, slots=slots)
         if rejection.cause != Cause.NOT_ENOUGH_RESOURCES or not self.taken:
@@ -284,7 +284,7 @@ class _Claims:
             room = self.reserved.copy()
             for node, amount in self.taken[:at]:
                 room.hold(node, amount)
-        _, rejection = plan(gang, room)
+        _, rejection = plan_slots(gang, room)
         assert rejection is not None  # (it did not fit on this room)
         return rejection
 

@@ -1,9 +1,9 @@
 """Planning a gang onto nodes: which members to place, and where they go.
 
-`choose` picks the pending members a gang still needs (each task's shortfall, then up to
-`minMember`); `Room.place` puts members first fit onto the fullest nodes they may run on, on what
-a `Room` leaves (the free capacity a walk plans on, kept in binpack's order); `plan` ties both to
-the PodGroup's `minResources`. Pure: the same inputs always give the same slots.
+`members_to_plan` picks the pending members a gang still needs (each task's shortfall, then up
+to `minMember`); `Room.place` puts members first fit onto the fullest nodes they may run on, on
+what a `Room` leaves (the free capacity a walk plans on, kept in binpack's order); `plan_slots`
+ties both to the PodGroup's `minResources`. Pure: the same inputs always give the same slots.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo, Snapshot
 from extender.gangs.members import Cause, GangView, Planned, Rejection, Shape
 
-QUICK_REFUSAL = Rejection(Cause.NOT_ENOUGH_RESOURCES, "")  # `plan` without explain: no room
+QUICK_REFUSAL = Rejection(Cause.NOT_ENOUGH_RESOURCES, "")  # `plan_slots` without reasons: no room
 
 
 @dataclass(frozen=True)
@@ -29,27 +29,27 @@ class Slot:
     request: Resources
 
 
-def plan(
-    gang: GangView, room: Room, *, explain: bool = True
+def plan_slots(
+    gang: GangView, room: Room, *, with_reasons: bool = True
 ) -> tuple[dict[str, Slot], Rejection | None]:
     """Slots for the members the gang still needs in `room`, or why they do not fit. Without
-    `explain`, a refusal for want of room (NotEnoughResources) has no message and is found at
-    the first member with no node: for a caller that only needs to know."""
+    `with_reasons`, a refusal for want of room (NotEnoughResources) has no message and is found
+    at the first member with no node: for a caller that only needs to know."""
     assert gang.group is not None
     spec, key = gang.group.spec, gang.key
     existing = gang.ready + len(gang.pending)
     if existing < spec.min_member:
         message = f"gang {key}: {existing}/{spec.min_member} pods of gang {key} exist"
         return {}, Rejection(Cause.NOT_ENOUGH_PODS, message)
-    chosen, reason = choose(gang)
+    chosen, reason = members_to_plan(gang)
     if reason is not None:
         return {}, reason
     if spec.min_resources:
         short = min_resources_shortfall(gang, room)
         if short is not None:
             return {}, short
-    assignment, failures = room.place(chosen, explain=explain)
-    if failures and not explain:
+    assignment, failures = room.place(chosen, with_reasons=with_reasons)
+    if failures and not with_reasons:
         return {}, QUICK_REFUSAL
     if failures:
         missing = sum(failures.values())
@@ -61,13 +61,13 @@ def plan(
 
 
 def nodes_used(gang: GangView, room: Room) -> frozenset[str] | None:
-    """The nodes `plan` would put the gang's members on in `room` (None when it refuses):
+    """The nodes `plan_slots` would put the gang's members on in `room` (None when it refuses):
     whether the gang fits, and where, without its slots."""
     assert gang.group is not None
     spec = gang.group.spec
     if gang.ready + len(gang.pending) < spec.min_member:
         return None
-    chosen, reason = choose(gang)
+    chosen, reason = members_to_plan(gang)
     if reason is not None:
         return None
     if spec.min_resources and min_resources_shortfall(gang, room) is not None:
@@ -75,7 +75,7 @@ def nodes_used(gang: GangView, room: Room) -> frozenset[str] | None:
     return room.nodes_for(chosen)
 
 
-def choose(gang: GangView) -> tuple[Planned, Rejection | None]:
+def members_to_plan(gang: GangView) -> tuple[Planned, Rejection | None]:
     """The pending members to plan: each task's shortfall first, then up to minMember
     (`GangView.to_plan`: worked out once per view, walk after walk; not to be changed)."""
     return gang.to_plan
@@ -213,22 +213,22 @@ class Room:
         return found
 
     def place(
-        self, members: list[Pod], *, explain: bool = True
+        self, members: list[Pod], *, with_reasons: bool = True
     ) -> tuple[dict[str, str], Counter[str]]:
         """First fit, largest member first, onto the fullest nodes first (binpack's preference),
         on nodes the member may run on (nodeSelector, required node affinity, taints). Changes
         nothing held.
 
         Returns member uid -> node, and per cause ("Insufficient cpu", or no node the member may
-        run on) how many members found no node; without `explain`, it stops at the first
+        run on) how many members found no node; without `with_reasons`, it stops at the first
         member with no node (or does not start, when members of the same shape found none on
         this room or the largest has more cpu than any node has free) and counts the members
         left under "" instead."""
         ordered = members if isinstance(members, Planned) else Planned(members)
-        if not explain and self._known_not_to_fit(ordered):
+        if not with_reasons and self._known_not_to_fit(ordered):
             return {}, Counter({"": len(ordered)})
         shape = ordered.shape
-        kept = self._placed.get(shape) if explain and shape is not None else None
+        kept = self._placed.get(shape) if with_reasons and shape is not None else None
         if kept is not None:
             positions, failed = kept
             return {ordered[i].metadata.uid: node for i, node in positions}, Counter(failed)
@@ -238,14 +238,14 @@ class Room:
         for start, end in ordered.runs:
             run = ordered[start:end]
             missing = self._place_run(run, taken, assignment)
-            if missing and not explain:
+            if missing and not with_reasons:
                 failures[""] += missing
                 break
             if missing:
                 failures[self._why_not(run[0], taken)] += missing
         if failures and shape is not None:  # (a placement that fits is taken: the room changes)
             self._nodes_for[shape] = None
-            if explain:  # (without, what matters is that it did not fit: `_known_not_to_fit`)
+            if with_reasons:  # (without, what matters is that it did not fit: `_known_not_to_fit`)
                 at = [
                     (i, assignment[pod.metadata.uid])
                     for i, pod in enumerate(ordered)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from extender.framework.plugin import Argument
-from extender.gangs.lineup import Job
+from extender.gangs.lineup import WaitingGang
 from extender.plugins.arguments import reject_unknown
 
 NAME = "drf"
@@ -21,8 +21,8 @@ NAME = "drf"
 class Drf:
     name = NAME
 
-    def job_key(self, job: Job) -> float:
-        return job.dominant_share
+    def job_key(self, gang: WaitingGang) -> float:
+        return gang.dominant_share
 
 
 def configure(arguments: Mapping[str, Argument]) -> Drf:

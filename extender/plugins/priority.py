@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from extender.framework.plugin import Argument
-from extender.gangs.lineup import Job
+from extender.gangs.lineup import WaitingGang
 from extender.plugins.arguments import reject_unknown
 
 NAME = "priority"
@@ -23,8 +23,8 @@ class Priority:
     name = NAME
     preempts_lower_priority = True
 
-    def job_key(self, job: Job) -> float:
-        return -float(job.priority)
+    def job_key(self, gang: WaitingGang) -> float:
+        return -float(gang.priority)
 
 
 def configure(arguments: Mapping[str, Argument]) -> Priority:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from extender.framework.plugin import Argument
-from extender.gangs.lineup import Job
+from extender.gangs.lineup import WaitingGang
 from extender.plugins.arguments import reject_unknown, seconds
 
 NAME = "sla"
@@ -29,8 +29,8 @@ class Sla:
     def __init__(self, starving_after: float) -> None:
         self.starving_after = starving_after
 
-    def job_key(self, job: Job) -> float:
-        return 0.0 if job.starving else 1.0
+    def job_key(self, gang: WaitingGang) -> float:
+        return 0.0 if gang.starving else 1.0
 
 
 def configure(arguments: Mapping[str, Argument]) -> Sla:

@@ -20,7 +20,7 @@ from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
 from extender.gangs.members import WANTS_CAPACITY, GangView, Shape, gang_priority, view_gang
 from extender.gangs.order import Order
-from extender.gangs.placement import choose as choose_members
+from extender.gangs.placement import members_to_plan
 from extender.gangs.queues import QueueView
 from extender.preemption.victims import Rooms, Rules, Unit, choose, eligible, units_of
 
@@ -184,7 +184,7 @@ def victims_for(
     """Whom to evict so that gang `key` fits whole; None when nobody may be, or when the pods
     already terminating will make room for it."""
     gang = view_gang(state, key)
-    members, _ = choose_members(gang)
+    members, _ = members_to_plan(gang)
     if not members:
         return None
     rooms = pool.rooms(state, gangs)

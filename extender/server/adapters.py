@@ -15,7 +15,7 @@ from kubernetes import client as k8s
 
 from extender.actions.bind import Binder, BindError
 from extender.api.scheduling import API_VERSION, PodGroup, default_queue
-from extender.gangs.group_status import Event
+from extender.gangs.group_status import PodGroupEvent
 from extender.kube import (
     AsyncApi,
     KubeError,
@@ -75,7 +75,7 @@ def api_status_patch(api: k8s.ApiClient) -> StatusPatch:
 
 
 def api_event_sink(api: k8s.ApiClient) -> EventSink:
-    async def record(group: PodGroup, event: Event) -> None:
+    async def record(group: PodGroup, event: PodGroupEvent) -> None:
         involved = {
             "apiVersion": API_VERSION,
             "kind": "PodGroup",

@@ -35,7 +35,7 @@ from extender.cache.state import ClusterState
 from extender.framework.policy import Policy
 from extender.framework.session import Engine
 from extender.gangs.fairness import dominant_share
-from extender.gangs.group_status import Event
+from extender.gangs.group_status import PodGroupEvent
 from extender.gangs.ledger import Gangs
 from extender.gangs.members import view_gang
 from extender.kube import AsyncApi
@@ -369,7 +369,9 @@ def _recover(app: web.Application) -> None:
     for outcome in engine.recover(state):
         log.warning("%s", outcome.message)
         if writer is not None:
-            writer.announce(outcome.gang.key, Event("Warning", "PartlyBound", outcome.message))
+            writer.announce(
+                outcome.gang.key, PodGroupEvent("Warning", "PartlyBound", outcome.message)
+            )
     if writer is not None:
         writer.mark_all()
 

@@ -4,9 +4,9 @@ Secrets):
 
 - `lahar-extender-tls`, read only by the extender: the CA that signs both sides, the extender's
   serving certificate for its Service's names and the CAs trusted (a `pki.Bundle`, one rotation
-  step of `pki.plan` per start);
+  step of `pki.next_bundle` per start);
 - `lahar-scheduler-tls`, read by kube-scheduler: its client certificate and key, and `ca.crt`, the
-  CAs that verify the extender (`pki.plan_client`).
+  CAs that verify the extender (`pki.next_client_pair`).
 
 `issue` runs in the extender's init container and then hourly in its sidecar, and writes the
 extender's files into a folder the server reads (an emptyDir; `lahar serve` reloads changed
@@ -32,7 +32,16 @@ from kubernetes import client as k8s
 
 from extender.kube import KubeError, writes
 from extender.kube.secrets import secret_data, settle
-from extender.pki import CA_CERT, CERT, KEY, Bundle, CertOptions, ClientPair, plan, plan_client
+from extender.pki import (
+    CA_CERT,
+    CERT,
+    KEY,
+    Bundle,
+    CertOptions,
+    ClientPair,
+    next_bundle,
+    next_client_pair,
+)
 
 log = logging.getLogger(__name__)
 LABELS = {"app.kubernetes.io/name": "lahar", "app.kubernetes.io/component": "extender"}
@@ -54,7 +63,7 @@ def issue(api: k8s.ApiClient, options: IssueOptions) -> tuple[Bundle, ClientPair
 
     def bundle_step(data: dict[str, bytes] | None) -> dict[str, bytes] | None:
         stored = Bundle.from_data(data or {})
-        following = plan(stored, options.certs, now)
+        following = next_bundle(stored, options.certs, now)
         if following is None:
             return None
         if stored is not None and following.ca_cert != stored.ca_cert:
@@ -75,7 +84,7 @@ def issue(api: k8s.ApiClient, options: IssueOptions) -> tuple[Bundle, ClientPair
 
     def client_step(data: dict[str, bytes] | None) -> dict[str, bytes] | None:
         stored = ClientPair.from_data(data or {})
-        following = plan_client(stored, bundle, options.scheduler_name, options.certs, now)
+        following = next_client_pair(stored, bundle, options.scheduler_name, options.certs, now)
         return None if following is None else following.to_data()
 
     data, written = settle(

@@ -24,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from extender.cache.state import ClusterState
-from extender.gangs.group_status import Event
+from extender.gangs.group_status import PodGroupEvent
 from extender.gangs.ledger import Gangs
 from extender.gangs.members import WANTS_CAPACITY, Rejection
 from extender.preemption.plan import Preemption, candidates
@@ -33,7 +33,7 @@ from extender.preemption.victims import Rules, Unit
 log = logging.getLogger(__name__)
 # namespace, name, uid, dry_run -> whether the pod was evicted (False: it was already gone)
 Evictor = Callable[[str, str, str, bool], Awaitable[bool]]
-Announce = Callable[[str, Event], None]  # an Event on a gang's PodGroup (the status writer's)
+Announce = Callable[[str, PodGroupEvent], None]  # an Event on a gang's PodGroup
 
 
 class Preemptor:
@@ -113,10 +113,10 @@ class Preemptor:
             message = f"gang {key}: cannot preempt: {error}"
             log.warning("%s", message)
             self._blocked[key] = time.monotonic() + self.blocked_for
-            self.announce(key, Event("Warning", "PreemptionBlocked", message))
+            self.announce(key, PodGroupEvent("Warning", "PreemptionBlocked", message))
             return False
         log.info("gang %s: %s", key, preemption.message)
-        self.announce(key, Event("Normal", "Preempting", preemption.message))
+        self.announce(key, PodGroupEvent("Normal", "Preempting", preemption.message))
         evicted = 0
         for unit in preemption.victims:
             done = 0
@@ -137,7 +137,7 @@ class Preemptor:
         key = preemption.preemptor.key
         message = f"{preemption.message} (through the scheduler's preemption)"
         log.info("gang %s: %s", key, message)
-        self.announce(key, Event("Normal", "Preempting", message))
+        self.announce(key, PodGroupEvent("Normal", "Preempting", message))
         for unit in preemption.victims:
             self._preempted(unit, f"{len(unit.pods)} pods preempted by the scheduler", key)
         self.on_evicted(sum(len(unit.pods) for unit in preemption.victims))
@@ -145,5 +145,6 @@ class Preemptor:
     def _preempted(self, unit: Unit, done: str, key: str) -> None:
         what = "whole" if unit.whole else "one member beyond its minMember"
         self.announce(
-            unit.key, Event("Warning", "Preempted", f"{done} ({what}) so that gang {key} fits")
+            unit.key,
+            PodGroupEvent("Warning", "Preempted", f"{done} ({what}) so that gang {key} fits"),
         )

@@ -31,9 +31,9 @@ from extender.api.wire import (
     ExtenderBindingResult,
     ExtenderPreemptionArgs,
     ExtenderPreemptionResult,
-    explain,
+    describe_invalid,
 )
-from extender.framework.explain import explain as explain_gang
+from extender.framework.explain import explain
 from extender.server.keys import (
     BARRIER,
     BINDER,
@@ -76,7 +76,7 @@ async def _read(request: web.Request, what: str, parse: Callable[[bytes], T]) ->
     try:
         return parse(body)
     except ValidationError as error:
-        raise BadRequest(f"{request.path}: invalid {what}: {explain(error)}") from error
+        raise BadRequest(f"{request.path}: invalid {what}: {describe_invalid(error)}") from error
 
 
 async def _parse(request: web.Request, model: type[W]) -> W:
@@ -205,7 +205,7 @@ async def _explain(request: web.Request) -> bytes:
         raise BadRequest("gang: this extender's policy has no gang plugin")
     if not request.app[SERVING].is_set():  # its ledger is empty or behind: ask the leader
         raise Unavailable(f"Lahar's {_not_serving(request.app)}")
-    answer = explain_gang(request.app[STATE], gangs, key)
+    answer = explain(request.app[STATE], gangs, key)
     body = {"gang": answer.gang, "state": answer.state, "lines": list(answer.lines)}
     return json.dumps(body).encode()
 

@@ -27,7 +27,7 @@ from typing import Any
 from extender.api.scheduling import PodGroup
 from extender.cache.state import ClusterState
 from extender.framework.explain import condition_message
-from extender.gangs.group_status import Event, events, group_status, same_status
+from extender.gangs.group_status import PodGroupEvent, events, group_status, same_status
 from extender.gangs.ledger import Gangs
 from extender.gangs.members import view_gang
 from extender.kube.reports import utc_now
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 # (namespace, name, uid, status): the status onto that very PodGroup, not one of the same name
 # created meanwhile
 StatusPatch = Callable[[str, str, str, dict[str, Any]], Awaitable[None]]
-EventSink = Callable[[PodGroup, Event], Awaitable[None]]
+EventSink = Callable[[PodGroup, PodGroupEvent], Awaitable[None]]
 
 
 class StatusWriter(Coalesced):
@@ -82,7 +82,7 @@ class StatusWriter(Coalesced):
         for key in list(self.state.pod_groups):
             self.mark(key)
 
-    def announce(self, key: str, event: Event) -> None:
+    def announce(self, key: str, event: PodGroupEvent) -> None:
         """Record a one-off event on the gang's PodGroup (in the background)."""
         group = self.state.pod_groups.get(key)
         if group is not None:
@@ -144,7 +144,7 @@ class StatusWriter(Coalesced):
         for event in events(group.status, wanted, key):
             await self._record(key, group, event)
 
-    async def _record(self, key: str, group: PodGroup, event: Event) -> None:
+    async def _record(self, key: str, group: PodGroup, event: PodGroupEvent) -> None:
         try:
             await self.record(group, event)
         except Exception as error:  # events are best effort: the status and the log say it too

@@ -20,7 +20,7 @@ from typing import Any
 from extender.simulate import series
 from extender.simulate.metrics import Summary
 from extender.simulate.report import HEADERS, notes, row
-from extender.simulate.run import Outcome
+from extender.simulate.run import SimulationOutcome
 
 NODES_SHOWN = 32
 
@@ -44,7 +44,7 @@ def _pyplot() -> Any:
 
 
 def write(
-    path: Path, outcomes: Sequence[Outcome], summaries: Sequence[Summary], label: str = ""
+    path: Path, outcomes: Sequence[SimulationOutcome], summaries: Sequence[Summary], label: str = ""
 ) -> Path:
     """Write the report on the trace `label` names to `path` (its folder made if need be); the
     path."""
@@ -76,7 +76,7 @@ def _png(plt: Any, figure: Any) -> str:
     return base64.b64encode(buffer.getvalue()).decode()
 
 
-def _usage(plt: Any, outcomes: Sequence[Outcome]) -> str:
+def _usage(plt: Any, outcomes: Sequence[SimulationOutcome]) -> str:
     figure, axes = plt.subplots(figsize=(10, 4))
     for index, outcome in enumerate(outcomes):
         capacity = outcome.trace.cores
@@ -93,7 +93,7 @@ def _usage(plt: Any, outcomes: Sequence[Outcome]) -> str:
     return _png(plt, figure)
 
 
-def _queues(plt: Any, outcomes: Sequence[Outcome]) -> str:
+def _queues(plt: Any, outcomes: Sequence[SimulationOutcome]) -> str:
     figure, grid = plt.subplots(len(outcomes), 1, figsize=(10, 3 * len(outcomes)), squeeze=False)
     for axes, outcome in zip(grid[:, 0], outcomes, strict=True):
         times, per_queue = series.queue_cpu(outcome)
@@ -106,7 +106,7 @@ def _queues(plt: Any, outcomes: Sequence[Outcome]) -> str:
     return _png(plt, figure)
 
 
-def _timeline(plt: Any, outcomes: Sequence[Outcome]) -> str:
+def _timeline(plt: Any, outcomes: Sequence[SimulationOutcome]) -> str:
     figure, grid = plt.subplots(len(outcomes), 1, figsize=(10, 4 * len(outcomes)), squeeze=False)
     for axes, outcome in zip(grid[:, 0], outcomes, strict=True):
         names = sorted({i.node for i in outcome.intervals}, key=_node_order)[:NODES_SHOWN]

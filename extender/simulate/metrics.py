@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from extender.simulate.run import Interval, Outcome
+from extender.simulate.run import Interval, SimulationOutcome
 from extender.simulate.series import usage
 
 
@@ -42,7 +42,7 @@ class Summary:
     seconds: float
 
 
-def summarize(outcome: Outcome) -> Summary:
+def summarize(outcome: SimulationOutcome) -> Summary:
     records = outcome.jobs.values()
     waits = sorted(
         r.started - r.arrived for r in records if r.started is not None and r.arrived is not None
@@ -67,7 +67,7 @@ def summarize(outcome: Outcome) -> Summary:
     )
 
 
-def partial_gangs(outcome: Outcome) -> int:
+def partial_gangs(outcome: SimulationOutcome) -> int:
     """Jobs with a pod on a node while their gang had not started (at any incarnation)."""
     return len({interval.job for interval in outcome.intervals if _early(interval)})
 
@@ -79,7 +79,7 @@ def _early(interval: Interval) -> bool:
     return interval.useful_from > interval.start
 
 
-def fairness(outcome: Outcome) -> float | None:
+def fairness(outcome: SimulationOutcome) -> float | None:
     """Jain's index over queue weights, time-weighted to where the run ended (None: never two
     queues wanting cpu)."""
     weights = {queue.name: queue.weight for queue in outcome.trace.queues}

@@ -40,14 +40,14 @@ from extender.preemption.plan import Preemption, candidates
 from extender.simulate import world
 from extender.simulate.clock import Clock, run, watched
 from extender.simulate.scheduler import Scheduler, binder_of
-from extender.simulate.trace import Job, Trace
+from extender.simulate.trace import Trace, TraceJob
 
 GC_YOUNG_THRESHOLD = 100_000  # see _young_collections_every (10-20% faster at 4,000 jobs)
 
 
 @dataclass
-class JobRecord:
-    job: Job
+class SimulatedJob:
+    job: TraceJob
     arrived: float | None = None
     started: float | None = None  # first start
     finished: float | None = None
@@ -75,10 +75,10 @@ class Interval:
 
 
 @dataclass
-class Outcome:
+class SimulationOutcome:
     policy: str
     trace: Trace
-    jobs: dict[str, JobRecord]
+    jobs: dict[str, SimulatedJob]
     intervals: list[Interval]
     preemptions: int
     end: float
@@ -124,7 +124,7 @@ class Simulation:
         if self.engine.gangs is not None:
             self.engine.gangs.clock = self.clock
         self.scheduler = Scheduler(self.state, self.engine, binder_of(self._bound), seed=seed)
-        self.jobs = {job.name: JobRecord(job) for job in trace.jobs}
+        self.jobs = {job.name: SimulatedJob(job) for job in trace.jobs}
         self.intervals: list[Interval] = []
         self._open: dict[str, Interval] = {}  # uid -> its interval
         self._job_of: dict[str, str] = {}  # uid -> job name
@@ -145,7 +145,7 @@ class Simulation:
         for priority_class in world.priority_classes(trace):
             self.state.upsert_priority_class(priority_class)
 
-    def run(self) -> Outcome:
+    def run(self) -> SimulationOutcome:
         self._began = self._reported = time.perf_counter()
         with _young_collections_every(GC_YOUNG_THRESHOLD):
             run(self._main(), self.clock)
@@ -154,7 +154,7 @@ class Simulation:
         end = max((r.finished or 0.0 for r in self.jobs.values()), default=0.0)
         if any(r.finished is None for r in self.jobs.values()):
             end = self._moved_at + self.idle_limit  # watched that long after the last move
-        return Outcome(
+        return SimulationOutcome(
             self.name,
             self.trace,
             self.jobs,
@@ -215,14 +215,14 @@ class Simulation:
 
     # -- the API server and the kubelets --------------------------------------------------------
 
-    def _arrive(self, job: Job) -> None:
+    def _arrive(self, job: TraceJob) -> None:
         self._arrivals -= 1
         self.jobs[job.name].arrived = self.clock.now
         self.state.upsert_pod_group(world.pod_group(job))
         self._create_pods(job, 0)
         self._moved()
 
-    def _create_pods(self, job: Job, incarnation: int) -> None:
+    def _create_pods(self, job: TraceJob, incarnation: int) -> None:
         for index, pod in enumerate(world.pods(job, incarnation)):
             self._job_of[pod.metadata.uid] = job.name
             self.state.upsert_pod(pod)
@@ -279,7 +279,7 @@ class Simulation:
         interval.end = self.clock.now
         self.jobs[self._job_of[uid]].running.discard(uid)
 
-    def _finish(self, record: JobRecord) -> None:
+    def _finish(self, record: SimulatedJob) -> None:
         if record.finished is None:
             self._finished += 1
         record.finished = self.clock.now
@@ -386,7 +386,7 @@ def simulate(
     seed: int = 0,
     on_progress: Callable[[Progress], None] | None = None,
     progress_every: float = 2.0,
-) -> Outcome:
+) -> SimulationOutcome:
     simulation = Simulation(
         trace, policy, name, seed=seed, on_progress=on_progress, progress_every=progress_every
     )

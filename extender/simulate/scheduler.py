@@ -192,7 +192,7 @@ class Scheduler:
         """The nodes kube-scheduler chooses among for `pod` now: those Lahar's filter passes
         (after the gang rules' verdict, which may admit the pod's gang) scoring highest."""
         candidates = self._all_nodes()
-        outcome = self.engine.filter(self.state, pod, candidates, fit=True, explain=False)
+        outcome = self.engine.filter(self.state, pod, candidates, fit=True, with_reasons=False)
         if not outcome.passed:
             return set()
         return self.engine.session(self.state.view()).best(

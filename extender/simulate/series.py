@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from extender.simulate.run import Outcome
+from extender.simulate.run import SimulationOutcome
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Usage:
         )
 
 
-def usage(outcome: Outcome) -> Usage:
+def usage(outcome: SimulationOutcome) -> Usage:
     changes: dict[float, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for interval in outcome.intervals:
         end = interval.end if interval.end is not None else outcome.end
@@ -48,7 +48,7 @@ def usage(outcome: Outcome) -> Usage:
     return Usage(times, [max(0.0, v) for v in held], [max(0.0, v) for v in useful])
 
 
-def queue_cpu(outcome: Outcome) -> tuple[list[float], dict[str, list[float]]]:
+def queue_cpu(outcome: SimulationOutcome) -> tuple[list[float], dict[str, list[float]]]:
     """(moments, per queue the cores its pods held from each moment on)."""
     changes: dict[float, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     names = sorted({interval.queue for interval in outcome.intervals})

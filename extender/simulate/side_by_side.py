@@ -24,7 +24,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from extender.framework.policy import Policy
-from extender.simulate.run import Outcome, Progress, simulate
+from extender.simulate.run import Progress, SimulationOutcome, simulate
 from extender.simulate.trace import Trace
 
 _worker: dict[str, Any] = {}  # in a worker process: "reports", the queue its progress goes to
@@ -50,7 +50,7 @@ def play(
     on_progress: Callable[[Progress], None] | None = None,
     progress_every: float = 2.0,
     workers: int | None = None,
-) -> list[Outcome]:
+) -> list[SimulationOutcome]:
     """`simulate` for each (name, policy), up to `workers` (default: `cores()`) at once."""
     at_once = min(len(policies), workers if workers is not None else cores())
     if at_once <= 1:
@@ -92,7 +92,7 @@ def play(
 
 
 def _relay(
-    runs: list[Future[Outcome]], reports: Any, on_progress: Callable[[Progress], None]
+    runs: list[Future[SimulationOutcome]], reports: Any, on_progress: Callable[[Progress], None]
 ) -> None:
     """Hand the workers' progress reports on until every run is over, then those left in the
     queue (a run's last report, where it ended)."""
@@ -111,7 +111,7 @@ def _serve(reports: Any) -> None:
     _worker["reports"] = reports
 
 
-def _run(trace: Trace, policy: Policy, name: str, seed: int, every: float) -> Outcome:
+def _run(trace: Trace, policy: Policy, name: str, seed: int, every: float) -> SimulationOutcome:
     """One simulation in a worker process."""
     reports = _worker.get("reports")
     shown = reports.put if reports is not None else None

@@ -46,7 +46,7 @@ from extender.api.batch import pod_name
 from extender.api.quantity import parse_quantity
 from extender.api.resources import Resources
 from extender.api.scheduling import DEFAULT_QUEUE
-from extender.api.wire import explain
+from extender.api.wire import describe_invalid
 
 NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"  # a DNS label, as Volcano's job and queue names are
 
@@ -112,7 +112,7 @@ class NodeGroup(_Amounts):
         return self.resources
 
 
-class QueueSpec(_Strict):
+class TraceQueue(_Strict):
     name: str = Field(pattern=NAME)
     weight: int = Field(default=1, ge=1)
     capability: dict[str, Quantity] = Field(default_factory=dict)
@@ -129,7 +129,7 @@ class Task(_Amounts):
         return self.resources
 
 
-class Job(_Strict):
+class TraceJob(_Strict):
     name: str = Field(pattern=NAME)
     arrival: float = Field(default=0.0, ge=0)
     queue: str = DEFAULT_QUEUE
@@ -146,7 +146,7 @@ class Job(_Strict):
         return self.min_available if self.min_available is not None else self.size
 
     @model_validator(mode="after")
-    def _consistent(self) -> Job:
+    def _consistent(self) -> TraceJob:
         if self.min_available is not None and self.min_available > self.size:
             raise ValueError(
                 f"minAvailable {self.min_available} is more than the job's {self.size} pods"
@@ -167,8 +167,8 @@ class Trace(_Strict):
     api_version: Literal["lahar.io/v1alpha1"] = "lahar.io/v1alpha1"
     kind: Literal["Trace"] = "Trace"
     nodes: Annotated[tuple[NodeGroup, ...], AfterValidator(_some)]
-    queues: tuple[QueueSpec, ...] = ()
-    jobs: tuple[Job, ...] = ()
+    queues: tuple[TraceQueue, ...] = ()
+    jobs: tuple[TraceJob, ...] = ()
 
     @model_validator(mode="after")
     def _references(self) -> Trace:
@@ -215,7 +215,7 @@ def parse_trace(document: object, source: str = "trace") -> Trace:
     try:
         return Trace.model_validate(document)
     except ValidationError as error:
-        raise TraceError(f"{source}: {explain(error, root='(top level)')}") from error
+        raise TraceError(f"{source}: {describe_invalid(error, root='(top level)')}") from error
 
 
 def load_trace(path: Path) -> Trace:

@@ -17,7 +17,7 @@ from extender.api.scheduling import (
     Queue,
     default_queue,
 )
-from extender.simulate.trace import Job, Trace
+from extender.simulate.trace import Trace, TraceJob
 
 NAMESPACE = "sim"
 SCHEDULER = "lahar"
@@ -75,7 +75,7 @@ def priority_classes(trace: Trace) -> list[PriorityClass]:
     ]
 
 
-def pod_group(job: Job) -> PodGroup:
+def pod_group(job: TraceJob) -> PodGroup:
     return PodGroup.model_validate(
         {
             "metadata": {"name": job.name, "namespace": NAMESPACE, "uid": f"pg-{job.name}"},
@@ -88,7 +88,7 @@ def pod_group(job: Job) -> PodGroup:
     )
 
 
-def pods(job: Job, incarnation: int = 0) -> list[Pod]:
+def pods(job: TraceJob, incarnation: int = 0) -> list[Pod]:
     """The job's pods, pending; uids differ per incarnation (a restarted job's new pods)."""
     made = []
     for task, name in job.pod_names():

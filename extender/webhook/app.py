@@ -35,7 +35,7 @@ from prometheus_client import (
 from pydantic import ValidationError
 
 from extender.admission.admit import RULES, Outcome, Rule, Settings
-from extender.admission.problems import Problem, Verdict, from_validation
+from extender.admission.problems import AdmissionDecision, Problem, from_validation
 from extender.api.admission import AdmissionReview, response
 from extender.api.scheduling import API_VERSION, Queue
 from extender.cache.informer import Informers
@@ -153,8 +153,8 @@ def _answer(
         result = _result(outcome)
         answer = response(
             request.uid,
-            denial=None if outcome.verdict.allowed else outcome.message,
-            patch=list(outcome.verdict.patch),
+            denial=None if outcome.decision.allowed else outcome.message,
+            patch=list(outcome.decision.patch),
             warnings=list(outcome.warnings),
         )
         encoded = json.dumps(answer).encode()
@@ -175,7 +175,7 @@ def _denial(uid: str, message: str) -> bytes:
 
 def _deep(resource: str, uid: str) -> Outcome:
     message = f"the {resource} object is nested too deeply to check"
-    return Outcome(Verdict((Problem("", message),)), message)
+    return Outcome(AdmissionDecision((Problem("", message),)), message)
 
 
 class _BadReview(ValueError):
@@ -205,22 +205,22 @@ def _bug(resource: str, error: Exception) -> Outcome:
         f"Lahar's webhook failed on this {resource} request ({type(error).__name__}); "
         "see the webhook's log"
     )
-    return Outcome(Verdict((Problem("", message),)), message)
+    return Outcome(AdmissionDecision((Problem("", message),)), message)
 
 
 def _result(outcome: Outcome) -> str:
-    if not outcome.verdict.allowed:
+    if not outcome.decision.allowed:
         return "denied"
-    return "patched" if outcome.verdict.patch else "allowed"
+    return "patched" if outcome.decision.patch else "allowed"
 
 
 def _log(review: AdmissionReview, resource: str, outcome: Outcome) -> None:
     request = review.request
     name = f"{request.namespace}/{request.name}" if request.namespace else request.name
-    if not outcome.verdict.allowed:
+    if not outcome.decision.allowed:
         log.info("%s %s %s denied: %s", request.operation, resource, name, outcome.message)
-    elif outcome.verdict.patch:
-        paths = ", ".join(op["path"] for op in outcome.verdict.patch)
+    elif outcome.decision.patch:
+        paths = ", ".join(op["path"] for op in outcome.decision.patch)
         log.info("%s %s %s defaulted: %s", request.operation, resource, name, paths)
 
 

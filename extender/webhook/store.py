@@ -1,6 +1,6 @@
 """What the webhook's rules read from the cluster: the Queues, and which PodGroups name each
 queue. Filled by two informers on the event loop, read by the rules in worker threads (a
-`QueueView`; a lock keeps each read whole), so a rule never waits for the network. Of a PodGroup
+`QueueLookup`; a lock keeps each read whole), so a rule never waits for the network. Of a PodGroup
 only its name and queue are decoded, so one whose other fields do not parse still holds its queue.
 A queue created moments ago may not be here yet either: one the store lacks is read live (`fetch`,
 in the rule's worker thread) before a rule says it does not exist. A PodGroup created moments ago
@@ -25,7 +25,7 @@ class WebhookStore:
         self._by_queue: defaultdict[str, set[str]] = defaultdict(set)
         self._lock = threading.Lock()
 
-    # -- QueueView (any thread) -----------------------------------------------------------------
+    # -- QueueLookup (any thread) ---------------------------------------------------------------
 
     def queue(self, name: str) -> Queue | None:
         with self._lock:

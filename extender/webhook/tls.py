@@ -1,5 +1,5 @@
 """The certificate the webhook serves, kept current: self-managed (a CA and serving certificate
-in a Secret that every replica shares, rotated by `pki.plan`, the CA published as the
+in a Secret that every replica shares, rotated by `pki.next_bundle`, the CA published as the
 `caBundle` of the webhook configurations) or files given by flags (reloaded when they change, as
 cert-manager rewrites a mounted Secret).
 
@@ -29,7 +29,7 @@ from kubernetes import client as k8s
 
 from extender.kube.secrets import settle
 from extender.kube.webhooks import set_ca_bundle
-from extender.pki import Bundle, CertOptions, plan
+from extender.pki import Bundle, CertOptions, next_bundle
 
 log = logging.getLogger(__name__)
 LABELS = {"app.kubernetes.io/name": "lahar", "app.kubernetes.io/component": "webhook"}
@@ -97,7 +97,7 @@ class ServingCertificate:
 
     def _step(self, data: dict[str, bytes] | None) -> dict[str, bytes] | None:
         stored = Bundle.from_data(data or {})
-        following = plan(stored, self.options.certs, datetime.datetime.now(datetime.UTC))
+        following = next_bundle(stored, self.options.certs, datetime.datetime.now(datetime.UTC))
         return None if following is None else following.to_data()
 
     def _publish(self, trusted: bytes) -> None:

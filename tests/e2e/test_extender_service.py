@@ -36,7 +36,7 @@ BIND = {"PodName": "x", "PodNamespace": "default", "PodUID": "x", "Node": "nowhe
 
 @dataclass
 class ServiceForm:
-    state: devcluster.ClusterState
+    state: devcluster.DevClusterState
     keys: Pki
     argv: list[str]  # the extender's command line
     extender: process.ProcessRecord
@@ -59,7 +59,7 @@ class ServiceForm:
 
 
 def _extender(
-    state: devcluster.ClusterState, keys: Pki, port: int, probes: int
+    state: devcluster.DevClusterState, keys: Pki, port: int, probes: int
 ) -> tuple[list[str], process.ProcessRecord]:
     argv = lahar.extender_argv(
         state.state_dir / f"{lahar.KUBECONFIGS[lahar.EXTENDER]}.kubeconfig",

@@ -16,9 +16,9 @@ from extender.pki import (
     Bundle,
     CertOptions,
     ClientPair,
+    next_bundle,
+    next_client_pair,
     normal_host,
-    plan,
-    plan_client,
     service_hosts,
 )
 
@@ -53,29 +53,29 @@ def _step(bundle: Bundle | None, at: datetime.datetime) -> Bundle:
     """Apply plans until nothing changes (each step is what one check would store)."""
     current = bundle
     for _ in range(5):
-        following = plan(current, OPTIONS, at)
+        following = next_bundle(current, OPTIONS, at)
         if following is None:
             assert current is not None
             return current
         current = following
-    raise AssertionError("plan never settles")
+    raise AssertionError("next_bundle never settles")
 
 
 def test_nothing_stored_makes_a_ca_and_a_serving_certificate_naming_every_host() -> None:
-    bundle = plan(None, OPTIONS, T0)
+    bundle = next_bundle(None, OPTIONS, T0)
     assert bundle is not None
     names = _cert(bundle.cert).extensions.get_extension_for_class(x509.SubjectAlternativeName)
     assert names.value.get_values_for_type(x509.DNSName) == ["lahar-webhook.lahar-system.svc"]
     assert [str(ip) for ip in names.value.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
     assert bundle.trusted == bundle.ca_cert
     assert _verifies(bundle, T0)
-    assert plan(bundle, OPTIONS, T0) is None  # stable
+    assert next_bundle(bundle, OPTIONS, T0) is None  # stable
 
 
 def test_the_serving_certificate_is_renewed_from_the_same_ca_before_it_ends() -> None:
     bundle = _step(None, T0)
-    assert plan(bundle, OPTIONS, T0 + 19 * DAY) is None
-    renewed = plan(bundle, OPTIONS, T0 + 21 * DAY)  # a third of 30 days is left
+    assert next_bundle(bundle, OPTIONS, T0 + 19 * DAY) is None
+    renewed = next_bundle(bundle, OPTIONS, T0 + 21 * DAY)  # a third of 30 days is left
     assert renewed is not None
     assert renewed.cert != bundle.cert and renewed.ca_cert == bundle.ca_cert
     assert renewed.trusted == bundle.trusted  # no caBundle change: nothing to wait for
@@ -86,13 +86,13 @@ def test_a_new_ca_is_trusted_before_it_signs_and_the_old_one_leaves_when_it_expi
     bundle = _step(None, T0)
     at = T0 + 205 * DAY  # less than a third of the CA's 300 days is left
     bundle = _step(bundle, T0 + 190 * DAY)  # the serving certificate kept fresh until then
-    rotated = plan(bundle, OPTIONS, at)
+    rotated = next_bundle(bundle, OPTIONS, at)
     assert rotated is not None and rotated.ca_cert != bundle.ca_cert
     assert len(x509.load_pem_x509_certificates(rotated.trusted)) == 2
     assert rotated.cert == bundle.cert  # still the old CA's: both are trusted meanwhile
     assert _verifies(rotated, at)
-    assert plan(rotated, OPTIONS, at + datetime.timedelta(seconds=30)) is None  # not settled
-    resigned = plan(rotated, OPTIONS, at + datetime.timedelta(minutes=3))
+    assert next_bundle(rotated, OPTIONS, at + datetime.timedelta(seconds=30)) is None  # not settled
+    resigned = next_bundle(rotated, OPTIONS, at + datetime.timedelta(minutes=3))
     assert resigned is not None and resigned.cert != rotated.cert
     _cert(resigned.cert).verify_directly_issued_by(_cert(resigned.ca_cert))
     later = _step(resigned, T0 + 301 * DAY)
@@ -104,7 +104,7 @@ def test_two_years_of_hourly_checks_always_serve_a_trusted_certificate() -> None
     bundle, cas, trusted_most = _step(None, T0), set(), 0
     for hour in range(0, 2 * 365 * 24, 7):
         at = T0 + datetime.timedelta(hours=hour)
-        bundle = plan(bundle, OPTIONS, at) or bundle  # one step per check
+        bundle = next_bundle(bundle, OPTIONS, at) or bundle  # one step per check
         assert _verifies(bundle, at), f"hour {hour}"
         cas.add(bundle.ca_cert)
         trusted_most = max(trusted_most, len(x509.load_pem_x509_certificates(bundle.trusted)))
@@ -114,7 +114,7 @@ def test_two_years_of_hourly_checks_always_serve_a_trusted_certificate() -> None
 def test_a_missing_host_gets_a_new_certificate() -> None:
     bundle = _step(None, T0)
     wider = CertOptions(hosts=(*OPTIONS.hosts, "localhost"), ca_validity=300 * DAY)
-    assert plan(bundle, wider, T0) is not None
+    assert next_bundle(bundle, wider, T0) is not None
 
 
 def test_a_damaged_secret_reads_as_nothing_stored() -> None:
@@ -138,14 +138,14 @@ def test_a_certificate_from_a_new_ca_waits_for_the_grace_even_when_the_old_one_i
     """Both lifetimes 30 days: the serving certificate is capped at the old CA's end, so it is
     'ending' exactly when the CA rotates; it must not be signed by the new CA before the grace."""
     short = CertOptions(hosts=OPTIONS.hosts, ca_validity=30 * DAY, cert_validity=30 * DAY)
-    bundle = plan(None, short, T0)
+    bundle = next_bundle(None, short, T0)
     assert bundle is not None
     at = T0 + 21 * DAY
-    rotated = plan(bundle, short, at)  # the CA rotates first
+    rotated = next_bundle(bundle, short, at)  # the CA rotates first
     assert rotated is not None and rotated.ca_cert != bundle.ca_cert
-    early = plan(rotated, short, at + datetime.timedelta(seconds=30))
+    early = next_bundle(rotated, short, at + datetime.timedelta(seconds=30))
     assert early is None  # the old CA's certificate still has 9 days: wait out the grace
-    settled = plan(rotated, short, at + datetime.timedelta(minutes=3))
+    settled = next_bundle(rotated, short, at + datetime.timedelta(minutes=3))
     assert settled is not None
     _cert(settled.cert).verify_directly_issued_by(_cert(settled.ca_cert))
 
@@ -154,8 +154,8 @@ def test_hosts_are_compared_in_canonical_form_so_nothing_rotates_forever() -> No
     hosts = tuple(normal_host(h) for h in ("0:0::1", "Lahar-Webhook.lahar-system.SVC"))
     options = CertOptions(hosts=hosts, ca_validity=300 * DAY)
     bundle = _step(None, T0)
-    bundle = plan(bundle, options, T0)  # names added
-    assert bundle is not None and plan(bundle, options, T0) is None
+    bundle = next_bundle(bundle, options, T0)  # names added
+    assert bundle is not None and next_bundle(bundle, options, T0) is None
     with pytest.raises(ValueError, match="neither an IP address nor a DNS name"):
         normal_host("bad host!")
 
@@ -164,13 +164,13 @@ def test_names_a_certificate_had_are_kept_so_replicas_converge() -> None:
     one = CertOptions(hosts=("a.svc",), ca_validity=300 * DAY)
     other = CertOptions(hosts=("b.svc",), ca_validity=300 * DAY)
     bundle = _step(None, T0)
-    bundle = plan(bundle, one, T0) or bundle
-    bundle = plan(bundle, other, T0) or bundle
-    assert plan(bundle, one, T0) is None and plan(bundle, other, T0) is None
+    bundle = next_bundle(bundle, one, T0) or bundle
+    bundle = next_bundle(bundle, other, T0) or bundle
+    assert next_bundle(bundle, one, T0) is None and next_bundle(bundle, other, T0) is None
 
 
 def _client(bundle: Bundle, stored: ClientPair | None, at: datetime.datetime) -> ClientPair:
-    following = plan_client(stored, bundle, "lahar-scheduler", OPTIONS, at)
+    following = next_client_pair(stored, bundle, "lahar-scheduler", OPTIONS, at)
     assert following is not None
     return following
 
@@ -209,8 +209,8 @@ def test_the_client_certificate_is_renewed_only_when_it_must_be(case: str, renew
     elif case == "signed by another CA":
         bundle = _step(None, T0)  # a bundle whose serving certificate another CA signed
     elif case == "issued to someone else":
-        pair = plan_client(None, bundle, "someone", OPTIONS, T0) or pair
-    following = plan_client(pair, bundle, "lahar-scheduler", OPTIONS, at)
+        pair = next_client_pair(None, bundle, "someone", OPTIONS, T0) or pair
+    following = next_client_pair(pair, bundle, "lahar-scheduler", OPTIONS, at)
     assert (following is not None) is renewed
     if following is not None:
         _cert(following.cert).verify_directly_issued_by(_cert(bundle.ca_cert))
@@ -220,10 +220,10 @@ def test_the_client_certificate_moves_to_a_new_ca_with_the_serving_certificate()
     bundle = _step(None, T0)
     pair = _client(bundle, None, T0 + 200 * DAY)
     at = T0 + 201 * DAY  # the CA's last third: a new CA is trusted beside the old one
-    rotated = plan(bundle, OPTIONS, at)
+    rotated = next_bundle(bundle, OPTIONS, at)
     assert rotated is not None and rotated.ca_cert != bundle.ca_cert
     assert rotated.cert == bundle.cert  # still served from the old CA during the grace
-    following = plan_client(pair, rotated, "lahar-scheduler", OPTIONS, at)
+    following = next_client_pair(pair, rotated, "lahar-scheduler", OPTIONS, at)
     assert following is not None
     assert following.cert == pair.cert  # the same certificate: the server has not moved yet
     assert following.trusted == rotated.trusted  # but the new CA is trusted
@@ -232,7 +232,7 @@ def test_the_client_certificate_moves_to_a_new_ca_with_the_serving_certificate()
     assert _cert(moved.cert).issuer == _cert(moved.ca_cert).subject  # the server moved
     renewed = _client(moved, following, later)
     _cert(renewed.cert).verify_directly_issued_by(_cert(moved.ca_cert))
-    assert plan_client(renewed, moved, "lahar-scheduler", OPTIONS, later) is None
+    assert next_client_pair(renewed, moved, "lahar-scheduler", OPTIONS, later) is None
 
 
 def test_a_damaged_client_secret_reads_as_nothing_stored() -> None:

@@ -1,4 +1,4 @@
-"""Test-side helpers for the admission rules: a `QueueView` over plain dicts, a JSONPatch `add`
+"""Test-side helpers for the admission rules: a `QueueLookup` over plain dicts, a JSONPatch `add`
 applier (all the job defaults use), and a way to read problems as `{path: reason}`."""
 
 from __future__ import annotations

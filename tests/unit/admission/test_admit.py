@@ -128,12 +128,12 @@ def test_wrong_requests_are_denied_saying_so(
     rule: Rule, review: ReviewBuilder, reason: str
 ) -> None:
     outcome = run(rule, review)
-    assert not outcome.verdict.allowed
-    [problem] = outcome.verdict.problems
+    assert not outcome.decision.allowed
+    [problem] = outcome.decision.problems
     assert problem.path == ""
     assert reason in problem.reason
     assert reason in outcome.message
-    assert outcome.verdict.patch == ()
+    assert outcome.decision.patch == ()
 
 
 # -- jobs ---------------------------------------------------------------------------------------
@@ -141,9 +141,9 @@ def test_wrong_requests_are_denied_saying_so(
 
 def test_mutate_returns_the_defaults_patch() -> None:
     outcome = run(mutate_job, make_review(tf().build()))
-    assert outcome.verdict.allowed
+    assert outcome.decision.allowed
     assert outcome.message == ""
-    assert outcome.verdict.patch == (
+    assert outcome.decision.patch == (
         {"op": "add", "path": "/spec/queue", "value": "default"},
         {"op": "add", "path": "/spec/schedulerName", "value": SCHEDULER},
         {"op": "add", "path": "/spec/maxRetry", "value": 3},
@@ -151,20 +151,20 @@ def test_mutate_returns_the_defaults_patch() -> None:
         {"op": "add", "path": "/spec/tasks/1/minAvailable", "value": 2},
         {"op": "add", "path": "/spec/minAvailable", "value": 3},
     )
-    assert apply_patch(tf().build(), outcome.verdict.patch) == stored().build()
+    assert apply_patch(tf().build(), outcome.decision.patch) == stored().build()
 
 
 def test_mutate_on_update_defaults_too_and_nothing_for_a_stored_job() -> None:
     outcome = run(mutate_job, make_review(tf().build()).update(stored().build()))
-    assert outcome.verdict.allowed
-    assert len(outcome.verdict.patch) == 6
-    assert run(mutate_job, make_review(stored().build())).verdict.patch == ()
+    assert outcome.decision.allowed
+    assert len(outcome.decision.patch) == 6
+    assert run(mutate_job, make_review(stored().build())).decision.patch == ()
 
 
 def test_mutate_refuses_a_job_it_cannot_read_and_returns_no_patch() -> None:
     outcome = run(mutate_job, make_review(tf().set("spec.tasks[0].replicas", "two").build()))
-    assert not outcome.verdict.allowed
-    assert outcome.verdict.patch == ()
+    assert not outcome.decision.allowed
+    assert outcome.decision.patch == ()
     assert outcome.message == (
         "Job ml/tf is invalid: spec.tasks[0].replicas: Input should be a valid integer, got 'two'"
     )
@@ -172,20 +172,20 @@ def test_mutate_refuses_a_job_it_cannot_read_and_returns_no_patch() -> None:
 
 def test_mutate_leaves_rule_problems_to_the_validating_webhook() -> None:
     outcome = run(mutate_job, make_review(tf().queue("closed").max_retry(-1).build()))
-    assert outcome.verdict.allowed
-    assert outcome.verdict.patch
+    assert outcome.decision.allowed
+    assert outcome.decision.patch
 
 
 def test_validate_allows_a_good_job() -> None:
     outcome = run(validate_job, make_review(stored().build()))
-    assert outcome == Outcome(outcome.verdict)
-    assert outcome.verdict.allowed
-    assert outcome.verdict.patch == ()
+    assert outcome == Outcome(outcome.decision)
+    assert outcome.decision.allowed
+    assert outcome.decision.patch == ()
 
 
 def test_validate_returns_policy_warnings() -> None:
     outcome = run(validate_job, make_review(stored().policy("PodFailed", timeout="5m").build()))
-    assert outcome.verdict.allowed
+    assert outcome.decision.allowed
     assert outcome.warnings == (
         "spec.policies[0].timeout: Lahar waits only on PodPending; this policy acts at once",
     )
@@ -202,7 +202,7 @@ def test_a_denial_lists_every_problem_under_the_job() -> None:
         .build()
     )
     outcome = run(validate_job, make_review(body))
-    assert not outcome.verdict.allowed
+    assert not outcome.decision.allowed
     assert outcome.message == (
         "Job ml/tf is invalid: "
         "spec.maxRetry: must be from 0 to 2147483647, got -3; "
@@ -212,7 +212,7 @@ def test_a_denial_lists_every_problem_under_the_job() -> None:
         "spec.tasks[1].name: 'Worker' must be lower case letters, digits and '-', starting and "
         "ending with a letter or digit"
     )
-    assert len(outcome.verdict.problems) == 5
+    assert len(outcome.decision.problems) == 5
     assert outcome.warnings == ()
 
 
@@ -221,7 +221,7 @@ def test_a_denial_caps_the_list() -> None:
     for index in range(SHOWN + 3):
         builder.volume("", claim_name=f"c{index}")
     outcome = run(validate_job, make_review(builder.build()))
-    assert len(outcome.verdict.problems) == SHOWN + 3
+    assert len(outcome.decision.problems) == SHOWN + 3
     assert outcome.message.startswith("Job ml/tf is invalid: spec.volumes[0].mountPath: required")
     assert outcome.message.endswith("; and 3 more")
 
@@ -241,7 +241,7 @@ def test_the_request_name_and_namespace_name_the_object() -> None:
 
 def test_validate_refuses_a_job_it_cannot_read() -> None:
     outcome = run(validate_job, make_review(stored().set("spec.maxRetry", "3").build()))
-    assert outcome.verdict.problems == (
+    assert outcome.decision.problems == (
         Problem("spec.maxRetry", "Input should be a valid integer, got '3'"),
     )
 
@@ -255,10 +255,10 @@ def test_a_request_without_an_object_is_refused(rule: Rule) -> None:
 def test_update_checks_what_may_change() -> None:
     old = stored().build()
     scaled = stored().set("spec.tasks[1].replicas", 5).min_available(6).build()
-    assert run(validate_job, make_review(scaled).update(old)).verdict.allowed
+    assert run(validate_job, make_review(scaled).update(old)).decision.allowed
     moved = stored().queue("research").build()
     outcome = run(validate_job, make_review(moved).update(old))
-    assert outcome.verdict.problems == (
+    assert outcome.decision.problems == (
         Problem(
             "spec.queue",
             "cannot change once the job exists (only minAvailable, maxRetry, priorityClassName "
@@ -278,23 +278,23 @@ def test_update_does_not_recheck_the_queue() -> None:
         .min_available(2)
         .build()
     )
-    assert run(validate_job, make_review(new).update(old)).verdict.allowed
+    assert run(validate_job, make_review(new).update(old)).decision.allowed
 
 
 def test_update_without_an_old_object_names_every_fixed_field() -> None:
     review = make_review(stored().build()).operation("UPDATE")
     outcome = run(validate_job, review)
-    assert not outcome.verdict.allowed
+    assert not outcome.decision.allowed
     assert "spec.tasks: tasks cannot be added or removed (0 before, 2 now)" in outcome.message
 
 
 def test_mutated_then_validated_job_is_allowed() -> None:
     """The API server's order: mutate, apply the patch, validate the result."""
     body = tf().plugin("pytorch").task("master").build()
-    patch = run(mutate_job, make_review(body)).verdict.patch
+    patch = run(mutate_job, make_review(body)).decision.patch
     defaulted = apply_patch(body, patch)
     assert {"op": "add", "path": "/spec/plugins/svc", "value": []} in patch
-    assert run(validate_job, make_review(defaulted)).verdict.allowed
+    assert run(validate_job, make_review(defaulted)).decision.allowed
 
 
 # -- queues and pod groups ---------------------------------------------------------------------
@@ -302,8 +302,8 @@ def test_mutated_then_validated_job_is_allowed() -> None:
 
 def test_queue_create_and_update() -> None:
     good = make_queue("research").weight(2).build()
-    assert run(validate_queue, make_review(good)).verdict.allowed
-    assert run(validate_queue, make_review(good).update(QUEUE)).verdict.allowed
+    assert run(validate_queue, make_review(good)).decision.allowed
+    assert run(validate_queue, make_review(good).update(QUEUE)).decision.allowed
     bad = make_queue("research").weight(0).state("Paused").build()
     outcome = run(validate_queue, make_review(bad).update(QUEUE))
     assert outcome.message == (
@@ -339,7 +339,7 @@ def test_queue_create_and_update() -> None:
 def test_queue_delete(name: str, view: Queues, message: str | None) -> None:
     review = make_review(make_queue(name).build()).delete()
     outcome = run(validate_queue, review, view)
-    assert outcome.verdict.allowed is (message is None)
+    assert outcome.decision.allowed is (message is None)
     assert outcome.message == (message or "")
 
 
@@ -372,7 +372,7 @@ def test_queue_without_object_is_refused() -> None:
 )
 def test_pod_group_create(builder: Any, message: str | None) -> None:
     outcome = run(validate_pod_group, make_review(builder.build()))
-    assert outcome.verdict.allowed is (message is None)
+    assert outcome.decision.allowed is (message is None)
     assert outcome.message == (message or "")
 
 
@@ -401,16 +401,16 @@ def test_gang_pods_of_lahar_schedulers_are_created_behind_its_gate(
 ) -> None:
     body = pod.build()
     outcome = run(mutate_pod, make_review(body))
-    assert outcome.verdict.allowed
-    gated = apply_patch(body, outcome.verdict.patch)
+    assert outcome.decision.allowed
+    gated = apply_patch(body, outcome.decision.patch)
     assert gated["spec"].get("schedulingGates") == (
         gates if gates is not None else body["spec"].get("schedulingGates")
     )
     if gates is None:
-        assert outcome.verdict.patch == ()
+        assert outcome.decision.patch == ()
 
 
 def test_pod_rules_take_only_pod_creations() -> None:
     outcome = run(mutate_pod, make_review(make_pod("w").build()).update(make_pod("w").build()))
-    assert not outcome.verdict.allowed
+    assert not outcome.decision.allowed
     assert "operation UPDATE is not admitted here (only CREATE)" in outcome.message

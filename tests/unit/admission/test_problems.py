@@ -13,9 +13,9 @@ from extender.admission.problems import (
     CLIP,
     LONGEST,
     SHOWN,
+    AdmissionDecision,
     Problem,
-    Verdict,
-    describe,
+    denial_message,
     field,
     from_validation,
     pointer,
@@ -118,17 +118,19 @@ def test_shown_clips_long_strings_with_an_ellipsis() -> None:
     assert len(text) == CLIP
 
 
-def test_problem_text_and_verdict() -> None:
+def test_problem_text_and_decision() -> None:
     assert str(Problem("spec.queue", "required")) == "spec.queue: required"
     assert str(Problem("", "not a Job")) == "not a Job"
-    assert Verdict().allowed
-    assert Verdict(patch=({"op": "add", "path": "/spec/queue", "value": "default"},)).allowed
-    assert not Verdict((Problem("", "no"),)).allowed
+    assert AdmissionDecision().allowed
+    assert AdmissionDecision(
+        patch=({"op": "add", "path": "/spec/queue", "value": "default"},)
+    ).allowed
+    assert not AdmissionDecision((Problem("", "no"),)).allowed
 
 
 def test_describe_lists_every_problem_under_the_object() -> None:
     problems = [Problem("spec.tasks", "required"), Problem("", "queue 'q' does not exist")]
-    assert describe("Job ns/a", problems) == (
+    assert denial_message("Job ns/a", problems) == (
         "Job ns/a is invalid: spec.tasks: required; queue 'q' does not exist"
     )
 
@@ -140,7 +142,7 @@ def test_describe_lists_every_problem_under_the_object() -> None:
 )
 def test_describe_caps_the_list(count: int, more: int | None) -> None:
     problems = [Problem(f"spec.tasks[{i}].name", "bad") for i in range(count)]
-    message = describe("Job ns/a", problems)
+    message = denial_message("Job ns/a", problems)
     assert message.count(": bad") == min(count, SHOWN)
     assert f"spec.tasks[{min(count, SHOWN) - 1}].name" in message
     assert f"spec.tasks[{SHOWN}].name" not in message
@@ -152,11 +154,11 @@ def test_describe_caps_the_list(count: int, more: int | None) -> None:
 
 def test_describe_keeps_a_hostile_problem_short() -> None:
     hostile = Problem("spec.plugins." + "x" * 100_000, "y" * 100_000)
-    message = describe("Job ns/a", [hostile] * (SHOWN + 5))
+    message = denial_message("Job ns/a", [hostile] * (SHOWN + 5))
     assert len(message) <= len("Job ns/a is invalid: ") + SHOWN * (LONGEST + 2) + 20
     assert message.endswith("...; and 5 more")
     fits = Problem("spec.queue", "z" * (LONGEST - len("spec.queue: ")))
-    assert describe("Job ns/a", [fits]).endswith("z" * 10)
+    assert denial_message("Job ns/a", [fits]).endswith("z" * 10)
 
 
 def errors_of(model: type[Job] | type[Queue], body: dict[str, Any]) -> ValidationError:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from extender.api.candidates import CandidateParser, plain_names
-from extender.api.wire import ExtenderArgs, explain
+from extender.api.wire import ExtenderArgs, describe_invalid
 from tests.builders import make_node, make_pod
 
 
@@ -95,7 +95,7 @@ def test_other_shapes_read_as_the_full_parse(body: dict[str, Any]) -> None:
 def test_malformed_bodies_are_named_as_by_the_full_parse(body: bytes, expected: str) -> None:
     with pytest.raises(ValidationError) as error:
         CandidateParser().parse(body)
-    assert explain(error.value).startswith(expected)
+    assert describe_invalid(error.value).startswith(expected)
 
 
 _text = st.text(st.characters(codec="utf-8"), max_size=20)

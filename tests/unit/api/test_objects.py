@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from extender.api.objects import Pod
 from extender.api.resources import Resources
-from extender.api.wire import explain
+from extender.api.wire import describe_invalid
 from tests.builders import PodBuilder, make_pod
 
 
@@ -96,7 +96,7 @@ def test_effective_request(pod: PodBuilder, expected: Resources) -> None:
 def test_malformed_pods_name_the_field(body: dict[str, object], where: str, why: str) -> None:
     with pytest.raises(ValidationError) as error:
         Pod.model_validate(body)
-    message = explain(error.value)
+    message = describe_invalid(error.value)
     assert message.startswith(f"{where}: ")
     assert why in message
 

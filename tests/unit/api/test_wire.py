@@ -14,7 +14,7 @@ from extender.api.wire import (
     ExtenderFilterResult,
     ExtenderPreemptionArgs,
     HostPriority,
-    explain,
+    describe_invalid,
 )
 from tests.builders import make_node, make_pod
 
@@ -39,7 +39,10 @@ def test_a_nodes_item_without_a_name_is_named_in_the_error() -> None:
     body = {"Pod": make_pod("p").build(), "Nodes": {"items": [{"metadata": {}}]}}
     with pytest.raises(ValidationError) as error:
         ExtenderArgs.model_validate_json(json.dumps(body))
-    assert explain(error.value) == "Nodes.items: item 0: metadata.name is missing or not a string"
+    assert (
+        describe_invalid(error.value)
+        == "Nodes.items: item 0: metadata.name is missing or not a string"
+    )
 
 
 @pytest.mark.parametrize(
@@ -53,7 +56,7 @@ def test_a_nodes_item_without_a_name_is_named_in_the_error() -> None:
 def test_malformed_args(body: object, expected: str) -> None:
     with pytest.raises(ValidationError) as error:
         ExtenderArgs.model_validate_json(json.dumps(body))
-    assert explain(error.value) == expected
+    assert describe_invalid(error.value) == expected
 
 
 def test_filter_result_uses_go_field_names() -> None:
@@ -90,4 +93,4 @@ def test_binding_args_require_names() -> None:
     assert (args.pod_name, args.pod_namespace, args.pod_uid, args.node) == ("p", "ns", "u", "n1")
     with pytest.raises(ValidationError) as error:
         ExtenderBindingArgs.model_validate({"PodName": "p", "PodNamespace": "ns", "Node": ""})
-    assert "Node: String should have at least 1 character" in explain(error.value)
+    assert "Node: String should have at least 1 character" in describe_invalid(error.value)

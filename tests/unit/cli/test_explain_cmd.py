@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from extender.cli.explain_cmd import Extender, fetch, from_group, pod_row, text
+from extender.cli.explain_cmd import Extender, from_extender, from_group, pod_row, text
 from extender.kube import KubeError
 
 SUMMARY = (
@@ -96,4 +96,4 @@ def test_a_bad_extender_address_or_certificate_is_named(
     url: str, cert: Path | None, key: Path | None, error: str
 ) -> None:
     with pytest.raises(KubeError, match=error.replace("?", r"\?").replace("+", r"\+")):
-        fetch(Extender(url, cert, key), "ns/big")
+        from_extender(Extender(url, cert, key), "ns/big")

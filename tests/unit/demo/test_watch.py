@@ -9,7 +9,7 @@ from typing import Any, cast
 import pytest
 from kubernetes import client as k8s
 
-from extender.demo.run import summarize
+from extender.demo.run import report_jobs
 from extender.demo.table import JobRow, LiveTable
 from extender.demo.watch import PARTIAL_GRACE, JobWatch
 
@@ -59,11 +59,11 @@ def test_the_summary_gives_time_to_start_and_fails_on_a_partial_or_unstarted_job
         record.row = JobRow(record.name, "Running", 6, 6, "")
         record.peak = 6
     lines: list[Any] = []
-    assert summarize(watch, lines.append) == 1  # tf-b never started
+    assert report_jobs(watch, lines.append) == 1  # tf-b never started
     assert any("tf-a" in line and "1.50 s" in line for line in lines)
     assert "never started: tf-b" in lines[-1]
     clock.now += 3.0
     watch._track(watch.records["tf-b"], 6, 6)
     lines.clear()
-    assert summarize(watch, lines.append) == 0
+    assert report_jobs(watch, lines.append) == 0
     assert any(line.strip().startswith("partial gangs: 0") for line in lines)

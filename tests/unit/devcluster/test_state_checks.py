@@ -12,7 +12,7 @@ import pytest
 from extender.devcluster import ClusterOptions, DevClusterError, up
 from extender.devcluster.build import Binaries
 from extender.devcluster.process import ProcessRecord, _stat
-from extender.devcluster.state import ClusterState, load_state
+from extender.devcluster.state import DevClusterState, load_state
 
 NO_BINARIES = Binaries(
     etcd=Path("/nonexistent/etcd"),
@@ -26,8 +26,8 @@ NO_BINARIES = Binaries(
 )
 
 
-def _state(state_dir: Path, record: ProcessRecord) -> ClusterState:
-    state = ClusterState(
+def _state(state_dir: Path, record: ProcessRecord) -> DevClusterState:
+    state = DevClusterState(
         state_dir=state_dir,
         kubeconfig=state_dir / "kubeconfig",
         server="https://127.0.0.1:1",

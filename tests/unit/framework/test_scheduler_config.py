@@ -12,7 +12,7 @@ import yaml
 
 from extender.cli.flags import SCHEDULERS
 from extender.framework.policy import load_policy
-from extender.framework.scheduler_config import fit_arguments, problems, profile_names
+from extender.framework.scheduler_config import config_problems, fit_arguments, profile_names
 from extender.plugins import REGISTRY
 
 POLICY_DIR = Path(__file__).resolve().parents[3] / "policy"
@@ -30,7 +30,7 @@ def shipped(name: str = SHIPPED[0]) -> dict[str, Any]:
 @pytest.mark.parametrize("name", SHIPPED)
 def test_the_shipped_configurations_fit_the_policy(name: str) -> None:
     config = shipped(name)
-    assert problems(config, POLICY, name) == []
+    assert config_problems(config, POLICY, name) == []
     assert profile_names(config) == frozenset(SCHEDULERS)
     for profile in config["profiles"]:
         fit = next(c for c in profile["pluginConfig"] if c["name"] == "NodeResourcesFit")
@@ -110,6 +110,6 @@ def _two(config: dict[str, Any]) -> None:
 def test_each_departure_is_named(change: Any, expected: str) -> None:
     config = shipped()
     change(config)
-    [problem] = problems(config, POLICY, "k.yaml")
+    [problem] = config_problems(config, POLICY, "k.yaml")
     assert problem.startswith("k.yaml: ")
     assert expected in problem

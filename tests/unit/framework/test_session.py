@@ -69,7 +69,7 @@ def test_without_reasons_the_same_nodes_pass(verdict: Verdict, passing: list[str
     names = ["small", "full", "held", "ok", "ghost"]
 
     explained = session.filter(pod, names, verdict)
-    quick = session.filter(pod, names, verdict, explain=False)
+    quick = session.filter(pod, names, verdict, with_reasons=False)
 
     assert sorted(explained.passed) == sorted(quick.passed) == passing
     assert not quick.failed and not quick.everything_passed
@@ -144,6 +144,6 @@ def test_incremental_tables_equal_a_fresh_evaluation(ops: list[tuple[str, object
             kept = engine.session(state.snapshot())
             fresh = Engine(engine.policy).session(state.snapshot())
             assert kept.filter(pod, NODES) == fresh.filter(pod, NODES)
-            quick = kept.filter(pod, NODES, explain=False)  # (from the nodes the table passes)
+            quick = kept.filter(pod, NODES, with_reasons=False)  # (from the nodes the table passes)
             assert sorted(quick.passed) == sorted(fresh.filter(pod, NODES).passed)
             assert kept.score(pod, NODES) == fresh.score(pod, NODES)

@@ -82,7 +82,7 @@ def test_place_fits_and_nodes_for_agree_with_first_fit_member_by_member(
     assert sum(failures.values()) == missing
     assert room.fits(pods) == (missing == 0)
     assert room.nodes_for(pods) == (set(expected.values()) if missing == 0 else None)
-    _, quick = room.place(pods, explain=False)
+    _, quick = room.place(pods, with_reasons=False)
     assert bool(quick) == bool(missing)  # stops at the first member with no node
 
 
@@ -113,7 +113,7 @@ def test_placements_remembered_by_shape_are_the_ones_first_fit_makes(
             assert room.fits(members) == (missing == 0)
             used = room.nodes_for(members)
             assert used == (frozenset(expected.values()) if missing == 0 else None)
-            assert bool(room.place(members, explain=False)[1]) == bool(missing)
+            assert bool(room.place(members, with_reasons=False)[1]) == bool(missing)
 
     agrees(room, held, pods)
     agrees(room, held, twin)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from extender.cache.state import ClusterState
-from extender.gangs.group_status import Event
+from extender.gangs.group_status import PodGroupEvent
 from extender.gangs.ledger import Gangs
 from extender.preemption.victims import Rules
 from extender.server.preemptor import Preemptor
@@ -33,7 +33,7 @@ def scene() -> tuple[ClusterState, Gangs]:
 
 
 def preemptor(
-    state: ClusterState, gangs: Gangs, evict: Evictions, said: list[tuple[str, Event]]
+    state: ClusterState, gangs: Gangs, evict: Evictions, said: list[tuple[str, PodGroupEvent]]
 ) -> Preemptor:
     return Preemptor(
         state,

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from extender.api.scheduling import PodGroup
-from extender.gangs.group_status import Event
+from extender.gangs.group_status import PodGroupEvent
 from extender.gangs.ledger import Gangs, GangSettings
 from extender.server.status_writer import StatusWriter
 from tests.builders import cluster, make_group, make_node, make_pod
@@ -29,7 +29,7 @@ class Sink:
         self.uids.append(uid)
         self.written.set()
 
-    async def record(self, group: PodGroup, event: Event) -> None:
+    async def record(self, group: PodGroup, event: PodGroupEvent) -> None:
         self.events.append((group.metadata.name, event.reason))
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from extender.simulate.metrics import fairness
-from extender.simulate.run import Interval, JobRecord, Outcome
+from extender.simulate.run import Interval, SimulatedJob, SimulationOutcome
 from extender.simulate.trace import parse_trace
 
 
-def _stuck_outcome(end: float) -> Outcome:
+def _stuck_outcome(end: float) -> SimulationOutcome:
     """Queues q and r, weight 1 each; job a (q) holds 2 cpu from 0, job b (r) waits from 0;
     neither ever ends, and the run was watched until `end`."""
     task = {"name": "w", "replicas": 1, "cpu": "2", "memory": "1Gi", "duration": 10}
@@ -23,9 +23,9 @@ def _stuck_outcome(end: float) -> Outcome:
             ],
         }
     )
-    jobs = {job.name: JobRecord(job, arrived=0.0) for job in trace.jobs}
+    jobs = {job.name: SimulatedJob(job, arrived=0.0) for job in trace.jobs}
     intervals = [Interval("node-0", "a", "q", 0, 2000, start=0.0)]
-    return Outcome("p", trace, jobs, intervals, 0, end, 0, 0.0)
+    return SimulationOutcome("p", trace, jobs, intervals, 0, end, 0, 0.0)
 
 
 @pytest.mark.parametrize("end", [100.0, 3600.0])

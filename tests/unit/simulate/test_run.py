@@ -14,7 +14,7 @@ from extender.plugins import REGISTRY
 from extender.simulate.defaults import stock_policy, story_trace
 from extender.simulate.metrics import summarize
 from extender.simulate.report import progress
-from extender.simulate.run import GC_YOUNG_THRESHOLD, Outcome, Progress, simulate
+from extender.simulate.run import GC_YOUNG_THRESHOLD, Progress, SimulationOutcome, simulate
 from extender.simulate.trace import parse_trace
 
 POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
@@ -30,7 +30,7 @@ def _job(name: str, pods: int, cpu: str, seconds: float, **fields: Any) -> dict[
     return {"name": name, "tasks": [task], **fields}
 
 
-def _times(outcome: Outcome) -> dict[str, tuple[float | None, float | None]]:
+def _times(outcome: SimulationOutcome) -> dict[str, tuple[float | None, float | None]]:
     return {name: (r.started, r.finished) for name, r in outcome.jobs.items()}
 
 

@@ -11,7 +11,7 @@ import pytest
 from extender.framework.policy import Policy, load_policy
 from extender.plugins import REGISTRY
 from extender.simulate.defaults import stock_policy
-from extender.simulate.run import Outcome, Progress, simulate
+from extender.simulate.run import Progress, SimulationOutcome, simulate
 from extender.simulate.side_by_side import WorkerDied, cores, play
 from extender.simulate.synthetic import generate
 from extender.simulate.trace import Trace, parse_trace
@@ -29,7 +29,7 @@ def trace() -> Trace:
     return parse_trace(generate(60, 6))
 
 
-def _what_happened(outcome: Outcome) -> tuple[Any, ...]:
+def _what_happened(outcome: SimulationOutcome) -> tuple[Any, ...]:
     """Everything an outcome says but the wall time it took."""
     return (
         outcome.policy,
