@@ -1,6 +1,7 @@
 """Lahar's preemption loop, the one the extender and the simulator both run: when to look for a
 preemption, and what to do with the one found.
 
+The policy's `PreemptionSettings` say how often (`interval`) and who may be evicted (`rules`).
 The loop wakes when a gang is refused for want of capacity (`attach`), when asked (`wake`) and,
 `polling`, every `interval` seconds besides. A pass looks only when some gang waits and the fair
 order moved since a pass found nothing in it. It asks `plan.candidates` for the gangs short of
@@ -22,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
@@ -34,14 +36,22 @@ Sleep = Callable[[float], Awaitable[None]]
 Clock = Callable[[], float]  # seconds, on the time `Sleep` sleeps by
 
 
+@dataclass(frozen=True)
+class PreemptionSettings:
+    """What the policy's preempt plugin sets: at most one preemption per `interval` seconds,
+    and who may be evicted (`rules`: by priority, by queue shares)."""
+
+    interval: float
+    rules: Rules
+
+
 class PreemptionLoop:
     def __init__(
         self,
         state: ClusterState,
         gangs: Gangs,
+        settings: PreemptionSettings,
         *,
-        interval: float,
-        rules: Rules,
         evict: Evict,
         sleep: Sleep,
         clock: Clock,
@@ -50,7 +60,7 @@ class PreemptionLoop:
         pausing: bool = True,
         blocked_for: float = 60.0,
     ) -> None:
-        self.state, self.gangs, self.interval, self.rules = state, gangs, interval, rules
+        self.state, self.gangs, self.settings = state, gangs, settings
         self.evict, self.sleep, self.clock, self.failed = evict, sleep, clock, failed
         self.polling, self.pausing, self.blocked_for = polling, pausing, blocked_for
         self._wake = asyncio.Event()
@@ -75,7 +85,7 @@ class PreemptionLoop:
             await self._woken()
             try:
                 if await self.one_pass():
-                    await self.sleep(self.interval)  # the rate limit
+                    await self.sleep(self.settings.interval)  # the rate limit
             except Exception as error:  # told (the extender's loop must not end for good)
                 if self.failed is None:
                     raise
@@ -84,7 +94,7 @@ class PreemptionLoop:
     async def _woken(self) -> None:
         if self.polling:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=self.interval)
+                await asyncio.wait_for(self._wake.wait(), timeout=self.settings.interval)
         else:
             await self._wake.wait()
         self._wake.clear()
@@ -99,7 +109,7 @@ class PreemptionLoop:
         now = self.clock()
         self._blocked = {k: t for k, t in self._blocked.items() if t > now}
         blocked = frozenset(self._blocked)
-        for preemption in candidates(self.state, self.gangs, order, self.rules, blocked):
+        for preemption in candidates(self.state, self.gangs, order, self.settings.rules, blocked):
             if preemption is not None:
                 if await self.evict(preemption):
                     return True

@@ -24,9 +24,9 @@ from collections.abc import Awaitable, Callable
 from extender.cache.state import ClusterState
 from extender.gangs.group_status import Event
 from extender.gangs.ledger import Gangs
-from extender.preemption.loop import PreemptionLoop
+from extender.preemption.loop import PreemptionLoop, PreemptionSettings
 from extender.preemption.plan import Preemption
-from extender.preemption.victims import Rules, Unit
+from extender.preemption.victims import Unit
 
 log = logging.getLogger(__name__)
 # namespace, name, uid, dry_run -> whether the pod was evicted (False: it was already gone)
@@ -39,11 +39,10 @@ class Preemptor:
         self,
         state: ClusterState,
         gangs: Gangs,
+        settings: PreemptionSettings,
         evict: Evictor,
         announce: Announce,
         *,
-        interval: float,
-        rules: Rules,
         ready: asyncio.Event,
         blocked_for: float = 60.0,
     ) -> None:
@@ -52,8 +51,7 @@ class Preemptor:
         self.loop = PreemptionLoop(
             state,
             gangs,
-            interval=interval,
-            rules=rules,
+            settings,
             evict=self.carry_out,
             sleep=asyncio.sleep,
             clock=time.monotonic,

@@ -168,14 +168,12 @@ class Simulation:
         loop = asyncio.get_running_loop()
         background = [watched(loop.create_task(self.scheduler.run()))]
         if self.engine.preemption is not None and self.engine.gangs is not None:
-            interval, rules = self.engine.preemption
             # Lahar's preemption loop on the simulated cluster, woken only by refusals and with
             # no pause between gangs: a pass, like a scheduling attempt here, takes no time.
             preemption = PreemptionLoop(
                 self.state,
                 self.engine.gangs,
-                interval=interval,
-                rules=rules,
+                self.engine.preemption,
                 evict=self._evict,
                 sleep=asyncio.sleep,  # (on the simulation's loop: virtual time)
                 clock=self.clock,

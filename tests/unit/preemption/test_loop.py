@@ -11,7 +11,7 @@ import pytest
 
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
-from extender.preemption.loop import PreemptionLoop
+from extender.preemption.loop import PreemptionLoop, PreemptionSettings
 from extender.preemption.plan import Preemption, candidates
 from extender.preemption.victims import Rules
 from tests.builders import cluster, make_node, running, waiting
@@ -60,12 +60,13 @@ def scene() -> tuple[ClusterState, Gangs]:
     return state, gangs
 
 
-def preemption(state: ClusterState, gangs: Gangs, world: World, **options: Any) -> PreemptionLoop:
+def preemption(
+    state: ClusterState, gangs: Gangs, world: World, interval: float = INTERVAL, **options: Any
+) -> PreemptionLoop:
     return PreemptionLoop(
         state,
         gangs,
-        interval=INTERVAL,
-        rules=Rules(),
+        PreemptionSettings(interval, Rules()),
         evict=world.evict,
         sleep=world.sleep,
         clock=world.clock,
@@ -190,8 +191,7 @@ def test_a_pass_pauses_between_gangs_when_told_to(pausing: bool, slept: list[flo
 def test_polling_the_loop_looks_every_interval_unwoken(polling: bool) -> None:
     async def scenario() -> None:
         state, gangs = scene()
-        worker = preemption(state, gangs, World(), polling=polling)
-        worker.interval = 0.01
+        worker = preemption(state, gangs, World(), 0.01, polling=polling)
         passes = 0
 
         async def counted() -> bool:

@@ -8,6 +8,7 @@ import asyncio
 from extender.cache.state import ClusterState
 from extender.gangs.group_status import Event
 from extender.gangs.ledger import Gangs
+from extender.preemption.loop import PreemptionSettings
 from extender.preemption.victims import Rules
 from extender.server.preemptor import Preemptor
 from tests.builders import cluster, make_node, running, waiting
@@ -39,10 +40,9 @@ def preemptor(
     return Preemptor(
         state,
         gangs,
+        PreemptionSettings(0.01, Rules()),
         evict,
         lambda key, event: said.append((key, event)),
-        interval=0.01,
-        rules=Rules(),
         ready=asyncio.Event(),
     )
 
