@@ -42,6 +42,7 @@ from extender.framework.plugin import (
 )
 from extender.gangs.ledger import GangSettings
 from extender.gangs.lineup import Ordering
+from extender.preemption.loop import PreemptionSettings
 from extender.preemption.victims import Rules
 
 API_VERSION = "lahar.io/v1alpha1"
@@ -96,14 +97,18 @@ class Policy:
         return next((p.settings for p in self.plugins if isinstance(p, GangRules)), None)
 
     @property
-    def preemption(self) -> tuple[float, Rules] | None:
-        """(seconds between preemptions, who may be evicted) with the preempt plugin; else None."""
+    def preemption(self) -> PreemptionSettings | None:
+        """Seconds between preemptions and who may be evicted, with the preempt plugin; else
+        None."""
         interval = next((p.preempt_interval for p in self.plugins if isinstance(p, Preempts)), None)
         if interval is None:
             return None
-        return interval, Rules(
-            preempt=any(isinstance(p, PreemptsByPriority) for p in self.plugins),
-            reclaim=any(isinstance(p, QueueShares) for p in self.plugins),
+        return PreemptionSettings(
+            interval,
+            Rules(
+                preempt=any(isinstance(p, PreemptsByPriority) for p in self.plugins),
+                reclaim=any(isinstance(p, QueueShares) for p in self.plugins),
+            ),
         )
 
     @property

@@ -66,7 +66,7 @@ class Engine:
             if settings is not None
             else None
         )
-        self.preemption = policy.preemption  # (interval, rules), or None: no preemption
+        self.preemption = policy.preemption  # None: no preemption
 
     def session(self, snapshot: Snapshot) -> Session:
         return Session(snapshot, self)

@@ -3,8 +3,10 @@
 `view_gang` sorts a gang's pods into placed (counted on a node: bound, or assumed by Lahar's bind),
 pending, succeeded and failed; `GangView` answers the gang rules' questions about them (how many
 are ready, does the gang stand, which pending members a plan places) and `gang_priority` its
-priority. A `Rejection` is a refusal as a value: a short cause for metrics and conditions, and the
-message a user reads. Pure.
+priority. A view's `Memo` keeps what layers above work out from it, each value in a typed `MemoSlot`
+its reader declares (the view lives until the gang changes, and so does what is kept with it). A
+`Rejection` is a refusal as a value: a short cause for metrics and conditions, and the message a
+user reads. Pure.
 """
 
 from __future__ import annotations
@@ -15,13 +17,39 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 from weakref import WeakKeyDictionary
 
 from extender.api.objects import Pod, Toleration
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.api.scheduling import DEFAULT_QUEUE, PodGroup, held_by_lahar, task_of
 from extender.cache.state import ClusterState
+
+T = TypeVar("T")
+
+
+class MemoSlot(Generic[T]):
+    """A place in a `Memo` for one kind of value, declared by the reader that keeps it there
+    (its type is what the memo hands back). Slots are told apart by identity, not by name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name  # (for reading a memo in a debugger)
+
+    def __repr__(self) -> str:
+        return f"MemoSlot({self.name!r})"
+
+
+class Memo:
+    """What readers worked out from one gang view, each value in its reader's `MemoSlot`."""
+
+    def __init__(self) -> None:
+        self._values: dict[MemoSlot[Any], Any] = {}
+
+    def get(self, slot: MemoSlot[T]) -> T | None:
+        return cast("T | None", self._values.get(slot))
+
+    def put(self, slot: MemoSlot[T], value: T) -> None:
+        self._values[slot] = value
 
 
 @dataclass(frozen=True)
@@ -36,8 +64,8 @@ class GangView:
     failed: list[Pod] = field(default_factory=list)
     arrival: int = 0  # the order in which the cache first saw it (`ClusterState.arrivals`)
     # What readers worked out from this view and more of the state that changes only with the
-    # gang (its members' nodes, whether they are assumed), kept with the view.
-    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # gang (its members' nodes, whether they are assumed), kept with the view, in their slots.
+    memo: Memo = field(default_factory=Memo, compare=False, repr=False)
 
     @property
     def ready(self) -> int:

@@ -18,7 +18,14 @@ from functools import cached_property
 from extender.api.resources import EMPTY, Resources
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
-from extender.gangs.members import WANTS_CAPACITY, GangView, Shape, gang_priority, view_gang
+from extender.gangs.members import (
+    WANTS_CAPACITY,
+    GangView,
+    MemoSlot,
+    Shape,
+    gang_priority,
+    view_gang,
+)
 from extender.gangs.order import Order
 from extender.gangs.placement import members_to_plan
 from extender.gangs.queues import QueueView
@@ -138,25 +145,29 @@ class Pool:
         return rooms
 
 
+# A gang's victim units, with the priority they were listed at, kept with its view (the view
+# is replaced when the gang changes; a PriorityClass may change without it).
+_VICTIM_UNITS: MemoSlot[tuple[int, list[Unit]]] = MemoSlot("victim units")
+
+
 def _units(state: ClusterState, gang: GangView) -> list[Unit]:
     """The running gang's victim units (none while a member terminates: it is being evicted;
     none while its bindings are being made: it does not run yet), kept with its view."""
     priority = gang_priority(state, gang)
-    kept = gang.memo.get("victim units")
+    kept = gang.memo.get(_VICTIM_UNITS)
     if kept is not None and kept[0] == priority:
-        units: list[Unit] = kept[1]
-        return units
+        return kept[1]
     placed = gang.placed
     if (
         not placed
         or any(p.metadata.deletion_timestamp for p in placed)
         or any(state.is_assumed(p.metadata.uid) for p in placed)
     ):
-        units = []
+        units: list[Unit] = []
     else:
         node_of = {p.metadata.uid: state.placed_on(p.metadata.uid) or "" for p in placed}
         units = units_of(gang, priority, node_of)
-    gang.memo["victim units"] = (priority, units)
+    gang.memo.put(_VICTIM_UNITS, (priority, units))
     return units
 
 

@@ -195,15 +195,8 @@ def _writers(app: web.Application, api: k8s.ApiClient, writes: AsyncApi, gangs: 
     app.cleanup_ctx.append(_background(queues))
     preemption = app[ENGINE].preemption
     if preemption is not None:
-        interval, rules = preemption
         app[PREEMPTOR] = preemptor = Preemptor(
-            app[STATE],
-            gangs,
-            api_evictor(api),
-            writer.announce,
-            interval=interval,
-            rules=rules,
-            ready=app[SERVING],
+            app[STATE], gangs, preemption, api_evictor(api), writer.announce, ready=app[SERVING]
         )
         preemptor.on_evicted = metrics.preemption_victims.inc
         app.cleanup_ctx.append(_background(preemptor))

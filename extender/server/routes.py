@@ -149,7 +149,7 @@ async def _preempt(request: web.Request) -> bytes:
         log.info("preempt for pod %s: none (%s)", args.pod.key, _not_serving(request.app))
         return ExtenderPreemptionResult().dump()
     engine, preemptor = request.app[ENGINE], request.app[PREEMPTOR]
-    rules = engine.preemption[1] if engine.preemption is not None else None
+    rules = engine.preemption.rules if engine.preemption is not None else None
     decision = preempt(args, request.app[STATE], engine.gangs, rules)
     log.info("preempt for pod %s: %s", args.pod.key, decision.reason)
     if preemptor is not None and decision.hand_off:

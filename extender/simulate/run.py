@@ -7,8 +7,8 @@ started (a pod bound later, that long after its bind). A job ends when every one
 has run and ended, as a Volcano Job completes once all its replicas finished (with
 `minAvailable` below the replicas, the others run as room allows). Lahar's preemption evicts
 whole victim jobs, which restart (Volcano's PodEvicted -> RestartJob): new pods, waiting
-again. Everything Lahar decides goes through `scheduler` and `preemption.plan`, the
-extender's own code.
+again. Everything Lahar decides goes through `scheduler` and `preemption.loop`, the
+extender's own code (this module evicts and keeps the virtual time).
 
 The run ends when every job has ended, or when nothing moved (no bind, end or eviction) for
 `idle_limit` seconds with no pod running towards its end and no job still to arrive: the jobs
@@ -35,8 +35,8 @@ from extender.api.scheduling import task_of
 from extender.cache.state import ClusterState
 from extender.framework.policy import Policy
 from extender.framework.session import Engine
-from extender.gangs.members import WANTS_CAPACITY, Rejection
-from extender.preemption.plan import Preemption, candidates
+from extender.preemption.loop import PreemptionLoop
+from extender.preemption.plan import Preemption
 from extender.simulate import world
 from extender.simulate.clock import Clock, run, watched
 from extender.simulate.scheduler import Scheduler, binder_of
@@ -137,7 +137,6 @@ class Simulation:
         self._started = self._finished = 0  # jobs
         self._began = self._reported = 0.0  # wall clock: when `run` began, last reported
         self._all_done = asyncio.Event()
-        self._preempt_wake = asyncio.Event()
         for node in world.nodes(trace):
             self.state.upsert_node(node)
         for queue in world.queues(trace):
@@ -169,8 +168,20 @@ class Simulation:
         loop = asyncio.get_running_loop()
         background = [watched(loop.create_task(self.scheduler.run()))]
         if self.engine.preemption is not None and self.engine.gangs is not None:
-            self.engine.gangs.on_rejected.append(self._rejected)
-            background.append(watched(loop.create_task(self._preempt())))
+            # Lahar's preemption loop on the simulated cluster, woken only by refusals and with
+            # no pause between gangs: a pass, like a scheduling attempt here, takes no time.
+            preemption = PreemptionLoop(
+                self.state,
+                self.engine.gangs,
+                self.engine.preemption,
+                evict=self._evict,
+                sleep=asyncio.sleep,  # (on the simulation's loop: virtual time)
+                clock=self.clock,
+                polling=False,
+                pausing=False,
+            )
+            preemption.attach()
+            background.append(watched(loop.create_task(preemption.run())))
         for job in self.trace.jobs:
             loop.call_at(job.arrival, self._arrive, job)
         if not self.jobs:
@@ -292,32 +303,9 @@ class Simulation:
 
     # -- preemption -----------------------------------------------------------------------------
 
-    def _rejected(self, key: str, why: Rejection) -> None:
-        if why.cause in WANTS_CAPACITY:
-            self._preempt_wake.set()
-
-    async def _preempt(self) -> None:
-        """Lahar's preemptor on the simulated cluster: at most one preemption per interval, for
-        the most deserving gang short of capacity (`preemption.plan`)."""
-        settings, gangs = self.engine.preemption, self.engine.gangs
-        if settings is None or gangs is None:
-            return
-        interval, rules = settings
-        fruitless: int | None = None  # the order a pass found nothing in (as the server's)
-        while True:
-            await self._preempt_wake.wait()
-            self._preempt_wake.clear()
-            order = gangs.order(self.state, self.state.view().nodes)
-            if order.number == fruitless:
-                continue  # nothing moved since a pass found nothing to do
-            preemption = next(filter(None, candidates(self.state, gangs, order, rules)), None)
-            if preemption is None:
-                fruitless = order.number
-                continue
-            self._evict(preemption)
-            await asyncio.sleep(interval)  # the rate limit
-
-    def _evict(self, preemption: Preemption) -> None:
+    async def _evict(self, preemption: Preemption) -> bool:
+        """Evict the victims: a whole job restarts, a spare member is recreated. The simulated
+        API server refuses no eviction."""
         self.preemptions += 1
         self._moved()
         for unit in preemption.victims:
@@ -349,6 +337,7 @@ class Simulation:
                     self.state.upsert_pod(replacement)
                     self.scheduler.add(replacement, (self.clock.now, 0))
         self.scheduler.requeue()
+        return True
 
     def _remove(self, pod: Pod) -> None:
         uid = pod.metadata.uid

@@ -12,6 +12,7 @@ from extender.gangs.ledger import GangSettings
 from extender.plugins import REGISTRY
 from extender.plugins.binpack import Binpack
 from extender.plugins.predicates import Predicates
+from extender.preemption.loop import PreemptionSettings
 from extender.preemption.victims import Rules
 
 REPO_POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
@@ -39,7 +40,7 @@ def test_the_shipped_policy_loads() -> None:
     ]
     assert loaded.ordering.starving_after == 120
     assert loaded.ordering.by_queue_share
-    assert loaded.preemption == (5.0, Rules(preempt=True, reclaim=True))
+    assert loaded.preemption == PreemptionSettings(5.0, Rules(preempt=True, reclaim=True))
     assert loaded.gang_settings == GangSettings(
         barrier_timeout=20, backoff=10, reservation_timeout=60
     )

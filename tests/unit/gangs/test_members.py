@@ -1,11 +1,12 @@
-"""What a gang's view says of it without a plan: the cpu of the largest member a plan places."""
+"""What a gang's view says of it without a plan: the cpu of the largest member a plan places, and
+what readers keep with it."""
 
 from __future__ import annotations
 
 import pytest
 
 from extender.api.resources import CPU
-from extender.gangs.members import Cause, Deferred, Rejection, view_gang
+from extender.gangs.members import Cause, Deferred, MemoSlot, Rejection, view_gang
 from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod
 
 FOUR = make_pod("x").cpu("4").model().request[CPU]
@@ -45,3 +46,15 @@ def test_a_deferred_refusal_says_its_cause_without_working_out_words_that_can_wa
     assert outer.message == "gang g: 2 of 2 members cannot be placed" and worded == ["inner"]
     assert outer.settled() == Rejection(Cause.NOT_ENOUGH_RESOURCES, outer.message)
     assert worded == ["inner"]
+
+
+def test_what_a_reader_keeps_with_a_view_lasts_as_long_as_the_view_in_its_own_slot() -> None:
+    state = cluster([make_node("n0").cpu("8")], [member("a")])
+    state.upsert_pod_group(make_group("g").min_member(1).model())
+    mine, namesake = MemoSlot[int]("figure"), MemoSlot[str]("figure")
+    view = view_gang(state, "default/g")
+    view.memo.put(mine, 3)
+    assert view_gang(state, "default/g").memo.get(mine) == 3  # the same view, kept
+    assert view.memo.get(namesake) is None  # slots are told apart by identity, not by name
+    state.upsert_pod(member("b").model())  # the gang changed: a new view, nothing kept
+    assert view_gang(state, "default/g").memo.get(mine) is None

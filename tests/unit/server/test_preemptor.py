@@ -1,4 +1,5 @@
-"""The preemptor: all or nothing by a dry run, Events after the fact, a failing pass survived."""
+"""The preemptor: all or nothing by a dry run, Events after the fact, a failing pass survived
+(the loop's passes run with the preemptor's eviction)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import asyncio
 from extender.cache.state import ClusterState
 from extender.gangs.group_status import PodGroupEvent
 from extender.gangs.ledger import Gangs
+from extender.preemption.loop import PreemptionSettings
 from extender.preemption.victims import Rules
 from extender.server.preemptor import Preemptor
 from tests.builders import cluster, make_node, running, waiting
@@ -38,10 +40,9 @@ def preemptor(
     return Preemptor(
         state,
         gangs,
+        PreemptionSettings(0.01, Rules()),
         evict,
         lambda key, event: said.append((key, event)),
-        interval=0.01,
-        rules=Rules(),
         ready=asyncio.Event(),
     )
 
@@ -50,7 +51,7 @@ def test_a_refused_dry_run_evicts_nothing_and_says_so() -> None:
     async def scenario() -> None:
         state, gangs = scene()
         evict, said = Evictions(refuse="low-1"), []  # type: ignore[var-annotated]
-        assert await preemptor(state, gangs, evict, said).one_pass() is False
+        assert await preemptor(state, gangs, evict, said).loop.one_pass() is False
         assert evict.real == []
         assert [(key, event.reason) for key, event in said] == [
             ("default/urgent", "PreemptionBlocked")
@@ -63,7 +64,7 @@ def test_victims_are_evicted_whole_and_reported_after_the_fact() -> None:
     async def scenario() -> None:
         state, gangs = scene()
         evict, said = Evictions(), []  # type: ignore[var-annotated]
-        assert await preemptor(state, gangs, evict, said).one_pass() is True
+        assert await preemptor(state, gangs, evict, said).loop.one_pass() is True
         assert evict.dry == evict.real == ["low-0", "low-1"]
         assert [(key, event.reason) for key, event in said] == [
             ("default/urgent", "Preempting"),
@@ -88,7 +89,7 @@ def test_a_failing_pass_is_logged_and_the_task_goes_on() -> None:
                 third.set()
             raise RuntimeError("a bug")
 
-        worker.one_pass = broken  # type: ignore[method-assign]
+        worker.loop.one_pass = broken  # type: ignore[method-assign]
         worker.ready.set()
         task = asyncio.create_task(worker.run())
         await asyncio.wait_for(third.wait(), 5)

@@ -212,7 +212,7 @@ def test_a_fault_in_the_preemptor_stops_the_simulation_instead_of_skewing_it(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise _Broken("victim search failed")
 
-    monkeypatch.setattr("extender.simulate.run.candidates", broken)
+    monkeypatch.setattr("extender.preemption.loop.candidates", broken)
     trace = parse_trace(
         {
             "nodes": [{"count": 2, "cpu": "4", "memory": "8Gi"}],
