@@ -118,13 +118,26 @@ def finish(api: k8s.ApiClient, namespace: str, names: list[str]) -> None:
 
 
 def wait_phase(
-    api: k8s.ApiClient, namespace: str, name: str, phase: str, *, running: int | None = None
+    api: k8s.ApiClient,
+    namespace: str,
+    name: str,
+    phase: str,
+    *,
+    running: int | None = None,
+    reason: str | None = None,
 ) -> dict[str, Any]:
-    """Wait until PodGroup `name` shows `phase` (and `running` members, when given: the status is
-    written a moment after the pods change, so a count can lag the phase); its status."""
+    """Wait until PodGroup `name` shows `phase` (and `running` members, and a condition with
+    `reason`, when given: the status is written a moment after the pods change, so a count or a
+    reason can lag the phase: a gang refused while its pods were still being created says so
+    until the next walk refuses it whole); its status."""
 
     def shows(status: dict[str, Any]) -> bool:
-        return status.get("phase") == phase and running in (None, status.get("running"))
+        reasons = {c.get("reason") for c in status.get("conditions") or []}
+        return (
+            status.get("phase") == phase
+            and running in (None, status.get("running"))
+            and (reason is None or reason in reasons)
+        )
 
     found: dict[str, Any] = wait_until(
         lambda: s if shows(s := pod_group_status(api, namespace, name)) else None,

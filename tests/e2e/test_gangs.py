@@ -69,7 +69,8 @@ def test_one_job_runs_whole_the_other_waits_with_nothing_then_follows(
     # The PodGroups say the same, with Volcano's phases and reasons, and events to describe.
     scheduled = condition(wait_phase(api, namespace, running, "Running"), "Scheduled")
     assert scheduled["status"] == "True"
-    unschedulable = condition(wait_phase(api, namespace, waiting, "Pending"), "Unschedulable")
+    status = wait_phase(api, namespace, waiting, "Pending", reason="NotEnoughResources")
+    unschedulable = condition(status, "Unschedulable")
     assert (unschedulable["status"], unschedulable["reason"]) == ("True", "NotEnoughResources")
     assert unschedulable["message"].startswith(f"gang {namespace}/{waiting}: ")
     assert "pending of task" in unschedulable["message"]  # what each kind of member lacks
