@@ -13,25 +13,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 from kubernetes import client as k8s
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-    generate_latest,
-)
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from extender.api.batch import BATCH_API_VERSION, BUS_API_VERSION, Command, Job, JobPod
 from extender.api.scheduling import API_VERSION
 from extender.cache.informer import Informers, Kind
+from extender.controller.metrics import ControllerMetrics
 from extender.controller.reconcile import Reconciler
 from extender.controller.store import JOB_POD_SELECTOR, JobStore, OwnedGroup
 from extender.controller.workqueue import WorkQueue
@@ -83,43 +76,6 @@ class ControllerOptions:
     gated: frozenset[str] = frozenset({"lahar", "volcano"})
 
 
-class Metrics:
-    def __init__(self, queue: WorkQueue, store: JobStore) -> None:
-        self.registry = CollectorRegistry()
-        self.reconciles = Counter(
-            "lahar_controller_reconciles",
-            "Job reconciles by result (done, retried)",
-            ["result"],
-            registry=self.registry,
-        )
-        self.seconds = Histogram(
-            "lahar_controller_reconcile_seconds",
-            "Time one reconcile of one Job took",
-            registry=self.registry,
-        )
-        depth = Gauge(
-            "lahar_controller_queue_depth", "Jobs waiting to be reconciled", registry=self.registry
-        )
-        depth.set_function(lambda: len(queue))
-        jobs = Gauge("lahar_controller_jobs", "Jobs the controller knows", registry=self.registry)
-        jobs.set_function(lambda: len(store.jobs))
-
-    def timed(self, handler: Callable[[str], Awaitable[float | None]]) -> Any:
-        async def measured(key: str) -> float | None:
-            started = time.perf_counter()
-            try:
-                again = await handler(key)
-            except Exception:
-                self.reconciles.labels("retried").inc()
-                raise
-            finally:
-                self.seconds.observe(time.perf_counter() - started)
-            self.reconciles.labels("done").inc()
-            return again
-
-        return measured
-
-
 @dataclass
 class Runtime:
     """What the probes report and how the run ended."""
@@ -131,7 +87,7 @@ class Runtime:
 
 STORE: web.AppKey[JobStore] = web.AppKey("store", JobStore)
 RUNTIME: web.AppKey[Runtime] = web.AppKey("runtime", Runtime)
-METRICS: web.AppKey[Metrics] = web.AppKey("metrics", Metrics)
+METRICS = web.AppKey("metrics", ControllerMetrics)
 
 
 def make_app(api: k8s.ApiClient, options: ControllerOptions) -> web.Application:
@@ -140,7 +96,7 @@ def make_app(api: k8s.ApiClient, options: ControllerOptions) -> web.Application:
     store.on_change = queue.add
     app[STORE] = store
     app[RUNTIME] = Runtime()
-    app[METRICS] = Metrics(queue, store)
+    app[METRICS] = ControllerMetrics(queue, store)
     app.cleanup_ctx.append(_run(api, options, queue))
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)

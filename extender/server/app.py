@@ -69,7 +69,7 @@ from extender.server.keys import (
     SYNCED,
     TLS,
 )
-from extender.server.metrics import Metrics, QueueFigures, QueueGauges
+from extender.server.metrics import ExtenderMetrics, QueueFigures, QueueGauges
 from extender.server.preemptor import Preemptor
 from extender.server.queue_writer import QueueWriter
 from extender.server.routes import add_probe_routes, add_routes
@@ -116,7 +116,7 @@ def make_app(
         app[SYNCED].set()
         if app[LEADING].is_set():
             app[SERVING].set()
-    app[METRICS] = Metrics(app[STATE].sizes, lambda: _informer_counts(app))
+    app[METRICS] = ExtenderMetrics(app[STATE].sizes, lambda: _informer_counts(app))
     if tls is not None:
         app[METRICS].certificate_expiry.set_function(lambda: tls.expires)
     writes = AsyncApi(api.configuration) if api is not None else None

@@ -12,7 +12,7 @@ from extender.api.candidates import CandidateParser
 from extender.cache.informer import Informers
 from extender.cache.state import ClusterState
 from extender.framework.session import Engine
-from extender.server.metrics import Metrics
+from extender.server.metrics import ExtenderMetrics
 from extender.server.preemptor import Preemptor
 from extender.server.status_writer import StatusWriter
 from extender.server.tls import ServerTls
@@ -20,7 +20,7 @@ from extender.server.tls import ServerTls
 STATE = web.AppKey("state", ClusterState)
 ENGINE = web.AppKey("engine", Engine)
 BINDER: web.AppKey[Binder] = web.AppKey("binder")
-METRICS = web.AppKey("metrics", Metrics)
+METRICS = web.AppKey("metrics", ExtenderMetrics)
 INFORMERS: web.AppKey[Informers[ClusterState] | None] = web.AppKey("informers")
 PARSER = web.AppKey("candidates", CandidateParser)
 BARRIER: web.AppKey[Barrier | None] = web.AppKey("barrier")

@@ -24,14 +24,7 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 from kubernetes import client as k8s
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-    generate_latest,
-)
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
 
 from extender.admission.admit import RULES, Outcome, Rule, Settings
@@ -41,36 +34,12 @@ from extender.api.scheduling import API_VERSION, Queue
 from extender.cache.informer import Informers
 from extender.kube.client import KubeError
 from extender.kube.objects import read
+from extender.webhook.metrics import WebhookMetrics
 from extender.webhook.store import GROUPS, QUEUES, WebhookStore
 from extender.webhook.tls import ServingCertificate
 
 log = logging.getLogger(__name__)
 MAX_BODY = 8 * 1024 * 1024  # the API server sends objects of at most ~3 MiB, twice on UPDATE
-
-
-class Metrics:
-    def __init__(self, tls: ServingCertificate) -> None:
-        self.registry = CollectorRegistry()
-        self.admissions = Counter(
-            "lahar_webhook_admissions",
-            "Admission reviews answered, by resource, operation and result "
-            "(allowed, patched, denied, error; bad_request for what was not a review)",
-            ["resource", "operation", "result"],
-            registry=self.registry,
-        )
-        self.seconds = Histogram(
-            "lahar_webhook_admission_seconds",
-            "Time to answer one admission review, by resource",
-            ["resource"],
-            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
-            registry=self.registry,
-        )
-        expiry = Gauge(
-            "lahar_webhook_certificate_expiry_timestamp_seconds",
-            "When the serving certificate ends (Unix time)",
-            registry=self.registry,
-        )
-        expiry.set_function(lambda: tls.serving.expires.timestamp() if tls.serving else 0.0)
 
 
 @dataclass
@@ -82,7 +51,7 @@ class Runtime:
 
 STORE: web.AppKey[WebhookStore] = web.AppKey("store", WebhookStore)
 TLS: web.AppKey[ServingCertificate] = web.AppKey("tls", ServingCertificate)
-METRICS: web.AppKey[Metrics] = web.AppKey("metrics", Metrics)
+METRICS = web.AppKey("metrics", WebhookMetrics)
 RUNTIME: web.AppKey[Runtime] = web.AppKey("runtime", Runtime)
 OPTIONS: web.AppKey[Settings] = web.AppKey("options", Settings)
 
@@ -91,7 +60,7 @@ def make_app(api: k8s.ApiClient, tls: ServingCertificate, options: Settings) -> 
     app = web.Application(client_max_size=MAX_BODY)
     app[STORE] = WebhookStore(fetch=_queue_reader(api))
     app[TLS] = tls
-    app[METRICS] = Metrics(tls)
+    app[METRICS] = WebhookMetrics(tls)
     app[RUNTIME] = Runtime()
     app[OPTIONS] = options
     app.cleanup_ctx.append(_informers(api))
