@@ -27,15 +27,10 @@ BARRIER: web.AppKey[Barrier | None] = web.AppKey("barrier")
 STATUS: web.AppKey[StatusWriter | None] = web.AppKey("status")
 PREEMPTOR: web.AppKey[Preemptor | None] = web.AppKey("preemptor")
 TLS: web.AppKey[ServerTls | None] = web.AppKey("tls")  # None: plain HTTP
-SYNCED = web.AppKey("synced", asyncio.Event)  # set once the cache holds the whole cluster
-# Leader election: LEADING while this replica holds the Lease (set at once without election);
-# SERVING once it leads with a whole cache and has recovered gangs: verbs, readiness and every
-# writer wait for it, so a standby answers nothing and writes nothing. LEASE_LOST: it stopped.
-LEADING = web.AppKey("leading", asyncio.Event)
+# SERVING once this replica leads (`Shell.leading`) with a whole cache (`Shell.synced`) and has
+# recovered gangs: verbs, readiness and every writer wait for it, so a standby answers nothing and
+# writes nothing.
 SERVING = web.AppKey("serving", asyncio.Event)
-LEASE_LOST = web.AppKey("lease_lost", asyncio.Event)
 # Following the scheduler's Lease (the extender beside kube-scheduler in its pod): a standby is
 # ready once its cache is whole, as its scheduler is (the pod's readiness is both containers').
 FOLLOWING = web.AppKey("following", bool)
-# The background tasks that failed (each stops the process: `server.app._task`).
-FAILED_TASKS: web.AppKey[list[str]] = web.AppKey("failed_tasks")
