@@ -40,9 +40,9 @@ from extender.cli.serve_cmd import default_policy
 from extender.framework.policy import Policy, load_policy
 from extender.plugins import REGISTRY
 from extender.simulate.defaults import STOCK, stock_policy
-from extender.simulate.metrics import summarize
 from extender.simulate.report import HEADERS, row
 from extender.simulate.run import SimulationOutcome, simulate
+from extender.simulate.summary import summarize
 from extender.simulate.synthetic import LOAD, generate
 from extender.simulate.trace import Trace, parse_trace
 

@@ -7,8 +7,6 @@ import logging
 from contextlib import closing
 from typing import Any
 
-from aiohttp import web
-
 from extender.cli.flags import (
     add_lease_flags,
     add_served_scheduler_flags,
@@ -16,8 +14,9 @@ from extender.cli.flags import (
     lease_options,
     served_schedulers,
 )
-from extender.controller.app import RUNTIME, ControllerOptions, make_app
+from extender.controller.app import ControllerOptions, make_app
 from extender.kube import client_for
+from extender.shell import run
 
 log = logging.getLogger("extender.controller")
 
@@ -47,8 +46,4 @@ def _run(args: argparse.Namespace) -> int:
     app = make_app(api, options)
     log.info("serving probes and metrics on %s:%d", args.host, args.port)
     with closing(api):
-        web.run_app(app, host=args.host, port=args.port, print=None, access_log=None)
-    if app[RUNTIME].lost_lease:
-        log.error("stopped after losing the Lease; restart to stand by again")
-        return 1
-    return 0
+        return run(app, host=args.host, port=args.port)

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from aiohttp import web
 
 from extender.cli.flags import (
     ALL_ADDRESSES,
@@ -37,8 +36,8 @@ from extender.kube import client_for
 from extender.kube.leader import FollowOptions
 from extender.plugins import REGISTRY
 from extender.server.app import make_app
-from extender.server.keys import FAILED_TASKS, LEASE_LOST
 from extender.server.tls import ServerTls, TlsFiles
+from extender.shell import run
 
 log = logging.getLogger("extender.serve")
 DEFAULT_POLICY = Path("/etc/lahar/policy/lahar.yaml")
@@ -177,19 +176,6 @@ def _serve(args: argparse.Namespace) -> int:
     scheme = "HTTP" if tls is None else "HTTPS"
     log.info("serving the extender over %s on %s:%d", scheme, args.host, args.port)
     with closing(api):
-        web.run_app(
-            app,
-            host=args.host,
-            port=args.port,
-            ssl_context=None if tls is None else tls.context,
-            print=None,
-            access_log=None,
+        return run(
+            app, host=args.host, port=args.port, ssl_context=None if tls is None else tls.context
         )
-    failed: list[str] = app[FAILED_TASKS]
-    if failed:
-        log.error("stopped because background task %s failed", ", ".join(failed))
-        return 1
-    if app[LEASE_LOST].is_set():
-        log.error("stopped after losing the Lease; restart to stand by again")
-        return 1
-    return 0

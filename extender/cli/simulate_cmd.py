@@ -17,10 +17,10 @@ from extender.framework.policy import Policy, load_policy
 from extender.plugins import REGISTRY
 from extender.simulate import html
 from extender.simulate.defaults import STOCK, stock_policy, story_trace
-from extender.simulate.metrics import summarize
 from extender.simulate.report import HEADERS, notes, progress, row
 from extender.simulate.run import Progress
 from extender.simulate.side_by_side import WorkerDied, play
+from extender.simulate.summary import summarize
 from extender.simulate.synthetic import generate
 from extender.simulate.trace import Trace, TraceError, load_trace, parse_trace
 

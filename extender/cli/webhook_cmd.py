@@ -16,8 +16,6 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
-
 from extender.admission.admit import Settings
 from extender.cli.flags import (
     add_certificate_flags,
@@ -31,6 +29,7 @@ from extender.cli.flags import (
 )
 from extender.kube import KubeError, client_for
 from extender.pki import CertOptions
+from extender.shell import run
 from extender.webhook.app import make_app
 from extender.webhook.tls import ServingCertificate, TlsOptions
 
@@ -140,14 +139,6 @@ def _run(args: argparse.Namespace) -> int:
             settings = Settings(args.scheduler_name, served_schedulers(args))
             app = make_app(api, tls, settings)
             log.info("serving admission reviews over TLS on %s:%d", args.host, args.port)
-            web.run_app(
-                app,
-                host=args.host,
-                port=args.port,
-                ssl_context=tls.context,
-                print=None,
-                access_log=None,
-            )
+            return run(app, host=args.host, port=args.port, ssl_context=tls.context)
         finally:
             tls.close()
-    return 0

@@ -1,41 +1,31 @@
 """`lahar controller` as an aiohttp app: informers into the job store, leader election, the work
 queue's workers, and the probe and metrics endpoints.
 
-Background work is attached with `cleanup_ctx`, so it starts and stops with the app. Informers run
-from the start (a standby keeps a warm cache), but workers reconcile only while this process
-leads; losing the Lease stops the app. `/healthz` answers while the process runs, `/readyz` once
-it leads and its cache is whole (so a Service in front sends traffic only to the leader),
-`/metrics` in Prometheus' text format.
+The process shell (`extender.shell`) runs it: informers from the start (a standby keeps a warm
+cache), the Lease, and the workers as a guarded task that reconciles only once this process leads
+with a whole cache; losing the Lease, or the workers dying, ends the process. `/healthz` answers
+while the process runs, `/readyz` once it leads and its cache is whole (so a Service in front sends
+traffic only to the leader), `/metrics` in Prometheus' text format.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from aiohttp import web
 from kubernetes import client as k8s
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-    generate_latest,
-)
 
 from extender.api.batch import BATCH_API_VERSION, BUS_API_VERSION, Command, Job, JobPod
 from extender.api.scheduling import API_VERSION
 from extender.cache.informer import Informers, Kind
+from extender.controller.metrics import ControllerMetrics
 from extender.controller.reconcile import Reconciler
 from extender.controller.store import JOB_POD_SELECTOR, JobStore, OwnedGroup
 from extender.controller.workqueue import WorkQueue
-from extender.kube.leader import Elector, LeaseOptions
+from extender.kube.leader import LeaseOptions
+from extender.shell import SHELL, guarded, informers, install, lead
 
 log = logging.getLogger(__name__)
 
@@ -83,55 +73,8 @@ class ControllerOptions:
     gated: frozenset[str] = frozenset({"lahar", "volcano"})
 
 
-class Metrics:
-    def __init__(self, queue: WorkQueue, store: JobStore) -> None:
-        self.registry = CollectorRegistry()
-        self.reconciles = Counter(
-            "lahar_controller_reconciles",
-            "Job reconciles by result (done, retried)",
-            ["result"],
-            registry=self.registry,
-        )
-        self.seconds = Histogram(
-            "lahar_controller_reconcile_seconds",
-            "Time one reconcile of one Job took",
-            registry=self.registry,
-        )
-        depth = Gauge(
-            "lahar_controller_queue_depth", "Jobs waiting to be reconciled", registry=self.registry
-        )
-        depth.set_function(lambda: len(queue))
-        jobs = Gauge("lahar_controller_jobs", "Jobs the controller knows", registry=self.registry)
-        jobs.set_function(lambda: len(store.jobs))
-
-    def timed(self, handler: Callable[[str], Awaitable[float | None]]) -> Any:
-        async def measured(key: str) -> float | None:
-            started = time.perf_counter()
-            try:
-                again = await handler(key)
-            except Exception:
-                self.reconciles.labels("retried").inc()
-                raise
-            finally:
-                self.seconds.observe(time.perf_counter() - started)
-            self.reconciles.labels("done").inc()
-            return again
-
-        return measured
-
-
-@dataclass
-class Runtime:
-    """What the probes report and how the run ended."""
-
-    synced: asyncio.Event = field(default_factory=asyncio.Event)
-    leading: asyncio.Event = field(default_factory=asyncio.Event)
-    lost_lease: bool = False
-
-
 STORE: web.AppKey[JobStore] = web.AppKey("store", JobStore)
-RUNTIME: web.AppKey[Runtime] = web.AppKey("runtime", Runtime)
-METRICS: web.AppKey[Metrics] = web.AppKey("metrics", Metrics)
+METRICS = web.AppKey("metrics", ControllerMetrics)
 
 
 def make_app(api: k8s.ApiClient, options: ControllerOptions) -> web.Application:
@@ -139,70 +82,31 @@ def make_app(api: k8s.ApiClient, options: ControllerOptions) -> web.Application:
     store, queue = JobStore(), WorkQueue()
     store.on_change = queue.add
     app[STORE] = store
-    app[RUNTIME] = Runtime()
-    app[METRICS] = Metrics(queue, store)
-    app.cleanup_ctx.append(_run(api, options, queue))
-    app.router.add_get("/healthz", _healthz)
-    app.router.add_get("/readyz", _readyz)
-    app.router.add_get("/metrics", _metrics)
+    app[METRICS] = metrics = ControllerMetrics(queue, store)
+    shell = install(app, metrics.registry, lambda: _unready(app))
+    lead(app, api, lease=options.lease)
+
+    def build(app: web.Application) -> Informers[JobStore]:
+        return Informers(api, store, asyncio.get_running_loop(), (JOBS, PODS, GROUPS, COMMANDS))
+
+    def synced(app: web.Application) -> None:
+        log.info("cache synced: %d jobs", len(store.jobs))
+
+    app.cleanup_ctx.append(informers(build, synced))
+    reconciler = metrics.timed(Reconciler(api, store, options.gated))
+
+    async def work(app: web.Application) -> None:
+        await shell.leading.wait()
+        await shell.synced.wait()
+        log.info("reconciling jobs with %d workers", options.workers)
+        await queue.run(reconciler, options.workers)
+
+    app.cleanup_ctx.append(guarded(work, "reconcile workers"))
     return app
 
 
-def _run(
-    api: k8s.ApiClient, options: ControllerOptions, queue: WorkQueue
-) -> Callable[[web.Application], AsyncIterator[None]]:
-    async def context(app: web.Application) -> AsyncIterator[None]:
-        loop = asyncio.get_running_loop()
-        store, runtime = app[STORE], app[RUNTIME]
-        informers = Informers(api, store, loop, (JOBS, PODS, GROUPS, COMMANDS))
-
-        def synced() -> None:
-            log.info("cache synced: %d jobs", len(store.jobs))
-            runtime.synced.set()
-
-        informers.on_synced.append(synced)
-        informers.start()
-        if options.lease is None:
-            runtime.leading.set()
-        else:
-            Elector(api, options.lease, runtime.leading, lambda: _lost(runtime)).start()
-        reconciler = app[METRICS].timed(Reconciler(api, store, options.gated))
-        work = asyncio.create_task(_work(app, queue, reconciler, options.workers))
-        yield
-        work.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await work
-        await asyncio.to_thread(informers.stop)
-
-    return context
-
-
-async def _work(app: web.Application, queue: WorkQueue, reconciler: Any, workers: int) -> None:
-    await app[RUNTIME].leading.wait()
-    await app[RUNTIME].synced.wait()
-    log.info("reconciling jobs with %d workers", workers)
-    await queue.run(reconciler, workers)
-
-
-def _lost(runtime: Runtime) -> None:
-    """The Lease is gone: stop (on the loop: GracefulExit ends `run_app`), so that another
-    replica leads alone."""
-    runtime.leading.clear()
-    runtime.lost_lease = True
-    raise web.GracefulExit()
-
-
-async def _healthz(request: web.Request) -> web.Response:
-    return web.Response(text="ok")
-
-
-async def _readyz(request: web.Request) -> web.Response:
-    runtime = request.app[RUNTIME]
-    if runtime.leading.is_set() and runtime.synced.is_set():
-        return web.Response(text="ok")
-    return web.Response(status=503, text="not leading or cache not synced")
-
-
-async def _metrics(request: web.Request) -> web.Response:
-    body = generate_latest(request.app[METRICS].registry)
-    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+def _unready(app: web.Application) -> str | None:
+    shell = app[SHELL]
+    if shell.leading.is_set() and shell.synced.is_set():
+        return None
+    return "not leading or cache not synced"

@@ -5,24 +5,27 @@ With an API client, a `cleanup_ctx` starts the informers when the app starts and
 stops, and a periodic task expires assumed pods the watch never confirmed; without one (tests,
 benchmarks) the state is whatever the caller filled in and the app is ready at once.
 
-Until every informer has listed once (`SYNCED`) and, with leader election, this replica holds the
-Lease (`LEADING`), filter and bind calls wait and then refuse (`SERVING`): a decision on half a
-cluster could bind a gang member whose PodGroup is not known yet, and two replicas deciding at once
-could split a gang. Standbys keep their cache warm but answer nothing and write nothing (readiness
-says so, so a Service sends the scheduler to the leader only). When a replica starts to serve,
-gangs found partly bound are admitted before anything else (`gangs.recovery`) and reported,
-and every PodGroup's status is brought up to date; its writers (status, queues, waker, preemptor)
-start only then. Losing the Lease stops the process.
+Until every informer has listed once (`Shell.synced`) and, with leader election, this replica
+holds the Lease (`Shell.leading`), filter and bind calls wait and then refuse (`SERVING`): a
+decision on half a cluster could bind a gang member whose PodGroup is not known yet, and two
+replicas deciding at once could split a gang. Standbys keep their cache warm but answer nothing
+and write nothing (readiness says so, so a Service sends the scheduler to the leader only). When a
+replica starts to serve, gangs found partly bound are admitted before anything else
+(`gangs.recovery`) and reported, and every PodGroup's status is brought up to date; its writers
+(status, queues, waker, preemptor) start only then. Losing the Lease stops the process.
+
+The process wiring is the shell's (`extender.shell`): probes and /metrics (also on `probes`, a
+listener of their own), the informers, leadership (a Lease of its own or the scheduler's), and
+background tasks guarded so that one that dies ends the process.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Collection, Coroutine
-from typing import Any, Protocol
+from collections.abc import Callable, Collection
+from typing import Protocol
 
 from aiohttp import web
 from kubernetes import client as k8s
@@ -39,7 +42,7 @@ from extender.gangs.group_status import PodGroupEvent
 from extender.gangs.ledger import Gangs
 from extender.gangs.members import view_gang
 from extender.kube import AsyncApi
-from extender.kube.leader import Elector, FollowOptions, LeaseFollower, LeaseOptions
+from extender.kube.leader import FollowOptions, LeaseOptions
 from extender.server.adapters import (
     api_binder,
     api_event_sink,
@@ -54,27 +57,24 @@ from extender.server.keys import (
     BARRIER,
     BINDER,
     ENGINE,
-    FAILED_TASKS,
     FOLLOWING,
     INFORMERS,
-    LEADING,
-    LEASE_LOST,
     METRICS,
     PARSER,
     PREEMPTOR,
     SERVING,
     STATE,
     STATUS,
-    SYNCED,
     TLS,
 )
-from extender.server.metrics import Metrics, QueueFigures, QueueGauges
+from extender.server.metrics import ExtenderMetrics, QueueFigures, QueueGauges
 from extender.server.preemptor import Preemptor
 from extender.server.queue_writer import QueueWriter
-from extender.server.routes import add_probe_routes, add_routes
+from extender.server.routes import add_routes, unready
 from extender.server.status_writer import StatusWriter
 from extender.server.tls import ServerTls
 from extender.server.waker import Waker
+from extender.shell import SHELL, Lifecycle, guarded, informers, install, lead, probe_listener
 
 log = logging.getLogger(__name__)
 EXPIRY_INTERVAL = 5.0
@@ -100,22 +100,21 @@ def make_app(
     on loopback only."""
     app = web.Application()
     app[TLS] = tls
-    app[FAILED_TASKS] = []
+    app[STATE] = state if state is not None else ClusterState()
+    app[METRICS] = ExtenderMetrics(app[STATE].sizes, lambda: _informer_counts(app))
+    shell = install(app, app[METRICS].registry, lambda: unready(app))
     _leadership(app, api, lease, follow)
     if tls is not None:
         app.cleanup_ctx.append(_reloading(tls))
     if probes is not None:
-        app.cleanup_ctx.append(_probe_site(*probes))
-    app[STATE] = state if state is not None else ClusterState()
+        app.cleanup_ctx.append(probe_listener(*probes))
     app[ENGINE] = Engine(policy, schedulers)
     app[PARSER] = CandidateParser(known=app[STATE].known_pod)
     app[INFORMERS] = None
-    app[SYNCED] = asyncio.Event()
     if api is None:  # no cache to fill: serve as soon as this replica leads
-        app[SYNCED].set()
-        if app[LEADING].is_set():
+        shell.synced.set()
+        if shell.leading.is_set():
             app[SERVING].set()
-    app[METRICS] = Metrics(app[STATE].sizes, lambda: _informer_counts(app))
     if tls is not None:
         app[METRICS].certificate_expiry.set_function(lambda: tls.expires)
     writes = AsyncApi(api.configuration) if api is not None else None
@@ -133,8 +132,10 @@ def make_app(
         if api is not None and writes is not None:
             _writers(app, api, writes, gangs)
     if api is not None:
-        app.cleanup_ctx.append(_informers(api))
-        app.cleanup_ctx.append(_task(lambda app: _expire(app[STATE], app[ENGINE].gangs), "expiry"))
+        app.cleanup_ctx.append(informers(_informers(api), _serve))
+        app.cleanup_ctx.append(
+            guarded(lambda app: _expire(app[STATE], app[ENGINE].gangs), "expiry")
+        )
     add_routes(app)
     return app
 
@@ -146,17 +147,11 @@ def _leadership(
     follow: FollowOptions | None,
 ) -> None:
     """When this replica leads: holding `lease`, while its scheduler holds `follow`'s, or at
-    once with neither."""
-    if lease is not None and follow is not None:
-        raise ValueError("an extender either holds its own Lease or follows its scheduler's")
-    app[LEADING], app[SERVING], app[LEASE_LOST] = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    once with neither (`shell.lead`). It serves once it leads with a whole cache; ceasing to lead
+    it serves no more (and the process ends)."""
+    app[SERVING] = asyncio.Event()
     app[FOLLOWING] = follow is not None
-    if lease is None and follow is None:
-        app[LEADING].set()
-    elif api is not None and lease is not None:
-        app.cleanup_ctx.append(_election(api, lease))
-    elif api is not None and follow is not None:
-        app.cleanup_ctx.append(_following(api, follow))
+    lead(app, api, lease=lease, follow=follow, on_lead=_serve, on_leave=_cease)
 
 
 def _gang_rules(app: web.Application, gangs: Gangs, binder: Binder) -> None:
@@ -202,7 +197,7 @@ def _writers(app: web.Application, api: k8s.ApiClient, writes: AsyncApi, gangs: 
         app.cleanup_ctx.append(_background(preemptor))
 
 
-def _reloading(tls: ServerTls) -> Callable[[web.Application], AsyncIterator[None]]:
+def _reloading(tls: ServerTls) -> Lifecycle:
     """Check the certificate files every `interval`: cert-manager rewrites them in place."""
 
     async def loop(app: web.Application) -> None:
@@ -213,7 +208,7 @@ def _reloading(tls: ServerTls) -> Callable[[web.Application], AsyncIterator[None
             except (OSError, ValueError):  # ssl.SSLError is an OSError
                 log.exception("reloading the TLS files failed; serving the loaded ones")
 
-    return _task(loop, "TLS reload")
+    return guarded(loop, "TLS reload")
 
 
 def _queue_figures(state: ClusterState, gangs: Gangs) -> QueueFigures:
@@ -238,28 +233,20 @@ def _informer_counts(app: web.Application) -> list[tuple[str, int, int]]:
     return [(i.kind.name, i.relists, i.reconnects) for i in informers.items]
 
 
-def _informers(api: k8s.ApiClient) -> Callable[[web.Application], AsyncIterator[None]]:
-    async def context(app: web.Application) -> AsyncIterator[None]:
-        informers = Informers(api, app[STATE], asyncio.get_running_loop())
-        app[INFORMERS] = informers
-        informers.on_synced.append(lambda: _synced(app))
-        informers.start()
-        yield
-        await asyncio.to_thread(informers.stop)
+def _informers(api: k8s.ApiClient) -> Callable[[web.Application], Informers[ClusterState]]:
+    def build(app: web.Application) -> Informers[ClusterState]:
+        app[INFORMERS] = built = Informers(api, app[STATE], asyncio.get_running_loop())
+        return built
 
-    return context
-
-
-def _synced(app: web.Application) -> None:
-    app[SYNCED].set()
-    _serve(app)
+    return build
 
 
 def _serve(app: web.Application) -> None:
     """Once this replica leads and its cache is whole: complete partly bound gangs first,
     refresh statuses, then serve (even if the first two fail: a bug there must not refuse every
     call forever)."""
-    if app[SERVING].is_set() or not (app[SYNCED].is_set() and app[LEADING].is_set()):
+    shell = app[SHELL]
+    if app[SERVING].is_set() or not (shell.synced.is_set() and shell.leading.is_set()):
         return
     try:
         _recover(app)
@@ -269,85 +256,9 @@ def _serve(app: web.Application) -> None:
         app[SERVING].set()
 
 
-def _election(
-    api: k8s.ApiClient, lease: LeaseOptions
-) -> Callable[[web.Application], AsyncIterator[None]]:
-    """Hold the Lease; serve once it is held. Losing it stops the process (GracefulExit), so two
-    replicas never bind or write at once; the Deployment starts it again as a standby."""
-
-    async def lead(app: web.Application) -> None:
-        def lost() -> None:
-            app[LEADING].clear()
-            app[SERVING].clear()
-            app[LEASE_LOST].set()
-            raise web.GracefulExit()
-
-        Elector(api, lease, app[LEADING], lost).start()
-        log.info("standing by for the Lease %s/%s", lease.namespace, lease.name)
-        await app[LEADING].wait()
-        log.info("leading: this replica holds the Lease %s/%s", lease.namespace, lease.name)
-        _serve(app)
-
-    return _task(lead, "leader election")
-
-
-def _following(
-    api: k8s.ApiClient, follow: FollowOptions
-) -> Callable[[web.Application], AsyncIterator[None]]:
-    """Serve while the kube-scheduler beside this process holds the scheduler's Lease (its
-    holder identity begins with this pod's hostname): only that scheduler calls, and this is
-    the extender whose ledger it is calling. When another scheduler takes the Lease after this
-    one led, the process stops (as a lost Lease stops it): its ledger is no longer the one being
-    called, and the pod's restart brings it back as a standby with a fresh one."""
-
-    async def context(app: web.Application) -> AsyncIterator[None]:
-        def seen(holder: str) -> None:
-            if follow.ours(holder):
-                if not app[LEADING].is_set():
-                    log.info("leading: the scheduler beside this extender holds the Lease")
-                    app[LEADING].set()
-                    _serve(app)
-            elif app[LEADING].is_set():
-                app[LEADING].clear()
-                app[SERVING].clear()
-                if not holder:  # released: the scheduler beside it stopped (a rollout, a drain)
-                    log.info(
-                        "the scheduler beside this extender released the Lease %s/%s: stopping",
-                        follow.namespace,
-                        follow.name,
-                    )
-                else:
-                    log.error(
-                        "the scheduler Lease %s/%s went to %s: stopping",
-                        follow.namespace,
-                        follow.name,
-                        holder,
-                    )
-                    app[LEASE_LOST].set()
-                raise web.GracefulExit()
-
-        follower = LeaseFollower(api, follow, seen)
-        follower.start()
-        yield
-        follower.stop()
-
-    return context
-
-
-def _probe_site(host: str, port: int) -> Callable[[web.Application], AsyncIterator[None]]:
-    """A second listener with the probes and metrics only (`add_probe_routes`)."""
-
-    async def context(app: web.Application) -> AsyncIterator[None]:
-        probes = web.Application()
-        add_probe_routes(probes, app)
-        runner = web.AppRunner(probes, access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, host, port).start()
-        log.info("serving probes and metrics over HTTP on %s:%d", host, port)
-        yield
-        await runner.cleanup()
-
-    return context
+def _cease(app: web.Application) -> None:
+    """No longer leading: serve nothing more (the process is ending)."""
+    app[SERVING].clear()
 
 
 def _recover(app: web.Application) -> None:
@@ -375,7 +286,7 @@ class _Worker(Protocol):
     async def run(self) -> None: ...
 
 
-def _background(worker: _Worker) -> Callable[[web.Application], AsyncIterator[None]]:
+def _background(worker: _Worker) -> Lifecycle:
     """Attach `worker` once this replica serves (leads, with a whole cache) and run it as long
     as the app runs: a standby writes nothing."""
 
@@ -384,40 +295,7 @@ def _background(worker: _Worker) -> Callable[[web.Application], AsyncIterator[No
         worker.attach()
         await worker.run()
 
-    return _task(work, type(worker).__name__)
-
-
-def _task(
-    work: Callable[[web.Application], Coroutine[Any, Any, None]], name: str
-) -> Callable[[web.Application], AsyncIterator[None]]:
-    """A cleanup context running `work(app)` as a task for as long as the app runs. A task that
-    fails stops the process (as losing the Lease does): a replica whose expiry, writers or
-    preemptor died would go on answering from a ledger nobody keeps, with a healthy probe; the
-    Deployment starts a fresh one, which recovers from the API server."""
-
-    async def context(app: web.Application) -> AsyncIterator[None]:
-        def stop_on_failure(task: asyncio.Task[None]) -> None:
-            if task.cancelled() or not isinstance(task.exception(), Exception):
-                return  # done, or a SystemExit on its way out of the loop already
-            log.critical(
-                "background task %s failed; stopping the process so a fresh replica takes over",
-                name,
-                exc_info=task.exception(),
-            )
-            app[FAILED_TASKS].append(name)
-            raise web.GracefulExit()  # out of the event loop, as a lost Lease does
-
-        task = asyncio.create_task(work(app), name=name)
-        task.add_done_callback(stop_on_failure)
-        yield
-        task.remove_done_callback(stop_on_failure)
-        if task.done():
-            return  # ended, or failed (and said so)
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-    return context
+    return guarded(work, type(worker).__name__)
 
 
 async def _expire(state: ClusterState, gangs: Gangs | None) -> None:

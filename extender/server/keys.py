@@ -12,7 +12,7 @@ from extender.api.candidates import CandidateParser
 from extender.cache.informer import Informers
 from extender.cache.state import ClusterState
 from extender.framework.session import Engine
-from extender.server.metrics import Metrics
+from extender.server.metrics import ExtenderMetrics
 from extender.server.preemptor import Preemptor
 from extender.server.status_writer import StatusWriter
 from extender.server.tls import ServerTls
@@ -20,22 +20,17 @@ from extender.server.tls import ServerTls
 STATE = web.AppKey("state", ClusterState)
 ENGINE = web.AppKey("engine", Engine)
 BINDER: web.AppKey[Binder] = web.AppKey("binder")
-METRICS = web.AppKey("metrics", Metrics)
+METRICS = web.AppKey("metrics", ExtenderMetrics)
 INFORMERS: web.AppKey[Informers[ClusterState] | None] = web.AppKey("informers")
 PARSER = web.AppKey("candidates", CandidateParser)
 BARRIER: web.AppKey[Barrier | None] = web.AppKey("barrier")
 STATUS: web.AppKey[StatusWriter | None] = web.AppKey("status")
 PREEMPTOR: web.AppKey[Preemptor | None] = web.AppKey("preemptor")
 TLS: web.AppKey[ServerTls | None] = web.AppKey("tls")  # None: plain HTTP
-SYNCED = web.AppKey("synced", asyncio.Event)  # set once the cache holds the whole cluster
-# Leader election: LEADING while this replica holds the Lease (set at once without election);
-# SERVING once it leads with a whole cache and has recovered gangs: verbs, readiness and every
-# writer wait for it, so a standby answers nothing and writes nothing. LEASE_LOST: it stopped.
-LEADING = web.AppKey("leading", asyncio.Event)
+# SERVING once this replica leads (`Shell.leading`) with a whole cache (`Shell.synced`) and has
+# recovered gangs: verbs, readiness and every writer wait for it, so a standby answers nothing and
+# writes nothing.
 SERVING = web.AppKey("serving", asyncio.Event)
-LEASE_LOST = web.AppKey("lease_lost", asyncio.Event)
 # Following the scheduler's Lease (the extender beside kube-scheduler in its pod): a standby is
 # ready once its cache is whole, as its scheduler is (the pod's readiness is both containers').
 FOLLOWING = web.AppKey("following", bool)
-# The background tasks that failed (each stops the process: `server.app._task`).
-FAILED_TASKS: web.AppKey[list[str]] = web.AppKey("failed_tasks")

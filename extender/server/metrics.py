@@ -118,7 +118,9 @@ class QueueGauges(Collector):
         return [*families.values(), jobs]
 
 
-class Metrics:
+class ExtenderMetrics:
+    """The extender's registry: its calls, bindings, cache, gang rules and queues."""
+
     def __init__(
         self,
         sizes: Callable[[], Mapping[str, int]],

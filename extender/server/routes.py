@@ -17,7 +17,6 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ValidationError
 
 from extender.actions.bind import bind
@@ -40,16 +39,15 @@ from extender.server.keys import (
     ENGINE,
     FOLLOWING,
     INFORMERS,
-    LEADING,
     METRICS,
     PARSER,
     PREEMPTOR,
     SERVING,
     STATE,
-    SYNCED,
     TLS,
 )
 from extender.server.tls import client_certified
+from extender.shell import SHELL
 
 log = logging.getLogger(__name__)
 W = TypeVar("W", bound=BaseModel)
@@ -184,9 +182,10 @@ async def _unsynced(app: web.Application) -> str | None:
 
 
 def _not_serving(app: web.Application) -> str:
-    if not app[LEADING].is_set() and app[FOLLOWING]:
+    leading = app[SHELL].leading.is_set()
+    if not leading and app[FOLLOWING]:
         return "extender is a standby: the kube-scheduler beside it does not hold the Lease"
-    if not app[LEADING].is_set():
+    if not leading:
         return "extender is a standby: another replica holds the Lease"
     informers = app[INFORMERS]
     kinds = [i.kind.name for i in informers.items if not i.synced] if informers else []
@@ -210,34 +209,12 @@ async def _explain(request: web.Request) -> bytes:
     return json.dumps(body).encode()
 
 
-def _healthz(app: web.Application) -> web.Response:
-    return web.Response(text="ok")
-
-
-def _readyz(app: web.Application) -> web.Response:
-    """Ready when it serves; following its scheduler's Lease, once its cache is whole (a
-    standby beside a standby scheduler is as ready as its scheduler)."""
-    if app[SERVING].is_set() or (app[FOLLOWING] and app[SYNCED].is_set()):
-        return web.Response(text="ok")
-    return web.Response(status=503, text=_not_serving(app))
-
-
-def _metrics(app: web.Application) -> web.Response:
-    body = generate_latest(app[METRICS].registry)
-    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-
-def add_probe_routes(target: web.Application, app: web.Application) -> None:
-    """/healthz, /readyz and /metrics of extender `app`, served by `target` (the app itself, or
-    a listener of its own for probes)."""
-    for path, probe in (("/healthz", _healthz), ("/readyz", _readyz), ("/metrics", _metrics)):
-
-        async def handler(
-            request: web.Request, probe: Callable[..., web.Response] = probe
-        ) -> web.Response:
-            return probe(app)
-
-        target.router.add_get(path, handler)
+def unready(app: web.Application) -> str | None:
+    """Why /readyz refuses (None: ready). Ready when it serves; following its scheduler's Lease,
+    once its cache is whole (a standby beside a standby scheduler is as ready as its scheduler)."""
+    if app[SERVING].is_set() or (app[FOLLOWING] and app[SHELL].synced.is_set()):
+        return None
+    return _not_serving(app)
 
 
 def add_routes(app: web.Application) -> None:
@@ -246,4 +223,3 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/preempt", _verb("preempt", _preempt, app))
     app.router.add_post("/bind", _verb("bind", _bind, app))
     app.router.add_get("/debug/explain", _verb("explain", _explain, app))
-    add_probe_routes(app, app)

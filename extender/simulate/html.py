@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from extender.simulate import series
-from extender.simulate.metrics import Summary
 from extender.simulate.report import HEADERS, notes, row
 from extender.simulate.run import SimulationOutcome
+from extender.simulate.summary import Summary
 
 NODES_SHOWN = 32
 

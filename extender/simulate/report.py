@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from extender.simulate.metrics import Summary
 from extender.simulate.run import Progress
+from extender.simulate.summary import Summary
 
 HEADERS = (
     "POLICY",

@@ -1,6 +1,8 @@
 """`lahar webhook` as an aiohttp app: the admission endpoints (one per rule set, see
 `admission.admit.RULES`), probes and metrics, the informers the rules read, and the certificate
-keeper. All served over the one TLS listener.
+keeper. All served over the one TLS listener; the process shell (`extender.shell`) gives it its
+probes, /metrics, informers, and the certificate check as a guarded task (one that dies ends the
+process). Ready once its cache is whole and the caBundle is published.
 
 The handler is a thin adapter: bytes -> AdmissionReview -> rule -> AdmissionReview, run in a
 worker thread (a large object must not stall the loop, its probes and other reviews), at most four
@@ -15,23 +17,13 @@ then reports Lahar's message instead of a failed call.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from kubernetes import client as k8s
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-    generate_latest,
-)
 from pydantic import ValidationError
 
 from extender.admission.admit import RULES, Outcome, Rule, Settings
@@ -41,6 +33,8 @@ from extender.api.scheduling import API_VERSION, Queue
 from extender.cache.informer import Informers
 from extender.kube.client import KubeError
 from extender.kube.objects import read
+from extender.shell import SHELL, guarded, informers, install
+from extender.webhook.metrics import WebhookMetrics
 from extender.webhook.store import GROUPS, QUEUES, WebhookStore
 from extender.webhook.tls import ServingCertificate
 
@@ -48,60 +42,40 @@ log = logging.getLogger(__name__)
 MAX_BODY = 8 * 1024 * 1024  # the API server sends objects of at most ~3 MiB, twice on UPDATE
 
 
-class Metrics:
-    def __init__(self, tls: ServingCertificate) -> None:
-        self.registry = CollectorRegistry()
-        self.admissions = Counter(
-            "lahar_webhook_admissions",
-            "Admission reviews answered, by resource, operation and result "
-            "(allowed, patched, denied, error; bad_request for what was not a review)",
-            ["resource", "operation", "result"],
-            registry=self.registry,
-        )
-        self.seconds = Histogram(
-            "lahar_webhook_admission_seconds",
-            "Time to answer one admission review, by resource",
-            ["resource"],
-            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
-            registry=self.registry,
-        )
-        expiry = Gauge(
-            "lahar_webhook_certificate_expiry_timestamp_seconds",
-            "When the serving certificate ends (Unix time)",
-            registry=self.registry,
-        )
-        expiry.set_function(lambda: tls.serving.expires.timestamp() if tls.serving else 0.0)
-
-
-@dataclass
-class Runtime:
-    synced: asyncio.Event = field(default_factory=asyncio.Event)
-    # Reviews read and checked at once: bounds memory (each body is at most MAX_BODY).
-    admitting: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(4))
-
-
 STORE: web.AppKey[WebhookStore] = web.AppKey("store", WebhookStore)
 TLS: web.AppKey[ServingCertificate] = web.AppKey("tls", ServingCertificate)
-METRICS: web.AppKey[Metrics] = web.AppKey("metrics", Metrics)
-RUNTIME: web.AppKey[Runtime] = web.AppKey("runtime", Runtime)
+METRICS = web.AppKey("metrics", WebhookMetrics)
+# Reviews read and checked at once: bounds memory (each body is at most MAX_BODY).
+ADMITTING = web.AppKey("admitting", asyncio.Semaphore)
 OPTIONS: web.AppKey[Settings] = web.AppKey("options", Settings)
 
 
 def make_app(api: k8s.ApiClient, tls: ServingCertificate, options: Settings) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY)
-    app[STORE] = WebhookStore(fetch=_queue_reader(api))
+    app[STORE] = store = WebhookStore(fetch=_queue_reader(api))
     app[TLS] = tls
-    app[METRICS] = Metrics(tls)
-    app[RUNTIME] = Runtime()
+    app[METRICS] = WebhookMetrics(tls)
+    app[ADMITTING] = asyncio.Semaphore(4)
     app[OPTIONS] = options
-    app.cleanup_ctx.append(_informers(api))
-    app.cleanup_ctx.append(_rotation)
+    install(app, app[METRICS].registry, lambda: _unready(app))
+
+    def build(app: web.Application) -> Informers[WebhookStore]:
+        return Informers(api, store, asyncio.get_running_loop(), (QUEUES, GROUPS))
+
+    def synced(app: web.Application) -> None:
+        log.info("cache synced: %d queues", len(store.queues))
+
+    app.cleanup_ctx.append(informers(build, synced))
+    app.cleanup_ctx.append(guarded(_rotation, "certificate rotation"))
     for path, (resource, rule) in RULES.items():
         app.router.add_post(path, _handler(resource, rule))
-    app.router.add_get("/healthz", _healthz)
-    app.router.add_get("/readyz", _readyz)
-    app.router.add_get("/metrics", _metrics)
     return app
+
+
+def _unready(app: web.Application) -> str | None:
+    if app[SHELL].synced.is_set() and app[TLS].published:
+        return None
+    return "cache not synced or caBundle not published"
 
 
 def _queue_reader(api: k8s.ApiClient) -> Callable[[str], Queue | None]:
@@ -125,7 +99,7 @@ def _handler(resource: str, rule: Rule) -> Callable[[web.Request], Awaitable[web
         if (request.content_length or 0) > MAX_BODY:
             app[METRICS].admissions.labels(resource, "unknown", "bad_request").inc()
             return web.Response(status=413, text=f"the body is over {MAX_BODY} bytes\n")
-        async with app[RUNTIME].admitting:  # bounds the bodies held in memory at once
+        async with app[ADMITTING]:  # bounds the bodies held in memory at once
             body = await request.read()
             try:
                 answer, operation, result = await asyncio.to_thread(
@@ -224,53 +198,12 @@ def _log(review: AdmissionReview, resource: str, outcome: Outcome) -> None:
         log.info("%s %s %s defaulted: %s", request.operation, resource, name, paths)
 
 
-def _informers(api: k8s.ApiClient) -> Callable[[web.Application], AsyncIterator[None]]:
-    async def context(app: web.Application) -> AsyncIterator[None]:
-        loop = asyncio.get_running_loop()
-        store, runtime = app[STORE], app[RUNTIME]
-        informers = Informers(api, store, loop, (QUEUES, GROUPS))
-
-        def synced() -> None:
-            log.info("cache synced: %d queues", len(store.queues))
-            runtime.synced.set()
-
-        informers.on_synced.append(synced)
-        informers.start()
-        yield
-        await asyncio.to_thread(informers.stop)
-
-    return context
-
-
-async def _rotation(app: web.Application) -> AsyncIterator[None]:
+async def _rotation(app: web.Application) -> None:
     """Check the certificate every `interval`: rotate when due, reload what the files hold."""
     tls = app[TLS]
-
-    async def loop() -> None:
-        while True:
-            await asyncio.sleep(tls.options.interval)
-            try:
-                tls.install(await asyncio.to_thread(tls.refresh))
-            except Exception:  # the API or a file, for a while: keep serving, try again
-                log.exception("certificate check failed; serving the current one")
-
-    task = asyncio.create_task(loop())
-    yield
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-
-
-async def _healthz(request: web.Request) -> web.Response:
-    return web.Response(text="ok")
-
-
-async def _readyz(request: web.Request) -> web.Response:
-    if request.app[RUNTIME].synced.is_set() and request.app[TLS].published:
-        return web.Response(text="ok")
-    return web.Response(status=503, text="cache not synced or caBundle not published")
-
-
-async def _metrics(request: web.Request) -> web.Response:
-    body = generate_latest(request.app[METRICS].registry)
-    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+    while True:
+        await asyncio.sleep(tls.options.interval)
+        try:
+            tls.install(await asyncio.to_thread(tls.refresh))
+        except Exception:  # the API or a file, for a while: keep serving, try again
+            log.exception("certificate check failed; serving the current one")

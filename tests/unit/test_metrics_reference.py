@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from extender.controller.app import Metrics as ControllerMetrics
+from extender.controller.metrics import ControllerMetrics
 from extender.controller.store import JobStore
 from extender.controller.workqueue import WorkQueue
-from extender.server.metrics import Metrics as ExtenderMetrics
-from extender.webhook.app import Metrics as WebhookMetrics
+from extender.server.metrics import ExtenderMetrics
+from extender.webhook.metrics import WebhookMetrics
 from tests.metrics_reference import documented, exposed_name
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from extender.simulate import html
 from extender.simulate.defaults import stock_policy, story_trace
-from extender.simulate.metrics import summarize
 from extender.simulate.run import simulate
+from extender.simulate.summary import summarize
 
 
 def test_the_report_embeds_the_table_and_its_plots(tmp_path: Path) -> None:

@@ -12,9 +12,9 @@ import pytest
 from extender.framework.policy import Policy, load_policy
 from extender.plugins import REGISTRY
 from extender.simulate.defaults import stock_policy, story_trace
-from extender.simulate.metrics import summarize
 from extender.simulate.report import progress
 from extender.simulate.run import GC_YOUNG_THRESHOLD, Progress, SimulationOutcome, simulate
+from extender.simulate.summary import summarize
 from extender.simulate.trace import parse_trace
 
 POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from extender.simulate.metrics import fairness
 from extender.simulate.run import Interval, SimulatedJob, SimulationOutcome
+from extender.simulate.summary import fairness
 from extender.simulate.trace import parse_trace
 
 

@@ -1,0 +1,33 @@
+"""What the process shell keeps in an app, under one typed key (`SHELL`), and the shape of the
+work it attaches to the app (`Lifecycle`, an aiohttp cleanup context).
+
+One record per app, not a key per field: the probes, the guarded tasks, the informers and the
+Lease all read and write the same few facts, and the command reads how the run ended from it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+
+# Started when the app starts, up to its `yield`; ended at cleanup (`app.cleanup_ctx`).
+Lifecycle = Callable[[web.Application], AsyncIterator[None]]
+
+
+@dataclass
+class Shell:
+    """What the probes report and how the run ended."""
+
+    registry: CollectorRegistry  # what /metrics exports
+    unready: Callable[[], str | None]  # why /readyz answers 503 now; None: ready
+    synced: asyncio.Event = field(default_factory=asyncio.Event)  # every kind listed once
+    leading: asyncio.Event = field(default_factory=asyncio.Event)  # this process leads
+    failed: list[str] = field(default_factory=list)  # background tasks that failed
+    lease_lost: bool = False  # another process took the Lease this one held
+
+
+SHELL = web.AppKey("shell", Shell)

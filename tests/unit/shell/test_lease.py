@@ -1,0 +1,139 @@
+"""When a process leads: at once without a Lease; while it holds its own; while the scheduler
+beside it holds the followed one. Losing either ends the process. The elector and the follower
+are replaced by stand-ins that report what the API server would (their own tests run against a
+real one in tests/e2e)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+from kubernetes import client as k8s
+from prometheus_client import CollectorRegistry
+
+from extender.devcluster.ports import free_ports
+from extender.kube.leader import FollowOptions, LeaseOptions
+from extender.shell import SHELL, install, lead, lease, run
+
+LEASE = LeaseOptions("lahar-controller", "lahar-system", "me")
+FOLLOW = FollowOptions("lahar-scheduler", "lahar-system", "host-a")
+
+
+@pytest.fixture
+def api() -> Iterator[k8s.ApiClient]:
+    client = k8s.ApiClient()
+    yield client
+    client.close()
+
+
+def _app() -> tuple[web.Application, list[str]]:
+    app = web.Application()
+    install(app, CollectorRegistry(), lambda: None)
+    return app, []
+
+
+def _run(app: web.Application) -> int:
+    (port,) = free_ports(1)
+    return run(app, host="127.0.0.1", port=port)
+
+
+def test_without_a_lease_it_leads_at_once() -> None:
+    app, _ = _app()
+    lead(app, None)
+    assert app[SHELL].leading.is_set()
+
+
+def test_without_an_api_client_a_lease_keeps_it_a_standby() -> None:
+    app, _ = _app()
+    lead(app, None, lease=LEASE)
+    assert not app[SHELL].leading.is_set()
+
+
+def test_it_holds_a_lease_or_follows_one_not_both(api: k8s.ApiClient) -> None:
+    app, _ = _app()
+    with pytest.raises(ValueError, match="either holds its own Lease or follows"):
+        lead(app, api, lease=LEASE, follow=FOLLOW)
+
+
+class _Elector:
+    """Grants the Lease at once, and takes it away a moment later."""
+
+    def __init__(
+        self, api: Any, options: LeaseOptions, leading: asyncio.Event, on_lost: Callable[[], None]
+    ) -> None:
+        self.leading, self.on_lost = leading, on_lost
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        loop.call_soon(self.leading.set)
+        loop.call_later(0.05, self.on_lost)
+
+
+def test_losing_the_lease_it_held_ends_the_process(
+    api: k8s.ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lease, "Elector", _Elector)
+    app, hooks = _app()
+    lead(
+        app,
+        api,
+        lease=LEASE,
+        on_lead=lambda app: hooks.append("lead"),
+        on_leave=lambda app: hooks.append("leave"),
+    )
+    assert _run(app) == 1
+    assert hooks == ["lead", "leave"]
+    assert app[SHELL].lease_lost and not app[SHELL].leading.is_set()
+
+
+def _follower(holders: list[str]) -> type:
+    class Follower:
+        """Reports `holders` one after the other, as the watch would."""
+
+        def __init__(self, api: Any, options: FollowOptions, seen: Callable[[str], None]) -> None:
+            self.seen = seen
+
+        def start(self) -> None:
+            loop = asyncio.get_running_loop()
+            for i, holder in enumerate(holders):
+                loop.call_later(0.01 * (i + 1), self.seen, holder)
+
+        def stop(self) -> None:
+            pass
+
+    return Follower
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        (["host-b_1", "host-a_2", "host-a_2", ""], False, "released the Lease"),
+        (["host-a_2", "host-b_3"], True, "went to host-b_3"),
+    ],
+    ids=["released", "taken"],
+)
+def test_following_leads_while_the_scheduler_beside_it_holds_the_lease(
+    api: k8s.ApiClient,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    case: tuple[list[str], bool, str],
+) -> None:
+    holders, lost, said = case
+    monkeypatch.setattr(lease, "LeaseFollower", _follower(holders))
+    app, hooks = _app()
+    lead(
+        app,
+        api,
+        follow=FOLLOW,
+        on_lead=lambda app: hooks.append("lead"),
+        on_leave=lambda app: hooks.append("leave"),
+    )
+    with caplog.at_level(logging.INFO, logger="extender.shell"):
+        assert _run(app) == (1 if lost else 0)
+    assert hooks == ["lead", "leave"]  # once each: leading again while it leads changes nothing
+    assert app[SHELL].lease_lost == lost
+    assert said in caplog.text and "stopping" in caplog.text
