@@ -5,8 +5,11 @@ fails ends the process: a CRITICAL log line names the task and carries its excep
 goes into `Shell.failed`, and GracefulExit is raised on the event loop (as losing the Lease does),
 so `run_app` returns and the command exits 1. A process whose writer, expiry, workers or
 certificate rotation died would go on answering from state nobody keeps, with a healthy probe;
-the Deployment starts a fresh one, which rebuilds its state from the API server. A task that
-returns, or is cancelled at cleanup, ends nothing.
+the Deployment starts a fresh one, which rebuilds its state from the API server. A task that is
+cancelled at cleanup ends nothing; one that returns ends nothing either, but says so in a WARNING
+unless it was made to return (`returns=True`). Once the app is shutting down (`Shell.stopping`),
+a failure is logged and recorded and the shutdown goes on: raising GracefulExit again in the middle
+of it would skip the cleanup still to come.
 
 `informers(build, synced)` starts the informers `build(app)` makes when the app starts, from the
 start on a standby too (its cache is warm when it comes to lead), and ends their threads at
@@ -24,25 +27,44 @@ from typing import Any
 from aiohttp import web
 
 from extender.cache.informer import Informers
-from extender.shell.keys import SHELL, Lifecycle
+from extender.shell.keys import SHELL, Lifecycle, Shell
 
 log = logging.getLogger(__name__)
 
 
-def guarded(work: Callable[[web.Application], Coroutine[Any, Any, None]], name: str) -> Lifecycle:
-    """`work(app)` as a task for as long as the app runs; its failure ends the process."""
+def end_process(shell: Shell) -> None:
+    """End the process (GracefulExit out of the event loop), unless it is ending already."""
+    if not shell.stopping:
+        raise web.GracefulExit()
+
+
+def guarded(
+    work: Callable[[web.Application], Coroutine[Any, Any, None]],
+    name: str,
+    *,
+    returns: bool = False,
+) -> Lifecycle:
+    """`work(app)` as a task for as long as the app runs; its failure ends the process.
+    `returns`: the task may end before the app does (else a WARNING says it did)."""
 
     async def context(app: web.Application) -> AsyncIterator[None]:
         def end_on_failure(task: asyncio.Task[None]) -> None:
-            if task.cancelled() or not isinstance(task.exception(), Exception):
-                return  # done, or a SystemExit on its way out of the loop already
+            if task.cancelled():
+                return
+            error = task.exception()
+            if error is None:
+                if not returns:
+                    log.warning("background task %s ended; it no longer runs", name)
+                return
+            if not isinstance(error, Exception):
+                return  # a SystemExit on its way out of the loop already
             log.critical(
                 "background task %s failed; stopping the process so a fresh replica takes over",
                 name,
-                exc_info=task.exception(),
+                exc_info=error,
             )
             app[SHELL].failed.append(name)
-            raise web.GracefulExit()  # out of the event loop, as a lost Lease does
+            end_process(app[SHELL])  # out of the event loop, as a lost Lease does
 
         task = asyncio.create_task(work(app), name=name)
         task.add_done_callback(end_on_failure)
@@ -57,13 +79,13 @@ def guarded(work: Callable[[web.Application], Coroutine[Any, Any, None]], name: 
     return context
 
 
-def _nothing(app: web.Application) -> None:
-    pass
+def nothing(app: web.Application) -> None:
+    """A hook that does nothing."""
 
 
 def informers(
     build: Callable[[web.Application], Informers[Any]],
-    synced: Callable[[web.Application], None] = _nothing,
+    synced: Callable[[web.Application], None] = nothing,
 ) -> Lifecycle:
     """Informers from `build(app)` (called on the loop), started with the app and ended at its
     cleanup; `synced(app)` once every kind has been listed."""

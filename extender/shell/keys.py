@@ -27,7 +27,8 @@ class Shell:
     synced: asyncio.Event = field(default_factory=asyncio.Event)  # every kind listed once
     leading: asyncio.Event = field(default_factory=asyncio.Event)  # this process leads
     failed: list[str] = field(default_factory=list)  # background tasks that failed
-    lease_lost: bool = False  # another process took the Lease this one held
+    lease_lost: bool = False  # the Lease this process led by was lost (or never won)
+    stopping: bool = False  # the app is shutting down: nothing more may end the process
 
 
 SHELL = web.AppKey("shell", Shell)

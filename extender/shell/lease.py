@@ -1,6 +1,6 @@
 """When the process leads (`Shell.leading`), in one of three ways:
 
-- at once, with no Lease (a single replica, the webhook's stateless replicas, tests);
+- at once, with no Lease (a single replica, tests);
 - while it holds a Lease of its own (`kube.leader.Elector`): the controller, and the extender
   deployed behind a Service. The election runs as a guarded task ("leader election");
 - while the kube-scheduler beside it holds the scheduler's Lease (`kube.leader.LeaseFollower`):
@@ -22,15 +22,11 @@ from aiohttp import web
 from kubernetes import client as k8s
 
 from extender.kube.leader import Elector, FollowOptions, LeaseFollower, LeaseOptions
-from extender.shell.background import guarded
-from extender.shell.keys import SHELL, Lifecycle
+from extender.shell.background import end_process, guarded, nothing
+from extender.shell.keys import SHELL, Lifecycle, Shell
 
 log = logging.getLogger(__name__)
 Hook = Callable[[web.Application], None]
-
-
-def _nothing(app: web.Application) -> None:
-    pass
 
 
 def lead(
@@ -39,8 +35,8 @@ def lead(
     *,
     lease: LeaseOptions | None = None,
     follow: FollowOptions | None = None,
-    on_lead: Hook = _nothing,
-    on_leave: Hook = _nothing,
+    on_lead: Hook = nothing,
+    on_leave: Hook = nothing,
 ) -> None:
     """Set `app[SHELL].leading` at once with neither `lease` nor `follow`; else while this
     process holds `lease`, or while the scheduler beside it holds `follow`'s Lease (without an API
@@ -62,15 +58,17 @@ def _holding(api: k8s.ApiClient, lease: LeaseOptions, on_lead: Hook, on_leave: H
 
         def lost() -> None:
             shell.leading.clear()
-            on_leave(app)
-            shell.lease_lost = True
-            raise web.GracefulExit()
+            try:
+                on_leave(app)
+            finally:  # (a failing hook must not keep a process that lost its Lease alive)
+                shell.lease_lost = True
+                end_process(shell)
 
         Elector(api, lease, shell.leading, lost).start()
         await shell.leading.wait()
         on_lead(app)
 
-    return guarded(hold, "leader election")
+    return guarded(hold, "leader election", returns=True)
 
 
 def _following(
@@ -87,22 +85,10 @@ def _following(
                     on_lead(app)
             elif shell.leading.is_set():
                 shell.leading.clear()
-                on_leave(app)
-                if not holder:  # released: the scheduler beside it ended (a rollout, a drain)
-                    log.info(
-                        "the scheduler beside this extender released the Lease %s/%s: stopping",
-                        follow.namespace,
-                        follow.name,
-                    )
-                else:
-                    log.error(
-                        "the scheduler Lease %s/%s went to %s: stopping",
-                        follow.namespace,
-                        follow.name,
-                        holder,
-                    )
-                    shell.lease_lost = True
-                raise web.GracefulExit()
+                try:
+                    on_leave(app)
+                finally:  # (a failing hook must not keep a process that lost its Lease alive)
+                    _stop_following(shell, follow, holder)
 
         follower = LeaseFollower(api, follow, seen)
         follower.start()
@@ -110,3 +96,22 @@ def _following(
         follower.stop()
 
     return context
+
+
+def _stop_following(shell: Shell, follow: FollowOptions, holder: str) -> None:
+    """The followed Lease is no longer the scheduler beside this process's: say so, end."""
+    if not holder:  # released: the scheduler beside it ended (a rollout, a drain)
+        log.info(
+            "the scheduler beside this extender released the Lease %s/%s: stopping",
+            follow.namespace,
+            follow.name,
+        )
+    else:
+        log.error(
+            "the scheduler Lease %s/%s went to %s: stopping",
+            follow.namespace,
+            follow.name,
+            holder,
+        )
+        shell.lease_lost = True
+    end_process(shell)

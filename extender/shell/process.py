@@ -28,6 +28,11 @@ def install(
     while that says why."""
     shell = app[SHELL] = Shell(registry, unready)
     add_probe_routes(app, app)
+
+    async def stopping(app: web.Application) -> None:
+        shell.stopping = True  # (from here a failure or a lost Lease lets the shutdown finish)
+
+    app.on_shutdown.insert(0, stopping)
     return shell
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 from aiohttp import web
@@ -63,11 +63,57 @@ def test_tasks_that_end_or_run_until_cleanup_end_nothing(
     app = _app()
     app.cleanup_ctx.append(guarded(once, "once"))
     app.cleanup_ctx.append(guarded(forever, "forever"))
-    with caplog.at_level(logging.CRITICAL, logger="extender.shell.background"):
+    with caplog.at_level(logging.WARNING, logger="extender.shell.background"):
         asyncio.run(_serve_for(app, 0.05))
     assert sorted(ran) == ["forever", "once"]
     assert "failed" not in caplog.text
+    assert "background task once ended" in caplog.text  # it no longer runs: said, not fatal
+    assert "forever" not in caplog.text
     assert app[SHELL].failed == []
+
+
+def test_a_task_made_to_return_ends_without_a_word(caplog: pytest.LogCaptureFixture) -> None:
+    async def once(app: web.Application) -> None:
+        pass
+
+    app = _app()
+    app.cleanup_ctx.append(guarded(once, "once", returns=True))
+    with caplog.at_level(logging.WARNING, logger="extender.shell.background"):
+        asyncio.run(_serve_for(app, 0.05))
+    assert "once" not in caplog.text
+
+
+def test_a_task_that_fails_during_shutdown_lets_the_cleanup_finish(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A failure once the app is shutting down is said and recorded; the cleanup contexts after
+    it still run (a second GracefulExit in the middle of the shutdown would skip them)."""
+    cleaned: list[str] = []
+
+    async def writer(app: web.Application) -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            raise RuntimeError("could not flush")  # (cancelled at cleanup, it fails instead)
+
+    async def last(app: web.Application) -> AsyncIterator[None]:
+        yield
+        cleaned.append("last")
+
+    async def fail_on_shutdown(app: web.Application) -> None:
+        task = next(t for t in asyncio.all_tasks() if t.get_name() == "writer")
+        task.cancel()
+        await asyncio.sleep(0.01)
+
+    app = _app()
+    app.cleanup_ctx.append(last)
+    app.cleanup_ctx.append(guarded(writer, "writer"))
+    app.on_shutdown.append(fail_on_shutdown)
+    with caplog.at_level(logging.CRITICAL, logger="extender.shell.background"):
+        asyncio.run(_serve_for(app, 0.05))  # no GracefulExit out of the shutdown
+    assert "background task writer failed" in caplog.text
+    assert app[SHELL].failed == ["writer"]
+    assert cleaned == ["last"]
 
 
 class _Informers:

@@ -90,6 +90,21 @@ def test_losing_the_lease_it_held_ends_the_process(
     assert app[SHELL].lease_lost and not app[SHELL].leading.is_set()
 
 
+def test_a_failing_leave_hook_still_ends_the_process(
+    api: k8s.ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without its Lease a process must not go on, whatever its own hook does on the way out."""
+    monkeypatch.setattr(lease, "Elector", _Elector)
+    app, _ = _app()
+
+    def leave(app: web.Application) -> None:
+        raise RuntimeError("could not say goodbye")
+
+    lead(app, api, lease=LEASE, on_leave=leave)
+    assert _run(app) == 1
+    assert app[SHELL].lease_lost
+
+
 def _follower(holders: list[str]) -> type:
     class Follower:
         """Reports `holders` one after the other, as the watch would."""
