@@ -50,10 +50,11 @@ class ClusterState:
         # the same second (creationTimestamp's resolution) still line up first come, first served.
         self.arrivals: dict[str, int] = {}
         self._arrived = 0
-        # What the layers above derive from one gang (gangs.members' views), kept until the
-        # gang's pods, their placements or its PodGroup change: a filter call at thousands of
-        # gangs reads every gang, and nearly all are as they were at the call before.
-        self._gang_changes = ChangeLog()  # which gang changed at which gang generation
+        # Which gang changed at which gang generation (its pods, their placements, its
+        # PodGroup): the layers above keep what they derive from a gang until it changes
+        # (gangs.members' views), since a filter call at thousands of gangs reads every gang and
+        # nearly all are as they were at the call before.
+        self._gang_changes = ChangeLog()
         # Grows whenever a gang's pods or PodGroup change: with `generation`, it keys gang plans.
         self.groups_version = 0
         # Grows when a queue's spec or state, or a PriorityClass, changes: what fair order reads.

@@ -1,12 +1,13 @@
 """A decision over one snapshot: the policy's filters and scorers for one pod.
 
 An `Engine` holds the policy, the gang ledger and the per-shape node tables that outlive single
-calls. It is the one door into the engine: `Engine.filter` answers a filter call (the extender's
-filter verb and the simulated scheduler both ask it), `Engine.recover` completes the gangs a
-restart found partly bound. `session()` opens a `Session` over the current snapshot for the
-scores and the node-by-node reasons. The session is pure: it reads and returns values. A
-candidate the snapshot does not know (created a moment ago, or already deleted) fails with a
-reason instead of being guessed about, and scores 0.
+calls. It is the door for deciding a filter call: `Engine.filter` answers one (the extender's filter
+verb and the simulated scheduler both ask it, never the ledger directly), and `Engine.recover`
+completes the gangs a restart found partly bound. The other verbs and the writers read the ledger
+(`Engine.gangs`) through its read methods. `session()` opens a `Session` over the current snapshot
+for the scores and the node-by-node reasons. The session is pure: it reads and returns values. A
+candidate the snapshot does not know (created a moment ago, or already deleted) fails with a reason
+instead of being guessed about, and scores 0.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ class Engine:
         pod's own gang's slots give it. With `fit`, also the policy's own resource fit (what
         kube-scheduler's NodeResourcesFit keeps: the simulator has no kube-scheduler to run it);
         without, the candidates are taken to fit already, and only those where admitted gangs
-        hold what the pod needs fail. Without `with_reasons`, the failed ones carry no reasons
+        hold what the pod needs fail. `with_reasons=False` (with `fit` only: without it the
+        failed ones always carry their reasons, few as they are) leaves the reasons out
         (`Session.filter`)."""
         if not isinstance(candidates, Candidates):
             candidates = Candidates(list(candidates), frozenset(candidates))

@@ -30,7 +30,8 @@ T = TypeVar("T")
 
 class MemoSlot(Generic[T]):
     """A place in a `Memo` for one kind of value, declared by the reader that keeps it there
-    (its type is what the memo hands back). Slots are told apart by identity, not by name."""
+    (its type is what the memo hands back). Slots are told apart by identity, not by name. A value
+    must not hold the cluster state: the views, and what is kept with them, live as long as it."""
 
     def __init__(self, name: str) -> None:
         self.name = name  # (for reading a memo in a debugger)
@@ -217,9 +218,7 @@ def view_gang(state: ClusterState, key: str) -> GangView:
     """The gang as the state shows it now: kept until the gang changes (`_Views`), so a view (and
     what its properties computed) is shared by every reader until then. Readers must not change
     its lists."""
-    views = _VIEWS.get(state)
-    if views is None:
-        views = _VIEWS[state] = _Views()
+    views = _VIEWS.of(state)
     kept = views.get(state, key)
     if kept is not None:
         return kept
@@ -452,5 +451,30 @@ class _Views(FollowsGangs):
         self._views.pop(key, None)
 
 
-# Per cluster state (held weakly: a state that is gone takes its views along).
-_VIEWS: WeakKeyDictionary[ClusterState, _Views] = WeakKeyDictionary()
+class _ViewsByState:
+    """The views kept per cluster state, held weakly: a state that is gone takes its views along
+    (what is kept with a view must not hold its state, or the state would never go). The last
+    state asked about is found without the weak lookup, and held until another is: a process, or
+    a simulation, asks about one state all the time."""
+
+    def __init__(self) -> None:
+        self._all: WeakKeyDictionary[ClusterState, _Views] = WeakKeyDictionary()
+        self._last: tuple[ClusterState, _Views] | None = None
+
+    def of(self, state: ClusterState) -> _Views:
+        last = self._last
+        if last is not None and last[0] is state:
+            return last[1]
+        views = self._all.get(state)
+        if views is None:
+            views = self._all[state] = _Views()
+        self._last = (state, views)
+        return views
+
+    def forget(self, state: ClusterState) -> None:
+        """Drop what is kept for `state`: its views are computed anew."""
+        self._all.pop(state, None)
+        self._last = None
+
+
+_VIEWS = _ViewsByState()

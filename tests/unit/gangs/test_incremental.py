@@ -75,7 +75,7 @@ def _apply(state: ClusterState, step: tuple[object, ...]) -> None:
 
 
 def _fresh_view(state: ClusterState, key: str) -> object:
-    members_module._VIEWS.pop(state, None)  # (a view computed anew, not the one kept)
+    members_module._VIEWS.forget(state)  # (a view computed anew, not the one kept)
     return view_gang(state, key)
 
 
