@@ -37,8 +37,8 @@ def filter_nodes(
     engine: Engine, state: ClusterState, args: ExtenderArgs, candidates: Candidates
 ) -> bytes:
     outcome = engine.filter(state, args.pod, candidates)
-    if outcome.refusal is not None:
-        return refuse_all(args, candidates, outcome.refusal, resolvable=False)
+    if outcome.gang_reason is not None:
+        return refuse_all(args, candidates, outcome.gang_reason, resolvable=False)
     failed = outcome.failed
     if args.nodes is not None:
         return _reply_nodes(args.nodes, set(candidates.names) - failed.keys(), failed)

@@ -42,7 +42,7 @@ from extender.framework.plugin import (
 )
 from extender.gangs.ledger import GangSettings
 from extender.gangs.lineup import Ordering
-from extender.preemption.loop import PreemptionSettings
+from extender.preemption.settings import PreemptionSettings
 from extender.preemption.victims import Rules
 
 API_VERSION = "lahar.io/v1alpha1"

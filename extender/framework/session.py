@@ -35,7 +35,7 @@ LOOKUPS = 32
 
 @dataclass
 class FilterOutcome:
-    """Which candidates a pod may go to. `refusal`: the gang rules refuse the pod on every
+    """Which candidates a pod may go to. `gang_reason`: the gang rules refuse the pod on every
     node, for that reason (`failed` then names each candidate with it only when the policy's own
     fit was asked for, with reasons). Else `failed` and `unresolvable` name the candidates that
     fail, with why; the others pass. `passed` lists them when the policy's own fit was asked
@@ -45,7 +45,7 @@ class FilterOutcome:
     failed: dict[str, str] = field(default_factory=dict)
     unresolvable: dict[str, str] = field(default_factory=dict)
     everything_passed: bool = False
-    refusal: str | None = None
+    gang_reason: str | None = None
 
 
 def unknown_node_reason(name: str) -> str:
@@ -99,7 +99,7 @@ class Engine:
         if fit:
             return self.session(view).filter(pod, candidates, verdict, with_reasons=with_reasons)
         if verdict.reason is not None:
-            return FilterOutcome(refusal=verdict.reason)
+            return FilterOutcome(gang_reason=verdict.reason)
         held = self._held(view, pod, candidates, verdict)
         if held:
             return FilterOutcome(failed=held)
@@ -157,7 +157,7 @@ class Session:
             candidates = Candidates(list(candidates), frozenset(candidates))
         if verdict.reason is not None:
             failed = dict.fromkeys(candidates.names, verdict.reason) if with_reasons else {}
-            return FilterOutcome(failed=failed, refusal=verdict.reason)
+            return FilterOutcome(failed=failed, gang_reason=verdict.reason)
         table = self.engine.tables.current(self.snapshot, pod.request)
         reserved = self.engine.gangs.reserved() if self.engine.gangs is not None else {}
         if not with_reasons:

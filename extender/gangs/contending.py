@@ -44,7 +44,7 @@ from extender.gangs.members import (
 from extender.gangs.queues import QueueView
 
 if TYPE_CHECKING:  # (the ledger's record of a refusal; the ledger keeps a Contending)
-    from extender.gangs.ledger import Waiting
+    from extender.gangs.ledger import Refusal
 
 
 class Contending(FollowsGangs):
@@ -72,7 +72,7 @@ class Contending(FollowsGangs):
         ranking: Ranking,
         *,
         asking: GangView | None,
-        waiting: Mapping[str, Waiting],
+        waiting: Mapping[str, Refusal],
         admitted: AbstractSet[str],
         backoff_until: Mapping[str, float],
         backoff: float,
@@ -137,7 +137,7 @@ class Contending(FollowsGangs):
         now: float,
         *,
         asked: bool,
-        waiting: Waiting | None,
+        waiting: Refusal | None,
         admitted: bool,
         schedulers: frozenset[str],
         timeout: float,

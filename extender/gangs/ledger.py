@@ -62,7 +62,7 @@ class GangSettings:
 
 
 @dataclass(frozen=True)
-class Waiting:
+class Refusal:
     """A gang that was refused: since when, why, and the order it was refused in (if it was
     ordered): while that order stands the answer is the same, without looking at the gang again."""
 
@@ -94,7 +94,7 @@ class Gangs:
     ordering: Ordering = field(default_factory=Ordering)
     _reservations: Reservations = field(default_factory=Reservations)
     _backoff_until: dict[str, float] = field(default_factory=dict)
-    _waiting: dict[str, Waiting] = field(default_factory=dict)  # refused gangs
+    _waiting: dict[str, Refusal] = field(default_factory=dict)  # refused gangs
     on_admitted: list[Callable[[str], None]] = field(default_factory=list)
     on_released: list[Callable[[str], None]] = field(default_factory=list)
     on_rejected: list[Callable[[str, Rejection], None]] = field(default_factory=list)
@@ -121,7 +121,7 @@ class Gangs:
         """The keys of the admitted gangs."""
         return self._reservations.keys()
 
-    def refusal(self, key: str) -> Waiting | None:
+    def refusal(self, key: str) -> Refusal | None:
         """Why and since when the gang waits, when it was refused (None: it was not)."""
         return self._waiting.get(key)
 
@@ -406,7 +406,7 @@ class Gangs:
         previous = self._waiting.get(key)
         pending_since = self._contending.pending_since
         since = previous.since if previous is not None else pending_since.get(key, self.clock())
-        self._waiting[key] = Waiting(since, rejection, refused_in)
+        self._waiting[key] = Refusal(since, rejection, refused_in)
         if previous is None:
             self._contending.touch(key)
         # A new contender the order does not know may change the others' turns; one refused

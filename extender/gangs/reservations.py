@@ -21,7 +21,7 @@ from extender.gangs.placement import Slot
 class Admission:
     slots: dict[str, Slot]  # member uid -> its reserved place, until the member is bound
     progress_at: float
-    admitted_at: float = 0.0
+    admitted_at: float
 
 
 class Reservations:

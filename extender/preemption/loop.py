@@ -6,12 +6,12 @@ The loop wakes when a gang is refused for want of capacity (`attach`), when aske
 `polling`, every `interval` seconds besides. A pass looks only when some gang waits and the fair
 order moved since a pass found nothing in it. It asks `plan.candidates` for the gangs short of
 capacity, most deserving first (`pausing`: with a `sleep(0)` between gangs, so that other work
-runs meanwhile), and hands the first preemption found to `evict`; then it sleeps `interval`
-seconds, so at most one preemption is carried out per interval. A preemption `evict` refuses (a
+runs meanwhile), and hands the first preemption found to `carry_out`; then it sleeps `interval`
+seconds, so at most one preemption is carried out per interval. A preemption `carry_out` refuses (a
 PodDisruptionBudget forbids evicting a victim: nothing was evicted) is not looked for again for
 its gang for `blocked_for` seconds.
 
-Whatever acts on the world is injected: `evict` (the extender's through the Eviction API, the
+Whatever acts on the world is injected: `carry_out` (the extender's through the Eviction API, the
 simulator's on its simulated cluster), `sleep` and `clock` (asyncio's and the monotonic clock, or
 the simulation's virtual time), and `failed`, told of a pass that raised (the extender logs it
 and goes on; without it the error ends the loop: the simulator's figures would be wrong without
@@ -23,26 +23,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
 from extender.gangs.members import WANTS_CAPACITY, Rejection
 from extender.preemption.plan import Preemption, candidates
-from extender.preemption.victims import Rules
+from extender.preemption.settings import PreemptionSettings
 
-Evict = Callable[[Preemption], Awaitable[bool]]  # carry it out; False: refused, nothing evicted
+CarryOut = Callable[[Preemption], Awaitable[bool]]  # False: refused, nothing evicted
 Sleep = Callable[[float], Awaitable[None]]
-Clock = Callable[[], float]  # seconds, on the time `Sleep` sleeps by
-
-
-@dataclass(frozen=True)
-class PreemptionSettings:
-    """What the policy's preempt plugin sets: at most one preemption per `interval` seconds,
-    and who may be evicted (`rules`: by priority, by queue shares)."""
-
-    interval: float
-    rules: Rules
+Now = Callable[[], float]  # seconds, on the time `Sleep` sleeps by
 
 
 class PreemptionLoop:
@@ -52,16 +42,16 @@ class PreemptionLoop:
         gangs: Gangs,
         settings: PreemptionSettings,
         *,
-        evict: Evict,
+        carry_out: CarryOut,
         sleep: Sleep,
-        clock: Clock,
+        clock: Now,
         failed: Callable[[Exception], None] | None = None,
         polling: bool = True,
         pausing: bool = True,
         blocked_for: float = 60.0,
     ) -> None:
         self.state, self.gangs, self.settings = state, gangs, settings
-        self.evict, self.sleep, self.clock, self.failed = evict, sleep, clock, failed
+        self.carry_out, self.sleep, self.clock, self.failed = carry_out, sleep, clock, failed
         self.polling, self.pausing, self.blocked_for = polling, pausing, blocked_for
         self._wake = asyncio.Event()
         self._blocked: dict[str, float] = {}  # gang -> until when a refused eviction holds
@@ -111,7 +101,7 @@ class PreemptionLoop:
         blocked = frozenset(self._blocked)
         for preemption in candidates(self.state, self.gangs, order, self.settings.rules, blocked):
             if preemption is not None:
-                if await self.evict(preemption):
+                if await self.carry_out(preemption):
                     return True
                 self._blocked[preemption.preemptor.key] = self.clock() + self.blocked_for
                 return False

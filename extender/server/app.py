@@ -227,10 +227,10 @@ def _queue_figures(state: ClusterState, gangs: Gangs) -> QueueFigures:
 
 
 def _informer_counts(app: web.Application) -> list[tuple[str, int, int]]:
-    informers = app[INFORMERS]
-    if informers is None:
+    running = app[INFORMERS]
+    if running is None:
         return []
-    return [(i.kind.name, i.relists, i.reconnects) for i in informers.items]
+    return [(i.kind.name, i.relists, i.reconnects) for i in running.items]
 
 
 def _informers(api: k8s.ApiClient) -> Callable[[web.Application], Informers[ClusterState]]:

@@ -24,8 +24,9 @@ from collections.abc import Awaitable, Callable
 from extender.cache.state import ClusterState
 from extender.gangs.group_status import PodGroupEvent
 from extender.gangs.ledger import Gangs
-from extender.preemption.loop import PreemptionLoop, PreemptionSettings
+from extender.preemption.loop import PreemptionLoop
 from extender.preemption.plan import Preemption
+from extender.preemption.settings import PreemptionSettings
 from extender.preemption.victims import Unit
 
 log = logging.getLogger(__name__)
@@ -44,31 +45,29 @@ class Preemptor:
         announce: Announce,
         *,
         ready: asyncio.Event,
-        blocked_for: float = 60.0,
     ) -> None:
         self.evict, self.announce, self.ready = evict, announce, ready
         self.on_evicted: Callable[[int], None] = lambda pods: None
-        self.loop = PreemptionLoop(
+        self.passes = PreemptionLoop(
             state,
             gangs,
             settings,
-            evict=self.carry_out,
+            carry_out=self.carry_out,
             sleep=asyncio.sleep,
             clock=time.monotonic,
             failed=_logged,
-            blocked_for=blocked_for,
         )
 
     def attach(self) -> None:
-        self.loop.attach()
+        self.passes.attach()
 
     def wake(self) -> None:
         """Look for a preemption now (the scheduler asked to preempt for a gang's pod)."""
-        self.loop.wake()
+        self.passes.wake()
 
     async def run(self) -> None:
         await self.ready.wait()  # never decide on a half-listed cluster
-        await self.loop.run()
+        await self.passes.run()
 
     async def carry_out(self, preemption: Preemption) -> bool:
         """Evict the victims (all or none, as far as a dry run can tell); report what happened.

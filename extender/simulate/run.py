@@ -174,7 +174,7 @@ class Simulation:
                 self.state,
                 self.engine.gangs,
                 self.engine.preemption,
-                evict=self._evict,
+                carry_out=self._evict,
                 sleep=asyncio.sleep,  # (on the simulation's loop: virtual time)
                 clock=self.clock,
                 polling=False,

@@ -12,7 +12,7 @@ from extender.gangs.ledger import GangSettings
 from extender.plugins import REGISTRY
 from extender.plugins.binpack import Binpack
 from extender.plugins.predicates import Predicates
-from extender.preemption.loop import PreemptionSettings
+from extender.preemption.settings import PreemptionSettings
 from extender.preemption.victims import Rules
 
 REPO_POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"

@@ -91,7 +91,7 @@ def state_of(scenario: Scenario) -> ClusterState:
 def ask(built: Engine, state: ClusterState, gang: str) -> str | None:
     """Filter the gang's first member as the filter action does: None when admitted."""
     pod = state.pods[f"uid-default-{gang}-0"]
-    return built.filter(state, pod, []).refusal
+    return built.filter(state, pod, []).gang_reason
 
 
 def free(state: ClusterState, gang: Gang) -> None:

@@ -42,7 +42,7 @@ def nobody_stranded(state: ClusterState, engine: Engine) -> None:
     for admission in _admissions(gangs):
         for uid, slot in admission.slots.items():
             outcome = engine.filter(state, state.pods[uid], [slot.node], fit=True)
-            assert outcome.refusal is None
+            assert outcome.gang_reason is None
             assert outcome.passed == [slot.node], uid
 
 

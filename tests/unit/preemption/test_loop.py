@@ -11,8 +11,9 @@ import pytest
 
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
-from extender.preemption.loop import PreemptionLoop, PreemptionSettings
+from extender.preemption.loop import PreemptionLoop
 from extender.preemption.plan import Preemption, candidates
+from extender.preemption.settings import PreemptionSettings
 from extender.preemption.victims import Rules
 from tests.builders import cluster, make_node, running, waiting
 
@@ -67,7 +68,7 @@ def preemption(
         state,
         gangs,
         PreemptionSettings(interval, Rules()),
-        evict=world.evict,
+        carry_out=world.evict,
         sleep=world.sleep,
         clock=world.clock,
         **options,

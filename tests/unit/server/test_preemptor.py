@@ -8,7 +8,7 @@ import asyncio
 from extender.cache.state import ClusterState
 from extender.gangs.group_status import PodGroupEvent
 from extender.gangs.ledger import Gangs
-from extender.preemption.loop import PreemptionSettings
+from extender.preemption.settings import PreemptionSettings
 from extender.preemption.victims import Rules
 from extender.server.preemptor import Preemptor
 from tests.builders import cluster, make_node, running, waiting
@@ -51,7 +51,7 @@ def test_a_refused_dry_run_evicts_nothing_and_says_so() -> None:
     async def scenario() -> None:
         state, gangs = scene()
         evict, said = Evictions(refuse="low-1"), []  # type: ignore[var-annotated]
-        assert await preemptor(state, gangs, evict, said).loop.one_pass() is False
+        assert await preemptor(state, gangs, evict, said).passes.one_pass() is False
         assert evict.real == []
         assert [(key, event.reason) for key, event in said] == [
             ("default/urgent", "PreemptionBlocked")
@@ -64,7 +64,7 @@ def test_victims_are_evicted_whole_and_reported_after_the_fact() -> None:
     async def scenario() -> None:
         state, gangs = scene()
         evict, said = Evictions(), []  # type: ignore[var-annotated]
-        assert await preemptor(state, gangs, evict, said).loop.one_pass() is True
+        assert await preemptor(state, gangs, evict, said).passes.one_pass() is True
         assert evict.dry == evict.real == ["low-0", "low-1"]
         assert [(key, event.reason) for key, event in said] == [
             ("default/urgent", "Preempting"),
@@ -89,7 +89,7 @@ def test_a_failing_pass_is_logged_and_the_task_goes_on() -> None:
                 third.set()
             raise RuntimeError("a bug")
 
-        worker.loop.one_pass = broken  # type: ignore[method-assign]
+        worker.passes.one_pass = broken  # type: ignore[method-assign]
         worker.ready.set()
         task = asyncio.create_task(worker.run())
         await asyncio.wait_for(third.wait(), 5)
