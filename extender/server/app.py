@@ -126,16 +126,16 @@ def make_app(
         binder = api_binder(writes)
     app[BINDER] = binder
     app[BARRIER], app[STATUS], app[PREEMPTOR] = None, None, None
+    if api is not None:  # (before the writers: cleanup runs backwards, the cache stops last)
+        app.cleanup_ctx.append(informers(_informers(api), _serve))
+        app.cleanup_ctx.append(
+            guarded(lambda app: _expire(app[STATE], app[ENGINE].gangs), "expiry")
+        )
     gangs = app[ENGINE].gangs
     if gangs is not None:
         _gang_rules(app, gangs, binder)
         if api is not None and writes is not None:
             _writers(app, api, writes, gangs)
-    if api is not None:
-        app.cleanup_ctx.append(informers(_informers(api), _serve))
-        app.cleanup_ctx.append(
-            guarded(lambda app: _expire(app[STATE], app[ENGINE].gangs), "expiry")
-        )
     add_routes(app)
     return app
 
