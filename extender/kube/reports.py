@@ -3,7 +3,8 @@
 
 `patch_pod_group_status` merge-patches the `status` subresource (a list such as `conditions` is
 replaced whole: the writer sends every condition, other writers' included, as it last saw them);
-`patch_queue_status` does the same for a Queue, with whatever merge patch it is given.
+`patch_queue_status` does the same for a Queue, with whatever merge patch it is given, and when
+given a resourceVersion only onto that version of the Queue (False: it changed meanwhile).
 `create_queue` answers False when the Queue exists already. `record_event` creates a core/v1 Event
 about an object, as `kubectl describe` shows them, from the component `lahar`. Failures raise
 `KubeError` naming the object and the server's reason. `pod_group_status` and `condition` read a
@@ -48,17 +49,27 @@ def patch_pod_group_status(
         raise KubeError(f"writing status of PodGroup {namespace}/{name}: {error}") from error
 
 
-def patch_queue_status(api: k8s.ApiClient, name: str, status: dict[str, Any]) -> None:
+def patch_queue_status(
+    api: k8s.ApiClient, name: str, status: dict[str, Any], resource_version: str | None = None
+) -> bool:
+    """Merge-patch Queue `name`'s status; with `resource_version`, only if the Queue is still at
+    that version: False when it is not (someone else wrote it meanwhile), and nothing changed."""
+    body: dict[str, Any] = {"status": status}
+    if resource_version is not None:
+        body["metadata"] = {"resourceVersion": resource_version}
     try:
         send(
             api,
             "PATCH",
             f"{QUEUES}/{name}/status",
-            body={"status": status},
+            body=body,
             content_type="application/merge-patch+json",
         ).read()
     except ApiStatusError as error:
+        if error.status == 409 and resource_version is not None:
+            return False
         raise KubeError(f"writing status of Queue {name}: {error}") from error
+    return True
 
 
 def create_queue(api: k8s.ApiClient, body: dict[str, Any]) -> bool:

@@ -91,8 +91,8 @@ def api_event_sink(api: k8s.ApiClient) -> EventSink:
 
 
 def api_queue_patch(api: k8s.ApiClient) -> QueuePatch:
-    async def write(name: str, status: dict[str, Any]) -> None:
-        await asyncio.to_thread(patch_queue_status, api, name, status)
+    async def write(name: str, status: dict[str, Any], resource_version: str | None) -> bool:
+        return await asyncio.to_thread(patch_queue_status, api, name, status, resource_version)
 
     return write
 

@@ -6,7 +6,8 @@ else that happens meanwhile joins the same pass, derives every queue's status
 (`gangs.queue_status`) and merge-patches the queues whose status differs from what the API
 shows. However busy the cluster, a queue is written at most once per interval; an idle cluster is
 not written at all. The written status goes onto the cached Queue at once, so the next pass does
-not write it again before the watch delivers it.
+not write it again before the watch delivers it. A patch that sets `state` goes only onto the
+version of the Queue it was derived from: a user closing a queue meanwhile is not overwritten.
 
 A queue naming a `parent` is said once (in the log) to share the cluster as a top-level
 queue: hierarchy is not supported. Each pass first makes sure the `default` Queue exists
@@ -30,7 +31,9 @@ from extender.gangs.queue_status import phases_by_queue, queue_status, status_pa
 from extender.server.coalesce import Coalesced
 
 log = logging.getLogger(__name__)
-QueuePatch = Callable[[str, dict[str, Any]], Awaitable[None]]  # queue name, status merge patch
+# (queue name, status merge patch, the resourceVersion it must still be at or None) -> written;
+# False: the Queue changed meanwhile, nothing was written.
+QueuePatch = Callable[[str, dict[str, Any], str | None], Awaitable[bool]]
 QueueCreate = Callable[[str], Awaitable[bool]]  # create the named default queue; False if it exists
 
 
@@ -97,13 +100,19 @@ class QueueWriter(Coalesced):
         return created
 
     async def _write(self, queue: Queue, wanted: QueueStatus, patch: dict[str, Any]) -> None:
+        """Write `patch`. A patch that sets `state` is made only onto the version of the Queue it
+        was derived from: users set `state` too (`lahar queue close`), and a state derived from an
+        older version would overwrite theirs."""
         name, written = queue.metadata.name, queue.status
+        version = (queue.metadata.resource_version or None) if "state" in patch else None
         try:
-            await self.write(name, patch)
-        except (
-            Exception
-        ) as error:  # an API hiccup: the next pass tries again; a gone queue is skipped
+            done = await self.write(name, patch, version)
+        except Exception as error:  # an API hiccup: the next pass tries again
             log.warning("could not write status of Queue %s: %s", name, error)
+            self.later(self.poke)
+            return
+        if not done:  # the watch brings the newer Queue, and with it the next pass
+            log.info("Queue %s changed while its status was written: deriving it again", name)
             self.later(self.poke)
             return
         if wanted.state != written.state:

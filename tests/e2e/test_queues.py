@@ -163,6 +163,22 @@ def test_queue_status_counts_podgroups_and_what_they_hold(
     shows(state="Closed", running=0, completed=3)
 
 
+def test_a_status_patch_onto_an_older_version_changes_nothing(
+    api: k8s.ApiClient, namespace: str, cluster_object: ClusterObject
+) -> None:
+    """What keeps the extender from overwriting a user's close with a state it derived from an
+    older version of the Queue: the patch names that version, and the API server refuses it."""
+    queue = f"{namespace}-q"
+    cluster_object(make_queue(queue).build())
+    found = read(api, API_VERSION, "Queue", queue)
+    assert found is not None
+    older = found["metadata"]["resourceVersion"]
+    set_state(api, queue, "Closing")  # a user closes it: a newer version
+    assert patch_queue_status(api, queue, {"state": "Open"}, older) is False
+    # (Closed by now, perhaps: the extender closes a Closing queue nobody uses; never Open)
+    assert queue_status(api, queue)["state"] in ("Closing", "Closed")
+
+
 def set_state(api: k8s.ApiClient, queue: str, state: str) -> None:
     """As an operator closes a queue: the state lives in the status."""
     patch_queue_status(api, queue, {"state": state})

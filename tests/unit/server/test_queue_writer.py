@@ -20,17 +20,23 @@ class Api:
 
     def __init__(self) -> None:
         self.patches: list[tuple[str, dict[str, Any]]] = []
+        self.versions: list[str | None] = []  # the resourceVersion each patch required
         self.created: list[str] = []
         self.fail = False
+        self.conflict = False  # the Queue changed since the writer read it
         self.failed = asyncio.Event()
         self.written = asyncio.Event()
 
-    async def write(self, name: str, status: dict[str, Any]) -> None:
+    async def write(self, name: str, status: dict[str, Any], version: str | None) -> bool:
         if self.fail:
             self.failed.set()
             raise RuntimeError("apiserver unavailable")
+        if self.conflict and version is not None:
+            return False
         self.patches.append((name, status))
+        self.versions.append(version)
         self.written.set()
+        return True
 
     async def create(self, name: str) -> bool:
         self.created.append(name)
@@ -133,3 +139,27 @@ def test_a_parent_is_said_once_to_be_ignored(caplog: pytest.LogCaptureFixture) -
         "Queue child names parent org: hierarchical queues are not supported; it shares the "
         "cluster as a top-level queue"
     ]
+
+
+def test_a_state_is_written_only_onto_the_version_it_was_derived_from() -> None:
+    """A user closing a queue (`lahar queue close`) between the writer's read and its write is
+    not overwritten with the Open the writer derived from the older version: the write is
+    refused, nothing goes into the cache, and the next pass derives it again."""
+
+    async def scenario() -> None:
+        api = Api()
+        plain = make_queue("team").model()
+        team = plain.model_copy(
+            update={"metadata": plain.metadata.model_copy(update={"resource_version": "41"})}
+        )
+        writer = writer_for(api, make_queue("default").model(), team)
+        api.conflict = True
+        await writer.flush()
+        # team's was refused; default's cached copy has no version to hold it to
+        assert [name for name, _ in api.patches] == ["default"]
+        assert writer.state.queues["team"].status.state in (None, "")  # the cache is as it was
+        api.conflict = False
+        await writer.flush()
+        assert dict(zip((n for n, _ in api.patches), api.versions, strict=True))["team"] == "41"
+
+    asyncio.run(scenario())
