@@ -113,8 +113,21 @@ def test_killing_lahar_mid_run_loses_no_pod_and_binds_none_twice(
     per_node = Counter(placement.values())
     assert set(per_node) <= set(nodes)
     assert all(count <= 8 for count in per_node.values())
-    # The restarted Lahar rebuilt its cache from the API: it counts every node and pod there is.
-    listed = {kind: len(list_objects(api, "v1", name)) for kind, name in KINDS.items()}
-    for kind, count in listed.items():
-        cached = lahar_metric(dev_cluster, "lahar_cache_objects", kind=kind)
-        assert abs(cached - count) <= 2, (kind, cached, count)  # (other tests' pods may churn)
+
+    # The restarted Lahar rebuilt its cache from the API: it counts every node and pod there is
+    # (within 2: other tests' pods may still be going, and the watch follows a moment later).
+    def counts() -> dict[str, tuple[float, int]]:
+        return {
+            kind: (
+                lahar_metric(dev_cluster, "lahar_cache_objects", kind=kind),
+                len(list_objects(api, "v1", name)),
+            )
+            for kind, name in KINDS.items()
+        }
+
+    wait_until(
+        lambda: all(abs(cached - count) <= 2 for cached, count in counts().values()),
+        timeout=30,
+        what="the restarted extender's cache to count what the API server lists",
+        describe=lambda: f"(cached, listed) per kind: {counts()}",
+    )
