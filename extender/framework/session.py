@@ -38,8 +38,9 @@ class FilterOutcome:
     """Which candidates a pod may go to. `gang_reason`: the gang rules refuse the pod on every
     node, for that reason (`failed` then names each candidate with it only when the policy's own
     fit was asked for, with reasons). Else `failed` and `unresolvable` name the candidates that
-    fail, with why; the others pass. `passed` lists them when the policy's own fit was asked
-    for, or when everything passed (then it is the candidate list itself)."""
+    fail, with why; the others pass. `passed` lists them only when the policy's own fit was asked
+    for (when everything passed, it is the candidate list itself); without it the candidates not
+    failed pass, `everything_passed` when none failed, and the list is not decoded to say so."""
 
     passed: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
@@ -101,9 +102,8 @@ class Engine:
         if verdict.reason is not None:
             return FilterOutcome(gang_reason=verdict.reason)
         held = self._held(view, pod, candidates, verdict)
-        if held:
-            return FilterOutcome(failed=held)
-        return FilterOutcome(passed=candidates.names, everything_passed=True)
+        # (`passed` left empty: reading the names would decode thousands of them for nothing)
+        return FilterOutcome(failed=held, everything_passed=not held)
 
     def _held(
         self, view: Snapshot, pod: Pod, candidates: Candidates, verdict: Verdict

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from extender.api.candidates import Candidates
 from extender.api.resources import CPU, Resources
 from extender.cache.state import ClusterState
 from extender.framework.policy import Policy, build_policy
@@ -73,6 +74,18 @@ def test_without_reasons_the_same_nodes_pass(verdict: Verdict, passing: list[str
 
     assert sorted(explained.passed) == sorted(quick.passed) == passing
     assert not quick.failed and not quick.everything_passed
+
+
+def test_a_filter_call_everything_passes_leaves_the_candidates_undecoded() -> None:
+    """At thousands of names, decoding the list costs more than the decision: when no gang holds
+    capacity on them, the engine says everything passed without reading a name (the filter verb
+    echoes the request's own bytes)."""
+    state = cluster([make_node(name).cpu("8") for name in ("n0", "n1")])
+    engine = Engine(make_policy("gang", "predicates"))
+    candidates = Candidates(raw=json.dumps(["n0", "n1"]).encode())
+    outcome = engine.filter(state, make_pod("p").cpu("1").model(), candidates)
+    assert outcome.everything_passed and outcome.failed == {} and outcome.gang_reason is None
+    assert candidates._names is None
 
 
 def test_binpack_ranks_the_fullest_node_that_fits_first() -> None:
