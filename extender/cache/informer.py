@@ -19,7 +19,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from kubernetes import client as k8s
 from kubernetes.client.rest import RESTResponse
@@ -38,6 +38,25 @@ S = TypeVar("S")  # the store the events land in: the extender's ClusterState, t
 class WatchEvent(BaseModel, Generic[M]):
     type: str
     object: M
+
+
+class _BookmarkMeta(BaseModel):
+    resourceVersion: str = ""
+
+
+class _BookmarkObject(BaseModel):
+    metadata: _BookmarkMeta = _BookmarkMeta()
+
+
+class Bookmark(BaseModel):
+    """A watch BOOKMARK: no object, only the resourceVersion the watch has reached (the rest of
+    what the API server sends, an empty object of the kind, is not one Lahar can read)."""
+
+    type: Literal["BOOKMARK"]
+    object: _BookmarkObject
+
+
+BOOKMARK = b'"type":"BOOKMARK"'
 
 
 @dataclass(frozen=True)
@@ -115,6 +134,7 @@ class Informer(Generic[S, M]):
         self.version: str | None = None  # the last resourceVersion seen; None: list first
         self.relists = 0
         self.reconnects = 0
+        self.bookmarks = 0
         self._events = WatchEvent[kind.model]  # type: ignore[name-defined]
         self._stop = threading.Event()
         self._response: RESTResponse | None = None
@@ -190,6 +210,9 @@ class Informer(Generic[S, M]):
         )
         try:
             for line in lines:
+                if BOOKMARK in line[:32]:  # (the API server writes "type" first)
+                    self._bookmark(line)
+                    continue
                 try:
                     event = self._events.model_validate_json(line)
                 except ValidationError as error:
@@ -206,6 +229,17 @@ class Informer(Generic[S, M]):
                     self._post(self.kind.delete, event.object)
         finally:
             self._response = None
+
+    def _bookmark(self, line: bytes) -> None:
+        """The watch has reached a resourceVersion with nothing to tell: resume from there, so a
+        watch that ends does not resume from an older version (gone after compaction: a relist)."""
+        try:
+            version = Bookmark.model_validate_json(line).object.metadata.resourceVersion
+        except ValidationError as error:
+            log.warning("watch of %s: a bookmark Lahar cannot read: %s", self.kind.name, error)
+            return
+        self.version = version or self.version
+        self.bookmarks += 1
 
     def _opened(self, response: RESTResponse) -> None:
         self._response = response
