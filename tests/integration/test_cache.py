@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import threading
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -117,26 +116,6 @@ def test_a_dropped_watch_resumes_without_listing_again(
 
 
 # -- a cluster whose watches are served by etcd ------------------------------------------------
-
-
-def test_a_bookmark_moves_the_version_and_logs_nothing(
-    following: Following, api: k8s.ApiClient, namespace: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    """kube-apiserver sends a watch a BOOKMARK about once a minute: only the resourceVersion it
-    reached, inside an empty object of the kind. The informer resumes from it, and says nothing
-    (a bookmark read as a broken pod was an ERROR line a minute per kind)."""
-    classes = following.informer("priorityclasses")  # (a kind nothing here changes)
-    before = int(classes.version or 0)
-    with caplog.at_level(logging.WARNING, logger="extender.cache.informer"):
-        for index in range(3):  # the cluster's resourceVersion moves past the informer's
-            apply_object(api, make_pod(f"elsewhere-{index}").ns(namespace).cpu("1").build())
-        wait_until(
-            lambda: classes.bookmarks > 0,
-            timeout=90,
-            what="a bookmark on the PriorityClass watch",
-        )
-    assert int(classes.version or 0) > before
-    assert "cannot read" not in caplog.text
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,6 @@
 """What an informer makes of the lines of a watch: an event is applied and moves the version; a
 BOOKMARK (no object, only the version the watch reached) moves the version and is not mistaken
-for an object Lahar cannot read. The real API server's bookmarks are in
-tests/integration/test_cache.py."""
+for an object Lahar cannot read (the lines are as kube-apiserver 1.35 writes them)."""
 
 from __future__ import annotations
 
