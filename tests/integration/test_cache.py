@@ -9,7 +9,9 @@ so watches are served by etcd and compacting etcd (through its own API) really e
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import logging
 import threading
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -21,7 +23,7 @@ from kubernetes import client as k8s
 from extender import devcluster
 from extender.api.objects import Pod
 from extender.api.resources import Resources
-from extender.cache.informer import Informer, Informers
+from extender.cache.informer import PODS, Informer, Informers
 from extender.cache.state import ClusterState
 from extender.kube import apply_object, connect, delete, list_objects, wait_until
 from tests.builders import make_pod
@@ -113,6 +115,38 @@ def test_a_dropped_watch_resumes_without_listing_again(
     apply_object(api, make_pod("after").ns(namespace).build())
     following.eventually(has_pod(namespace, "after"), "a pod created after the drop")
     assert pods.relists == 1
+
+
+def test_a_bookmark_moves_the_version_and_logs_nothing(
+    api: k8s.ApiClient, namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """kube-apiserver's watch cache sends a watch a BOOKMARK (only the resourceVersion reached,
+    in an empty object of the kind) 2 s before the watch's timeout, and about every minute, once
+    the kind's cache has moved past the version the watch began at. A watch of pods whose
+    selector matches none sees no event while other pods change: only bookmarks move its version.
+    The informer resumes from there and logs nothing (a bookmark read as a broken pod was an
+    ERROR line a minute per kind)."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    quiet = dataclasses.replace(PODS, selector="lahar.io/matches=nothing")
+    informer = Informer(api, quiet, ClusterState(), loop, watch_timeout=6)
+    try:
+        with caplog.at_level(logging.INFO, logger="extender.cache.informer"):
+            informer.start()
+            wait_until(lambda: informer.synced, timeout=30, what="the list of no pods")
+            before = int(informer.version or 0)
+            for index in range(3):  # the pods' cache moves past the watch's version
+                apply_object(api, make_pod(f"elsewhere-{index}").ns(namespace).cpu("1").build())
+            wait_until(lambda: informer.bookmarks > 0, timeout=30, what="a bookmark")
+        assert int(informer.version or 0) > before
+        assert informer.relists == 1  # resumed from the bookmark's version, never listed again
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    finally:
+        informer.stop()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
 
 
 # -- a cluster whose watches are served by etcd ------------------------------------------------

@@ -1,6 +1,7 @@
 """What an informer makes of the lines of a watch: an event is applied and moves the version; a
 BOOKMARK (no object, only the version the watch reached) moves the version and is not mistaken
-for an object Lahar cannot read (the lines are as kube-apiserver 1.35 writes them)."""
+for an object Lahar cannot read (the lines are as kube-apiserver 1.35 writes them). The real API
+server's bookmarks are in tests/integration/test_cache.py."""
 
 from __future__ import annotations
 
