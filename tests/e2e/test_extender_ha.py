@@ -3,9 +3,7 @@ extender whose scheduler holds the scheduler's Lease serves; the other keeps a w
 ready as its scheduler is, and answers nothing. When the leading pod dies, the other scheduler
 takes the Lease and its extender takes over: a gang submitted meanwhile is placed whole.
 
-The second replica is made as a pod would be: its kube-scheduler runs in a UTS namespace of its
-own with a hostname of its own (the identity it takes in the Lease begins with it), and its
-extender is told that hostname (in a pod, both containers share it)."""
+The second replica is made as a pod would be (`devcluster.replica`)."""
 
 from __future__ import annotations
 
@@ -19,12 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
 from kubernetes import client as k8s
 
 from extender import devcluster
 from extender.devcluster import health, process
-from extender.devcluster.ports import free_ports
+from extender.devcluster.replica import SchedulerReplica, start_replica
 from extender.kube import read, wait_until
 from tests.e2e.conftest import NodeFactory, PodFactory
 from tests.e2e.gangs import bound, submit_gang, wait_bound
@@ -32,19 +29,6 @@ from tests.e2e.gangs import bound, submit_gang, wait_bound
 LEASE = ("coordination.k8s.io/v1", "Lease", "lahar-scheduler", "lahar-system")
 LEASE_SECONDS = 15  # kube-scheduler's default leaseDuration
 HOSTNAME = "lahar-scheduler-b"
-
-
-@dataclass
-class Replica:
-    scheduler: process.ProcessRecord
-    extender: process.ProcessRecord
-    port: int
-    nodes: list[str]  # the test's own nodes
-
-    def stop(self) -> None:
-        for record in (self.scheduler, self.extender):
-            if process.is_running(record):
-                process.stop(record, timeout=15.0)
 
 
 def _ready(port: int) -> tuple[bool, str]:
@@ -73,53 +57,24 @@ def _holder(api: k8s.ApiClient) -> str:
     return str((lease.get("spec") or {}).get("holderIdentity") or "")
 
 
+@dataclass
+class Replica:
+    pod: SchedulerReplica
+    nodes: list[str]  # the test's own nodes
+
+    @property
+    def port(self) -> int:
+        return self.pod.port
+
+
 @pytest.fixture
 def second_replica(dev_cluster: devcluster.DevCluster, own_nodes: NodeFactory) -> Iterator[Replica]:
     """Another scheduler pod: kube-scheduler as host `lahar-scheduler-b`, its extender beside it
     (and a node of the test's own)."""
     nodes = own_nodes(1, cpu="4")
-    state = dev_cluster.state
-    logs = state.state_dir / "logs"
-    port, probes, secure = free_ports(3)
-    first = {p.name: p for p in state.processes}
-    config = yaml.safe_load((state.state_dir / "lahar-scheduler-config.yaml").read_text())
-    config["extenders"][0]["urlPrefix"] = f"http://127.0.0.1:{port}"
-    config_path = state.state_dir / "lahar-scheduler-b-config.yaml"
-    config_path.write_text(yaml.safe_dump(config))
-    extender_argv = [
-        a.replace(f"--port={state.ports['lahar']}", f"--port={port}")
-        .replace(f"--probe-port={state.ports['lahar-probes']}", f"--probe-port={probes}")
-        .replace(str(state.state_dir / "lahar-scheduler-config.yaml"), str(config_path))
-        for a in first["lahar"].argv
-    ]
-    extender, _ = process.start(
-        "lahar-b",
-        [*extender_argv, f"--scheduler-identity={HOSTNAME}"],
-        logs / "lahar-b.log",
-        die_with_parent=True,
-    )
-    scheduler_argv = [
-        "unshare",
-        "--uts",
-        "sh",
-        "-c",
-        f'hostname {HOSTNAME} && exec "$0" "$@"',
-        *(
-            f"--config={config_path}"
-            if a.startswith("--config=")
-            else f"--secure-port={secure}"
-            if a.startswith("--secure-port=")
-            else a
-            for a in first["lahar-scheduler"].argv
-        ),
-    ]
-    scheduler, _ = process.start(
-        "lahar-scheduler-b", scheduler_argv, logs / "lahar-scheduler-b.log", die_with_parent=True
-    )
-    replica = Replica(scheduler, extender, port, nodes)
+    replica = start_replica(dev_cluster, HOSTNAME)
     try:
-        health.wait_healthy(scheduler, f"https://127.0.0.1:{secure}/healthz", timeout=60)
-        yield replica
+        yield Replica(replica, nodes)
     finally:
         replica.stop()
 
@@ -160,18 +115,18 @@ def test_the_extender_beside_the_scheduler_that_takes_the_lease_takes_over(
         scheduler, f"https://127.0.0.1:{first.ports['lahar-scheduler']}/healthz", timeout=60
     )
     wait_until(lambda: _ready(first.ports["lahar"])[0], timeout=60, what="the first extender")
-    process.stop(b.scheduler, timeout=15.0)  # a graceful stop releases the Lease
+    process.stop(b.pod.scheduler, timeout=15.0)  # a graceful stop releases the Lease
     wait_until(
         lambda: _holder(api) and not _holder(api).startswith(HOSTNAME),
         timeout=LEASE_SECONDS + 30,
         what="the first scheduler to lead again",
     )
     wait_until(
-        lambda: not process.is_running(b.extender),
+        lambda: not process.is_running(b.pod.extender),
         timeout=30,
         what="the second extender to stop once another scheduler leads",
     )
-    log = Path(b.extender.log).read_text()
+    log = Path(b.pod.extender.log).read_text()
     # It saw the Lease released, or (had it looked only after) go to the first scheduler.
     assert "released the Lease" in log or "went to" in log
     assert "stopping" in log
