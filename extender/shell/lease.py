@@ -101,7 +101,6 @@ def _noticer(
     notice = ProblemNotice()
 
     def noticed(problem: LeaseProblem | None) -> None:
-        before = notice.said
         shell.lease_problem = None if problem is None else describe(problem, following=following)
         match notice.heard(shell.lease_problem, time.monotonic()):
             case "appeared":
@@ -110,10 +109,11 @@ def _noticer(
                 log.error("still %s; retrying", shell.lease_problem)
             case "cleared":
                 log.info(
-                    "the API server no longer refuses the calls on Lease %s/%s (it refused: %s)",
+                    "can %s Lease %s/%s now: its namespace exists and the API server allows "
+                    "the calls",
+                    "read" if following else "take",
                     namespace,
                     name,
-                    before,
                 )
 
     return noticed

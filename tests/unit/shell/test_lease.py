@@ -285,4 +285,4 @@ def test_a_lease_it_cannot_take_is_an_error_until_it_can(
     assert problems[-1] is None  # it leads: the problem cleared
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1 and "lahar-system/lahar-controller" in errors[0].getMessage()
-    assert "no longer refuses the calls on Lease lahar-system/lahar-controller" in caplog.text
+    assert "can take Lease lahar-system/lahar-controller now" in caplog.text
