@@ -5,7 +5,8 @@ The process shell (`extender.shell`) runs it: informers from the start (a standb
 cache), the Lease, and the workers as a guarded task that reconciles only once this process leads
 with a whole cache; losing the Lease, or the workers dying, ends the process. `/healthz` answers
 while the process runs, `/readyz` once it leads and its cache is whole (so a Service in front sends
-traffic only to the leader), `/metrics` in Prometheus' text format.
+traffic only to the leader; a Lease it cannot take, `Shell.lease_problem`, is named in the 503
+with its fix), `/metrics` in Prometheus' text format.
 """
 
 from __future__ import annotations
@@ -109,4 +110,6 @@ def _unready(app: web.Application) -> str | None:
     shell = app[SHELL]
     if shell.leading.is_set() and shell.synced.is_set():
         return None
+    if not shell.leading.is_set() and shell.lease_problem is not None:
+        return f"not leading: this controller {shell.lease_problem}"
     return "not leading or cache not synced"

@@ -12,7 +12,9 @@ replicas deciding at once could split a gang. Standbys keep their cache warm but
 and write nothing (readiness says so, so a Service sends the scheduler to the leader only). When a
 replica starts to serve, gangs found partly bound are admitted before anything else
 (`gangs.recovery`) and reported, and every PodGroup's status is brought up to date; its writers
-(status, queues, waker, preemptor) start only then. Losing the Lease stops the process.
+(status, queues, waker, preemptor) start only then. Losing the Lease stops the process. A Lease
+it cannot take or read (no such namespace, forbidden: `Shell.lease_problem`) is no standby's wait:
+readiness and the refusals kube-scheduler shows on pods say what is wrong and what fixes it.
 
 The process wiring is the shell's (`extender.shell`): probes and /metrics (also on `probes`, a
 listener of their own), the informers, leadership (a Lease of its own or the scheduler's), and

@@ -183,6 +183,9 @@ async def _unsynced(app: web.Application) -> str | None:
 
 def _not_serving(app: web.Application) -> str:
     leading = app[SHELL].leading.is_set()
+    problem = app[SHELL].lease_problem
+    if not leading and problem is not None:  # no standby: it cannot take (or read) the Lease
+        return f"extender is not serving: it {problem}"
     if not leading and app[FOLLOWING]:
         return "extender is a standby: the kube-scheduler beside it does not hold the Lease"
     if not leading:
@@ -211,8 +214,10 @@ async def _explain(request: web.Request) -> bytes:
 
 def unready(app: web.Application) -> str | None:
     """Why /readyz refuses (None: ready). Ready when it serves; following its scheduler's Lease,
-    once its cache is whole (a standby beside a standby scheduler is as ready as its scheduler)."""
-    if app[SERVING].is_set() or (app[FOLLOWING] and app[SHELL].synced.is_set()):
+    once its cache is whole (a standby beside a standby scheduler is as ready as its scheduler),
+    unless it cannot read that Lease."""
+    following = app[FOLLOWING] and app[SHELL].lease_problem is None
+    if app[SERVING].is_set() or (following and app[SHELL].synced.is_set()):
         return None
     return _not_serving(app)
 

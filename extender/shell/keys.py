@@ -28,6 +28,9 @@ class Shell:
     leading: asyncio.Event = field(default_factory=asyncio.Event)  # this process leads
     failed: list[str] = field(default_factory=list)  # background tasks that failed
     lease_lost: bool = False  # the Lease this process led by was lost (or never won)
+    # Why this process cannot take (or read) its Lease, and what fixes it; None: no such problem
+    # (it leads, stands by while another holds the Lease, or has no Lease).
+    lease_problem: str | None = None
     stopping: bool = False  # the app is shutting down: nothing more may end the process
 
 

@@ -11,22 +11,112 @@ Leadership is never handed back: losing the Lease, or seeing another scheduler t
 one after leading, ends the process (GracefulExit on the loop) so that two processes never act at
 once; the pod's restart brings it back as a standby with fresh state. `Shell.lease_lost` tells
 the command to exit 1 (not when the scheduler beside it released the Lease on its way out).
+
+A Lease the API server will not let it take or read (`kube.leader.LeaseProblem`: no such
+namespace, RBAC forbids it, another refusal) is not a standby's wait: it would never lead, and
+would say nothing. `describe` turns the problem into one line naming the Lease, what is wrong and
+the fix (create the namespace, grant the role, or name another namespace by flag); it is kept in
+`Shell.lease_problem`, which /readyz and the extender's refusals to kube-scheduler show, and
+logged at ERROR when it appears, again at most every `REMIND_SECONDS` while it lasts
+(`ProblemNotice`), and at INFO when it clears. The elector or follower keeps trying meanwhile, so
+creating the namespace (or the role) is all it takes: the next attempt takes the Lease.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Literal
 
 from aiohttp import web
 from kubernetes import client as k8s
 
-from extender.kube.leader import Elector, FollowOptions, LeaseFollower, LeaseOptions
+from extender.kube.leader import (
+    Elector,
+    FollowOptions,
+    LeaseFollower,
+    LeaseOptions,
+    LeaseProblem,
+)
 from extender.shell.background import end_process, guarded, nothing
 from extender.shell.keys import SHELL, Lifecycle, Shell
 
 log = logging.getLogger(__name__)
 Hook = Callable[[web.Application], None]
+REMIND_SECONDS = 60.0  # how often a Lease problem that lasts is logged again
+Said = Literal["appeared", "lasts", "cleared"]
+
+
+def describe(problem: LeaseProblem, *, following: bool = False) -> str:
+    """The problem in one line: the Lease, what is wrong, and the fix. `following`: the Lease is
+    the scheduler's, read (never taken) and named by --follow-scheduler-lease."""
+    namespace = problem.namespace
+    where = f"{'read' if following else 'take'} Lease {namespace}/{problem.name}"
+    flag = "--follow-scheduler-lease NAMESPACE/NAME" if following else "--lease-namespace"
+    if problem.status == 404:
+        return (
+            f"cannot {where}: namespace {namespace} does not exist; create it "
+            f"(kubectl create namespace {namespace}) or name an existing one with {flag}"
+        )
+    if problem.status == 403:
+        verbs = "get, list and watch" if following else "get, create and update"
+        return (
+            f"cannot {where}: forbidden ({problem.reason}); grant this process's "
+            f"ServiceAccount {verbs} on leases in namespace {namespace}, or name another "
+            f"namespace with {flag}"
+        )
+    return f"cannot {where}: the API server refused it ({problem.reason})"
+
+
+@dataclass
+class ProblemNotice:
+    """When a Lease problem is worth a log line: when it appears (or becomes another), again
+    every `remind` seconds at most while it lasts, and when it clears; not on every retry."""
+
+    remind: float = REMIND_SECONDS
+    said: str | None = None  # the problem last logged, if it has not cleared since
+    said_at: float = 0.0
+
+    def heard(self, problem: str | None, now: float) -> Said | None:
+        """The outcome of an attempt (`problem`, or None) at `now`: what to log, if anything."""
+        if problem is None:
+            cleared, self.said = self.said is not None, None
+            return "cleared" if cleared else None
+        if problem != self.said:
+            self.said, self.said_at = problem, now
+            return "appeared"
+        if now - self.said_at >= self.remind:
+            self.said_at = now
+            return "lasts"
+        return None
+
+
+def _noticer(
+    shell: Shell, namespace: str, name: str, *, following: bool
+) -> Callable[[LeaseProblem | None], None]:
+    """What to do with each attempt's outcome, on the loop: keep it in the shell, and log it as
+    `ProblemNotice` says."""
+    notice = ProblemNotice()
+
+    def noticed(problem: LeaseProblem | None) -> None:
+        shell.lease_problem = None if problem is None else describe(problem, following=following)
+        match notice.heard(shell.lease_problem, time.monotonic()):
+            case "appeared":
+                log.error("%s; retrying", shell.lease_problem)
+            case "lasts":
+                log.error("still %s; retrying", shell.lease_problem)
+            case "cleared":
+                log.info(
+                    "can %s Lease %s/%s now: its namespace exists and the API server allows "
+                    "the calls",
+                    "read" if following else "take",
+                    namespace,
+                    name,
+                )
+
+    return noticed
 
 
 def lead(
@@ -64,7 +154,8 @@ def _holding(api: k8s.ApiClient, lease: LeaseOptions, on_lead: Hook, on_leave: H
                 shell.lease_lost = True
                 end_process(shell)
 
-        Elector(api, lease, shell.leading, lost).start()
+        noticed = _noticer(shell, lease.namespace, lease.name, following=False)
+        Elector(api, lease, shell.leading, lost, noticed).start()
         await shell.leading.wait()
         on_lead(app)
 
@@ -90,7 +181,8 @@ def _following(
                 finally:  # (a failing hook must not keep a process that lost its Lease alive)
                     _stop_following(shell, follow, holder)
 
-        follower = LeaseFollower(api, follow, seen)
+        noticed = _noticer(shell, follow.namespace, follow.name, following=True)
+        follower = LeaseFollower(api, follow, seen, noticed)
         follower.start()
         yield
         follower.stop()

@@ -15,6 +15,7 @@ from extender.kube.leader import LeaseOptions
 from extender.plugins import REGISTRY
 from extender.server import routes
 from extender.server.app import make_app
+from extender.shell import SHELL
 from tests.builders import cluster, make_node, make_pod
 
 POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
@@ -55,5 +56,31 @@ def test_a_standby_is_not_ready_and_answers_no_verb(monkeypatch: Any) -> None:
             assert 'lahar_extender_requests_total{result="unavailable",verb="explain"} 1.0' in (
                 metrics
             )
+
+    asyncio.run(main())
+
+
+def test_an_extender_that_cannot_take_its_lease_says_why_not_standby(monkeypatch: Any) -> None:
+    """Not "another replica holds the Lease": the refusal and readiness name the problem."""
+    monkeypatch.setattr(routes, "SYNC_WAIT", 0.05)
+    state = cluster([make_node("n1").cpu("4")], [])
+    problem = "cannot take Lease lahar-system/lahar-extender: namespace lahar-system does not exist"
+
+    async def binder(namespace: str, name: str, uid: str, node: str) -> None:
+        raise AssertionError("a process that does not lead binds nothing")
+
+    async def main() -> None:
+        app = make_app(load_policy(POLICY, REGISTRY), state=state, binder=binder, lease=LEASE)
+        app[SHELL].lease_problem = problem
+        async with TestClient(TestServer(app)) as client:
+            ready = await client.get("/readyz")
+            assert ready.status == 503
+            assert await ready.text() == f"extender is not serving: it {problem}"
+            pod = make_pod("p").cpu("1").build()
+            reply = await (
+                await client.post("/filter", json={"Pod": pod, "NodeNames": ["n1"]})
+            ).json()
+            assert problem in reply["FailedNodes"]["n1"]
+            assert "another replica" not in reply["FailedNodes"]["n1"]
 
     asyncio.run(main())

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -16,7 +16,7 @@ from kubernetes import client as k8s
 from prometheus_client import CollectorRegistry
 
 from extender.devcluster.ports import free_ports
-from extender.kube.leader import FollowOptions, LeaseOptions
+from extender.kube.leader import FollowOptions, LeaseOptions, LeaseProblem
 from extender.shell import SHELL, install, lead, lease, run
 
 LEASE = LeaseOptions("lahar-controller", "lahar-system", "me")
@@ -63,7 +63,12 @@ class _Elector:
     """Grants the Lease at once, and takes it away a moment later."""
 
     def __init__(
-        self, api: Any, options: LeaseOptions, leading: asyncio.Event, on_lost: Callable[[], None]
+        self,
+        api: Any,
+        options: LeaseOptions,
+        leading: asyncio.Event,
+        on_lost: Callable[[], None],
+        on_problem: Callable[[LeaseProblem | None], None],
     ) -> None:
         self.leading, self.on_lost = leading, on_lost
 
@@ -109,7 +114,13 @@ def _follower(holders: list[str]) -> type:
     class Follower:
         """Reports `holders` one after the other, as the watch would."""
 
-        def __init__(self, api: Any, options: FollowOptions, seen: Callable[[str], None]) -> None:
+        def __init__(
+            self,
+            api: Any,
+            options: FollowOptions,
+            seen: Callable[[str], None],
+            trouble: Callable[[LeaseProblem | None], None],
+        ) -> None:
             self.seen = seen
 
         def start(self) -> None:
@@ -152,3 +163,126 @@ def test_following_leads_while_the_scheduler_beside_it_holds_the_lease(
     assert hooks == ["lead", "leave"]  # once each: leading again while it leads changes nothing
     assert app[SHELL].lease_lost == lost
     assert said in caplog.text and "stopping" in caplog.text
+
+
+PROBLEMS = [
+    # (problem, following, words the line must have)
+    (
+        LeaseProblem(
+            "lahar-system", "lahar-controller", 404, 'namespaces "lahar-system" not found'
+        ),
+        False,
+        [
+            "cannot take Lease lahar-system/lahar-controller",
+            "namespace lahar-system does not exist",
+            "kubectl create namespace lahar-system",
+            "--lease-namespace",
+        ],
+    ),
+    (
+        LeaseProblem("ops", "lahar-extender", 403, 'leases is forbidden: User "x" cannot create'),
+        False,
+        ["cannot take Lease ops/lahar-extender", "forbidden (leases is forbidden", "get, create"],
+    ),
+    (
+        LeaseProblem("ops", "lahar-scheduler", 404, 'namespaces "ops" not found'),
+        True,
+        ["cannot read Lease ops/lahar-scheduler", "--follow-scheduler-lease NAMESPACE/NAME"],
+    ),
+    (
+        LeaseProblem("ops", "lahar-scheduler", 403, "forbidden"),
+        True,
+        ["get, list and watch on leases in namespace ops"],
+    ),
+    (
+        LeaseProblem("ops", "lahar-extender", 500, "etcdserver: request timed out"),
+        False,
+        ["cannot take Lease ops/lahar-extender: the API server refused it (etcdserver"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "case", PROBLEMS, ids=["missing", "forbidden", "follow-missing", "follow-forbidden", "other"]
+)
+def test_a_lease_problem_names_the_lease_and_the_fix(
+    case: tuple[LeaseProblem, bool, list[str]],
+) -> None:
+    problem, following, words = case
+    line = lease.describe(problem, following=following)
+    for word in words:
+        assert word in line
+
+
+def test_a_lasting_problem_is_said_once_then_reminded_then_cleared() -> None:
+    notice = lease.ProblemNotice(remind=60.0)
+    heard = [
+        notice.heard(text, now)
+        for text, now in [
+            (None, 0.0),
+            ("no namespace", 1.0),
+            ("no namespace", 3.0),
+            ("no namespace", 59.0),
+            ("no namespace", 61.0),
+            ("no namespace", 63.0),
+            ("forbidden", 65.0),
+            (None, 67.0),
+            (None, 69.0),
+        ]
+    ]
+    assert heard == [None, "appeared", None, None, "lasts", None, "appeared", "cleared", None]
+
+
+class _RefusedElector:
+    """The namespace is missing for two attempts; the third takes the Lease."""
+
+    def __init__(
+        self,
+        api: Any,
+        options: LeaseOptions,
+        leading: asyncio.Event,
+        on_lost: Callable[[], None],
+        on_problem: Callable[[LeaseProblem | None], None],
+    ) -> None:
+        self.options, self.leading, self.on_problem = options, leading, on_problem
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        missing = LeaseProblem(self.options.namespace, self.options.name, 404, "not found")
+        loop.call_soon(self.on_problem, missing)
+        loop.call_later(0.01, self.on_problem, missing)
+        loop.call_later(0.02, self.on_problem, None)
+        loop.call_later(0.02, self.leading.set)
+
+
+def test_a_lease_it_cannot_take_is_an_error_until_it_can(
+    api: k8s.ApiClient, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(lease, "Elector", _RefusedElector)
+    app, hooks = _app()
+    problems: list[str | None] = []
+
+    def led(app: web.Application) -> None:
+        hooks.append("lead")
+        problems.append(app[SHELL].lease_problem)
+        raise web.GracefulExit()
+
+    async def watch(app: web.Application) -> AsyncIterator[None]:
+        async def sample() -> None:
+            await asyncio.sleep(0.005)
+            problems.append(app[SHELL].lease_problem)
+
+        task = asyncio.create_task(sample())
+        yield
+        await task
+
+    app.cleanup_ctx.append(watch)
+    lead(app, api, lease=LEASE, on_lead=led)
+    with caplog.at_level(logging.INFO, logger="extender.shell"):
+        _run(app)
+    assert hooks == ["lead"]
+    assert problems[0] is not None and "kubectl create namespace lahar-system" in problems[0]
+    assert problems[-1] is None  # it leads: the problem cleared
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and "lahar-system/lahar-controller" in errors[0].getMessage()
+    assert "can take Lease lahar-system/lahar-controller now" in caplog.text
