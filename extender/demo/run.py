@@ -4,24 +4,28 @@ a live table of the Jobs (phase, pods bound of the gang's minimum, placements, w
 It starts a dev cluster with all of Lahar (the admission webhook, the Job controller, the extender
 and a stock kube-scheduler calling it, each with the flags and RBAC of its Deployment in
 `manifests/`), tells the stories of `demo.stories` (the seeds' TensorFlow Job; two Jobs that
-contend for the cluster), and ends with a summary: each Job's phase, time to start, and whether
-any was ever a partial gang. The exit code is 1 when the story did not hold.
+contend for the cluster), stops the cluster, and ends with a summary: each Job's phase, time to
+start, and whether any was ever a partial gang; per component, the errors and tracebacks its log
+holds (`demo.logs`). The exit code is 1 when the story did not hold or a component of Lahar logged
+an error or a traceback (its logs are then kept).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from kubernetes import client as k8s
 
 from extender import devcluster
+from extender.demo.logs import count_log, summary
 from extender.demo.objects import NAMESPACE, Step
 from extender.demo.stories import show_contention, show_tensorflow
 from extender.demo.table import LiveTable, justify
 from extender.demo.watch import PARTIAL_GRACE, JobWatch
+from extender.devcluster.process import ProcessRecord
 from extender.kube import apply_object, connect, read, wait_until
 
 NODE_CPU = "8"
@@ -50,7 +54,7 @@ def run_demo(options: DemoOptions, say: Step = print, table: LiveTable | None = 
         state_dir=options.state_dir, node_cpu=NODE_CPU, with_lahar=True
     )
     cluster = devcluster.up(cluster_options, binaries)
-    code = 1
+    code, logs_clean = 1, True
     try:
         step(f"cluster ready at {cluster.state.server}")
         with connect(cluster.kubeconfig) as api:
@@ -58,16 +62,21 @@ def run_demo(options: DemoOptions, say: Step = print, table: LiveTable | None = 
             watch = JobWatch(api, NAMESPACE, table or LiveTable())
             show_tensorflow(api, watch, step)
             show_contention(api, watch, step)
-            code = report_jobs(watch, say)
+        if not options.keep:  # (its logs are read whole: with what the components said at exit)
+            step(f"dev cluster stopped ({', '.join(cluster.stop())})")
+        code = report_jobs(watch, say)
+        logs_clean = report_logs(cluster.state.processes, say)
     finally:
         if options.keep:
             step(f"cluster left running: export KUBECONFIG={cluster.kubeconfig}")
             step(f"watch it: kubectl get vcjob,podgroup,pods -n {NAMESPACE} -o wide")
             step(f"stop it with: lahar dev-cluster down --state-dir {options.state_dir}")
         else:
-            stopped = cluster.down()
-            step(f"dev cluster stopped ({', '.join(stopped)})")
-    return code
+            cluster.stop()  # (stopped already unless the story failed)
+            cluster.remove(keep_logs=not logs_clean)
+            if not logs_clean:
+                step(f"the logs are kept in {options.state_dir / 'logs'}")
+    return code if logs_clean else 1
 
 
 def report_jobs(watch: JobWatch, say: Callable[[str], None]) -> int:
@@ -93,6 +102,16 @@ def report_jobs(watch: JobWatch, say: Callable[[str], None]) -> int:
     if unstarted:
         say(f"  never started: {', '.join(unstarted)}")
     return 0 if partial == 0 and not unstarted else 1
+
+
+def report_logs(processes: Iterable[ProcessRecord], say: Callable[[str], None]) -> bool:
+    """Print, per component, the errors and tracebacks its log holds; True when Lahar's
+    components logged none."""
+    components = [c for r in processes if (c := count_log(r.name, r.log)) is not None]
+    say("  logs:")
+    for line in summary(components):
+        say(f"    {line}")
+    return all(c.count.clean for c in components if c.lahar)
 
 
 def _namespace(api: k8s.ApiClient) -> None:

@@ -7,7 +7,7 @@ endpoint, then creates fake nodes and waits until they are schedulable and the d
 account exists (pods can be created). If any step fails, everything already started is stopped and
 the error names the component and its log file: `up` never leaves half-started processes.
 `down` stops every recorded process by pid (checking the pid still runs the same binary) and removes
-the state directory.
+the state directory (`stop` and `remove` apart: the demo reads the logs in between).
 """
 
 from __future__ import annotations
@@ -90,11 +90,33 @@ class DevCluster:
         return record
 
     def down(self) -> list[str]:
+        stopped = self.stop()
+        self.remove()
+        return stopped
+
+    def stop(self) -> list[str]:
+        """Stop every component, keeping the state directory (and so the logs); the names of
+        those that were running."""
         stopped = stop_processes(self.state)
         for child in self._children.values():
             child.poll()
-        shutil.rmtree(self.state.state_dir, ignore_errors=True)
         return stopped
+
+    def remove(self, *, keep_logs: bool = False) -> None:
+        """Remove the state directory of a stopped cluster; with `keep_logs`, all of it but the
+        logs (without a state file, nothing takes the directory for a cluster: `up` clears it)."""
+        state_dir = self.state.state_dir
+        if not keep_logs:
+            shutil.rmtree(state_dir, ignore_errors=True)
+            return
+        logs = {record.log.parent for record in self.state.processes}
+        for path in state_dir.iterdir() if state_dir.exists() else ():
+            if path in logs:
+                continue
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
 
 
 def stop_processes(state: DevClusterState) -> list[str]:

@@ -343,18 +343,22 @@ class Gangs:
     def admissible(self, state: ClusterState, nodes: Mapping[str, NodeInfo]) -> list[str]:
         """The parked gangs the fair order would admit now, in that order (nothing reserved):
         refused by Lahar, or never asked about because the scheduler found no node before it
-        (not those Lahar's gate holds: `let_in` answers for them). The walk goes only as far as
-        the last of them, and not at all when there is none."""
+        (not those Lahar's gate holds: `let_in` answers for them). Of those Lahar refused, a
+        refusal for a new cause is remembered, as if the scheduler had asked. The walk goes only
+        as far as the last of them, and not at all when there is none."""
         wanted = {k for k in self._waiting if k not in self._held} | set(self._parked.keys(state))
         wanted -= self._reservations.keys()
         found: list[str] = []
         if not wanted:
             return found
-        for key, turn in self._lazily(self._walked(state, nodes)):
+        order = self._walked(state, nodes)
+        for key, turn in self._lazily(order):
             if key in wanted:
                 wanted.discard(key)
                 if turn.slots:
                     found.append(key)
+                elif turn.rejection is not None and key in self._waiting:
+                    self._refused_anew(key, turn.rejection, order.number)
                 if not wanted:
                     break
         return found
@@ -419,6 +423,14 @@ class Gangs:
                 callback(key, rejection)
         return Verdict(rejection.message)
 
+    def _refused_anew(self, key: str, rejection: Rejection, refused_in: int) -> None:
+        """Remember the walk's refusal of a gang nobody asked about, when it is new or for a new
+        cause (a queue deleted under a gang that waited for room): its PodGroup and `explain`
+        say why it waits now, not why it waited before."""
+        previous = self._waiting.get(key)
+        if previous is None or previous.rejection.cause != rejection.cause:
+            self._reject(key, rejection.settled(), refused_in)
+
     def forget(self, key: str) -> None:
         """Drop what is remembered of a gang that waited (admitted now, or gone)."""
         if self._waiting.pop(key, None) is not None:
@@ -476,9 +488,7 @@ class Gangs:
                 if key not in self._held:
                     continue
                 if turn.rejection is not None:
-                    previous = self._waiting.get(key)
-                    if previous is None or previous.rejection.cause != turn.rejection.cause:
-                        self._reject(key, turn.rejection.settled(), order.number)
+                    self._refused_anew(key, turn.rejection, order.number)
                     continue
                 if not turn.slots:
                     continue

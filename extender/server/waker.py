@@ -1,12 +1,13 @@
 """Sending gangs to the scheduler: lift the gate of gangs Lahar lets in, wake the parked ones.
 
 Gang pods are created behind Lahar's scheduling gate (`api.scheduling.GANG_GATE`): kube-scheduler
-does not try them until Lahar lifts it. On every change that may let a gang in (its pods or
-PodGroup appear, capacity frees, an admission ends, a backoff ends), a pass asks the gang rules to
-answer for the held gangs (`Gangs.let_in`: admitted in the fair order while few enough admitted
-members wait for the scheduler) and lifts the gate of every held member of the gangs let in, all
-of a gang's at once, so they enter the scheduler's queue together and come to the bind barrier
-together however long the backlog.
+does not try them until Lahar lifts it. On every change that may let a gang in or change why it
+waits (its pods or PodGroup appear, capacity frees, an admission ends, a backoff ends, a Queue is
+created, deleted, opened or closed), a pass asks the gang rules to answer for the held gangs
+(`Gangs.let_in`: admitted in the fair order while few enough admitted members wait for the
+scheduler; the others' reasons remembered, which their PodGroup's condition says) and lifts the
+gate of every held member of the gangs let in, all of a gang's at once, so they enter the
+scheduler's queue together and come to the bind barrier together however long the backlog.
 
 kube-scheduler also parks pods whose gang Lahar refused at filter time (pods created without the
 gate) and retries them on a cluster event or a periodic flush minutes away; Lahar's own changes
@@ -57,6 +58,7 @@ class Waker:
         self._lifts = asyncio.Semaphore(LIFTS)
         self._tasks: set[asyncio.Task[None]] = set()
         self._pass: asyncio.TimerHandle | None = None
+        self._queues_seen = state.queues_version
 
     def attach(self) -> None:
         """Listen to the gang rules and the state (call on the event loop)."""
@@ -65,6 +67,15 @@ class Waker:
         self.state.on_capacity_freed.append(self.poke)
         self.state.on_pod_group.append(lambda key: self.poke())
         self.state.on_gang_changed.append(lambda key: self.poke())
+        self.state.on_queue_change.append(self._queue_changed)
+
+    def _queue_changed(self) -> None:
+        """A Queue created, deleted or changed in spec or state (not only its status counts):
+        the gangs naming it are let in, or refused for the queue, without waiting for another
+        change."""
+        if self.state.queues_version != self._queues_seen:
+            self._queues_seen = self.state.queues_version
+            self.poke()
 
     def poke(self) -> None:
         """Something changed that may let a gang in: look soon (debounced)."""

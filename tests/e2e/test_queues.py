@@ -7,21 +7,29 @@ untouched, and the preemptor's gang bound whole.
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client as k8s
 
 from extender.api.scheduling import API_VERSION
+from extender.cli.main import main
 from extender.kube import (
     KubeError,
     apply_object,
+    condition,
     delete,
     patch_queue_status,
     pod_when,
     read,
     wait_until,
 )
+from extender.kube.raw import ApiStatusError, send
 from tests.builders import make_group, make_queue
 from tests.e2e.conftest import ClusterObject, NodeFactory, PodFactory, events, priority_class
 from tests.e2e.gangs import (
@@ -32,6 +40,7 @@ from tests.e2e.gangs import (
     refused_as,
     submit_gang,
     wait_bound,
+    wait_phase,
 )
 
 
@@ -191,3 +200,89 @@ def test_the_default_queue_cannot_be_deleted(api: k8s.ApiClient) -> None:
     with pytest.raises(KubeError, match="the default queue cannot be deleted"):
         delete(api, API_VERSION, "Queue", "default")
     assert read(api, API_VERSION, "Queue", "default") is not None
+
+
+def test_a_gang_whose_queue_is_deleted_says_so_and_runs_whole_once_it_is_back(
+    capsys: pytest.CaptureFixture[str],
+    *,
+    kubeconfig: Path,
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    pod: PodFactory,
+    cluster_object: ClusterObject,
+) -> None:
+    """A PodGroup admitted while its queue existed, the queue deleted before the gang could run
+    (the webhook refuses that delete once it has seen the PodGroup; here it is told to skip the
+    queue, as when the delete comes in the instant after the PodGroup's creation)."""
+    own_nodes(1, cpu="4")
+    queue = f"{namespace}-q"
+    cluster_object(make_queue(queue).build())
+    blocker = submit_gang(api, namespace, pod, "blocker", 1, cpu="3")
+    wait_bound(api, namespace, blocker, 1, "the blocker bound")
+    names = submit_gang(api, namespace, pod, "job", 2, cpu="1", queue=queue)
+    wait_phase(api, namespace, "job", "Pending", reason="NotEnoughResources")
+
+    with webhook_skipping(api, queue):
+        delete(api, API_VERSION, "Queue", queue)
+    status = wait_phase(api, namespace, "job", "Pending", reason="NoQueue")
+    said = condition(status, "Unschedulable")
+    assert said["status"] == "True"
+    assert f"gang {namespace}/job: queue {queue} does not exist" in said["message"]
+    where = ("--kubeconfig", str(kubeconfig), "-n", namespace)
+    code, out, err = _lahar(capsys, "explain", "podgroup/job", *where)
+    assert code == 0, err
+    assert "Unschedulable=True (NoQueue)" in out and f"queue {queue} does not exist" in out
+
+    # Room frees, but without its queue the gang stays whole where it is: nothing of it binds.
+    finish(api, namespace, blocker)
+    time.sleep(3)
+    assert bound(api, namespace, names) == []
+
+    with BindTimeline(api, namespace) as timeline:
+        apply_object(api, make_queue(queue).build())  # the only change: the queue is back
+        wait_bound(api, namespace, names, 2, "the gang bound once its queue is back")
+    assert timeline.partial() == []
+    wait_phase(api, namespace, "job", "Running")
+
+
+def _lahar(capsys: pytest.CaptureFixture[str], *words: str) -> tuple[int, str, str]:
+    code = main(list(words))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+WEBHOOKS = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/lahar-webhook"
+
+
+@contextmanager
+def webhook_skipping(api: k8s.ApiClient, queue: str) -> Iterator[None]:
+    """The webhook's queue rules not called for `queue` (a match condition), while the block
+    runs: its delete goes through as if the webhook had not seen the PodGroups naming it."""
+    skip = {"name": f"skip-{queue}"[:63], "expression": f"request.name != '{queue}'"}
+    _edit_queue_rules(api, lambda conditions: [*conditions, skip])
+    try:
+        wait_until(
+            lambda: _deletable(api, queue),
+            timeout=30,
+            what=f"the API server to stop calling the webhook for queue {queue}",
+        )
+        yield
+    finally:
+        _edit_queue_rules(api, lambda conditions: [c for c in conditions if c != skip])
+
+
+def _edit_queue_rules(api: k8s.ApiClient, edit: Any) -> None:
+    config = json.loads(send(api, "GET", WEBHOOKS).read())
+    for webhook in config["webhooks"]:
+        if webhook["name"] == "queue-rules.lahar.dev":
+            webhook["matchConditions"] = edit(webhook.get("matchConditions") or [])
+    send(api, "PUT", WEBHOOKS, body=config).read()
+
+
+def _deletable(api: k8s.ApiClient, queue: str) -> bool:
+    try:
+        send(api, "DELETE", f"/apis/{API_VERSION}/queues/{queue}", query=[("dryRun", "All")]).read()
+    except ApiStatusError:
+        return False
+    return True

@@ -201,3 +201,22 @@ def test_other_writers_conditions_stay_as_they_were() -> None:
     written = status.model_dump(by_alias=True, mode="json")["conditions"][1]
     assert written["transitionID"] == "abc"
     assert same_status(status_of(("bound", "bound"), previous=status), status)
+
+
+def test_a_gang_whose_queue_is_deleted_while_it_waits_is_unschedulable_for_the_queue() -> None:
+    gone = Rejection(
+        Cause.NO_QUEUE, "gang default/g: queue q1 does not exist; it waits until it is created"
+    )
+    waiting = unschedulable_since(T0)
+    status = status_of(("pending", "pending"), rejection=gone, previous=waiting)
+    [condition] = status.conditions
+    assert (condition.type, condition.status, condition.reason) == (
+        "Unschedulable",
+        "True",
+        "NoQueue",
+    )
+    assert "queue q1 does not exist" in condition.message
+    assert condition.last_transition_time == T0  # unschedulable all along: for another reason
+    assert status.phase == "Pending"
+    [event] = events(waiting, status, "default/g")
+    assert (event.type, event.reason, event.message) == ("Warning", "Unschedulable", gone.message)

@@ -6,13 +6,14 @@ from typing import Any
 
 import pytest
 
+from extender.api.scheduling import Queue
 from extender.cache.state import ClusterState
 from extender.framework.policy import build_policy
 from extender.framework.session import Engine, FilterOutcome
 from extender.gangs import placement as placement_module
-from extender.gangs.members import view_gang
+from extender.gangs.members import Cause, view_gang
 from extender.plugins import REGISTRY
-from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod
+from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod, make_queue
 
 POLICY = {
     "apiVersion": "lahar.io/v1alpha1",
@@ -256,3 +257,42 @@ def test_plans_respect_required_node_affinity() -> None:
     assert engine.gangs is not None
     slots = engine.gangs.admission("default/g").slots.values()
     assert {slot.node for slot in slots} == {"n2"}
+
+
+def test_a_refused_gang_whose_queue_is_deleted_is_refused_for_the_queue_at_the_next_pass(
+    engine: Engine,
+) -> None:
+    """Nobody asks about a parked gang until the scheduler retries it: the waker's pass
+    (`admissible`) remembers the new reason, so its PodGroup says why it waits now."""
+    pods = [member("g", i, cpu="5").parked() for i in range(2)]
+    state = two_node_cluster(*pods)
+    state.upsert_queue(Queue.model_validate(make_queue("q1").build()))
+    state.upsert_pod_group(make_group("g").min_member(2).queue("q1").model())
+    filter_pod(engine, state, pods[0])
+    gangs = engine.gangs
+    assert gangs is not None
+    refused = gangs.refusal("default/g")
+    assert refused is not None and refused.rejection.cause == Cause.NOT_ENOUGH_RESOURCES
+    told: list[Cause] = []
+    gangs.on_rejected.append(lambda key, rejection: told.append(rejection.cause))
+
+    state.delete_queue("q1")
+    assert gangs.admissible(state, state.view().nodes) == []
+    refused = gangs.refusal("default/g")
+    assert refused is not None
+    assert refused.rejection.message == (
+        "gang default/g: queue q1 does not exist; it waits until it is created"
+    )
+    assert told == [Cause.NO_QUEUE]
+    assert gangs.admissible(state, state.view().nodes) == []
+    assert told == [Cause.NO_QUEUE]  # told once, not at every pass
+
+
+def test_a_gang_admitted_before_its_queue_is_deleted_binds_whole(engine: Engine) -> None:
+    pods = [member("g", i) for i in range(2)]
+    state = two_node_cluster(*pods)
+    state.upsert_queue(Queue.model_validate(make_queue("q1").build()))
+    state.upsert_pod_group(make_group("g").min_member(2).queue("q1").model())
+    assert filter_pod(engine, state, pods[0]).passed
+    state.delete_queue("q1")
+    assert filter_pod(engine, state, pods[1]).passed  # its slot holds: no partial gang

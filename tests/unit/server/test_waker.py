@@ -1,7 +1,8 @@
 """The waker sends gangs to the scheduler: it lifts Lahar's gate of the gangs the fair order lets
 in, a bounded number of members at a time, and touches parked pods (a replica that starts to serve
 touches every parked member: the scheduler parked what it could not place while no extender
-answered, and no cluster event may requeue it)."""
+answered, and no cluster event may requeue it); a Queue deleted or created is a change of its
+own: the gangs naming it say why they wait, or go."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 
-from extender.api.scheduling import GANG_GATE
+from extender.api.scheduling import GANG_GATE, Queue
 from extender.gangs.ledger import Gangs, GangSettings
+from extender.gangs.members import Cause
 from extender.server.waker import RETRY_ANNOTATION, Waker
-from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod
+from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod, make_queue
 
 
 class Recorder:
@@ -138,3 +140,47 @@ def test_held_gangs_of_schedulers_lahar_does_not_serve_are_left_alone() -> None:
     play(waker, lambda: True, then=lambda: None)
     assert calls.lifted == []
     assert not gangs.admitted()
+
+
+async def _until(check: Callable[[], bool]) -> None:
+    async with asyncio.timeout(1):
+        while not check():  # noqa: ASYNC110 (the waker exposes no event to wait on)
+            await asyncio.sleep(0)
+
+
+def test_a_held_gang_whose_queue_is_deleted_says_so_and_goes_once_it_is_back() -> None:
+    """Waiting for room in queue q1, the queue deleted: the only change, and the gang's reason is
+    the queue now; room frees and nothing of it goes; the queue back, the gang goes whole."""
+    blocker = make_pod("blocker").uid("blocker").cpu("7").on("n1").phase("Running")
+    state = cluster([make_node("n1").cpu("8")], [held("g", 0), held("g", 1), blocker])
+    state.upsert_queue(Queue.model_validate(make_queue("q1").build()))
+    state.upsert_pod_group(make_group("g").min_member(2).queue("q1").model())
+    gangs = Gangs(GangSettings(), schedulers={"lahar"})
+    calls = Recorder()
+    waker = Waker(state, gangs, calls.patch, calls.lift, delay=0.01)
+    waker.attach()
+
+    def cause() -> Cause | None:
+        refusal = gangs.refusal("default/g")
+        return refusal.rejection.cause if refusal is not None else None
+
+    async def main() -> None:
+        task = asyncio.create_task(waker.run())
+        await _until(lambda: cause() == Cause.NOT_ENOUGH_RESOURCES)
+        state.delete_queue("q1")
+        await _until(lambda: cause() == Cause.NO_QUEUE)
+        refusal = gangs.refusal("default/g")
+        assert refusal is not None
+        assert refusal.rejection.message == (
+            "gang default/g: queue q1 does not exist; it waits until it is created"
+        )
+        state.delete_pod("blocker")
+        await asyncio.sleep(0.1)
+        assert calls.lifted == [] and cause() == Cause.NO_QUEUE
+        state.upsert_queue(Queue.model_validate(make_queue("q1").build()))
+        await _until(lambda: sorted(calls.lifted) == ["g-0", "g-1"])
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
