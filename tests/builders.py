@@ -181,6 +181,11 @@ class PodBuilder:
         self._pod["metadata"]["uid"] = uid
         return self
 
+    def deleting(self) -> Self:
+        """Being deleted (a deletionTimestamp): it terminates, or waits for its finalizers."""
+        self._pod["metadata"]["deletionTimestamp"] = "2026-11-26T12:00:00Z"
+        return self
+
     def label(self, key: str, value: str) -> Self:
         self._pod["metadata"]["labels"][key] = value
         return self

@@ -16,6 +16,11 @@ the same pass asks which parked gangs the fair order lets in now (nothing is res
 touches the annotation `lahar.io/retry` of their parked members, most deserving first, which
 requeues them at once; so does a gang admitted at filter time. Passes are debounced; a pod is
 touched at most once per `min_interval`, and a gate is lifted once (again if the call failed).
+
+When this replica comes to serve (a start, or a standby taking over), it also touches the parked
+pods of no gang of the schedulers it serves (`parked_plain`), `WAKES_PER_SECOND` at most: the
+scheduler parks a pod its extender refused (a standby's refusal, a cache not synced yet) and no
+cluster event may ever requeue it; the periodic flush is minutes away.
 """
 
 from __future__ import annotations
@@ -23,9 +28,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterable
 
 from extender.api.objects import Pod
+from extender.api.scheduling import gang_key
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
 from extender.gangs.members import view_gang
@@ -35,6 +41,23 @@ RETRY_ANNOTATION = "lahar.io/retry"
 Patcher = Callable[[str, str, dict[str, str]], Awaitable[None]]  # namespace, name, annotations
 Lifter = Callable[[str, str, str], Awaitable[None]]  # namespace, name, uid: lift Lahar's gate
 LIFTS = 32  # gates lifted at once
+WAKES_PER_SECOND = 50.0  # parked pods of no gang touched when serving starts
+
+
+def parked_plain(pods: Iterable[Pod], schedulers: Collection[str]) -> list[Pod]:
+    """The pods of `schedulers` outside any gang that the scheduler parked: pending (no node, not
+    finished, not being deleted), not gated, PodScheduled False. Highest priority first."""
+    parked = [
+        pod
+        for pod in pods
+        if pod.spec.scheduler_name in schedulers
+        and gang_key(pod) is None
+        and not pod.spec.node_name
+        and not pod.finished
+        and pod.metadata.deletion_timestamp is None
+        and pod.parked
+    ]
+    return sorted(parked, key=lambda pod: (-pod.spec.priority, pod.key))
 
 
 class Waker:
@@ -107,13 +130,15 @@ class Waker:
         """Send the queued gangs' members, forever (a background task): lift the gate of the
         held ones, touch the parked ones.
 
-        It starts by waking every gang with pending members: this replica has just started to
-        serve (a restart, or a standby taking over), and the scheduler parked whatever it could
-        not place while no extender answered, which no cluster event may ever requeue."""
+        It starts by waking every gang with pending members, and the parked pods of no gang:
+        this replica has just started to serve (a restart, or a standby taking over), and the
+        scheduler parked whatever it could not place while no extender answered, which no
+        cluster event may ever requeue."""
         self.poke()
         for key in list(self.state.pod_groups):
             if view_gang(self.state, key).pending:
                 self.wake_gang(key)
+        self._spawn(self._wake_plain())
         while True:
             key = await self._queue.get()
             gang = view_gang(self.state, key)
@@ -124,15 +149,36 @@ class Waker:
                 log.info("gang %s is let in: lifting the gate of %d pods", key, len(held))
             for pod in held:
                 self._lifting.add(pod.metadata.uid)
-                task = asyncio.create_task(self._lift(pod))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._spawn(self._lift(pod))
             for pod in gang.pending:
                 if pod.parked and not pod.spec.scheduling_gates:
                     await self._touch(pod.metadata.namespace, pod.metadata.name)
             if len(self._lifting) > 10_000:  # (the gates are gone from the pods in the cache)
                 pods = self.state.pods.values()
                 self._lifting &= {p.metadata.uid for p in pods if p.spec.scheduling_gates}
+
+    def _spawn(self, work: Coroutine[None, None, None]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _wake_plain(self) -> None:
+        """Touch the parked pods of no gang, `WAKES_PER_SECOND` at most (beside the gangs'
+        wakes, which do not wait for these)."""
+        pods = parked_plain(self.state.pods.values(), self.gangs.schedulers)
+        if not pods:
+            return
+        log.info(
+            "came to serve: waking %d parked pods of no gang of schedulers %s (the scheduler "
+            "parked them while no extender served and may not retry them for minutes)",
+            len(pods),
+            ", ".join(sorted(self.gangs.schedulers)),
+        )
+        for pod in pods:
+            current = self.state.pods.get(pod.metadata.uid)  # (bound or gone meanwhile: skip)
+            if current is not None and parked_plain([current], self.gangs.schedulers):
+                await self._touch(pod.metadata.namespace, pod.metadata.name)
+                await asyncio.sleep(1 / WAKES_PER_SECOND)
 
     async def _lift(self, pod: Pod) -> None:
         async with self._lifts:

@@ -1,8 +1,9 @@
 """The waker sends gangs to the scheduler: it lifts Lahar's gate of the gangs the fair order lets
 in, a bounded number of members at a time, and touches parked pods (a replica that starts to serve
-touches every parked member: the scheduler parked what it could not place while no extender
-answered, and no cluster event may requeue it); a Queue deleted or created is a change of its
-own: the gangs naming it say why they wait, or go."""
+touches every parked member, and the parked pods of no gang of the schedulers it serves: the
+scheduler parked what it could not place while no extender answered, and no cluster event may
+requeue it); a Queue deleted or created is a change of its own: the gangs naming it say why they
+wait, or go."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 
+import pytest
+
 from extender.api.scheduling import GANG_GATE, Queue
 from extender.gangs.ledger import Gangs, GangSettings
 from extender.gangs.members import Cause
-from extender.server.waker import RETRY_ANNOTATION, Waker
+from extender.server.waker import RETRY_ANNOTATION, Waker, parked_plain
 from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod, make_queue
 
 
@@ -66,6 +69,64 @@ def test_serving_starts_by_waking_the_parked_members_of_every_gang() -> None:
     play(waker, lambda: len(calls.touched) >= 2)
     assert sorted(calls.touched) == ["w-0", "w-1"]
     assert calls.lifted == []
+
+
+def lahars(name: str) -> PodBuilder:
+    return make_pod(name).uid(name).scheduler("lahar")
+
+
+@pytest.mark.parametrize(
+    ("pod", "woken"),
+    [
+        (lahars("parked").parked(), True),
+        (lahars("parked-volcano").scheduler("volcano").parked(), True),
+        (lahars("never-tried"), False),  # in the scheduler's queue
+        (lahars("other-scheduler").scheduler("default-scheduler").parked(), False),
+        (lahars("gang-member").group("g").parked(), False),  # the gangs' wake sees to it
+        (lahars("gated").gated("example.com/hold").parked(), False),
+        (lahars("bound").on("n1").parked(), False),
+        (lahars("failed").phase("Failed").parked(), False),
+        (lahars("deleting").deleting().parked(), False),
+    ],
+    ids=lambda value: value.model().metadata.name if isinstance(value, PodBuilder) else None,
+)
+def test_which_pods_of_no_gang_are_woken_when_serving_starts(pod: PodBuilder, woken: bool) -> None:
+    chosen = parked_plain([pod.model()], {"lahar", "volcano"})
+    assert [p.metadata.name for p in chosen] == ([pod.model().metadata.name] if woken else [])
+
+
+def test_parked_pods_of_no_gang_are_woken_highest_priority_first() -> None:
+    pods = [lahars("b").parked(), lahars("c").priority(10).parked(), lahars("a").parked()]
+    chosen = parked_plain([p.model() for p in pods], {"lahar"})
+    assert [p.metadata.name for p in chosen] == ["c", "a", "b"]
+
+
+def test_serving_starts_by_waking_the_parked_pods_of_no_gang_of_the_schedulers_served() -> None:
+    pods = [
+        lahars("p-0").parked(),
+        lahars("p-1").parked(),
+        lahars("p-2"),  # in the scheduler's queue
+        lahars("theirs").scheduler("default-scheduler").parked(),
+    ]
+    state = cluster([make_node("n1").cpu("8")], pods)
+    calls = Recorder()
+    waker = Waker(state, Gangs(GangSettings(), schedulers={"lahar"}), calls.patch, calls.lift)
+    waker.attach()
+    play(waker, lambda: len(calls.touched) >= 2, then=lambda: None)
+    assert sorted(calls.touched) == ["p-0", "p-1"]
+
+
+def test_a_pod_bound_while_the_wake_goes_on_is_not_touched() -> None:
+    state = cluster([make_node("n1").cpu("8")], [lahars("p-0").parked(), lahars("p-1").parked()])
+    calls = Recorder()
+    waker = Waker(state, Gangs(GangSettings(), schedulers={"lahar"}), calls.patch, calls.lift)
+    waker.attach()
+    play(
+        waker,
+        lambda: calls.touched == ["p-0"],
+        then=lambda: state.upsert_pod(lahars("p-1").on("n1").model()),
+    )
+    assert calls.touched == ["p-0"]
 
 
 def held(gang: str, index: int) -> PodBuilder:
