@@ -633,6 +633,7 @@ class CuttingProxy:
         self.cutting = False
         self.cuts = self.closed = 0
         self._open: set[asyncio.StreamWriter] = set()
+        self._server: asyncio.Server | None = None
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
 
@@ -642,15 +643,28 @@ class CuttingProxy:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self._close(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
+        self._loop.close()
+
+    async def _close(self) -> None:
+        """Stop listening and end every connection, before the loop stops."""
+        if self._server is not None:
+            self._server.close()
+        for writer in list(self._open):
+            writer.transport.abort()
+        # The pipes end on their own once their connections are aborted (cancelling them instead
+        # trips asyncio's stream callback, which asks a cancelled task for its exception).
+        if others := [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]:
+            await asyncio.wait(others, timeout=5)
 
     async def _start(self) -> None:
-        await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
         self._loop.create_task(self._cut_forever())
 
     async def _cut_forever(self) -> None:
-        while True:
+        while self._server is not None and self._server.is_serving():
             await asyncio.sleep(self.interval)
             if self.cutting and self._open:
                 self.cuts += 1

@@ -7,7 +7,8 @@ Accounting follows the scheduler: a pod counts on `spec.nodeName` with its effec
 it finishes (Succeeded/Failed) or is deleted; pods still terminating keep counting. A pod Lahar has
 just bound is *assumed*: it counts on its node at once, before the watch shows the binding. The
 watch then confirms it (the count stays, never doubled); an assumption the watch never confirms
-expires after `assume_ttl` seconds, so a binding lost in flight cannot leak capacity forever.
+expires after `assume_ttl` seconds, so a binding lost in flight cannot leak capacity forever. A
+bind that returns after the watch showed its pod deleted assumes nothing: the pod stays gone.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+from cachetools import TTLCache
 
 from extender.api.objects import Node, Pod, PriorityClass
 from extender.api.resources import EMPTY, Resources
@@ -39,6 +42,9 @@ class ClusterState:
         self._requested: dict[str, Resources] = {}
         self._infos: dict[str, NodeInfo] = {}
         self.pods: dict[str, Pod] = {}  # by uid
+        # Uids the watch showed deleted lately: a bind of one that completes after its delete
+        # (a slow or retried call) must not bring it back as a pod that no event will remove.
+        self._deleted: TTLCache[str, bool] = TTLCache(maxsize=65536, ttl=assume_ttl, timer=clock)
         self.terminating: set[str] = set()  # uids of the pods with a deletionTimestamp
         self._placements: dict[str, Placement] = {}  # by pod uid
         self.priority_classes: dict[str, PriorityClass] = {}
@@ -211,6 +217,7 @@ class ClusterState:
         self._place(uid, wanted)
 
     def delete_pod(self, uid: str) -> None:
+        self._deleted[uid] = True
         self.terminating.discard(uid)
         self._index(self.pods.pop(uid, None), None)
         self._place(uid, None)
@@ -226,8 +233,11 @@ class ClusterState:
     # -- assumed bindings ----------------------------------------------------------------------
 
     def assume(self, pod: Pod, node: str) -> None:
-        """Count `pod` on `node` now: Lahar has just bound it there."""
+        """Count `pod` on `node` now: Lahar has just bound it there (unless the watch has shown
+        it deleted meanwhile: then it holds nothing)."""
         uid = pod.metadata.uid
+        if uid in self._deleted:
+            return
         if uid not in self.pods:
             self.upsert_pod(pod)
         current = self._placements.get(uid)

@@ -55,6 +55,19 @@ def test_an_assumed_pod_counts_once_through_confirmation() -> None:
     assert requested(state, "n1")["cpu"] == 2000
 
 
+def test_a_bind_that_completes_after_the_pod_was_deleted_brings_nothing_back() -> None:
+    """The watch shows the pod deleted before Lahar's (slow, retried) bind call returns: the pod
+    stays gone, holding nothing; no later event would ever remove it."""
+    pod = make_pod("a").cpu("2").uid("a")
+    state = cluster([make_node("n1")], [pod])
+    state.delete_pod("a")
+    state.assume(pod.model(), "n1")
+    assert "a" not in state.pods
+    assert state.sizes()["pods"] == 0
+    assert requested(state, "n1")["cpu"] == 0
+    assert not state.is_assumed("a")
+
+
 def test_forget_and_expiry_release_assumed_pods() -> None:
     now = [100.0]
     state = ClusterState(assume_ttl=30, clock=lambda: now[0])
