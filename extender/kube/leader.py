@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
+import urllib3
 from kubernetes import client as k8s
 from kubernetes.leaderelection import electionconfig, leaderelection
 from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
@@ -116,10 +117,26 @@ class _Election(leaderelection.LeaderElection):
     ) -> None:
         super().__init__(config)
         self._calls, self._attempted = calls, attempted
+        self._lease = f"{config.lock.namespace}/{config.lock.name}"
+        self._unreachable = False
 
     def try_acquire_or_renew(self) -> bool:
+        """One attempt. A call that never reached the API server (a reset connection, the API
+        server restarting) is a failed attempt, retried until the renew deadline as client-go
+        does; the client's elector would let it end the election, and the process with it."""
         self._calls.refused = None
-        took = bool(super().try_acquire_or_renew())
+        try:
+            took = bool(super().try_acquire_or_renew())
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            if not self._unreachable:
+                log.warning(
+                    "Lease %s: the API server did not answer (%s); retrying", self._lease, error
+                )
+            self._unreachable = True
+            return False
+        if self._unreachable:
+            log.info("Lease %s: the API server answers again", self._lease)
+        self._unreachable = False
         self._attempted(None if took else self._calls.refused)
         return took
 
@@ -168,7 +185,7 @@ class Elector:
         elector = _Election(self._config, self._calls, self._attempted)
         try:
             elector.run()
-        except Exception:  # the elector catches API errors only, not a refused connection
+        except Exception:  # a programming error: the election cannot go on
             log.exception("leader election failed")
         finally:
             if not self._released.is_set():  # it ended without telling us: we may not lead
