@@ -11,7 +11,7 @@ INSTALLED := $(VENV)/.installed
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: demo test unit lint bench bench-webhook bench-memory bench-simulate bench-compare bench-walks bench-e2e bench-backlog bench-scaling controlplane clean
+.PHONY: demo test unit lint bench bench-webhook bench-memory bench-simulate bench-compare bench-walks bench-e2e bench-backlog bench-scaling faults controlplane clean
 
 $(INSTALLED): pyproject.toml
 	@echo "lahar: setting up $(VENV) (Python packages from PyPI)"
@@ -58,6 +58,9 @@ bench-backlog: controlplane
 
 bench-scaling: controlplane
 	$(BIN)/python benchmarks/scaling.py $(ARGS)
+
+faults: controlplane
+	$(BIN)/python benchmarks/faults.py $(ARGS)
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .

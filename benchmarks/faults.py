@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import shutil
 import sys
 import tempfile
 import threading
@@ -331,7 +332,9 @@ class Run:
     api: k8s.ApiClient
     timeout: float
     extender_port: int = 0  # the serving extender's port (the standby's after a takeover)
-    replica: SchedulerReplica | None = None  # the standby pod, while it leads
+    # What a fault undoes once its round is settled (last first): a standby pod stopped, the
+    # proxy taken out.
+    after: list[Callable[[], None]] = field(default_factory=list)
     restarted: list[str] = field(default_factory=list)  # processes the kubelet's role restarted
     _down: set[str] = field(default_factory=set)  # stopped by the fault
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -350,6 +353,12 @@ class Run:
                         continue
                     self.cluster.start_component(record.name, die_with_parent=True)
                     self.restarted.append(record.name)
+
+    def halt(self) -> None:
+        """No more restarts: the run is over."""
+        self._stop.set()
+        with self._lock:
+            pass
 
     def stop(self, name: str, *, kill: bool = False) -> None:
         with self._lock:
@@ -444,6 +453,12 @@ def play(run: Run, fault: str, inject: Callable[[Run, Row, str, Work], float]) -
             settle(run, row, namespace, work, healed=healed, partial=partial)
     except (KubeError, TimeoutError, OSError, k8s.ApiException) as error:
         row.failures.append(f"{type(error).__name__}: {error}")
+    finally:
+        while run.after:
+            try:
+                run.after.pop()()
+            except (KubeError, TimeoutError, OSError, k8s.ApiException) as error:
+                row.failures.append(f"undoing the fault: {type(error).__name__}: {error}")
     if exited := run.restarted[restarted:]:
         row.notes.append(f"restarted after exiting: {', '.join(exited)}")
     delete(run.api, "v1", "Namespace", namespace)
@@ -481,28 +496,26 @@ def extender_killed(run: Run, row: Row, namespace: str, work: Work) -> float:
 
 def takeover(run: Run, row: Row, namespace: str, work: Work) -> float:
     replica = start_replica(run.cluster, STANDBY, ready_timeout=run.timeout)
-    try:
-        standby = f"http://127.0.0.1:{replica.port}/readyz"
-        wait_until(lambda: _ok(standby), timeout=run.timeout, what="the standby's cache")
-        held = gang(run.api, namespace, "held", 3, hold=True)
-        work.add(held)
-        run.held(2)
-        run.stop("lahar-scheduler", kill=True)
-        run.stop("lahar", kill=True)
-        killed = time.monotonic()
-        run.extender_port = replica.port
-        work.add(round_of(run.api, namespace, "during"))
-        names = held.gangs["held"]
-        apply_object(run.api, pod_body(names[-1], namespace, cpu="500m", group="held"))
-        wait_until(
-            lambda: _holder(run.api).startswith(f"{STANDBY}_"),
-            timeout=run.timeout,
-            what="the standby to take the scheduler's Lease",
-        )
-        row.notes.append(f"standby led {time.monotonic() - killed:.1f}s after the kill")
-        return killed
-    finally:
-        run.replica = replica  # handed back after the round, however it ended
+    run.after.append(lambda: _give_back(run, replica))
+    standby = f"http://127.0.0.1:{replica.port}/readyz"
+    wait_until(lambda: _ok(standby), timeout=run.timeout, what="the standby's cache")
+    held = gang(run.api, namespace, "held", 3, hold=True)
+    work.add(held)
+    run.held(2)
+    run.stop("lahar-scheduler", kill=True)
+    run.stop("lahar", kill=True)
+    killed = time.monotonic()
+    run.extender_port = replica.port
+    work.add(round_of(run.api, namespace, "during"))
+    names = held.gangs["held"]
+    apply_object(run.api, pod_body(names[-1], namespace, cpu="500m", group="held"))
+    wait_until(
+        lambda: _holder(run.api).startswith(f"{STANDBY}_"),
+        timeout=run.timeout,
+        what="the standby to take the scheduler's Lease",
+    )
+    row.notes.append(f"standby led {time.monotonic() - killed:.1f}s after the kill")
+    return killed
 
 
 def _give_back(run: Run, replica: SchedulerReplica) -> None:
@@ -582,32 +595,42 @@ def webhook_down(run: Run, row: Row, namespace: str, work: Work) -> float:
 
 
 def watches_cut(run: Run, row: Row, namespace: str, work: Work) -> float:
-    state = run.cluster.state
-    with CuttingProxy(state.ports["apiserver"]) as proxy:
-        kubeconfigs = [_kubeconfig_of(run.cluster, name) for name in LAHAR]
-        for path in kubeconfigs:
-            _point_at(path, f"https://127.0.0.1:{proxy.port}")
-        for name in LAHAR:
+    proxy = CuttingProxy(run.cluster.state.ports["apiserver"]).__enter__()
+    kubeconfigs = {name: _kubeconfig_of(run.cluster, name) for name in LAHAR}
+    server = yaml.safe_load(kubeconfigs["lahar"].read_text())["clusters"][0]["cluster"]["server"]
+
+    def through(address: str) -> None:
+        """Lahar's processes started again, talking to the API server at `address`."""
+        for name, path in kubeconfigs.items():
+            _point_at(path, address)
             run.stop(name)
             run.restart(name)
-        proxy.cutting = True
-        work.add(round_of(run.api, namespace, "during"))
-        churned = 0
-        until = time.monotonic() + 30
-        while time.monotonic() < until:  # pods come and go while the streams are cut
-            name = f"churn-{churned}"
-            apply_object(run.api, pod_body(name, namespace, cpu="100m"))
-            time.sleep(0.5)
-            delete(run.api, "v1", "Pod", name, namespace)
-            churned += 1
-        proxy.cutting = False
-        row.notes.append(f"{proxy.cuts} cuts of {proxy.closed} connections, {churned} pods churned")
-        healed = time.monotonic()
-        reconnects = metric(
-            f"{run.extender}/metrics", "lahar_cache_watch_reconnects_total", kind="pods"
-        )
-        row.notes.append(f"extender pod watch reconnected {reconnects:.0f} times")
-        return healed
+
+    def undo() -> None:
+        try:
+            through(server)
+        finally:
+            proxy.__exit__()
+
+    run.after.append(undo)
+    through(f"https://127.0.0.1:{proxy.port}")
+    proxy.cutting = True
+    work.add(round_of(run.api, namespace, "during"))
+    churned = 0
+    until = time.monotonic() + 30
+    while time.monotonic() < until:  # pods come and go while the streams are cut
+        name = f"churn-{churned}"
+        apply_object(run.api, pod_body(name, namespace, cpu="100m"))
+        time.sleep(0.5)
+        delete(run.api, "v1", "Pod", name, namespace)
+        churned += 1
+    proxy.cutting = False  # (the proxy stays until the round is settled: then undone)
+    row.notes.append(f"{proxy.cuts} cuts of {proxy.closed} connections, {churned} pods churned")
+    reconnects = metric(
+        f"{run.extender}/metrics", "lahar_cache_watch_reconnects_total", kind="pods"
+    )
+    row.notes.append(f"the extender's pod watch reconnected {reconnects or 0:.0f} times")
+    return time.monotonic()
 
 
 def _kubeconfig_of(cluster: devcluster.DevCluster, name: str) -> Path:
@@ -752,16 +775,18 @@ def main() -> None:
                 for fault in chosen:
                     started = time.monotonic()
                     row = play(run, fault, FAULTS[fault])
-                    if run.replica is not None:
-                        _give_back(run, run.replica)
-                        run.replica = None
                     took = time.monotonic() - started
                     print(
                         f"{fault}: {'ok' if row.ok else 'FAILED'} in {took:.0f}s",
                         flush=True,
                     )
                     rows.append(row)
+                run.halt()
         finally:
+            if not all(r.ok for r in rows):
+                kept = Path(tempfile.mkdtemp(prefix="lahar-faults-logs-"))
+                shutil.copytree(cluster.state.state_dir / "logs", kept, dirs_exist_ok=True)
+                print(f"the components' logs are kept in {kept}")
             cluster.down()
     report(rows, "python benchmarks/faults.py " + " ".join(sys.argv[1:]))
     sys.exit(0 if all(r.ok for r in rows) else 1)
