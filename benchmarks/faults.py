@@ -1,8 +1,10 @@
 """The fault run: Lahar on a dev cluster with gangs, plain pods and Volcano Jobs flowing, one fault
 injected at a time, and for each fault what an operator must know:
 
-  recovered s     from the fault's end (the component back, or the standby's turn) until every
-                  pod of the round is placed: gangs whole, plain pods bound, Jobs Running
+  fault s         from the fault's start until its end: the component back and ready, the
+                  standby leading, the connections no longer cut
+  recovered s     from the fault's end until every pod of the round is placed: gangs whole,
+                  plain pods bound, Jobs Running
   partial         gangs seen partly bound for longer than a gang's binds take (must be 0)
   jobs lost/dup   Jobs without exactly their pods, or not Running (must be 0)
   unbound         pods of the round left unbound that should bind (must be 0)
@@ -307,6 +309,7 @@ def cache_problems(api: k8s.ApiClient, extender: str, controller: str) -> list[s
 @dataclass
 class Row:
     fault: str
+    lasted: float | None = None  # seconds from the fault's start to its end
     recovered: float | None = None  # seconds from the fault's end to every pod placed
     partial: int = 0
     jobs_wrong: int = 0
@@ -335,6 +338,7 @@ class Run:
     # What a fault undoes once its round is settled (last first): a standby pod stopped, the
     # proxy taken out.
     after: list[Callable[[], None]] = field(default_factory=list)
+    began: float | None = None  # when the round's fault began (its first stop, or as it says)
     restarted: list[str] = field(default_factory=list)  # processes the kubelet's role restarted
     _down: set[str] = field(default_factory=set)  # stopped by the fault
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -361,6 +365,8 @@ class Run:
             pass
 
     def stop(self, name: str, *, kill: bool = False) -> None:
+        if self.began is None:
+            self.began = time.monotonic()
         with self._lock:
             self._down.add(name)
             self.cluster.stop_component(name, kill=kill)
@@ -449,7 +455,9 @@ def play(run: Run, fault: str, inject: Callable[[Run, Row, str, Work], float]) -
     try:
         with PartialWatch(run.cluster.kubeconfig, namespace, work) as partial:
             work.add(round_of(run.api, namespace, "before"))
+            run.began = None
             healed = inject(run, row, namespace, work)
+            row.lasted = None if run.began is None else healed - run.began
             settle(run, row, namespace, work, healed=healed, partial=partial)
     except (KubeError, TimeoutError, OSError, k8s.ApiException) as error:
         row.failures.append(f"{type(error).__name__}: {error}")
@@ -504,7 +512,6 @@ def takeover(run: Run, row: Row, namespace: str, work: Work) -> float:
     run.held(2)
     run.stop("lahar-scheduler", kill=True)
     run.stop("lahar", kill=True)
-    killed = time.monotonic()
     run.extender_port = replica.port
     work.add(round_of(run.api, namespace, "during"))
     names = held.gangs["held"]
@@ -514,8 +521,7 @@ def takeover(run: Run, row: Row, namespace: str, work: Work) -> float:
         timeout=run.timeout,
         what="the standby to take the scheduler's Lease",
     )
-    row.notes.append(f"standby led {time.monotonic() - killed:.1f}s after the kill")
-    return killed
+    return time.monotonic()  # (the fault ends when the standby leads)
 
 
 def _give_back(run: Run, replica: SchedulerReplica) -> None:
@@ -615,6 +621,7 @@ def watches_cut(run: Run, row: Row, namespace: str, work: Work) -> float:
     run.after.append(undo)
     through(f"https://127.0.0.1:{proxy.port}")
     proxy.cutting = True
+    run.began = time.monotonic()
     work.add(round_of(run.api, namespace, "during"))
     churned = 0
     until = time.monotonic() + 30
@@ -732,6 +739,7 @@ def report(rows: list[Row], command: str) -> None:
     print(f"\n$ {command}")
     header = (
         "fault",
+        "fault s",
         "recovered s",
         "partial",
         "jobs lost/dup",
@@ -745,7 +753,17 @@ def report(rows: list[Row], command: str) -> None:
         recovered = "never" if row.recovered is None else f"{row.recovered:.1f}"
         cache = "yes" if not row.cache else "no: " + "; ".join(row.cache)
         result = "ok" if row.ok else "FAILED: " + "; ".join(row.failures or ["see columns"])
-        cells = (row.fault, recovered, row.partial, row.jobs_wrong, row.unbound, cache, result)
+        lasted = "" if row.lasted is None else f"{row.lasted:.1f}"
+        cells = (
+            row.fault,
+            lasted,
+            recovered,
+            row.partial,
+            row.jobs_wrong,
+            row.unbound,
+            cache,
+            result,
+        )
         print("| " + " | ".join(str(c) for c in cells) + " |")
     for row in rows:
         if row.notes:
