@@ -116,7 +116,7 @@ def loopback_webhooks(config: dict[str, Any], port: int) -> dict[str, Any]:
     return {**config, "webhooks": hooks}
 
 
-def _lahar(command: str, kubeconfig: Path, port: int, *flags: str) -> list[str]:
+def lahar_argv(command: str, kubeconfig: Path, port: int, *flags: str) -> list[str]:
     """`lahar <command>` as this Python runs it, on loopback at `port`, with `flags`."""
     return [
         sys.executable,
@@ -131,7 +131,7 @@ def _lahar(command: str, kubeconfig: Path, port: int, *flags: str) -> list[str]:
 
 
 def webhook_argv(kubeconfig: Path, port: int) -> list[str]:
-    return _lahar(
+    return lahar_argv(
         "webhook",
         kubeconfig,
         port,
@@ -144,7 +144,7 @@ def webhook_argv(kubeconfig: Path, port: int) -> list[str]:
 
 
 def controller_argv(kubeconfig: Path, port: int) -> list[str]:
-    return _lahar("controller", kubeconfig, port, "--lease-namespace=lahar-system")
+    return lahar_argv("controller", kubeconfig, port, "--lease-namespace=lahar-system")
 
 
 def extender_argv(
@@ -174,7 +174,7 @@ def extender_argv(
             "--leader-elect",
             f"--lease-namespace={NAMESPACE}",
         ]
-    return _lahar("serve", kubeconfig, port, *flags)
+    return lahar_argv("serve", kubeconfig, port, *flags)
 
 
 def scheduler_config(

@@ -72,21 +72,29 @@ def _no_problem(problem: LeaseProblem | None) -> None:
     pass
 
 
-class _RecordedCalls:
-    """The Lease calls the client's LeaseLock makes, passed through to the API; the last refusal
-    that is a problem (not a 409, not a 404 on reading a Lease not yet created) is kept in
-    `refused` until the elector's next attempt clears it."""
+# Refusals that are the operator's to fix (credentials, RBAC, a missing namespace); any other
+# (a 5xx, 429: the API server's own passing trouble, as while it restarts) is a failed attempt.
+PROBLEMS = frozenset({401, 403, 404})
 
-    def __init__(self, api: k8s.CoordinationV1Api) -> None:
-        self._api = api
+
+class _RecordedCalls:
+    """The Lease calls the client's LeaseLock makes, passed through to the API, each bounded by
+    `timeout` seconds (a call on a silently dropped connection must fail before the renew
+    deadline, not hold a Lease it no longer has). The last refusal that is a problem (`PROBLEMS`,
+    but not a 404 on reading a Lease not yet created) is kept in `refused`, and whether the API
+    server had passing trouble in `passing`, until the elector's next attempt clears them."""
+
+    def __init__(self, api: k8s.CoordinationV1Api, timeout: float) -> None:
+        self._api, self._timeout = api, timeout
         self.refused: k8s.ApiException | None = None
+        self.passing = False
 
     def read_namespaced_lease(self, name: str, namespace: str) -> Any:
         try:
-            return self._api.read_namespaced_lease(name, namespace)
+            return self._api.read_namespaced_lease(name, namespace, _request_timeout=self._timeout)
         except k8s.ApiException as error:
             if error.status != 404:  # (404: no Lease yet; the elector creates it next)
-                self.refused = error
+                self._record(error)
             raise
 
     def create_namespaced_lease(self, namespace: str, body: Any) -> Any:
@@ -99,11 +107,17 @@ class _RecordedCalls:
 
     def _recorded(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
-            return call(*args, **kwargs)
+            return call(*args, **kwargs, _request_timeout=self._timeout)
         except k8s.ApiException as error:
             if error.status != 409:  # (409: another replica wrote first)
-                self.refused = error
+                self._record(error)
             raise
+
+    def _record(self, error: k8s.ApiException) -> None:
+        if error.status in PROBLEMS:
+            self.refused = error
+        else:
+            self.passing = True
 
 
 class _Election(leaderelection.LeaderElection):
@@ -124,7 +138,7 @@ class _Election(leaderelection.LeaderElection):
         """One attempt. A call that never reached the API server (a reset connection, the API
         server restarting) is a failed attempt, retried until the renew deadline as client-go
         does; the client's elector would let it end the election, and the process with it."""
-        self._calls.refused = None
+        self._calls.refused, self._calls.passing = None, False
         try:
             took = bool(super().try_acquire_or_renew())
         except (urllib3.exceptions.HTTPError, OSError) as error:
@@ -137,6 +151,8 @@ class _Election(leaderelection.LeaderElection):
         if self._unreachable:
             log.info("Lease %s: the API server answers again", self._lease)
         self._unreachable = False
+        if not took and self._calls.passing and self._calls.refused is None:
+            return False  # the API server's passing trouble: no news about the Lease
         self._attempted(None if took else self._calls.refused)
         return took
 
@@ -158,7 +174,8 @@ class Elector:
         self.loop = asyncio.get_running_loop()
         lock = LeaseLock(options.name, options.namespace, options.identity)
         # This client, not the process default; recording what the API server refuses.
-        self._calls = _RecordedCalls(k8s.CoordinationV1Api(api))
+        timeout = max(1.0, options.renew_seconds - options.retry_seconds)
+        self._calls = _RecordedCalls(k8s.CoordinationV1Api(api), timeout)
         lock.api_instance = cast(k8s.CoordinationV1Api, self._calls)
         self._leads = False
         self._config = electionconfig.Config(
@@ -299,6 +316,11 @@ class LeaseFollower:
             except ApiStatusError as error:  # refused: RBAC, or the API server's own trouble
                 if self._stop.is_set():
                     return
+                if error.status not in PROBLEMS:
+                    log.warning("following Lease %s: %s; retrying", self.options.name, error)
+                    self._stop.wait(backoff)
+                    backoff = min(backoff * 2, 5.0)
+                    continue
                 problem = LeaseProblem(
                     self.options.namespace, self.options.name, error.status, str(error)
                 )

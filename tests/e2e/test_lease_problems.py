@@ -12,7 +12,6 @@ replica holds the Lease". Once the namespace (or the role) is there, the process
 from __future__ import annotations
 
 import json
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -25,7 +24,7 @@ from kubernetes import client as k8s
 
 from extender import devcluster
 from extender.devcluster import process
-from extender.devcluster.lahar import controller_argv
+from extender.devcluster.lahar import controller_argv, lahar_argv
 from extender.devcluster.ports import free_ports
 from extender.kube import apply_object, delete, wait_until
 
@@ -54,31 +53,16 @@ def _filter_refusal(port: int) -> str:
 
 def _extender_argv(kubeconfig: Path, port: int, lease_namespace: str) -> list[str]:
     """`lahar serve` with a Lease of its own (the Service form, here on plain HTTP)."""
-    return [
-        sys.executable,
-        "-m",
-        "extender.cli.main",
-        "serve",
-        f"--kubeconfig={kubeconfig}",
-        "--host=127.0.0.1",
-        f"--port={port}",
-        "--leader-elect",
-        f"--lease-namespace={lease_namespace}",
-    ]
+    return lahar_argv(
+        "serve", kubeconfig, port, "--leader-elect", f"--lease-namespace={lease_namespace}"
+    )
 
 
 def _follower_argv(kubeconfig: Path, port: int, lease_namespace: str) -> list[str]:
     """`lahar serve` beside a kube-scheduler whose Lease is in `lease_namespace`."""
-    return [
-        sys.executable,
-        "-m",
-        "extender.cli.main",
-        "serve",
-        f"--kubeconfig={kubeconfig}",
-        "--host=127.0.0.1",
-        f"--port={port}",
-        f"--follow-scheduler-lease={lease_namespace}/lahar-scheduler",
-    ]
+    return lahar_argv(
+        "serve", kubeconfig, port, f"--follow-scheduler-lease={lease_namespace}/lahar-scheduler"
+    )
 
 
 def _controller_argv(kubeconfig: Path, port: int, lease_namespace: str) -> list[str]:
