@@ -5,11 +5,12 @@ injected at a time, and for each fault what an operator must know:
                   standby leading, the connections no longer cut
   recovered s     from the fault's end until every pod of the round is placed: gangs whole,
                   plain pods bound, Jobs Running
-  partial         gangs seen partly bound for longer than a gang's binds take (must be 0)
+  partial         gangs seen partly bound for longer than PARTIAL_GRACE (must be 0)
   jobs lost/dup   Jobs without exactly their pods, or not Running (must be 0)
   unbound         pods of the round left unbound that should bind (must be 0)
-  cache           the extender's cache (pods, PodGroups, Queues, nodes) and the controller's Jobs
-                  equal a fresh list of the API server at the end of the round
+  cache           the extender's cache holds as many pods, PodGroups, Queues and nodes, and the
+                  controller as many Jobs, as a fresh list of the API server at the end of the
+                  round (a missed delete leaves one too many)
 
 The faults, in order:
 
@@ -75,7 +76,9 @@ from extender.kube.raw import ApiStatusError, send
 
 SCHEDULER = "lahar"
 HOLD = "lahar.io/faults-hold"  # a gate of the run's own: keeps one member from the scheduler
-PARTIAL_GRACE = 2.0  # seconds a gang may be partly bound while its members' binds land
+# Seconds a gang may be seen partly bound while its members' binds land (they are made together,
+# in well under a second; the margin is for a loaded machine just after the API server restarted).
+PARTIAL_GRACE = 5.0
 LEASE = ("coordination.k8s.io/v1", "Lease", "lahar-scheduler", "lahar-system")
 STANDBY = "lahar-scheduler-b"
 LAHAR = ("lahar-webhook", "lahar", "lahar-controller")  # processes, by their dev cluster name
@@ -89,14 +92,23 @@ DOWN = (KubeError, OSError, k8s.ApiException, urllib3.exceptions.HTTPError)
 
 @dataclass
 class Work:
+    """What a round submitted. The partial-gang watcher reads it from its thread while the round
+    adds to it: both go through the lock (`add`, `copy`)."""
+
     gangs: dict[str, list[str]] = field(default_factory=dict)  # PodGroup -> its pods
     plain: list[str] = field(default_factory=list)
     jobs: dict[str, int] = field(default_factory=dict)  # Job -> its pod count
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, other: Work) -> None:
-        self.gangs.update(other.gangs)
-        self.plain += other.plain
-        self.jobs.update(other.jobs)
+        with self._lock:
+            self.gangs.update(other.gangs)
+            self.plain += other.plain
+            self.jobs.update(other.jobs)
+
+    def copy(self) -> Work:
+        with self._lock:
+            return Work(dict(self.gangs), list(self.plain), dict(self.jobs))
 
 
 def pod_body(name: str, namespace: str, *, cpu: str, group: str = "", hold: bool = False) -> Any:
@@ -239,6 +251,10 @@ class PartialWatch:
         self._stop.set()
         self._thread.join(10)
 
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
     def _run(self) -> None:
         with connect(self.kubeconfig) as api:
             while not self._stop.wait(0.25):
@@ -246,11 +262,11 @@ class PartialWatch:
                     pods = pods_of(api, self.namespace)
                 except DOWN:  # the API server is away
                     continue
-                self._look(pods, time.monotonic())
+                self._look(pods, self.work.copy(), time.monotonic())
 
-    def _look(self, pods: list[dict[str, Any]], now: float) -> None:
-        wanted = sizes(self.work)
-        for name, found in members(pods, self.work).items():
+    def _look(self, pods: list[dict[str, Any]], work: Work, now: float) -> None:
+        wanted = sizes(work)
+        for name, found in members(pods, work).items():
             bound = sum(1 for p in found if is_bound(p))
             if 0 < bound < wanted[name]:
                 since = self._since.setdefault(name, now)
@@ -371,6 +387,11 @@ class Run:
             self._down.add(name)
             self.cluster.stop_component(name, kill=kill)
 
+    def stopped(self, name: str) -> bool:
+        """Whether the fault stopped `name` (and has not started it again)."""
+        with self._lock:
+            return name in self._down
+
     def start(self, name: str) -> process.ProcessRecord:
         with self._lock:
             self._down.discard(name)
@@ -435,12 +456,15 @@ def settle(
         row.recovered = time.monotonic() - healed
     row.unbound = sum(1 for m in missing if not m.startswith("Job "))
     pods = pods_of(run.api, namespace)
+    wrong = set()
     for job, found in members(pods, Work(jobs=work.jobs)).items():
-        names = {p["metadata"]["name"] for p in found}
-        if len(found) != work.jobs[job] or len(names) != len(found):
-            row.jobs_wrong += 1
+        if len(found) != work.jobs[job]:  # (pod names are unique: more is a pod made twice)
+            wrong.add(job)
             row.notes.append(f"Job {job} has {len(found)} pods, wants {work.jobs[job]}")
-    row.jobs_wrong += sum(1 for m in missing if m.startswith("Job ") and "pods" not in m)
+    wrong |= {m.split()[1] for m in missing if m.startswith("Job ")}  # not Running
+    row.jobs_wrong = len(wrong)
+    if not partial.alive:
+        row.failures.append("the partial-gang watcher died: partial gangs were not counted")
     row.partial = len(partial.partial)
     row.cache = cache_problems(run.api, run.extender, run.url("lahar-controller"))
 
@@ -459,17 +483,20 @@ def play(run: Run, fault: str, inject: Callable[[Run, Row, str, Work], float]) -
             healed = inject(run, row, namespace, work)
             row.lasted = None if run.began is None else healed - run.began
             settle(run, row, namespace, work, healed=healed, partial=partial)
-    except (KubeError, TimeoutError, OSError, k8s.ApiException) as error:
+    except Exception as error:  # the fault broke the round: the row says how, the run goes on
         row.failures.append(f"{type(error).__name__}: {error}")
     finally:
         while run.after:
             try:
                 run.after.pop()()
-            except (KubeError, TimeoutError, OSError, k8s.ApiException) as error:
+            except Exception as error:
                 row.failures.append(f"undoing the fault: {type(error).__name__}: {error}")
     if exited := run.restarted[restarted:]:
         row.notes.append(f"restarted after exiting: {', '.join(exited)}")
-    delete(run.api, "v1", "Namespace", namespace)
+    try:
+        delete(run.api, "v1", "Namespace", namespace)
+    except Exception as error:
+        row.failures.append(f"deleting namespace {namespace}: {error}")
     return row
 
 
@@ -526,8 +553,9 @@ def takeover(run: Run, row: Row, namespace: str, work: Work) -> float:
 
 def _give_back(run: Run, replica: SchedulerReplica) -> None:
     """The first scheduler pod back; the standby stopped (releasing the Lease) so it leads."""
-    run.start("lahar")
-    run.start("lahar-scheduler")
+    for name in ("lahar", "lahar-scheduler"):
+        if run.stopped(name):
+            run.start(name)
     replica.stop()
     run.extender_port = 0
     wait_until(
@@ -562,7 +590,7 @@ def controller_killed(run: Run, row: Row, namespace: str, work: Work) -> float:
 
     deadline = time.monotonic() + run.timeout
     while not created() and time.monotonic() < deadline:  # kill at its first pod
-        pass
+        time.sleep(0.01)
     run.stop("lahar-controller", kill=True)
     row.notes.append(f"controller killed with {created()}/{replicas} pods of a Job created")
     work.add(round_of(run.api, namespace, "during", jobs=False))
@@ -601,9 +629,9 @@ def webhook_down(run: Run, row: Row, namespace: str, work: Work) -> float:
 
 
 def watches_cut(run: Run, row: Row, namespace: str, work: Work) -> float:
-    proxy = CuttingProxy(run.cluster.state.ports["apiserver"]).__enter__()
     kubeconfigs = {name: _kubeconfig_of(run.cluster, name) for name in LAHAR}
     server = yaml.safe_load(kubeconfigs["lahar"].read_text())["clusters"][0]["cluster"]["server"]
+    proxy = CuttingProxy(run.cluster.state.ports["apiserver"]).__enter__()
 
     def through(address: str) -> None:
         """Lahar's processes started again, talking to the API server at `address`."""
@@ -676,7 +704,8 @@ class CuttingProxy:
         asyncio.run_coroutine_threadsafe(self._close(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
-        self._loop.close()
+        if not self._thread.is_alive():
+            self._loop.close()
 
     async def _close(self) -> None:
         """Stop listening and end every connection, before the loop stops."""
@@ -786,6 +815,7 @@ def main() -> None:
             die_with_parent=True,
         )
         cluster = devcluster.up(options)
+        run: Run | None = None
         try:
             with connect(cluster.kubeconfig) as api:
                 run = Run(cluster, api, args.timeout)
@@ -794,14 +824,12 @@ def main() -> None:
                     started = time.monotonic()
                     row = play(run, fault, FAULTS[fault])
                     took = time.monotonic() - started
-                    print(
-                        f"{fault}: {'ok' if row.ok else 'FAILED'} in {took:.0f}s",
-                        flush=True,
-                    )
+                    print(f"{fault}: {'ok' if row.ok else 'FAILED'} in {took:.0f}s", flush=True)
                     rows.append(row)
-                run.halt()
         finally:
-            if not all(r.ok for r in rows):
+            if run is not None:
+                run.halt()
+            if len(rows) < len(chosen) or not all(r.ok for r in rows):
                 kept = Path(tempfile.mkdtemp(prefix="lahar-faults-logs-"))
                 shutil.copytree(cluster.state.state_dir / "logs", kept, dirs_exist_ok=True)
                 print(f"the components' logs are kept in {kept}")

@@ -135,6 +135,8 @@ class Informer(Generic[S, M]):
         self.relists = 0
         self.reconnects = 0
         self.bookmarks = 0
+        self.watches = 0  # watches opened
+        self.watched_from: str | None = None  # the resourceVersion the last watch began at
         self._events = WatchEvent[kind.model]  # type: ignore[name-defined]
         self._stop = threading.Event()
         self._response: RESTResponse | None = None
@@ -200,6 +202,7 @@ class Informer(Generic[S, M]):
     def _watch(self, version: str) -> None:
         """Follow the watch, moving `self.version` with every event and bookmark, so a watch that
         breaks (not only one the server ends) resumes from the last event applied."""
+        self.watched_from = version
         lines = watch_lines(
             self.api,
             self.kind.path,
@@ -243,6 +246,7 @@ class Informer(Generic[S, M]):
 
     def _opened(self, response: RESTResponse) -> None:
         self._response = response
+        self.watches += 1
         if self._stop.is_set():
             interrupt(response)
 

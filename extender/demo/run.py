@@ -73,8 +73,9 @@ def run_demo(options: DemoOptions, say: Step = print, table: LiveTable | None = 
             step(f"stop it with: lahar dev-cluster down --state-dir {options.state_dir}")
         else:
             cluster.stop()  # (stopped already unless the story failed)
-            cluster.remove(keep_logs=not logs_clean)
-            if not logs_clean:
+            failed = code != 0 or not logs_clean
+            cluster.remove(keep_logs=failed)
+            if failed:
                 step(f"the logs are kept in {options.state_dir / 'logs'}")
     return code if logs_clean else 1
 

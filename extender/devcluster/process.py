@@ -84,9 +84,11 @@ def is_running(record: ProcessRecord) -> bool:
 
 
 def stop(record: ProcessRecord, *, timeout: float = 10.0) -> None:
-    """SIGTERM the process, then SIGKILL it if it has not exited within `timeout` seconds."""
+    """SIGTERM the process, then SIGKILL it if it has not exited within `timeout` seconds; with
+    no timeout, SIGKILL at once (a crash: nothing of a graceful exit runs)."""
+    signals = ((signal.SIGTERM, timeout),) if timeout > 0 else ()
     try:
-        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+        for sig, wait in (*signals, (signal.SIGKILL, 5.0)):
             if not is_running(record):
                 return
             try:

@@ -77,9 +77,13 @@ def start_replica(
             for a in first["lahar-scheduler"].argv
         ),
     ]
-    scheduler, _ = process.start(
-        hostname, scheduler_argv, logs / f"{hostname}.log", die_with_parent=True
-    )
+    try:
+        scheduler, _ = process.start(
+            hostname, scheduler_argv, logs / f"{hostname}.log", die_with_parent=True
+        )
+    except BaseException:
+        process.stop(extender, timeout=0.0)
+        raise
     replica = SchedulerReplica(hostname, scheduler, extender, port)
     try:
         health.wait_healthy(scheduler, f"https://127.0.0.1:{secure}/healthz", timeout=ready_timeout)

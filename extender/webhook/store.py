@@ -4,9 +4,9 @@ queue. Filled by two informers on the event loop, read by the rules in worker th
 only its name and queue are decoded, so one whose other fields do not parse still holds its queue.
 A queue created moments ago may not be here yet either: one the store lacks is read live (`fetch`,
 in the rule's worker thread) before a rule says it does not exist. A PodGroup created moments ago
-may not be here yet, so deleting its queue in that instant is let through: the scheduler then
-refuses the gang whole for the missing queue (its PodGroup's condition says so) until the queue
-is created again.
+may not be here yet, so deleting its queue in that instant is let through: a gang not yet admitted
+then waits whole for the missing queue (its PodGroup's condition says so) until the queue is
+created again; one already admitted keeps its capacity and binds whole.
 """
 
 from __future__ import annotations

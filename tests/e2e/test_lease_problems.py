@@ -54,7 +54,12 @@ def _filter_refusal(port: int) -> str:
 def _extender_argv(kubeconfig: Path, port: int, lease_namespace: str) -> list[str]:
     """`lahar serve` with a Lease of its own (the Service form, here on plain HTTP)."""
     return lahar_argv(
-        "serve", kubeconfig, port, "--leader-elect", f"--lease-namespace={lease_namespace}"
+        "serve",
+        kubeconfig,
+        port,
+        "--leader-elect",
+        f"--lease-namespace={lease_namespace}",
+        "--served-scheduler=lahar-lease-test",  # (once it leads, it wakes no one's pods)
     )
 
 

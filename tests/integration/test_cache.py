@@ -139,8 +139,11 @@ def test_a_bookmark_moves_the_version_and_logs_nothing(
             for index in range(3):  # the pods' cache moves past the watch's version
                 apply_object(api, make_pod(f"elsewhere-{index}").ns(namespace).cpu("1").build())
             wait_until(lambda: informer.bookmarks > 0, timeout=30, what="a bookmark")
-        assert int(informer.version or 0) > before
-        assert informer.relists == 1  # resumed from the bookmark's version, never listed again
+            marked, opened = informer.version, informer.watches
+            assert int(marked or 0) > before
+            wait_until(lambda: informer.watches > opened, timeout=30, what="the next watch")
+        assert informer.watched_from == marked  # it resumed from the bookmark's version
+        assert informer.relists == 1  # and did not list again
         assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
     finally:
         informer.stop()

@@ -39,9 +39,9 @@ def play(waker: Waker, until: Callable[[], bool], then: Callable[[], None] | Non
 
     async def main() -> None:
         task = asyncio.create_task(waker.run())
-        async with asyncio.timeout(1):
+        async with asyncio.timeout(5):
             while not until():  # noqa: ASYNC110 (the waker exposes no event to wait on)
-                await asyncio.sleep(0)
+                await asyncio.sleep(0.005)
         if then is not None:
             then()
             await asyncio.sleep(0.2)
@@ -204,9 +204,9 @@ def test_held_gangs_of_schedulers_lahar_does_not_serve_are_left_alone() -> None:
 
 
 async def _until(check: Callable[[], bool]) -> None:
-    async with asyncio.timeout(1):
+    async with asyncio.timeout(5):
         while not check():  # noqa: ASYNC110 (the waker exposes no event to wait on)
-            await asyncio.sleep(0)
+            await asyncio.sleep(0.005)
 
 
 def test_a_held_gang_whose_queue_is_deleted_says_so_and_goes_once_it_is_back() -> None:
