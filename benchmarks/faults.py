@@ -66,6 +66,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from extender import devcluster
 from extender.api.batch import BATCH_API_VERSION, JOB_NAME_KEY
 from extender.api.scheduling import API_VERSION, GROUP_ANNOTATION
+from extender.demo.logs import count_log
 from extender.devcluster import process
 from extender.devcluster.lahar import wait_ready
 from extender.devcluster.ports import free_ports
@@ -799,6 +800,19 @@ def report(rows: list[Row], command: str) -> None:
             print(f"  {row.fault}: {'; '.join(row.notes)}")
 
 
+def errors(cluster: devcluster.DevCluster) -> None:
+    """What Lahar's processes logged as errors over the whole run (a Lease lost while the API
+    server was away is one; a traceback never is)."""
+    print("ERROR lines and tracebacks in Lahar's logs over the run:")
+    for record in cluster.state.processes:
+        found = count_log(record.name, record.log) if record.name in LAHAR else None
+        if found is not None:
+            count = found.count
+            print(f"  {record.name}: {count.errors} ERROR lines, {count.tracebacks} tracebacks")
+            for line in count.first:
+                print(f"    {line}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=4, help="fake nodes of 8 cpu (default 4)")
@@ -829,6 +843,7 @@ def main() -> None:
         finally:
             if run is not None:
                 run.halt()
+            errors(cluster)
             if len(rows) < len(chosen) or not all(r.ok for r in rows):
                 kept = Path(tempfile.mkdtemp(prefix="lahar-faults-logs-"))
                 shutil.copytree(cluster.state.state_dir / "logs", kept, dirs_exist_ok=True)

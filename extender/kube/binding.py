@@ -4,7 +4,10 @@ evictions.
 A binding is the `pods/binding` subresource, as kube-scheduler's binder creates it. It carries the
 pod's UID, so a pod deleted and re-created under the same name is never bound by a stale request.
 Binding is idempotent: if the pod is already bound to that very node (a retried call), it is a
-success; bound elsewhere, it is an error saying where.
+success; bound elsewhere, it is an error saying where. A binding call that got no answer (a cut
+connection, the API server restarting) is sent again, `BIND_ATTEMPTS` times at most: a gang's
+member must not fail its gang for a connection that broke, and a binding that did land answers
+the next attempt with 409 and the pod on that node.
 
 `lift_gates` removes the scheduling gates of a pod whose only gates are Lahar's; the patch names
 the pod's UID, so it cannot land on a pod re-created under the same name. `annotate_pod`
@@ -18,6 +21,7 @@ honoured (a dry run first tells whether they would allow it).
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from kubernetes import client as k8s
@@ -25,6 +29,9 @@ from kubernetes import client as k8s
 from extender.kube.aio import MERGE_PATCH, AsyncApi
 from extender.kube.client import KubeError
 from extender.kube.raw import ApiStatusError, send
+
+BIND_ATTEMPTS = 3
+BIND_BACKOFF = 0.1  # seconds before the second attempt; three times that before the third
 
 
 async def bind_pod(api: AsyncApi, namespace: str, name: str, uid: str, node: str) -> None:
@@ -37,12 +44,18 @@ async def bind_pod(api: AsyncApi, namespace: str, name: str, uid: str, node: str
         "target": {"apiVersion": "v1", "kind": "Node", "name": node},
     }
     path = f"/api/v1/namespaces/{namespace}/pods/{name}/binding"
-    try:
-        await api.request("POST", path, body)
-    except ApiStatusError as error:
-        if error.status == 409 and await _bound_to(api, namespace, name, uid) == node:
+    for attempt in range(1, BIND_ATTEMPTS + 1):
+        try:
+            await api.request("POST", path, body)
             return
-        raise KubeError(f"binding pod {namespace}/{name} to {node}: {error}") from error
+        except ApiStatusError as error:
+            if error.status == 409 and await _bound_to(api, namespace, name, uid) == node:
+                return  # (an earlier attempt of ours made it, its answer lost)
+            raise KubeError(f"binding pod {namespace}/{name} to {node}: {error}") from error
+        except KubeError as error:  # no answer: a cut connection, the API server restarting
+            if attempt == BIND_ATTEMPTS:
+                raise KubeError(f"binding pod {namespace}/{name} to {node}: {error}") from error
+            await asyncio.sleep(BIND_BACKOFF * 3 ** (attempt - 1))
 
 
 async def _bound_to(api: AsyncApi, namespace: str, name: str, uid: str) -> str | None:

@@ -22,6 +22,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+import urllib3
 from aiohttp import web
 from kubernetes import client as k8s
 from pydantic import ValidationError
@@ -37,6 +38,9 @@ from extender.shell import SHELL, guarded, informers, install
 from extender.webhook.metrics import WebhookMetrics
 from extender.webhook.store import GROUPS, QUEUES, WebhookStore
 from extender.webhook.tls import ServingCertificate
+
+# What a call raises when it never reached the API server (restarting, a cut connection).
+UNREACHABLE = (urllib3.exceptions.HTTPError, OSError)
 
 log = logging.getLogger(__name__)
 MAX_BODY = 8 * 1024 * 1024  # the API server sends objects of at most ~3 MiB, twice on UPDATE
@@ -85,7 +89,7 @@ def _queue_reader(api: k8s.ApiClient) -> Callable[[str], Queue | None]:
         try:
             found = read(api, API_VERSION, "Queue", name)
             return Queue.model_validate(found) if found is not None else None
-        except (KubeError, ValidationError) as error:
+        except (KubeError, ValidationError, *UNREACHABLE) as error:
             log.warning("queue %s: not in the cache, and reading it failed: %s", name, error)
             return None
 
@@ -205,5 +209,7 @@ async def _rotation(app: web.Application) -> None:
         await asyncio.sleep(tls.options.interval)
         try:
             tls.install(await asyncio.to_thread(tls.refresh))
-        except Exception:  # the API or a file, for a while: keep serving, try again
+        except (KubeError, *UNREACHABLE) as error:  # the API server, for a while
+            log.warning("certificate check failed (%s); serving the current one", error)
+        except Exception:  # a file, or a bug: keep serving, try again
             log.exception("certificate check failed; serving the current one")

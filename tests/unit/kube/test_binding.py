@@ -1,0 +1,70 @@
+"""Creating a binding: idempotent, and a call that got no answer is sent again. A binding that
+landed before its answer was lost is found bound to that very node (409, then the pod read back);
+bound elsewhere, or refused, it is an error at once; three unanswered calls are an error."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from extender.kube import binding
+from extender.kube.binding import bind_pod
+from extender.kube.client import KubeError
+from extender.kube.raw import ApiStatusError
+
+CUT = KubeError("POST binding: Server disconnected")
+
+
+def conflict() -> ApiStatusError:
+    return ApiStatusError("pod a is already assigned to a node", 409)
+
+
+class Api:
+    """Answers POSTs in order (an exception is raised, None answers), GETs with the pod."""
+
+    def __init__(self, posts: list[Exception | None], bound_to: str = "n1") -> None:
+        self.posts, self.bound_to = posts, bound_to
+        self.calls: list[str] = []
+
+    async def request(self, method: str, path: str, body: Any = None, **_: Any) -> bytes:
+        self.calls.append(method)
+        if method == "GET":
+            pod = {"metadata": {"uid": "u1"}, "spec": {"nodeName": self.bound_to}}
+            return json.dumps(pod).encode()
+        answer = self.posts.pop(0)
+        if answer is not None:
+            raise answer
+        return b"{}"
+
+
+@pytest.mark.parametrize(
+    ("posts", "bound_to", "bound", "calls"),
+    [
+        ([None], "n1", True, ["POST"]),
+        ([CUT, None], "n1", True, ["POST", "POST"]),
+        ([CUT, conflict()], "n1", True, ["POST", "POST", "GET"]),  # the first one landed
+        ([CUT, conflict()], "n2", False, ["POST", "POST", "GET"]),  # someone else bound it
+        ([CUT, CUT, CUT], "n1", False, ["POST", "POST", "POST"]),
+        ([ApiStatusError("forbidden", 403)], "n1", False, ["POST"]),  # refused: no retry
+    ],
+    ids=["made", "cut, made", "cut, landed", "cut, bound elsewhere", "never answered", "refused"],
+)
+def test_a_binding_is_sent_again_only_when_it_got_no_answer(
+    monkeypatch: pytest.MonkeyPatch,
+    posts: list[Exception | None],
+    bound_to: str,
+    bound: bool,
+    calls: list[str],
+) -> None:
+    monkeypatch.setattr(binding, "BIND_BACKOFF", 0.0)
+    api = Api(list(posts), bound_to)
+    bind = bind_pod(api, "ns", "a", "u1", "n1")  # type: ignore[arg-type]
+    if bound:
+        asyncio.run(bind)
+    else:
+        with pytest.raises(KubeError, match="binding pod ns/a to n1"):
+            asyncio.run(bind)
+    assert api.calls == calls
