@@ -46,6 +46,7 @@ from extender.shell.keys import SHELL, Lifecycle, Shell
 log = logging.getLogger(__name__)
 Hook = Callable[[web.Application], None]
 REMIND_SECONDS = 60.0  # how often a Lease problem that lasts is logged again
+GRACE_SECONDS = 10.0  # how long a refusal on credentials or RBAC lasts before it is a problem
 Said = Literal["appeared", "lasts", "cleared"]
 
 
@@ -73,17 +74,27 @@ def describe(problem: LeaseProblem, *, following: bool = False) -> str:
 @dataclass
 class ProblemNotice:
     """When a Lease problem is worth a log line: when it appears (or becomes another), again
-    every `remind` seconds at most while it lasts, and when it clears; not on every retry."""
+    every `remind` seconds at most while it lasts, and when it clears; not on every retry. A
+    `patient` problem (a refusal on credentials or RBAC) appears only once it has lasted `grace`
+    seconds: a restarting API server refuses such calls for a moment, until its authorizer has
+    synced, and that is no problem of the operator's."""
 
     remind: float = REMIND_SECONDS
+    grace: float = GRACE_SECONDS
     said: str | None = None  # the problem last logged, if it has not cleared since
     said_at: float = 0.0
+    seen: str | None = None  # the problem of the last attempts, since `seen_at`
+    seen_at: float = 0.0
 
-    def heard(self, problem: str | None, now: float) -> Said | None:
+    def heard(self, problem: str | None, now: float, *, patient: bool = False) -> Said | None:
         """The outcome of an attempt (`problem`, or None) at `now`: what to log, if anything."""
+        if problem != self.seen:
+            self.seen, self.seen_at = problem, now
         if problem is None:
             cleared, self.said = self.said is not None, None
             return "cleared" if cleared else None
+        if patient and problem != self.said and now - self.seen_at < self.grace:
+            return None  # (not yet: it may pass)
         if problem != self.said:
             self.said, self.said_at = problem, now
             return "appeared"
@@ -101,8 +112,11 @@ def _noticer(
     notice = ProblemNotice()
 
     def noticed(problem: LeaseProblem | None) -> None:
-        shell.lease_problem = None if problem is None else describe(problem, following=following)
-        match notice.heard(shell.lease_problem, time.monotonic()):
+        text = None if problem is None else describe(problem, following=following)
+        patient = problem is not None and problem.status in (401, 403)
+        said = notice.heard(text, time.monotonic(), patient=patient)
+        shell.lease_problem = notice.said  # (a patient problem only once it is said)
+        match said:
             case "appeared":
                 log.error("%s; retrying", shell.lease_problem)
             case "lasts":

@@ -286,3 +286,15 @@ def test_a_lease_it_cannot_take_is_an_error_until_it_can(
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1 and "lahar-system/lahar-controller" in errors[0].getMessage()
     assert "can take Lease lahar-system/lahar-controller now" in caplog.text
+
+
+def test_a_refusal_on_rbac_is_a_problem_only_once_it_lasts() -> None:
+    """A restarting API server refuses for a moment, until its authorizer has synced: a 403 that
+    passes within the grace is never said; one that lasts is, once."""
+    forbidden = "cannot take Lease ns/l: forbidden"
+    notice = lease.ProblemNotice(grace=10.0)
+    assert [notice.heard(forbidden, t, patient=True) for t in (0.0, 2.0, 4.0)] == [None] * 3
+    assert notice.heard(None, 6.0) is None  # it passed: nothing to say, nothing to clear
+    said = [notice.heard(forbidden, t, patient=True) for t in (20.0, 25.0, 30.0, 32.0)]
+    assert said == [None, None, "appeared", None]
+    assert notice.heard(None, 40.0) == "cleared"
