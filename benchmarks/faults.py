@@ -372,13 +372,17 @@ class Run:
                 for record in list(self.cluster.state.processes):
                     if record.name in self._down or process.is_running(record):
                         continue
-                    self.cluster.start_component(record.name, die_with_parent=True)
-                    self.restarted.append(record.name)
+                    try:
+                        self.cluster.start_component(record.name, die_with_parent=True)
+                    except Exception as error:  # tried again in a second; the row shows it
+                        self.restarted.append(f"{record.name} (failed: {error})")
+                    else:
+                        self.restarted.append(record.name)
 
     def halt(self) -> None:
         """No more restarts: the run is over."""
         self._stop.set()
-        with self._lock:
+        with self._lock:  # (waits out a restart under way)
             pass
 
     def stop(self, name: str, *, kill: bool = False) -> None:
