@@ -31,9 +31,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def dev_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devcluster.DevCluster]:
-    binaries = devcluster.ensure_binaries(quiet=True)
+    version = devcluster.chosen_kubernetes()
+    binaries = devcluster.ensure_binaries(quiet=True, kubernetes=version)
     options = devcluster.ClusterOptions(
-        state_dir=tmp_path_factory.mktemp("dev-cluster"), die_with_parent=True, with_lahar=True
+        state_dir=tmp_path_factory.mktemp("dev-cluster"),
+        die_with_parent=True,
+        with_lahar=True,
+        kubernetes=version,
     )
     cluster = devcluster.up(options, binaries)
     try:

@@ -20,6 +20,7 @@ def register(commands: Any) -> None:
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
 
     build = verbs.add_parser("build", help="build the control-plane binaries (once per version)")
+    _kubernetes_flag(build)
     build.set_defaults(run=_build)
 
     up = verbs.add_parser("up", help="start a dev cluster and wait until it takes pods")
@@ -28,6 +29,7 @@ def register(commands: Any) -> None:
     up.add_argument(
         "--scheduler-config", type=Path, help="a KubeSchedulerConfiguration file to run with"
     )
+    _kubernetes_flag(up)
     up.add_argument("--nodes", type=int, default=2, help="fake nodes to create (default 2)")
     up.add_argument("--node-cpu", default="8", help="allocatable cpu per node (default 8)")
     up.add_argument("--node-memory", default="32Gi", help="allocatable memory per node")
@@ -49,6 +51,16 @@ def register(commands: Any) -> None:
     status.set_defaults(run=_status)
 
 
+def _kubernetes_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kubernetes",
+        metavar="VERSION",
+        default=devcluster.chosen_kubernetes(),
+        help=f"the Kubernetes version to run: {', '.join(sorted(devcluster.KUBERNETES))} "
+        f"(default $LAHAR_KUBERNETES, else {devcluster.DEFAULT_KUBERNETES})",
+    )
+
+
 def _state_dir_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--state-dir",
@@ -63,7 +75,7 @@ def _state_dir(args: argparse.Namespace) -> Path:
 
 
 def _build(args: argparse.Namespace) -> int:
-    binaries = devcluster.ensure_binaries()
+    binaries = devcluster.ensure_binaries(kubernetes=args.kubernetes)
     print(
         f"kube-apiserver, kube-scheduler, kube-controller-manager: {binaries.kube_apiserver.parent}"
     )
@@ -83,6 +95,7 @@ def _up(args: argparse.Namespace) -> int:
         node_memory=args.node_memory,
         ready_timeout=args.timeout,
         with_lahar=args.lahar,
+        kubernetes=args.kubernetes,
     )
     cluster = devcluster.up(options)
     print(

@@ -6,18 +6,27 @@ nodes (KWOK plays every kubelet) and stops them by pid. The CLI (`lahar dev-clus
 fixtures and `make demo` all use this same code.
 """
 
-from extender.devcluster.build import Binaries, ensure_binaries
+from extender.devcluster.build import (
+    DEFAULT_KUBERNETES,
+    KUBERNETES,
+    Binaries,
+    chosen_kubernetes,
+    ensure_binaries,
+)
 from extender.devcluster.cluster import ClusterOptions, DevCluster, down, status, up
 from extender.devcluster.errors import DevClusterError
 from extender.devcluster.nodes import fake_node
 from extender.devcluster.state import DevClusterState
 
 __all__ = [
+    "DEFAULT_KUBERNETES",
+    "KUBERNETES",
     "Binaries",
     "ClusterOptions",
     "DevCluster",
     "DevClusterError",
     "DevClusterState",
+    "chosen_kubernetes",
     "down",
     "ensure_binaries",
     "fake_node",

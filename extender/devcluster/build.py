@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from extender.devcluster.errors import DevClusterError
@@ -50,6 +50,11 @@ class GoModule:
     version_ldflags: bool = False
     optional: bool = False  # built only when asked for (the benchmarks' peer)
 
+
+# The Kubernetes minor versions the dev cluster runs, each pinned by a Go module of its own under
+# tests/controlplane (its staging modules at the same patch), and the one used unless told.
+KUBERNETES = {"1.35": "kubernetes", "1.37": "kubernetes-1.37"}
+DEFAULT_KUBERNETES = "1.35"
 
 MODULES = (
     GoModule(
@@ -221,12 +226,37 @@ def _copy_kwok_stages(go: str, target: Path, version: str) -> None:
         shutil.copyfile(stages / stage, target / "stages" / Path(stage).name)
 
 
-def ensure_binaries(*, quiet: bool = False, peer: bool = False) -> Binaries:
-    """Build whatever is not cached yet and return the binaries' paths (with `peer`, also the
-    benchmarks' Coscheduling scheduler)."""
+def chosen_kubernetes() -> str:
+    """The version to run unless told otherwise: `$LAHAR_KUBERNETES`, else the default."""
+    return os.environ.get("LAHAR_KUBERNETES") or DEFAULT_KUBERNETES
+
+
+def kubernetes_folder(version: str) -> str:
+    """The folder under tests/controlplane pinning Kubernetes `version` ("1.37", or "1.37.2"
+    when that is the patch pinned: checked when it is built)."""
+    minor = ".".join(version.removeprefix("v").split(".")[:2])
+    if minor not in KUBERNETES:
+        known = ", ".join(sorted(KUBERNETES))
+        raise DevClusterError(f"Kubernetes {version}: the dev cluster runs {known}")
+    return KUBERNETES[minor]
+
+
+def ensure_binaries(
+    *, quiet: bool = False, peer: bool = False, kubernetes: str | None = None
+) -> Binaries:
+    """Build whatever is not cached yet and return the binaries' paths: the control plane of
+    Kubernetes `kubernetes` (a minor version of `KUBERNETES`; default `chosen_kubernetes()`),
+    etcd and KWOK (with `peer`, also the benchmarks' Coscheduling scheduler, which matches
+    1.35)."""
+    kubernetes = kubernetes or chosen_kubernetes()
     root = controlplane_source()
-    wanted = [module for module in MODULES if peer or not module.optional]
+    folder = kubernetes_folder(kubernetes)
+    modules = [replace(m, folder=folder) if m.folder == "kubernetes" else m for m in MODULES]
+    wanted = [module for module in modules if peer or not module.optional]
     plans = [(module, *_build_dir(root, module)) for module in wanted]
+    pinned = plans[0][2]  # (the Kubernetes module comes first)
+    if not pinned.removeprefix("v").startswith(kubernetes.removeprefix("v")):
+        raise DevClusterError(f"Kubernetes {kubernetes}: tests/controlplane/{folder} pins {pinned}")
     missing = [plan for plan in plans if not plan[1].is_dir()]
     if missing:
         required = max(
@@ -240,15 +270,16 @@ def ensure_binaries(*, quiet: bool = False, peer: bool = False) -> Binaries:
     elif not quiet:
         print(f"lahar: control plane binaries cached in {cache_dir() / 'bin'}", file=sys.stderr)
     dirs = {module.folder: target for module, target, _, _ in plans}
+    kube = dirs[folder]
     return Binaries(
         etcd=dirs["etcd"] / "etcd",
-        kube_apiserver=dirs["kubernetes"] / "kube-apiserver",
-        kube_controller_manager=dirs["kubernetes"] / "kube-controller-manager",
-        kube_scheduler=dirs["kubernetes"] / "kube-scheduler",
-        kubectl=dirs["kubernetes"] / "kubectl",
+        kube_apiserver=kube / "kube-apiserver",
+        kube_controller_manager=kube / "kube-controller-manager",
+        kube_scheduler=kube / "kube-scheduler",
+        kubectl=kube / "kubectl",
         kwok=dirs["kwok"] / "kwok",
         kwok_stages=tuple(dirs["kwok"] / "stages" / Path(s).name for s in KWOK_STAGES),
-        kubernetes_version=plans[0][2],
+        kubernetes_version=pinned,
         coscheduling_scheduler=(
             dirs["scheduler-plugins"] / "scheduler" if "scheduler-plugins" in dirs else None
         ),

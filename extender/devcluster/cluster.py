@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from extender.devcluster import configs, health, lahar, pki, ports, process
-from extender.devcluster.build import Binaries, ensure_binaries
+from extender.devcluster.build import Binaries, chosen_kubernetes, ensure_binaries
 from extender.devcluster.errors import DevClusterError
 from extender.devcluster.nodes import prepare_workloads
 from extender.devcluster.paths import manifests_dir, policy_dir
@@ -52,6 +52,8 @@ class ClusterOptions:
     # The extender as a process of its own behind mutual TLS (manifests/extender-service/),
     # instead of beside the scheduler on loopback (manifests/, the default).
     extender_service: bool = False
+    # The version to run (`build.KUBERNETES`; default `$LAHAR_KUBERNETES`, else 1.35).
+    kubernetes: str = field(default_factory=chosen_kubernetes)
 
 
 @dataclass
@@ -182,7 +184,7 @@ def up(options: ClusterOptions, binaries: Binaries | None = None) -> DevCluster:
         else configs.default_scheduler_config()
     )
     if binaries is None:
-        binaries = ensure_binaries(quiet=True)
+        binaries = ensure_binaries(quiet=True, kubernetes=options.kubernetes)
     shutil.rmtree(state_dir, ignore_errors=True)  # leftovers of a failed start, no state file
     (state_dir / "logs").mkdir(parents=True)
     names = ("etcd", "kcm", "scheduler", "kwok", "apiserver", *lahar.PORTS)

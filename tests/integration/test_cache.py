@@ -142,7 +142,9 @@ def test_a_bookmark_moves_the_version_and_logs_nothing(
             marked, opened = informer.version, informer.watches
             assert int(marked or 0) > before
             wait_until(lambda: informer.watches > opened, timeout=30, what="the next watch")
-        assert informer.watched_from == marked  # it resumed from the bookmark's version
+        # It resumed from the bookmark's version (or a later bookmark's, had the watch ended just
+        # after the first): no event moves it, the selector matching none.
+        assert int(informer.watched_from or 0) >= int(marked or 0)
         assert informer.relists == 1  # and did not list again
         assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
     finally:

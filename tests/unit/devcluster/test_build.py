@@ -19,6 +19,7 @@ SOURCE = Path(__file__).resolve().parents[3] / "tests" / "controlplane"
     ("folder", "module", "version"),
     [
         ("kubernetes", "k8s.io/kubernetes", "v1.35.4"),
+        ("kubernetes-1.37", "k8s.io/kubernetes", "v1.37.2"),
         ("etcd", "go.etcd.io/etcd/server/v3", "v3.6.13"),
         ("kwok", "sigs.k8s.io/kwok", "v0.8.0"),
     ],
@@ -31,11 +32,32 @@ def test_committed_go_modules_pin_the_verified_versions(
     assert (SOURCE / folder / "go.sum").stat().st_size > 0
 
 
-def test_kubernetes_module_replaces_every_staging_module_with_its_published_version() -> None:
-    go_mod = (SOURCE / "kubernetes" / "go.mod").read_text()
+@pytest.mark.parametrize(
+    ("folder", "staging", "count"),
+    [("kubernetes", "v0.35.4", 31), ("kubernetes-1.37", "v0.37.2", 33)],
+)
+def test_kubernetes_module_replaces_every_staging_module_with_its_published_version(
+    folder: str, staging: str, count: int
+) -> None:
+    go_mod = (SOURCE / folder / "go.mod").read_text()
     replaces = [line.split() for line in go_mod.splitlines() if "=> k8s.io/" in line]
-    assert len(replaces) == 31
-    assert all(r[0] == r[2] and r[3] == "v0.35.4" for r in replaces)
+    assert len(replaces) == count
+    assert all(r[0] == r[2] and r[3] == staging for r in replaces)
+
+
+@pytest.mark.parametrize(
+    ("asked", "folder"),
+    [("1.35", "kubernetes"), ("1.35.4", "kubernetes"), ("v1.37.2", "kubernetes-1.37")],
+)
+def test_a_kubernetes_version_names_its_pinned_module(asked: str, folder: str) -> None:
+    assert build.kubernetes_folder(asked) == folder
+    assert (SOURCE / folder / "go.mod").is_file()
+
+
+@pytest.mark.parametrize("asked", ["1.36", "2.0", "latest", ""])
+def test_a_kubernetes_version_not_pinned_is_one_line_naming_those_that_are(asked: str) -> None:
+    with pytest.raises(DevClusterError, match=r"the dev cluster runs 1\.35, 1\.37"):
+        build.kubernetes_folder(asked)
 
 
 def test_module_version_reads_single_line_and_block_requires() -> None:
