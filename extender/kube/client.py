@@ -18,6 +18,10 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+# What a call raises when it never got an answer from the API server (restarting, a cut
+# connection): the caller's retry, not a refusal to report.
+UNREACHABLE = (urllib3.exceptions.HTTPError, OSError)
+
 
 class KubeError(Exception):
     """An API call failed; the message names the object and the reason the server gave."""

@@ -34,12 +34,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-import urllib3
 from kubernetes import client as k8s
 from kubernetes.leaderelection import electionconfig, leaderelection
 from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
-from extender.kube.client import api_reason
+from extender.kube.client import UNREACHABLE, api_reason
 from extender.kube.raw import ApiStatusError, send
 from extender.kube.watch import Gone, list_pages, watch_lines
 
@@ -141,7 +140,7 @@ class _Election(leaderelection.LeaderElection):
         self._calls.refused, self._calls.passing = None, False
         try:
             took = bool(super().try_acquire_or_renew())
-        except (urllib3.exceptions.HTTPError, OSError) as error:
+        except UNREACHABLE as error:
             if not self._unreachable:
                 log.warning(
                     "Lease %s: the API server did not answer (%s); retrying", self._lease, error

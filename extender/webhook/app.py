@@ -22,7 +22,6 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-import urllib3
 from aiohttp import web
 from kubernetes import client as k8s
 from pydantic import ValidationError
@@ -32,15 +31,12 @@ from extender.admission.problems import AdmissionDecision, Problem, from_validat
 from extender.api.admission import AdmissionReview, response
 from extender.api.scheduling import API_VERSION, Queue
 from extender.cache.informer import Informers
-from extender.kube.client import KubeError
+from extender.kube.client import UNREACHABLE, KubeError
 from extender.kube.objects import read
 from extender.shell import SHELL, guarded, informers, install
 from extender.webhook.metrics import WebhookMetrics
 from extender.webhook.store import GROUPS, QUEUES, WebhookStore
 from extender.webhook.tls import ServingCertificate
-
-# What a call raises when it never reached the API server (restarting, a cut connection).
-UNREACHABLE = (urllib3.exceptions.HTTPError, OSError)
 
 log = logging.getLogger(__name__)
 MAX_BODY = 8 * 1024 * 1024  # the API server sends objects of at most ~3 MiB, twice on UPDATE
