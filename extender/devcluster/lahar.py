@@ -34,7 +34,12 @@ from extender.kube import apply_object, connect, load_manifests, wait_establishe
 from extender.kube.tokens import service_account_token
 
 PORTS = ("lahar", "lahar-probes", "lahar-scheduler", "lahar-controller", "lahar-webhook")
-CRD_FILES = ("base/crd-scheduling.yaml", "base/crd-batch.yaml", "base/crd-bus.yaml")
+CRD_FILES = (
+    "base/crd-scheduling.yaml",
+    "base/crd-coscheduling.yaml",
+    "base/crd-batch.yaml",
+    "base/crd-bus.yaml",
+)
 NAMESPACE_FILE = "base/namespace.yaml"
 NAMESPACE = "lahar-system"
 # Each component's ServiceAccount (in lahar-system) -> its RBAC manifest, and its kubeconfig's name.
@@ -61,8 +66,8 @@ WEBHOOK_FILE = "base/webhook.yaml"
 
 
 def install_crds(kubeconfig: Path, manifests: Path, timeout: float) -> None:
-    """The CRDs every dev cluster serves (PodGroup, Queue, Job, Command), Established before anyone
-    watches, and Lahar's namespace."""
+    """The CRDs every dev cluster serves (Volcano's PodGroup, Queue, Job and Command, and
+    Coscheduling's PodGroup), Established before anyone watches, and Lahar's namespace."""
     crds = load_manifests(*(manifests / name for name in CRD_FILES))
     with connect(kubeconfig) as api:
         for item in [*load_manifests(manifests / NAMESPACE_FILE), *crds]:

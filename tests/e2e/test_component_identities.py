@@ -37,6 +37,12 @@ def test_each_component_is_its_service_account(
     [
         ("lahar-extender", ("create", "pods/binding", "default", ""), True),
         ("lahar-extender", ("delete", "pods", "default", ""), False),
+        ("lahar-extender", ("watch", "podgroups.scheduling.x-k8s.io", "default", ""), True),
+        ("lahar-extender", ("patch", "podgroups.scheduling.x-k8s.io/status", "default", ""), True),
+        ("lahar-extender", ("patch", "podgroups.scheduling.x-k8s.io", "default", ""), False),
+        ("lahar-extender", ("watch", "podgroups.scheduling.k8s.io", "default", ""), True),
+        ("lahar-extender", ("patch", "podgroups.scheduling.k8s.io/status", "default", ""), True),
+        ("lahar-extender", ("delete", "podgroups.scheduling.k8s.io", "default", ""), False),
         ("lahar-controller", ("create", "pods", "default", ""), True),
         ("lahar-controller", ("create", "pods/binding", "default", ""), False),
         ("lahar-webhook", ("update", "secrets", NAMESPACE, "lahar-webhook-tls"), True),
@@ -58,8 +64,11 @@ def test_each_component_may_do_what_its_manifest_grants_and_no_more(
     allowed: bool,
 ) -> None:
     verb, resource, namespace, name = asked  # name "": any object of that resource
-    plural, _, sub = resource.partition("/")
+    resource, _, sub = resource.partition("/")
+    plural, _, group = resource.partition(".")  # e.g. "podgroups.scheduling.x-k8s.io"
     attributes = {"verb": verb, "resource": plural, "namespace": namespace}
+    if group:
+        attributes["group"] = group
     if sub:
         attributes["subresource"] = sub
     if name:
