@@ -19,11 +19,18 @@ import copy
 from collections.abc import Iterable
 from typing import Any, Self
 
+from extender.api.coscheduling import API_VERSION as COSCHEDULING_API
+from extender.api.coscheduling import CoschedulingPodGroup
+from extender.api.native_groups import API_VERSION as NATIVE_API
+from extender.api.native_groups import NativePodGroup
 from extender.api.objects import Node, Pod
 from extender.api.scheduling import (
     API_VERSION,
+    COSCHEDULING_LABEL,
     GROUP_ANNOTATION,
+    QUEUE_ANNOTATION,
     TASK_ANNOTATION,
+    GroupKind,
     PodGroup,
     Queue,
 )
@@ -194,7 +201,13 @@ class PodBuilder:
         self._pod["metadata"]["annotations"][key] = value
         return self
 
-    def group(self, name: str) -> Self:
+    def group(self, name: str, kind: GroupKind = GroupKind.VOLCANO) -> Self:
+        """A member of group `name` of `kind`, joined the way that kind's pods join one."""
+        if kind is GroupKind.COSCHEDULING:
+            return self.label(COSCHEDULING_LABEL, name)
+        if kind is GroupKind.NATIVE:
+            self._pod["spec"]["schedulingGroup"] = {"podGroupName": name}
+            return self
         return self.annotate(GROUP_ANNOTATION, name)
 
     def task(self, name: str) -> Self:
@@ -301,8 +314,35 @@ class PodGroupBuilder:
     def build(self) -> dict[str, Any]:
         return copy.deepcopy(self._group)
 
-    def model(self) -> PodGroup:
+    def model(self, kind: GroupKind = GroupKind.VOLCANO) -> PodGroup:
+        """The group as the gang engine sees it, read from an object of `kind` with the same
+        minMember, minResources, queue and annotations (`kind_object`)."""
+        if kind is GroupKind.COSCHEDULING:
+            return CoschedulingPodGroup.model_validate(self.kind_object(kind)).as_gang()
+        if kind is GroupKind.NATIVE:
+            return NativePodGroup.model_validate(self.kind_object(kind)).as_gang()
         return PodGroup.model_validate(self.build())
+
+    def kind_object(self, kind: GroupKind) -> dict[str, Any]:
+        """This group as an object of `kind`, as its API serves it (a Coscheduling group names
+        its queue by annotation; a native group has a gang policy and no minResources)."""
+        body = self.build()
+        if kind is GroupKind.VOLCANO:
+            return body
+        spec, meta = body.pop("spec"), body["metadata"]
+        queue = spec.pop("queue", None)
+        if queue is not None:
+            meta.setdefault("annotations", {})[QUEUE_ANNOTATION] = queue
+        if kind is GroupKind.COSCHEDULING:
+            wanted = ("minMember", "minResources", "scheduleTimeoutSeconds")
+            body.update(apiVersion=COSCHEDULING_API, spec={k: spec[k] for k in wanted if k in spec})
+        else:
+            gang = {"gang": {"minCount": spec.get("minMember", 1)}}
+            body.update(apiVersion=NATIVE_API, spec={"schedulingPolicy": gang})
+            if "priorityClassName" in spec:
+                body["spec"]["priorityClassName"] = spec["priorityClassName"]
+        body.pop("status", None)
+        return body
 
 
 class QueueBuilder:

@@ -102,7 +102,7 @@ class Barrier:
             return ExtenderBindingResult(error=error)
         if gate is None:
             loop = asyncio.get_running_loop()
-            timeout = self.gangs.settings.barrier_timeout
+            timeout = self._gather_timeout(key)
             gate = self._gates[key] = _Gate(loop.call_later(timeout, self._time_out, key))
         held = _Held(pod, args, time.monotonic(), asyncio.get_running_loop().create_future())
         previous = gate.held.get(pod.metadata.uid)
@@ -161,6 +161,14 @@ class Barrier:
                 ", ".join(f"{h.pod.key} ({e})" for h, e in failed),
             )
 
+    def _gather_timeout(self, key: str) -> float:
+        """How long the gang's members wait for each other here: the policy's barrier timeout,
+        or its PodGroup's own shorter limit."""
+        limit = self.gangs.settings.barrier_timeout
+        group = self.state.pod_groups.get(key)
+        own = group.gather_timeout if group is not None else None
+        return min(limit, own) if own is not None and own > 0 else limit
+
     def _time_out(self, key: str) -> None:
         gate = self._gates.pop(key, None)
         if gate is None:
@@ -169,7 +177,7 @@ class Barrier:
         gang = view_gang(self.state, key)
         settings = self.gangs.settings
         short = f"only {gang.ready} of {gang.min_member} members were placed within " + (
-            f"{settings.barrier_timeout:.0f}s"
+            f"{self._gather_timeout(key):.0f}s"
         )
         coming = self._coming(gang)
         if coming is not None:

@@ -133,7 +133,8 @@ def mutate_pod(request: AdmissionRequest, view: QueueLookup, settings: Settings)
     problems = _expect(request, PODS, (Operation.CREATE,))
     if problems:
         return _outcome("Pod", request, problems)
-    return _outcome("Pod", request, [], pods.gate_patch(request.object, settings.served))
+    problems = pods.naming_problems(request.object)
+    return _outcome("Pod", request, problems, pods.gate_patch(request.object, settings.served))
 
 
 # path -> (resource label for metrics, rule)

@@ -1,12 +1,15 @@
 """Gang pods others create (Kubeflow's training operator, Spark, a user's own) wait behind Lahar's
 scheduling gate, as the pods of Lahar's own Jobs do.
 
-A pod naming a PodGroup (`scheduling.k8s.io/group-name`) for one of the schedulers Lahar serves is
-created with Lahar's gate (`GANG_GATE`) added: kube-scheduler leaves it alone until Lahar admits
+A pod naming a PodGroup for one of the schedulers Lahar serves (a Volcano one through the
+annotation `scheduling.k8s.io/group-name`, a Coscheduling one through the label
+`scheduling.x-k8s.io/pod-group`, a native one through `spec.schedulingGroup`) is created with
+Lahar's gate (`GANG_GATE`) added: kube-scheduler leaves it alone until Lahar admits
 its gang and lifts the gate, so the gang's pods enter the scheduler's queue together however many
 other gangs wait, and a gang that cannot run yet costs the scheduler nothing. Pods already gated by
 Lahar, pods bound at creation (`nodeName`: a gate is not allowed there) and every other pod are
-left as they are. The patch appends to the pod's gates, so gates other controllers set stay.
+left as they are. The patch appends to the pod's gates, so gates other controllers set stay. A pod
+naming two different groups (`naming_problems`) is refused: it could only ever join one of them.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from extender.api.scheduling import GANG_GATE, GROUP_ANNOTATION
+from extender.admission.problems import Problem
+from extender.api.scheduling import COSCHEDULING_LABEL, GANG_GATE, GROUP_ANNOTATION
 
 DEFAULT_SCHEDULER = "default-scheduler"
 
@@ -24,8 +28,8 @@ def gate_patch(pod: Mapping[str, Any] | None, served: Collection[str]) -> list[d
     scheduler in `served` waiting to be placed."""
     if not isinstance(pod, Mapping):
         return []
-    meta, spec = _mapping(pod, "metadata"), _mapping(pod, "spec")
-    if not _mapping(meta, "annotations").get(GROUP_ANNOTATION) or spec.get("nodeName"):
+    spec = _mapping(pod, "spec")
+    if not _names(pod) or spec.get("nodeName"):
         return []
     if (spec.get("schedulerName") or DEFAULT_SCHEDULER) not in served:
         return []
@@ -35,6 +39,37 @@ def gate_patch(pod: Mapping[str, Any] | None, served: Collection[str]) -> list[d
     if any(isinstance(g, Mapping) and g.get("name") == GANG_GATE for g in gates):
         return []
     return [{"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": GANG_GATE}}]
+
+
+def naming_problems(pod: Mapping[str, Any] | None) -> list[Problem]:
+    """A pod naming two different groups, in any two of the three ways, is refused."""
+    if not isinstance(pod, Mapping):
+        return []
+    names = _names(pod)
+    if len(set(names.values())) <= 1:
+        return []
+    first, *others = names.items()
+    return [
+        Problem(
+            field,
+            f"names group {name!r} but {first[0]} names {first[1]!r}: a pod belongs to one group",
+        )
+        for field, name in others
+        if name != first[1]
+    ]
+
+
+def _names(pod: Mapping[str, Any]) -> dict[str, str]:
+    """Each field through which the pod names a group, and the name it gives."""
+    meta, spec = _mapping(pod, "metadata"), _mapping(pod, "spec")
+    names = {
+        f"metadata.annotations[{GROUP_ANNOTATION}]": _mapping(meta, "annotations").get(
+            GROUP_ANNOTATION
+        ),
+        f"metadata.labels[{COSCHEDULING_LABEL}]": _mapping(meta, "labels").get(COSCHEDULING_LABEL),
+        "spec.schedulingGroup.podGroupName": _mapping(spec, "schedulingGroup").get("podGroupName"),
+    }
+    return {field: name for field, name in names.items() if isinstance(name, str) and name}
 
 
 def _mapping(parent: Mapping[str, Any], key: str) -> Mapping[str, Any]:

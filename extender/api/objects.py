@@ -43,6 +43,12 @@ ResourceList = Annotated[
 ]
 
 
+class OwnerReference(Shared):
+    """An owner by name: what Lahar reads of one (a Job's pods share one instance)."""
+
+    name: Interned = ""
+
+
 class ObjectMeta(KubeModel):
     name: str = ""
     namespace: Interned = ""
@@ -51,6 +57,8 @@ class ObjectMeta(KubeModel):
     labels: InternedMap = Field(default_factory=dict)
     annotations: InternedMap = Field(default_factory=dict)
     deletion_timestamp: str | None = None
+    # (by name only: Coscheduling's PodGroup status names its members' owners)
+    owner_references: tuple[OwnerReference, ...] = ()
 
     @property
     def key(self) -> str:
@@ -108,10 +116,16 @@ class PodSpec(KubeModel):
     overhead: ResourceList = EMPTY
     resources: ResourceRequirements | None = None
     scheduling_gates: tuple[SchedulingGate, ...] = ()
+    # The native PodGroup (`scheduling.k8s.io`, Kubernetes 1.37 beta) the pod belongs to.
+    scheduling_group: PodSchedulingGroup | None = None
 
 
 class SchedulingGate(KubeModel):
     name: str = ""
+
+
+class PodSchedulingGroup(Shared):
+    pod_group_name: Interned = ""
 
 
 class PodCondition(Shared):

@@ -1,9 +1,18 @@
-"""Volcano's scheduling API as Lahar reads it: PodGroup and Queue (`scheduling.volcano.sh/v1beta1`).
+"""Volcano's scheduling API as Lahar reads it: PodGroup and Queue (`scheduling.volcano.sh/v1beta1`),
+and the one gang model every kind of PodGroup is read into.
 
-A pod joins a PodGroup through the annotation `scheduling.k8s.io/group-name` (in the pod's
+A pod joins a Volcano PodGroup through the annotation `scheduling.k8s.io/group-name` (in the pod's
 namespace) and a task through `volcano.sh/task-spec`; `gang_key` and `task_of` read them. Only the
 fields Lahar's policies read are modelled; resource lists parse exactly as a pod's do, so a bad
 quantity in `minResources` is an error naming that field.
+
+Two more kinds of PodGroup are gangs too (`GroupKind`): scheduler-plugins' Coscheduling PodGroups
+(`api.coscheduling`: pods labelled `scheduling.x-k8s.io/pod-group`) and Kubernetes' native ones
+(`api.native_groups`: a pod's `spec.schedulingGroup`). Each is read into this module's `PodGroup`,
+which carries its `group_kind`, and a gang's key names the kind unless it is Volcano's:
+`namespace/name` for Volcano, `namespace/podgroups.scheduling.x-k8s.io/name` for the others (what
+kubectl takes), so two kinds' groups of one name never meet. A group the engine cannot take as it
+is (minMember below 1) carries its `problem`, which the gang's condition says.
 
 A gang's pods are created with the scheduling gate `lahar.io/gang` (by the Job controller, and by
 the admission webhook for pods others create) and Lahar lifts it when it admits their gang, so a
@@ -14,7 +23,9 @@ the scheduler nothing. `held_by_lahar` tells such a pod.
 from __future__ import annotations
 
 import logging
+from enum import StrEnum
 from functools import cached_property
+from typing import Any
 
 from pydantic import Field
 
@@ -30,6 +41,25 @@ SLA_ANNOTATION = "sla-waiting-time"  # Volcano's per-job starvation limit, a Go 
 GANG_GATE = "lahar.io/gang"  # the scheduling gate Lahar lifts when it admits the pod's gang
 
 log = logging.getLogger(__name__)
+
+
+class GroupKind(StrEnum):
+    """The kinds of PodGroup Lahar schedules as gangs, each by its resource name as kubectl
+    takes it."""
+
+    VOLCANO = "podgroups.scheduling.volcano.sh"
+    COSCHEDULING = "podgroups.scheduling.x-k8s.io"
+    NATIVE = "podgroups.scheduling.k8s.io"
+
+    def key(self, namespace: str, name: str) -> str:
+        """The gang key of this kind's group `namespace/name`."""
+        if self is GroupKind.VOLCANO:
+            return f"{namespace}/{name}"
+        return f"{namespace}/{self.value}/{name}"
+
+
+COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
+QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"  # the queue of a group of another kind
 
 
 class PodGroupRefSpec(KubeModel):
@@ -79,6 +109,19 @@ class PodGroupStatus(KubeModel):
 class PodGroup(PodGroupRef):
     spec: PodGroupSpec = PodGroupSpec()
     status: PodGroupStatus = PodGroupStatus()
+    # What the gang engine needs that is not Volcano's wire format: the kind the group was read
+    # from, why the engine cannot take it as it is ("" when it can), and, for other kinds, the
+    # status as their API shows it (compared against before a write). Never sent back.
+    group_kind: GroupKind = Field(default=GroupKind.VOLCANO, exclude=True)
+    problem: str = Field(default="", exclude=True)
+    # How long its members may wait for each other at the bind barrier at most (Coscheduling's
+    # scheduleTimeoutSeconds); None: the policy's barrier timeout.
+    gather_timeout: float | None = Field(default=None, exclude=True)
+    shown: dict[str, Any] = Field(default_factory=dict, exclude=True)
+
+    @property
+    def key(self) -> str:
+        return self.group_kind.key(self.metadata.namespace, self.metadata.name)
 
     @cached_property
     def sla_waiting_time(self) -> float | None:
@@ -136,9 +179,42 @@ def default_queue() -> Queue:
 
 
 def gang_key(pod: Pod) -> str | None:
-    """`namespace/podgroup` of the pod's gang, or None for a pod that is a gang of one."""
+    """The key of the pod's gang (`GroupKind.key`), or None for a pod that is a gang of one. A
+    pod that names groups of several kinds belongs to the first of Volcano's annotation, the
+    Coscheduling label and `spec.schedulingGroup` (`group_names` tells such a pod)."""
+    namespace = pod.metadata.namespace
     name = pod.metadata.annotations.get(GROUP_ANNOTATION)
-    return f"{pod.metadata.namespace}/{name}" if name else None
+    if name:
+        return f"{namespace}/{name}"
+    name = pod.metadata.labels.get(COSCHEDULING_LABEL)
+    if name:
+        return GroupKind.COSCHEDULING.key(namespace, name)
+    group = pod.spec.scheduling_group
+    if group is not None and group.pod_group_name:
+        return GroupKind.NATIVE.key(namespace, group.pod_group_name)
+    return None
+
+
+def group_names(pod: Pod) -> dict[str, str]:
+    """Each field through which the pod names a group, and the name it gives."""
+    names = {
+        f"metadata.annotations[{GROUP_ANNOTATION}]": pod.metadata.annotations.get(GROUP_ANNOTATION),
+        f"metadata.labels[{COSCHEDULING_LABEL}]": pod.metadata.labels.get(COSCHEDULING_LABEL),
+        "spec.schedulingGroup.podGroupName": (
+            pod.spec.scheduling_group.pod_group_name if pod.spec.scheduling_group else None
+        ),
+    }
+    return {field: name for field, name in names.items() if name}
+
+
+def naming_conflict(pod: Pod) -> str | None:
+    """Why the pod cannot be placed as a member of any one group: it names two different
+    groups (a Volcano annotation and a Coscheduling label, say); None when it does not."""
+    names = group_names(pod)
+    if len(set(names.values())) <= 1:
+        return None
+    said = ", ".join(f"{field} names {name!r}" for field, name in names.items())
+    return f"pod {pod.metadata.key}: {said}; a pod belongs to one group"
 
 
 def task_of(pod: Pod) -> str:

@@ -19,15 +19,20 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from kubernetes import client as k8s
 from kubernetes.client.rest import RESTResponse
 from pydantic import BaseModel, ValidationError
 
+from extender.api.coscheduling import API_VERSION as COSCHEDULING_API
+from extender.api.coscheduling import CoschedulingPodGroup
+from extender.api.native_groups import API_VERSION as NATIVE_API
+from extender.api.native_groups import NativePodGroup
 from extender.api.objects import KubeModel, Node, Pod, PriorityClass
-from extender.api.scheduling import API_VERSION, PodGroup, Queue
+from extender.api.scheduling import API_VERSION, GroupKind, PodGroup, Queue
 from extender.cache.state import ClusterState
+from extender.kube.raw import ApiStatusError
 from extender.kube.watch import Gone, interrupt, list_pages, watch_lines
 
 log = logging.getLogger(__name__)
@@ -71,6 +76,9 @@ class Kind(Generic[S, M]):
     upsert: Callable[[S, M], None]
     delete: Callable[[S, M], None]
     selector: str = ""
+    # Served only by some clusters (a CRD not installed, a beta API not enabled): while the API
+    # server answers 404, the kind counts as listed and empty, and is looked for again.
+    optional: bool = False
 
 
 NODES = Kind(
@@ -113,7 +121,57 @@ QUEUES = Kind(
     ClusterState.upsert_queue,
     lambda state, queue: state.delete_queue(queue.metadata.name),
 )
-KINDS: tuple[Kind[ClusterState, Any], ...] = (NODES, PODS, PRIORITY_CLASSES, POD_GROUPS, QUEUES)
+
+
+class _Groups(Protocol):
+    """A kind of PodGroup that is read into the gang model."""
+
+    def as_gang(self) -> PodGroup: ...
+
+
+def _replace_groups(kind: GroupKind) -> Callable[[ClusterState, list[Any]], None]:
+    def replace(state: ClusterState, groups: list[Any]) -> None:
+        state.replace_pod_groups([group.as_gang() for group in groups], kind)
+
+    return replace
+
+
+def _upsert_group(state: ClusterState, group: _Groups) -> None:
+    state.upsert_pod_group(group.as_gang())
+
+
+def _delete_group(state: ClusterState, group: _Groups) -> None:
+    state.delete_pod_group(group.as_gang().key)
+
+
+COSCHEDULING_GROUPS: Kind[ClusterState, CoschedulingPodGroup] = Kind(
+    "podgroups.scheduling.x-k8s.io",
+    f"/apis/{COSCHEDULING_API}/podgroups",
+    CoschedulingPodGroup,
+    _replace_groups(GroupKind.COSCHEDULING),
+    _upsert_group,
+    _delete_group,
+    optional=True,
+)
+NATIVE_GROUPS: Kind[ClusterState, NativePodGroup] = Kind(
+    "podgroups.scheduling.k8s.io",
+    f"/apis/{NATIVE_API}/podgroups",
+    NativePodGroup,
+    _replace_groups(GroupKind.NATIVE),
+    _upsert_group,
+    _delete_group,
+    optional=True,
+)
+KINDS: tuple[Kind[ClusterState, Any], ...] = (
+    NODES,
+    PODS,
+    PRIORITY_CLASSES,
+    POD_GROUPS,
+    COSCHEDULING_GROUPS,
+    NATIVE_GROUPS,
+    QUEUES,
+)
+ABSENT_RECHECK = 60.0  # seconds between looks for an optional kind the API server does not serve
 
 
 class Informer(Generic[S, M]):
@@ -137,6 +195,8 @@ class Informer(Generic[S, M]):
         self.bookmarks = 0
         self.watches = 0  # watches opened
         self.watched_from: str | None = None  # the resourceVersion the last watch began at
+        self.absent = False  # an optional kind the API server does not serve (yet)
+        self.absent_recheck = ABSENT_RECHECK
         self._events = WatchEvent[kind.model]  # type: ignore[name-defined]
         self._stop = threading.Event()
         self._response: RESTResponse | None = None
@@ -180,6 +240,9 @@ class Informer(Generic[S, M]):
             except Exception as error:  # the API server restarting, a reset connection, ...
                 if self._stop.is_set():
                     return
+                if self.kind.optional and isinstance(error, ApiStatusError) and error.status == 404:
+                    self._absent()
+                    continue
                 self.reconnects += 1
                 log.warning(
                     "watch of %s failed (%s); retrying in %.1fs from resourceVersion %s",
@@ -191,9 +254,27 @@ class Informer(Generic[S, M]):
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, self.max_backoff)
 
+    def _absent(self) -> None:
+        """The API server does not serve this optional kind: it holds nothing; look again
+        later (a CRD installed, an API enabled)."""
+        if not self.absent:
+            log.info(
+                "%s are not served by this cluster; Lahar reads them once they are "
+                "(checked every %.0fs)",
+                self.kind.name,
+                self.absent_recheck,
+            )
+        self.absent = True
+        self.version = None
+        self._post(self._replace, [])
+        self._stop.wait(self.absent_recheck)
+
     def _list(self) -> str:
         items, version = list_pages(self.api, self.kind.path, self.kind.selector)
         objects = list(self._decode_all(items))
+        if self.absent:
+            log.info("%s are served now: listed them", self.kind.name)
+            self.absent = False
         self.relists += 1
         self._post(self._replace, objects)
         log.info("listed %d %s at resourceVersion %s", len(objects), self.kind.name, version)

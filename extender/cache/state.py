@@ -21,7 +21,7 @@ from cachetools import TTLCache
 
 from extender.api.objects import Node, Pod, PriorityClass
 from extender.api.resources import EMPTY, Resources
-from extender.api.scheduling import PodGroup, Queue, gang_key
+from extender.api.scheduling import GroupKind, PodGroup, Queue, gang_key
 from extender.cache.snapshot import ChangeLog, NodeInfo, Snapshot
 
 
@@ -128,7 +128,12 @@ class ClusterState:
         self.pod_groups[group.key] = group
         self._arrive(group.key)
         self._touch_gang(group.key)
-        if previous is None or previous.spec != group.spec:
+        if (
+            previous is None
+            or previous.spec != group.spec
+            or previous.problem != group.problem
+            or previous.gather_timeout != group.gather_timeout
+        ):
             self.groups_version += 1
             for callback in self.on_pod_group:
                 callback(group.key)
@@ -142,10 +147,14 @@ class ClusterState:
             self.groups_version += 1
             self._queue_changed()
 
-    def replace_pod_groups(self, groups: Iterable[PodGroup]) -> None:
-        """A full list: groups missing from it are gone; new or changed ones are announced."""
+    def replace_pod_groups(
+        self, groups: Iterable[PodGroup], kind: GroupKind = GroupKind.VOLCANO
+    ) -> None:
+        """A full list of one kind's groups: that kind's groups missing from it are gone; new or
+        changed ones are announced."""
         listed = {group.key: group for group in groups}
-        for key in set(self.pod_groups) - set(listed):
+        held = {key for key, group in self.pod_groups.items() if group.group_kind is kind}
+        for key in held - set(listed):
             self.delete_pod_group(key)
         for group in listed.values():
             self.upsert_pod_group(group)

@@ -11,7 +11,10 @@ calls the extender with (`--cert`, `--key`; `--cacert` and `--tls-server-name` t
 extender's certificate, e.g. through a port-forward).
 
 NAME is a Job (its PodGroup is the one the controller made for it) or else a PodGroup;
-`job/NAME` and `podgroup/NAME` say which.
+`job/NAME` and `podgroup/NAME` say which. A Coscheduling or native PodGroup is named as kubectl
+names it, `podgroups.scheduling.x-k8s.io/NAME` or `podgroups.scheduling.k8s.io/NAME`: the first
+says why its gang waits in Events (its schema has no conditions), the latest Lahar recorded; the
+second in Lahar's condition `lahar.io/GangScheduled`.
 """
 
 from __future__ import annotations
@@ -27,7 +30,17 @@ from typing import Any
 import aiohttp
 
 from extender.api.batch import BATCH_API_VERSION, JOB_NAME_KEY
-from extender.api.scheduling import API_VERSION, GANG_GATE, GROUP_ANNOTATION
+from extender.api.coscheduling import API_VERSION as COSCHEDULING_API
+from extender.api.native_groups import API_VERSION as NATIVE_API
+from extender.api.native_groups import CONDITION as NATIVE_CONDITION
+from extender.api.scheduling import (
+    API_VERSION,
+    COSCHEDULING_LABEL,
+    GANG_GATE,
+    GROUP_ANNOTATION,
+    QUEUE_ANNOTATION,
+    GroupKind,
+)
 from extender.cli import job_cmd, kubectl, rows
 from extender.kube import KubeError, list_objects, read, unschedulable_message
 
@@ -37,6 +50,13 @@ KINDS = {
     "podgroup": "PodGroup",
     "podgroups": "PodGroup",
     "pg": "PodGroup",
+    GroupKind.COSCHEDULING.value: GroupKind.COSCHEDULING.value,
+    GroupKind.NATIVE.value: GroupKind.NATIVE.value,
+}
+# The API version of each other kind of PodGroup, by its kubectl name.
+OTHER_GROUPS = {
+    GroupKind.COSCHEDULING.value: COSCHEDULING_API,
+    GroupKind.NATIVE.value: NATIVE_API,
 }
 PodObject = dict[str, Any]
 LAHAR_GATE = (
@@ -49,7 +69,12 @@ def register(commands: Any) -> None:
     parser = commands.add_parser(
         "explain", help="why a Job's or PodGroup's gang is pending, in plain words"
     )
-    parser.add_argument("name", help="JOB or PODGROUP (job/NAME, podgroup/NAME to say which)")
+    parser.add_argument(
+        "name",
+        help="JOB or PODGROUP (job/NAME, podgroup/NAME to say which; "
+        "podgroups.scheduling.x-k8s.io/NAME or podgroups.scheduling.k8s.io/NAME for the other "
+        "kinds of PodGroup)",
+    )
     kubectl.add_connection_flags(parser, namespaced=True)
     parser.add_argument(
         "-o", "--output", choices=("text", "json", "yaml"), default="text", help="text (default)"
@@ -69,6 +94,8 @@ def register(commands: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     wanted, given = target(args.name)
+    if wanted in OTHER_GROUPS:
+        return _run_other(args, GroupKind(wanted), given)
     with kubectl.connect(args) as cluster:
         namespace = cluster.namespace
         job, name, group = _resolve(cluster, wanted, given)
@@ -103,6 +130,128 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print(kubectl.dump(answer, args.output))
     return 0
+
+
+def _run_other(args: argparse.Namespace, kind: GroupKind, name: str) -> int:
+    """`lahar explain` of a Coscheduling or native PodGroup."""
+    api_version = OTHER_GROUPS[kind.value]
+    with kubectl.connect(args) as cluster:
+        namespace = cluster.namespace
+        group = read(cluster.api, api_version, "PodGroup", name, namespace)
+        if group is None:
+            raise KubeError(f"{kind.value} {namespace}/{name} not found")
+        if kind is GroupKind.COSCHEDULING:
+            selector = f"{COSCHEDULING_LABEL}={name}"
+            pods = list_objects(
+                cluster.api, "v1", "Pod", namespace=namespace, label_selector=selector
+            )
+            said = _latest_warning(cluster, group)
+        else:
+            pods = [
+                pod
+                for pod in list_objects(cluster.api, "v1", "Pod", namespace=namespace)
+                if ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+                == name
+            ]
+            said = None
+    key = kind.key(namespace, name)
+    if args.extender:
+        extender = Extender(args.extender, args.cert, args.key, args.cacert, args.tls_server_name)
+        lines = from_extender(extender, key)
+        source = f"extender {args.extender}"
+    elif kind is GroupKind.COSCHEDULING:
+        lines = from_coscheduling_group(group, said)
+        source = "PodGroup status and the Events Lahar's extender recorded"
+    else:
+        lines = from_native_group(group)
+        source = f"condition {NATIVE_CONDITION} written by Lahar's extender"
+    answer = {
+        "gang": key,
+        "job": None,
+        "phase": _other_phase(kind, group),
+        "source": source,
+        "lines": lines,
+        "pods": [pod_row(p) for p in sorted(pods, key=lambda p: p["metadata"]["name"])],
+    }
+    if args.output == "text":
+        print("\n".join(text(answer)))
+    else:
+        print(kubectl.dump(answer, args.output))
+    return 0
+
+
+def _latest_warning(cluster: kubectl.Connection, group: dict[str, Any]) -> dict[str, Any] | None:
+    """The latest Warning event recorded about the group (why its gang waits)."""
+    meta = group["metadata"]
+    fields = f"involvedObject.name={meta['name']},involvedObject.kind=PodGroup,type=Warning"
+    found = [
+        event
+        for event in list_objects(
+            cluster.api, "v1", "Event", namespace=meta["namespace"], field_selector=fields
+        )
+        if (event.get("involvedObject") or {}).get("uid") == meta.get("uid")
+    ]
+    return max(found, key=_event_time, default=None)
+
+
+def _event_time(event: dict[str, Any]) -> str:
+    return str(event.get("lastTimestamp") or event.get("eventTime") or "")
+
+
+def _other_phase(kind: GroupKind, group: dict[str, Any]) -> str:
+    status = group.get("status") or {}
+    if kind is GroupKind.COSCHEDULING:
+        return str(status.get("phase") or "Pending")
+    condition = _condition(group, NATIVE_CONDITION)
+    if condition is None:
+        return "Pending"
+    return "GangScheduled" if condition.get("status") == "True" else "Waiting"
+
+
+def from_coscheduling_group(group: dict[str, Any], said: dict[str, Any] | None) -> list[str]:
+    """What a Coscheduling PodGroup shows: its phase and counts, and the latest Warning event
+    Lahar recorded about it, split into its sentences."""
+    status, spec = group.get("status") or {}, group.get("spec") or {}
+    queue = ((group.get("metadata") or {}).get("annotations") or {}).get(
+        QUEUE_ANNOTATION, "default"
+    )
+    lines = [
+        f"phase {status.get('phase') or 'Pending'}: {status.get('running') or 0} running, "
+        f"{status.get('succeeded') or 0} succeeded, {status.get('failed') or 0} failed of "
+        f"minMember {spec.get('minMember') or 0} (queue {queue})"
+    ]
+    if said is None:
+        return [*lines, "no Warning event about it: nothing has held its gang back yet"]
+    lines.append(f"{said.get('reason')} at {_event_time(said) or '?'}:")
+    message = str(said.get("message") or "")
+    return lines + ["  " + part for part in message.split(". ") if part]
+
+
+def from_native_group(group: dict[str, Any]) -> list[str]:
+    """What a native PodGroup shows: its gang policy and Lahar's condition."""
+    policy = (group.get("spec") or {}).get("schedulingPolicy") or {}
+    gang = policy.get("gang")
+    queue = ((group.get("metadata") or {}).get("annotations") or {}).get(
+        QUEUE_ANNOTATION, "default"
+    )
+    minimum = f"gang minCount {gang.get('minCount')}" if gang else "basic (each pod alone)"
+    lines = [f"{minimum} (queue {queue})"]
+    condition = _condition(group, NATIVE_CONDITION)
+    if condition is None:
+        return [*lines, "no condition yet: Lahar has not been asked about its pods"]
+    lines.append(
+        f"{NATIVE_CONDITION}={condition.get('status')} ({condition.get('reason') or '-'}) "
+        f"since {condition.get('lastTransitionTime') or '?'}:"
+    )
+    message = str(condition.get("message") or "")
+    return lines + ["  " + part for part in message.split(". ") if part]
+
+
+def _condition(group: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    for condition in (group.get("status") or {}).get("conditions") or ():
+        if isinstance(condition, dict) and condition.get("type") == kind:
+            return condition
+    return None
 
 
 def target(given: str) -> tuple[str | None, str]:

@@ -22,7 +22,13 @@ from weakref import WeakKeyDictionary
 
 from extender.api.objects import Pod, Toleration
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
-from extender.api.scheduling import DEFAULT_QUEUE, PodGroup, held_by_lahar, task_of
+from extender.api.scheduling import (
+    DEFAULT_QUEUE,
+    PodGroup,
+    held_by_lahar,
+    naming_conflict,
+    task_of,
+)
 from extender.cache.state import ClusterState
 
 T = TypeVar("T")
@@ -149,6 +155,12 @@ class GangView:
             rest = [pod for pod in rest if pod.metadata.uid not in taken]
         chosen.extend(rest[: max(0, self.min_member - self.ready - len(chosen))])
         return Planned(chosen), None
+
+    @cached_property
+    def conflict(self) -> str | None:
+        """Why a pending member cannot be placed in this gang: it names another group too
+        (`naming_conflict`); None when none does."""
+        return next(filter(None, map(naming_conflict, self.pending)), None)
 
     @cached_property
     def sla_waiting_time(self) -> float | None:
@@ -321,6 +333,7 @@ class Cause(StrEnum):
     the PodGroup's Unschedulable condition reason is made from (`gangs.group_status`)."""
 
     NO_POD_GROUP = "NoPodGroup"  # its pods name a PodGroup that does not exist
+    INVALID_GROUP = "InvalidPodGroup"  # its PodGroup, or a pod's naming of it, cannot be taken
     BACKING_OFF = "BackingOff"  # its members did not all come to bind in time
     NOT_ENOUGH_PODS = "NotEnoughPods"  # fewer pods than minMember exist
     NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"  # a task lacks its minTaskMember
@@ -343,6 +356,11 @@ def refusal_before_plan(
             Cause.NO_POD_GROUP,
             f"gang {key}: PodGroup {key} does not exist; its pods wait until it is created",
         )
+    if gang.group.problem:
+        message = f"gang {key}: {gang.group.problem}; its pods wait until the PodGroup is fixed"
+        return Rejection(Cause.INVALID_GROUP, message)
+    if gang.conflict is not None:
+        return Rejection(Cause.INVALID_GROUP, f"gang {key}: {gang.conflict}")
     return backoff_refusal(key, backoff_ends, now, backoff)
 
 

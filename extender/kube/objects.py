@@ -38,10 +38,16 @@ def list_objects(
     *,
     namespace: str | None = None,
     label_selector: str | None = None,
+    field_selector: str | None = None,
 ) -> list[dict[str, Any]]:
     resource, dynamic = dynamic_resource(api, api_version, kind)
     try:
-        listed = dynamic.get(resource, namespace=namespace, label_selector=label_selector)
+        listed = dynamic.get(
+            resource,
+            namespace=namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+        )
     except k8s.ApiException as exc:
         raise KubeError(f"listing {kind}: {api_reason(exc)}") from exc
     items: list[dict[str, Any]] = listed.to_dict().get("items") or []

@@ -1,8 +1,9 @@
 """What Lahar reports back into the cluster: PodGroup and Queue status, Kubernetes Events, and the
 `default` Queue every PodGroup falls back to.
 
-`patch_pod_group_status` merge-patches the `status` subresource (a list such as `conditions` is
-replaced whole: the writer sends every condition, other writers' included, as it last saw them);
+`patch_pod_group_status` merge-patches the `status` subresource of a PodGroup of any kind Lahar
+reads (a list such as `conditions` is replaced whole: the writer sends every condition, other
+writers' included, as it last saw them; a native PodGroup's conditions are patched by type);
 `patch_queue_status` does the same for a Queue, with whatever merge patch it is given, and when
 given a resourceVersion only onto that version of the Queue (False: it changed meanwhile).
 `create_queue` answers False when the Queue exists already. `record_event` creates a core/v1 Event
@@ -24,7 +25,6 @@ from extender.kube.client import KubeError
 from extender.kube.objects import read
 from extender.kube.raw import ApiStatusError, send
 
-PODGROUPS = f"/apis/{API_VERSION}/namespaces/{{namespace}}/podgroups/{{name}}"
 QUEUES = f"/apis/{API_VERSION}/queues"
 COMPONENT = "lahar"
 
@@ -35,16 +35,26 @@ def utc_now() -> str:
 
 
 def patch_pod_group_status(
-    api: k8s.ApiClient, namespace: str, name: str, status: dict[str, Any], uid: str = ""
+    api: k8s.ApiClient,
+    namespace: str,
+    name: str,
+    status: dict[str, Any],
+    uid: str = "",
+    *,
+    api_version: str = API_VERSION,
+    strategic: bool = False,
 ) -> None:
-    """Write the status; with `uid`, only onto that very PodGroup (the server refuses the patch
-    when the one of that name now is another: deleted and created again meanwhile)."""
-    path = PODGROUPS.format(namespace=namespace, name=name) + "/status"
+    """Write the status of the PodGroup of `api_version` (Volcano's unless told); with `uid`,
+    only onto that very PodGroup (the server refuses the patch when the one of that name now is
+    another: deleted and created again meanwhile). `strategic`: a strategic merge patch (a
+    built-in kind's conditions merge by type) instead of a merge patch."""
+    path = f"/apis/{api_version}/namespaces/{namespace}/podgroups/{name}/status"
     body: dict[str, Any] = {"status": status}
     if uid:
         body["metadata"] = {"uid": uid}
+    patch = "strategic-merge-patch" if strategic else "merge-patch"
     try:
-        send(api, "PATCH", path, body=body, content_type="application/merge-patch+json").read()
+        send(api, "PATCH", path, body=body, content_type=f"application/{patch}+json").read()
     except ApiStatusError as error:
         raise KubeError(f"writing status of PodGroup {namespace}/{name}: {error}") from error
 

@@ -24,19 +24,22 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from extender.api.scheduling import PodGroup
+from cachetools import LRUCache
+
+from extender.api.scheduling import GroupKind, PodGroup, PodGroupStatus
 from extender.cache.state import ClusterState
 from extender.framework.explain import condition_message
 from extender.gangs.group_status import PodGroupEvent, events, group_status, same_status
 from extender.gangs.ledger import Gangs
-from extender.gangs.members import view_gang
+from extender.gangs.members import GangView, Rejection, view_gang
+from extender.gangs.shown_status import shown_status, status_patch
 from extender.kube.reports import utc_now
 from extender.server.coalesce import Coalesced
 
 log = logging.getLogger(__name__)
-# (namespace, name, uid, status): the status onto that very PodGroup, not one of the same name
-# created meanwhile
-StatusPatch = Callable[[str, str, str, dict[str, Any]], Awaitable[None]]
+# (group, status): the status, in the group's kind's own fields (`gangs.shown_status`), onto that
+# very PodGroup (its uid), not one of the same name created meanwhile
+StatusPatch = Callable[[PodGroup, dict[str, Any]], Awaitable[None]]
 EventSink = Callable[[PodGroup, PodGroupEvent], Awaitable[None]]
 
 
@@ -62,6 +65,8 @@ class StatusWriter(Coalesced):
         # when that reservation ends, so no condition names a holder that holds nothing.
         self._named: dict[str, set[str]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        # PodGroup uid -> the status last derived for a group of another kind than Volcano's
+        self._derived: LRUCache[str, PodGroupStatus] = LRUCache(maxsize=65536)
 
     def attach(self) -> None:
         """Listen to the gang rules and the state (call on the event loop)."""
@@ -108,6 +113,50 @@ class StatusWriter(Coalesced):
             return
         gang = view_gang(self.state, key)
         admitted = self.gangs.admission(key) is not None
+        rejection = self._why_waiting(gang, admitted)
+        volcano = group.group_kind is GroupKind.VOLCANO
+        # (a group of another kind shows its status in its own fields: what was derived for it
+        # last is remembered here, for the conditions' times and the events a change deserves)
+        previous = group.status if volcano else self._derived.get(group.metadata.uid, group.status)
+        wanted = group_status(
+            gang,
+            admitted=admitted,
+            rejection=rejection,
+            previous=previous,
+            now=self.now(),
+        )
+        if volcano and same_status(wanted, previous):
+            return
+        kind, shown = group.group_kind, group.shown
+        status = shown_status(kind, wanted, gang, admitted=admitted, shown=shown, now=self.now())
+        patch = status if volcano else status_patch(kind, status, shown)
+        if patch is not None:
+            try:
+                await self.write(group, patch)
+            except Exception as error:  # an API hiccup: try again later; a deleted group is skipped
+                log.warning("could not write status of PodGroup %s: %s", key, error)
+                self._retry(key)
+                return
+        if wanted.phase != previous.phase:
+            log.info("PodGroup %s: phase %s -> %s", key, previous.phase or "-", wanted.phase)
+        if not volcano:
+            self._derived[group.metadata.uid] = wanted
+        current = self.state.pod_groups.get(key)  # the watch may have moved on during the write
+        if patch is not None and current is not None and current.metadata.uid == group.metadata.uid:
+            if volcano:
+                update: dict[str, Any] = {"status": wanted}
+            else:
+                phase = current.status.model_copy(update={"phase": wanted.phase})
+                merged = {**shown, **patch}  # (a merge patch: null removes the field)
+                shows = {field: value for field, value in merged.items() if value is not None}
+                update = {"shown": shows, "status": phase}
+            self.state.upsert_pod_group(current.model_copy(update=update))
+        for event in events(previous, wanted, key):
+            await self._record(key, group, event)
+
+    def _why_waiting(self, gang: GangView, admitted: bool) -> Rejection | None:
+        """Why the gang waits, with the message its condition says; None: it does not."""
+        key = gang.key
         waiting = self.gangs.refusal(key)
         rejection = None if waiting is None or admitted or gang.stands else waiting.rejection
         if rejection is None and not admitted and not gang.stands:
@@ -119,30 +168,7 @@ class StatusWriter(Coalesced):
             for holder in self.gangs.admitted():
                 if holder != key:
                     self._named.setdefault(holder, set()).add(key)
-        wanted = group_status(
-            gang,
-            admitted=admitted,
-            rejection=rejection,
-            previous=group.status,
-            now=self.now(),
-        )
-        if same_status(wanted, group.status):
-            return
-        namespace, name = group.metadata.namespace, group.metadata.name
-        try:
-            status = wanted.model_dump(by_alias=True, mode="json")
-            await self.write(namespace, name, group.metadata.uid, status)
-        except Exception as error:  # an API hiccup: try again later; a deleted group is skipped
-            log.warning("could not write status of PodGroup %s: %s", key, error)
-            self._retry(key)
-            return
-        if wanted.phase != group.status.phase:
-            log.info("PodGroup %s: phase %s -> %s", key, group.status.phase or "-", wanted.phase)
-        current = self.state.pod_groups.get(key)  # the watch may have moved on during the write
-        if current is not None and current.metadata.uid == group.metadata.uid:
-            self.state.upsert_pod_group(current.model_copy(update={"status": wanted}))
-        for event in events(group.status, wanted, key):
-            await self._record(key, group, event)
+        return rejection
 
     async def _record(self, key: str, group: PodGroup, event: PodGroupEvent) -> None:
         try:

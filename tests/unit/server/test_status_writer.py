@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from extender.api.scheduling import PodGroup
+from extender.api.scheduling import GroupKind, PodGroup
 from extender.gangs.group_status import PodGroupEvent
 from extender.gangs.ledger import Gangs, GangSettings
 from extender.server.status_writer import StatusWriter
@@ -22,11 +22,11 @@ class Sink:
         self.fail = False
         self.written = asyncio.Event()
 
-    async def write(self, namespace: str, name: str, uid: str, status: dict[str, Any]) -> None:
+    async def write(self, group: PodGroup, status: dict[str, Any]) -> None:
         if self.fail:
             raise RuntimeError("apiserver unavailable")
-        self.writes.append((namespace, name, status))
-        self.uids.append(uid)
+        self.writes.append((group.metadata.namespace, group.metadata.name, status))
+        self.uids.append(group.metadata.uid)
         self.written.set()
 
     async def record(self, group: PodGroup, event: PodGroupEvent) -> None:
@@ -202,5 +202,61 @@ def test_a_gang_released_to_back_off_says_so_instead_of_admitted() -> None:
         assert (condition["status"], condition["reason"]) == ("True", "BackingOff")
         assert condition["message"].startswith("gang default/a: backing off 10s because")
         assert sink.uids[-1] == state.pod_groups["default/a"].metadata.uid
+
+    asyncio.run(scenario())
+
+
+def test_a_coscheduling_group_shows_coschedulings_phase_and_counts_once() -> None:
+    """A Coscheduling PodGroup gets the status scheduler-plugins' controller writes (its phases,
+    counts, occupiedBy); a pass with nothing new writes nothing; why it waits is an event."""
+
+    async def scenario() -> None:
+        kind = GroupKind.COSCHEDULING
+        pods = [make_pod(f"g-{i}").cpu("2").group("g", kind).uid(f"g{i}") for i in range(2)]
+        state = cluster([make_node("n1").cpu("4")], pods)
+        state.upsert_pod_group(make_group("g").min_member(2).model(kind))
+        key = GroupKind.COSCHEDULING.key("default", "g")
+        sink = Sink()
+        writer = StatusWriter(state, Gangs(), sink.write, sink.record, now=lambda: "T0")
+        writer.mark(key)
+        await writer.flush()
+        [(_, _, first)] = sink.writes
+        assert first == {"phase": "Scheduling"}  # (its pods have no owners: no occupiedBy)
+        writer.mark(key)
+        await writer.flush()
+        assert len(sink.writes) == 1  # nothing new: nothing written
+        for pod in pods:
+            state.upsert_pod(pod.on("n1").phase("Running").model())
+        writer.mark(key)
+        await writer.flush()
+        assert sink.writes[-1][2] == {"phase": "Running", "running": 2, "scheduleStartTime": "T0"}
+        assert state.pod_groups[key].status.phase == "Running"  # queue counts read it at once
+        assert sink.events == [("g", "Scheduled")]
+
+    asyncio.run(scenario())
+
+
+def test_a_native_group_gets_lahars_condition_and_keeps_kube_schedulers() -> None:
+    async def scenario() -> None:
+        kind = GroupKind.NATIVE
+        pods = [make_pod(f"g-{i}").cpu("6").group("g", kind).uid(f"g{i}") for i in range(2)]
+        state = cluster([make_node("n1").cpu("8")], pods)
+        state.upsert_pod_group(make_group("g").min_member(2).model(kind))
+        key = kind.key("default", "g")
+        gangs = Gangs()
+        gangs.verdict(state, state.view().nodes, state.pods["g0"])  # refused: does not fit
+        sink = Sink()
+        writer = StatusWriter(state, gangs, sink.write, sink.record, now=lambda: "T0")
+        writer.mark(key)
+        await writer.flush()
+        [(_, _, status)] = sink.writes
+        [condition] = status["conditions"]  # only Lahar's: patched by type, others stay
+        assert condition["type"] == "lahar.io/GangScheduled"
+        assert (condition["status"], condition["reason"]) == ("False", "NotEnoughResources")
+        assert condition["message"].startswith(f"gang {key}: 1 of 2 members cannot be placed")
+        assert sink.events == [("g", "Unschedulable")]
+        writer.mark(key)
+        await writer.flush()
+        assert len(sink.writes) == 1
 
     asyncio.run(scenario())
