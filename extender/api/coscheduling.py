@@ -29,7 +29,7 @@ from extender.api.scheduling import (
     PodGroupStatus,
 )
 
-API_VERSION = "scheduling.x-k8s.io/v1alpha1"
+API_VERSION = GroupKind.COSCHEDULING.api_version
 
 # Coscheduling's phases, as Volcano's: what queue counts and the status writer read.
 _PHASES = {

@@ -27,7 +27,7 @@ from extender.api.scheduling import (
     PodGroupStatus,
 )
 
-API_VERSION = "scheduling.k8s.io/v1beta1"
+API_VERSION = GroupKind.NATIVE.api_version
 CONDITION = "lahar.io/GangScheduled"  # the condition Lahar writes (`gangs.native_status`)
 
 

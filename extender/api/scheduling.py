@@ -51,6 +51,10 @@ class GroupKind(StrEnum):
     COSCHEDULING = "podgroups.scheduling.x-k8s.io"
     NATIVE = "podgroups.scheduling.k8s.io"
 
+    @property
+    def api_version(self) -> str:
+        return _API_VERSIONS[self]
+
     def key(self, namespace: str, name: str) -> str:
         """The gang key of this kind's group `namespace/name`."""
         if self is GroupKind.VOLCANO:
@@ -58,6 +62,11 @@ class GroupKind(StrEnum):
         return f"{namespace}/{self.value}/{name}"
 
 
+_API_VERSIONS = {
+    GroupKind.VOLCANO: API_VERSION,
+    GroupKind.COSCHEDULING: "scheduling.x-k8s.io/v1alpha1",
+    GroupKind.NATIVE: "scheduling.k8s.io/v1beta1",
+}
 COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"  # the queue of a group of another kind
 

@@ -14,8 +14,6 @@ from typing import Any
 from kubernetes import client as k8s
 
 from extender.actions.bind import Binder, BindError
-from extender.api.coscheduling import API_VERSION as COSCHEDULING_API
-from extender.api.native_groups import API_VERSION as NATIVE_API
 from extender.api.scheduling import API_VERSION, GroupKind, PodGroup, default_queue
 from extender.gangs.group_status import PodGroupEvent
 from extender.kube import (
@@ -69,14 +67,6 @@ def api_evictor(api: k8s.ApiClient) -> Evictor:
     return evict
 
 
-# The API version of each kind of PodGroup.
-API_VERSIONS = {
-    GroupKind.VOLCANO: API_VERSION,
-    GroupKind.COSCHEDULING: COSCHEDULING_API,
-    GroupKind.NATIVE: NATIVE_API,
-}
-
-
 def api_status_patch(api: k8s.ApiClient) -> StatusPatch:
     async def write(group: PodGroup, status: dict[str, Any]) -> None:
         meta = group.metadata
@@ -87,7 +77,7 @@ def api_status_patch(api: k8s.ApiClient) -> StatusPatch:
             meta.name,
             status,
             meta.uid,
-            api_version=API_VERSIONS[group.group_kind],
+            api_version=group.group_kind.api_version,
             strategic=group.group_kind is GroupKind.NATIVE,
         )
 
@@ -97,7 +87,7 @@ def api_status_patch(api: k8s.ApiClient) -> StatusPatch:
 def api_event_sink(api: k8s.ApiClient) -> EventSink:
     async def record(group: PodGroup, event: PodGroupEvent) -> None:
         involved = {
-            "apiVersion": API_VERSIONS[group.group_kind],
+            "apiVersion": group.group_kind.api_version,
             "kind": "PodGroup",
             "namespace": group.metadata.namespace,
             "name": group.metadata.name,

@@ -10,7 +10,7 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from extender.api.scheduling import GANG_GATE
+from extender.api.scheduling import COSCHEDULING_LABEL, GANG_GATE, GroupKind
 from extender.api.scheduling import GROUP_ANNOTATION as GROUP
 from extender.devcluster.lifecycle import end_pod
 from extender.kube import (
@@ -18,6 +18,7 @@ from extender.kube import (
     condition,
     list_objects,
     pod_group_status,
+    read,
     unschedulable_message,
     wait_until,
 )
@@ -39,22 +40,40 @@ def submit_gang(
     queue: str = "",
     priority_class: str = "",
     annotations: dict[str, str] | None = None,
+    kind: GroupKind = GroupKind.VOLCANO,
 ) -> list[str]:
-    """A PodGroup `name` (minMember = size unless given; none with `group=False`; in `queue` and
-    with `annotations` when given), then its pods (of `priority_class` when given)."""
+    """A PodGroup `name` of `kind` (minMember = size unless given; none with `group=False`; in
+    `queue` and with `annotations` when given), then its pods (of `priority_class` when given)."""
     if group:
         minimum = size if min_member is None else min_member
         body = make_group(name).ns(namespace).min_member(minimum)
         for key, value in (annotations or {}).items():
             body = body.annotate(key, value)
-        apply_object(api, (body.queue(queue) if queue else body).build())
+        apply_object(api, (body.queue(queue) if queue else body).kind_object(kind))
     names = [f"{name}-{index}" for index in range(size)]
     for member in names:
-        built = pod(member, scheduler).cpu(cpu).group(name)
+        built = pod(member, scheduler).cpu(cpu).group(name, kind)
         apply_object(
             api, (built.priority_class(priority_class) if priority_class else built).build()
         )
     return names
+
+
+def group_of(pod: dict[str, Any]) -> str | None:
+    """The name of the group the pod joins, of whichever kind."""
+    meta, spec = pod["metadata"], pod.get("spec") or {}
+    return (
+        (meta.get("annotations") or {}).get(GROUP)
+        or (meta.get("labels") or {}).get(COSCHEDULING_LABEL)
+        or (spec.get("schedulingGroup") or {}).get("podGroupName")
+    )
+
+
+def kind_status(api: k8s.ApiClient, namespace: str, name: str, kind: GroupKind) -> dict[str, Any]:
+    """The status of PodGroup `name` of `kind` as its API shows it ({} while none)."""
+    group = read(api, kind.api_version, "PodGroup", name, namespace) or {}
+    status: dict[str, Any] = group.get("status") or {}
+    return status
 
 
 def bound(api: k8s.ApiClient, namespace: str, names: list[str]) -> list[str]:
@@ -189,7 +208,7 @@ class BindTimeline:
         now = time.monotonic()
         for pod in list_objects(self.api, "v1", "Pod", namespace=self.namespace):
             name = pod["metadata"]["name"]
-            gang = (pod["metadata"].get("annotations") or {}).get(GROUP)
+            gang = group_of(pod)
             if gang:
                 self.gang_of[name] = gang
             if pod["spec"].get("nodeName"):

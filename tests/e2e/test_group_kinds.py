@@ -1,0 +1,187 @@
+"""Coscheduling's and Kubernetes' native PodGroups through the real kube-scheduler and Lahar: the
+same gangs as Volcano's, with only `schedulerName` changed.
+
+The story (two jobs of 2 parameter servers + 2 workers on two nodes that hold one) and the
+contention of two gangs submitted together are played with each kind; each group shows its state
+in its own kind's fields. A cluster where all three kinds share one queue never binds part of a
+gang. Native PodGroups need Kubernetes 1.37 with GenericWorkload (the dev cluster turns it on
+there); on 1.35 their cases are skipped, saying so.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from kubernetes import client as k8s
+
+from extender.api.native_groups import CONDITION
+from extender.api.scheduling import GroupKind
+from extender.kube import KubeError, apply_object, list_objects, wait_until
+from tests.e2e.conftest import NodeFactory, PodFactory, events
+from tests.e2e.gangs import BindTimeline, bound, finish, kind_status, submit_gang, wait_bound
+
+KINDS = [GroupKind.COSCHEDULING, GroupKind.NATIVE]
+TASKS = ("ps", "ps", "worker", "worker")
+
+
+@pytest.fixture
+def served(api: k8s.ApiClient) -> set[GroupKind]:
+    """The kinds of PodGroup this cluster serves."""
+    kinds = set()
+    for kind in GroupKind:
+        try:
+            list_objects(api, kind.api_version, "PodGroup", namespace="default")
+        except KubeError:
+            continue
+        kinds.add(kind)
+    return kinds
+
+
+@pytest.fixture(params=KINDS, ids=["coscheduling", "native"])
+def kind(request: pytest.FixtureRequest, served: set[GroupKind]) -> GroupKind:
+    """Coscheduling's kind, then the native one (skipped where the cluster does not serve it)."""
+    wanted: GroupKind = request.param
+    if wanted not in served:
+        pytest.skip(f"this cluster does not serve {wanted.value} (native: Kubernetes 1.37+)")
+    return wanted
+
+
+def warnings(api: k8s.ApiClient, namespace: str, name: str, kind: GroupKind) -> list[str]:
+    """Messages of the Unschedulable events Lahar recorded on PodGroup `name` of `kind`."""
+    return [
+        event.get("message", "")
+        for event in events(api, namespace, reason="Unschedulable", kind="PodGroup", name=name)
+        if event["involvedObject"].get("apiVersion") == kind.api_version
+    ]
+
+
+def shows(kind: GroupKind, status: dict[str, object], state: str) -> bool:
+    """Whether a group's status shows `state`: Running, or Waiting (nothing placed, the reason
+    said), in its kind's own fields."""
+    if kind is GroupKind.COSCHEDULING:
+        return status.get("phase") == ("Running" if state == "Running" else "Scheduling")
+    conditions = status.get("conditions") or []
+    assert isinstance(conditions, list)
+    ours = next((c for c in conditions if c.get("type") == CONDITION), {})
+    if state == "Running":
+        return ours.get("status") == "True"
+    return ours.get("status") == "False" and ours.get("reason") == "NotEnoughResources"
+
+
+def test_the_story_with_each_kind(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    pod: PodFactory,
+    kind: GroupKind,
+) -> None:
+    own_nodes(2, cpu="4")
+    jobs: dict[str, list[str]] = {"job-a": [], "job-b": []}
+    for job in jobs:
+        submit_gang(api, namespace, pod, job, 0, min_member=4, kind=kind)
+    for index, task in enumerate(TASKS):
+        for job, names in jobs.items():
+            name = f"{job}-{task}-{index % 2}"
+            apply_object(api, pod(name).cpu("2").group(job, kind).task(task).build())
+            names.append(name)
+
+    def whole() -> str | None:
+        done = [job for job, names in jobs.items() if bound(api, namespace, names) == names]
+        return done[0] if done else None
+
+    running = wait_until(whole, timeout=60, what="one job to have all 4 pods bound")
+    waiting = "job-b" if running == "job-a" else "job-a"
+    key = kind.key(namespace, waiting)
+    wait_until(
+        lambda: any(m.startswith(f"gang {key}: ") for m in warnings(api, namespace, waiting, kind)),
+        timeout=30,
+        what=f"an Unschedulable event on {key}",
+    )
+    assert bound(api, namespace, jobs[waiting]) == []
+    for job, state in ((running, "Running"), (waiting, "Waiting")):
+        wait_until(
+            lambda job=job, state=state: shows(kind, kind_status(api, namespace, job, kind), state),
+            timeout=30,
+            what=f"{kind.value} {job} to show {state}",
+            describe=lambda job=job: str(kind_status(api, namespace, job, kind)),
+        )
+    finished_at = time.monotonic()
+    finish(api, namespace, jobs[running])
+    wait_bound(api, namespace, jobs[waiting], 4, f"{waiting} to run after {running} finished")
+    assert time.monotonic() - finished_at < 30
+
+
+def test_two_gangs_of_each_kind_submitted_together_never_split(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    pod: PodFactory,
+    kind: GroupKind,
+) -> None:
+    own_nodes(2, cpu="4")
+    with BindTimeline(api, namespace) as timeline:
+        for round_ in range(5):
+            gangs = {
+                name: submit_gang(api, namespace, pod, name, 3, cpu="2", kind=kind)
+                for name in (f"r{round_}-a", f"r{round_}-b")
+            }
+            first = wait_until(
+                lambda gangs=gangs: next(
+                    (g for g, m in gangs.items() if bound(api, namespace, m) == m), None
+                ),
+                timeout=60,
+                what=f"round {round_}: one gang bound whole",
+            )
+            second = next(g for g in gangs if g != first)
+            assert bound(api, namespace, gangs[second]) == []
+            finish(api, namespace, gangs[first])
+            wait_bound(api, namespace, gangs[second], 3, f"round {round_}: {second} to follow")
+            finish(api, namespace, gangs[second])
+    assert timeline.partial() == []
+
+
+def test_three_kinds_in_one_queue_never_bind_part_of_a_gang(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    pod: PodFactory,
+    served: set[GroupKind],
+) -> None:
+    """Gangs of every kind the cluster serves, two of each, wanting 3 x 2 cpu on 8 cpu in all:
+    two gangs run at a time, whole, whatever their kinds, and all of them run in the end."""
+    own_nodes(2, cpu="4")
+    kinds = [kind for kind in GroupKind if kind in served]
+    with BindTimeline(api, namespace) as timeline:
+        gangs = {
+            f"{kind.name.lower()}-{index}": submit_gang(
+                api, namespace, pod, f"{kind.name.lower()}-{index}", 3, cpu="2", kind=kind
+            )
+            for index in range(2)
+            for kind in kinds
+        }
+        done: set[str] = set()
+        while len(done) < len(gangs):
+            running = wait_until(
+                lambda: (
+                    [g for g, m in gangs.items() if g not in done and bound(api, namespace, m) == m]
+                    or None
+                ),
+                timeout=60,
+                what=f"a gang to run (done: {sorted(done)})",
+            )
+            for gang in running:
+                finish(api, namespace, gangs[gang])
+                done.add(gang)
+    assert timeline.partial() == []
+
+
+def test_a_pod_naming_two_groups_is_refused_naming_both(
+    api: k8s.ApiClient, namespace: str, pod: PodFactory
+) -> None:
+    body = pod("torn").group("a").group("b", GroupKind.COSCHEDULING).build()
+    with pytest.raises(KubeError) as refused:
+        apply_object(api, body)
+    assert "metadata.labels[scheduling.x-k8s.io/pod-group]: names group 'b' but" in str(
+        refused.value
+    )
