@@ -52,7 +52,7 @@ class ClusterOptions:
     # The extender as a process of its own behind mutual TLS (manifests/extender-service/),
     # instead of beside the scheduler on loopback (manifests/, the default).
     extender_service: bool = False
-    # The version to run (`build.KUBERNETES`; default `$LAHAR_KUBERNETES`, else 1.35).
+    # The version to run (`build.KUBERNETES`; default `$LAHAR_KUBERNETES`, else 1.37).
     kubernetes: str = field(default_factory=chosen_kubernetes)
 
 
