@@ -69,7 +69,7 @@ def run_demo(options: DemoOptions, say: Step = print, table: LiveTable | None = 
     finally:
         if options.keep:
             step(f"cluster left running: export KUBECONFIG={cluster.kubeconfig}")
-            step(f"watch it: kubectl get vcjob,podgroup,pods -n {NAMESPACE} -o wide")
+            step(f"watch it: kubectl get vcjob,pg,pods -n {NAMESPACE} -o wide")
             step(f"stop it with: lahar dev-cluster down --state-dir {options.state_dir}")
         else:
             cluster.stop()  # (stopped already unless the story failed)

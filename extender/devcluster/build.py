@@ -54,7 +54,7 @@ class GoModule:
 # The Kubernetes minor versions the dev cluster runs, each pinned by a Go module of its own under
 # tests/controlplane (its staging modules at the same patch), and the one used unless told.
 KUBERNETES = {"1.35": "kubernetes", "1.37": "kubernetes-1.37"}
-DEFAULT_KUBERNETES = "1.35"
+DEFAULT_KUBERNETES = "1.37"
 
 MODULES = (
     GoModule(

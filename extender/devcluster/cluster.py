@@ -33,6 +33,16 @@ ISSUER = "https://kubernetes.default.svc.cluster.local"
 # The schedulers' /metrics on their loopback ports, readable without credentials (benchmarks count
 # their scheduling attempts), like their health endpoints.
 METRICS_OPEN = "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"
+# Kubernetes 1.37 has the native gang API in beta and off: Workloads and PodGroups of
+# scheduling.k8s.io/v1beta1, pods joining one by `spec.schedulingGroup.podGroupName`. The dev
+# cluster turns it on so Lahar can be run beside it: the API server serves the version, and every
+# component gets the gate (the API server for the pod field, the PodGroupProtection admission and
+# the bootstrap RBAC of it; the controller manager for the controller that removes that admission's
+# finalizer; kube-scheduler for its pod-group cycle and GangScheduling plugin). 1.35 has no
+# v1beta1 of it and runs without.
+NATIVE_GANGS_SINCE = (1, 37)
+NATIVE_GANGS_GATE = "--feature-gates=GenericWorkload=true"
+NATIVE_GANGS_API = "--runtime-config=scheduling.k8s.io/v1beta1=true"
 
 
 @dataclass(frozen=True)
@@ -52,7 +62,7 @@ class ClusterOptions:
     # The extender as a process of its own behind mutual TLS (manifests/extender-service/),
     # instead of beside the scheduler on loopback (manifests/, the default).
     extender_service: bool = False
-    # The version to run (`build.KUBERNETES`; default `$LAHAR_KUBERNETES`, else 1.35).
+    # The version to run (`build.KUBERNETES`; default `$LAHAR_KUBERNETES`, else 1.37).
     kubernetes: str = field(default_factory=chosen_kubernetes)
 
 
@@ -119,6 +129,19 @@ class DevCluster:
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 path.unlink(missing_ok=True)
+
+
+def native_gangs(kubernetes_version: str) -> bool:
+    """Whether the dev cluster serves the native gang API on this version ("v1.37.2")."""
+    minor = tuple(int(part) for part in kubernetes_version.removeprefix("v").split(".")[:2])
+    return minor >= NATIVE_GANGS_SINCE
+
+
+def native_gang_args(kubernetes_version: str, *, apiserver: bool = False) -> list[str]:
+    """The flags a component of this version gets for the native gang API (none on 1.35)."""
+    if not native_gangs(kubernetes_version):
+        return []
+    return [NATIVE_GANGS_GATE, NATIVE_GANGS_API] if apiserver else [NATIVE_GANGS_GATE]
 
 
 def stop_processes(state: DevClusterState) -> list[str]:
@@ -266,6 +289,7 @@ def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
             "--enable-priority-and-fairness=false",
             "--max-requests-inflight=0",
             "--max-mutating-requests-inflight=0",
+            *native_gang_args(binaries.kubernetes_version, apiserver=True),
             *options.extra_apiserver_args,
         ],
     )
@@ -306,6 +330,7 @@ def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
             # KWOK's heartbeat comes every 20-45 s; leave slack so a busy machine does not
             # flap nodes to NotReady.
             "--node-monitor-grace-period=2m",
+            *native_gang_args(binaries.kubernetes_version),
         ],
     )
     scheduler = starter.start(
@@ -316,6 +341,7 @@ def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
             "--bind-address=127.0.0.1",
             f"--secure-port={port['scheduler']}",
             METRICS_OPEN,
+            *native_gang_args(binaries.kubernetes_version),
         ],
     )
     kwok = starter.start(
@@ -393,6 +419,7 @@ def _start_lahar(starter: _Starter, kubeconfigs: dict[str, Path], keys: pki.Pki)
             "--bind-address=127.0.0.1",
             f"--secure-port={port['lahar-scheduler']}",
             METRICS_OPEN,
+            *native_gang_args(binaries.kubernetes_version),
         ],
     )
     health.wait_healthy(

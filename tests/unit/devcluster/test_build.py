@@ -141,7 +141,8 @@ def test_missing_source_tree_names_the_folder_and_the_override(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LAHAR_CONTROLPLANE_SRC", str(tmp_path / "nowhere"))
+    monkeypatch.delenv("LAHAR_KUBERNETES", raising=False)  # the default version: 1.37
     with pytest.raises(
-        DevClusterError, match=r"nowhere/kubernetes is missing .*LAHAR_CONTROLPLANE_SRC"
+        DevClusterError, match=r"nowhere/kubernetes-1\.37 is missing .*LAHAR_CONTROLPLANE_SRC"
     ):
         build.ensure_binaries()

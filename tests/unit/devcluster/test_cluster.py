@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from extender.devcluster import DevCluster, up
-from extender.devcluster.cluster import ClusterOptions
+from extender.devcluster.cluster import ClusterOptions, native_gang_args
 from extender.devcluster.process import ProcessRecord
 from extender.devcluster.state import STATE_FILE, DevClusterState
 from tests.unit.devcluster.test_state_checks import NO_BINARIES
@@ -52,3 +52,25 @@ def test_remove_keeping_the_logs_leaves_no_state_for_up_to_refuse(tmp_path: Path
     # a later `up` takes the directory as leftovers: it gets as far as starting etcd
     with pytest.raises(FileNotFoundError, match="/nonexistent/etcd"):
         up(ClusterOptions(state_dir=state_dir, ready_timeout=1), NO_BINARIES)
+
+
+@pytest.mark.parametrize(
+    ("version", "apiserver", "flags"),
+    [
+        ("v1.35.4", True, []),
+        ("v1.35.4", False, []),
+        ("v1.37.2", False, ["--feature-gates=GenericWorkload=true"]),
+        (
+            "v1.37.2",
+            True,
+            [
+                "--feature-gates=GenericWorkload=true",
+                "--runtime-config=scheduling.k8s.io/v1beta1=true",
+            ],
+        ),
+    ],
+)
+def test_only_1_37_components_get_the_native_gang_api(
+    version: str, apiserver: bool, flags: list[str]
+) -> None:
+    assert native_gang_args(version, apiserver=apiserver) == flags
