@@ -24,6 +24,7 @@ from extender.api.objects import Pod, Toleration
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.api.scheduling import (
     DEFAULT_QUEUE,
+    GroupKind,
     PodGroup,
     held_by_lahar,
     naming_conflict,
@@ -32,6 +33,7 @@ from extender.api.scheduling import (
 from extender.cache.state import ClusterState
 
 T = TypeVar("T")
+NATIVE = GroupKind.NATIVE
 
 
 class MemoSlot(Generic[T]):
@@ -159,8 +161,22 @@ class GangView:
     @cached_property
     def conflict(self) -> str | None:
         """Why a pending member cannot be placed in this gang: it names another group too
-        (`naming_conflict`); None when none does."""
-        return next(filter(None, map(naming_conflict, self.pending)), None)
+        (`naming_conflict`), or its priority is not its native group's (kube-scheduler places
+        a native PodGroup's pods only when they all have the group's priority); None when none
+        of them has such a problem."""
+        named = next(filter(None, map(naming_conflict, self.pending)), None)
+        if named is not None or self.group is None or self.group.group_kind is not NATIVE:
+            return named
+        wanted = self.group.spec.priority_class_name
+        for pod in self.pending:
+            have = pod.spec.priority_class_name
+            if have != wanted and (wanted or pod.spec.priority):
+                return (
+                    f"pod {pod.metadata.key} has priorityClassName {have or '(none)'!r} but its "
+                    f"PodGroup has {wanted or '(none)'!r}: kube-scheduler places a native "
+                    "PodGroup's pods only when they share its priority"
+                )
+        return None
 
     @cached_property
     def sla_waiting_time(self) -> float | None:

@@ -49,6 +49,8 @@ def submit_gang(
         body = make_group(name).ns(namespace).min_member(minimum)
         for key, value in (annotations or {}).items():
             body = body.annotate(key, value)
+        if priority_class and kind is GroupKind.NATIVE:  # (kube-scheduler wants them equal)
+            body = body.set("spec.priorityClassName", priority_class)
         apply_object(api, (body.queue(queue) if queue else body).kind_object(kind))
     names = [f"{name}-{index}" for index in range(size)]
     for member in names:

@@ -10,16 +10,37 @@ there); on 1.35 their cases are skipped, saying so.
 
 from __future__ import annotations
 
+import json
 import time
+import urllib.parse
+import urllib.request
 
 import pytest
 from kubernetes import client as k8s
 
+from extender import devcluster
 from extender.api.native_groups import CONDITION
 from extender.api.scheduling import GroupKind
-from extender.kube import KubeError, apply_object, list_objects, wait_until
-from tests.e2e.conftest import NodeFactory, PodFactory, events
-from tests.e2e.gangs import BindTimeline, bound, finish, kind_status, submit_gang, wait_bound
+from extender.kube import KubeError, apply_object, list_objects, pod_when, wait_until
+from tests.builders import make_queue
+from tests.e2e.conftest import (
+    ClusterObject,
+    NodeFactory,
+    PodFactory,
+    events,
+    extender_url,
+    priority_class,
+)
+from tests.e2e.gangs import (
+    BindTimeline,
+    alive,
+    bound,
+    finish,
+    held_by_lahar,
+    kind_status,
+    submit_gang,
+    wait_bound,
+)
 
 KINDS = [GroupKind.COSCHEDULING, GroupKind.NATIVE]
 TASKS = ("ps", "ps", "worker", "worker")
@@ -174,6 +195,79 @@ def test_three_kinds_in_one_queue_never_bind_part_of_a_gang(
                 finish(api, namespace, gangs[gang])
                 done.add(gang)
     assert timeline.partial() == []
+
+
+def test_a_high_priority_gang_of_each_kind_preempts_a_whole_lower_one(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    pod: PodFactory,
+    *,
+    cluster_object: ClusterObject,
+    kind: GroupKind,
+) -> None:
+    own_nodes(2, cpu="4")
+    low, high = f"{namespace}-low", f"{namespace}-high"
+    for name, value in ((low, 10), (high, 1000)):
+        cluster_object(priority_class(name, value))
+    running = {
+        name: submit_gang(api, namespace, pod, name, 2, cpu="2", priority_class=low, kind=kind)
+        for name in ("wide-a", "wide-b")
+    }
+    for name, members in running.items():
+        wait_bound(api, namespace, members, 2, f"low-priority gang {name} bound")
+    with BindTimeline(api, namespace) as timeline:
+        urgent = submit_gang(
+            api, namespace, pod, "urgent", 2, cpu="2", priority_class=high, kind=kind
+        )
+        wait_bound(api, namespace, urgent, 2, "the high-priority gang bound whole")
+    assert timeline.partial() == []
+    left = sorted(len(alive(api, namespace, members)) for members in running.values())
+    assert left == [0, 2]  # one whole gang preempted, the other untouched
+
+
+def test_a_group_in_the_queue_its_annotation_names_reclaims_from_another(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    pod: PodFactory,
+    *,
+    cluster_object: ClusterObject,
+    kind: GroupKind,
+) -> None:
+    own_nodes(2, cpu="4")
+    starved, greedy = f"{namespace}-a", f"{namespace}-b"
+    cluster_object(make_queue(starved).build())
+    cluster_object(make_queue(greedy).deserved(cpu="4").build())
+    held = [submit_gang(api, namespace, pod, f"b{i}", 2, cpu="1", queue=greedy) for i in range(4)]
+    for members in held:
+        wait_bound(api, namespace, members, 2, "queue b's gang bound")
+    with BindTimeline(api, namespace) as timeline:
+        wanted = submit_gang(api, namespace, pod, "a0", 2, cpu="1", queue=starved, kind=kind)
+        wait_bound(api, namespace, wanted, 2, f"{kind.value} a0 bound after reclaiming")
+    assert timeline.partial() == []
+    left = sorted(len(alive(api, namespace, members)) for members in held)
+    assert left == [0, 2, 2, 2]
+
+
+def test_pods_whose_group_never_appears_wait_and_say_so(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    pod: PodFactory,
+    *,
+    dev_cluster: devcluster.DevCluster,
+    kind: GroupKind,
+) -> None:
+    own_nodes(1, cpu="4")
+    [name] = submit_gang(api, namespace, pod, "ghost", 1, group=False, kind=kind)
+    pod_when(api, namespace, name, "to wait behind Lahar's gate", held_by_lahar)
+    key = kind.key(namespace, "ghost")
+    query = urllib.parse.urlencode({"gang": key})
+    with urllib.request.urlopen(extender_url(dev_cluster, f"/debug/explain?{query}")) as answer:
+        lines = json.loads(answer.read())["lines"]
+    assert f"gang {key}: PodGroup {key} does not exist" in "\n".join(lines)
+    assert bound(api, namespace, [name]) == []
 
 
 def test_a_pod_naming_two_groups_is_refused_naming_both(

@@ -167,3 +167,20 @@ def test_a_coscheduling_group_reads_queue_resources_timeout_and_phase() -> None:
     )
     assert group.gather_timeout == 20
     assert group.status.phase == "Inqueue" and group.status.running == 1
+
+
+def test_a_native_gangs_pods_must_share_its_priority(engine: Engine) -> None:
+    kind = GroupKind.NATIVE
+    pods = [member("g", i, kind, cpu="1").priority_class("low").priority(10) for i in range(2)]
+    state = cluster([make_node(n).cpu("4") for n in NODES], pods)
+    state.upsert_pod_group(make_group("g").min_member(2).model(kind))
+    outcome = filter_pod(engine, state, pods[0])
+    assert outcome.passed == []
+    assert set(outcome.failed.values()) == {
+        "gang default/podgroups.scheduling.k8s.io/g: pod default/g-0 has priorityClassName "
+        "'low' but its PodGroup has '(none)': kube-scheduler places a native PodGroup's pods "
+        "only when they share its priority"
+    }
+    group = make_group("g").min_member(2).set("spec.priorityClassName", "low")
+    state.upsert_pod_group(group.model(kind))
+    assert sorted(filter_pod(engine, state, pods[0]).passed) == NODES
