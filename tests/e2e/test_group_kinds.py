@@ -14,6 +14,7 @@ import json
 import time
 import urllib.parse
 import urllib.request
+from pathlib import Path
 
 import pytest
 from kubernetes import client as k8s
@@ -21,6 +22,7 @@ from kubernetes import client as k8s
 from extender import devcluster
 from extender.api.native_groups import CONDITION
 from extender.api.scheduling import GroupKind
+from extender.cli.main import main
 from extender.kube import KubeError, apply_object, list_objects, pod_when, wait_until
 from tests.builders import make_queue
 from tests.e2e.conftest import (
@@ -268,6 +270,33 @@ def test_pods_whose_group_never_appears_wait_and_say_so(
         lines = json.loads(answer.read())["lines"]
     assert f"gang {key}: PodGroup {key} does not exist" in "\n".join(lines)
     assert bound(api, namespace, [name]) == []
+
+
+def test_lahar_explain_says_why_a_gang_of_each_kind_waits(
+    capsys: pytest.CaptureFixture[str],
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    pod: PodFactory,
+    *,
+    kubeconfig: Path,
+    kind: GroupKind,
+) -> None:
+    own_nodes(1, cpu="2")
+    submit_gang(api, namespace, pod, "big", 3, cpu="1", kind=kind)
+    where = ("--kubeconfig", str(kubeconfig), "-n", namespace)
+
+    def said() -> str | None:
+        code = main(["explain", f"{kind.value}/big", *where])
+        out = capsys.readouterr().out
+        return out if code == 0 and f"  gang {kind.key(namespace, 'big')}: " in out else None
+
+    out = wait_until(said, timeout=60, what=f"lahar explain {kind.value}/big to say why")
+    with capsys.disabled():
+        print(out)  # what a user sees (-s)
+    lines = out.splitlines()
+    assert lines[0].startswith(f"PodGroup {kind.key(namespace, 'big')}: ")
+    assert "big-0 and 2 more: held by Lahar's scheduling gate lahar.io/gang" in out
 
 
 def test_a_pod_naming_two_groups_is_refused_naming_both(

@@ -23,9 +23,9 @@ from kubernetes import client as k8s
 from extender import devcluster
 from extender.api.objects import Pod
 from extender.api.resources import Resources
-from extender.cache.informer import PODS, Informer, Informers
+from extender.cache.informer import COSCHEDULING_GROUPS, PODS, Informer, Informers
 from extender.cache.state import ClusterState
-from extender.kube import apply_object, connect, delete, list_objects, wait_until
+from extender.kube import KubeError, apply_object, connect, delete, list_objects, wait_until
 from tests.builders import make_pod
 from tests.integration.helpers import phase, pod_when
 
@@ -256,5 +256,77 @@ def _try(action: Callable[[], object]) -> bool:
     try:
         action()
     except Exception:  # the API server is still starting
+        return False
+    return True
+
+
+def test_a_kind_the_server_does_not_serve_is_empty_until_it_is_served(api: k8s.ApiClient) -> None:
+    """An optional kind (a CRD not installed, a beta API off) answers 404: the informer counts it
+    listed and empty, so the cache becomes whole, and lists it once it is served."""
+    group = "ghosts.lahar.dev"
+    kind = dataclasses.replace(
+        COSCHEDULING_GROUPS, name=f"podgroups.{group}", path=f"/apis/{group}/v1/podgroups"
+    )
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"podgroups.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "podgroups", "singular": "podgroup", "kind": "PodGroup"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    state = ClusterState()
+    informers = Informers(api, state, loop, [kind])
+    informers.items[0].absent_recheck = 0.5
+    informers.start()
+    try:
+        wait_until(lambda: informers.synced, timeout=30, what="the absent kind to count as listed")
+        assert informers.items[0].absent and not state.pod_groups
+        apply_object(api, crd)
+        body = {
+            "apiVersion": f"{group}/v1",
+            "kind": "PodGroup",
+            "metadata": {"name": "late", "namespace": "default"},
+            "spec": {"minMember": 2},
+        }
+        wait_until(
+            lambda: _applied(api, body), timeout=30, what="the CRD to be served and the object made"
+        )
+        wait_until(
+            lambda: any(g.metadata.name == "late" for g in list(state.pod_groups.values())),
+            timeout=30,
+            what="the informer to list the kind once served",
+        )
+        assert not informers.items[0].absent
+    finally:
+        informers.stop()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
+        delete(api, "apiextensions.k8s.io/v1", "CustomResourceDefinition", f"podgroups.{group}")
+
+
+def _applied(api: k8s.ApiClient, body: dict[str, Any]) -> bool:
+    try:
+        apply_object(api, body)
+    except KubeError:  # the CRD is not served yet
         return False
     return True

@@ -19,6 +19,7 @@ from extender.admission.admit import (
     validate_queue,
 )
 from extender.admission.problems import SHOWN, Problem
+from extender.api.scheduling import GroupKind
 from tests.builders import (
     JobBuilder,
     PodBuilder,
@@ -393,8 +394,21 @@ GATE = {"name": "lahar.io/gang"}
         (make_pod("w").group("tf").scheduler("default-scheduler"), None),
         (make_pod("w").scheduler("lahar"), None),
         (make_pod("w").group("tf").scheduler("lahar").on("n1"), None),
+        (make_pod("w").group("tf", GroupKind.COSCHEDULING).scheduler("lahar"), [GATE]),
+        (make_pod("w").group("tf", GroupKind.NATIVE).scheduler("volcano"), [GATE]),
+        (make_pod("w").group("tf").group("tf", GroupKind.COSCHEDULING).scheduler("lahar"), [GATE]),
     ],
-    ids=["gang-pod", "beside-another-gate", "already-gated", "other-scheduler", "no-gang", "bound"],
+    ids=[
+        "gang-pod",
+        "beside-another-gate",
+        "already-gated",
+        "other-scheduler",
+        "no-gang",
+        "bound",
+        "coscheduling",
+        "native",
+        "one-name-two-ways",
+    ],
 )
 def test_gang_pods_of_lahar_schedulers_are_created_behind_its_gate(
     pod: PodBuilder, gates: list[dict[str, str]] | None
@@ -408,6 +422,26 @@ def test_gang_pods_of_lahar_schedulers_are_created_behind_its_gate(
     )
     if gates is None:
         assert outcome.decision.patch == ()
+
+
+def test_a_pod_naming_two_groups_is_refused_naming_the_fields() -> None:
+    body = (
+        make_pod("w")
+        .group("a")
+        .group("b", GroupKind.COSCHEDULING)
+        .group("c", GroupKind.NATIVE)
+        .scheduler("lahar")
+        .build()
+    )
+    outcome = run(mutate_pod, make_review(body))
+    assert not outcome.decision.allowed
+    annotation = "metadata.annotations[scheduling.k8s.io/group-name]"
+    label = "metadata.labels[scheduling.x-k8s.io/pod-group]"
+    said = f"{label}: names group 'b' but {annotation} names 'a': a pod belongs to one group"
+    assert said in outcome.message
+    assert f"spec.schedulingGroup.podGroupName: names group 'c' but {annotation} names 'a'" in (
+        outcome.message
+    )
 
 
 def test_pod_rules_take_only_pod_creations() -> None:

@@ -8,7 +8,17 @@ from typing import Any
 
 import pytest
 
-from extender.cli.explain_cmd import Extender, from_extender, from_group, pod_row, text
+from extender.api.scheduling import GroupKind
+from extender.cli.explain_cmd import (
+    Extender,
+    from_coscheduling_group,
+    from_extender,
+    from_group,
+    from_native_group,
+    pod_row,
+    target,
+    text,
+)
 from extender.kube import KubeError
 
 SUMMARY = (
@@ -44,6 +54,51 @@ def test_the_condition_summary_comes_back_one_sentence_a_line() -> None:
         "  queue default: allocated nothing; deserves cpu 12 (share 0.00)",
     ]
     assert from_group(group([]))[-1] == "no condition yet: Lahar has not been asked about its pods"
+
+
+def test_the_other_kinds_say_why_from_their_event_or_lahars_condition() -> None:
+    meta = {"name": "big", "namespace": "ns", "annotations": {}}
+    cosched = {"metadata": meta, "spec": {"minMember": 2}, "status": {"phase": "Scheduling"}}
+    event = {"reason": "Unschedulable", "message": SUMMARY, "lastTimestamp": "2027-01-15T08:00:00Z"}
+    lines = from_coscheduling_group(cosched, event)
+    assert lines[:3] == [
+        "phase Scheduling: 0 running, 0 succeeded, 0 failed of minMember 2 (queue default)",
+        "Unschedulable at 2027-01-15T08:00:00Z:",
+        "  gang ns/big: 1 of 2 members cannot be placed: Insufficient cpu",
+    ]
+    assert from_coscheduling_group(cosched, None)[-1].startswith("no Warning event about it")
+    condition = {
+        "type": "lahar.io/GangScheduled",
+        "status": "False",
+        "reason": "NotEnoughResources",
+        "message": SUMMARY,
+        "lastTransitionTime": "2027-01-15T08:00:00Z",
+    }
+    kube_schedulers = {"type": "PodGroupInitiallyScheduled", "status": "False", "reason": "X"}
+    native = {
+        "metadata": {**meta, "annotations": {"scheduling.volcano.sh/queue-name": "ml"}},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+        "status": {"conditions": [kube_schedulers, condition]},
+    }
+    assert from_native_group(native)[:3] == [
+        "gang minCount 2 (queue ml)",
+        "lahar.io/GangScheduled=False (NotEnoughResources) since 2027-01-15T08:00:00Z:",
+        "  gang ns/big: 1 of 2 members cannot be placed: Insufficient cpu",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("given", "wanted"),
+    [
+        ("tf", (None, "tf")),
+        ("job/tf", ("Job", "tf")),
+        ("pg/tf", ("PodGroup", "tf")),
+        ("podgroups.scheduling.x-k8s.io/tf", (GroupKind.COSCHEDULING.value, "tf")),
+        ("podgroups.scheduling.k8s.io/tf", (GroupKind.NATIVE.value, "tf")),
+    ],
+)
+def test_explain_takes_each_kind_by_kubectls_name(given: str, wanted: tuple[Any, str]) -> None:
+    assert target(given) == wanted
 
 
 def test_the_text_names_the_job_the_source_and_what_the_scheduler_said_of_each_pod() -> None:
