@@ -13,11 +13,12 @@ is added; and one `pods` slot.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from functools import cached_property
 from typing import Annotated, Any
 
-from pydantic import Field, PlainSerializer, PlainValidator, field_validator
+from pydantic import BeforeValidator, Field, PlainSerializer, PlainValidator, field_validator
 
 from extender.api.affinity import Affinity
 from extender.api.model import Interned, InternedMap, KubeModel, Shared
@@ -43,10 +44,18 @@ ResourceList = Annotated[
 ]
 
 
-class OwnerReference(Shared):
-    """An owner by name: what Lahar reads of one (a Job's pods share one instance)."""
+def _owner_names(value: Any) -> tuple[str, ...]:
+    """The names in a list of owner references (all Lahar reads of them), interned: a Job's pods
+    share them."""
+    if not isinstance(value, list | tuple):
+        raise ValueError("ownerReferences must be a list")
+    return tuple(
+        sys.intern(str(ref.get("name", ""))) if isinstance(ref, Mapping) else str(ref)
+        for ref in value
+    )
 
-    name: Interned = ""
+
+OwnerNames = Annotated[tuple[str, ...], BeforeValidator(_owner_names)]
 
 
 class ObjectMeta(KubeModel):
@@ -57,8 +66,8 @@ class ObjectMeta(KubeModel):
     labels: InternedMap = Field(default_factory=dict)
     annotations: InternedMap = Field(default_factory=dict)
     deletion_timestamp: str | None = None
-    # (by name only: Coscheduling's PodGroup status names its members' owners)
-    owner_references: tuple[OwnerReference, ...] = ()
+    # The names of its owners (Coscheduling's PodGroup status names its members' owners).
+    owner_names: OwnerNames = Field(default=(), alias="ownerReferences")
 
     @property
     def key(self) -> str:

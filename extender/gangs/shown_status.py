@@ -67,7 +67,7 @@ def gang_owners(gang: GangView) -> str:
     writes them (`coscheduling_status.occupied_by`); "" when it has no member."""
     for pod in gang.placed + gang.pending + gang.succeeded + gang.failed:
         meta = pod.metadata
-        return occupied_by(meta.namespace, (owner.name for owner in meta.owner_references))
+        return occupied_by(meta.namespace, meta.owner_names)
     return ""
 
 
