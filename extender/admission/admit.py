@@ -133,7 +133,7 @@ def mutate_pod(request: AdmissionRequest, view: QueueLookup, settings: Settings)
     problems = _expect(request, PODS, (Operation.CREATE,))
     if problems:
         return _outcome("Pod", request, problems)
-    problems = pods.naming_problems(request.object)
+    problems = pods.naming_problems(request.object, settings.served)
     return _outcome("Pod", request, problems, pods.gate_patch(request.object, settings.served))
 
 

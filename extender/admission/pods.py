@@ -41,9 +41,12 @@ def gate_patch(pod: Mapping[str, Any] | None, served: Collection[str]) -> list[d
     return [{"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": GANG_GATE}}]
 
 
-def naming_problems(pod: Mapping[str, Any] | None) -> list[Problem]:
-    """A pod naming two different groups, in any two of the three ways, is refused."""
+def naming_problems(pod: Mapping[str, Any] | None, served: Collection[str]) -> list[Problem]:
+    """A pod of a scheduler in `served` naming two different groups, in any two of the three
+    ways, is refused."""
     if not isinstance(pod, Mapping):
+        return []
+    if (_mapping(pod, "spec").get("schedulerName") or DEFAULT_SCHEDULER) not in served:
         return []
     names = _names(pod)
     if len(set(names.values())) <= 1:

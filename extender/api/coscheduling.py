@@ -31,11 +31,12 @@ from extender.api.scheduling import (
 
 API_VERSION = GroupKind.COSCHEDULING.api_version
 
-# Coscheduling's phases, as Volcano's: what queue counts and the status writer read.
+# Coscheduling's phases, as Volcano's: what queue counts read. Scheduling says only that minMember
+# pods exist, admitted or not: Pending.
 _PHASES = {
     "Pending": "Pending",
     "PreScheduling": "Pending",
-    "Scheduling": "Inqueue",
+    "Scheduling": "Pending",
     "Scheduled": "Running",
     "Running": "Running",
     "Succeeded": "Completed",
@@ -69,7 +70,7 @@ class CoschedulingPodGroup(KubeModel):
                 min_resources=self.spec.min_resources,
             ),
             status=PodGroupStatus(
-                phase=_PHASES.get(str(shown.get("phase", "")), ""),
+                phase=volcano_phase(shown),
                 running=_count(shown, "running"),
                 succeeded=_count(shown, "succeeded"),
                 failed=_count(shown, "failed"),
@@ -79,6 +80,11 @@ class CoschedulingPodGroup(KubeModel):
             shown=shown,
             gather_timeout=self.spec.schedule_timeout_seconds or None,
         )
+
+
+def volcano_phase(status: dict[str, Any]) -> str:
+    """The Volcano phase a Coscheduling status reads as ("" when it has none)."""
+    return _PHASES.get(str(status.get("phase", "")), "")
 
 
 def _count(status: dict[str, Any], field: str) -> int:

@@ -23,6 +23,7 @@ from extender.api.scheduling import (
     QUEUE_ANNOTATION,
     GroupKind,
     PodGroup,
+    PodGroupCondition,
     PodGroupSpec,
     PodGroupStatus,
 )
@@ -43,6 +44,7 @@ class SchedulingPolicy(KubeModel):
 class NativeSpec(KubeModel):
     scheduling_policy: SchedulingPolicy = SchedulingPolicy()
     priority_class_name: str = ""
+    priority: int | None = None  # set by the API server from the class, as a pod's is
 
 
 class NativePodGroup(KubeModel):
@@ -71,9 +73,10 @@ class NativePodGroup(KubeModel):
                 min_member=max(min_member, 1),
                 priority_class_name=self.spec.priority_class_name,
             ),
-            status=PodGroupStatus(phase=_phase(self.status)),
+            status=read_status(self.status),
             group_kind=GroupKind.NATIVE,
             problem=problem,
+            own_priority=self.spec.priority,
             shown=self.status,
         )
 
@@ -81,11 +84,39 @@ class NativePodGroup(KubeModel):
 PHASES = ("Pending", "Inqueue", "Running", "Completed")
 
 
-def _phase(status: dict[str, Any]) -> str:
+def volcano_phase(status: dict[str, Any]) -> str:
     """The Volcano phase Lahar's own condition last reported: its reason, or Pending when the
     reason says why the gang waits; "" when there is no such condition."""
+    condition = lahars_condition(status)
+    if condition is None:
+        return ""
+    reason = condition.get("reason")
+    return reason if reason in PHASES else "Pending"
+
+
+def read_status(status: dict[str, Any]) -> PodGroupStatus:
+    """Lahar's condition read back as the status it was derived from: the phase, and why the gang
+    waits as Volcano's Unschedulable condition (so a restarted extender does not record the same
+    Unschedulable event again)."""
+    condition = lahars_condition(status)
+    if condition is None or condition.get("status") != "False":
+        return PodGroupStatus(phase=volcano_phase(status))
+    reason = str(condition.get("reason") or "")
+    if reason in PHASES:
+        return PodGroupStatus(phase=reason)
+    waiting = PodGroupCondition(
+        type="Unschedulable",
+        status="True",
+        reason=reason,
+        message=str(condition.get("message") or ""),
+        last_transition_time=str(condition.get("lastTransitionTime") or ""),
+    )
+    return PodGroupStatus(phase="Pending", conditions=[waiting])
+
+
+def lahars_condition(status: dict[str, Any]) -> dict[str, Any] | None:
+    """Lahar's condition (`CONDITION`) in a native PodGroup's status, None when it has none."""
     for condition in status.get("conditions") or ():
         if isinstance(condition, dict) and condition.get("type") == CONDITION:
-            reason = condition.get("reason")
-            return reason if reason in PHASES else "Pending"
-    return ""
+            return condition
+    return None

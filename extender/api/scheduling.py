@@ -126,6 +126,9 @@ class PodGroup(PodGroupRef):
     # How long its members may wait for each other at the bind barrier at most (Coscheduling's
     # scheduleTimeoutSeconds); None: the policy's barrier timeout.
     gather_timeout: float | None = Field(default=None, exclude=True)
+    # The priority the group states itself (a native PodGroup's `spec.priority`), which its pods
+    # must have; None: it states none.
+    own_priority: int | None = Field(default=None, exclude=True)
     shown: dict[str, Any] = Field(default_factory=dict, exclude=True)
 
     @property
@@ -234,3 +237,10 @@ def held_by_lahar(pod: Pod) -> bool:
     """The pod waits for Lahar alone: its only scheduling gate is Lahar's (`GANG_GATE`)."""
     gates = pod.spec.scheduling_gates
     return bool(gates) and all(gate.name == GANG_GATE for gate in gates)
+
+
+def stray_gate(pod: Pod) -> bool:
+    """The pod waits for Lahar alone but names no group Lahar reads, so nothing would ever lift
+    its gate: a field the webhook saw was dropped on creation (`spec.schedulingGroup` on a
+    cluster without the native gang API), or the group annotation was removed."""
+    return held_by_lahar(pod) and gang_key(pod) is None and not pod.spec.node_name

@@ -9,7 +9,10 @@ The loop of one informer: list (a full replace of that kind in the state, which 
 then watch from the list's resourceVersion; every event and bookmark moves the version forward, so
 a watch the server ends, or a dropped connection, resumes where it stopped. A 410 Gone lists again.
 Errors (the API server restarting, a network fault) are logged and retried with capped exponential
-backoff, never fatal.
+backoff, never fatal. A kind only some clusters serve (`Kind.optional`: Coscheduling's CRD, the
+native PodGroups of Kubernetes 1.37) that answers 404 when first listed counts as listed and
+empty, and is looked for again every `ABSENT_RECHECK` seconds; once listed, it is dropped only
+when the 404s last that long.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar
@@ -197,6 +201,7 @@ class Informer(Generic[S, M]):
         self.watched_from: str | None = None  # the resourceVersion the last watch began at
         self.absent = False  # an optional kind the API server does not serve (yet)
         self.absent_recheck = ABSENT_RECHECK
+        self._missing_since: float | None = None  # the first of the 404s of a kind listed before
         self._events = WatchEvent[kind.model]  # type: ignore[name-defined]
         self._stop = threading.Event()
         self._response: RESTResponse | None = None
@@ -240,7 +245,7 @@ class Informer(Generic[S, M]):
             except Exception as error:  # the API server restarting, a reset connection, ...
                 if self._stop.is_set():
                     return
-                if self.kind.optional and isinstance(error, ApiStatusError) and error.status == 404:
+                if self._not_served(error):
                     self._absent()
                     continue
                 self.reconnects += 1
@@ -253,6 +258,21 @@ class Informer(Generic[S, M]):
                 )
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, self.max_backoff)
+
+    def _not_served(self, error: Exception) -> bool:
+        """Whether `error` says this optional kind is not served: a 404 before it was ever
+        listed, or 404s lasting `absent_recheck` seconds since (an API server that has just
+        restarted answers 404 for a CRD's objects until it has read the CRDs again: the kind's
+        objects are kept through that)."""
+        if not (self.kind.optional and isinstance(error, ApiStatusError) and error.status == 404):
+            self._missing_since = None
+            return False
+        if not self.synced or self.absent:
+            return True
+        now = time.monotonic()
+        if self._missing_since is None:
+            self._missing_since = now
+        return now - self._missing_since >= self.absent_recheck
 
     def _absent(self) -> None:
         """The API server does not serve this optional kind: it holds nothing; look again
@@ -275,6 +295,7 @@ class Informer(Generic[S, M]):
         if self.absent:
             log.info("%s are served now: listed them", self.kind.name)
             self.absent = False
+        self._missing_since = None
         self.relists += 1
         self._post(self._replace, objects)
         log.info("listed %d %s at resourceVersion %s", len(objects), self.kind.name, version)

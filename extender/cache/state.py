@@ -21,7 +21,7 @@ from cachetools import TTLCache
 
 from extender.api.objects import Node, Pod, PriorityClass
 from extender.api.resources import EMPTY, Resources
-from extender.api.scheduling import GroupKind, PodGroup, Queue, gang_key
+from extender.api.scheduling import GroupKind, PodGroup, Queue, gang_key, stray_gate
 from extender.cache.snapshot import ChangeLog, NodeInfo, Snapshot
 
 
@@ -73,6 +73,8 @@ class ClusterState:
         self.on_queue_change: list[Callable[[], None]] = []
         # A gang's members changed: one joined or left, or a member's phase or node changed.
         self.on_gang_changed: list[Callable[[str], None]] = []
+        # A pod held by Lahar's gate alone that names no group Lahar reads (`stray_gate`).
+        self.on_stray_gate: list[Callable[[Pod], None]] = []
         self._changes = ChangeLog()
         self._membership = 0
         self._snapshot: Snapshot | None = None
@@ -216,6 +218,9 @@ class ClusterState:
         else:
             self.terminating.discard(uid)
         self._index(previous, pod)
+        if pod.spec.scheduling_gates and stray_gate(pod):
+            for callback in self.on_stray_gate:
+                callback(pod)
         current = self._placements.get(uid)
         wanted: Placement | None = None
         if not pod.finished:

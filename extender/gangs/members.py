@@ -167,14 +167,24 @@ class GangView:
         named = next(filter(None, map(naming_conflict, self.pending)), None)
         if named is not None or self.group is None or self.group.group_kind is not NATIVE:
             return named
-        wanted = self.group.spec.priority_class_name
+        group, wanted = self.group, self.group.own_priority
         for pod in self.pending:
-            have = pod.spec.priority_class_name
-            if have != wanted and (wanted or pod.spec.priority):
+            have = pod.spec.priority
+            if wanted is None:  # (it states no value: the class names must agree)
+                same = pod.spec.priority_class_name == group.spec.priority_class_name
+            else:
+                same = have == wanted
+            if not same:
+                theirs = (
+                    f"class {group.spec.priority_class_name or '(none)'}"
+                    if wanted is None
+                    else f"priority {wanted}"
+                )
                 return (
-                    f"pod {pod.metadata.key} has priorityClassName {have or '(none)'!r} but its "
-                    f"PodGroup has {wanted or '(none)'!r}: kube-scheduler places a native "
-                    "PodGroup's pods only when they share its priority"
+                    f"pod {pod.metadata.key} has priority {have} (class "
+                    f"{pod.spec.priority_class_name or '(none)'}) but its PodGroup has {theirs}: "
+                    "kube-scheduler places a native PodGroup's pods only when they share its "
+                    "priority"
                 )
         return None
 

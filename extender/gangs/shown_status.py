@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from extender.api.native_groups import CONDITION, PHASES
+from extender.api.native_groups import CONDITION, PHASES, lahars_condition
 from extender.api.scheduling import GroupKind, PodGroupCondition, PodGroupStatus
 from extender.gangs.coscheduling_status import (
     coscheduling_status,
@@ -89,7 +89,7 @@ def native_condition(
             if phase == "Inqueue"
             else f"{gang.ready} of {gang.min_member} required members placed"
         )
-    before = _shown_condition(shown)
+    before = lahars_condition(shown)
     since = now
     if before is not None and before.get("status") == status and before.get("lastTransitionTime"):
         since = str(before["lastTransitionTime"])
@@ -110,7 +110,7 @@ def status_patch(
     condition is compared, its time aside)."""
     if kind is GroupKind.COSCHEDULING:
         return coscheduling_status_patch(shown, wanted)
-    condition = _shown_condition(shown)
+    condition = lahars_condition(shown)
     if condition is not None and _bare(condition) == _bare(wanted["conditions"][0]):
         return None
     return wanted
@@ -118,13 +118,6 @@ def status_patch(
 
 def _bare(condition: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in condition.items() if key != "lastTransitionTime"}
-
-
-def _shown_condition(shown: dict[str, Any]) -> dict[str, Any] | None:
-    for condition in shown.get("conditions") or ():
-        if isinstance(condition, dict) and condition.get("type") == CONDITION:
-            return condition
-    return None
 
 
 def _find(status: PodGroupStatus, kind: str) -> PodGroupCondition | None:

@@ -223,8 +223,9 @@ def _queue_figures(state: ClusterState, gangs: Gangs) -> QueueFigures:
         if key in gangs.refused():
             waiting[gang.queue] += 1
         if gang.group is not None and (gang.placed or gang.pending):  # finished: no series
-            meta = gang.group.metadata
-            shares[(meta.namespace, meta.name, gang.queue)] = dominant_share(gang.allocated, total)
+            # (the podgroup label: its name, kind-qualified for Coscheduling's and native ones)
+            namespace, _, name = key.partition("/")
+            shares[(namespace, name, gang.queue)] = dominant_share(gang.allocated, total)
     return QueueFigures(views, waiting, shares)
 
 

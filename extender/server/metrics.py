@@ -23,7 +23,8 @@ several apps in one process).
   `lahar_queue_capacity_*` (capability; absent when uncapped), `lahar_queue_share{queue}`,
   `lahar_queue_weight{queue}`, `lahar_queue_overused{queue}` (0/1), `lahar_queue_pending_gangs`;
   `lahar_job_share{namespace,podgroup,queue}` (DRF: the largest fraction of the cluster a gang
-  with members running or waiting holds of any resource);
+  with members running or waiting holds of any resource; `podgroup` is the name, kind-qualified
+  for the other kinds: `podgroups.scheduling.x-k8s.io/NAME`);
   `lahar_pod_preemption_victims_total` (pods evicted for its preemptions and reclaims).
 """
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from cachetools import LRUCache
 
+from extender.api import coscheduling, native_groups
 from extender.api.scheduling import GroupKind, PodGroup, PodGroupStatus
 from extender.cache.state import ClusterState
 from extender.framework.explain import condition_message
@@ -40,6 +41,11 @@ log = logging.getLogger(__name__)
 # (group, status): the status, in the group's kind's own fields (`gangs.shown_status`), onto that
 # very PodGroup (its uid), not one of the same name created meanwhile
 StatusPatch = Callable[[PodGroup, dict[str, Any]], Awaitable[None]]
+# The Volcano phase each other kind's status reads as (what its adapter makes of it).
+SHOWN_PHASE = {
+    GroupKind.COSCHEDULING: coscheduling.volcano_phase,
+    GroupKind.NATIVE: native_groups.volcano_phase,
+}
 EventSink = Callable[[PodGroup, PodGroupEvent], Awaitable[None]]
 
 

@@ -17,6 +17,10 @@ touches the annotation `lahar.io/retry` of their parked members, most deserving 
 requeues them at once; so does a gang admitted at filter time. Passes are debounced; a pod is
 touched at most once per `min_interval`, and a gate is lifted once (again if the call failed).
 
+A pod held by Lahar's gate that names no group Lahar reads (`stray_gate`: the API server dropped
+the `spec.schedulingGroup` the webhook saw, on a cluster without the native gang API) has its gate
+lifted at once: nothing else would ever lift it.
+
 When this replica comes to serve (a start, or a standby taking over), it also touches the parked
 pods of no gang of the schedulers it serves (`parked_plain`), `WAKES_PER_SECOND` at most: the
 scheduler parks a pod its extender refused (a standby's refusal, a cache not synced yet) and no
@@ -31,7 +35,7 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterable
 
 from extender.api.objects import Pod
-from extender.api.scheduling import gang_key
+from extender.api.scheduling import gang_key, stray_gate
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
 from extender.gangs.members import view_gang
@@ -42,6 +46,7 @@ Patcher = Callable[[str, str, dict[str, str]], Awaitable[None]]  # namespace, na
 Lifter = Callable[[str, str, str], Awaitable[None]]  # namespace, name, uid: lift Lahar's gate
 LIFTS = 32  # gates lifted at once
 WAKES_PER_SECOND = 50.0  # parked pods of no gang touched when serving starts
+STRAY_RETRY = 5.0  # seconds before lifting a stray gate again after a failed try
 
 
 def parked_plain(pods: Iterable[Pod], schedulers: Collection[str]) -> list[Pod]:
@@ -91,6 +96,30 @@ class Waker:
         self.state.on_pod_group.append(lambda key: self.poke())
         self.state.on_gang_changed.append(lambda key: self.poke())
         self.state.on_queue_change.append(self._queue_changed)
+        self.state.on_stray_gate.append(self._free)
+
+    def _free(self, pod: Pod) -> None:
+        """Lift Lahar's gate from a pod that is no gang member (`stray_gate`): it is the
+        scheduler's to place, as any pod."""
+        if pod.metadata.uid in self._lifting:
+            return
+        log.info(
+            "pod %s holds Lahar's gate but names no PodGroup Lahar reads (a field the API "
+            "server dropped when it created the pod?): lifting it, the pod is placed on its own",
+            pod.key,
+        )
+        self._lifting.add(pod.metadata.uid)
+        self._spawn(self._lift_stray(pod))
+
+    async def _lift_stray(self, pod: Pod) -> None:
+        await self._lift(pod)
+        if pod.metadata.uid not in self._lifting:  # it failed: look again in a while
+            asyncio.get_running_loop().call_later(STRAY_RETRY, self._free_again, pod.metadata.uid)
+
+    def _free_again(self, uid: str) -> None:
+        pod = self.state.pods.get(uid)
+        if pod is not None and stray_gate(pod):
+            self._free(pod)
 
     def _queue_changed(self) -> None:
         """A Queue created, deleted or changed in spec or state (not only its status counts):
@@ -138,6 +167,8 @@ class Waker:
         for key in list(self.state.pod_groups):
             if view_gang(self.state, key).pending:
                 self.wake_gang(key)
+        for pod in [pod for pod in self.state.pods.values() if stray_gate(pod)]:
+            self._free(pod)
         self._spawn(self._wake_plain())
         while True:
             key = await self._queue.get()

@@ -35,7 +35,7 @@ from extender.kube.client import UNREACHABLE, KubeError
 from extender.kube.objects import read
 from extender.shell import SHELL, guarded, informers, install
 from extender.webhook.metrics import WebhookMetrics
-from extender.webhook.store import GROUPS, QUEUES, WebhookStore
+from extender.webhook.store import KINDS, WebhookStore
 from extender.webhook.tls import ServingCertificate
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ def make_app(api: k8s.ApiClient, tls: ServingCertificate, options: Settings) -> 
     install(app, app[METRICS].registry, lambda: _unready(app))
 
     def build(app: web.Application) -> Informers[WebhookStore]:
-        return Informers(api, store, asyncio.get_running_loop(), (QUEUES, GROUPS))
+        return Informers(api, store, asyncio.get_running_loop(), KINDS)
 
     def synced(app: web.Application) -> None:
         log.info("cache synced: %d queues", len(store.queues))

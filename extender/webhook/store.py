@@ -1,7 +1,9 @@
 """What the webhook's rules read from the cluster: the Queues, and which PodGroups name each
-queue. Filled by two informers on the event loop, read by the rules in worker threads (a
-`QueueLookup`; a lock keeps each read whole), so a rule never waits for the network. Of a PodGroup
-only its name and queue are decoded, so one whose other fields do not parse still holds its queue.
+queue (Volcano's by `spec.queue`; Coscheduling's and native ones by the annotation
+`scheduling.volcano.sh/queue-name`, read only where those kinds are served). Filled by informers
+on the event loop, read by the rules in worker threads (a `QueueLookup`; a lock keeps each read
+whole), so a rule never waits for the network. Of a PodGroup only its name and queue are decoded,
+so one whose other fields do not parse still holds its queue; one being deleted holds none.
 A queue created moments ago may not be here yet either: one the store lacks is read live (`fetch`,
 in the rule's worker thread) before a rule says it does not exist. A PodGroup created moments ago
 may not be here yet, so deleting its queue in that instant is let through: a gang not yet admitted
@@ -14,16 +16,36 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from typing import Any
 
-from extender.api.scheduling import API_VERSION, PodGroupRef, Queue
+from extender.api.objects import KubeModel, ObjectMeta
+from extender.api.scheduling import (
+    API_VERSION,
+    DEFAULT_QUEUE,
+    QUEUE_ANNOTATION,
+    GroupKind,
+    PodGroupRef,
+    Queue,
+)
 from extender.cache.informer import Kind
+
+
+class AnnotatedGroupRef(KubeModel):
+    """A PodGroup of another kind than Volcano's, by name and the queue its annotation names."""
+
+    metadata: ObjectMeta = ObjectMeta()
+
+    @property
+    def queue(self) -> str:
+        return self.metadata.annotations.get(QUEUE_ANNOTATION) or DEFAULT_QUEUE
 
 
 class WebhookStore:
     def __init__(self, fetch: Callable[[str], Queue | None] | None = None) -> None:
         self.queues: dict[str, Queue] = {}
         self._fetch = fetch  # a queue the informer has not delivered, read from the API server
-        self._group_queue: dict[str, str] = {}  # PodGroup key -> its queue
+        self._group_queue: dict[str, str] = {}  # gang key -> its PodGroup's queue
+        self._kind_of: dict[str, GroupKind] = {}
         self._by_queue: defaultdict[str, set[str]] = defaultdict(set)
         self._lock = threading.Lock()
 
@@ -55,31 +77,75 @@ class WebhookStore:
             self.queues.pop(queue.metadata.name, None)
 
     def replace_groups(self, groups: list[PodGroupRef]) -> None:
-        with self._lock:
-            self._group_queue, self._by_queue = {}, defaultdict(set)
-            for group in groups:
-                self._add(group)
+        held = [(group.key, group.queue) for group in groups if _holds(group.metadata)]
+        self.replace_kind(GroupKind.VOLCANO, held)
 
     def upsert_group(self, group: PodGroupRef) -> None:
-        with self._lock:
-            self._remove(group)
-            self._add(group)
+        if _holds(group.metadata):
+            self.upsert_key(group.key, group.queue)
+        else:
+            self.delete_key(group.key)
 
     def delete_group(self, group: PodGroupRef) -> None:
+        self.delete_key(group.key)
+
+    def delete_key(self, key: str) -> None:
         with self._lock:
-            self._remove(group)
+            self._remove(key)
 
-    def _add(self, group: PodGroupRef) -> None:
-        self._group_queue[group.key] = group.queue
-        self._by_queue[group.queue].add(group.key)
+    def replace_kind(self, kind: GroupKind, groups: list[tuple[str, str]]) -> None:
+        """A full list of one kind's groups, as (gang key, queue)."""
+        with self._lock:
+            for key in [key for key, of in self._kind_of.items() if of is kind]:
+                self._remove(key)
+            for key, queue in groups:
+                self._add(key, queue, kind)
 
-    def _remove(self, group: PodGroupRef) -> None:
-        queue = self._group_queue.pop(group.key, None)
+    def upsert_key(self, key: str, queue: str, kind: GroupKind = GroupKind.VOLCANO) -> None:
+        with self._lock:
+            self._remove(key)
+            self._add(key, queue, kind)
+
+    def _add(self, key: str, queue: str, kind: GroupKind) -> None:
+        self._group_queue[key] = queue
+        self._kind_of[key] = kind
+        self._by_queue[queue].add(key)
+
+    def _remove(self, key: str) -> None:
+        self._kind_of.pop(key, None)
+        queue = self._group_queue.pop(key, None)
         if queue is not None:
             members = self._by_queue[queue]
-            members.discard(group.key)
+            members.discard(key)
             if not members:
                 del self._by_queue[queue]
+
+
+def _holds(meta: ObjectMeta) -> bool:
+    """Whether the PodGroup holds its queue: one being deleted does not (a native PodGroup stays
+    until its pods are gone, behind the finalizer kube-controller-manager removes)."""
+    return meta.deletion_timestamp is None
+
+
+def _other_groups(kind: GroupKind) -> Kind[WebhookStore, AnnotatedGroupRef]:
+    def key(group: AnnotatedGroupRef) -> str:
+        return kind.key(group.metadata.namespace, group.metadata.name)
+
+    def replace(store: WebhookStore, groups: list[Any]) -> None:
+        held = [(key(group), group.queue) for group in groups if _holds(group.metadata)]
+        store.replace_kind(kind, held)
+
+    def upsert(store: WebhookStore, group: AnnotatedGroupRef) -> None:
+        if _holds(group.metadata):
+            store.upsert_key(key(group), group.queue, kind)
+        else:
+            store.delete_key(key(group))
+
+    def delete(store: WebhookStore, group: AnnotatedGroupRef) -> None:
+        store.delete_key(key(group))
+
+    path = f"/apis/{kind.api_version}/podgroups"
+    return Kind(kind.value, path, AnnotatedGroupRef, replace, upsert, delete, optional=True)
 
 
 QUEUES: Kind[WebhookStore, Queue] = Kind(
@@ -98,3 +164,6 @@ GROUPS: Kind[WebhookStore, PodGroupRef] = Kind(
     WebhookStore.upsert_group,
     WebhookStore.delete_group,
 )
+COSCHEDULING_GROUPS = _other_groups(GroupKind.COSCHEDULING)
+NATIVE_GROUPS = _other_groups(GroupKind.NATIVE)
+KINDS = (QUEUES, GROUPS, COSCHEDULING_GROUPS, NATIVE_GROUPS)

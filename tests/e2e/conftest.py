@@ -20,10 +20,10 @@ from kubernetes import client as k8s
 from prometheus_client.parser import text_string_to_metric_families
 
 from extender import devcluster
-from extender.api.scheduling import API_VERSION
+from extender.api.scheduling import API_VERSION, QUEUE_ANNOTATION, GroupKind
 from extender.devcluster.lahar import wait_ready
 from extender.devcluster.nodes import fake_node, is_schedulable
-from extender.kube import apply_object, delete, list_objects, read, wait_until
+from extender.kube import KubeError, apply_object, delete, list_objects, read, wait_until
 from extender.kube.raw import ApiStatusError, send
 from tests.builders import PodBuilder, make_pod
 
@@ -153,6 +153,15 @@ def _empty_queue(api: k8s.ApiClient, queue: str) -> None:
         if (group.get("spec") or {}).get("queue") == queue:
             meta = group["metadata"]
             delete(api, API_VERSION, "PodGroup", meta["name"], meta["namespace"])
+    for kind in (GroupKind.COSCHEDULING, GroupKind.NATIVE):  # (queued by annotation)
+        try:
+            groups = list_objects(api, kind.api_version, "PodGroup")
+        except KubeError:  # not served here
+            continue
+        for group in groups:
+            meta = group["metadata"]
+            if (meta.get("annotations") or {}).get(QUEUE_ANNOTATION) == queue:
+                delete(api, kind.api_version, "PodGroup", meta["name"], meta["namespace"])
     path = f"/apis/{API_VERSION}/queues/{queue}"
 
     def deletable() -> bool:

@@ -299,6 +299,22 @@ def test_lahar_explain_says_why_a_gang_of_each_kind_waits(
     assert "big-0 and 2 more: held by Lahar's scheduling gate lahar.io/gang" in out
 
 
+def test_where_native_groups_are_not_served_their_pods_are_placed_as_any_pod(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    pod: PodFactory,
+    served: set[GroupKind],
+) -> None:
+    """The webhook sees `spec.schedulingGroup` and gates the pod; the API server then drops the
+    field (no native gang API): the extender lifts that gate, and the pod is placed."""
+    if GroupKind.NATIVE in served:
+        pytest.skip("this cluster serves native PodGroups: the field is kept")
+    own_nodes(1, cpu="2")
+    [name] = submit_gang(api, namespace, pod, "unserved", 1, group=False, kind=GroupKind.NATIVE)
+    wait_bound(api, namespace, [name], 1, "the pod whose native group the cluster cannot hold")
+
+
 def test_a_pod_naming_two_groups_is_refused_naming_both(
     api: k8s.ApiClient, namespace: str, pod: PodFactory
 ) -> None:

@@ -15,8 +15,9 @@ import pytest
 from kubernetes import client as k8s
 
 from extender.cache import informer as informer_module
-from extender.cache.informer import PODS, Informer
+from extender.cache.informer import COSCHEDULING_GROUPS, PODS, Informer
 from extender.cache.state import ClusterState
+from extender.kube.raw import ApiStatusError
 from tests.builders import make_pod
 
 
@@ -52,3 +53,21 @@ def test_a_bookmark_moves_the_version_and_is_no_error(
     assert following.version == "17" and following.bookmarks == 1
     assert "u1" in state.pods
     assert caplog.text == ""
+
+
+def test_a_kind_listed_before_is_dropped_only_when_its_404s_last() -> None:
+    """An optional kind answering 404 before its first list is not served: empty at once. Once
+    listed, a 404 is what an API server that has just restarted says of a CRD's objects until it
+    has read the CRDs again: the kind is dropped only when the 404s last `absent_recheck`."""
+    loop = asyncio.new_event_loop()
+    following = Informer(k8s.ApiClient(), COSCHEDULING_GROUPS, ClusterState(), loop)
+    not_found, failed = ApiStatusError("not found", 404), ApiStatusError("unavailable", 503)
+    assert following._not_served(not_found)  # never listed: not served
+    following.synced = True  # listed once
+    assert not following._not_served(not_found)
+    assert not following._not_served(failed)  # another error: the 404s start again
+    assert not following._not_served(not_found)
+    following.absent_recheck = 0.0
+    assert following._not_served(not_found)
+    assert not Informer(k8s.ApiClient(), PODS, ClusterState(), loop)._not_served(not_found)
+    loop.close()

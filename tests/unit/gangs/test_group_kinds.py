@@ -166,7 +166,8 @@ def test_a_coscheduling_group_reads_queue_resources_timeout_and_phase() -> None:
         == make_group("x").min_resources(cpu="6").model().spec.min_resources
     )
     assert group.gather_timeout == 20
-    assert group.status.phase == "Inqueue" and group.status.running == 1
+    # (Scheduling says minMember pods exist, admitted or not: queue counts read it as Pending)
+    assert group.status.phase == "Pending" and group.status.running == 1
 
 
 def test_a_native_gangs_pods_must_share_its_priority(engine: Engine) -> None:
@@ -177,10 +178,18 @@ def test_a_native_gangs_pods_must_share_its_priority(engine: Engine) -> None:
     outcome = filter_pod(engine, state, pods[0])
     assert outcome.passed == []
     assert set(outcome.failed.values()) == {
-        "gang default/podgroups.scheduling.k8s.io/g: pod default/g-0 has priorityClassName "
-        "'low' but its PodGroup has '(none)': kube-scheduler places a native PodGroup's pods "
+        "gang default/podgroups.scheduling.k8s.io/g: pod default/g-0 has priority 10 (class "
+        "low) but its PodGroup has class (none): kube-scheduler places a native PodGroup's pods "
         "only when they share its priority"
     }
     group = make_group("g").min_member(2).set("spec.priorityClassName", "low")
-    state.upsert_pod_group(group.model(kind))
+    state.upsert_pod_group(group.model(kind))  # (the class's name alone: names agree)
     assert sorted(filter_pod(engine, state, pods[0]).passed) == NODES
+    body = group.kind_object(kind)
+    body["spec"]["priority"] = 1000  # the value the API server set: kube-scheduler compares it
+    state.upsert_pod_group(NativePodGroup.model_validate(body).as_gang())
+    said = view_gang(state, GroupKind.NATIVE.key("default", "g")).conflict
+    assert (
+        said is not None
+        and "has priority 10 (class low) but its PodGroup has priority 1000" in said
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from extender.api.native_groups import NativePodGroup
 from extender.api.scheduling import GroupKind, PodGroup
 from extender.gangs.group_status import PodGroupEvent
 from extender.gangs.ledger import Gangs, GangSettings
@@ -258,5 +259,16 @@ def test_a_native_group_gets_lahars_condition_and_keeps_kube_schedulers() -> Non
         writer.mark(key)
         await writer.flush()
         assert len(sink.writes) == 1
+        # A restarted extender reads its condition back: the same wait is no new event.
+        group = state.pod_groups[key]
+        body = make_group("g").min_member(2).kind_object(kind)
+        body["metadata"]["uid"] = group.metadata.uid
+        body["status"] = status
+        state.upsert_pod_group(NativePodGroup.model_validate(body).as_gang())
+        again = Sink()
+        restarted = StatusWriter(state, gangs, again.write, again.record, now=lambda: "T1")
+        restarted.mark(key)
+        await restarted.flush()
+        assert again.events == []
 
     asyncio.run(scenario())

@@ -245,3 +245,24 @@ def test_a_held_gang_whose_queue_is_deleted_says_so_and_goes_once_it_is_back() -
             await task
 
     asyncio.run(main())
+
+
+def test_a_pod_held_by_lahars_gate_that_names_no_group_is_set_free() -> None:
+    """The webhook gated a pod for its `spec.schedulingGroup`, which the API server then dropped
+    (no native gang API): nothing would ever lift that gate, so the waker does, at once and for
+    the pods already there when it starts. A gang member's gate, or another's, is left alone."""
+    held_before = lahars("before").gated(GANG_GATE)
+    state = cluster(
+        [make_node("n1").cpu("8")],
+        [held_before, lahars("member").group("g").gated(GANG_GATE), lahars("other").gated("x/y")],
+    )
+    state.upsert_pod_group(make_group("g").min_member(2).model())
+    calls = Recorder()
+    waker = Waker(state, Gangs(GangSettings()), calls.patch, calls.lift)
+    waker.attach()
+    play(
+        waker,
+        lambda: calls.lifted == ["before"],
+        then=lambda: state.upsert_pod(lahars("after").gated(GANG_GATE).model()),
+    )
+    assert calls.lifted == ["before", "after"]

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from extender.api.scheduling import PodGroupRef, Queue
-from extender.webhook.store import WebhookStore
+from extender.api.scheduling import GroupKind, PodGroupRef, Queue
+from extender.webhook.store import (
+    COSCHEDULING_GROUPS,
+    NATIVE_GROUPS,
+    AnnotatedGroupRef,
+    WebhookStore,
+)
 from tests.builders import make_group, make_queue
 
 
@@ -57,3 +62,40 @@ def test_a_queue_the_informer_has_not_delivered_yet_is_read_live() -> None:
     assert found is not None and found.metadata.name == "new" and asked == ["new"]
     assert store.queue("gone") is None and asked == ["new", "gone"]
     assert "new" not in store.queues
+
+
+def test_groups_of_every_kind_hold_their_queue_and_relist_by_kind() -> None:
+    """A Coscheduling or native group names its queue by annotation; a relist of one kind leaves
+    the others' groups as they were."""
+    store = WebhookStore()
+    store.replace_groups([_ref("v", "x", "a")])
+    for kind, informed in (
+        (GroupKind.COSCHEDULING, COSCHEDULING_GROUPS),
+        (GroupKind.NATIVE, NATIVE_GROUPS),
+    ):
+        body = make_group("g").ns("x").queue("a").kind_object(kind)
+        informed.upsert(store, AnnotatedGroupRef.model_validate(body))
+    assert store.pod_groups_in("a") == [
+        "x/podgroups.scheduling.k8s.io/g",
+        "x/podgroups.scheduling.x-k8s.io/g",
+        "x/v",
+    ]
+    COSCHEDULING_GROUPS.replace(store, [])
+    assert store.pod_groups_in("a") == ["x/podgroups.scheduling.k8s.io/g", "x/v"]
+    NATIVE_GROUPS.delete(store, AnnotatedGroupRef.model_validate(make_group("g").ns("x").build()))
+    assert store.pod_groups_in("a") == ["x/v"]
+
+
+def test_a_pod_group_being_deleted_holds_no_queue() -> None:
+    """A native PodGroup stays behind its finalizer until its pods are gone: deleting its queue
+    meanwhile is no harm, the gang is going."""
+    store = WebhookStore()
+    store.upsert_group(_ref("g", "x", "a"))
+    going = make_group("g").ns("x").queue("a").build()
+    going["metadata"]["deletionTimestamp"] = "2026-11-27T00:00:00Z"
+    store.upsert_group(PodGroupRef.model_validate(going))
+    assert store.pod_groups_in("a") == []
+    native = make_group("n").ns("x").queue("a").kind_object(GroupKind.NATIVE)
+    native["metadata"]["deletionTimestamp"] = "2026-11-27T00:00:00Z"
+    NATIVE_GROUPS.replace(store, [AnnotatedGroupRef.model_validate(native)])
+    assert store.pod_groups_in("a") == []
