@@ -117,19 +117,8 @@ def _run(args: argparse.Namespace) -> int:
     else:
         lines = from_group(group) if group else ["no PodGroup yet: the controller makes it"]
         source = "PodGroup status written by Lahar's extender"
-    answer = {
-        "gang": f"{namespace}/{name}",
-        "job": job,
-        "phase": ((group or {}).get("status") or {}).get("phase") or "Pending",
-        "source": source,
-        "lines": lines,
-        "pods": [pod_row(p) for p in sorted(pods, key=lambda p: p["metadata"]["name"])],
-    }
-    if args.output == "text":
-        print("\n".join(text(answer)))
-    else:
-        print(kubectl.dump(answer, args.output))
-    return 0
+    phase = ((group or {}).get("status") or {}).get("phase") or "Pending"
+    return _answer(args, f"{namespace}/{name}", job, phase, source, lines, pods)
 
 
 def _run_other(args: argparse.Namespace, kind: GroupKind, name: str) -> int:
@@ -165,10 +154,23 @@ def _run_other(args: argparse.Namespace, kind: GroupKind, name: str) -> int:
     else:
         lines = from_native_group(group)
         source = f"condition {NATIVE_CONDITION} written by Lahar's extender"
+    return _answer(args, key, None, _other_phase(kind, group), source, lines, pods)
+
+
+def _answer(  # noqa: PLR0917 (the fields of the answer)
+    args: argparse.Namespace,
+    gang: str,
+    job: str | None,
+    phase: str,
+    source: str,
+    lines: list[str],
+    pods: list[PodObject],
+) -> int:
+    """Print the answer as asked (`text`, or the JSON or YAML of its fields)."""
     answer = {
-        "gang": key,
-        "job": None,
-        "phase": _other_phase(kind, group),
+        "gang": gang,
+        "job": job,
+        "phase": phase,
         "source": source,
         "lines": lines,
         "pods": [pod_row(p) for p in sorted(pods, key=lambda p: p["metadata"]["name"])],
