@@ -18,7 +18,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from extender.admission.problems import Problem
-from extender.api.scheduling import COSCHEDULING_LABEL, GANG_GATE, GROUP_ANNOTATION
+from extender.api.scheduling import GANG_GATE, named_groups
 
 DEFAULT_SCHEDULER = "default-scheduler"
 
@@ -63,16 +63,9 @@ def naming_problems(pod: Mapping[str, Any] | None, served: Collection[str]) -> l
 
 
 def _names(pod: Mapping[str, Any]) -> dict[str, str]:
-    """Each field through which the pod names a group, and the name it gives."""
     meta, spec = _mapping(pod, "metadata"), _mapping(pod, "spec")
-    names = {
-        f"metadata.annotations[{GROUP_ANNOTATION}]": _mapping(meta, "annotations").get(
-            GROUP_ANNOTATION
-        ),
-        f"metadata.labels[{COSCHEDULING_LABEL}]": _mapping(meta, "labels").get(COSCHEDULING_LABEL),
-        "spec.schedulingGroup.podGroupName": _mapping(spec, "schedulingGroup").get("podGroupName"),
-    }
-    return {field: name for field, name in names.items() if isinstance(name, str) and name}
+    group = _mapping(spec, "schedulingGroup").get("podGroupName")
+    return named_groups(_mapping(meta, "annotations"), _mapping(meta, "labels"), group)
 
 
 def _mapping(parent: Mapping[str, Any], key: str) -> Mapping[str, Any]:

@@ -23,6 +23,7 @@ the scheduler nothing. `held_by_lahar` tells such a pod.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from enum import StrEnum
 from functools import cached_property
 from typing import Any
@@ -209,14 +210,23 @@ def gang_key(pod: Pod) -> str | None:
 
 def group_names(pod: Pod) -> dict[str, str]:
     """Each field through which the pod names a group, and the name it gives."""
+    group = pod.spec.scheduling_group
+    return named_groups(
+        pod.metadata.annotations, pod.metadata.labels, group.pod_group_name if group else None
+    )
+
+
+def named_groups(
+    annotations: Mapping[str, Any], labels: Mapping[str, Any], pod_group_name: Any
+) -> dict[str, str]:
+    """Of a pod's annotations, labels and `spec.schedulingGroup.podGroupName` (as parsed, or raw
+    as the webhook reads them), each field that names a group, and the name it gives."""
     names = {
-        f"metadata.annotations[{GROUP_ANNOTATION}]": pod.metadata.annotations.get(GROUP_ANNOTATION),
-        f"metadata.labels[{COSCHEDULING_LABEL}]": pod.metadata.labels.get(COSCHEDULING_LABEL),
-        "spec.schedulingGroup.podGroupName": (
-            pod.spec.scheduling_group.pod_group_name if pod.spec.scheduling_group else None
-        ),
+        f"metadata.annotations[{GROUP_ANNOTATION}]": annotations.get(GROUP_ANNOTATION),
+        f"metadata.labels[{COSCHEDULING_LABEL}]": labels.get(COSCHEDULING_LABEL),
+        "spec.schedulingGroup.podGroupName": pod_group_name,
     }
-    return {field: name for field, name in names.items() if name}
+    return {field: name for field, name in names.items() if isinstance(name, str) and name}
 
 
 def naming_conflict(pod: Pod) -> str | None:

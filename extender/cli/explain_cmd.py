@@ -33,6 +33,7 @@ from extender.api.batch import BATCH_API_VERSION, JOB_NAME_KEY
 from extender.api.coscheduling import API_VERSION as COSCHEDULING_API
 from extender.api.native_groups import API_VERSION as NATIVE_API
 from extender.api.native_groups import CONDITION as NATIVE_CONDITION
+from extender.api.native_groups import lahars_condition
 from extender.api.scheduling import (
     API_VERSION,
     COSCHEDULING_LABEL,
@@ -204,7 +205,7 @@ def _other_phase(kind: GroupKind, group: dict[str, Any]) -> str:
     status = group.get("status") or {}
     if kind is GroupKind.COSCHEDULING:
         return str(status.get("phase") or "Pending")
-    condition = _condition(group, NATIVE_CONDITION)
+    condition = lahars_condition(group.get("status") or {})
     if condition is None:
         return "Pending"
     return "GangScheduled" if condition.get("status") == "True" else "Waiting"
@@ -238,7 +239,7 @@ def from_native_group(group: dict[str, Any]) -> list[str]:
     )
     minimum = f"gang minCount {gang.get('minCount')}" if gang else "basic (each pod alone)"
     lines = [f"{minimum} (queue {queue})"]
-    condition = _condition(group, NATIVE_CONDITION)
+    condition = lahars_condition(group.get("status") or {})
     if condition is None:
         return [*lines, "no condition yet: Lahar has not been asked about its pods"]
     lines.append(
@@ -247,13 +248,6 @@ def from_native_group(group: dict[str, Any]) -> list[str]:
     )
     message = str(condition.get("message") or "")
     return lines + ["  " + part for part in message.split(". ") if part]
-
-
-def _condition(group: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    for condition in (group.get("status") or {}).get("conditions") or ():
-        if isinstance(condition, dict) and condition.get("type") == kind:
-            return condition
-    return None
 
 
 def target(given: str) -> tuple[str | None, str]:

@@ -77,7 +77,7 @@ def group_status(
     else:
         phase = "Pending"
     wanted: list[PodGroupCondition] = []
-    earlier = _find(previous, UNSCHEDULABLE)
+    earlier = find_condition(previous, UNSCHEDULABLE)
     if stands or finished or admitted:
         if earlier is not None:
             why = "gang stands" if stands or finished else "gang admitted: capacity reserved"
@@ -90,7 +90,9 @@ def group_status(
     if stands or (finished and succeeded >= floor):
         message = f"{bound + succeeded} of {gang.min_member} required members bound or done"
         wanted.append(_condition(SCHEDULED, "True", "GangScheduled", message))
-    conditions = _merged(previous, [_stamped(c, _find(previous, c.type), now) for c in wanted])
+    conditions = _merged(
+        previous, [_stamped(c, find_condition(previous, c.type), now) for c in wanted]
+    )
     return PodGroupStatus(
         phase=phase, conditions=conditions, running=bound, succeeded=succeeded, failed=failed
     )
@@ -113,14 +115,16 @@ def events(before: PodGroupStatus, after: PodGroupStatus, gang_key: str) -> list
         if after.phase == "Inqueue" and before.phase in ("", "Pending"):
             out.append(PodGroupEvent("Normal", "Admitted", f"gang {gang_key}: capacity reserved"))
         elif after.phase == "Running":
-            scheduled = _find(after, SCHEDULED)
+            scheduled = find_condition(after, SCHEDULED)
             out.append(PodGroupEvent("Normal", "Scheduled", scheduled.message if scheduled else ""))
-        elif after.phase == "Completed" and after.failed and _find(after, SCHEDULED) is None:
+        elif (
+            after.phase == "Completed" and after.failed and find_condition(after, SCHEDULED) is None
+        ):
             message = f"{after.failed} members failed, {after.succeeded} succeeded"
             out.append(PodGroupEvent("Warning", "Failed", message))
         elif after.phase == "Completed":
             out.append(PodGroupEvent("Normal", "Completed", f"{after.succeeded} members succeeded"))
-    now, then = _find(after, UNSCHEDULABLE), _find(before, UNSCHEDULABLE)
+    now, then = find_condition(after, UNSCHEDULABLE), find_condition(before, UNSCHEDULABLE)
     said = (then.status, then.reason) if then is not None else None
     if now is not None and now.status == "True" and said != ("True", now.reason):
         # a new cause, not new figures
@@ -132,7 +136,7 @@ def _condition(kind: str, status: str, reason: str, message: str) -> PodGroupCon
     return PodGroupCondition(type=kind, status=status, reason=reason, message=message)
 
 
-def _find(status: PodGroupStatus, kind: str) -> PodGroupCondition | None:
+def find_condition(status: PodGroupStatus, kind: str) -> PodGroupCondition | None:
     return next((c for c in status.conditions if c.type == kind), None)
 
 

@@ -23,13 +23,13 @@ from __future__ import annotations
 from typing import Any
 
 from extender.api.native_groups import CONDITION, PHASES, lahars_condition
-from extender.api.scheduling import GroupKind, PodGroupCondition, PodGroupStatus
+from extender.api.scheduling import GroupKind, PodGroupStatus
 from extender.gangs.coscheduling_status import (
     coscheduling_status,
     coscheduling_status_patch,
     occupied_by,
 )
-from extender.gangs.group_status import SCHEDULED, UNSCHEDULABLE
+from extender.gangs.group_status import SCHEDULED, UNSCHEDULABLE, find_condition
 from extender.gangs.members import GangView
 
 
@@ -75,8 +75,8 @@ def native_condition(
     derived: PodGroupStatus, gang: GangView, shown: dict[str, Any], now: str
 ) -> dict[str, Any]:
     """Lahar's condition on a native PodGroup (see the module's docstring)."""
-    waiting = _find(derived, UNSCHEDULABLE)
-    scheduled = _find(derived, SCHEDULED)
+    waiting = find_condition(derived, UNSCHEDULABLE)
+    scheduled = find_condition(derived, SCHEDULED)
     if scheduled is not None:
         status, reason, message = "True", derived.phase or "Running", scheduled.message
     elif waiting is not None and waiting.status == "True":
@@ -118,7 +118,3 @@ def status_patch(
 
 def _bare(condition: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in condition.items() if key != "lastTransitionTime"}
-
-
-def _find(status: PodGroupStatus, kind: str) -> PodGroupCondition | None:
-    return next((c for c in status.conditions if c.type == kind), None)
