@@ -37,7 +37,8 @@ from extender.api.wire import (
 )
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
-from extender.gangs.members import WANTS_CAPACITY, view_gang
+from extender.gangs.members import view_gang
+from extender.gangs.refusals import WANTS_CAPACITY
 from extender.preemption.plan import (
     Pool,
     Preemption,

@@ -28,8 +28,9 @@ from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
 from extender.framework.status import insufficient
 from extender.gangs.ledger import Gangs
-from extender.gangs.members import GangView, Rejection, view_gang
+from extender.gangs.members import GangView, view_gang
 from extender.gangs.placement import Room
+from extender.gangs.refusals import Rejection
 
 
 @dataclass(frozen=True)

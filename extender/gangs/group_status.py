@@ -27,7 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from extender.api.scheduling import PodGroupCondition, PodGroupStatus
-from extender.gangs.members import Cause, GangView, Rejection
+from extender.gangs.members import GangView
+from extender.gangs.refusals import Cause, Rejection
 
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULED = "Scheduled"

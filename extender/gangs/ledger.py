@@ -35,8 +35,6 @@ from extender.gangs.lineup import Ordering, Ranking
 from extender.gangs.members import (
     GangView,
     Marked,
-    Rejection,
-    backoff_refusal,
     gang_priority,
     held,
     parked,
@@ -46,6 +44,7 @@ from extender.gangs.members import (
 from extender.gangs.order import Order, walk
 from extender.gangs.placement import KeptRoom, Room, Slot, plan_slots
 from extender.gangs.queues import QueueTally, QueueView, account
+from extender.gangs.refusals import Rejection, backoff_refusal
 from extender.gangs.reservations import Admission, Reservations
 from extender.gangs.turns import Run, Turn, Turns
 

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 from extender.api.resources import Resources
 from extender.gangs.fairness import dominant_share
-from extender.gangs.members import Cause, GangView, Rejection
+from extender.gangs.members import GangView
 from extender.gangs.queues import QueueView
+from extender.gangs.refusals import Cause, Rejection
 
 
 @dataclass(frozen=True)

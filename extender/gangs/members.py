@@ -1,12 +1,12 @@
-"""A gang as the cluster state shows it now, and why a gang is refused.
+"""A gang as the cluster state shows it now, and what refuses it before any plan.
 
 `view_gang` sorts a gang's pods into placed (counted on a node: bound, or assumed by Lahar's bind),
 pending, succeeded and failed; `GangView` answers the gang rules' questions about them (how many
 are ready, does the gang stand, which pending members a plan places) and `gang_priority` its
 priority. A view's `Memo` keeps what layers above work out from it, each value in a typed `MemoSlot`
-its reader declares (the view lives until the gang changes, and so does what is kept with it). A
-`Rejection` is a refusal as a value: a short cause for metrics and conditions, and the message a
-user reads. Pure.
+its reader declares (the view lives until the gang changes, and so does what is kept with it).
+`refusal_before_plan` says what refuses a gang whatever the room: no PodGroup, one Lahar cannot
+take as it is, a backoff (the refusal itself is a value of `gangs.refusals`). Pure.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from functools import cached_property
 from typing import Any, Generic, TypeVar, cast
 from weakref import WeakKeyDictionary
@@ -31,6 +30,7 @@ from extender.api.scheduling import (
     task_of,
 )
 from extender.cache.state import ClusterState
+from extender.gangs.refusals import Cause, Rejection, backoff_refusal
 
 T = TypeVar("T")
 NATIVE = GroupKind.NATIVE
@@ -354,23 +354,6 @@ def parked(gang: GangView) -> bool:
     return any(pod.parked for pod in gang.pending)
 
 
-class Cause(StrEnum):
-    """Why a gang waits, in one word: the `cause` label of `lahar_gang_rejections_total`, and what
-    the PodGroup's Unschedulable condition reason is made from (`gangs.group_status`)."""
-
-    NO_POD_GROUP = "NoPodGroup"  # its pods name a PodGroup that does not exist
-    INVALID_GROUP = "InvalidPodGroup"  # its PodGroup, or a pod's naming of it, cannot be taken
-    BACKING_OFF = "BackingOff"  # its members did not all come to bind in time
-    NOT_ENOUGH_PODS = "NotEnoughPods"  # fewer pods than minMember exist
-    NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"  # a task lacks its minTaskMember
-    MIN_RESOURCES = "MinResources"  # minResources does not fit
-    NOT_ENOUGH_RESOURCES = "NotEnoughResources"  # its members do not fit at once
-    QUEUE_CLOSED = "QueueClosed"  # its queue is closed or closing
-    NO_QUEUE = "NoQueue"  # its queue does not exist
-    QUEUE_CAPABILITY = "QueueCapability"  # it would take its queue past its capability
-    QUEUED = "Queued"  # gangs ahead of it in the fair order claim what it needs
-
-
 def refusal_before_plan(
     gang: GangView, backoff_ends: float | None, now: float, backoff: float
 ) -> Rejection | None:
@@ -388,79 +371,6 @@ def refusal_before_plan(
     if gang.conflict is not None:
         return Rejection(Cause.INVALID_GROUP, f"gang {key}: {gang.conflict}")
     return backoff_refusal(key, backoff_ends, now, backoff)
-
-
-def backoff_refusal(
-    key: str, backoff_ends: float | None, now: float, backoff: float
-) -> Rejection | None:
-    """Why gang `key` waits while it backs off (until `backoff_ends`); None: it does not."""
-    if backoff_ends is not None and backoff_ends > now:
-        return Rejection(
-            Cause.BACKING_OFF,
-            f"gang {key}: backing off {backoff:.0f}s because its members did not all come to "
-            "bind in time",
-        )
-    return None
-
-
-# Refused for want of capacity (not for a rule): what evicting someone could help.
-WANTS_CAPACITY = frozenset({Cause.NOT_ENOUGH_RESOURCES, Cause.MIN_RESOURCES})
-
-
-@dataclass(frozen=True)
-class Rejection:
-    """Why a gang is not admitted: `cause` is a short class (metrics), `message` the full reason."""
-
-    cause: Cause
-    message: str
-
-    def settled(self) -> Rejection:
-        """This refusal as a plain value (a `Deferred` one worked out)."""
-        return self
-
-
-class Deferred(Rejection):
-    """A refusal worked out when first read, by `work` (a walk refuses hundreds of gangs and is
-    asked why of a few); `cause`, when given, is known at once: reading it works nothing out.
-    Otherwise reading the cause runs `work`, and takes the cause of what it made: a `Deferred`
-    whose cause is known says it without working out its words (a preemption pass reads the
-    cause of every refusal, and the words of none)."""
-
-    _work: Callable[[], Rejection] | None
-    _made: Rejection | None
-
-    def __init__(self, work: Callable[[], Rejection], cause: Cause | None = None) -> None:
-        object.__setattr__(self, "_work", work)
-        object.__setattr__(self, "_made", None)
-        if cause is not None:
-            object.__setattr__(self, "cause", cause)
-
-    def __getattr__(self, name: str) -> str:
-        # (read only while the field is not set yet)
-        if name == "cause":
-            cause = self._made_now().cause
-            object.__setattr__(self, "cause", cause)
-            return cause
-        if name == "message":
-            return self.settled().message
-        raise AttributeError(name)
-
-    def _made_now(self) -> Rejection:
-        made = self._made
-        if made is None:
-            assert self._work is not None  # (only dropped once settled)
-            made = self._work()
-            object.__setattr__(self, "_made", made)
-        return made
-
-    def settled(self) -> Rejection:
-        if "message" not in self.__dict__:
-            done = self._made_now().settled()
-            object.__setattr__(self, "cause", done.cause)
-            object.__setattr__(self, "message", done.message)
-            object.__setattr__(self, "_work", None)  # (what it read is not kept alive)
-            object.__setattr__(self, "_made", None)
-        return Rejection(self.cause, self.message)
 
 
 def gang_priority(state: ClusterState, gang: GangView) -> int:

@@ -38,9 +38,10 @@ from extender.cache.snapshot import NodeInfo
 from extender.gangs.drain import drain
 from extender.gangs.fairness import share
 from extender.gangs.lineup import Entry, Lineup, Ordering
-from extender.gangs.members import WANTS_CAPACITY, Cause, Deferred, GangView, Rejection
+from extender.gangs.members import GangView
 from extender.gangs.placement import Room, members_to_plan, nodes_used, plan_slots
 from extender.gangs.queues import QueueView
+from extender.gangs.refusals import WANTS_CAPACITY, Cause, Deferred, Rejection
 from extender.gangs.turns import Run, Turn, Turns
 
 

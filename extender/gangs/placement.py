@@ -18,7 +18,8 @@ from extender.api.objects import Pod
 from extender.api.quantity import format_units
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo, Snapshot
-from extender.gangs.members import Cause, GangView, Planned, Rejection, Shape
+from extender.gangs.members import GangView, Planned, Shape
+from extender.gangs.refusals import Cause, Rejection
 
 QUICK_REFUSAL = Rejection(Cause.NOT_ENOUGH_RESOURCES, "")  # `plan_slots` without reasons: no room
 

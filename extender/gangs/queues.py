@@ -18,7 +18,8 @@ from extender.api.resources import EMPTY, Resources
 from extender.api.scheduling import DEFAULT_QUEUE, Queue, default_queue
 from extender.cache.state import ClusterState
 from extender.gangs.fairness import Claim, overused, share, water_fill
-from extender.gangs.members import Cause, FollowsGangs, Rejection, view_gang
+from extender.gangs.members import FollowsGangs, view_gang
+from extender.gangs.refusals import Cause, Rejection
 
 
 @dataclass

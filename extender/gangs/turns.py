@@ -16,8 +16,8 @@ from itertools import islice
 
 from extender.api.resources import Resources
 from extender.gangs.lineup import Entry, Line
-from extender.gangs.members import Rejection
 from extender.gangs.placement import Slot
+from extender.gangs.refusals import Rejection
 
 
 @dataclass(slots=True)  # (not frozen: a walk makes thousands, and frozen ones cost twice)

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
-from extender.gangs.members import WANTS_CAPACITY, Rejection
+from extender.gangs.refusals import WANTS_CAPACITY, Rejection
 from extender.preemption.plan import Preemption, candidates
 from extender.preemption.settings import PreemptionSettings
 

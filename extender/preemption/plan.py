@@ -18,17 +18,11 @@ from functools import cached_property
 from extender.api.resources import EMPTY, Resources
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
-from extender.gangs.members import (
-    WANTS_CAPACITY,
-    GangView,
-    MemoSlot,
-    Shape,
-    gang_priority,
-    view_gang,
-)
+from extender.gangs.members import GangView, MemoSlot, Shape, gang_priority, view_gang
 from extender.gangs.order import Order
 from extender.gangs.placement import members_to_plan
 from extender.gangs.queues import QueueView
+from extender.gangs.refusals import WANTS_CAPACITY
 from extender.preemption.victims import Rooms, Rules, Unit, choose, eligible, units_of
 
 

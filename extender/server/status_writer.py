@@ -32,7 +32,8 @@ from extender.cache.state import ClusterState
 from extender.framework.explain import condition_message
 from extender.gangs.group_status import PodGroupEvent, events, group_status, same_status
 from extender.gangs.ledger import Gangs
-from extender.gangs.members import GangView, Rejection, view_gang
+from extender.gangs.members import GangView, view_gang
+from extender.gangs.refusals import Rejection
 from extender.gangs.shown_status import shown_status, status_patch
 from extender.kube.reports import utc_now
 from extender.server.coalesce import Coalesced

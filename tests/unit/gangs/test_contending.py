@@ -21,8 +21,9 @@ from extender.framework.policy import build_policy
 from extender.gangs import contending as contending_module
 from extender.gangs.contending import Contending
 from extender.gangs.lineup import Contender, Lineup, Ordering, Ranking
-from extender.gangs.members import Deferred, view_gang
+from extender.gangs.members import view_gang
 from extender.gangs.order import walk
+from extender.gangs.refusals import Deferred
 from extender.gangs.turns import Run, Turn
 from extender.plugins import REGISTRY
 from extender.simulate.run import simulate

@@ -11,7 +11,8 @@ from extender.cache.state import ClusterState
 from extender.framework.policy import build_policy
 from extender.framework.session import Engine, FilterOutcome
 from extender.gangs import placement as placement_module
-from extender.gangs.members import Cause, view_gang
+from extender.gangs.members import view_gang
+from extender.gangs.refusals import Cause
 from extender.plugins import REGISTRY
 from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod, make_queue
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from extender.api.resources import CPU
-from extender.gangs.members import Cause, Deferred, MemoSlot, Rejection, view_gang
+from extender.gangs.members import MemoSlot, view_gang
+from extender.gangs.refusals import Cause, Deferred, Rejection
 from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod
 
 FOUR = make_pod("x").cpu("4").model().request[CPU]

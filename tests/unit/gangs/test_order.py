@@ -13,7 +13,7 @@ from extender.cache.state import ClusterState
 from extender.framework.policy import build_policy
 from extender.framework.session import Engine
 from extender.gangs.ledger import Gangs
-from extender.gangs.members import Cause, Deferred, Rejection
+from extender.gangs.refusals import Cause, Deferred, Rejection
 from extender.gangs.turns import Turn
 from extender.plugins import REGISTRY
 from tests.builders import (

@@ -15,7 +15,7 @@ import pytest
 
 from extender.api.scheduling import GANG_GATE, Queue
 from extender.gangs.ledger import Gangs, GangSettings
-from extender.gangs.members import Cause
+from extender.gangs.refusals import Cause
 from extender.server.waker import RETRY_ANNOTATION, Waker, parked_plain
 from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod, make_queue
 
