@@ -7,7 +7,8 @@ The defaults: queue `default`; schedulerName (the one this webhook is configured
 when 0 or missing; task name `default<i>` when empty; task minAvailable = its replicas when unset;
 job minAvailable = the tasks' minAvailable summed when 0 or missing; dnsPolicy
 ClusterFirstWithHostNet for a hostNetwork template without one; the svc plugin for jobs using
-pytorch (its pods find the master through it). Applied on CREATE and on UPDATE, so `kubectl
+pytorch, tensorflow, mpi or ray (their pods find each other through it) and the ssh plugin for
+mpi (its launcher logs in to the workers). Applied on CREATE and on UPDATE, so `kubectl
 replace` with the original file keeps the defaults. Numbers beyond int32 get no derived default
 (the rules refuse them).
 """
@@ -22,9 +23,15 @@ from extender.admission.problems import INT32, pointer
 from extender.api.scheduling import DEFAULT_QUEUE
 
 DEFAULT_MAX_RETRY = 3
-# Plugins a framework plugin needs: pytorch's pods find the master through svc's Service. (Volcano
-# also adds svc for tensorflow and mpi, and ssh for mpi; Lahar has no such plugins yet.)
-NEEDS = {"pytorch": ("svc",)}
+# Plugins a framework plugin needs, added as Volcano's webhook adds them: the pods of pytorch,
+# tensorflow, mpi and ray find each other through svc's Service; mpi's launcher logs in to its
+# workers with ssh's keys.
+NEEDS = {
+    "pytorch": ("svc",),
+    "tensorflow": ("svc",),
+    "mpi": ("svc", "ssh"),
+    "ray": ("svc",),
+}
 
 
 def job_defaults(job: Mapping[str, Any], scheduler_name: str) -> list[dict[str, Any]]:

@@ -4,10 +4,10 @@ once, each naming its field.
 `parse_job` reads the object strictly (a string where a number belongs is a problem, not a
 conversion); `check_job` then checks what the controller will rely on: tasks (names, replicas,
 minAvailable, templates, dependsOn forming no cycle), the job's minAvailable, maxRetry, TTL and
-minSuccess, lifecycle policies, plugins (with the controller's own argument parsing), volumes, and
-the queue (exists, Open). Names the controller derives are checked where they come from: pods are
-labelled with the job's name (63 characters at most), the svc plugin makes each pod name a
-hostname (a DNS label) and the job name a Service name.
+minSuccess, lifecycle policies, plugins (with the controller's own argument parsing, and the tasks
+a plugin needs, such as mpi's master), volumes, and the queue (exists, Open). Names the controller
+derives are checked where they come from: pods are labelled with the job's name (63 characters at
+most), the svc plugin makes each pod name a hostname (a DNS label) and the job name a Service name.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from extender.admission.problems import INT32, Problem, field, parse, shown
 from extender.admission.queues import QueueLookup, queue_problems
 from extender.admission.templates import template_problems
 from extender.api.batch import Job, TaskSpec, pod_name
-from extender.jobplugins import PluginError, make_plugins
+from extender.jobplugins import plugin_problems
 
 SVC = "svc"
 
@@ -51,7 +51,7 @@ def runnable_problems(job: Job) -> list[Problem]:
     missing, invalid or repeated, names it would derive that Kubernetes refuses, plugins it
     cannot run. (The controller fails such a job if one got in without the webhook.)"""
     problems = [] if job.spec.tasks else [Problem("spec.tasks", "required: at least one task")]
-    return [*problems, *name_problems(job), *_plugins(job.spec.plugins)]
+    return [*problems, *name_problems(job), *_plugins(job)]
 
 
 def name_problems(job: Job) -> Iterator[Problem]:
@@ -151,12 +151,9 @@ def _pod_names(job: Job, task: TaskSpec, at: tuple[str | int, ...]) -> Iterator[
         )
 
 
-def _plugins(plugins: Mapping[str, list[str] | None]) -> Iterator[Problem]:
-    for name, arguments in plugins.items():
-        try:
-            make_plugins({name: arguments})
-        except PluginError as error:
-            yield Problem(error.field, error.reason)
+def _plugins(job: Job) -> Iterator[Problem]:
+    for error in plugin_problems(job):
+        yield Problem(error.field, error.reason)
 
 
 def _volumes(job: Job) -> Iterator[Problem]:

@@ -12,7 +12,7 @@ would log and ignore — an unknown flag, a bad value, a stray positional argume
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -20,6 +20,7 @@ from extender.api.batch import Job, TaskSpec
 
 _GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 _GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+_COUNTS = {2: "two", 3: "three", 4: "four"}
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,11 @@ class JobPlugin(Protocol):
     def mutate_pod(self, pod: dict[str, Any], job: Job, task: TaskSpec, index: int) -> None:
         """Edit the body of pod `index` of `task` (metadata, spec with containers and
         initContainers) in place."""
+        ...
+
+    def problems(self, job: Job) -> list[PluginError]:
+        """Why this plugin cannot run this job (a task it needs is missing); [] when it can. The
+        webhook refuses the job with them; the controller fails a job that got in without it."""
         ...
 
 
@@ -110,6 +116,19 @@ class Arguments:
 
     def text(self, name: str, default: str) -> str:
         return self._options.get(name, default)
+
+    def roles(self, defaults: Mapping[str, str]) -> dict[str, str]:
+        """The task names that flags give roles (flag -> default): each must name a task, and no
+        two the same one (a task cannot play two roles)."""
+        names = {flag: self.text(flag, default) for flag, default in defaults.items()}
+        values = list(names.values())
+        for flag, value in names.items():
+            if not value or values.count(value) > 1:
+                flags = [f"--{f}" for f in names]
+                listed = ", ".join(flags[:-1]) + " and " + flags[-1]
+                count = _COUNTS.get(len(flags), str(len(flags)))
+                raise self.error(f"{listed} must name {count} different tasks", flag)
+        return names
 
     def given(self, name: str) -> bool:
         return name in self._options

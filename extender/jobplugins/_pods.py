@@ -2,7 +2,8 @@
 objects they keep.
 
 Pod bodies are plain dicts (a copy of the task's template); the helpers create the lists they
-need and edit them in place. Adding is idempotent: an env var, volume or mount that already exists
+need and edit them in place. A port a plugin opens is added only when the container does not
+declare that number yet. Adding is idempotent: an env var, volume or mount that already exists
 by name is replaced where it stands rather than repeated, so a template that sets a variable a
 plugin owns still yields a valid pod, and running a plugin twice changes nothing.
 
@@ -43,6 +44,19 @@ def mount(pod: dict[str, Any], volume: Mapping[str, Any], volume_mount: Mapping[
     _put(pod.setdefault("spec", {}).setdefault("volumes", []), dict(volume))
     for container in containers(pod):
         _put(container.setdefault("volumeMounts", []), dict(volume_mount))
+
+
+def open_port(container: dict[str, Any], port: int, name: str) -> None:
+    """Declare `port` on the container unless it already declares that number (under any name).
+    It is named `name` unless the container has another port by that name (a name may appear once
+    per container), then it goes unnamed."""
+    ports: list[dict[str, Any]] = container.setdefault("ports", [])
+    if any(p.get("containerPort") == port for p in ports):
+        return
+    declared: dict[str, Any] = {"containerPort": port}
+    if all(p.get("name") != name for p in ports):
+        declared = {"name": name, **declared}
+    ports.append(declared)
 
 
 def _put(items: list[dict[str, Any]], item: dict[str, Any]) -> None:

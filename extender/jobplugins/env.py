@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from extender.api.batch import Job, TaskSpec
-from extender.jobplugins._base import Arguments, PluginObject
+from extender.jobplugins._base import Arguments, PluginError, PluginObject
 from extender.jobplugins._pods import set_env
 
 NAME = "env"
@@ -20,6 +20,9 @@ class EnvPlugin:
     name = NAME
 
     def objects(self, job: Job) -> list[PluginObject]:
+        return []
+
+    def problems(self, job: Job) -> list[PluginError]:
         return []
 
     def mutate_pod(self, pod: dict[str, Any], job: Job, task: TaskSpec, index: int) -> None:

@@ -20,8 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from extender.api.batch import Job, TaskSpec
-from extender.jobplugins._base import Arguments, PluginObject
-from extender.jobplugins._pods import containers, host, set_env
+from extender.jobplugins._base import Arguments, PluginError, PluginObject
+from extender.jobplugins._pods import containers, host, open_port, set_env
 
 NAME = "pytorch"
 DEFAULT_MASTER = "master"
@@ -47,6 +47,9 @@ class PytorchPlugin:
     def objects(self, job: Job) -> list[PluginObject]:
         return []
 
+    def problems(self, job: Job) -> list[PluginError]:
+        return []
+
     def mutate_pod(self, pod: dict[str, Any], job: Job, task: TaskSpec, index: int) -> None:
         master = job.task(self.master)
         if master is None:
@@ -63,24 +66,14 @@ class PytorchPlugin:
             env.append({"name": "RANK", "value": str(index + 1)})
         set_env(pod, env, init=False)
         for container in containers(pod, init=False):
-            self._open_port(container)
-
-    def _open_port(self, container: dict[str, Any]) -> None:
-        ports: list[dict[str, Any]] = container.setdefault("ports", [])
-        if any(p.get("containerPort") == self.port for p in ports):
-            return
-        port: dict[str, Any] = {"containerPort": self.port}
-        if all(p.get("name") != PORT_NAME for p in ports):  # a name may appear once per container
-            port = {"name": PORT_NAME, **port}
-        ports.append(port)
+            open_port(container, self.port, PORT_NAME)
 
 
 def configure(args: list[str] | None) -> PytorchPlugin:
     arguments = Arguments(NAME, args, options=("master", "worker", "port"))
-    master = arguments.text("master", DEFAULT_MASTER)
-    worker = arguments.text("worker", DEFAULT_WORKER)
-    if not master or not worker or master == worker:
-        raise arguments.error("--master and --worker must name two different tasks", "master")
+    roles = arguments.roles({"master": DEFAULT_MASTER, "worker": DEFAULT_WORKER})
     return PytorchPlugin(
-        master=master, worker=worker, port=arguments.number("port", DEFAULT_PORT, 1, 65535)
+        master=roles["master"],
+        worker=roles["worker"],
+        port=arguments.number("port", DEFAULT_PORT, 1, 65535),
     )

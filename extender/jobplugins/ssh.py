@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 
 from extender.api.batch import Job, TaskSpec
-from extender.jobplugins._base import Arguments, PluginObject
+from extender.jobplugins._base import Arguments, PluginError, PluginObject
 from extender.jobplugins._pods import hosts, metadata, mount
 
 NAME = "ssh"
@@ -77,6 +77,9 @@ class SshPlugin:
 
     def objects(self, job: Job) -> list[PluginObject]:
         return [PluginObject("v1", "Secret", secret_name(job), partial(self._secret, job), False)]
+
+    def problems(self, job: Job) -> list[PluginError]:
+        return []
 
     def mutate_pod(self, pod: dict[str, Any], job: Job, task: TaskSpec, index: int) -> None:
         name = secret_name(job)

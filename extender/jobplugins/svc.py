@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any
 
 from extender.api.batch import Job, TaskSpec, pod_name
-from extender.jobplugins._base import Arguments, PluginObject
+from extender.jobplugins._base import Arguments, PluginError, PluginObject
 from extender.jobplugins._pods import hosts, job_labels, metadata, mount, set_env
 
 NAME = "svc"
@@ -75,6 +75,9 @@ class SvcPlugin:
                 )
             )
         return kept
+
+    def problems(self, job: Job) -> list[PluginError]:
+        return []
 
     def mutate_pod(self, pod: dict[str, Any], job: Job, task: TaskSpec, index: int) -> None:
         spec = pod.setdefault("spec", {})

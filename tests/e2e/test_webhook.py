@@ -39,7 +39,7 @@ def test_an_invalid_job_is_refused_naming_every_problem(api: k8s.ApiClient, name
         .ns(namespace)
         .task("Ps", 1)
         .task("worker", 2, min_available=3, depends_on=["worker"])
-        .plugin("tensorflow")
+        .plugin("tensorboard")
         .policy("PodPending", "RestartJob")
         .queue("no-such-queue")
         .build()
@@ -51,7 +51,7 @@ def test_an_invalid_job_is_refused_naming_every_problem(api: k8s.ApiClient, name
         "spec.tasks[0].name: 'Ps' must be lower case",
         "spec.tasks[1].minAvailable: 3 is more than the task's 2 replicas",
         "spec.policies[0].timeout: required with PodPending",
-        "spec.plugins.tensorflow: unknown plugin",
+        "spec.plugins.tensorboard: unknown plugin",
         "spec.queue: queue 'no-such-queue' does not exist",
         "dependsOn forms a cycle (worker -> worker)",
     ):

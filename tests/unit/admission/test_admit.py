@@ -207,7 +207,8 @@ def test_a_denial_lists_every_problem_under_the_job() -> None:
     assert outcome.message == (
         "Job ml/tf is invalid: "
         "spec.maxRetry: must be from 0 to 2147483647, got -3; "
-        "spec.plugins.horovod: unknown plugin (known: env, svc, ssh, pytorch); "
+        "spec.plugins.horovod: unknown plugin "
+        "(known: env, svc, ssh, pytorch, tensorflow, mpi, ray, hcclrank); "
         "spec.queue: queue 'closed' is Closed: it takes no new work; "
         "spec.tasks[0].minAvailable: 2 is more than the task's 1 replicas; "
         "spec.tasks[1].name: 'Worker' must be lower case letters, digits and '-', starting and "

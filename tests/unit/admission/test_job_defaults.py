@@ -78,9 +78,21 @@ def test_a_complete_job_gets_no_patch() -> None:
         ),
         (complete().plugin("pytorch"), [add("/spec/plugins/svc", [])]),
         (complete().plugin("pytorch").plugin("env"), [add("/spec/plugins/svc", [])]),
-        # Lahar has no tensorflow or mpi plugin (the rules refuse them): nothing to add for them.
-        (complete().plugin("tensorflow"), []),
-        (complete().plugin("mpi"), []),
+        # Volcano's webhook: svc for tensorflow, mpi and ray too, and ssh for mpi
+        (complete().plugin("tensorflow"), [add("/spec/plugins/svc", [])]),
+        (complete().plugin("mpi"), [add("/spec/plugins/ssh", []), add("/spec/plugins/svc", [])]),
+        (
+            complete().plugin("mpi").plugin("svc", "--disable-network-policy"),
+            [add("/spec/plugins/ssh", [])],
+        ),
+        (complete().plugin("mpi").plugin("ssh"), [add("/spec/plugins/svc", [])]),
+        (complete().plugin("ray"), [add("/spec/plugins/svc", [])]),
+        (
+            complete().plugin("mpi").plugin("tensorflow").plugin("ray"),
+            [add("/spec/plugins/ssh", []), add("/spec/plugins/svc", [])],
+        ),
+        # hcclrank, env: nothing
+        (complete().plugin("hcclrank").plugin("env"), []),
     ],
     ids=[
         "queue-empty",
@@ -99,8 +111,13 @@ def test_a_complete_job_gets_no_patch() -> None:
         "host-network-empty-dns-policy",
         "pytorch-svc",
         "pytorch-env-svc",
-        "tensorflow-nothing",
-        "mpi-nothing",
+        "tensorflow-svc",
+        "mpi-ssh-svc",
+        "mpi-ssh",
+        "mpi-svc",
+        "ray-svc",
+        "frameworks-ssh-svc",
+        "hcclrank-env-nothing",
     ],
 )
 def test_each_default_alone(builder: JobBuilder, expected: list[dict[str, Any]]) -> None:
@@ -118,6 +135,11 @@ def test_each_default_alone(builder: JobBuilder, expected: list[dict[str, Any]])
         .set("spec.tasks[0].template.spec.dnsPolicy", "Default"),
         complete().plugin("pytorch").plugin("svc", "--disable-network-policy"),
         complete().plugin("pytorch").plugin("svc").plugin("ssh"),
+        complete()
+        .plugin("mpi", "--port=2222")
+        .plugin("svc")
+        .plugin("ssh", "--ssh-key-file-path=/k"),
+        complete().plugin("tensorflow").plugin("ray").plugin("svc"),
         complete().plugin("env"),
         complete().set("spec.plugins", {}),
         complete().unset("spec.tasks[0].template"),
@@ -129,6 +151,8 @@ def test_each_default_alone(builder: JobBuilder, expected: list[dict[str, Any]])
         "dns-policy-given",
         "svc-present",
         "pytorch-complete",
+        "mpi-complete",
+        "tensorflow-ray-complete",
         "env-only",
         "empty-plugins",
         "no-template",
@@ -235,7 +259,7 @@ def jobs(draw: st.DrawFn) -> dict[str, Any]:
         if draw(st.booleans()):
             builder.set(f"spec.{key}", draw(values))
     if draw(st.booleans()):
-        names = ["env", "svc", "ssh", "pytorch", "tensorflow", "mpi"]
+        names = ["env", "svc", "ssh", "pytorch", "tensorflow", "mpi", "ray", "hcclrank"]
         builder.set("spec.plugins", {})
         for name in draw(st.lists(st.sampled_from(names), unique=True)):
             builder.plugin(name)

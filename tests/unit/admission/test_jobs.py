@@ -25,6 +25,16 @@ CLAIM = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage":
         make_job("tf").task("w", INT32, min_available=INT32).max_retry(INT32),
         tf().plugin("env").plugin("svc", "--publish-not-ready-addresses").plugin("ssh"),
         make_job("mnist").task("master").task("worker", 3).plugin("pytorch", "--port=29500"),
+        tf().plugin("tensorflow", "--ps=ps", "--worker=worker", "--port=2222"),
+        make_job("mpi").task("master").task("worker", 2).plugin("mpi").plugin("svc").plugin("ssh"),
+        make_job("ray")
+        .task("head")
+        .container("head", "head")
+        .task("worker", 2)
+        .container("worker", "worker")
+        .plugin("ray")
+        .plugin("svc"),
+        make_job("npu").task("master").task("worker", 3).plugin("hcclrank").plugin("pytorch"),
         tf().plugin("svc").policy("PodEvicted", "RestartJob"),
         tf().volume("/data", claim_name="data-0").volume("/scratch", claim=CLAIM),
         tf().volume("/a", claim={}),
@@ -50,6 +60,10 @@ CLAIM = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage":
         "int32-max",
         "plugins",
         "pytorch",
+        "tensorflow",
+        "mpi",
+        "ray",
+        "hcclrank",
         "svc-and-policy",
         "volumes",
         "empty-claim-spec",
@@ -135,10 +149,39 @@ def test_good_jobs(builder: JobBuilder) -> None:
         (tf().ttl(2**40), {"spec.ttlSecondsAfterFinished": "must be from 0 to 2147483647"}),
         # plugins
         (
-            tf().plugin("mpi"),
-            {"spec.plugins.mpi": "unknown plugin (known: env, svc, ssh, pytorch)"},
+            tf().plugin("horovod"),
+            {
+                "spec.plugins.horovod": "unknown plugin "
+                "(known: env, svc, ssh, pytorch, tensorflow, mpi, ray, hcclrank)"
+            },
         ),
-        (tf().plugin("tensorflow"), {"spec.plugins.tensorflow": "unknown plugin"}),
+        (
+            tf().plugin("mpi"),
+            {
+                "spec.plugins.mpi": "no task is named 'master': the mpi master task (--master) "
+                "must exist"
+            },
+        ),
+        (
+            tf().plugin("mpi", "--master=ps", "--worker=ps"),
+            {"spec.plugins.mpi": "--master and --worker must name two different tasks"},
+        ),
+        (
+            tf().plugin("tensorflow", "--chief=ps"),
+            {"spec.plugins.tensorflow": "--ps, --worker, --chief and --evaluator must name four"},
+        ),
+        (
+            tf().plugin("ray"),
+            {"spec.plugins.ray": "no task is named 'head': the ray head task (--head) must exist"},
+        ),
+        (
+            tf().plugin("ray", "--head=ps"),
+            {"spec.plugins.ray": "task 'ps' has no container named 'head' (--headContainer)"},
+        ),
+        (
+            tf().plugin("hcclrank", "--rank=1"),
+            {"spec.plugins.hcclrank": "unknown argument --rank (known: --master, --worker)"},
+        ),
         (
             tf().plugin("svc", "--bogus"),
             {"spec.plugins.svc": "unknown argument --bogus (known: --disable-network-policy"},
@@ -332,7 +375,12 @@ def test_good_jobs(builder: JobBuilder) -> None:
         "max-retry-over-int32",
         "ttl-over-int32",
         "unknown-plugin",
-        "tensorflow-plugin",
+        "mpi-without-master",
+        "mpi-same-tasks",
+        "tensorflow-same-tasks",
+        "ray-without-head",
+        "ray-without-head-container",
+        "hcclrank-unknown-argument",
         "svc-unknown-argument",
         "svc-bad-switch",
         "env-takes-no-argument",

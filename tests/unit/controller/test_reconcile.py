@@ -26,11 +26,18 @@ from tests.builders import JobBuilder, make_job, make_job_pod
         ),
         (
             make_job("j").task("a", 1).plugin("env").plugin("horovod"),
-            ["spec.plugins.horovod: unknown plugin (known: env, svc, ssh, pytorch)"],
+            [
+                "spec.plugins.horovod: unknown plugin "
+                "(known: env, svc, ssh, pytorch, tensorflow, mpi, ray, hcclrank)"
+            ],
         ),
         (
             make_job("j").task("a", 1).plugin("svc", "--no-such-flag"),
             ["spec.plugins.svc: unknown argument --no-such-flag (known: "],
+        ),
+        (
+            make_job("j").task("launcher", 1).plugin("mpi").plugin("svc").plugin("ssh"),
+            ["spec.plugins.mpi: no task is named 'master': the mpi master task (--master)"],
         ),
         (
             make_job("j").plugin("nope"),
@@ -45,6 +52,7 @@ from tests.builders import JobBuilder, make_job, make_job_pod
         "two empty names: each told, not as duplicates",
         "an unknown plugin",
         "an unknown plugin argument",
+        "a task a plugin needs is missing",
         "every problem is told at once",
     ],
 )

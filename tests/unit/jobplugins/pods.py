@@ -31,3 +31,15 @@ def env_of(c: dict[str, Any]) -> dict[str, Any]:
     names = [e["name"] for e in c.get("env", [])]
     assert len(names) == len(set(names)), f"duplicated env in {c['name']}: {names}"
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in c.get("env", [])}
+
+
+def task(name: str, replicas: int, **spec: Any) -> dict[str, Any]:
+    """A task of `replicas` pods: a container `main` and an init container `wait`, unless `spec`
+    (pod spec fields) says otherwise."""
+    template = {"containers": [container("main")], "initContainers": [container("wait")], **spec}
+    return {"name": name, "replicas": replicas, "template": {"spec": template}}
+
+
+def job_of(name: str, *tasks: dict[str, Any]) -> Job:
+    """Job `name` in namespace `ml` with these tasks."""
+    return load_job({"metadata": {"name": name}, "spec": {"tasks": list(tasks)}})

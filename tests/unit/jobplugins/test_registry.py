@@ -5,26 +5,61 @@ from __future__ import annotations
 
 import pytest
 
-from extender.jobplugins import KNOWN, PluginError, make_plugins
+from extender.jobplugins import KNOWN, PluginError, make_plugins, plugin_problems
 from extender.jobplugins.pytorch import PytorchPlugin
 from extender.jobplugins.svc import SvcPlugin
+from tests.unit.jobplugins.pods import load_job, task
+
+ALL = ("env", "svc", "ssh", "pytorch", "tensorflow", "mpi", "ray", "hcclrank")
 
 
 def test_known_plugins() -> None:
-    assert KNOWN == ("env", "svc", "ssh", "pytorch")
+    """Volcano's eight; hcclrank after pytorch (it reads the RANK pytorch sets)."""
+    assert KNOWN == ALL
 
 
 def test_plugins_come_in_known_order_whatever_the_map_order() -> None:
     plugins = make_plugins({"pytorch": [], "ssh": None, "env": []})
     assert [p.name for p in plugins] == ["env", "ssh", "pytorch"]
+    plugins = make_plugins({name: [] for name in reversed(ALL)})
+    assert [p.name for p in plugins] == list(ALL)
     assert make_plugins({}) == []
 
 
 def test_unknown_plugin_names_the_field_and_the_known_ones() -> None:
     with pytest.raises(PluginError) as caught:
-        make_plugins({"env": [], "mpi": []})
-    assert caught.value.field == "spec.plugins.mpi"
-    assert str(caught.value) == "spec.plugins.mpi: unknown plugin (known: env, svc, ssh, pytorch)"
+        make_plugins({"env": [], "horovod": []})
+    assert caught.value.field == "spec.plugins.horovod"
+    assert str(caught.value) == (
+        "spec.plugins.horovod: unknown plugin "
+        "(known: env, svc, ssh, pytorch, tensorflow, mpi, ray, hcclrank)"
+    )
+
+
+def test_plugin_problems_lists_every_plugins_in_the_jobs_order() -> None:
+    """Unknown names, bad arguments and the job's own refusals (mpi's master, ray's head), one
+    list, in the order of the job's map; a plugin that cannot be configured is not asked."""
+    plugins = {
+        "ray": [],
+        "svc": ["--bogus"],
+        "horovod": [],
+        "mpi": [],
+        "env": [],
+        "tensorflow": ["--port=0"],
+    }
+    job = load_job(
+        {"metadata": {"name": "j"}, "spec": {"plugins": plugins, "tasks": [task("w", 2)]}}
+    )
+    assert [(p.field, p.argument) for p in plugin_problems(job)] == [
+        ("spec.plugins.ray", "head"),
+        ("spec.plugins.svc", "bogus"),
+        ("spec.plugins.horovod", None),
+        ("spec.plugins.mpi", "master"),
+        ("spec.plugins.tensorflow", "port"),
+    ]
+    fine = {name: [] for name in ALL if name not in ("mpi", "ray")}
+    job = load_job({"metadata": {"name": "j"}, "spec": {"plugins": fine, "tasks": [task("w", 2)]}})
+    assert plugin_problems(job) == []
 
 
 @pytest.mark.parametrize(
