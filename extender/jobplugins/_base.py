@@ -122,12 +122,13 @@ class Arguments:
         two the same one (a task cannot play two roles)."""
         names = {flag: self.text(flag, default) for flag, default in defaults.items()}
         values = list(names.values())
-        for flag, value in names.items():
-            if not value or values.count(value) > 1:
-                flags = [f"--{f}" for f in names]
-                listed = ", ".join(flags[:-1]) + " and " + flags[-1]
-                count = _COUNTS.get(len(flags), str(len(flags)))
-                raise self.error(f"{listed} must name {count} different tasks", flag)
+        wrong = [f for f, value in names.items() if not value or values.count(value) > 1]
+        if wrong:
+            flags = [f"--{f}" for f in names]
+            listed = ", ".join(flags[:-1]) + " and " + flags[-1]
+            count = _COUNTS.get(len(flags), str(len(flags)))
+            culprit = next((f for f in wrong if self.given(f)), wrong[0])  # the one given
+            raise self.error(f"{listed} must name {count} different tasks", culprit)
         return names
 
     def given(self, name: str) -> bool:

@@ -228,7 +228,7 @@ def test_defaults() -> None:
         ),
         (
             ["--chief=worker"],
-            "worker",
+            "chief",
             "--ps, --worker, --chief and --evaluator must name four different tasks",
         ),
         (
