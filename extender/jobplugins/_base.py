@@ -118,11 +118,12 @@ class Arguments:
         return self._options.get(name, default)
 
     def roles(self, defaults: Mapping[str, str]) -> dict[str, str]:
-        """The task names that flags give roles (flag -> default): each must name a task, and no
-        two the same one (a task cannot play two roles)."""
+        """The task names that flags give roles (flag -> default). No two may name the same task
+        (a task cannot play two roles); an empty name matches no task, which leaves the role out,
+        as in Volcano."""
         names = {flag: self.text(flag, default) for flag, default in defaults.items()}
         values = list(names.values())
-        wrong = [f for f, value in names.items() if not value or values.count(value) > 1]
+        wrong = [f for f, value in names.items() if value and values.count(value) > 1]
         if wrong:
             flags = [f"--{f}" for f in names]
             listed = ", ".join(flags[:-1]) + " and " + flags[-1]

@@ -21,9 +21,10 @@ Arguments (Volcano's, camelCase as its flags are): `--head=<task>` (head), `--wo
 (6379, the GCS), `--dashboardPort=<n>` (8265), `--clientPort=<n>` (10001). Volcano's user guide
 calls the last one `--clientServerPort`; its code does not know that flag, nor does Lahar.
 
-Where Volcano fails every pod's creation (no head task) or silently wires nothing (no container
-of that name in the head or worker task; two ports the same), the webhook refuses the job. A job
-without a worker task is a head-only cluster. The webhook adds svc to a job that names ray, as
+A task without a container of the given name keeps its template's commands (Volcano's behaviour:
+such a template may start Ray itself). Where Volcano fails every pod's creation (no head task) or
+starts a cluster that cannot run (two ports the same), the webhook refuses the job. A job without a
+worker task is a head-only cluster. The webhook adds svc to a job that names ray, as
 Volcano's does.
 """
 
@@ -94,16 +95,6 @@ class RayPlugin:
             reason = f"no task is named {self.head!r}: the ray head task (--head) must exist"
             return [PluginError(NAME, reason, "head")]
         found = []
-        for task, container, flag in (
-            (head, self.head_container, "headContainer"),
-            (job.task(self.worker), self.worker_container, "workerContainer"),
-        ):
-            if task is not None and not _has_container(task, container):
-                reason = (
-                    f"task {task.name!r} has no container named {container!r} (--{flag}): "
-                    "the plugin would start nothing in it"
-                )
-                found.append(PluginError(NAME, reason, flag))
         name = service_name(job)
         if job.metadata.name and len(name) > _SERVICE_NAME_MAX:
             reason = (
@@ -151,11 +142,6 @@ class RayPlugin:
         }
 
 
-def _has_container(task: TaskSpec, name: str) -> bool:
-    spec = task.template.get("spec") or {}
-    return any(c.get("name") == name for c in spec.get("containers") or [])
-
-
 def configure(args: list[str] | None) -> RayPlugin:
     options = (
         "head",
@@ -186,10 +172,11 @@ def configure(args: list[str] | None) -> RayPlugin:
             ("clientPort", DEFAULT_CLIENT_PORT),
         )
     }
-    if len(set(ports.values())) < len(ports):
+    clashing = [f for f, port in ports.items() if list(ports.values()).count(port) > 1]
+    if clashing:
         raise arguments.error(
             "--port, --dashboardPort and --clientPort must be three different ports",
-            next(f for f, p in ports.items() if list(ports.values()).count(p) > 1),
+            next((f for f in clashing if arguments.given(f)), clashing[0]),  # the one given
         )
     return RayPlugin(
         head=roles["head"],

@@ -175,8 +175,8 @@ def test_good_jobs(builder: JobBuilder) -> None:
             {"spec.plugins.ray": "no task is named 'head': the ray head task (--head) must exist"},
         ),
         (
-            tf().plugin("ray", "--head=ps"),
-            {"spec.plugins.ray": "task 'ps' has no container named 'head' (--headContainer)"},
+            tf().plugin("ray", "--head=ps", "--port=8265"),
+            {"spec.plugins.ray": "--port, --dashboardPort and --clientPort must be three differ"},
         ),
         (
             tf().plugin("hcclrank", "--rank=1"),

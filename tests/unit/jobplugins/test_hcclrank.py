@@ -141,10 +141,11 @@ def test_rank_from_a_containers_env(
 @pytest.mark.parametrize("order", [["pytorch", "hcclrank"], ["hcclrank", "pytorch"]])
 def test_with_pytorch_the_annotation_is_the_pytorch_rank(order: list[str]) -> None:
     """hcclrank runs after pytorch whatever the map's order, so it reads the RANK pytorch set
-    (master 0, worker i + 1)."""
-    job = job_of("j", task("master", 1), task("worker", 3))
+    (every master 0, worker i + 1), not its own count (master i, worker masters + i)."""
+    job = job_of("j", task("master", 2), task("worker", 3))
     plugins = make_plugins({name: [] for name in order})
-    for name, index, expected in (("master", 0, "0"), ("worker", 0, "1"), ("worker", 2, "3")):
+    cases = (("master", 0, "0"), ("master", 1, "0"), ("worker", 0, "1"), ("worker", 2, "3"))
+    for name, index, expected in cases:
         spec = job.task(name)
         assert spec is not None
         pod = build_pod(job, spec, index, plugins)
@@ -166,7 +167,6 @@ def test_defaults() -> None:
             "master",
             "--master and --worker must name two different tasks",
         ),
-        (["--master="], "master", "--master and --worker must name two different tasks"),
         (["--worker"], "worker", "argument --worker needs a value"),
     ],
 )

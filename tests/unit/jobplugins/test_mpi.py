@@ -167,7 +167,6 @@ def test_defaults() -> None:
             "master",
             "--master and --worker must name two different tasks",
         ),
-        (["--worker="], "worker", "--master and --worker must name two different tasks"),
         (["--port=0"], "port", "--port must be a whole number in 1..65535, got '0'"),
         (["--port=ssh"], "port", "--port must be a whole number in 1..65535, got 'ssh'"),
     ],

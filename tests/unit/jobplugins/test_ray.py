@@ -185,33 +185,6 @@ def test_a_job_without_the_worker_task_is_a_head_only_cluster(make_pod: MakePod)
             [("head", "no task is named 'lead': the ray head task (--head) must exist")],
         ),
         (
-            [],
-            job_of("r", task("head", 1), task("worker", 1)),  # both containers named `main`
-            [
-                (
-                    "headContainer",
-                    "task 'head' has no container named 'head' (--headContainer): "
-                    "the plugin would start nothing in it",
-                ),
-                (
-                    "workerContainer",
-                    "task 'worker' has no container named 'worker' (--workerContainer): "
-                    "the plugin would start nothing in it",
-                ),
-            ],
-        ),
-        (
-            ["--headContainer=main"],
-            job_of("r", task("head", 1), task("worker", 1)),
-            [
-                (
-                    "workerContainer",
-                    "task 'worker' has no container named 'worker' (--workerContainer): "
-                    "the plugin would start nothing in it",
-                )
-            ],
-        ),
-        (
             ["--headContainer=main"],
             job_of("r" * 55, task("head", 1)),
             [
@@ -230,6 +203,18 @@ def test_a_job_the_plugin_cannot_wire_is_refused(
     found = ray(*args).problems(job)
     assert [(p.argument, p.reason) for p in found] == problems
     assert {p.field for p in found} == {"spec.plugins.ray"}
+
+
+def test_tasks_without_the_named_containers_keep_their_commands(make_pod: MakePod) -> None:
+    """As in Volcano: such a job is accepted and its templates start Ray themselves."""
+    job = job_of("r", task("head", 1), task("worker", 1))  # both containers named `main`
+    assert ray().problems(job) == []
+    for name in ("head", "worker"):
+        pod, _ = make_pod(job, name, 0)
+        assert (
+            mutated(ray(), job, make_pod, name, 0)["spec"]["containers"]
+            == (pod["spec"]["containers"])
+        )
 
 
 def test_a_job_named_to_the_limit_passes() -> None:
@@ -272,7 +257,7 @@ def test_defaults() -> None:
         (["--workerContainer="], "workerContainer", "--workerContainer must name a container"),
         (
             ["--dashboardPort=6379"],
-            "port",
+            "dashboardPort",
             "--port, --dashboardPort and --clientPort must be three different ports",
         ),
         (

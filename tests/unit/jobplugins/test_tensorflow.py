@@ -231,11 +231,6 @@ def test_defaults() -> None:
             "chief",
             "--ps, --worker, --chief and --evaluator must name four different tasks",
         ),
-        (
-            ["--ps="],
-            "ps",
-            "--ps, --worker, --chief and --evaluator must name four different tasks",
-        ),
         (["--port=65536"], "port", "--port must be a whole number in 1..65535, got '65536'"),
         (["--port"], "port", "argument --port needs a value"),
         (["ps"], None, "argument 1 is not --name[=value]"),
@@ -246,3 +241,16 @@ def test_bad_arguments_are_refused(args: list[str], argument: str | None, reason
         tensorflow(*args)
     assert (caught.value.field, caught.value.argument) == ("spec.plugins.tensorflow", argument)
     assert caught.value.reason == reason
+
+
+def test_an_empty_role_flag_leaves_the_role_out(make_pod: MakePod) -> None:
+    """`--ps=` names no task (as Go's flag reads it in Volcano): the ps task plays no role and
+    is left out of the cluster; its own pods take their task name as type."""
+    job = job_of("j", task("ps", 1), task("worker", 2))
+    plugin = make_plugins({"tensorflow": ["--ps="]})[0]
+    assert tf_config(plugin, job, make_pod, "worker", 1) == {
+        "cluster": {"worker": hosts("j", "worker", 2)},
+        "task": {"type": "worker", "index": 1},
+    }
+    config = tf_config(plugin, job, make_pod, "ps", 0)
+    assert config is not None and config["task"] == {"type": "ps", "index": 0}
