@@ -67,6 +67,7 @@ lint: $(INSTALLED)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/lahar crds --check
 	$(BIN)/hadolint Dockerfile
 
 clean:

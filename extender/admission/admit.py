@@ -14,6 +14,7 @@ from extender.admission.job_defaults import job_defaults
 from extender.admission.job_update import check_update, unchanged
 from extender.admission.problems import AdmissionDecision, Problem, denial_message, in_field_order
 from extender.admission.queues import QueueLookup
+from extender.admission.unhonoured import pod_group_warnings, queue_warnings
 from extender.api.admission import AdmissionRequest, Operation
 
 JOBS = ("batch.volcano.sh", "jobs")
@@ -119,14 +120,14 @@ def validate_queue(request: AdmissionRequest, view: QueueLookup, settings: Setti
             problems = queues.check_delete(request.name, view)
         else:
             problems = queues.check_queue(request.object)
-    return _outcome("Queue", request, problems)
+    return _outcome("Queue", request, problems, warnings=queue_warnings(request.object))
 
 
 def validate_pod_group(request: AdmissionRequest, view: QueueLookup, settings: Settings) -> Outcome:
     problems = _expect(request, POD_GROUPS, (Operation.CREATE,))
     if not problems:
         problems = podgroups.check_pod_group(request.object, view)
-    return _outcome("PodGroup", request, problems)
+    return _outcome("PodGroup", request, problems, warnings=pod_group_warnings(request.object))
 
 
 def mutate_pod(request: AdmissionRequest, view: QueueLookup, settings: Settings) -> Outcome:

@@ -4,7 +4,8 @@ already has them gets no patch at all (idempotent) and no field the webhook does
 touched (Volcano replaces the whole task list).
 
 The defaults: queue `default`; schedulerName (the one this webhook is configured with); maxRetry 3
-when 0 or missing; task name `default<i>` when empty; task minAvailable = its replicas when unset;
+when 0 or missing; task name `default<i>` when empty; task minAvailable = its replicas when unset
+(with a partition policy that sets minPartitions: minPartitions * partitionSize);
 job minAvailable = the tasks' minAvailable summed when 0 or missing; dnsPolicy
 ClusterFirstWithHostNet for a hostNetwork template without one; the svc plugin for jobs using
 pytorch, tensorflow, mpi or ray (their pods find each other through it) and the ssh plugin for
@@ -20,6 +21,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from extender.admission.problems import INT32, pointer
+from extender.admission.topology import partition_minimum
 from extender.api.scheduling import DEFAULT_QUEUE
 
 DEFAULT_MAX_RETRY = 3
@@ -78,9 +80,10 @@ def _defaults(
         if not task.get("name"):
             yield ("tasks", index, "name"), f"default{index}"
         replicas = task.get("replicas") or 0
-        if task.get("minAvailable") is None and replicas <= INT32:
-            yield ("tasks", index, "minAvailable"), replicas
-        needed += replicas if task.get("minAvailable") is None else task["minAvailable"]
+        least = partition_minimum(task) or replicas  # Volcano's: minPartitions whole partitions
+        if task.get("minAvailable") is None and least <= INT32:
+            yield ("tasks", index, "minAvailable"), least
+        needed += least if task.get("minAvailable") is None else task["minAvailable"]
         pod = (task.get("template") or {}).get("spec")
         if isinstance(pod, Mapping) and pod.get("hostNetwork") is True and not pod.get("dnsPolicy"):
             yield ("tasks", index, "template", "spec", "dnsPolicy"), "ClusterFirstWithHostNet"

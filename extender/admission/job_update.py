@@ -16,6 +16,7 @@ from typing import Any
 from extender.admission.job_defaults import defaulted_spec
 from extender.admission.jobs import name_problems, number_problems, parse_job
 from extender.admission.problems import Problem, field
+from extender.admission.topology import update_problems
 from extender.api.batch import Job
 
 MUTABLE_SPEC = frozenset({"minAvailable", "maxRetry", "priorityClassName", "tasks"})
@@ -36,7 +37,7 @@ def check_update(
     if unchanged(old, new, job):
         return []
     old_spec, new_spec = _comparable(old, scheduler_name), defaulted_spec(new, scheduler_name)
-    problems = [*number_problems(job), *name_problems(job)]
+    problems = [*number_problems(job), *name_problems(job), *update_problems(job)]
     for key in sorted(set(old_spec) | set(new_spec)):
         if key not in MUTABLE_SPEC and _value(old_spec, key) != _value(new_spec, key):
             problems.append(Problem(field("spec", key), FIXED))

@@ -20,6 +20,7 @@ from extender.admission.policies import policy_problems
 from extender.admission.problems import INT32, Problem, field, parse, shown
 from extender.admission.queues import QueueLookup, queue_problems
 from extender.admission.templates import template_problems
+from extender.admission.topology import check as topology_problems
 from extender.api.batch import Job, TaskSpec, pod_name
 from extender.jobplugins import plugin_problems
 
@@ -43,6 +44,7 @@ def check_job(job: Job, queues: QueueLookup, warnings: list[str]) -> list[Proble
         found = queues.queue(spec.queue)
         problems += [Problem("spec.queue", p.reason) for p in queue_problems(spec.queue, found)]
     problems += _cycles(spec.tasks)
+    problems += topology_problems(job, warnings)
     return problems
 
 

@@ -1,21 +1,26 @@
 """Volcano's batch API as Lahar's controller reads and writes it: Job (`batch.volcano.sh/v1alpha1`)
-and the few fields of the Job's pods the controller decides on.
+and Command (`bus.volcano.sh/v1alpha1`), every field Volcano has, and the few fields of the Job's
+pods the controller decides on.
 
-Pod templates stay plain mappings (`TaskSpec.template`): the controller copies them into pods
-and the API server validates them, so Lahar never drops a field it does not model. The names of
-the labels and annotations the controller puts on pods, and the phases, events and actions of the
-lifecycle, are the constants below, spelled as Volcano spells them.
+The CRDs are generated from these models (`api.crds`, `lahar crds --write`): each field's type,
+`Crd` marker (`api.schema`) and docstring become its schema, so a field Volcano adds is served
+once it is modelled here, and `tests/unit/api/test_crds.py` says which ones are missing. Pod
+templates and claim specs stay plain mappings (`Opaque`): the controller copies them into pods
+and claims and the API server validates them, so Lahar never drops a field it does not model.
+The names of the labels and annotations the controller puts on pods, and the phases, events and
+actions of the lifecycle, are the constants below, spelled as Volcano spells them.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from extender.api.model import KubeModel
-from extender.api.scheduling import DEFAULT_QUEUE
+from extender.api.scheduling import DEFAULT_QUEUE, NetworkTopology
+from extender.api.schema import Count, Crd, Duration, Int32, Opaque, Time
 
 BATCH_API_VERSION = "batch.volcano.sh/v1alpha1"
 BUS_API_VERSION = "bus.volcano.sh/v1alpha1"
@@ -28,6 +33,7 @@ TASK_INDEX_KEY = "volcano.sh/task-index"
 JOB_VERSION_KEY = "volcano.sh/job-version"
 TEMPLATE_UID_KEY = "volcano.sh/template-uid"
 RETRY_COUNT_KEY = "volcano.sh/job-retry-count"
+PARTITION_KEY = "volcano.sh/partition-id"  # the label of a pod's partition (partitionPolicy)
 
 
 class Phase(StrEnum):
@@ -98,10 +104,17 @@ class JobMeta(KubeModel):
 
 class LifecyclePolicy(KubeModel):
     event: str | None = None
+    """An event (PodFailed, PodEvicted, PodPending, Unknown, TaskCompleted, TaskFailed, JobUpdated)
+    or * for any."""
     events: list[str] = Field(default_factory=list)
-    exit_code: int | None = None
+    """Several events with the same action."""
+    exit_code: Int32 | None = None
+    """A container exit code to act on (instead of an event)."""
     action: str = ""
-    timeout: str | None = None  # a Go duration; for PodPending, how long a pod may stay Pending
+    """AbortJob, RestartJob, RestartTask, RestartPod, TerminateJob, CompleteJob or ResumeJob."""
+    timeout: Duration | None = None
+    """A duration (e.g. 10m) to wait before acting; for PodPending, how long a pod may stay
+    Pending."""
 
     @property
     def all_events(self) -> list[str]:
@@ -110,43 +123,98 @@ class LifecyclePolicy(KubeModel):
 
 class DependsOn(KubeModel):
     name: list[str] = Field(default_factory=list)
+    """The tasks this task waits for."""
     iteration: Literal["any", "all"] = "all"
+    """Wait for any or all of the named tasks (all when unset)."""
+
+
+class PartitionPolicy(KubeModel):
+    """A task's pods in partitions of equal size (Volcano's `partitionPolicy`): the controller
+    labels each pod with its partition (`volcano.sh/partition-id`) and makes each partition a
+    sub-group of the job's PodGroup (`subGroupPolicy`)."""
+
+    total_partitions: Annotated[Int32, Crd(minimum=1)]
+    """How many partitions the task's pods are divided into; times partitionSize, the task's
+    replicas."""
+    partition_size: Annotated[Int32, Crd(minimum=1)]
+    """The pods of each partition."""
+    network_topology: NetworkTopology | None = None
+    """The network topology each partition's pods must stay within."""
+    min_partitions: Annotated[Int32, Crd(minimum=0, default=0)] = 0
+    """Partitions that must be placeable before any is (0: every replica counts, as minAvailable
+    says)."""
 
 
 class TaskSpec(KubeModel):
     name: str = ""
-    replicas: int = Field(default=0, ge=0)
-    min_available: int | None = Field(default=None, ge=0)
-    template: dict[str, Any] = Field(default_factory=dict)
+    """The task's name (a DNS label), part of its pods' names."""
+    replicas: Int32 = Field(default=0, ge=0)
+    """Pods of this task."""
+    min_available: Int32 | None = Field(default=None, ge=0)
+    """Pods of this task the gang needs; every replica when unset."""
+    template: Opaque = Field(default_factory=dict)
+    """The PodTemplateSpec of the task's pods, validated when they are created."""
     policies: list[LifecyclePolicy] = Field(default_factory=list)
-    max_retry: int = 0
+    """What to do on pod and task events (before the job's own policies)."""
+    topology_policy: Literal["none", "best-effort", "restricted", "single-numa-node"] | None = None
+    """How the task's pods are aligned to NUMA nodes (Volcano's numa-aware plugin)."""
+    max_retry: Annotated[Int32, Crd(minimum=0)] = 0
+    """Restarts of the task before it fails."""
     depends_on: DependsOn | None = None
+    """Tasks that must be running before this task's pods are created."""
+    partition_policy: PartitionPolicy | None = None
+    """The task's pods in partitions of equal size, each placed as a sub-group."""
 
     @property
     def min_members(self) -> int:
-        """Pods of this task the gang needs: minAvailable, or every replica when unset."""
-        return self.replicas if self.min_available is None else self.min_available
+        """Pods of this task the gang needs: minAvailable; else, with a partition policy that
+        sets minPartitions, that many partitions; else every replica (Volcano's rule)."""
+        if self.min_available is not None:
+            return self.min_available
+        partitions = self.partition_policy
+        if partitions is not None and partitions.min_partitions and partitions.partition_size:
+            return partitions.min_partitions * partitions.partition_size
+        return self.replicas
 
 
 class VolumeSpec(KubeModel):
-    mount_path: str = ""
+    mount_path: Annotated[str, Crd(required=True)] = ""
+    """Where the volume is mounted in the containers."""
     volume_claim_name: str = ""
-    volume_claim: dict[str, Any] | None = None
+    """An existing PersistentVolumeClaim to mount."""
+    volume_claim: Opaque | None = None
+    """A PersistentVolumeClaimSpec; the controller creates the claim."""
 
 
 class JobSpec(KubeModel):
     scheduler_name: str = ""
-    min_available: int = Field(default=0, ge=0)
+    """The scheduler of the job's pods (set on each pod template that names none)."""
+    min_available: Int32 = Field(default=0, ge=0)
+    """Pods that must be placeable together before any of them is bound."""
     volumes: list[VolumeSpec] = Field(default_factory=list)
+    """Volumes mounted into every container of every task."""
     tasks: list[TaskSpec] = Field(default_factory=list)
+    """The job's tasks; the webhook requires at least one."""
     policies: list[LifecyclePolicy] = Field(default_factory=list)
-    plugins: dict[str, list[str] | None] = Field(default_factory=dict)
-    running_estimate: str | None = None
-    queue: str = DEFAULT_QUEUE
-    max_retry: int = 3
-    ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
+    """What to do on pod and task events (after the tasks' own policies)."""
+    plugins: Annotated[dict[str, list[str] | None], Crd(nullable=True)] = Field(
+        default_factory=dict
+    )
+    """Job plugins by name (env, svc, ssh, ...), each with its arguments."""
+    running_estimate: Duration | None = None
+    """How long the job is expected to run, a duration (e.g. 2h)."""
+    queue: Annotated[str, Crd(default=DEFAULT_QUEUE)] = DEFAULT_QUEUE
+    """The Queue the job is scheduled from."""
+    max_retry: Annotated[Int32, Crd(minimum=0, default=3)] = 3
+    """Restarts of the job before it fails."""
+    ttl_seconds_after_finished: Int32 | None = Field(default=None, ge=0)
+    """Seconds after the job finishes before it is deleted; kept when unset."""
     priority_class_name: str = ""
-    min_success: int | None = Field(default=None, ge=1)
+    """The PriorityClass of the job's PodGroup and pods."""
+    min_success: Int32 | None = Field(default=None, ge=1)
+    """Pods that must succeed for the job to complete."""
+    network_topology: NetworkTopology | None = None
+    """The network topology the job's pods must stay within (Volcano's HyperNodes)."""
 
     @property
     def replicas(self) -> int:
@@ -154,40 +222,58 @@ class JobSpec(KubeModel):
 
 
 class JobState(KubeModel):
-    phase: str = ""
+    phase: Annotated[str, Crd(enum=tuple(p.value for p in Phase))] = ""
+    """The job's phase."""
     reason: str = ""
+    """Why it entered the phase, one word."""
     message: str = ""
-    last_transition_time: str | None = None
+    """Why it entered the phase."""
+    last_transition_time: Time | None = None
+    """When it entered the phase."""
 
 
 class TaskState(KubeModel):
-    phase: dict[str, int] = Field(default_factory=dict)
+    phase: dict[str, Int32] = Field(default_factory=dict)
+    """The task's pods by pod phase."""
 
 
 class JobCondition(KubeModel):
     """A phase the job entered (Volcano's shape: `status` is the phase), or, with `reason` and
     `message`, a problem the controller hit while in that phase (a pod the server refused)."""
 
-    status: str = ""
-    last_transition_time: str | None = None
+    status: Annotated[str, Crd(required=True)] = ""
+    """The phase the job entered."""
+    last_transition_time: Time | None = None
+    """When it entered the phase."""
     reason: str | None = None
+    """A problem met in the phase, one word (Lahar's)."""
     message: str | None = None
+    """A problem met in the phase (Lahar's)."""
 
 
 class JobStatus(KubeModel):
     state: JobState = JobState()
-    min_available: int = 0
-    pending: int = 0
-    running: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    terminating: int = 0
-    unknown: int = 0
-    version: int = 0
-    retry_count: int = 0
+    """The job's phase and why it entered it."""
+    min_available: Count = 0
+    """The job's minAvailable when it was last started."""
+    pending: Count = 0
+    running: Count = 0
+    succeeded: Count = 0
+    failed: Count = 0
+    terminating: Count = 0
+    unknown: Count = 0
+    version: Count = 0
+    """Bumped on each restart; pods of older versions are replaced."""
+    retry_count: Count = 0
+    """Restarts so far."""
+    running_duration: Duration | None = None
+    """How long the job has been running, a duration."""
     task_status_count: dict[str, TaskState] = Field(default_factory=dict)
+    """Per task, its pods by pod phase."""
     controlled_resources: dict[str, str] = Field(default_factory=dict)
+    """Objects the job's plugins made (plugin-<name> → name)."""
     conditions: list[JobCondition] = Field(default_factory=list)
+    """Phases the job entered, with problems met in them."""
 
 
 class Job(KubeModel):
@@ -226,10 +312,14 @@ class Job(KubeModel):
 
 
 class CommandTarget(KubeModel):
-    api_version: str = ""
-    kind: str = ""
-    name: str = ""
-    uid: str = ""
+    """An owner reference to the object a Command is for."""
+
+    api_version: Annotated[str, Crd(required=True)] = ""
+    kind: Annotated[str, Crd(required=True)] = ""
+    name: Annotated[str, Crd(required=True)] = ""
+    uid: Annotated[str, Crd(required=True)] = ""
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
 
 
 class Command(KubeModel):
@@ -238,9 +328,13 @@ class Command(KubeModel):
 
     metadata: JobMeta = JobMeta()
     action: str = ""
-    target: CommandTarget | None = None
+    """AbortJob, ResumeJob, RestartJob, TerminateJob or CompleteJob."""
+    target: Annotated[CommandTarget, Crd(map_type="atomic")] | None = None
+    """The object the action is for (an owner reference to a Job)."""
     reason: str = ""
+    """Why the action was asked for, one word."""
     message: str = ""
+    """Why the action was asked for."""
 
     @property
     def job_key(self) -> str | None:

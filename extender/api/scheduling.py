@@ -26,13 +26,14 @@ import logging
 from collections.abc import Mapping
 from enum import StrEnum
 from functools import cached_property
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from extender.api.duration import parse_duration
 from extender.api.objects import KubeModel, ObjectMeta, Pod, ResourceList
 from extender.api.resources import EMPTY
+from extender.api.schema import Count, Crd, Int32, Opaque, Time
 
 API_VERSION = "scheduling.volcano.sh/v1beta1"
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -73,7 +74,8 @@ QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"  # the queue of a group of
 
 
 class PodGroupRefSpec(KubeModel):
-    queue: str = DEFAULT_QUEUE
+    queue: Annotated[str, Crd(default=DEFAULT_QUEUE)] = DEFAULT_QUEUE
+    """The Queue the group is scheduled from."""
 
 
 class PodGroupRef(KubeModel):
@@ -92,11 +94,55 @@ class PodGroupRef(KubeModel):
         return self.spec.queue or DEFAULT_QUEUE
 
 
+class NetworkTopology(KubeModel):
+    """How far apart in the network a group's pods may be placed (Volcano's HyperNode tiers)."""
+
+    mode: Annotated[Literal["hard", "soft"], Crd(default="hard")] = "hard"
+    """hard: the pods must stay within the tier; soft: they should."""
+    highest_tier_allowed: Annotated[int, Crd(minimum=0)] | None = None
+    """The highest tier the pods may span (not with highestTierName)."""
+    highest_tier_name: str | None = None
+    """The name of the highest tier the pods may span (not with highestTierAllowed)."""
+
+
+class SubGroupPolicy(KubeModel):
+    """Pods of a PodGroup placed as sub-groups (Volcano's `subGroupPolicy`; its Job controller
+    makes one per task with a partition policy)."""
+
+    name: str = ""
+    """The policy's name (the task's, when the Job controller made it)."""
+    network_topology: NetworkTopology | None = None
+    """The network topology each sub-group's pods must stay within."""
+    sub_group_size: Annotated[Int32, Crd(minimum=1, default=1)] | None = None
+    """The pods of each sub-group."""
+    min_sub_groups: Annotated[Int32, Crd(minimum=0, default=0)] | None = None
+    """Sub-groups that must be placeable before any is."""
+    label_selector: Annotated[Opaque, Crd(map_type="atomic")] | None = None
+    """The pods the policy applies to (a LabelSelector)."""
+    match_label_keys: Annotated[list[str], Crd(list_type="atomic")] | None = None
+    """Labels whose values split the selected pods into sub-groups."""
+
+
 class PodGroupSpec(PodGroupRefSpec):
-    min_member: int = 0
-    min_task_member: dict[str, int] = Field(default_factory=dict)
+    min_member: Annotated[Int32, Crd(minimum=0)] = 0
+    """Pods that must be placeable together before any of them is bound."""
+    min_task_member: dict[str, Annotated[Int32, Crd(minimum=0)]] = Field(default_factory=dict)
+    """Per task (annotation volcano.sh/task-spec), the pods needed of it."""
     priority_class_name: str = ""
+    """The PriorityClass of the group."""
     min_resources: ResourceList = EMPTY
+    """Resources the gang needs at least, as a ResourceList."""
+    # Volcano's network-topology fields: carried (the Job controller copies them from the Job),
+    # not acted on by Lahar's scheduler yet (the webhook warns). None when unset, so a group
+    # without them costs the cache nothing more.
+    network_topology: NetworkTopology | None = None
+    """The network topology the group's pods must stay within."""
+    sub_group_policy: list[SubGroupPolicy] | None = None
+    """Pods of the group placed as sub-groups, each within a network topology."""
+
+
+GROUP_PHASES = ("Pending", "Inqueue", "Running", "Unknown", "Completed", "Failed")
+QUEUE_STATES = ("Open", "Closed", "Closing", "Unknown")
 
 
 class PodGroupCondition(KubeModel):
@@ -105,15 +151,15 @@ class PodGroupCondition(KubeModel):
     transition_id: str = Field(default="", alias="transitionID")  # (Volcano's spelling)
     reason: str = ""
     message: str = ""
-    last_transition_time: str = ""
+    last_transition_time: Time = ""
 
 
 class PodGroupStatus(KubeModel):
-    phase: str = ""
+    phase: Annotated[str, Crd(enum=GROUP_PHASES)] = ""
     conditions: list[PodGroupCondition] = Field(default_factory=list)
-    running: int = 0
-    succeeded: int = 0
-    failed: int = 0
+    running: Count = 0
+    succeeded: Count = 0
+    failed: Count = 0
 
 
 class PodGroup(PodGroupRef):
@@ -153,26 +199,83 @@ class PodGroup(PodGroupRef):
 
 class Guarantee(KubeModel):
     resource: ResourceList = EMPTY
+    """Resources held for the queue whether it uses them or not."""
+
+
+class Cluster(KubeModel):
+    """A cluster a queue's jobs may be dispatched to (Volcano's multi-cluster scheduling)."""
+
+    name: str = ""
+    weight: Int32 = 0
+    capacity: ResourceList = EMPTY
+
+
+class NodeGroupAffinity(KubeModel):
+    required_during_scheduling_ignored_during_execution: list[str] | None = None
+    """Node groups (label volcano.sh/nodegroup-name) the queue's pods must run in."""
+    preferred_during_scheduling_ignored_during_execution: list[str] | None = None
+    """Node groups the queue's pods should run in."""
+
+
+class NodeGroupAntiAffinity(KubeModel):
+    required_during_scheduling_ignored_during_execution: list[str] | None = None
+    """Node groups the queue's pods must not run in."""
+    preferred_during_scheduling_ignored_during_execution: list[str] | None = None
+    """Node groups the queue's pods should not run in."""
+
+
+class QueueAffinity(KubeModel):
+    """Where a queue's pods run, by node group (Volcano's nodegroup plugin)."""
+
+    node_group_affinity: NodeGroupAffinity | None = None
+    node_group_anti_affinity: NodeGroupAntiAffinity | None = None
 
 
 class QueueSpec(KubeModel):
-    weight: int = Field(default=1, ge=1)
-    capability: ResourceList = EMPTY  # a resource not named is not capped
-    deserved: ResourceList = EMPTY  # a resource not named is water-filled
+    weight: Annotated[Int32, Crd(maximum=65535, default=1)] = Field(default=1, ge=1)
+    """The queue's share of the cluster, relative to the other queues' weights."""
+    capability: ResourceList = EMPTY
+    """Resources the queue may use at most (a resource not named is not capped)."""
+    deserved: ResourceList = EMPTY
+    """Resources the queue deserves (a resource not named is water-filled)."""
     guarantee: Guarantee = Guarantee()
-    reclaimable: bool = True
-    priority: int = 0
+    """Resources held for the queue."""
+    reclaimable: Annotated[bool, Crd(default=True)] = True
+    """Whether other queues may reclaim what the queue uses beyond what it deserves."""
+    priority: Annotated[Int32, Crd(minimum=0)] = 0
+    """Higher goes first, and is reclaimed from last."""
     parent: str = ""
+    """The parent queue (hierarchical queues)."""
+    # Volcano's fields Lahar does not act on (the webhook warns): None when unset.
+    extend_clusters: list[Cluster] | None = None
+    """Clusters the queue's jobs may be dispatched to."""
+    affinity: QueueAffinity | None = None
+    """Node groups the queue's pods run in, or not."""
+    queue_type: str | None = Field(default=None, alias="type")
+    """The queue's type."""
+    dequeue_strategy: Annotated[Literal["fifo", "traverse"], Crd(default="traverse")] | None = None
+    """fifo: a job that cannot be placed blocks the jobs behind it; traverse: they may pass it."""
+
+
+class Reservation(KubeModel):
+    nodes: list[str] | None = None
+    """Nodes locked for the queue."""
+    resource: ResourceList = EMPTY
+    """The idle resources of the locked nodes."""
 
 
 class QueueStatus(KubeModel):
-    state: str = ""  # Open | Closed | Closing | Unknown; unset reads as Open
-    pending: int = 0
-    inqueue: int = 0
-    running: int = 0
-    completed: int = 0
-    unknown: int = 0
+    state: Annotated[str, Crd(enum=QUEUE_STATES)] = ""
+    """Open, Closed, Closing or Unknown; unset reads as Open."""
+    pending: Count = 0
+    inqueue: Count = 0
+    running: Count = 0
+    completed: Count = 0
+    unknown: Count = 0
+    reservation: Reservation | None = None
+    """Volcano's resource reservation for the queue."""
     allocated: ResourceList = EMPTY
+    """What the queue's bound pods request."""
 
 
 class Queue(KubeModel):

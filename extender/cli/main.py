@@ -15,6 +15,7 @@ from extender import __version__
 from extender.cli import (
     certs_cmd,
     controller_cmd,
+    crds_cmd,
     demo_cmd,
     devcluster_cmd,
     explain_cmd,
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     queue_cmd.register(commands)
     podgroup_cmd.register(commands)
     explain_cmd.register(commands)
+    crds_cmd.register(commands)
     return parser
 
 

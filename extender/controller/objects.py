@@ -1,5 +1,11 @@
 """The objects a Job owns, built from its spec: its PodGroup and the pod of each task replica.
 
+The PodGroup carries what Volcano's controller copies into it: minMember, per-task minimums
+(minAvailable, else minPartitions whole partitions, else every replica), queue, priority,
+minResources, the job's networkTopology (one tier: highestTierAllowed over highestTierName) and,
+per task with a partition policy, a `subGroupPolicy` (the task's pods by label, split by their
+partition label `volcano.sh/partition-id` into groups of partitionSize).
+
 Pure. A pod is the task's template with the job's names, labels and annotations added (Volcano's
 keys, so tools written for Volcano find them), the job's scheduler and PriorityClass where the
 template names none, the job's volumes mounted, an owner reference to the job (garbage collection
@@ -19,6 +25,7 @@ from extender.api.batch import (
     JOB_NAME_KEY,
     JOB_NAMESPACE_KEY,
     JOB_VERSION_KEY,
+    PARTITION_KEY,
     QUEUE_NAME_KEY,
     RETRY_COUNT_KEY,
     TASK_INDEX_KEY,
@@ -30,7 +37,7 @@ from extender.api.batch import (
 )
 from extender.api.objects import Pod
 from extender.api.resources import EMPTY, PODS, Resources
-from extender.api.scheduling import API_VERSION, GANG_GATE, GROUP_ANNOTATION
+from extender.api.scheduling import API_VERSION, GANG_GATE, GROUP_ANNOTATION, NetworkTopology
 from extender.jobplugins import JobPlugin
 from extender.jobplugins._pods import mount
 
@@ -66,6 +73,11 @@ def build_pod(
         JOB_NAMESPACE_KEY: namespace,
         QUEUE_NAME_KEY: job.spec.queue,
     }
+    partitions = task.partition_policy
+    if partitions is not None:  # Volcano's: replicas 0..size-1 are partition 0, and so on
+        labels[PARTITION_KEY] = str(
+            index // partitions.partition_size if partitions.partition_size > 0 else 0
+        )
     annotations = {
         **(meta.get("annotations") or {}),
         GROUP_ANNOTATION: job.pod_group_name,
@@ -139,6 +151,11 @@ def build_pod_group(job: Job) -> dict[str, Any]:
     }
     if job.spec.priority_class_name:
         spec["priorityClassName"] = job.spec.priority_class_name
+    if job.spec.network_topology is not None:
+        spec["networkTopology"] = _network_topology(job.spec.network_topology, one_tier=True)
+    sub_groups = [_sub_group(task) for task in job.spec.tasks if task.partition_policy is not None]
+    if sub_groups:
+        spec["subGroupPolicy"] = sub_groups
     return {
         "apiVersion": API_VERSION,
         "kind": "PodGroup",
@@ -151,6 +168,34 @@ def build_pod_group(job: Job) -> dict[str, Any]:
         },
         "spec": spec,
     }
+
+
+def _sub_group(task: TaskSpec) -> dict[str, Any]:
+    """Volcano's sub-group of a partitioned task: its pods (by task label) split by partition
+    label into groups of partitionSize, minPartitions of them needed."""
+    policy = task.partition_policy
+    assert policy is not None
+    group: dict[str, Any] = {
+        "name": task.name,
+        "subGroupSize": policy.partition_size,
+        "minSubGroups": policy.min_partitions,
+        "labelSelector": {"matchLabels": {TASK_SPEC_KEY: task.name}},
+        "matchLabelKeys": [PARTITION_KEY],
+    }
+    if policy.network_topology is not None:
+        group["networkTopology"] = _network_topology(policy.network_topology, one_tier=False)
+    return group
+
+
+def _network_topology(topology: NetworkTopology, *, one_tier: bool) -> dict[str, Any]:
+    """As Volcano's controller copies it: the job's keeps highestTierAllowed over
+    highestTierName (`one_tier`), a partition's keeps both."""
+    wire: dict[str, Any] = {"mode": topology.mode}
+    if topology.highest_tier_allowed is not None:
+        wire["highestTierAllowed"] = topology.highest_tier_allowed
+    if topology.highest_tier_name and not (one_tier and "highestTierAllowed" in wire):
+        wire["highestTierName"] = topology.highest_tier_name
+    return wire
 
 
 def volume_claims(job: Job) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from collections.abc import Collection
 from kubernetes import client as k8s
 
 from extender.admission.jobs import runnable_problems
+from extender.admission.unhonoured import job_fields
 from extender.api.batch import Action, Command, Job, Phase
 from extender.controller import lifecycle
 from extender.controller.lifecycle import Plan
@@ -67,6 +68,8 @@ class Reconciler:
             store.restore_evicted(key, evicted)  # a Command decided: policies see them next
         work = self._prepare(job, plan)
         work.command = command
+        if not job.status.state.phase:  # a new job: said once, before its first status
+            work.unhonoured = [str(item) for item in job_fields(job)]
         for pod in plan.delete:
             store.expect_deletion(pod.metadata.uid)
         try:
@@ -91,7 +94,10 @@ class Reconciler:
         work.plugins = make_plugins(job.spec.plugins)
         group = build_pod_group(job)
         current = self.store.groups.get(job.key)
-        if current is None or _differs(group["spec"], current.spec.model_dump(by_alias=True)):
+        shown = (
+            None if current is None else current.spec.model_dump(by_alias=True, exclude_none=True)
+        )
+        if shown is None or _differs(group["spec"], shown):
             work.owned.append(functools.partial(dict, group))
         resources = dict(plan.status.controlled_resources)
         for plugin in work.plugins:

@@ -1,5 +1,8 @@
 """Sending one reconcile's plan to the API server, in a worker thread, in an order that survives a
 crash at any point:
+0. for a new job, a Warning Event (`FieldNotHonoured`) per Volcano field Lahar does not act on
+   yet (`admission.unhonoured`), once per job in this process (the next reconcile finds the job
+   with a status, and says nothing);
 1. the PodGroup (pods name it) and the plugin objects (pods mount them), applied only when they
    differ from what this process last applied; objects made once (the ssh key pair, volume
    claims) posted once per job;
@@ -27,6 +30,7 @@ from typing import Any
 
 from kubernetes import client as k8s
 
+from extender.admission.unhonoured import REASON as UNHONOURED
 from extender.api.batch import BATCH_API_VERSION, BUS_API_VERSION, Command, Job, JobStatus, Phase
 from extender.controller import lifecycle
 from extender.controller.lifecycle import Plan
@@ -55,6 +59,7 @@ class Writes:
     owned: list[Callable[[], dict[str, Any]]] = field(default_factory=list)  # apply when changed
     once: list[Callable[[], dict[str, Any]]] = field(default_factory=list)  # create if missing
     command: Command | None = None  # performed by this reconcile: deleted once it is written
+    unhonoured: list[str] = field(default_factory=list)  # fields to warn of, once per job
     # Filled in by the worker thread, read on the loop afterwards (even if the writes failed):
     written: str | None = None  # the resourceVersion of the last status written
     deleted: set[str] = field(default_factory=set)  # uids of the pods deleted
@@ -90,6 +95,7 @@ class JobWriter:
         if plan.delete_job:
             self._delete_job(job)
             return
+        self._warn_unhonoured(job, work.unhonoured)
         self._ensure_objects(work)
         version = work.written = self.write_status(job, plan.status)
         for pod in plan.delete:
@@ -175,6 +181,17 @@ class JobWriter:
         taken = plan.decision.action.value == command.action
         outcome = "performed" if taken else f"ignored in phase {job.phase}"
         log.info("job %s: Command %s (%s) %s", job.key, meta.name, command.action, outcome)
+
+    def _warn_unhonoured(self, job: Job, messages: list[str]) -> None:
+        """A Warning Event for each field of the job Lahar does not act on yet, once."""
+        for message in messages:
+            key = self._key(job, UNHONOURED, message)
+            with self._lock:
+                if key in self._made:
+                    continue
+                self._made.add(key)
+            log.info("job %s: %s", job.key, message)
+            self._event(job, "Warning", UNHONOURED, message)
 
     def _ensure_objects(self, work: Writes) -> None:
         job = work.job

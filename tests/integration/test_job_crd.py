@@ -1,7 +1,9 @@
 """Volcano's Job CRD (manifests/base/crd-batch.yaml) on a real kube-apiserver: the TensorFlow
-example applies unchanged and reads back as written plus the webhook's defaults (pod templates are
-kept whole, the schema adds no defaults), the short names vcjob and vj are served, and a field of
-the wrong type is refused with a message naming it (by the schema, or first by the webhook)."""
+example applies unchanged and reads back as written plus the defaults (pod templates are kept
+whole), Volcano's newer fields (a task's partitionPolicy, networkTopology) are stored intact, not
+pruned, and reach the PodGroup the controller makes, with a Warning Event naming each field Lahar
+does not act on yet; the short names vcjob and vj are served, and a field of the wrong type is
+refused with a message naming it (by the schema, or first by the webhook)."""
 
 from __future__ import annotations
 
@@ -14,8 +16,17 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from extender.api.batch import BATCH_API_VERSION, Job
-from extender.kube import KubeError, apply_object, load_manifests, read, wait_established
+from extender.api.batch import BATCH_API_VERSION, PARTITION_KEY, Job
+from extender.api.scheduling import API_VERSION as SCHEDULING_API_VERSION
+from extender.kube import (
+    KubeError,
+    apply_object,
+    list_objects,
+    load_manifests,
+    read,
+    wait_established,
+    wait_until,
+)
 from extender.kube.raw import send
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,8 +62,9 @@ def test_the_tensorflow_example_is_stored_as_written(api: k8s.ApiClient, namespa
 
     stored = _read_job(api, body["metadata"]["name"], namespace)
 
-    # Nothing pruned from the pod templates, nothing defaulted by the schema: only the admission
-    # webhook's defaults are added (the example names its scheduler and the job's minAvailable).
+    # Nothing pruned from the pod templates; only Volcano's defaults are added (queue and maxRetry,
+    # by the schema and the webhook alike; the tasks' minAvailable by the webhook; the example
+    # names its scheduler and the job's minAvailable).
     expected = copy.deepcopy(body["spec"])
     expected.update(queue="default", maxRetry=3)
     for task in expected["tasks"]:
@@ -87,6 +99,83 @@ def test_a_plugin_without_arguments_keeps_its_name(api: k8s.ApiClient, namespace
     stored = _read_job(api, "plugin-args", namespace)
 
     assert stored["spec"]["plugins"] == {"ssh": None, "svc": ["--disable-network-policy=true"]}
+
+
+def _topology_job(namespace: str) -> dict[str, Any]:
+    """The example with the worker task (2 replicas) in 2 partitions of 1 under a soft topology,
+    and the whole job within the tier spine."""
+    body = _example(namespace)
+    body["metadata"]["name"] = "topology"
+    body["spec"]["networkTopology"] = {"mode": "hard", "highestTierName": "spine"}
+    body["spec"]["tasks"][1]["partitionPolicy"] = {
+        "totalPartitions": 2,
+        "partitionSize": 1,
+        "minPartitions": 2,
+        "networkTopology": {"mode": "soft", "highestTierAllowed": 1},
+    }
+    return body
+
+
+@pytest.mark.usefixtures("job_crd")
+def test_partitions_and_network_topology_are_stored_intact(
+    api: k8s.ApiClient, namespace: str
+) -> None:
+    body = _topology_job(namespace)
+    apply_object(api, body)
+
+    stored = _read_job(api, "topology", namespace)
+
+    assert stored["spec"]["networkTopology"] == body["spec"]["networkTopology"]
+    worker = stored["spec"]["tasks"][1]
+    assert worker["partitionPolicy"] == body["spec"]["tasks"][1]["partitionPolicy"]
+    assert worker["minAvailable"] == 2  # minPartitions whole partitions of 1
+    job = Job.model_validate(stored)
+    policy = job.spec.tasks[1].partition_policy
+    assert policy is not None
+    assert (policy.total_partitions, policy.partition_size, policy.min_partitions) == (2, 1, 2)
+    assert policy.network_topology is not None
+    assert policy.network_topology.highest_tier_allowed == 1
+
+
+@pytest.mark.usefixtures("job_crd")
+def test_the_controller_carries_them_into_the_pod_group_and_warns(
+    api: k8s.ApiClient, namespace: str
+) -> None:
+    apply_object(api, _topology_job(namespace))
+    uid = _read_job(api, "topology", namespace)["metadata"]["uid"]
+
+    group = wait_until(
+        lambda: read(api, SCHEDULING_API_VERSION, "PodGroup", f"topology-{uid}", namespace),
+        timeout=30,
+        what="the job's PodGroup",
+    )
+    spec = group["spec"]
+    assert spec["networkTopology"] == {"mode": "hard", "highestTierName": "spine"}
+    assert spec["subGroupPolicy"] == [
+        {
+            "name": "worker",
+            "subGroupSize": 1,
+            "minSubGroups": 2,
+            "labelSelector": {"matchLabels": {"volcano.sh/task-spec": "worker"}},
+            "matchLabelKeys": [PARTITION_KEY],
+            "networkTopology": {"mode": "soft", "highestTierAllowed": 1},
+        }
+    ]
+
+    def warned() -> list[str]:
+        events = list_objects(api, "v1", "Event", namespace=namespace)
+        return sorted(
+            e["message"]
+            for e in events
+            if e.get("reason") == "FieldNotHonoured"
+            and e["involvedObject"].get("name") == "topology"
+        )
+
+    messages = wait_until(lambda: len(warned()) == 2 and warned(), timeout=30, what="the Events")
+    assert [m.split(" is not honoured yet: ")[0] for m in messages] == [
+        "spec.networkTopology",
+        "spec.tasks[1].partitionPolicy",
+    ]
 
 
 @pytest.mark.usefixtures("job_crd")

@@ -1,0 +1,108 @@
+"""Volcano's CRD fields as a list of paths and types, for the drift test
+(`tests/unit/api/test_volcano_drift.py`) to hold Lahar's generated CRDs against.
+
+    python tests/data/volcano_fields.py VOLCANO_REPO > tests/data/volcano-crd-fields.txt
+
+reads `config/crd/volcano/bases/` at the repository's HEAD (a bare mirror is enough: `git show`)
+and writes one line per field, `<crd> <path> <type>`: `spec.tasks[].replicas` is a field of each
+item of a list, `spec.minResources{}` a value of a map; the type is the schema's (`integer/int32`
+with its format, `int-or-string` for a quantity). The subtrees that are embedded core Kubernetes
+types (a pod template, a claim spec, a label selector) are listed as their root only: Lahar keeps
+them whole (`x-kubernetes-preserve-unknown-fields`) and Kubernetes validates them when the objects
+are made.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import yaml
+
+CRDS = {
+    "jobs.batch.volcano.sh": "batch.volcano.sh_jobs.yaml",
+    "podgroups.scheduling.volcano.sh": "scheduling.volcano.sh_podgroups.yaml",
+    "queues.scheduling.volcano.sh": "scheduling.volcano.sh_queues.yaml",
+    "commands.bus.volcano.sh": "bus.volcano.sh_commands.yaml",
+}
+FOLDER = "config/crd/volcano/bases"
+LISTING = "tests/data/volcano-crd-fields.txt"
+# Embedded core Kubernetes types, kept whole by Lahar: listed by their root only.
+OPAQUE = {
+    "jobs.batch.volcano.sh": ("spec.tasks[].template", "spec.volumes[].volumeClaim"),
+    "podgroups.scheduling.volcano.sh": ("spec.subGroupPolicy[].labelSelector",),
+}
+
+
+def schema_type(schema: Mapping[str, Any]) -> str:
+    if schema.get("x-kubernetes-int-or-string"):
+        return "int-or-string"
+    kind = str(schema.get("type", "any"))
+    return f"{kind}/{schema['format']}" if "format" in schema else kind
+
+
+def field_types(
+    schema: Mapping[str, Any], opaque: tuple[str, ...] = (), path: str = ""
+) -> Iterator[tuple[str, str]]:
+    """Each field under `schema` with its type, by path; `opaque` paths are not walked into."""
+    for name, child in (schema.get("properties") or {}).items():
+        yield from _field(child, opaque, f"{path}.{name}" if path else name)
+
+
+def _field(
+    schema: Mapping[str, Any], opaque: tuple[str, ...], path: str
+) -> Iterator[tuple[str, str]]:
+    yield path, schema_type(schema)
+    if path in opaque:
+        return
+    yield from field_types(schema, opaque, path)
+    if isinstance(schema.get("items"), Mapping):
+        yield from _field(schema["items"], opaque, f"{path}[]")
+    if isinstance(schema.get("additionalProperties"), Mapping):
+        yield from _field(schema["additionalProperties"], opaque, f"{path}{{}}")
+
+
+def crd_fields(crd: Mapping[str, Any]) -> dict[str, str]:
+    """A CRD's fields (of its first version) by path."""
+    name = crd["metadata"]["name"]
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return dict(field_types(schema, OPAQUE.get(name, ())))
+
+
+def read_listing(text: str) -> dict[str, dict[str, str]]:
+    """A listing this script wrote, by CRD, then path."""
+    found: dict[str, dict[str, str]] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            crd, path, kind = line.split()
+            found.setdefault(crd, {})[path] = kind
+    return found
+
+
+def _git(repo: str, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", repo, *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+def main(repo: str) -> None:
+    commit = _git(repo, "rev-parse", "HEAD").strip()
+    date = _git(repo, "show", "-s", "--format=%cI", "HEAD").strip()
+    print(f"# Volcano's CRD fields at volcano-sh/volcano {commit} ({date}), {FOLDER}/.")
+    print(f"# Made by: python tests/data/volcano_fields.py VOLCANO_REPO > {LISTING}")
+    print("# <crd> <path> <type>; embedded core Kubernetes types listed by their root only:")
+    for crd, paths in OPAQUE.items():
+        print(f"#   {crd}: {', '.join(paths)}")
+    for crd, file in CRDS.items():
+        document = yaml.safe_load(_git(repo, "show", f"HEAD:{FOLDER}/{file}"))
+        for path, kind in crd_fields(document).items():
+            print(f"{crd} {path} {kind}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
