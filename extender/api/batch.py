@@ -124,8 +124,9 @@ class LifecyclePolicy(KubeModel):
 class DependsOn(KubeModel):
     name: list[str] = Field(default_factory=list)
     """The tasks this task waits for."""
-    iteration: Literal["any", "all"] = "all"
-    """Wait for any or all of the named tasks (all when unset)."""
+    iteration: str = "all"
+    """`any`: wait for one of the named tasks; anything else (`all`, or unset): for all of them,
+    as Volcano reads it."""
 
 
 class PartitionPolicy(KubeModel):

@@ -4,12 +4,13 @@
     python tests/data/volcano_fields.py VOLCANO_REPO > tests/data/volcano-crd-fields.txt
 
 reads `config/crd/volcano/bases/` at the repository's HEAD (a bare mirror is enough: `git show`)
-and writes one line per field, `<crd> <path> <type>`: `spec.tasks[].replicas` is a field of each
-item of a list, `spec.minResources{}` a value of a map; the type is the schema's (`integer/int32`
-with its format, `int-or-string` for a quantity). The subtrees that are embedded core Kubernetes
-types (a pod template, a claim spec, a label selector) are listed as their root only: Lahar keeps
-them whole (`x-kubernetes-preserve-unknown-fields`) and Kubernetes validates them when the objects
-are made.
+and writes one line per field, `<crd> <path> <type> [<limit>...]`: `spec.tasks[].replicas` is a
+field of each item of a list, `spec.minResources{}` a value of a map; the type is the schema's
+(`integer/int32` with its format, `int-or-string` for a quantity); the limits are what the API
+server enforces on the value: `required`, `enum=a|b`, `minimum=N`, `maximum=N`, `maxLength=N`.
+The subtrees that are embedded core Kubernetes types (a pod template, a claim spec, a label
+selector) are listed as their root only: Lahar keeps them whole
+(`x-kubernetes-preserve-unknown-fields`) and Kubernetes validates them when the objects are made.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -43,18 +45,30 @@ def schema_type(schema: Mapping[str, Any]) -> str:
     return f"{kind}/{schema['format']}" if "format" in schema else kind
 
 
+def limits(schema: Mapping[str, Any], required: bool) -> frozenset[str]:
+    """What the API server refuses a value for, beyond its type."""
+    found = {"required"} if required else set()
+    if "enum" in schema:
+        found.add("enum=" + "|".join(sorted(str(v) for v in schema["enum"])))
+    bounds = ("minimum", "maximum", "maxLength")
+    found |= {f"{key}={schema[key]}" for key in bounds if key in schema}
+    return frozenset(found)
+
+
 def field_types(
     schema: Mapping[str, Any], opaque: tuple[str, ...] = (), path: str = ""
-) -> Iterator[tuple[str, str]]:
-    """Each field under `schema` with its type, by path; `opaque` paths are not walked into."""
+) -> Iterator[tuple[str, str, frozenset[str]]]:
+    """Each field under `schema` with its type and limits, by path; `opaque` paths are not walked
+    into."""
+    required = set(schema.get("required") or ())
     for name, child in (schema.get("properties") or {}).items():
-        yield from _field(child, opaque, f"{path}.{name}" if path else name)
+        yield from _field(child, opaque, f"{path}.{name}" if path else name, name in required)
 
 
 def _field(
-    schema: Mapping[str, Any], opaque: tuple[str, ...], path: str
-) -> Iterator[tuple[str, str]]:
-    yield path, schema_type(schema)
+    schema: Mapping[str, Any], opaque: tuple[str, ...], path: str, required: bool = False
+) -> Iterator[tuple[str, str, frozenset[str]]]:
+    yield path, schema_type(schema), limits(schema, required)
     if path in opaque:
         return
     yield from field_types(schema, opaque, path)
@@ -64,20 +78,28 @@ def _field(
         yield from _field(schema["additionalProperties"], opaque, f"{path}{{}}")
 
 
-def crd_fields(crd: Mapping[str, Any]) -> dict[str, str]:
+@dataclass(frozen=True)
+class Field:
+    kind: str
+    limits: frozenset[str]
+
+
+def crd_fields(crd: Mapping[str, Any]) -> dict[str, Field]:
     """A CRD's fields (of its first version) by path."""
     name = crd["metadata"]["name"]
     schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-    return dict(field_types(schema, OPAQUE.get(name, ())))
+    return {
+        path: Field(kind, found) for path, kind, found in field_types(schema, OPAQUE.get(name, ()))
+    }
 
 
-def read_listing(text: str) -> dict[str, dict[str, str]]:
+def read_listing(text: str) -> dict[str, dict[str, Field]]:
     """A listing this script wrote, by CRD, then path."""
-    found: dict[str, dict[str, str]] = {}
+    found: dict[str, dict[str, Field]] = {}
     for line in text.splitlines():
         if line and not line.startswith("#"):
-            crd, path, kind = line.split()
-            found.setdefault(crd, {})[path] = kind
+            crd, path, kind, *limited = line.split()
+            found.setdefault(crd, {})[path] = Field(kind, frozenset(limited))
     return found
 
 
@@ -95,13 +117,13 @@ def main(repo: str) -> None:
     date = _git(repo, "show", "-s", "--format=%cI", "HEAD").strip()
     print(f"# Volcano's CRD fields at volcano-sh/volcano {commit} ({date}), {FOLDER}/.")
     print(f"# Made by: python tests/data/volcano_fields.py VOLCANO_REPO > {LISTING}")
-    print("# <crd> <path> <type>; embedded core Kubernetes types listed by their root only:")
+    print("# <crd> <path> <type> [<limit>...]; embedded core Kubernetes types by their root only:")
     for crd, paths in OPAQUE.items():
         print(f"#   {crd}: {', '.join(paths)}")
     for crd, file in CRDS.items():
         document = yaml.safe_load(_git(repo, "show", f"HEAD:{FOLDER}/{file}"))
-        for path, kind in crd_fields(document).items():
-            print(f"{crd} {path} {kind}")
+        for path, field in crd_fields(document).items():
+            print(" ".join([crd, path, field.kind, *sorted(field.limits)]))
 
 
 if __name__ == "__main__":

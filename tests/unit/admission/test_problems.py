@@ -177,9 +177,9 @@ def errors_of(model: type[Job] | type[Queue], body: dict[str, Any]) -> Validatio
         ("spec.tasks[0].dependsOn", {"name": "a"}, "spec.tasks[0].dependsOn.name", "valid list"),
         (
             "spec.tasks[0].dependsOn",
-            {"name": [], "iteration": "some"},
+            {"name": [], "iteration": 2},
             "spec.tasks[0].dependsOn.iteration",
-            "'any' or 'all', got 'some'",
+            "valid string, got 2",
         ),
         ("spec.policies", [{"events": "PodFailed"}], "spec.policies[0].events", "valid list"),
         ("spec.policies", [{"exitCode": "1"}], "spec.policies[0].exitCode", "valid integer"),

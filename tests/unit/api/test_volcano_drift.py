@@ -1,4 +1,5 @@
-"""Lahar's generated CRDs hold every field of Volcano's, with a compatible type: the listing
+"""Lahar's generated CRDs hold every field of Volcano's, with a compatible type and no limit
+Volcano does not have (so the API server stores every object Volcano's would): the listing
 `tests/data/volcano-crd-fields.txt` (made from Volcano's CRDs by `tests/data/volcano_fields.py`,
 its header names the commit) against the schemas the models make. A field Volcano adds shows up
 here, by path, once the listing is made again from a newer Volcano."""
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from extender.api.crds import DEFINITIONS, custom_resource_definition
-from tests.data.volcano_fields import crd_fields, read_listing
+from tests.data.volcano_fields import Field, crd_fields, read_listing
 
 LISTING = Path(__file__).resolve().parents[2] / "data" / "volcano-crd-fields.txt"
 VOLCANO = read_listing(LISTING.read_text())
@@ -40,9 +41,10 @@ def test_every_volcano_field_is_in_lahars_crd(crd: str) -> None:
 def test_every_volcano_field_has_a_compatible_type(crd: str) -> None:
     ours = LAHAR[crd]
     differ = [
-        f"{path}: Volcano {kind}, Lahar {ours[path]}"
-        for path, kind in VOLCANO[crd].items()
-        if path in ours and not compatible(kind, ours[path])
+        f"{path}: Volcano {field.kind}, Lahar {ours[path].kind}"
+        for path, field in VOLCANO[crd].items()
+        for kind in [field.kind]
+        if path in ours and not compatible(kind, ours[path].kind)
     ]
     assert not differ, f"{crd}: " + "; ".join(differ)
 
@@ -60,3 +62,68 @@ def test_every_volcano_field_has_a_compatible_type(crd: str) -> None:
 )
 def test_compatible(volcano: str, lahar: str, expected: bool) -> None:
     assert compatible(volcano, lahar) is expected
+
+
+def _limits(field: Field) -> dict[str, str]:
+    return dict(limit.partition("=")[::2] for limit in field.limits)
+
+
+def stricter(volcano: Field, lahar: Field) -> list[str]:
+    """The limits Lahar's schema puts on a value that Volcano's would store."""
+    theirs, ours = _limits(volcano), _limits(lahar)
+    found = []
+    if "required" in ours and "required" not in theirs:
+        found.append("required")
+    if "enum" in ours and (
+        "enum" not in theirs or not set(theirs["enum"].split("|")) <= set(ours["enum"].split("|"))
+    ):
+        found.append(f"enum={ours['enum']}")
+    if "minimum" in ours and float(ours["minimum"]) > float(theirs.get("minimum", "-inf")):
+        found.append(f"minimum={ours['minimum']}")
+    for key in ("maximum", "maxLength"):
+        if key in ours and float(ours[key]) < float(theirs.get(key, "inf")):
+            found.append(f"{key}={ours[key]}")
+    return found
+
+
+# Limits kept on purpose where Volcano's CRD has none; each with its reason.
+DELIBERATE = {
+    # A negative count of a task's members means nothing; the API server refuses it at once
+    # rather than the engine reading it as zero.
+    ("podgroups.scheduling.volcano.sh", "spec.minTaskMember{}"): ["minimum=0"],
+}
+
+
+@pytest.mark.parametrize("crd", sorted(VOLCANO))
+def test_no_field_is_stricter_than_volcanos(crd: str) -> None:
+    ours = LAHAR[crd]
+    differ = [
+        f"{path}: {', '.join(found)}"
+        for path, field in VOLCANO[crd].items()
+        if path in ours
+        and (found := stricter(field, ours[path]))
+        and found != DELIBERATE.get((crd, path))
+    ]
+    assert not differ, f"{crd}: Lahar's CRD refuses what Volcano's stores: " + "; ".join(differ)
+
+
+@pytest.mark.parametrize(
+    ("volcano", "lahar", "expected"),
+    [
+        (set(), {"required"}, ["required"]),
+        ({"required"}, {"required"}, []),
+        (set(), {"enum=a|b"}, ["enum=a|b"]),
+        ({"enum=a|b|c"}, {"enum=a|b"}, ["enum=a|b"]),
+        ({"enum=a|b"}, {"enum=a|b|c"}, []),
+        (set(), {"minimum=0"}, ["minimum=0"]),
+        ({"minimum=1"}, {"minimum=0"}, []),
+        ({"minimum=0"}, {"minimum=1"}, ["minimum=1"]),
+        ({"maxLength=253"}, {"maxLength=63"}, ["maxLength=63"]),
+        (set(), {"maxLength=63"}, ["maxLength=63"]),
+        ({"maximum=10"}, set(), []),
+    ],
+)
+def test_stricter(volcano: set[str], lahar: set[str], expected: list[str]) -> None:
+    assert stricter(Field("string", frozenset(volcano)), Field("string", frozenset(lahar))) == (
+        expected
+    )
