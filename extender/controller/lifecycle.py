@@ -19,7 +19,12 @@ own step, as Volcano's do:
 - Finished jobs (Completed, Failed, Terminated) keep no running pods, and are deleted
   `ttlSecondsAfterFinished` after they finished.
 - A Command (`vcctl job suspend|resume`) asks for one action: taken before any policy while the
-  job is Pending or Running; ResumeJob restarts an Aborted job at a new version.
+  job is Pending or Running, and AbortJob / TerminateJob / CompleteJob while it is Restarting too
+  (a suspend sent right after a resume is not lost); ResumeJob restarts an Aborted job at a new
+  version. Neither suspending nor resuming is a retry: `retryCount` counts the restarts the
+  policies asked for only, so a job suspended and resumed any number of times never reaches
+  `maxRetry` that way (Volcano counts each resume as a retry and fails the job after `maxRetry`
+  resumes; a suspend is the user's, not a failure).
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ ENDS = {
     Phase.COMPLETING: Phase.COMPLETED,
 }
 FINISHED_PODS = ("Succeeded", "Failed")
+GOING = (Phase.PENDING, Phase.RUNNING)  # the phases the policies are consulted in
 
 
 def problem(
@@ -179,7 +185,8 @@ def plan(
 ) -> Plan:
     """What to do next for `job`, whose pods (every version) are `pods`, at time `now`; with a
     `command` (a Command object's action) that action instead of the policies' while the job is
-    Pending or Running, and ResumeJob for an Aborting or Aborted job; ignored otherwise."""
+    Pending or Running (a kill while Restarting too), and ResumeJob for an Aborting or Aborted
+    job; ignored otherwise."""
     step = _Step(job, pods, now)
     if job.metadata.deletion_timestamp is not None:
         return Plan(step.status)  # garbage collection removes its pods
@@ -188,13 +195,14 @@ def plan(
     decision = Decision(Action.SYNC_JOB)
     requeue: float | None = None
     phase = step.phase
-    if command is not None and phase in (Phase.PENDING, Phase.RUNNING):
+    takes = (Phase.PENDING, Phase.RUNNING, Phase.RESTARTING) if command in KILLS else GOING
+    if command is not None and phase in takes:
         decision = Decision(command)
         _act(step, decision)
     elif command is Action.RESUME_JOB and phase in (Phase.ABORTING, Phase.ABORTED):
         decision = Decision(command)
         _resume(step)
-    elif phase in (Phase.PENDING, Phase.RUNNING):
+    elif phase in GOING:
         seen: Seen = observe(job, pods, evicted, now)
         requeue = seen.recheck_after
         decision = decide(job, seen)

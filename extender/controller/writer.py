@@ -2,7 +2,11 @@
 crash at any point:
 1. the PodGroup (pods name it) and the plugin objects (pods mount them), applied only when they
    differ from what this process last applied; objects made once (the ssh key pair, volume
-   claims) posted once per job;
+   claims) posted once per job. While objects of an earlier job of the same name are still
+   around (it was deleted and garbage collection has not removed its pods or PodGroup yet), one
+   found made already may be that job's, about to go: it is not taken as made, and the job is
+   looked at again after `NAMESAKE_RECHECK` seconds until its own is created (the controller may
+   not read Secrets, so it cannot ask whose the one found is);
 2. the status, replaced with the job's resourceVersion as precondition: a conflict raises and the
    work queue retries on a fresher copy, before any pod is touched on a stale status;
 3. pod deletions (the reconciler recorded them as the controller's own, so they are not taken
@@ -38,6 +42,7 @@ from extender.kube.raw import ApiStatusError
 log = logging.getLogger(__name__)
 
 POD_CREATE_FAILED = "PodCreateFailed"
+NAMESAKE_RECHECK = 2.0  # seconds between looks at an earlier namesake's object going
 REFUSED = (400, 403, 404, 422)  # the server will refuse this body again: report, do not retry hot
 
 
@@ -55,9 +60,11 @@ class Writes:
     owned: list[Callable[[], dict[str, Any]]] = field(default_factory=list)  # apply when changed
     once: list[Callable[[], dict[str, Any]]] = field(default_factory=list)  # create if missing
     command: Command | None = None  # performed by this reconcile: deleted once it is written
+    namesake: bool = False  # objects of an earlier job of the same name are still around
     # Filled in by the worker thread, read on the loop afterwards (even if the writes failed):
     written: str | None = None  # the resourceVersion of the last status written
     deleted: set[str] = field(default_factory=set)  # uids of the pods deleted
+    recheck_after: float | None = None  # an earlier namesake's object may be in the way
 
 
 class JobWriter:
@@ -193,6 +200,17 @@ class JobWriter:
             kind, name = body["kind"], body["metadata"]["name"]
             if writes.create(self.api, body):
                 log.info("job %s: created %s %s", job.key, kind, name)
+            elif work.namesake:
+                log.info(
+                    "job %s: %s %s exists, perhaps still the one of an earlier job of this name; "
+                    "trying again in %.0fs",
+                    job.key,
+                    kind,
+                    name,
+                    NAMESAKE_RECHECK,
+                )
+                work.recheck_after = NAMESAKE_RECHECK
+                continue
             with self._lock:
                 self._made.add(self._key(job, kind, name))
 

@@ -147,6 +147,19 @@ def test_an_eviction_of_an_older_version_is_ignored() -> None:
     assert (result.status.version, result.delete) == (1, [])
 
 
+def test_a_namesakes_pods_going_are_no_eviction_and_not_the_jobs() -> None:
+    """Job tf deleted and made again at once (another uid): the old pods, still terminating,
+    count for nothing, their deletion is no PodEvicted, and the new job makes its own pods."""
+    job = tf().policy("PodEvicted", "TerminateJob").model()
+    old = [
+        pod(job, short).owned_by("uid-of-the-old-tf").terminating()
+        for short in ("ps-0", "worker-0")
+    ]
+    result = step(job, {}, [o.model() for o in old])
+    assert (result.phase, result.decision.action) == ("Pending", Action.SYNC_JOB)
+    assert created(result) == ["ps-0", "worker-0", "worker-1"]
+
+
 def test_restart_job_at_max_retry_fails_the_job() -> None:
     job = tf().policy("PodEvicted", "RestartJob").status(phase="Running", retryCount=2).model()
     found = tf_pods(job, R, S, R)

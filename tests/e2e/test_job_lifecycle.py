@@ -1,0 +1,208 @@
+"""Volcano Job lifecycle corners users of Volcano hit, end to end on the dev cluster (the real
+apiserver and garbage collector, the Lahar controller and scheduler, KWOK as the kubelet):
+
+- a Job deleted and created again under the same name while the old pods still terminate: the
+  old pods, PodGroup and plugin objects are never taken for the new job's (on Volcano the old
+  pods' deletion could fail the new job, or its pods never start);
+- RestartJob / RestartTask / RestartPod keep the PodGroup, and the restarted pods are still
+  scheduled as a gang;
+- suspend / resume (`lahar job suspend|resume`, or a Command made by hand) never count as retries
+  (on Volcano each resume counts, and the third fails a job of maxRetry 3);
+- ttlSecondsAfterFinished 0, and a TTL changed once the job finished;
+- a pod template the API server refuses ends the job Failed (PodCreateFailed), not Pending for ever.
+
+KWOK deletes a terminating pod at once: the tests that need old pods to linger hold them with a
+finalizer of their own (`HOLD`) and release it themselves.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from extender import devcluster
+from extender.api.scheduling import API_VERSION
+from extender.devcluster import health
+from extender.kube import apply_object, delete, list_objects, read, wait_until
+from extender.kube.raw import send
+from tests.builders import make_job
+from tests.e2e.conftest import TEST_KEY, NodeFactory, events
+from tests.e2e.jobs import job, pods, running, status, submit, wait_job
+
+HOLD = "lahar.io/e2e-hold"
+KCM = "kube-controller-manager"
+
+
+def _pod_path(namespace: str, name: str) -> str:
+    return f"/api/v1/namespaces/{namespace}/pods/{name}"
+
+
+def hold(api: k8s.ApiClient, namespace: str, names: list[str]) -> None:
+    """Keep the pods terminating once deleted, until `release`."""
+    for name in names:
+        apply_object(
+            api,
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "namespace": namespace, "finalizers": [HOLD]},
+            },
+            field_manager="lahar-e2e-hold",
+        )
+
+
+def release(api: k8s.ApiClient, namespace: str) -> None:
+    """Drop `HOLD` from every pod of the namespace that has it."""
+    for pod in list_objects(api, "v1", "Pod", namespace=namespace):
+        finalizers = pod["metadata"].get("finalizers") or []
+        if HOLD in finalizers:
+            kept = [f for f in finalizers if f != HOLD]
+            send(
+                api,
+                "PATCH",
+                _pod_path(namespace, pod["metadata"]["name"]),
+                body={"metadata": {"finalizers": kept or None}},
+                content_type="application/merge-patch+json",
+            ).read()
+
+
+@pytest.fixture
+def held(api: k8s.ApiClient, namespace: str) -> Iterator[None]:
+    """Whatever the test does, no pod it held is left behind."""
+    try:
+        yield
+    finally:
+        release(api, namespace)
+
+
+def owner_uid(obj: dict[str, Any]) -> str:
+    owners = [o for o in obj["metadata"].get("ownerReferences") or [] if o.get("controller")]
+    return str(owners[0]["uid"]) if owners else ""
+
+
+def job_events(api: k8s.ApiClient, namespace: str, name: str, reason: str) -> list[str]:
+    return [
+        e.get("message", "") for e in events(api, namespace, reason=reason, kind="Job", name=name)
+    ]
+
+
+@contextmanager
+def garbage_collection_paused(cluster: devcluster.DevCluster) -> Iterator[None]:
+    """kube-controller-manager (and so the garbage collector) stopped for the block: what a slow
+    garbage collector on a busy cluster does, deterministically. Its dependents outlive a deleted
+    job until the block ends; then they are deleted (so their deletion reaches the Lahar
+    controller while a new namesake exists)."""
+    cluster.stop_component(KCM)
+    try:
+        yield
+    finally:
+        record = cluster.start_component(KCM, die_with_parent=True)
+        url = f"https://127.0.0.1:{cluster.state.ports['kcm']}/healthz"
+        health.wait_healthy(record, url, timeout=60)
+
+
+def test_a_job_made_again_while_its_namesakes_pods_terminate(
+    dev_cluster: devcluster.DevCluster,
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    held: None,
+) -> None:
+    """Job `again` (2 pods, the ssh and svc plugins, PodEvicted -> TerminateJob) is deleted
+    while the garbage collector is slow, and a job of the same name and another spec (3 pods of
+    2 cpu, task minAvailable 2: a PodGroup spec equal but for its minResources) is created at
+    once. The new job gets a PodGroup and ssh Secret of its own, makes the pod whose name is free
+    and waits for the names the old pods hold (not refused, not adopted); the old pods' deletion,
+    when it comes, is no eviction of the new job; once they are gone the new job runs whole, at
+    version 0 with no retry."""
+    own_nodes(1, cpu="8")
+    first = (
+        make_job("again")
+        .ns(namespace)
+        .task("main", 2)
+        .plugin("ssh")
+        .plugin("svc")
+        .policy("PodEvicted", "TerminateJob")
+    )
+    submit(api, first.pinned(TEST_KEY, namespace).build())
+    before = running(api, namespace, "again", 2)
+    old_uid = job(api, namespace, "again")["metadata"]["uid"]
+    wait_until(
+        lambda: read(api, API_VERSION, "PodGroup", f"again-{old_uid}", namespace),
+        timeout=30,
+        what="the first job's PodGroup",
+    )
+    hold(api, namespace, sorted(before))
+    second = (
+        make_job("again")
+        .ns(namespace)
+        .task("main", 3, cpu="2", min_available=2)
+        .min_available(2)
+        .plugin("ssh")
+        .plugin("svc")
+        .policy("PodEvicted", "TerminateJob")
+    )
+    with garbage_collection_paused(dev_cluster):
+        delete(api, "batch.volcano.sh/v1alpha1", "Job", "again", namespace)  # as kubectl does
+        wait_until(lambda: not job(api, namespace, "again"), timeout=30, what="the job to go")
+        submit(api, second.pinned(TEST_KEY, namespace).build())
+        new_uid = job(api, namespace, "again")["metadata"]["uid"]
+        assert new_uid != old_uid
+        made = wait_until(
+            lambda: pods(api, namespace, "again").get("again-main-2"),
+            timeout=30,
+            what="the new job's pod of the free name",
+        )
+        assert owner_uid(made) == new_uid
+        group = wait_until(
+            lambda: read(api, API_VERSION, "PodGroup", f"again-{new_uid}", namespace),
+            timeout=30,
+            what="the new job's PodGroup while the old one lingers",
+        )
+        assert owner_uid(group) == new_uid and group["spec"]["minMember"] == 2
+        assert read(api, API_VERSION, "PodGroup", f"again-{old_uid}", namespace) is not None
+        old = {n: p for n, p in pods(api, namespace, "again").items() if n != "again-main-2"}
+        assert {n: owner_uid(p) for n, p in old.items()} == dict.fromkeys(before, old_uid)
+
+    # The garbage collector deletes the old pods (held terminating) and PodGroup now.
+    wait_until(
+        lambda: (
+            all(
+                p["metadata"].get("deletionTimestamp")
+                for n, p in pods(api, namespace, "again").items()
+                if n != "again-main-2"
+            )
+            and read(api, API_VERSION, "PodGroup", f"again-{old_uid}", namespace) is None
+        ),
+        timeout=60,
+        what="the garbage collector to delete the old pods and PodGroup",
+    )
+    time.sleep(3)  # time for their deletion to reach the controller
+    state = status(api, namespace, "again")
+    assert state["state"]["phase"] == "Pending", state
+    assert (state.get("version", 0), state.get("retryCount", 0)) == (0, 0)
+    assert state.get("terminating", 0) == 0, state  # the old pods are not the new job's
+    assert job_events(api, namespace, "again", "FailedCreatePod") == []
+
+    release(api, namespace)
+    new = running(api, namespace, "again", 3)
+    assert {owner_uid(p) for p in new.values()} == {new_uid}
+    assert {p["metadata"]["annotations"]["volcano.sh/job-version"] for p in new.values()} == {"0"}
+    assert not {p["metadata"]["uid"] for p in new.values()} & {
+        p["metadata"]["uid"] for p in before.values()
+    }
+    state = wait_job(api, namespace, "again", "Running")
+    assert (state.get("version", 0), state.get("retryCount", 0)) == (0, 0)
+    assert job_events(api, namespace, "again", "FailedCreatePod") == []
+    for kind, name in (("Secret", "again-ssh"), ("ConfigMap", "again-svc"), ("Service", "again")):
+        found = wait_until(
+            lambda kind=kind, name=name: read(api, "v1", kind, name, namespace),
+            timeout=30,
+            what=f"the new job's {kind} {name}",
+        )
+        assert owner_uid(found) == new_uid, (kind, found["metadata"].get("ownerReferences"))
