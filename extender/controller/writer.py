@@ -13,7 +13,8 @@ crash at any point:
    for evictions), and the Command performed, if any;
 4. pod creations, by deterministic name: a pod made before a restart answers "exists", so no
    duplicate is ever made. A template the API server refuses becomes a condition and an Event on
-   the job, and `PodsRefused` is raised so the work queue retries with backoff.
+   the job, and `PodsRefused` is raised so the work queue retries with backoff, until the pods
+   have been refused long enough (`lifecycle.refused`): then the job is Failed.
 The writer never touches the store (it lives on the event loop): what the loop needs afterwards
 (the resourceVersion written, the pods deleted) is left in the `Writes` it was given.
 """
@@ -41,7 +42,8 @@ from extender.kube.raw import ApiStatusError
 
 log = logging.getLogger(__name__)
 
-POD_CREATE_FAILED = "PodCreateFailed"
+POD_CREATE_FAILED = lifecycle.POD_CREATE_FAILED
+INVALID = (400, 422)  # the body itself is wrong: the same template is refused again
 NAMESAKE_RECHECK = 2.0  # seconds between looks at an earlier namesake's object going
 REFUSED = (400, 403, 404, 422)  # the server will refuse this body again: report, do not retry hot
 
@@ -110,11 +112,12 @@ class JobWriter:
             current = job if version is None else _with(job, plan.status, version)
             refused = self._create_pods(current, work)
             if refused:
-                work.written = self._report_refused(current, plan.status, refused) or version
-                raise PodsRefused(f"job {job.key}: {refused[0]}")
-            if plan.status.state.reason == POD_CREATE_FAILED:
-                state = plan.status.state.model_copy(update={"reason": "", "message": ""})
-                cleared = plan.status.model_copy(update={"state": state})
+                written, failed = self._report_refused(current, plan.status, refused)
+                work.written = written or version
+                if not failed:
+                    raise PodsRefused(f"job {job.key}: {refused[0]}")
+            elif plan.status.state.reason == POD_CREATE_FAILED:
+                cleared = lifecycle.pods_created(plan.status, time.time())
                 work.written = self.write_status(current, cleared) or version
 
     def fail_invalid(self, job: Job, invalid: list[str]) -> str | None:
@@ -145,7 +148,8 @@ class JobWriter:
         }
         stored = writes.replace_status(self.api, body)
         old, new = job.status.state, status.state
-        if (old.phase, old.reason) != (new.phase, new.reason) and new.reason != POD_CREATE_FAILED:
+        said = new.reason in (POD_CREATE_FAILED, lifecycle.PODS_CREATED) and old.phase == new.phase
+        if (old.phase, old.reason) != (new.phase, new.reason) and not said:
             told = f": {new.message}" if new.message else ""
             log.info(
                 "job %s: %s -> %s (%s%s)",
@@ -214,8 +218,8 @@ class JobWriter:
             with self._lock:
                 self._made.add(self._key(job, kind, name))
 
-    def _create_pods(self, job: Job, work: Writes) -> list[str]:
-        refused: list[str] = []
+    def _create_pods(self, job: Job, work: Writes) -> list[ApiStatusError]:
+        refused: list[ApiStatusError] = []
         for task, index in work.plan.create:
             body = build_pod(job, task, index, work.plugins, gated=self.gated)
             try:
@@ -225,22 +229,29 @@ class JobWriter:
             except ApiStatusError as error:
                 if error.status not in REFUSED:
                     raise
-                refused.append(str(error))
+                refused.append(error)
         return refused
 
-    def _report_refused(self, job: Job, status: JobStatus, refused: list[str]) -> str | None:
-        message = refused[0] if len(refused) == 1 else f"{refused[0]} (and {len(refused) - 1} more)"
+    def _report_refused(
+        self, job: Job, status: JobStatus, refused: list[ApiStatusError]
+    ) -> tuple[str | None, bool]:
+        """Say on the job why its pods were refused (an Event each time, the condition when it
+        changed), or fail the job once they have been refused long enough; the resourceVersion
+        written, and whether the job failed."""
+        first = str(refused[0])
+        message = first if len(refused) == 1 else f"{first} (and {len(refused) - 1} more)"
         log.warning("job %s: %s", job.key, message)
         self._event(job, "Warning", "FailedCreatePod", message)
-        if status.state.reason == POD_CREATE_FAILED and status.state.message == message:
-            return None  # said already
+        invalid = all(error.status in INVALID for error in refused)
+        reported = lifecycle.refused(status, message, time.time(), invalid=invalid)
+        failed = reported.state.phase == Phase.FAILED
+        if reported == status:
+            return None, False  # said already
         try:
-            return self.write_status(
-                job, lifecycle.problem(status, POD_CREATE_FAILED, message, time.time())
-            )
+            return self.write_status(job, reported), failed
         except KubeError as error:
             log.warning("job %s: could not record the refused pods: %s", job.key, error)
-            return None
+            return None, False
 
     def _event(self, job: Job, kind: str, reason: str, message: str) -> None:
         involved = {

@@ -6,8 +6,18 @@ from collections.abc import Iterable, Mapping
 
 import pytest
 
-from extender.api.batch import Action, Job, JobPod
-from extender.controller.lifecycle import MAX_CONDITIONS, Plan, count, plan
+from extender.api.batch import Action, Job, JobPod, JobStatus
+from extender.controller.lifecycle import (
+    MAX_CONDITIONS,
+    POD_CREATE_FAILED,
+    PODS_CREATED,
+    Plan,
+    count,
+    plan,
+    pods_created,
+    refused,
+    refused_since,
+)
 from tests.builders import JobBuilder, JobPodBuilder, make_job, make_job_pod
 
 NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z: when the builders' pods were created
@@ -365,3 +375,64 @@ def test_a_finished_job_without_a_transition_time_gets_one_so_its_ttl_can_run() 
     result = step(model, {})
     assert result.status.state.last_transition_time == "2026-01-01T00:00:00Z"
     assert (result.delete_job, result.requeue_after) == (False, 60)
+
+
+def refusals(status: JobStatus, *times: float, message: str = "pod invalid", invalid: bool = True):  # type: ignore[no-untyped-def]
+    """`status` after pods refused at each of `times` (seconds after NOW)."""
+    for at in times:
+        status = refused(status, message, NOW + at, invalid=invalid)
+    return status
+
+
+@pytest.mark.parametrize(
+    ("invalid", "times", "phase"),
+    [
+        (True, (0, 0.25, 0.75, 1.75, 3.75, 7.75), "Pending"),
+        (True, (0, 0.25, 0.75, 1.75, 3.75, 7.75, 15.75), "Failed"),
+        (False, (0, 1, 3, 7, 15, 31, 63, 123, 183, 243), "Pending"),
+        (False, (0, 1, 3, 7, 15, 31, 63, 123, 183, 243, 303), "Failed"),
+    ],
+    ids=[
+        "an invalid template: Pending while tried a few seconds",
+        "an invalid template: Failed after REFUSED_INVALID_FOR",
+        "refused otherwise (quota, policy): Pending while it may clear up",
+        "refused otherwise: Failed after REFUSED_FOR",
+    ],
+)
+def test_pods_refused_fail_the_job_after_a_bounded_time(
+    invalid: bool, times: tuple[float, ...], phase: str
+) -> None:
+    job = tf().status(phase="Pending").model()
+    status = refusals(job.status, *times, invalid=invalid)
+    assert (status.state.phase, status.state.reason) == (phase, POD_CREATE_FAILED)
+    assert status.state.message.startswith("pod invalid")
+    if phase == "Failed":
+        assert status.state.message.endswith(f"no pod could be created for {times[-1]:.0f}s")
+        assert plan(job.model_copy(update={"status": status}), {}, [], NOW + times[-1]).create == []
+    else:  # the same refusal again is said once: nothing to write, no condition added
+        assert [c.reason for c in status.conditions] == [POD_CREATE_FAILED]
+        assert refused(status, "pod invalid", NOW + times[-1], invalid=invalid) == status
+
+
+def test_pods_created_end_a_run_of_refusals() -> None:
+    """Refused, then created (the quota freed), then refused again later: the time counts from
+    the second refusal, not the first."""
+    first = refusals(tf().status(phase="Pending").model().status, 0, 200, invalid=False)
+    assert refused_since(first) == NOW
+    cleared = pods_created(first, NOW + 250)
+    assert (cleared.state.reason, cleared.conditions[-1].reason, refused_since(cleared)) == (
+        "",
+        PODS_CREATED,
+        None,
+    )
+    again = refusals(cleared, 290, 400, message="quota", invalid=False)
+    assert (again.state.phase, refused_since(again)) == ("Pending", NOW + 290)
+    assert refusals(again, 600, message="quota", invalid=False).state.phase == "Failed"
+
+
+def test_another_refusal_message_is_said_but_keeps_the_first_time() -> None:
+    status = refusals(tf().status(phase="Pending").model().status, 0, 4, message="one")
+    status = refusals(status, 8, message="one (and 1 more)")
+    assert [c.message for c in status.conditions] == ["one", "one (and 1 more)"]
+    assert refused_since(status) == NOW
+    assert refusals(status, 10, message="one (and 1 more)").state.phase == "Failed"
