@@ -17,16 +17,20 @@ finalizer of their own (`HOLD`) and release it themselves.
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client as k8s
 
 from extender import devcluster
+from extender.api.batch import BATCH_API_VERSION, BUS_API_VERSION
 from extender.api.scheduling import API_VERSION
+from extender.cli.main import main
 from extender.devcluster import health
 from extender.kube import apply_object, delete, list_objects, read, wait_until
 from extender.kube.raw import send
@@ -206,3 +210,69 @@ def test_a_job_made_again_while_its_namesakes_pods_terminate(
             what=f"the new job's {kind} {name}",
         )
         assert owner_uid(found) == new_uid, (kind, found["metadata"].get("ownerReferences"))
+
+
+def command(job_body: dict[str, Any], action: str) -> dict[str, Any]:
+    """A Command written by hand, as `vcctl job suspend|resume` writes it (a name of its own)."""
+    meta = job_body["metadata"]
+    target = {"apiVersion": BATCH_API_VERSION, "kind": "Job", "name": meta["name"]}
+    target["uid"] = meta["uid"]
+    return {
+        "apiVersion": BUS_API_VERSION,
+        "kind": "Command",
+        "metadata": {
+            "name": f"{meta['name']}-{action.lower()}-{secrets.token_hex(3)}",
+            "namespace": meta["namespace"],
+            "ownerReferences": [{**target, "controller": True}],
+        },
+        "target": target,
+        "action": action,
+    }
+
+
+def test_suspend_and_resume_never_count_as_retries(
+    capsys: pytest.CaptureFixture[str],
+    kubeconfig: Path,
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+) -> None:
+    """A job of maxRetry 1 suspended and resumed three times, by `lahar job suspend|resume` and
+    by Commands made by hand: each time its pods go, it is Aborted, then runs again at the next
+    version; retryCount stays 0 throughout, and it ends Running."""
+    own_nodes(1, cpu="4")
+    body = make_job("pausable").ns(namespace).task("main", 2).max_retry(1)
+    submit(api, body.pinned(TEST_KEY, namespace).build())
+    running(api, namespace, "pausable", 2)
+    wait_job(api, namespace, "pausable", "Running")
+    where = ("--kubeconfig", str(kubeconfig), "-n", namespace)
+    for cycle in range(3):
+        by_hand = cycle == 1
+        if by_hand:
+            apply_object(api, command(job(api, namespace, "pausable"), "AbortJob"))
+        else:
+            assert main(["job", "suspend", "pausable", *where]) == 0
+        aborted = wait_job(api, namespace, "pausable", "Aborted")
+        assert aborted.get("retryCount", 0) == 0, aborted
+        wait_until(lambda: not pods(api, namespace, "pausable"), timeout=30, what="the pods to go")
+        if by_hand:
+            apply_object(api, command(job(api, namespace, "pausable"), "ResumeJob"))
+        else:
+            assert main(["job", "resume", "pausable", *where]) == 0
+        resumed = wait_until(
+            lambda cycle=cycle: (
+                s
+                if (s := status(api, namespace, "pausable")).get("version") == cycle + 1
+                and (s.get("state") or {}).get("phase") == "Running"
+                else None
+            ),
+            timeout=60,
+            what=f"the job to run again at version {cycle + 1}",
+            describe=lambda: str(status(api, namespace, "pausable")),
+        )
+        assert resumed.get("retryCount", 0) == 0, resumed
+        assert "Restarting" in [c["status"] for c in resumed["conditions"]]
+    capsys.readouterr()
+    again = running(api, namespace, "pausable", 2)
+    assert {p["metadata"]["annotations"]["volcano.sh/job-version"] for p in again.values()} == {"3"}
+    assert list_objects(api, BUS_API_VERSION, "Command", namespace=namespace) == []
