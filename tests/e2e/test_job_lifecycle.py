@@ -18,6 +18,7 @@ finalizer of their own (`HOLD`) and release it themselves.
 from __future__ import annotations
 
 import secrets
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,10 +33,12 @@ from extender.api.batch import BATCH_API_VERSION, BUS_API_VERSION
 from extender.api.scheduling import API_VERSION
 from extender.cli.main import main
 from extender.devcluster import health
+from extender.devcluster.lifecycle import end_pod
 from extender.kube import apply_object, delete, list_objects, read, wait_until
 from extender.kube.raw import send
 from tests.builders import make_job
 from tests.e2e.conftest import TEST_KEY, NodeFactory, events
+from tests.e2e.gangs import finish, group_of
 from tests.e2e.jobs import job, pods, running, status, submit, wait_job
 
 HOLD = "lahar.io/e2e-hold"
@@ -276,3 +279,139 @@ def test_suspend_and_resume_never_count_as_retries(
     again = running(api, namespace, "pausable", 2)
     assert {p["metadata"]["annotations"]["volcano.sh/job-version"] for p in again.values()} == {"3"}
     assert list_objects(api, BUS_API_VERSION, "Command", namespace=namespace) == []
+
+
+class Binds:
+    """When each pod (by uid, so a pod made again under its name is another) was first seen
+    bound, sampled in a thread while the `with` block runs; `before` holds the pods bound when it
+    started. `partial` names each gang whose pods bound since were bound more than `spread`
+    seconds apart, or not all of them."""
+
+    def __init__(self, api: k8s.ApiClient, namespace: str) -> None:
+        self.api, self.namespace = api, namespace
+        self.bound_at: dict[str, float] = {}
+        self.gang_of: dict[str, str] = {}
+        self.before: set[str] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Binds:
+        self.sample()
+        self.before = set(self.bound_at)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *error: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.25):
+            self.sample()
+
+    def sample(self) -> None:
+        now = time.monotonic()
+        for pod in list_objects(self.api, "v1", "Pod", namespace=self.namespace):
+            uid = pod["metadata"]["uid"]
+            if gang := group_of(pod):
+                self.gang_of.setdefault(uid, gang)
+            if pod["spec"].get("nodeName") and not pod["metadata"].get("deletionTimestamp"):
+                self.bound_at.setdefault(uid, now)
+
+    def partial(self, spread: float = 2.0) -> list[str]:
+        found = []
+        for gang in sorted(set(self.gang_of.values())):
+            uids = [u for u, g in self.gang_of.items() if g == gang and u not in self.before]
+            times = [self.bound_at[u] for u in uids if u in self.bound_at]
+            if times and (len(times) < len(uids) or max(times) - min(times) > spread):
+                found.append(gang)
+        return found
+
+
+@pytest.mark.parametrize(
+    ("action", "replaced", "version"),
+    [("RestartJob", 4, 1), ("RestartTask", 3, 0), ("RestartPod", 1, 0)],
+)
+def test_a_restart_keeps_the_pod_group_and_the_gang(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    *,
+    action: str,
+    replaced: int,
+    version: int,
+) -> None:
+    """Gang `gang` (ps + 3 workers of 2 cpu, minAvailable 4) fills two 4-cpu nodes; gang `rival`
+    (2 x 2 cpu) waits. A worker fails and the policy restarts the job, the task or the pod: the
+    PodGroup is the same object throughout (uid unchanged: never deleted and made again), and
+    the pods made again are bound as a gang (all together, never some of them), whichever gang
+    gets the room first; the job runs again with one retry counted."""
+    own_nodes(2, cpu="4")
+    gang = (
+        make_job("gang")
+        .ns(namespace)
+        .task("ps", 1, cpu="2")
+        .task("worker", 3, cpu="2")
+        .min_available(4)
+        .policy("PodFailed", action)
+    )
+    submit(api, gang.pinned(TEST_KEY, namespace).build())
+    running(api, namespace, "gang", 4)
+    wait_job(api, namespace, "gang", "Running")
+    uid = job(api, namespace, "gang")["metadata"]["uid"]
+    group = wait_until(
+        lambda: read(api, API_VERSION, "PodGroup", f"gang-{uid}", namespace),
+        timeout=30,
+        what="the PodGroup",
+    )
+    rival = make_job("rival").ns(namespace).task("main", 2, cpu="2").min_available(2)
+    submit(api, rival.pinned(TEST_KEY, namespace).build())
+    wait_until(lambda: len(pods(api, namespace, "rival")) == 2, timeout=30, what="the rival's pods")
+
+    with Binds(api, namespace) as binds:
+        end_pod(api, namespace, "gang-worker-0", exit_code=1)
+        rival_ended = False
+
+        def settled() -> bool:
+            nonlocal rival_ended
+            live = [
+                p
+                for p in pods(api, namespace, "gang").values()
+                if not p["metadata"].get("deletionTimestamp")
+            ]
+            made = [p for p in live if p["metadata"]["uid"] not in binds.before]
+            if (
+                len(live) == 4
+                and all(p["status"].get("phase") == "Running" for p in live)
+                and len(made) == replaced
+            ):
+                return True
+            if not rival_ended and len(running_pods(api, namespace, "rival")) == 2:
+                finish(api, namespace, ["rival-main-0", "rival-main-1"])  # room for the gang
+                rival_ended = True
+            return False
+
+        wait_until(
+            settled,
+            timeout=90,
+            what=f"the gang to run again after {action}",
+            describe=lambda: str(
+                {n: p["status"].get("phase") for n, p in pods(api, namespace, "gang").items()}
+            ),
+        )
+    assert binds.partial() == [], binds.partial()
+    print(f"{action}: the rival {'ran first' if rival_ended else 'waited'}")
+    state = wait_job(api, namespace, "gang", "Running")
+    assert (state.get("version", 0), state.get("retryCount", 0)) == (version, 1), state
+    kept = read(api, API_VERSION, "PodGroup", f"gang-{uid}", namespace)
+    assert kept is not None and kept["metadata"]["uid"] == group["metadata"]["uid"]
+    assert kept["metadata"]["creationTimestamp"] == group["metadata"]["creationTimestamp"]
+
+
+def running_pods(api: k8s.ApiClient, namespace: str, name: str) -> list[str]:
+    return [
+        n
+        for n, p in pods(api, namespace, name).items()
+        if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+    ]
