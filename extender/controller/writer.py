@@ -97,7 +97,11 @@ class JobWriter:
     def write(self, work: Writes) -> None:
         job, plan = work.job, work.plan
         if plan.delete_job:
-            self._delete_job(job)
+            # The outcome first (a job finishing with ttlSecondsAfterFinished 0 is seen finished
+            # by whoever watches it), then the job, as it is now: had it changed since this copy
+            # was read (its TTL), the next pass decides again on the fresh copy.
+            work.written = self.write_status(job, plan.status)
+            self._delete_job(job, work.written or job.metadata.resource_version)
             return
         self._ensure_objects(work)
         version = work.written = self.write_status(job, plan.status)
@@ -162,7 +166,7 @@ class JobWriter:
             self._event(job, "Normal", new.reason or new.phase, f"{new.phase}: {new.message}")
         return str((stored.get("metadata") or {}).get("resourceVersion", ""))
 
-    def _delete_job(self, job: Job) -> None:
+    def _delete_job(self, job: Job, resource_version: str) -> None:
         meta = job.metadata
         deleted = writes.delete(
             self.api,
@@ -171,6 +175,7 @@ class JobWriter:
             meta.namespace,
             meta.name,
             uid=meta.uid,
+            resource_version=resource_version,
             propagation="Foreground",
         )
         if deleted:

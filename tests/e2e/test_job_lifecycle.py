@@ -34,7 +34,7 @@ from extender.api.scheduling import API_VERSION
 from extender.cli.main import main
 from extender.devcluster import health
 from extender.devcluster.lifecycle import end_pod
-from extender.kube import apply_object, delete, list_objects, read, wait_until
+from extender.kube import KubeError, apply_object, delete, list_objects, read, wait_until
 from extender.kube.raw import send
 from tests.builders import make_job
 from tests.e2e.conftest import TEST_KEY, NodeFactory, events
@@ -415,3 +415,51 @@ def running_pods(api: k8s.ApiClient, namespace: str, name: str) -> list[str]:
         for n, p in pods(api, namespace, name).items()
         if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
     ]
+
+
+def test_ttl_zero_deletes_at_once_after_saying_how_it_ended(
+    api: k8s.ApiClient, namespace: str, own_nodes: NodeFactory
+) -> None:
+    """ttlSecondsAfterFinished 0: the job is deleted as soon as it completes, and garbage
+    collection removes its pods and PodGroup; Completed was written (and told in an Event)
+    first, so whoever watched the job saw how it ended."""
+    own_nodes(1, cpu="4")
+    body = make_job("brief").ns(namespace).task("main", 2).ttl(0)
+    submit(api, body.pinned(TEST_KEY, namespace).build())
+    running(api, namespace, "brief", 2)
+    uid = job(api, namespace, "brief")["metadata"]["uid"]
+    finish(api, namespace, ["brief-main-0", "brief-main-1"])
+    wait_until(lambda: not job(api, namespace, "brief"), timeout=30, what="the job to be deleted")
+    told = wait_until(
+        lambda: job_events(api, namespace, "brief", "Completed"),
+        timeout=30,
+        what="a Completed event on the job",
+    )
+    assert told[0].startswith("Completed: ")
+    wait_until(
+        lambda: (
+            not pods(api, namespace, "brief")
+            and read(api, API_VERSION, "PodGroup", f"brief-{uid}", namespace) is None
+        ),
+        timeout=60,
+        what="garbage collection to remove the job's pods and PodGroup",
+    )
+
+
+def test_a_ttl_changed_once_the_job_finished_is_refused_as_on_volcano(
+    api: k8s.ApiClient, namespace: str, own_nodes: NodeFactory
+) -> None:
+    """Volcano's webhook lets a job's spec change only in minAvailable, replicas and
+    priorityClassName; Lahar's adds maxRetry, and keeps ttlSecondsAfterFinished fixed too, named
+    in the refusal. The finished job is kept, its TTL as it was."""
+    own_nodes(1, cpu="4")
+    body = make_job("kept").ns(namespace).task("main", 1).ttl(3600)
+    submit(api, body.pinned(TEST_KEY, namespace).build())
+    running(api, namespace, "kept", 1)
+    finish(api, namespace, ["kept-main-0"])
+    wait_job(api, namespace, "kept", "Completed")
+    shorter = body.ttl(1).pinned(TEST_KEY, namespace).build()
+    with pytest.raises(KubeError, match=r"spec\.ttlSecondsAfterFinished: cannot change"):
+        submit(api, shorter)
+    time.sleep(3)
+    assert job(api, namespace, "kept")["spec"]["ttlSecondsAfterFinished"] == 3600

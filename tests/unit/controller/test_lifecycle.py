@@ -296,6 +296,22 @@ def test_ttl_after_finished(
     assert (result.requeue_after, result.delete_job) == (requeue, delete)
 
 
+@pytest.mark.parametrize(
+    ("ttl", "after", "requeue", "delete"),
+    [(5, 10, None, True), (3600, 70, 3530.0, False), (None, 70, None, False)],
+    ids=["shortened: deleted at once", "lengthened: later", "removed: kept"],
+)
+def test_a_ttl_changed_once_the_job_finished_counts_from_when_it_finished(
+    ttl: int | None, after: float, requeue: float | None, delete: bool
+) -> None:
+    """Finished with ttl 60; each pass reads the TTL afresh (the webhook keeps it fixed, as
+    Volcano's does; a job changed without it is still handled)."""
+    finished = {"phase": "Completed", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    builder = tf().status(state=finished)
+    result = step((builder.ttl(ttl) if ttl is not None else builder).model(), {}, at=after)
+    assert (result.requeue_after, result.delete_job) == (requeue, delete)
+
+
 def test_a_job_finishing_with_ttl_zero_is_deleted_at_once() -> None:
     job = tf().ttl(0).status(phase="Running").model()
     result = step(job, tf_pods(job, S, S, S))
