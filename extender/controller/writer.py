@@ -152,7 +152,9 @@ class JobWriter:
         }
         stored = writes.replace_status(self.api, body)
         old, new = job.status.state, status.state
-        said = new.reason in (POD_CREATE_FAILED, lifecycle.PODS_CREATED) and old.phase == new.phase
+        # Refused pods are told by their own Event (FailedCreatePod), the problem's end by the
+        # condition: a phase event only when the phase changes then.
+        said = old.phase == new.phase and POD_CREATE_FAILED in (old.reason, new.reason)
         if (old.phase, old.reason) != (new.phase, new.reason) and not said:
             told = f": {new.message}" if new.message else ""
             log.info(
