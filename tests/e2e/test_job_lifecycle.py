@@ -8,8 +8,10 @@ apiserver and garbage collector, the Lahar controller and scheduler, KWOK as the
   scheduled as a gang;
 - suspend / resume (`lahar job suspend|resume`, or a Command made by hand) never count as retries
   (on Volcano each resume counts, and the third fails a job of maxRetry 3);
-- ttlSecondsAfterFinished 0, and a TTL changed once the job finished;
-- a pod template the API server refuses ends the job Failed (PodCreateFailed), not Pending for ever.
+- ttlSecondsAfterFinished 0, and a TTL changed once the job finished.
+
+(A pod template the API server refuses, which ends the job Failed with reason PodCreateFailed, and
+the TTL of a job whose objects garbage collection removes are tested in test_jobs.py.)
 
 KWOK deletes a terminating pod at once: the tests that need old pods to linger hold them with a
 finalizer of their own (`HOLD`) and release it themselves.
@@ -401,7 +403,6 @@ def test_a_restart_keeps_the_pod_group_and_the_gang(
             ),
         )
     assert binds.partial() == [], binds.partial()
-    print(f"{action}: the rival {'ran first' if rival_ended else 'waited'}")
     state = wait_job(api, namespace, "gang", "Running")
     assert (state.get("version", 0), state.get("retryCount", 0)) == (version, 1), state
     kept = read(api, API_VERSION, "PodGroup", f"gang-{uid}", namespace)
