@@ -350,6 +350,17 @@ class JobPodBuilder:
         self._pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:01:00Z"
         return self
 
+    def owned_by(self, job_uid: str) -> Self:
+        """Controlled by the Job of uid `job_uid` (an earlier namesake's pod, if not the job's)."""
+        meta = self._pod["metadata"]
+        owner = {
+            "apiVersion": BATCH_API_VERSION,
+            "kind": "Job",
+            "name": meta["labels"][JOB_NAME_KEY],
+        }
+        meta["ownerReferences"] = [{**owner, "uid": job_uid, "controller": True}]
+        return self
+
     def created(self, timestamp: str) -> Self:
         self._pod["metadata"]["creationTimestamp"] = timestamp
         return self

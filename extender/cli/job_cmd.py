@@ -1,7 +1,8 @@
 """`lahar job list|view|suspend|resume|delete`: Volcano Jobs, as vcctl handles them.
 
 suspend and resume create the Command `vcctl job suspend|resume` creates (AbortJob, ResumeJob);
-the controller performs it and deletes it. view shows the job, its tasks, its PodGroup's latest
+the controller performs it and deletes it. view shows the job, its state with the reason and
+message (why it failed, or why its pods cannot be created), its tasks, its PodGroup's latest
 condition (why it waits, in the scheduler's words) and its pods.
 """
 
@@ -91,6 +92,7 @@ def describe(
         f"Min available: {spec.get('minAvailable') or 0}",
         f"Status:        {state.get('phase') or 'Pending'}"
         + (f" ({state['reason']})" if state.get("reason") else ""),
+        *([f"Message:       {state['message']}"] if state.get("message") else []),
         f"Pods:          {status.get('pending') or 0} pending, {status.get('running') or 0} "
         f"running, {status.get('succeeded') or 0} succeeded, {status.get('failed') or 0} failed",
         f"Retries:       {status.get('retryCount') or 0} (version {status.get('version') or 0})",

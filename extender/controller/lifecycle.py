@@ -18,8 +18,22 @@ own step, as Volcano's do:
   `minSuccess` pods succeeded, or when every pod finished and enough succeeded (else Failed).
 - Finished jobs (Completed, Failed, Terminated) keep no running pods, and are deleted
   `ttlSecondsAfterFinished` after they finished.
+- Pods the API server refuses to create (`refused`): a `PodCreateFailed` condition and the state's
+  reason and message say why while the controller tries again with backoff; once they have been
+  refused for `REFUSED_INVALID_FOR` seconds (every refusal says the pod is invalid: the template
+  cannot change once the job exists, so it never will be valid) or `REFUSED_FOR` seconds (a
+  refusal that may clear up: quota, a missing ServiceAccount or PriorityClass, a policy), the job
+  is Failed with reason `PodCreateFailed` and the server's words, so `kubectl get vcjob` shows
+  Failed rather than Pending for ever. Volcano keeps such a job Pending while it retries, then,
+  after 15 retries (about three minutes), terminates it (Terminated); Lahar says Failed, with the
+  reason, as the job's own spec is at fault, and fails an invalid template within seconds.
 - A Command (`vcctl job suspend|resume`) asks for one action: taken before any policy while the
-  job is Pending or Running; ResumeJob restarts an Aborted job at a new version.
+  job is Pending or Running, and AbortJob / TerminateJob / CompleteJob while it is Restarting too
+  (a suspend sent right after a resume is not lost); ResumeJob restarts an Aborted job at a new
+  version. Neither suspending nor resuming is a retry: `retryCount` counts the restarts the
+  policies asked for only, so a job suspended and resumed any number of times never reaches
+  `maxRetry` that way (Volcano counts each resume as a retry and fails the job after `maxRetry`
+  resumes; a suspend is the user's, not a failure).
 """
 
 from __future__ import annotations
@@ -44,6 +58,10 @@ from extender.api.times import parse_time, rfc3339
 from extender.controller.policies import Decision, Seen, decide, observe
 
 MAX_CONDITIONS = 16
+POD_CREATE_FAILED = "PodCreateFailed"
+PODS_CREATED = "PodsCreated"
+REFUSED_INVALID_FOR = 10.0  # seconds a template the server finds invalid is tried before Failed
+REFUSED_FOR = 300.0  # seconds pods refused otherwise (quota, policy) are tried before Failed
 KILLS = {
     Action.ABORT_JOB: Phase.ABORTING,
     Action.TERMINATE_JOB: Phase.TERMINATING,
@@ -55,6 +73,7 @@ ENDS = {
     Phase.COMPLETING: Phase.COMPLETED,
 }
 FINISHED_PODS = ("Succeeded", "Failed")
+GOING = (Phase.PENDING, Phase.RUNNING)  # the phases the policies are consulted in
 
 
 def problem(
@@ -69,6 +88,44 @@ def problem(
     state = status.state.model_copy(update=changes)
     condition = JobCondition(
         status=state.phase, last_transition_time=stamp, reason=reason, message=message[:1024]
+    )
+    conditions = [*status.conditions, condition][-MAX_CONDITIONS:]
+    return status.model_copy(update={"state": state, "conditions": conditions})
+
+
+def refused_since(status: JobStatus) -> float | None:
+    """When the job's pods began to be refused, if they still are: the first of the trailing
+    `PodCreateFailed` conditions (a phase entered or pods created since end such a run)."""
+    if status.state.reason != POD_CREATE_FAILED:
+        return None
+    since: str | None = None
+    for condition in reversed(status.conditions):
+        if condition.reason != POD_CREATE_FAILED:
+            break
+        since = condition.last_transition_time
+    return parse_time(since)
+
+
+def refused(status: JobStatus, message: str, now: float, *, invalid: bool) -> JobStatus:
+    """`status` with the job's pods refused for `message` (`invalid`: every refusal said the pod
+    is invalid): a `PodCreateFailed` condition (`status` itself when it says so already), or the
+    job Failed once its pods have been refused long enough."""
+    since = refused_since(status)
+    limit = REFUSED_INVALID_FOR if invalid else REFUSED_FOR
+    if since is not None and now - since >= limit:
+        told = f"{message}; no pod could be created for {now - since:.0f}s"
+        return problem(status, POD_CREATE_FAILED, told, now, phase=Phase.FAILED)
+    if since is not None and status.state.message == message:
+        return status
+    return problem(status, POD_CREATE_FAILED, message, now)
+
+
+def pods_created(status: JobStatus, now: float) -> JobStatus:
+    """`status` once the pods refused before were created: the problem cleared, and a condition
+    saying so (which ends the run of `PodCreateFailed` ones)."""
+    state = status.state.model_copy(update={"reason": "", "message": ""})
+    condition = JobCondition(
+        status=state.phase, last_transition_time=rfc3339(now), reason=PODS_CREATED
     )
     conditions = [*status.conditions, condition][-MAX_CONDITIONS:]
     return status.model_copy(update={"state": state, "conditions": conditions})
@@ -179,7 +236,8 @@ def plan(
 ) -> Plan:
     """What to do next for `job`, whose pods (every version) are `pods`, at time `now`; with a
     `command` (a Command object's action) that action instead of the policies' while the job is
-    Pending or Running, and ResumeJob for an Aborting or Aborted job; ignored otherwise."""
+    Pending or Running (a kill while Restarting too), and ResumeJob for an Aborting or Aborted
+    job; ignored otherwise."""
     step = _Step(job, pods, now)
     if job.metadata.deletion_timestamp is not None:
         return Plan(step.status)  # garbage collection removes its pods
@@ -188,13 +246,14 @@ def plan(
     decision = Decision(Action.SYNC_JOB)
     requeue: float | None = None
     phase = step.phase
-    if command is not None and phase in (Phase.PENDING, Phase.RUNNING):
+    takes = (Phase.PENDING, Phase.RUNNING, Phase.RESTARTING) if command in KILLS else GOING
+    if command is not None and phase in takes:
         decision = Decision(command)
         _act(step, decision)
     elif command is Action.RESUME_JOB and phase in (Phase.ABORTING, Phase.ABORTED):
         decision = Decision(command)
         _resume(step)
-    elif phase in (Phase.PENDING, Phase.RUNNING):
+    elif phase in GOING:
         seen: Seen = observe(job, pods, evicted, now)
         requeue = seen.recheck_after
         decision = decide(job, seen)

@@ -87,6 +87,13 @@ def pending_timeout(job: Job, task: TaskSpec) -> float | None:
     return min(timeouts) if timeouts else None
 
 
+def made_for(job: Job, pod: JobPod) -> bool:
+    """The pod was made for this very job, not for an earlier job of the same name whose pods
+    garbage collection is still removing (their controlling owner is that job's uid)."""
+    owner = pod.metadata.controlled_by("Job")
+    return owner is None or owner.uid == job.metadata.uid
+
+
 @dataclass(frozen=True)
 class Seen:
     triggers: list[Trigger]
@@ -94,11 +101,16 @@ class Seen:
 
 
 def observe(job: Job, pods: Mapping[str, JobPod], evicted: Iterable[JobPod], now: float) -> Seen:
-    """The events the job's current-version pods show, in the order policies are consulted."""
+    """The events the job's current-version pods show, in the order policies are consulted. An
+    eviction of a pod made for an earlier namesake (deleted with it) is none of this job's."""
     version = job.status.version
-    current = [p for p in pods.values() if p.version == version]
+    current = [p for p in pods.values() if p.version == version and made_for(job, p)]
     live = [p for p in current if not p.terminating]
-    triggers = [Trigger(Event.POD_EVICTED, p.task, p) for p in evicted if p.version == version]
+    triggers = [
+        Trigger(Event.POD_EVICTED, p.task, p)
+        for p in evicted
+        if p.version == version and made_for(job, p)
+    ]
     for pod in live:
         if pod.phase == "Failed":
             triggers.append(Trigger(Event.POD_FAILED, pod.task, pod, pod.exit_code))

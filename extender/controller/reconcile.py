@@ -62,7 +62,7 @@ class Reconciler:
         evicted = store.take_evicted(key)
         command = store.next_command(key)
         plan = lifecycle.plan(
-            job, store.pods_of(job), evicted, time.time(), _action_of(job, command)
+            job, store.pods_of(job), evicted, time.time(), command_action(job, command)
         )
         if command is not None:
             store.restore_evicted(key, evicted)  # a Command decided: policies see them next
@@ -83,7 +83,8 @@ class Reconciler:
         finally:
             if work.written:
                 store.wrote(key, work.written)
-        return plan.requeue_after
+        waits = [d for d in (plan.requeue_after, work.recheck_after) if d is not None]
+        return min(waits) if waits else None
 
     def _prepare(self, job: Job, plan: Plan) -> Writes:
         """The objects the job's pods need, while it may have pods: its PodGroup when it is
@@ -91,9 +92,10 @@ class Reconciler:
         work = Writes(job, plan)
         if plan.delete_job or plan.phase not in GROUP_PHASES:
             return work
+        work.namesake = self.store.namesake_left(job)
         work.plugins = make_plugins(job.spec.plugins)
         group = build_pod_group(job)
-        current = self.store.groups.get(job.key)
+        current = self.store.group_of(job)
         shown = (
             None if current is None else current.spec.model_dump(by_alias=True, exclude_none=True)
         )
@@ -120,9 +122,19 @@ def _differs(wanted: dict[str, object], current: dict[str, object]) -> bool:
     return any(current.get(k) != v for k, v in wanted.items() if k != "minResources")
 
 
-def _action_of(job: Job, command: Command | None) -> Action | None:
-    """The action a Command asks for; an unknown one is logged and treated as none."""
+def command_action(job: Job, command: Command | None) -> Action | None:
+    """The action a Command asks for; an unknown one, or one for an earlier job of the same name
+    (another uid), is logged and treated as none (the Command is deleted all the same)."""
     if command is None:
+        return None
+    target = command.target
+    if target is not None and target.uid and target.uid != job.metadata.uid:
+        log.warning(
+            "job %s: Command %s is for an earlier job of this name (uid %s); ignoring it",
+            job.key,
+            command.metadata.name,
+            target.uid,
+        )
         return None
     try:
         return Action(command.action)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from extender.api.batch import JOB_NAME_KEY, Command, Job, JobMeta, JobPod
 from extender.api.model import KubeModel
 from extender.api.scheduling import PodGroupSpec
+from extender.controller.policies import made_for
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ class JobStore:
     def __init__(self) -> None:
         self.jobs: dict[str, Job] = {}
         self.pods: dict[str, dict[str, JobPod]] = {}  # job key -> pod name -> pod
-        self.groups: dict[str, OwnedGroup] = {}  # job key -> its PodGroup
+        self.groups: dict[str, dict[str, OwnedGroup]] = {}  # job key -> name -> PodGroup
         self.commands: dict[str, dict[str, Command]] = {}  # job key -> name -> Command
         self.on_change: Callable[[str], None] = lambda key: None
         self._evicted: dict[str, dict[str, JobPod]] = {}  # job key -> uid -> pod
@@ -136,8 +137,7 @@ class JobStore:
         retried, again."""
         found: dict[str, JobPod] = {}
         for name, pod in self.pods.get(job.key, {}).items():
-            owner = pod.metadata.controlled_by("Job")
-            if owner is not None and owner.uid != job.metadata.uid:
+            if not made_for(job, pod):
                 continue
             if not pod.terminating and pod.metadata.uid in self._deleting:
                 meta = pod.metadata.model_copy(update={"deletion_timestamp": "deleting"})
@@ -186,20 +186,36 @@ class JobStore:
         self.groups = {}
         for group in groups:
             if (key := group.job_key) is not None:
-                self.groups[key] = group
+                self.groups.setdefault(key, {})[group.metadata.name] = group
         for key in before | set(self.groups):
             self.on_change(key)
 
     def upsert_group(self, group: OwnedGroup) -> None:
         if (key := group.job_key) is not None:
-            self.groups[key] = group
+            self.groups.setdefault(key, {})[group.metadata.name] = group
             self.on_change(key)
 
     def delete_group(self, group: OwnedGroup) -> None:
         key = group.job_key
-        if key is not None and key in self.groups:
-            del self.groups[key]
+        if key is not None and group.metadata.name in self.groups.get(key, {}):
+            del self.groups[key][group.metadata.name]
+            if not self.groups[key]:
+                del self.groups[key]
             self.on_change(key)
+
+    def namesake_left(self, job: Job) -> bool:
+        """Pods or a PodGroup of an earlier job of this name (another uid) are still known:
+        garbage collection has not finished removing what that job owned."""
+        pods = self.pods.get(job.key, {}).values()
+        groups = self.groups.get(job.key, {})
+        return any(not made_for(job, p) for p in pods) or any(
+            name != job.pod_group_name for name in groups
+        )
+
+    def group_of(self, job: Job) -> OwnedGroup | None:
+        """The PodGroup of this very job: its name carries the job's uid, so the PodGroup of an
+        earlier namesake that garbage collection has not removed yet is never taken for it."""
+        return self.groups.get(job.key, {}).get(job.pod_group_name)
 
     # -- Commands ------------------------------------------------------------------------------
 

@@ -5,14 +5,19 @@ crash at any point:
    with a status, and says nothing);
 1. the PodGroup (pods name it) and the plugin objects (pods mount them), applied only when they
    differ from what this process last applied; objects made once (the ssh key pair, volume
-   claims) posted once per job;
+   claims) posted once per job. While objects of an earlier job of the same name are still
+   around (it was deleted and garbage collection has not removed its pods or PodGroup yet), one
+   found made already may be that job's, about to go: it is not taken as made, and the job is
+   looked at again after `NAMESAKE_RECHECK` seconds until its own is created (the controller may
+   not read Secrets, so it cannot ask whose the one found is);
 2. the status, replaced with the job's resourceVersion as precondition: a conflict raises and the
    work queue retries on a fresher copy, before any pod is touched on a stale status;
 3. pod deletions (the reconciler recorded them as the controller's own, so they are not taken
    for evictions), and the Command performed, if any;
 4. pod creations, by deterministic name: a pod made before a restart answers "exists", so no
    duplicate is ever made. A template the API server refuses becomes a condition and an Event on
-   the job, and `PodsRefused` is raised so the work queue retries with backoff.
+   the job, and `PodsRefused` is raised so the work queue retries with backoff, until the pods
+   have been refused long enough (`lifecycle.refused`): then the job is Failed.
 The writer never touches the store (it lives on the event loop): what the loop needs afterwards
 (the resourceVersion written, the pods deleted) is left in the `Writes` it was given.
 """
@@ -41,7 +46,9 @@ from extender.kube.raw import ApiStatusError
 
 log = logging.getLogger(__name__)
 
-POD_CREATE_FAILED = "PodCreateFailed"
+POD_CREATE_FAILED = lifecycle.POD_CREATE_FAILED
+INVALID = (400, 422)  # the body itself is wrong: the same template is refused again
+NAMESAKE_RECHECK = 2.0  # seconds between looks at an earlier namesake's object going
 REFUSED = (400, 403, 404, 422)  # the server will refuse this body again: report, do not retry hot
 
 
@@ -60,9 +67,11 @@ class Writes:
     once: list[Callable[[], dict[str, Any]]] = field(default_factory=list)  # create if missing
     command: Command | None = None  # performed by this reconcile: deleted once it is written
     unhonoured: list[str] = field(default_factory=list)  # fields to warn of, once per job
+    namesake: bool = False  # objects of an earlier job of the same name are still around
     # Filled in by the worker thread, read on the loop afterwards (even if the writes failed):
     written: str | None = None  # the resourceVersion of the last status written
     deleted: set[str] = field(default_factory=set)  # uids of the pods deleted
+    recheck_after: float | None = None  # an earlier namesake's object may be in the way
 
 
 class JobWriter:
@@ -93,7 +102,11 @@ class JobWriter:
     def write(self, work: Writes) -> None:
         job, plan = work.job, work.plan
         if plan.delete_job:
-            self._delete_job(job)
+            # The outcome first (a job finishing with ttlSecondsAfterFinished 0 is seen finished
+            # by whoever watches it), then the job, as it is now: had it changed since this copy
+            # was read (its TTL), the next pass decides again on the fresh copy.
+            work.written = self.write_status(job, plan.status)
+            self._delete_job(job, work.written or job.metadata.resource_version)
             return
         self._warn_unhonoured(job, work.unhonoured)
         self._ensure_objects(work)
@@ -109,11 +122,12 @@ class JobWriter:
             current = job if version is None else _with(job, plan.status, version)
             refused = self._create_pods(current, work)
             if refused:
-                work.written = self._report_refused(current, plan.status, refused) or version
-                raise PodsRefused(f"job {job.key}: {refused[0]}")
-            if plan.status.state.reason == POD_CREATE_FAILED:
-                state = plan.status.state.model_copy(update={"reason": "", "message": ""})
-                cleared = plan.status.model_copy(update={"state": state})
+                written, failed = self._report_refused(current, plan.status, refused)
+                work.written = written or version
+                if not failed:
+                    raise PodsRefused(f"job {job.key}: {refused[0]}")
+            elif plan.status.state.reason == POD_CREATE_FAILED:
+                cleared = lifecycle.pods_created(plan.status, time.time())
                 work.written = self.write_status(current, cleared) or version
 
     def fail_invalid(self, job: Job, invalid: list[str]) -> str | None:
@@ -144,7 +158,10 @@ class JobWriter:
         }
         stored = writes.replace_status(self.api, body)
         old, new = job.status.state, status.state
-        if (old.phase, old.reason) != (new.phase, new.reason) and new.reason != POD_CREATE_FAILED:
+        # Refused pods are told by their own Event (FailedCreatePod), the problem's end by the
+        # condition: a phase event only when the phase changes then.
+        said = old.phase == new.phase and POD_CREATE_FAILED in (old.reason, new.reason)
+        if (old.phase, old.reason) != (new.phase, new.reason) and not said:
             told = f": {new.message}" if new.message else ""
             log.info(
                 "job %s: %s -> %s (%s%s)",
@@ -157,7 +174,7 @@ class JobWriter:
             self._event(job, "Normal", new.reason or new.phase, f"{new.phase}: {new.message}")
         return str((stored.get("metadata") or {}).get("resourceVersion", ""))
 
-    def _delete_job(self, job: Job) -> None:
+    def _delete_job(self, job: Job, resource_version: str) -> None:
         meta = job.metadata
         deleted = writes.delete(
             self.api,
@@ -166,6 +183,7 @@ class JobWriter:
             meta.namespace,
             meta.name,
             uid=meta.uid,
+            resource_version=resource_version,
             propagation="Foreground",
         )
         if deleted:
@@ -210,11 +228,22 @@ class JobWriter:
             kind, name = body["kind"], body["metadata"]["name"]
             if writes.create(self.api, body):
                 log.info("job %s: created %s %s", job.key, kind, name)
+            elif work.namesake:
+                log.info(
+                    "job %s: %s %s exists, perhaps still the one of an earlier job of this name; "
+                    "trying again in %.0fs",
+                    job.key,
+                    kind,
+                    name,
+                    NAMESAKE_RECHECK,
+                )
+                work.recheck_after = NAMESAKE_RECHECK
+                continue
             with self._lock:
                 self._made.add(self._key(job, kind, name))
 
-    def _create_pods(self, job: Job, work: Writes) -> list[str]:
-        refused: list[str] = []
+    def _create_pods(self, job: Job, work: Writes) -> list[ApiStatusError]:
+        refused: list[ApiStatusError] = []
         for task, index in work.plan.create:
             body = build_pod(job, task, index, work.plugins, gated=self.gated)
             try:
@@ -224,22 +253,29 @@ class JobWriter:
             except ApiStatusError as error:
                 if error.status not in REFUSED:
                     raise
-                refused.append(str(error))
+                refused.append(error)
         return refused
 
-    def _report_refused(self, job: Job, status: JobStatus, refused: list[str]) -> str | None:
-        message = refused[0] if len(refused) == 1 else f"{refused[0]} (and {len(refused) - 1} more)"
+    def _report_refused(
+        self, job: Job, status: JobStatus, refused: list[ApiStatusError]
+    ) -> tuple[str | None, bool]:
+        """Say on the job why its pods were refused (an Event each time, the condition when it
+        changed), or fail the job once they have been refused long enough; the resourceVersion
+        written, and whether the job failed."""
+        first = str(refused[0])
+        message = first if len(refused) == 1 else f"{first} (and {len(refused) - 1} more)"
         log.warning("job %s: %s", job.key, message)
         self._event(job, "Warning", "FailedCreatePod", message)
-        if status.state.reason == POD_CREATE_FAILED and status.state.message == message:
-            return None  # said already
+        invalid = all(error.status in INVALID for error in refused)
+        reported = lifecycle.refused(status, message, time.time(), invalid=invalid)
+        failed = reported.state.phase == Phase.FAILED
+        if reported == status:
+            return None, False  # said already
         try:
-            return self.write_status(
-                job, lifecycle.problem(status, POD_CREATE_FAILED, message, time.time())
-            )
+            return self.write_status(job, reported), failed
         except KubeError as error:
             log.warning("job %s: could not record the refused pods: %s", job.key, error)
-            return None
+            return None, False
 
     def _event(self, job: Job, kind: str, reason: str, message: str) -> None:
         involved = {

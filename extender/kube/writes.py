@@ -148,24 +148,29 @@ def delete(
     name: str,
     *,
     uid: str = "",
+    resource_version: str = "",
     grace_seconds: int | None = None,
     propagation: str = "Background",
 ) -> bool:
-    """Delete the object (only that very one when `uid` is given) and, by garbage collection,
-    its dependents: in the background, or first (`Foreground`: the object stays until they are
-    gone); False when it is gone already."""
+    """Delete the object (only that very one when `uid` is given, and only as it was at
+    `resource_version` when that is given) and, by garbage collection, its dependents: in the
+    background, or first (`Foreground`: the object stays until they are gone); False when it is
+    gone already, or (with a precondition) another object or a changed one is there."""
     if not name:  # (the path would be the collection's: a DELETE there removes every object)
         raise ValueError(f"deleting a {kind} needs its name")
     options: dict[str, Any] = {"propagationPolicy": propagation}
-    if uid:
-        options["preconditions"] = {"uid": uid}
+    preconditions = {
+        key: value for key, value in (("uid", uid), ("resourceVersion", resource_version)) if value
+    }
+    if preconditions:
+        options["preconditions"] = preconditions
     if grace_seconds is not None:
         options["gracePeriodSeconds"] = grace_seconds
     path = _any_path(api, api_version, kind, namespace, name)
     try:
         send(api, "DELETE", path, body=options).read()
     except ApiStatusError as error:
-        if error.status == 404 or (error.status == 409 and uid):  # gone, or a newer namesake
+        if error.status == 404 or (error.status == 409 and preconditions):  # gone, or changed
             return False
         raise _fail(
             f"deleting {kind} {namespace + '/' if namespace else ''}{name}", error

@@ -8,6 +8,9 @@ The TensorFlow example users run on Volcano is applied unchanged; the other jobs
 from __future__ import annotations
 
 import base64
+import subprocess
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +20,7 @@ from kubernetes import client as k8s
 
 from extender import devcluster
 from extender.api.scheduling import API_VERSION
+from extender.cli.job_cmd import describe
 from extender.devcluster.lifecycle import end_pod
 from extender.kube import KubeError, evict_pod, read, wait_until
 from tests.builders import make_job
@@ -255,9 +259,12 @@ def test_scaling_a_task_up_and_down(
 
 
 def test_rejected_pod_template_is_reported_not_retried_hot(
-    api: k8s.ApiClient, namespace: str, own_nodes: NodeFactory
+    api: k8s.ApiClient, kubeconfig: Path, namespace: str, own_nodes: NodeFactory
 ) -> None:
-    """A template the apiserver refuses: a condition and an Event on the job; other jobs go on."""
+    """A template the apiserver refuses: a condition and an Event on the job while the controller
+    tries again with backoff (other jobs go on), then, the template being invalid for good, the
+    job Failed with reason PodCreateFailed and the server's words: in `kubectl get vcjob` (the
+    CRD's Status column) and in `lahar job view`, after a handful of attempts."""
     own_nodes(1, cpu="4")
     bad = make_job("bad").ns(namespace).task("main", 1).pinned(TEST_KEY, namespace).build()
     # The webhook checks names, images and resources; the API server refuses the rest.
@@ -274,12 +281,46 @@ def test_rejected_pod_template_is_reported_not_retried_hot(
         describe=lambda: str(status(api, namespace, "bad")),
     )
     assert "spec.containers[0].imagePullPolicy" in refused[0]["message"]
+    assert refused[0]["status"] == "Pending"
     warned = events(api, namespace, reason="FailedCreatePod", kind="Job", name="bad")
     assert warned and "Sometimes" in warned[0]["message"]
     good = make_job("good").ns(namespace).task("main", 1).pinned(TEST_KEY, namespace).build()
     submit(api, good)
     running(api, namespace, "good", 1)
     assert pods(api, namespace, "bad") == {}
+
+    failed = wait_job(api, namespace, "bad", "Failed", timeout=60)
+    assert failed["state"]["reason"] == "PodCreateFailed"
+    assert "spec.containers[0].imagePullPolicy" in failed["state"]["message"]
+    assert "no pod could be created for" in failed["state"]["message"]
+    assert [c["status"] for c in failed["conditions"]][-1] == "Failed"
+    assert _printed_status(kubeconfig, namespace, "bad") == "Failed"
+    shown = describe(job(api, namespace, "bad"), None, [])
+    assert "Status:        Failed (PodCreateFailed)" in shown
+    assert any(line.startswith("Message:") and "imagePullPolicy" in line for line in shown)
+    attempts = sum(
+        e.get("count") or 1
+        for e in events(api, namespace, reason="FailedCreatePod", kind="Job", name="bad")
+    )
+    assert 2 <= attempts <= 12, attempts  # backoff: a handful of tries, not a hot loop
+    time.sleep(3)  # a failed job is tried no more
+    assert attempts == sum(
+        e.get("count") or 1
+        for e in events(api, namespace, reason="FailedCreatePod", kind="Job", name="bad")
+    )
+
+
+def _printed_status(kubeconfig: Path, namespace: str, name: str) -> str:
+    """The STATUS column `kubectl get vcjob` prints (the CRD's printer column)."""
+    kubectl = devcluster.ensure_binaries(quiet=True).kubectl
+    out = subprocess.run(
+        [str(kubectl), "--kubeconfig", str(kubeconfig), "-n", namespace, "get", "vcjob", name],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    header, row = out.splitlines()[:2]
+    return dict(zip(header.split(), row.split(), strict=False))["STATUS"]
 
 
 def test_unknown_plugin_is_refused_at_creation(api: k8s.ApiClient, namespace: str) -> None:

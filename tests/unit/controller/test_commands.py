@@ -7,6 +7,7 @@ import pytest
 
 from extender.api.batch import Action, Command
 from extender.controller.lifecycle import plan
+from extender.controller.reconcile import command_action
 from extender.controller.store import JobStore
 from tests.builders import make_job, make_job_pod
 
@@ -93,3 +94,45 @@ def test_a_command_for_something_else_than_a_job_is_not_kept() -> None:
     )
     store.upsert_command(stray)
     assert store.commands == {}
+
+
+def test_suspend_and_resume_are_no_retries_however_often() -> None:
+    """maxRetry 1, suspended and resumed three times: it runs again each time, retryCount 0."""
+    job = make_job("a").task("w", 2).max_retry(1).status(phase="Running").model()
+    for cycle in range(3):
+        running = {p.name: p for p in (make_job_pod(job, "w", i).model() for i in range(2))}
+        suspended = plan(job, running, [], NOW, Action.ABORT_JOB)
+        assert (suspended.phase, len(suspended.delete)) == ("Aborting", 2)
+        job = job.model_copy(update={"status": suspended.status})
+        job = job.model_copy(update={"status": plan(job, {}, [], NOW).status})
+        assert job.status.state.phase == "Aborted"
+        resumed = plan(job, {}, [], NOW, Action.RESUME_JOB)
+        job = job.model_copy(update={"status": resumed.status})
+        job = job.model_copy(update={"status": plan(job, {}, [], NOW).status})
+        assert job.status.state.phase == "Pending"
+        assert len(plan(job, {}, [], NOW).create) == 2
+        again = {p.name: p for p in (make_job_pod(job, "w", i).model() for i in range(2))}
+        job = job.model_copy(update={"status": plan(job, again, [], NOW).status})
+        assert job.status.state.phase == "Running"
+        assert (job.status.retry_count, job.status.version) == (0, cycle + 1)
+
+
+def test_a_suspend_while_restarting_is_taken() -> None:
+    """Sent right after a resume (the job still Restarting): the job is suspended, not resumed."""
+    model = running_job("Restarting", version=1)
+    old = make_job_pod(model, "w", 0).version(0).terminating().model()
+    result = plan(model, {old.name: old}, [], NOW, Action.ABORT_JOB)
+    assert (result.phase, result.status.retry_count) == ("Aborting", 0)
+    after = model.model_copy(update={"status": result.status})
+    assert plan(after, {}, [], NOW).phase == "Aborted"
+
+
+@pytest.mark.parametrize(
+    ("target_uid", "expected"),
+    [("uid-a", Action.ABORT_JOB), ("", Action.ABORT_JOB), ("uid-of-an-earlier-a", None)],
+    ids=["for this job", "naming no uid (made by hand)", "for an earlier job of the same name"],
+)
+def test_a_command_acts_on_the_job_it_names(target_uid: str, expected: Action | None) -> None:
+    command = _command("c", "2026-01-01T00:00:00Z")
+    target = command.target.model_copy(update={"uid": target_uid})  # type: ignore[union-attr]
+    assert command_action(running_job(), command.model_copy(update={"target": target})) == expected

@@ -6,8 +6,18 @@ from collections.abc import Iterable, Mapping
 
 import pytest
 
-from extender.api.batch import Action, Job, JobPod
-from extender.controller.lifecycle import MAX_CONDITIONS, Plan, count, plan
+from extender.api.batch import Action, Job, JobPod, JobStatus
+from extender.controller.lifecycle import (
+    MAX_CONDITIONS,
+    POD_CREATE_FAILED,
+    PODS_CREATED,
+    Plan,
+    count,
+    plan,
+    pods_created,
+    refused,
+    refused_since,
+)
 from tests.builders import JobBuilder, JobPodBuilder, make_job, make_job_pod
 
 NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z: when the builders' pods were created
@@ -147,6 +157,19 @@ def test_an_eviction_of_an_older_version_is_ignored() -> None:
     assert (result.status.version, result.delete) == (1, [])
 
 
+def test_a_namesakes_pods_going_are_no_eviction_and_not_the_jobs() -> None:
+    """Job tf deleted and made again at once (another uid): the old pods, still terminating,
+    count for nothing, their deletion is no PodEvicted, and the new job makes its own pods."""
+    job = tf().policy("PodEvicted", "TerminateJob").model()
+    old = [
+        pod(job, short).owned_by("uid-of-the-old-tf").terminating()
+        for short in ("ps-0", "worker-0")
+    ]
+    result = step(job, {}, [o.model() for o in old])
+    assert (result.phase, result.decision.action) == ("Pending", Action.SYNC_JOB)
+    assert created(result) == ["ps-0", "worker-0", "worker-1"]
+
+
 def test_restart_job_at_max_retry_fails_the_job() -> None:
     job = tf().policy("PodEvicted", "RestartJob").status(phase="Running", retryCount=2).model()
     found = tf_pods(job, R, S, R)
@@ -273,6 +296,22 @@ def test_ttl_after_finished(
     assert (result.requeue_after, result.delete_job) == (requeue, delete)
 
 
+@pytest.mark.parametrize(
+    ("ttl", "after", "requeue", "delete"),
+    [(5, 10, None, True), (3600, 70, 3530.0, False), (None, 70, None, False)],
+    ids=["shortened: deleted at once", "lengthened: later", "removed: kept"],
+)
+def test_a_ttl_changed_once_the_job_finished_counts_from_when_it_finished(
+    ttl: int | None, after: float, requeue: float | None, delete: bool
+) -> None:
+    """Finished with ttl 60; each pass reads the TTL afresh (the webhook keeps it fixed, as
+    Volcano's does; a job changed without it is still handled)."""
+    finished = {"phase": "Completed", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    builder = tf().status(state=finished)
+    result = step((builder.ttl(ttl) if ttl is not None else builder).model(), {}, at=after)
+    assert (result.requeue_after, result.delete_job) == (requeue, delete)
+
+
 def test_a_job_finishing_with_ttl_zero_is_deleted_at_once() -> None:
     job = tf().ttl(0).status(phase="Running").model()
     result = step(job, tf_pods(job, S, S, S))
@@ -352,3 +391,64 @@ def test_a_finished_job_without_a_transition_time_gets_one_so_its_ttl_can_run() 
     result = step(model, {})
     assert result.status.state.last_transition_time == "2026-01-01T00:00:00Z"
     assert (result.delete_job, result.requeue_after) == (False, 60)
+
+
+def refusals(status: JobStatus, *times: float, message: str = "pod invalid", invalid: bool = True):  # type: ignore[no-untyped-def]
+    """`status` after pods refused at each of `times` (seconds after NOW)."""
+    for at in times:
+        status = refused(status, message, NOW + at, invalid=invalid)
+    return status
+
+
+@pytest.mark.parametrize(
+    ("invalid", "times", "phase"),
+    [
+        (True, (0, 0.25, 0.75, 1.75, 3.75, 7.75), "Pending"),
+        (True, (0, 0.25, 0.75, 1.75, 3.75, 7.75, 15.75), "Failed"),
+        (False, (0, 1, 3, 7, 15, 31, 63, 123, 183, 243), "Pending"),
+        (False, (0, 1, 3, 7, 15, 31, 63, 123, 183, 243, 303), "Failed"),
+    ],
+    ids=[
+        "an invalid template: Pending while tried a few seconds",
+        "an invalid template: Failed after REFUSED_INVALID_FOR",
+        "refused otherwise (quota, policy): Pending while it may clear up",
+        "refused otherwise: Failed after REFUSED_FOR",
+    ],
+)
+def test_pods_refused_fail_the_job_after_a_bounded_time(
+    invalid: bool, times: tuple[float, ...], phase: str
+) -> None:
+    job = tf().status(phase="Pending").model()
+    status = refusals(job.status, *times, invalid=invalid)
+    assert (status.state.phase, status.state.reason) == (phase, POD_CREATE_FAILED)
+    assert status.state.message.startswith("pod invalid")
+    if phase == "Failed":
+        assert status.state.message.endswith(f"no pod could be created for {times[-1]:.0f}s")
+        assert plan(job.model_copy(update={"status": status}), {}, [], NOW + times[-1]).create == []
+    else:  # the same refusal again is said once: nothing to write, no condition added
+        assert [c.reason for c in status.conditions] == [POD_CREATE_FAILED]
+        assert refused(status, "pod invalid", NOW + times[-1], invalid=invalid) == status
+
+
+def test_pods_created_end_a_run_of_refusals() -> None:
+    """Refused, then created (the quota freed), then refused again later: the time counts from
+    the second refusal, not the first."""
+    first = refusals(tf().status(phase="Pending").model().status, 0, 200, invalid=False)
+    assert refused_since(first) == NOW
+    cleared = pods_created(first, NOW + 250)
+    assert (cleared.state.reason, cleared.conditions[-1].reason, refused_since(cleared)) == (
+        "",
+        PODS_CREATED,
+        None,
+    )
+    again = refusals(cleared, 290, 400, message="quota", invalid=False)
+    assert (again.state.phase, refused_since(again)) == ("Pending", NOW + 290)
+    assert refusals(again, 600, message="quota", invalid=False).state.phase == "Failed"
+
+
+def test_another_refusal_message_is_said_but_keeps_the_first_time() -> None:
+    status = refusals(tf().status(phase="Pending").model().status, 0, 4, message="one")
+    status = refusals(status, 8, message="one (and 1 more)")
+    assert [c.message for c in status.conditions] == ["one", "one (and 1 more)"]
+    assert refused_since(status) == NOW
+    assert refusals(status, 10, message="one (and 1 more)").state.phase == "Failed"

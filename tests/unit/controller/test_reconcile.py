@@ -4,10 +4,16 @@ without it), and how the pods are seen before planning."""
 from __future__ import annotations
 
 import pytest
+from kubernetes import client as k8s
 
-from extender.controller.reconcile import problems
-from extender.controller.store import JobStore
+from extender.api.batch import Action
+from extender.controller.lifecycle import plan
+from extender.controller.objects import build_pod_group
+from extender.controller.reconcile import GROUP_PHASES, Reconciler, problems
+from extender.controller.store import JobStore, OwnedGroup
 from tests.builders import JobBuilder, make_job, make_job_pod
+
+NOW = 1_767_225_600.0
 
 
 @pytest.mark.parametrize(
@@ -72,3 +78,27 @@ def test_a_pod_the_controller_deleted_counts_as_terminating_before_the_watch_say
     assert not store.pods_of(job)[failed.name].terminating
     store.expect_deletion(failed.metadata.uid)
     assert store.pods_of(job)[failed.name].terminating
+
+
+@pytest.mark.parametrize(
+    "action", [Action.RESTART_JOB, Action.RESTART_TASK, Action.RESTART_POD], ids=lambda a: a.value
+)
+def test_a_restart_keeps_the_pod_group_as_it_is(action: Action) -> None:
+    """The pods go and come back; the PodGroup is neither deleted nor applied again (so the
+    scheduler keeps the gang it knows, uid and status)."""
+    builder = make_job("a").task("w", 2).min_available(2).policy("PodFailed", action.value)
+    job = builder.status(phase="Running").model()
+    found = {
+        p.name: p
+        for p in (
+            make_job_pod(job, "w", 0).phase("Failed", exit_code=1).model(),
+            make_job_pod(job, "w", 1).model(),
+        )
+    }
+    result = plan(job, found, [], NOW)
+    assert result.decision.action is action and result.delete
+    store = JobStore()
+    store.upsert_group(OwnedGroup.model_validate(build_pod_group(job)))
+    restarted = job.model_copy(update={"status": result.status})
+    work = Reconciler(k8s.ApiClient(), store)._prepare(restarted, result)
+    assert (result.phase in GROUP_PHASES, work.owned, work.plan.delete_job) == (True, [], False)

@@ -202,7 +202,8 @@ def test_pod_groups_are_keyed_by_their_controlling_job(store: JobStore, poked: l
     store.upsert_group(group_of(job("a")))
     store.upsert_group(group_of(job("b"), controller=False))
     assert set(store.groups) == {"default/a"}
-    assert store.groups["default/a"].spec.min_task_member == {"w": 2}
+    found = store.group_of(job("a"))
+    assert found is not None and found.spec.min_task_member == {"w": 2}
     store.replace_groups([group_of(job("c")), group_of(job("d"), controller=False)])
     assert set(store.groups) == {"default/c"}
     store.delete_group(group_of(job("c")))
@@ -213,3 +214,38 @@ def test_pod_groups_are_keyed_by_their_controlling_job(store: JobStore, poked: l
         ["default/a", "default/c"],
         ["default/c"],
     )
+
+
+def namesake(name: str, uid: str) -> Job:
+    """Job `name` created again: another uid (so another PodGroup name)."""
+    model = job(name)
+    return model.model_copy(update={"metadata": model.metadata.model_copy(update={"uid": uid})})
+
+
+def test_the_pod_group_of_an_earlier_namesake_is_never_the_jobs(store: JobStore) -> None:
+    """A job deleted and made again at once: the old PodGroup, which garbage collection has not
+    removed yet, changes and goes without touching the new job's."""
+    old, new = job("a"), namesake("a", "uid-a-again")
+    store.upsert_group(group_of(new))
+    store.upsert_group(group_of(old))  # the old one changes after the new one was made
+    assert (store.group_of(new) or OwnedGroup()).metadata.name == "a-uid-a-again"
+    store.delete_group(group_of(old))
+    assert (store.group_of(new) or OwnedGroup()).metadata.name == "a-uid-a-again"
+    assert store.group_of(old) is None
+    store.delete_group(group_of(new))
+    assert (store.group_of(new), store.groups) == (None, {})
+
+
+def test_what_an_earlier_namesake_left_is_known_until_it_is_gone(store: JobStore) -> None:
+    old, new = job("a"), namesake("a", "uid-a-again")
+    lingering = make_job_pod(old, "w", 0).owned_by(old.metadata.uid).terminating().model()
+    store.upsert_group(group_of(new))
+    store.upsert_pod(make_job_pod(new, "w", 1).owned_by(new.metadata.uid).model())
+    assert not store.namesake_left(new)
+    store.upsert_pod(lingering)
+    assert store.namesake_left(new) and list(store.pods_of(new)) == ["a-w-1"]
+    store.delete_pod(lingering)
+    store.upsert_group(group_of(old))
+    assert store.namesake_left(new)
+    store.delete_group(group_of(old))
+    assert not store.namesake_left(new)
