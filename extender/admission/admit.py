@@ -107,7 +107,7 @@ def validate_job(request: AdmissionRequest, view: QueueLookup, settings: Setting
         old = request.old_object or {}
         problems = check_update(old, request.object, job, settings.scheduler_name)
     else:
-        problems = jobs.check_job(job, view, warnings)
+        problems = jobs.check_job(job, view, warnings, request.object)
     return _outcome("Job", request, problems, warnings=warnings)
 
 
@@ -118,7 +118,8 @@ def validate_queue(request: AdmissionRequest, view: QueueLookup, settings: Setti
         if request.operation == Operation.DELETE:
             problems = queues.check_delete(request.name, view)
         else:
-            problems = queues.check_queue(request.object)
+            old = request.old_object if request.operation == Operation.UPDATE else None
+            problems = queues.check_queue(request.object, view, old or None)
     return _outcome("Queue", request, problems)
 
 

@@ -4,12 +4,12 @@ already has them gets no patch at all (idempotent) and no field the webhook does
 touched (Volcano replaces the whole task list).
 
 The defaults: queue `default`; schedulerName (the one this webhook is configured with); maxRetry 3
-when 0 or missing; task name `default<i>` when empty; task minAvailable = its replicas when unset;
-job minAvailable = the tasks' minAvailable summed when 0 or missing; dnsPolicy
-ClusterFirstWithHostNet for a hostNetwork template without one; the svc plugin for jobs using
-pytorch (its pods find the master through it). Applied on CREATE and on UPDATE, so `kubectl
-replace` with the original file keeps the defaults. Numbers beyond int32 get no derived default
-(the rules refuse them).
+when 0 or missing, the job's and each task's; task name `default<i>` when empty; task
+minAvailable = its replicas when unset; job minAvailable = the tasks' minAvailable summed when 0
+or missing; dnsPolicy ClusterFirstWithHostNet for a hostNetwork template without one; the svc
+plugin for jobs using pytorch, tensorflow, mpi or ray (their pods find each other through it) and
+the ssh plugin for mpi. Applied on CREATE and on UPDATE, so `kubectl replace` with the original
+file keeps the defaults. Numbers beyond int32 get no derived default (the rules refuse them).
 """
 
 from __future__ import annotations
@@ -22,9 +22,14 @@ from extender.admission.problems import INT32, pointer
 from extender.api.scheduling import DEFAULT_QUEUE
 
 DEFAULT_MAX_RETRY = 3
-# Plugins a framework plugin needs: pytorch's pods find the master through svc's Service. (Volcano
-# also adds svc for tensorflow and mpi, and ssh for mpi; Lahar has no such plugins yet.)
-NEEDS = {"pytorch": ("svc",)}
+# Plugins a framework plugin needs, as Volcano adds them: the framework's pods find each other
+# through svc's Service, and mpi's launcher reaches the workers over ssh.
+NEEDS = {
+    "pytorch": ("svc",),
+    "tensorflow": ("svc",),
+    "ray": ("svc",),
+    "mpi": ("svc", "ssh"),
+}
 
 
 def job_defaults(job: Mapping[str, Any], scheduler_name: str) -> list[dict[str, Any]]:
@@ -74,6 +79,8 @@ def _defaults(
         if task.get("minAvailable") is None and replicas <= INT32:
             yield ("tasks", index, "minAvailable"), replicas
         needed += replicas if task.get("minAvailable") is None else task["minAvailable"]
+        if not task.get("maxRetry"):
+            yield ("tasks", index, "maxRetry"), DEFAULT_MAX_RETRY
         pod = (task.get("template") or {}).get("spec")
         if isinstance(pod, Mapping) and pod.get("hostNetwork") is True and not pod.get("dnsPolicy"):
             yield ("tasks", index, "template", "spec", "dnsPolicy"), "ClusterFirstWithHostNet"
