@@ -19,7 +19,7 @@ from collections.abc import Generator, Iterator, Mapping
 from decimal import Decimal
 from typing import Any
 
-from extender.admission.names import dns_label, port_name, qualified_name
+from extender.admission.names import dns_label, port_name, qualified_name, why_not
 from extender.admission.problems import Problem, field, shown
 from extender.api.quantity import parse_quantity
 
@@ -142,8 +142,8 @@ def _port(
     name = port.get("name")
     if name in (None, ""):
         return
-    if not isinstance(name, str) or (reason := port_name(name)) is not None:
-        yield Problem(field(*here, "name"), f"{shown(name)} {reason or 'must be a string'}")
+    if (reason := why_not(name, port_name)) is not None:
+        yield Problem(field(*here, "name"), f"{shown(name)} {reason}")
     elif name in names:
         yield Problem(
             field(*here, "name"), f"{shown(name)} names {field(*at, names[name])} already"

@@ -8,6 +8,7 @@ pods or Service would be refused is refused itself, naming the field that makes 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 MAX_LABEL = 63
 MAX_SUBDOMAIN = 253
@@ -91,3 +92,9 @@ def port_name(name: str) -> str | None:
             "at either end or twice in a row"
         )
     return None
+
+
+def why_not(value: object, check: Callable[[str], str | None]) -> str | None:
+    """Why `value` is not a string `check` accepts (`check`'s reason, or that it is not a
+    string), or None when it is."""
+    return check(value) if isinstance(value, str) else "must be a string"

@@ -18,7 +18,13 @@ from collections.abc import Generator, Iterator, Mapping
 from typing import Any
 
 from extender.admission.containers import container_problems, ports_of
-from extender.admission.names import dns_label, dns_subdomain, label_value, qualified_name
+from extender.admission.names import (
+    dns_label,
+    dns_subdomain,
+    label_value,
+    qualified_name,
+    why_not,
+)
 from extender.admission.problems import INT32, Problem, field, shown
 from extender.api.quantity import parse_quantity
 
@@ -49,11 +55,8 @@ def template_problems(template: Mapping[str, Any], *at: str | int) -> Iterator[P
         ("priorityClassName", dns_subdomain),
     ):
         value = spec.get(key)
-        if value not in (None, "") and (not isinstance(value, str) or check(value) is not None):
-            yield Problem(
-                field(*at, key),
-                f"{shown(value)} {check(value) if isinstance(value, str) else 'must be a string'}",
-            )
+        if value not in (None, "") and (reason := why_not(value, check)) is not None:
+            yield Problem(field(*at, key), f"{shown(value)} {reason}")
     deadline = spec.get("activeDeadlineSeconds")
     if deadline is not None and (
         not isinstance(deadline, int) or isinstance(deadline, bool) or not 1 <= deadline <= INT32
@@ -171,8 +174,8 @@ def _labels(labels: Any, *at: str | int) -> Iterator[Problem]:
     for key, value in labels.items():
         if (reason := qualified_name(str(key))) is not None:
             yield Problem(field(*at, key), f"the key {shown(key)} {reason}")
-        elif not isinstance(value, str) or (reason := label_value(value)) is not None:
-            yield Problem(field(*at, key), f"{shown(value)} {reason or 'must be a string'}")
+        elif (reason := why_not(value, label_value)) is not None:
+            yield Problem(field(*at, key), f"{shown(value)} {reason}")
 
 
 def _tolerations(tolerations: Any, *at: str | int) -> Iterator[Problem]:
@@ -185,8 +188,8 @@ def _tolerations(tolerations: Any, *at: str | int) -> Iterator[Problem]:
             continue
         key, operator = toleration.get("key") or "", toleration.get("operator") or "Equal"
         value, effect = toleration.get("value") or "", toleration.get("effect") or ""
-        if key and (not isinstance(key, str) or (reason := qualified_name(key)) is not None):
-            yield Problem(field(*here, "key"), f"{shown(key)} {reason or 'must be a string'}")
+        if key and (reason := why_not(key, qualified_name)) is not None:
+            yield Problem(field(*here, "key"), f"{shown(key)} {reason}")
         if operator not in OPERATORS:
             yield Problem(
                 field(*here, "operator"),
@@ -199,8 +202,7 @@ def _tolerations(tolerations: Any, *at: str | int) -> Iterator[Problem]:
             )
         elif operator == "Exists" and value:
             yield Problem(field(*here, "value"), "must be empty when the operator is Exists")
-        elif operator == "Equal" and (not isinstance(value, str) or label_value(value)):
-            reason = label_value(value) if isinstance(value, str) else "must be a string"
+        elif operator == "Equal" and (reason := why_not(value, label_value)) is not None:
             yield Problem(field(*here, "value"), f"{shown(value)} {reason}")
         if effect and effect not in EFFECTS:
             yield Problem(
