@@ -119,7 +119,8 @@ def validate_queue(request: AdmissionRequest, view: QueueLookup, settings: Setti
         if request.operation == Operation.DELETE:
             problems = queues.check_delete(request.name, view)
         else:
-            problems = queues.check_queue(request.object)
+            old = request.old_object if request.operation == Operation.UPDATE else None
+            problems = queues.check_queue(request.object, view, old or None)
     return _outcome("Queue", request, problems, warnings=queue_warnings(request.object))
 
 

@@ -4,14 +4,14 @@ already has them gets no patch at all (idempotent) and no field the webhook does
 touched (Volcano replaces the whole task list).
 
 The defaults: queue `default`; schedulerName (the one this webhook is configured with); maxRetry 3
-when 0 or missing; task name `default<i>` when empty; task minAvailable = its replicas when unset
-(with a partition policy that sets minPartitions: minPartitions * partitionSize);
-job minAvailable = the tasks' minAvailable summed when 0 or missing; dnsPolicy
-ClusterFirstWithHostNet for a hostNetwork template without one; the svc plugin for jobs using
-pytorch, tensorflow, mpi or ray (their pods find each other through it) and the ssh plugin for
-mpi (its launcher logs in to the workers). Applied on CREATE and on UPDATE, so `kubectl
-replace` with the original file keeps the defaults. Numbers beyond int32 get no derived default
-(the rules refuse them).
+when 0 or missing, the job's and each task's; task name `default<i>` when empty; task
+minAvailable = its replicas when unset (with a partition policy that sets minPartitions:
+minPartitions * partitionSize); job minAvailable = the tasks' minAvailable summed when 0 or
+missing; dnsPolicy ClusterFirstWithHostNet for a hostNetwork template without one; the svc plugin
+for jobs using pytorch, tensorflow, mpi or ray (their pods find each other through it) and the
+ssh plugin for mpi (its launcher logs in to the workers). Applied on CREATE and on UPDATE, so
+`kubectl replace` with the original file keeps the defaults. Numbers beyond int32 get no derived
+default (the rules refuse them).
 """
 
 from __future__ import annotations
@@ -84,6 +84,8 @@ def _defaults(
         if task.get("minAvailable") is None and least <= INT32:
             yield ("tasks", index, "minAvailable"), least
         needed += least if task.get("minAvailable") is None else task["minAvailable"]
+        if not task.get("maxRetry"):
+            yield ("tasks", index, "maxRetry"), DEFAULT_MAX_RETRY
         pod = (task.get("template") or {}).get("spec")
         if isinstance(pod, Mapping) and pod.get("hostNetwork") is True and not pod.get("dnsPolicy"):
             yield ("tasks", index, "template", "spec", "dnsPolicy"), "ClusterFirstWithHostNet"

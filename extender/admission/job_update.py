@@ -1,11 +1,12 @@
-"""Job rules for UPDATE: what may change once a job exists, and the numbers and names that may.
+"""Job rules for UPDATE, Volcano's: what may change once a job exists, and the numbers and names
+that may.
 
-Only `minAvailable`, `maxRetry`, `priorityClassName` and each task's `replicas`, `minAvailable` and
-`maxRetry` may change (scaling, and the knobs the controller reads afresh at every pass); tasks
-may not be added or removed. Every other field that differs is named. The counts are checked as
-on CREATE, and so are the names (scaling up makes longer pod names). Metadata and status are not
-the webhook's concern (the controller writes status through its subresource, which this webhook
-does not see).
+Only `minAvailable`, `priorityClassName` and each task's `replicas` and `minAvailable` may change
+(scaling); tasks may not be added or removed. Every other field that differs is named; quantities
+in the pod templates are compared by value (`1` and `1000m` alike), as Volcano compares them. The
+counts are checked as on CREATE, and so are the names (scaling up makes longer pod names).
+Metadata and status are not the webhook's concern (the controller writes status through its
+subresource, which this webhook does not see).
 """
 
 from __future__ import annotations
@@ -18,13 +19,17 @@ from extender.admission.jobs import name_problems, number_problems, parse_job
 from extender.admission.problems import Problem, field
 from extender.admission.topology import update_problems
 from extender.api.batch import Job
+from extender.api.quantity import parse_quantity
 
-MUTABLE_SPEC = frozenset({"minAvailable", "maxRetry", "priorityClassName", "tasks"})
-MUTABLE_TASK = frozenset({"replicas", "minAvailable", "maxRetry"})
+MUTABLE_SPEC = frozenset({"minAvailable", "priorityClassName", "tasks"})
+MUTABLE_TASK = frozenset({"replicas", "minAvailable"})
 FIXED = (
-    "cannot change once the job exists (only minAvailable, maxRetry, priorityClassName and "
-    "the tasks' replicas, minAvailable and maxRetry can)"
+    "cannot change once the job exists (only minAvailable, priorityClassName and the tasks' "
+    "replicas and minAvailable can)"
 )
+# In a pod template: the maps of quantities, and the maps whose emptiness is no value at all.
+QUANTITIES = frozenset({"requests", "limits", "overhead"})
+MAPS = QUANTITIES | {"labels", "annotations", "nodeSelector"}
 
 
 def check_update(
@@ -52,9 +57,38 @@ def check_update(
         return problems
     for index, (before, after) in enumerate(zip(old_tasks, new_tasks, strict=True)):
         for key in sorted(set(before) | set(after)):
-            if key not in MUTABLE_TASK and _value(before, key) != _value(after, key):
+            if key in MUTABLE_TASK:
+                continue
+            old_value, new_value = _value(before, key), _value(after, key)
+            if old_value != new_value and (
+                key != "template" or _by_value(old_value) != _by_value(new_value)
+            ):
                 problems.append(Problem(field("spec", "tasks", index, key), FIXED))
     return problems
+
+
+def _by_value(value: Any, key: str = "") -> Any:
+    """A template as Volcano compares it (Kubernetes' semantic equality): quantities by amount
+    (`1`, `"1"` and `1000m` alike), and a null, an empty list or an empty map of names (labels,
+    requests) the same as none. Anything that does not read as a quantity stays as written."""
+    if isinstance(value, Mapping):
+        by_value: dict[str, Any] = {}
+        for name, item in value.items():
+            read = _by_value(item, name)
+            if read is None or read == [] or (read == {} and name in MAPS):
+                continue
+            by_value[name] = _amount(read) if key in QUANTITIES else read
+        return by_value
+    if isinstance(value, list):
+        return [_by_value(item) for item in value]
+    return value
+
+
+def _amount(quantity: Any) -> Any:
+    try:
+        return parse_quantity(quantity)
+    except ValueError:
+        return quantity
 
 
 def unchanged(old: Mapping[str, Any], new: Mapping[str, Any], job: Job) -> bool:

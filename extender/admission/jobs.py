@@ -1,13 +1,17 @@
-"""Job rules (`batch.volcano.sh/v1alpha1`) for CREATE: Volcano's webhook rules, every problem at
-once, each naming its field.
+"""Job rules (`batch.volcano.sh/v1alpha1`) for CREATE: Volcano's webhook rules (and what its
+schema checks), every problem at once, each naming its field. docs/admission-rules.md lists them
+one by one, with where Lahar differs on purpose.
 
 `parse_job` reads the object strictly (a string where a number belongs is a problem, not a
 conversion); `check_job` then checks what the controller will rely on: tasks (names, replicas,
-minAvailable, templates, dependsOn forming no cycle), the job's minAvailable, maxRetry, TTL and
-minSuccess, lifecycle policies, plugins (with the controller's own argument parsing, and the tasks
-a plugin needs, such as mpi's master), volumes, and the queue (exists, Open). Names the controller
-derives are checked where they come from: pods are labelled with the job's name (63 characters at
-most), the svc plugin makes each pod name a hostname (a DNS label) and the job name a Service name.
+minAvailable, templates, dependsOn naming each known task once and forming no cycle), the job's
+minAvailable, maxRetry, TTL and minSuccess, lifecycle policies, plugins (with the controller's own
+argument parsing, and the tasks a plugin needs, such as mpi's master), volumes, priorityClassName
+and schedulerName, the topology fields (`topology.check`), and the queue (a DNS subdomain, not
+`root`, exists, Open). Names the controller derives are checked where they come from: pods are
+labelled with the job's name (63 characters at most), Volcano refuses pod names over 63
+characters, the svc plugin makes each pod name a hostname (a DNS label) and the job name a Service
+name.
 """
 
 from __future__ import annotations
@@ -15,16 +19,24 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from extender.admission.names import dns_1035_label, dns_label, dns_subdomain, label_value
+from extender.admission.names import (
+    MAX_LABEL,
+    dns_1035_label,
+    dns_label,
+    dns_subdomain,
+    label_value,
+)
 from extender.admission.policies import policy_problems
 from extender.admission.problems import INT32, Problem, field, parse, shown
-from extender.admission.queues import QueueLookup, queue_problems
+from extender.admission.queues import ROOT_QUEUE, QueueLookup, queue_problems
 from extender.admission.templates import template_problems
 from extender.admission.topology import check as topology_problems
-from extender.api.batch import Job, TaskSpec, pod_name
+from extender.api.batch import Job, JobSpec, TaskSpec, pod_name
 from extender.jobplugins import plugin_problems
 
 SVC = "svc"
+MAX_POD_NAME = 63  # Volcano checks pod names as qualified names
+VOLCANO_POD_NAME = "with the task's position as index (as Volcano checks it), a pod is named"
 
 
 def parse_job(obj: Mapping[str, Any] | None) -> tuple[Job | None, list[Problem]]:
@@ -34,15 +46,14 @@ def parse_job(obj: Mapping[str, Any] | None) -> tuple[Job | None, list[Problem]]
 
 
 def check_job(job: Job, queues: QueueLookup, warnings: list[str]) -> list[Problem]:
+    """CREATE."""
     spec = job.spec
     problems = [*runnable_problems(job), *number_problems(job), *_tasks(job, warnings)]
+    problems += _volcano_pod_names(job)
     problems += policy_problems(spec.policies, warnings, "spec", "policies")
     problems += _volumes(job)
-    if (reason := label_value(spec.queue)) is not None:
-        problems.append(Problem("spec.queue", f"{shown(spec.queue)} {reason}"))
-    else:
-        found = queues.queue(spec.queue)
-        problems += [Problem("spec.queue", p.reason) for p in queue_problems(spec.queue, found)]
+    problems += _names_of_spec(spec)
+    problems += _queue(spec.queue, queues)
     problems += _cycles(spec.tasks)
     problems += topology_problems(job, warnings)
     return problems
@@ -132,11 +143,18 @@ def _tasks(job: Job, warnings: list[str]) -> Iterator[Problem]:
         yield from policy_problems(task.policies, warnings, *at, "policies")
         yield from template_problems(task.template, *at, "template")
         if task.depends_on is not None:
+            seen: dict[str, int] = {}
             for number, name in enumerate(task.depends_on.name):
+                where = field(*at, "dependsOn", "name", number)
                 if name not in names:
+                    yield Problem(where, f"no task is named {shown(name)}")
+                elif name in seen:  # Volcano counts it twice and the task never starts
                     yield Problem(
-                        field(*at, "dependsOn", "name", number), f"no task is named {shown(name)}"
+                        where,
+                        f"{name} is named by {field(*at, 'dependsOn', 'name', seen[name])} too",
                     )
+                else:
+                    seen[name] = number
 
 
 def _pod_names(job: Job, task: TaskSpec, at: tuple[str | int, ...]) -> Iterator[Problem]:
@@ -164,6 +182,10 @@ def _volumes(job: Job) -> Iterator[Problem]:
         at = ("spec", "volumes", index)
         if not volume.mount_path:
             yield Problem(field(*at, "mountPath"), "required: where the pods mount the claim")
+        elif ":" in volume.mount_path:
+            yield Problem(
+                field(*at, "mountPath"), f"{shown(volume.mount_path)} must not contain ':'"
+            )
         elif volume.mount_path in mounted:
             yield Problem(
                 field(*at, "mountPath"),
@@ -182,6 +204,57 @@ def _volumes(job: Job) -> Iterator[Problem]:
             yield Problem(
                 field(*at, "volumeClaimName"), f"{shown(volume.volume_claim_name)} {reason}"
             )
+
+
+def _volcano_pod_names(job: Job) -> Iterator[Problem]:
+    """Volcano refuses a job whose pod names would exceed 63 characters: it checks them as
+    qualified names, and with the task's position in the job where the replica index goes, so
+    that name is checked too (a job Volcano refuses is refused here). Names `name_problems`
+    refuses already, or made from a job name refused already, are not named twice."""
+    name = job.metadata.name
+    if not name or label_value(name) is not None:
+        return
+    for index, task in enumerate(job.spec.tasks):
+        at = ("spec", "tasks", index)
+        if not task.name or dns_label(task.name) or task.replicas > INT32:
+            continue
+        if any(_pod_names(job, task, at)):
+            continue
+        last = max(task.replicas - 1, 0)
+        for replica, what in ((last, "pods would be named"), (index, VOLCANO_POD_NAME)):
+            made = pod_name(name, task.name, replica)
+            if len(made) > MAX_POD_NAME:
+                yield Problem(
+                    field(*at, "name"),
+                    f"{what} {made}, which must be at most {MAX_POD_NAME} characters "
+                    f"(it is {len(made)})",
+                )
+                break
+
+
+def _names_of_spec(spec: JobSpec) -> Iterator[Problem]:
+    """What Volcano's schema asks of the job's own names: a priority class is a DNS subdomain, a
+    scheduler name at most 63 characters."""
+    if spec.priority_class_name and (reason := dns_subdomain(spec.priority_class_name)):
+        yield Problem("spec.priorityClassName", f"{shown(spec.priority_class_name)} {reason}")
+    if len(spec.scheduler_name) > MAX_LABEL:
+        yield Problem(
+            "spec.schedulerName",
+            f"must be at most {MAX_LABEL} characters (it is {len(spec.scheduler_name)})",
+        )
+
+
+def _queue(name: str, queues: QueueLookup) -> list[Problem]:
+    """The queue is named as Volcano's schema asks (a DNS subdomain) and fits a label value
+    (pods are labelled with it); it is not `root` (which only parents queues); it exists and
+    is Open."""
+    reason = dns_subdomain(name) or label_value(name)
+    if reason is not None:
+        return [Problem("spec.queue", f"{shown(name)} {reason}")]
+    if name == ROOT_QUEUE:
+        return [Problem("spec.queue", "the root queue takes no jobs: it only parents queues")]
+    found = queues.queue(name)
+    return [Problem("spec.queue", p.reason) for p in queue_problems(name, found)]
 
 
 def _cycles(tasks: Sequence[TaskSpec]) -> Iterator[Problem]:

@@ -68,6 +68,7 @@ class Action(StrEnum):
     RESTART_JOB = "RestartJob"
     RESTART_TASK = "RestartTask"
     RESTART_POD = "RestartPod"
+    RESTART_PARTITION = "RestartPartition"
     TERMINATE_JOB = "TerminateJob"
     COMPLETE_JOB = "CompleteJob"
     RESUME_JOB = "ResumeJob"
@@ -111,7 +112,8 @@ class LifecyclePolicy(KubeModel):
     exit_code: Int32 | None = None
     """A container exit code to act on (instead of an event)."""
     action: str = ""
-    """AbortJob, RestartJob, RestartTask, RestartPod, TerminateJob, CompleteJob or ResumeJob."""
+    """AbortJob, RestartJob, RestartTask, RestartPod, RestartPartition, TerminateJob, CompleteJob or
+    ResumeJob."""
     timeout: Duration | None = None
     """A duration (e.g. 10m) to wait before acting; for PodPending, how long a pod may stay
     Pending."""
@@ -176,6 +178,14 @@ class TaskSpec(KubeModel):
         if partitions is not None and partitions.min_partitions and partitions.partition_size:
             return partitions.min_partitions * partitions.partition_size
         return self.replicas
+
+    def partition_of(self, index: int) -> int | None:
+        """The partition of the task's pod `index` (Volcano's: replicas 0..size-1 are partition
+        0, and so on); None without a partition policy."""
+        partitions = self.partition_policy
+        if partitions is None:
+            return None
+        return index // partitions.partition_size if partitions.partition_size > 0 else 0
 
 
 class VolumeSpec(KubeModel):

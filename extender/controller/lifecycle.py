@@ -6,9 +6,10 @@ own step, as Volcano's do:
 - RestartJob: every pod is deleted, `version` and `retryCount` go up, Restarting; once no pod of an
   older version is left, Pending again (and the pods are made anew at the new version), unless
   `retryCount` reached `maxRetry`: then Failed.
-- RestartTask / RestartPod: the task's pods / the pod are deleted and made again at the same
-  version; each counts as a retry against `maxRetry` as well (a pod failing for ever fails the job
-  instead of looping).
+- RestartTask / RestartPod / RestartPartition: the task's pods / the pod / the pods of the pod's
+  partition (`partitionPolicy`; nothing for a task without one, as in Volcano) are deleted and made
+  again at the same version; each counts as a retry against `maxRetry` as well (a pod failing for
+  ever fails the job instead of looping).
 - AbortJob, TerminateJob, CompleteJob: pods that have not finished are deleted (finished ones are
   kept for their logs), Aborting / Terminating / Completing until none is left, then Aborted /
   Terminated / Completed.
@@ -293,8 +294,25 @@ def _act(step: _Step, decision: Decision) -> None:
             pod = step.pods.get(trigger.pod.name)
             if pod is not None and pod.metadata.uid == trigger.pod.metadata.uid:
                 step.kill(keep_finished=False, pods=[pod])
+    elif action is Action.RESTART_PARTITION and trigger is not None and trigger.pod is not None:
+        partition = _partition(step, trigger.task, trigger.pod.index)
+        if partition and step.retry("RestartPartition", why):
+            step.kill(keep_finished=False, pods=partition)
     else:  # SyncJob, ResumeJob (nothing to resume while pending or running)
         _sync(step)
+
+
+def _partition(step: _Step, task_name: str, index: int) -> list[JobPod]:
+    """The pods of the partition of `task_name`'s pod `index`; none when the task has no
+    partition policy (Volcano then restarts nothing, and counts no retry)."""
+    task = step.job.task(task_name)
+    if task is None or (partition := task.partition_of(index)) is None:
+        return []
+    return [
+        p
+        for p in step.pods.values()
+        if p.task == task_name and task.partition_of(p.index) == partition
+    ]
 
 
 def _resume(step: _Step) -> None:

@@ -73,11 +73,9 @@ def build_pod(
         JOB_NAMESPACE_KEY: namespace,
         QUEUE_NAME_KEY: job.spec.queue,
     }
-    partitions = task.partition_policy
-    if partitions is not None:  # Volcano's: replicas 0..size-1 are partition 0, and so on
-        labels[PARTITION_KEY] = str(
-            index // partitions.partition_size if partitions.partition_size > 0 else 0
-        )
+    partition = task.partition_of(index)
+    if partition is not None:
+        labels[PARTITION_KEY] = str(partition)
     annotations = {
         **(meta.get("annotations") or {}),
         GROUP_ANNOTATION: job.pod_group_name,

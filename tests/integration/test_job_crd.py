@@ -69,6 +69,7 @@ def test_the_tensorflow_example_is_stored_as_written(api: k8s.ApiClient, namespa
     expected.update(queue="default", maxRetry=3)
     for task in expected["tasks"]:
         task["minAvailable"] = task["replicas"]
+        task["maxRetry"] = 3
     assert stored["spec"] == expected
     ps, worker = stored["spec"]["tasks"]
     container = ps["template"]["spec"]["containers"][0]

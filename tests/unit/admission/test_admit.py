@@ -48,6 +48,8 @@ def stored() -> JobBuilder:
         .max_retry(3)
         .set("spec.tasks[0].minAvailable", 1)
         .set("spec.tasks[1].minAvailable", 2)
+        .set("spec.tasks[0].maxRetry", 3)
+        .set("spec.tasks[1].maxRetry", 3)
         .min_available(3)
     )
 
@@ -149,7 +151,9 @@ def test_mutate_returns_the_defaults_patch() -> None:
         {"op": "add", "path": "/spec/schedulerName", "value": SCHEDULER},
         {"op": "add", "path": "/spec/maxRetry", "value": 3},
         {"op": "add", "path": "/spec/tasks/0/minAvailable", "value": 1},
+        {"op": "add", "path": "/spec/tasks/0/maxRetry", "value": 3},
         {"op": "add", "path": "/spec/tasks/1/minAvailable", "value": 2},
+        {"op": "add", "path": "/spec/tasks/1/maxRetry", "value": 3},
         {"op": "add", "path": "/spec/minAvailable", "value": 3},
     )
     assert apply_patch(tf().build(), outcome.decision.patch) == stored().build()
@@ -158,7 +162,7 @@ def test_mutate_returns_the_defaults_patch() -> None:
 def test_mutate_on_update_defaults_too_and_nothing_for_a_stored_job() -> None:
     outcome = run(mutate_job, make_review(tf().build()).update(stored().build()))
     assert outcome.decision.allowed
-    assert len(outcome.decision.patch) == 6
+    assert len(outcome.decision.patch) == 8
     assert run(mutate_job, make_review(stored().build())).decision.patch == ()
 
 
@@ -263,8 +267,8 @@ def test_update_checks_what_may_change() -> None:
     assert outcome.decision.problems == (
         Problem(
             "spec.queue",
-            "cannot change once the job exists (only minAvailable, maxRetry, priorityClassName "
-            "and the tasks' replicas, minAvailable and maxRetry can)",
+            "cannot change once the job exists (only minAvailable, priorityClassName and the "
+            "tasks' replicas and minAvailable can)",
         ),
     )
 

@@ -24,8 +24,8 @@ def complete() -> JobBuilder:
     """A job with every default already given: no patch."""
     return (
         make_job("tf")
-        .task("ps", 1, min_available=1)
-        .task("worker", 2, min_available=2)
+        .task("ps", 1, min_available=1, max_retry=3)
+        .task("worker", 2, min_available=2, max_retry=1)
         .queue("research")
         .scheduler_name("volcano")
         .max_retry(5)
@@ -76,6 +76,8 @@ def test_a_complete_job_gets_no_patch() -> None:
             .set("spec.tasks[0].template.spec.dnsPolicy", ""),
             [add("/spec/tasks/0/template/spec/dnsPolicy", "ClusterFirstWithHostNet")],
         ),
+        (complete().set("spec.tasks[1].maxRetry", 0), [add("/spec/tasks/1/maxRetry", 3)]),
+        (complete().unset("spec.tasks[0].maxRetry"), [add("/spec/tasks/0/maxRetry", 3)]),
         (complete().plugin("pytorch"), [add("/spec/plugins/svc", [])]),
         (complete().plugin("pytorch").plugin("env"), [add("/spec/plugins/svc", [])]),
         # Volcano's webhook: svc for tensorflow, mpi and ray too, and ssh for mpi
@@ -109,6 +111,8 @@ def test_a_complete_job_gets_no_patch() -> None:
         "min-available-missing",
         "host-network",
         "host-network-empty-dns-policy",
+        "task-max-retry-zero",
+        "task-max-retry-missing",
         "pytorch-svc",
         "pytorch-env-svc",
         "tensorflow-svc",
@@ -128,6 +132,7 @@ def test_each_default_alone(builder: JobBuilder, expected: list[dict[str, Any]])
     "builder",
     [
         complete().max_retry(-1),  # kept: the validating webhook refuses it
+        complete().set("spec.tasks[0].maxRetry", -1),
         complete().set("spec.tasks[0].minAvailable", 0),
         complete().set("spec.tasks[0].template.spec.hostNetwork", False),
         complete()
@@ -146,6 +151,7 @@ def test_each_default_alone(builder: JobBuilder, expected: list[dict[str, Any]])
     ],
     ids=[
         "negative-max-retry",
+        "negative-task-max-retry",
         "task-min-available-zero",
         "host-network-false",
         "dns-policy-given",
@@ -189,7 +195,9 @@ def test_a_bare_job_gets_every_default_in_order() -> None:
         add("/spec/maxRetry", 3),
         add("/spec/tasks/0/name", "default0"),
         add("/spec/tasks/0/minAvailable", 2),
+        add("/spec/tasks/0/maxRetry", 3),
         add("/spec/tasks/0/template/spec/dnsPolicy", "ClusterFirstWithHostNet"),
+        add("/spec/tasks/1/maxRetry", 3),
         add("/spec/minAvailable", 3),
         add("/spec/plugins/svc", []),
     ]
@@ -211,7 +219,9 @@ def test_the_tensorflow_example_gets_exactly_its_defaults() -> None:
         add("/spec/queue", "default"),
         add("/spec/maxRetry", 3),
         add("/spec/tasks/0/minAvailable", 1),
+        add("/spec/tasks/0/maxRetry", 3),
         add("/spec/tasks/1/minAvailable", 2),
+        add("/spec/tasks/1/maxRetry", 3),
     ]
     defaulted = apply_patch(body, job_defaults(body, "volcano"))
     assert job_defaults(defaulted, "volcano") == []
@@ -231,7 +241,7 @@ DEFAULTED = {
     "/spec/plugins/svc",
     "/spec/plugins/ssh",
 }
-TASK_DEFAULTED = {"name", "minAvailable", "template/spec/dnsPolicy"}
+TASK_DEFAULTED = {"name", "minAvailable", "maxRetry", "template/spec/dnsPolicy"}
 
 
 @st.composite
@@ -242,7 +252,8 @@ def jobs(draw: st.DrawFn) -> dict[str, Any]:
         replicas = draw(st.integers(0, 5))
         min_available = draw(st.none() | st.integers(0, replicas))
         name = draw(st.sampled_from(["", f"t{index}", f"default{index}"]))
-        builder.task(name, replicas, min_available=min_available)
+        max_retry = draw(st.none() | st.integers(-1, 5))
+        builder.task(name, replicas, min_available=min_available, max_retry=max_retry)
         if draw(st.booleans()):
             builder.set(f"spec.tasks[{index}].template.spec.hostNetwork", draw(st.booleans()))
         if draw(st.booleans()):
@@ -296,6 +307,7 @@ def test_defaults_are_idempotent_adds_of_defaulted_fields(
     assert job.spec.queue
     assert job.spec.max_retry != 0
     assert all(task.name and task.min_available is not None for task in job.spec.tasks)
+    assert all(task.max_retry != 0 for task in job.spec.tasks)
 
 
 def _without_defaulted(body: dict[str, Any]) -> dict[str, Any]:
@@ -308,13 +320,20 @@ def _without_defaulted(body: dict[str, Any]) -> dict[str, Any]:
     for task in spec["tasks"]:
         task.pop("name", None)
         task.pop("minAvailable", None)
+        task.pop("maxRetry", None)
         task["template"]["spec"].pop("dnsPolicy", None)
     return stripped
 
 
 def test_numbers_beyond_int32_get_no_derived_default() -> None:
     # Eleven tasks of 4,300 nines once summed to a number JSON could not even encode.
-    builder = make_job("big").task("a", 10**4000).task("b", 10**4000).queue("q").max_retry(3)
+    builder = (
+        make_job("big")
+        .task("a", 10**4000, max_retry=3)
+        .task("b", 10**4000, max_retry=3)
+        .queue("q")
+        .max_retry(3)
+    )
     assert defaults(builder, scheduler="") == []
 
 

@@ -1,5 +1,6 @@
-"""Job rules on UPDATE: scaling and the knobs the controller reads afresh may change; every other
-spec field that changes is named; the numbers still hold."""
+"""Job rules on UPDATE, Volcano's `validateJobUpdate`: only scaling (replicas, minAvailable) and the
+priority class may change; every other spec field that changes is named; the numbers still
+hold."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def tf() -> JobBuilder:
     """The job as stored: defaults given, a policy, a volume and a plugin."""
     return (
         make_job("tf")
-        .task("ps", 1, min_available=1)
+        .task("ps", 1, min_available=1, max_retry=3)
         .task("worker", 2, min_available=2, max_retry=3)
         .policy("PodEvicted", "RestartJob")
         .policy("TaskCompleted", "CompleteJob", task="worker")
@@ -46,14 +47,16 @@ def check(new: JobBuilder, old: JobBuilder | None = None) -> list[Problem]:
         tf().set("spec.tasks[1].replicas", 0).set("spec.tasks[1].minAvailable", 0).min_available(1),
         tf().set("spec.tasks[0].minAvailable", 0),
         tf().unset("spec.tasks[0].minAvailable"),
-        tf().set("spec.tasks[1].maxRetry", 10),
-        tf().set("spec.tasks[0].maxRetry", 1),
         tf().max_retry(0),
-        tf().max_retry(INT32),
         tf().unset("spec.maxRetry"),
+        tf().unset("spec.tasks[0].maxRetry"),
         tf().min_available(1),
         tf().priority_class("urgent"),
         tf().status(phase="Running").set("metadata.labels", {"team": "ml"}),
+        tf().set("spec.tasks[0].template.spec.containers[0].resources.requests.cpu", "1000m"),
+        tf().set("spec.tasks[0].template.spec.containers[0].resources.requests.cpu", 1),
+        tf().set("spec.tasks[0].template.spec.containers[0].resources.requests.cpu", "0.001k"),
+        tf().set("spec.tasks[1].template.spec.containers[0].resources.limits", {}),
     ],
     ids=[
         "unchanged",
@@ -61,14 +64,16 @@ def check(new: JobBuilder, old: JobBuilder | None = None) -> list[Problem]:
         "scale-to-zero",
         "task-min-available",
         "task-min-available-unset",
-        "task-max-retry",
-        "task-max-retry-added",
-        "max-retry-zero",
-        "max-retry-int32",
-        "max-retry-unset",
+        "max-retry-zero-is-the-default",
+        "max-retry-unset-is-the-default",
+        "task-max-retry-unset-is-the-default",
         "min-available",
         "priority-class",
         "metadata-and-status",
+        "quantity-in-millicores",
+        "quantity-as-number",
+        "quantity-with-suffix",
+        "empty-limits",
     ],
 )
 def test_allowed_changes(new: JobBuilder) -> None:
@@ -80,6 +85,18 @@ def test_allowed_changes(new: JobBuilder) -> None:
     [
         (tf().queue("other"), ["spec.queue"]),
         (tf().unset("spec.queue"), ["spec.queue"]),
+        (tf().max_retry(5), ["spec.maxRetry"]),
+        (tf().max_retry(INT32), ["spec.maxRetry"]),
+        (tf().set("spec.tasks[1].maxRetry", 10), ["spec.tasks[1].maxRetry"]),
+        (tf().set("spec.tasks[0].maxRetry", 1), ["spec.tasks[0].maxRetry"]),
+        (
+            tf().set("spec.tasks[0].template.spec.containers[0].resources.requests.cpu", "2"),
+            ["spec.tasks[0].template"],
+        ),
+        (
+            tf().set("spec.tasks[0].template.spec.containers[0].resources.requests.cpu", "x"),
+            ["spec.tasks[0].template"],
+        ),
         (tf().scheduler_name("lahar"), ["spec.schedulerName"]),
         (
             tf().set("spec.tasks[0].template.spec.restartPolicy", "Always"),
@@ -105,6 +122,12 @@ def test_allowed_changes(new: JobBuilder) -> None:
     ids=[
         "queue",
         "queue-removed",
+        "max-retry",
+        "max-retry-int32",
+        "task-max-retry",
+        "task-max-retry-lowered",
+        "quantity-changed",
+        "quantity-unreadable",
         "scheduler-name",
         "template",
         "template-container",
@@ -129,7 +152,7 @@ def test_fixed_fields_are_named(new: JobBuilder, paths: list[str]) -> None:
 
 
 def test_fixed_reason_lists_what_may_change() -> None:
-    assert "only minAvailable, maxRetry, priorityClassName and the tasks' replicas" in FIXED
+    assert "only minAvailable, priorityClassName and the tasks' replicas and minAvailable" in FIXED
 
 
 @pytest.mark.parametrize(
@@ -189,10 +212,10 @@ def test_numbers_on_update(new: JobBuilder, expected: dict[str, str]) -> None:
 
 
 def test_numbers_and_fixed_fields_together() -> None:
-    new = tf().max_retry(-1).queue("other").set("spec.tasks[0].minAvailable", 5)
+    new = tf().min_available(10).queue("other").set("spec.tasks[0].minAvailable", 5)
     assert [p.path for p in check(new)] == [
         "spec.tasks[0].minAvailable",
-        "spec.maxRetry",
+        "spec.minAvailable",
         "spec.queue",
     ]
 

@@ -44,7 +44,7 @@ CLAIM = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage":
         .task("c", depends_on=["a"])
         .task("d", depends_on=["b", "c"], iteration="any"),
         make_job("Upper_Case.job").task("w").set("metadata.name", "upper-case.job"),
-        make_job("x" * 63).task("w"),
+        make_job("x" * 59).task("w"),  # x...x-w-0: 63 characters
         make_job("x" * 59).task("w", 10).plugin("svc"),  # x...x-w-9: 63 characters
         make_job("tf").generate_name("tf-").task("w").plugin("svc"),
         tf().container("ps", "sidecar", requests={"cpu": "1"}, limits={"cpu": "2"}),
@@ -69,7 +69,7 @@ CLAIM = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage":
         "empty-claim-spec",
         "dag",
         "dotted-name",
-        "name-63",
+        "pod-name-63",
         "hostname-63",
         "generate-name",
         "second-container",
@@ -268,7 +268,7 @@ def test_good_jobs(builder: JobBuilder) -> None:
         (tf().queue("nope"), {"spec.queue": "queue 'nope' does not exist"}),
         (tf().queue("closed"), {"spec.queue": "queue 'closed' is Closed: it takes no new work"}),
         (tf().queue("closing"), {"spec.queue": "queue 'closing' is Closing"}),
-        (tf().queue("a b"), {"spec.queue": "'a b' must be letters, digits"}),
+        (tf().queue("a b"), {"spec.queue": "'a b' must be lower case letters, digits"}),
         (tf().queue("q" * 64), {"spec.queue": "must be at most 63 characters to be a label value"}),
         # dependsOn
         (

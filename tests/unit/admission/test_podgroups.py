@@ -28,6 +28,8 @@ def group() -> PodGroupBuilder:
         group().min_task("ps", 1).min_task("worker", 0),
         group().min_resources(cpu="4", memory="8Gi", **{"nvidia.com/gpu": "1"}),
         group().phase("Pending"),
+        group().set("spec.networkTopology", {"mode": "hard", "highestTierAllowed": 1}),
+        group().set("spec.subGroupPolicy", [{"name": "p", "networkTopology": {"mode": "soft"}}]),
     ],
     ids=[
         "research",
@@ -38,6 +40,8 @@ def group() -> PodGroupBuilder:
         "min-task-member",
         "min-resources",
         "with-status",
+        "network-topology",
+        "sub-group-network-topology",
     ],
 )
 def test_good_pod_groups(builder: PodGroupBuilder, queues: Queues) -> None:
@@ -77,6 +81,26 @@ def test_a_missing_default_queue_is_no_problem() -> None:
         ),
         (group().set("spec.queue", 7), {"spec.queue": "valid string, got 7"}),
         (group().set("metadata.annotations", {"a": 1}), {"metadata.annotations.a": "valid string"}),
+        (
+            group().set("spec.networkTopology", {"highestTierAllowed": 1, "highestTierName": "s"}),
+            {"spec.networkTopology": "give highestTierAllowed or highestTierName, not both"},
+        ),
+        (
+            group().set(
+                "spec.subGroupPolicy",
+                [
+                    {
+                        "name": "p",
+                        "networkTopology": {"highestTierAllowed": 2, "highestTierName": "x"},
+                    }
+                ],
+            ),
+            {"spec.subGroupPolicy[0].networkTopology": "not both"},
+        ),
+        (
+            group().set("spec.networkTopology", {"highestTierName": "t" * 254}),
+            {"spec.networkTopology.highestTierName": "at most 253 characters, got 254"},
+        ),
     ],
     ids=[
         "queue-missing",
@@ -93,6 +117,9 @@ def test_a_missing_default_queue_is_no_problem() -> None:
         "negative-min-resources",
         "queue-not-string",
         "annotation-not-string",
+        "network-topology-both-tiers",
+        "sub-group-both-tiers",
+        "tier-name-too-long",
     ],
 )
 def test_each_rule_names_its_field(

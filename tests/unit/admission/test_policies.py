@@ -42,6 +42,7 @@ def test_known_events_and_actions() -> None:
         "RestartJob",
         "RestartTask",
         "RestartPod",
+        "RestartPartition",
         "TerminateJob",
         "CompleteJob",
         "ResumeJob",

@@ -37,9 +37,12 @@ def queue() -> QueueBuilder:
         queue().state(""),
         queue().guarantee(cpu="2").deserved(cpu="4").capability(cpu="8"),
         queue().guarantee(cpu="4").deserved(cpu="4").capability(cpu="4000m"),
-        queue().guarantee(cpu="2", memory="1Gi").capability(cpu="2"),
+        queue()
+        .guarantee(cpu="2", memory="1Gi")
+        .deserved(cpu="2", memory="1Gi")
+        .capability(cpu="2"),
         queue().deserved(memory="8Gi", **{GPU: "2"}).capability(cpu="1"),
-        queue().guarantee(**{GPU: "1"}).deserved(cpu="1"),
+        queue().guarantee(**{GPU: "1"}).deserved(cpu="1", **{GPU: "1"}),
         queue().deserved(cpu=4).capability(cpu="4.5"),
         queue().reclaimable(False),
         queue().counts(allocated={"cpu": "2"}, running=3),
@@ -54,9 +57,9 @@ def queue() -> QueueBuilder:
         "empty-state",
         "ordered",
         "equal",
-        "unbounded-memory",
+        "memory-unbounded-by-capability",
         "unbounded-by-capability",
-        "gpu-unbounded-by-deserved",
+        "gpu-deserved-too",
         "int-quantity",
         "not-reclaimable",
         "with-status",
@@ -79,13 +82,12 @@ def test_good_queues(builder: QueueBuilder) -> None:
         ),
         (
             queue().guarantee(**{GPU: "2"}).capability(**{GPU: "1"}),
-            {f"spec.guarantee.resource.{GPU}": "2 is more than the capability 1"},
+            {f"spec.deserved.{GPU}": "required: at least the guarantee 2 (guarantee <= deserved)"},
         ),
         (
             queue().guarantee(cpu="3").deserved(cpu="2").capability(cpu="1"),
             {
-                "spec.guarantee.resource.cpu": "3 is more than the deserved 2 | 3 is more than the "
-                "capability 1",
+                "spec.guarantee.resource.cpu": "3 is more than the deserved 2",
                 "spec.deserved.cpu": "2 is more than the capability 1",
             },
         ),
@@ -130,7 +132,7 @@ def test_good_queues(builder: QueueBuilder) -> None:
     ids=[
         "guarantee-over-deserved",
         "deserved-over-capability",
-        "guarantee-over-capability",
+        "guarantee-without-deserved",
         "all-three-inverted",
         "per-resource",
         "millicores",

@@ -218,6 +218,29 @@ def test_restart_task_deletes_the_tasks_pods() -> None:
 
 
 @pytest.mark.parametrize(
+    ("partitions", "failed", "killed", "retries"),
+    [
+        ({"totalPartitions": 2, "partitionSize": 2}, "w-3", ["w-2", "w-3"], 1),
+        ({"totalPartitions": 2, "partitionSize": 2}, "w-0", ["w-0", "w-1"], 1),
+        ({"totalPartitions": 4, "partitionSize": 1}, "w-2", ["w-2"], 1),
+        (None, "w-3", [], 0),  # no partitions: Volcano restarts nothing and counts nothing
+    ],
+)
+def test_restart_partition_deletes_the_pods_of_the_failed_pods_partition(
+    partitions: dict[str, int] | None, failed: str, killed: list[str], retries: int
+) -> None:
+    builder = make_job("a").task("w", 4).policy("PodFailed", "RestartPartition")
+    if partitions is not None:
+        builder.set("spec.tasks[0].partitionPolicy", partitions)
+    job = builder.status(phase="Running").model()
+    phases = {f"w-{i}": R for i in range(4)} | {failed: F}
+    result = step(job, pods(job, phases))
+    assert result.decision.action is Action.RESTART_PARTITION
+    assert (deleted(result), result.status.retry_count) == (killed, retries)
+    assert result.phase == "Running"
+
+
+@pytest.mark.parametrize(
     ("exit_code", "action"),
     [(3, Action.RESTART_JOB), (1, Action.SYNC_JOB)],
     ids=["the exit code a policy names", "another exit code: default sync"],
