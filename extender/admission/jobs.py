@@ -207,10 +207,11 @@ def _volumes(job: Job) -> Iterator[Problem]:
 
 
 def _volcano_pod_names(job: Job) -> Iterator[Problem]:
-    """Volcano refuses a job whose pod names would exceed 63 characters: it checks them as
-    qualified names, and with the task's position in the job where the replica index goes, so
-    that name is checked too (a job Volcano refuses is refused here). Names `name_problems`
-    refuses already, or made from a job name refused already, are not named twice."""
+    """Volcano refuses a job whose pod name would exceed 63 characters: it checks one name per
+    task, a qualified name made with the task's position in the job where the replica index goes
+    (so a job Volcano refuses is refused here, and one it accepts is not refused for this; the
+    real names, up to 253 characters, are `name_problems`'s). Names `name_problems` refuses
+    already, or made from a job name refused already, are not named twice."""
     name = job.metadata.name
     if not name or label_value(name) is not None:
         return
@@ -220,16 +221,13 @@ def _volcano_pod_names(job: Job) -> Iterator[Problem]:
             continue
         if any(_pod_names(job, task, at)):
             continue
-        last = max(task.replicas - 1, 0)
-        for replica, what in ((last, "pods would be named"), (index, VOLCANO_POD_NAME)):
-            made = pod_name(name, task.name, replica)
-            if len(made) > MAX_POD_NAME:
-                yield Problem(
-                    field(*at, "name"),
-                    f"{what} {made}, which must be at most {MAX_POD_NAME} characters "
-                    f"(it is {len(made)})",
-                )
-                break
+        made = pod_name(name, task.name, index)
+        if len(made) > MAX_POD_NAME:
+            yield Problem(
+                field(*at, "name"),
+                f"{VOLCANO_POD_NAME} {made}, which must be at most {MAX_POD_NAME} characters "
+                f"(it is {len(made)})",
+            )
 
 
 def _names_of_spec(spec: JobSpec) -> Iterator[Problem]:

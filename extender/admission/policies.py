@@ -81,8 +81,12 @@ def _timeout(
 ) -> Iterator[Problem]:
     pending = Event.POD_PENDING in policy.all_events
     if policy.timeout is None:
-        if pending:
+        if pending and len(set(policy.all_events)) == 1:
             yield Problem(field(*here, "timeout"), "required with PodPending: how long to wait")
+        elif pending:  # acts on its other events (as Volcano's does), never on PodPending
+            warnings.append(
+                f"{field(*here, 'timeout')}: without it PodPending never matches this policy"
+            )
         return
     try:
         seconds = parse_duration(policy.timeout)

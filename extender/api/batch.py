@@ -76,6 +76,7 @@ class Action(StrEnum):
 
 
 class OwnerReference(KubeModel):
+    api_version: str = ""
     kind: str = ""
     name: str = ""
     uid: str = ""
@@ -99,8 +100,18 @@ class JobMeta(KubeModel):
         return f"{self.namespace}/{self.name}"
 
     def controlled_by(self, kind: str) -> OwnerReference | None:
-        """The owner of that kind that controls this object, if any."""
-        return next((o for o in self.owner_references if o.controller and o.kind == kind), None)
+        """The owner of that kind (of Volcano's batch API, for a Job) that controls this object,
+        if any: a `batch/v1` Job of the same name is not a Volcano Job."""
+        return next(
+            (
+                o
+                for o in self.owner_references
+                if o.controller
+                and o.kind == kind
+                and (kind != "Job" or o.api_version in ("", BATCH_API_VERSION))
+            ),
+            None,
+        )
 
 
 class LifecyclePolicy(KubeModel):

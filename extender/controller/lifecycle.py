@@ -116,9 +116,15 @@ def refused(status: JobStatus, message: str, now: float, *, invalid: bool) -> Jo
     if since is not None and now - since >= limit:
         told = f"{message}; no pod could be created for {now - since:.0f}s"
         return problem(status, POD_CREATE_FAILED, told, now, phase=Phase.FAILED)
-    if since is not None and status.state.message == message:
+    if since is None:
+        return problem(status, POD_CREATE_FAILED, message, now)
+    if status.state.message == message:
         return status
-    return problem(status, POD_CREATE_FAILED, message, now)
+    # Another refusal in the same run: the run's condition says it, keeping when the run began
+    # (a condition per message would push that time out of the bounded list).
+    last = status.conditions[-1].model_copy(update={"message": message[:1024]})
+    state = status.state.model_copy(update={"message": message})
+    return status.model_copy(update={"state": state, "conditions": [*status.conditions[:-1], last]})
 
 
 def pods_created(status: JobStatus, now: float) -> JobStatus:
@@ -249,10 +255,10 @@ def plan(
     phase = step.phase
     takes = (Phase.PENDING, Phase.RUNNING, Phase.RESTARTING) if command in KILLS else GOING
     if command is not None and phase in takes:
-        decision = Decision(command)
+        decision = Decision(command, commanded=True)
         _act(step, decision)
     elif command is Action.RESUME_JOB and phase in (Phase.ABORTING, Phase.ABORTED):
-        decision = Decision(command)
+        decision = Decision(command, commanded=True)
         _resume(step)
     elif phase in GOING:
         seen: Seen = observe(job, pods, evicted, now)

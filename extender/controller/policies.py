@@ -42,6 +42,7 @@ class Trigger:
 class Decision:
     action: Action
     trigger: Trigger | None = None
+    commanded: bool = False  # a Command's action, taken before any policy
 
 
 def _matches(policy: LifecyclePolicy, event: Event) -> bool:

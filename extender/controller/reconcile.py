@@ -64,7 +64,7 @@ class Reconciler:
         plan = lifecycle.plan(
             job, store.pods_of(job), evicted, time.time(), command_action(job, command)
         )
-        if command is not None:
+        if plan.decision.commanded:
             store.restore_evicted(key, evicted)  # a Command decided: policies see them next
         work = self._prepare(job, plan)
         work.command = command

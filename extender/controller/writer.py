@@ -6,10 +6,12 @@ crash at any point:
 1. the PodGroup (pods name it) and the plugin objects (pods mount them), applied only when they
    differ from what this process last applied; objects made once (the ssh key pair, volume
    claims) posted once per job. While objects of an earlier job of the same name are still
-   around (it was deleted and garbage collection has not removed its pods or PodGroup yet), one
-   found made already may be that job's, about to go: it is not taken as made, and the job is
-   looked at again after `NAMESAKE_RECHECK` seconds until its own is created (the controller may
-   not read Secrets, so it cannot ask whose the one found is);
+   around (it was deleted and garbage collection has not removed its pods or PodGroup yet), and
+   for `NAMESAKE_GRACE` seconds after (garbage collection may remove the rest later), one found
+   made already may be that job's, about to go: it is not taken as made, no pod is created (it
+   would mount the old one), and the job is looked at again after `NAMESAKE_RECHECK` seconds
+   until its own is created (the controller may not read Secrets, so it cannot ask whose the one
+   found is); objects kept applied are applied again on every pass meanwhile;
 2. the status, replaced with the job's resourceVersion as precondition: a conflict raises and the
    work queue retries on a fresher copy, before any pod is touched on a stale status;
 3. pod deletions (the reconciler recorded them as the controller's own, so they are not taken
@@ -47,8 +49,9 @@ from extender.kube.raw import ApiStatusError
 log = logging.getLogger(__name__)
 
 POD_CREATE_FAILED = lifecycle.POD_CREATE_FAILED
-INVALID = (400, 422)  # the body itself is wrong: the same template is refused again
+INVALID = 422  # with the fields at fault: the template itself is wrong, refused again for ever
 NAMESAKE_RECHECK = 2.0  # seconds between looks at an earlier namesake's object going
+NAMESAKE_GRACE = 60.0  # seconds after the namesake's pods and PodGroup went: its objects may too
 REFUSED = (400, 403, 404, 422)  # the server will refuse this body again: report, do not retry hot
 
 
@@ -82,6 +85,11 @@ class JobWriter:
         # on the loop and written by worker threads, hence the lock.
         self._applied: dict[str, str] = {}
         self._made: set[str] = set()
+        # Jobs (by key#uid) that met objects of an earlier namesake, and when they last did: for
+        # `NAMESAKE_GRACE` seconds after, what garbage collection may still delete from under them
+        # is not taken as done (applied on every pass; an object made once that exists is taken
+        # for the namesake's, and the job's pods wait).
+        self._renamed: dict[str, float] = {}
         self._lock = threading.Lock()
 
     @staticmethod
@@ -98,6 +106,7 @@ class JobWriter:
         with self._lock:
             self._applied = {k: v for k, v in self._applied.items() if not k.startswith(prefix)}
             self._made = {k for k in self._made if not k.startswith(prefix)}
+            self._renamed = {k: t for k, t in self._renamed.items() if not k.startswith(prefix)}
 
     def write(self, work: Writes) -> None:
         job, plan = work.job, work.plan
@@ -118,17 +127,22 @@ class JobWriter:
             log.info("job %s: deleted pod %s (%s)", job.key, pod.name, plan.phase)
         if work.command is not None:
             self._done(job, work.command, plan)
-        if plan.create and plan.phase in (Phase.PENDING, Phase.RUNNING):
-            current = job if version is None else _with(job, plan.status, version)
-            refused = self._create_pods(current, work)
-            if refused:
-                written, failed = self._report_refused(current, plan.status, refused)
-                work.written = written or version
-                if not failed:
-                    raise PodsRefused(f"job {job.key}: {refused[0]}")
-            elif plan.status.state.reason == POD_CREATE_FAILED:
-                cleared = lifecycle.pods_created(plan.status, time.time())
-                work.written = self.write_status(current, cleared) or version
+        # While an object made once may still be an earlier namesake's (its ssh keys), no pod is
+        # made: it would mount the object about to go, not the job's own.
+        held = work.recheck_after is not None
+        if held or plan.phase not in (Phase.PENDING, Phase.RUNNING):
+            return
+        current = job if version is None else _with(job, plan.status, version)
+        refused = self._create_pods(current, work) if plan.create else []
+        if refused:
+            written, failed = self._report_refused(current, plan.status, refused)
+            work.written = written or version
+            if not failed:
+                raise PodsRefused(f"job {job.key}: {refused[0]}")
+        elif plan.status.state.reason == POD_CREATE_FAILED:
+            # Made now, or no longer wanted (the task scaled down): the run of refusals ends.
+            cleared = lifecycle.pods_created(plan.status, time.time())
+            work.written = self.write_status(current, cleared) or version
 
     def fail_invalid(self, job: Job, invalid: list[str]) -> str | None:
         """Fail a job the controller cannot run, saying why; the resourceVersion written."""
@@ -213,12 +227,17 @@ class JobWriter:
 
     def _ensure_objects(self, work: Writes) -> None:
         job = work.job
+        renamed, now = f"{job.key}#{job.metadata.uid}", time.monotonic()
+        with self._lock:
+            if work.namesake:
+                self._renamed[renamed] = now
+            wary = now - self._renamed.get(renamed, -NAMESAKE_GRACE) < NAMESAKE_GRACE
         for build in work.owned:
             body = build()
             key = self._key(job, body["kind"], body["metadata"]["name"])
             digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
             with self._lock:
-                unchanged = self._applied.get(key) == digest
+                unchanged = self._applied.get(key) == digest and not wary
             if not unchanged:
                 writes.apply(self.api, body)
                 with self._lock:
@@ -228,7 +247,7 @@ class JobWriter:
             kind, name = body["kind"], body["metadata"]["name"]
             if writes.create(self.api, body):
                 log.info("job %s: created %s %s", job.key, kind, name)
-            elif work.namesake:
+            elif wary:
                 log.info(
                     "job %s: %s %s exists, perhaps still the one of an earlier job of this name; "
                     "trying again in %.0fs",
@@ -266,7 +285,8 @@ class JobWriter:
         message = first if len(refused) == 1 else f"{first} (and {len(refused) - 1} more)"
         log.warning("job %s: %s", job.key, message)
         self._event(job, "Warning", "FailedCreatePod", message)
-        invalid = all(error.status in INVALID for error in refused)
+        # A webhook's or a policy's denial (400, or 422 naming no field) may be lifted.
+        invalid = all(error.status == INVALID and error.fields for error in refused)
         reported = lifecycle.refused(status, message, time.time(), invalid=invalid)
         failed = reported.state.phase == Phase.FAILED
         if reported == status:

@@ -8,6 +8,7 @@ caller. A failed call raises `KubeError` with the server's reason and HTTP statu
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -21,11 +22,13 @@ Timeout = float | tuple[float, float]
 
 
 class ApiStatusError(KubeError):
-    """The server answered with an error status; `status` is the HTTP code (410 Gone, 409, ...)."""
+    """The server answered with an error status; `status` is the HTTP code (410 Gone, 409, ...),
+    `fields` the fields its Status names as causes (a body the API server's validation refused)."""
 
-    def __init__(self, message: str, status: int) -> None:
+    def __init__(self, message: str, status: int, fields: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.status = status
+        self.fields = fields
 
 
 def send(
@@ -51,10 +54,28 @@ def send(
         verb, url, header_params=headers, body=payload, _request_timeout=timeout
     )
     if not 200 <= response.status <= 299:
+        payload = response.read()
         raise ApiStatusError(
-            f"{method} {path}: {status_reason(response.read(), response.status)}", response.status
+            f"{method} {path}: {status_reason(payload, response.status)}",
+            response.status,
+            status_fields(payload),
         )
     return response
+
+
+def status_fields(body: bytes) -> tuple[str, ...]:
+    """The fields a Kubernetes Status names in `details.causes`, if any."""
+    try:
+        status = json.loads(body or b"")
+    except ValueError:
+        return ()
+    details = status.get("details") if isinstance(status, dict) else None
+    causes = details.get("causes") if isinstance(details, dict) else None
+    return tuple(
+        str(cause["field"])
+        for cause in (causes if isinstance(causes, list) else [])
+        if isinstance(cause, dict) and cause.get("field")
+    )
 
 
 def status_reason(body: bytes | dict[str, Any] | None, status: int) -> str:

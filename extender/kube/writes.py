@@ -67,7 +67,7 @@ def _describe(body: Mapping[str, Any]) -> str:
 
 
 def _fail(what: str, error: ApiStatusError) -> ApiStatusError:
-    return ApiStatusError(f"{what}: {error}", error.status)
+    return ApiStatusError(f"{what}: {error}", error.status, error.fields)
 
 
 def create(api: k8s.ApiClient, body: Mapping[str, Any]) -> bool:

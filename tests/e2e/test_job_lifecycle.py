@@ -451,8 +451,8 @@ def test_a_ttl_changed_once_the_job_finished_is_refused_as_on_volcano(
     api: k8s.ApiClient, namespace: str, own_nodes: NodeFactory
 ) -> None:
     """Volcano's webhook lets a job's spec change only in minAvailable, replicas and
-    priorityClassName; Lahar's adds maxRetry, and keeps ttlSecondsAfterFinished fixed too, named
-    in the refusal. The finished job is kept, its TTL as it was."""
+    priorityClassName; Lahar's too, so ttlSecondsAfterFinished stays fixed, named in the refusal.
+    The finished job is kept, its TTL as it was."""
     own_nodes(1, cpu="4")
     body = make_job("kept").ns(namespace).task("main", 1).ttl(3600)
     submit(api, body.pinned(TEST_KEY, namespace).build())

@@ -292,13 +292,13 @@ def test_rejected_pod_template_is_reported_not_retried_hot(
 
     failed = wait_job(api, namespace, "bad", "Failed", timeout=60)
     assert failed["state"]["reason"] == "PodCreateFailed"
-    assert "spec.containers[0].imagePullPolicy" in failed["state"]["message"]
+    assert "spec.containers[0].terminationMessagePolicy" in failed["state"]["message"]
     assert "no pod could be created for" in failed["state"]["message"]
     assert [c["status"] for c in failed["conditions"]][-1] == "Failed"
     assert _printed_status(kubeconfig, namespace, "bad") == "Failed"
     shown = describe(job(api, namespace, "bad"), None, [])
     assert "Status:        Failed (PodCreateFailed)" in shown
-    assert any(line.startswith("Message:") and "imagePullPolicy" in line for line in shown)
+    assert any(line.startswith("Message:") and "terminationMessagePolicy" in line for line in shown)
     attempts = sum(
         e.get("count") or 1
         for e in events(api, namespace, reason="FailedCreatePod", kind="Job", name="bad")

@@ -282,3 +282,10 @@ def test_a_hostile_event_name_is_clipped() -> None:
     problems, _ = check(job().policy("x" * 100_000, "y" * 100_000))
     assert len(problems) == 2
     assert all(len(p.reason) < 300 for p in problems)
+
+
+def test_pod_pending_among_other_events_needs_no_timeout() -> None:
+    """As in Volcano, such a policy acts on its other events; PodPending never matches it."""
+    problems, warnings = check(job().policy(events=["PodFailed", "PodPending"], action="AbortJob"))
+    assert problems == []
+    assert warnings == ["spec.policies[0].timeout: without it PodPending never matches this policy"]

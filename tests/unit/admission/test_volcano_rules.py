@@ -174,11 +174,18 @@ JOB_CREATE = [
         make_job("x" * 59).task("w"),  # x...x-w-0: 63 characters
         make_job("x" * 60).task("w"),
         "spec.tasks[0].name",
-        "pods would be named",
+        "with the task's position as index",
+    ),
+    (
+        "pod-name-checked-once-per-task",  # as Volcano: the 101st replica's name is not checked
+        make_job("x" * 58).task("w", 101),  # x...x-w-0: 62 characters, x...x-w-100: 64
+        make_job("x" * 60).task("w", 101),
+        "spec.tasks[0].name",
+        "with the task's position as index",
     ),
     (
         "pod-name-with-task-position",
-        fanned(58),  # j...j-a-0: 63 characters, j...j-a-10: 64
+        fanned(58),  # j...j-a-0: 62 characters, j...j-a-10: 63
         fanned(59),
         "spec.tasks[10].name",
         "with the task's position as index",

@@ -58,6 +58,19 @@ def test_commands_that_do_not_apply_change_no_phase(phase: str, command: Action)
     assert result.phase == phase
 
 
+@pytest.mark.parametrize("command", [Action.ABORT_JOB, Action.TERMINATE_JOB, None])
+def test_evictions_go_back_only_when_a_command_decided(command: Action | None) -> None:
+    """A Command taken before the policies leaves the evictions for the next pass; a pass the
+    policies decided (no Command, or one naming an earlier job: no action) has used them."""
+    model = make_job("a").task("w", 2).policy("PodEvicted", "RestartTask").status(phase="Running")
+    job = model.model()
+    pods = {p.name: p for p in (make_job_pod(job, "w", i).model() for i in range(2))}
+    evicted = [pods["a-w-0"]]
+    result = plan(job, pods, evicted, NOW, command)
+    assert result.decision.commanded is (command is not None)
+    assert result.decision.action is (command or Action.RESTART_TASK)
+
+
 def _command(name: str, created: str, job: str = "a") -> Command:
     return Command.model_validate(
         {

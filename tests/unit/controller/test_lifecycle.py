@@ -472,6 +472,18 @@ def test_pods_created_end_a_run_of_refusals() -> None:
 def test_another_refusal_message_is_said_but_keeps_the_first_time() -> None:
     status = refusals(tf().status(phase="Pending").model().status, 0, 4, message="one")
     status = refusals(status, 8, message="one (and 1 more)")
-    assert [c.message for c in status.conditions] == ["one", "one (and 1 more)"]
-    assert refused_since(status) == NOW
+    # one condition for the run, saying the latest refusal, dated when the run began
+    assert [(c.message, c.last_transition_time) for c in status.conditions] == [
+        ("one (and 1 more)", "2026-01-01T00:00:00Z")
+    ]
+    assert (status.state.message, refused_since(status)) == ("one (and 1 more)", NOW)
     assert refusals(status, 10, message="one (and 1 more)").state.phase == "Failed"
+
+
+def test_refusals_whose_messages_keep_changing_still_fail_the_job() -> None:
+    """Twenty different messages (more than the conditions kept) do not postpone the end."""
+    status = tf().status(phase="Pending").model().status
+    for second in range(20):
+        status = refusals(status, second * 16, message=f"quota {second}", invalid=False)
+    assert refused_since(status) == NOW
+    assert refusals(status, 300, message="quota 21", invalid=False).state.phase == "Failed"
