@@ -125,10 +125,11 @@ def test_a_job_made_again_while_its_namesakes_pods_terminate(
     """Job `again` (2 pods, the ssh and svc plugins, PodEvicted -> TerminateJob) is deleted
     while the garbage collector is slow, and a job of the same name and another spec (3 pods of
     2 cpu, task minAvailable 2: a PodGroup spec equal but for its minResources) is created at
-    once. The new job gets a PodGroup and ssh Secret of its own, makes the pod whose name is free
-    and waits for the names the old pods hold (not refused, not adopted); the old pods' deletion,
-    when it comes, is no eviction of the new job; once they are gone the new job runs whole, at
-    version 0 with no retry."""
+    once. The new job gets a PodGroup of its own at once, but makes no pod while the old job's
+    ssh Secret is still there (its pods would mount the old keys); once garbage collection removes
+    it, the job gets its own, makes the pod whose name is free and waits for the names the old
+    pods hold (not refused, not adopted); the old pods' deletion is no eviction of the new job;
+    once they are gone the new job runs whole, at version 0 with no retry."""
     own_nodes(1, cpu="8")
     first = (
         make_job("again")
@@ -162,12 +163,6 @@ def test_a_job_made_again_while_its_namesakes_pods_terminate(
         submit(api, second.pinned(TEST_KEY, namespace).build())
         new_uid = job(api, namespace, "again")["metadata"]["uid"]
         assert new_uid != old_uid
-        made = wait_until(
-            lambda: pods(api, namespace, "again").get("again-main-2"),
-            timeout=30,
-            what="the new job's pod of the free name",
-        )
-        assert owner_uid(made) == new_uid
         group = wait_until(
             lambda: read(api, API_VERSION, "PodGroup", f"again-{new_uid}", namespace),
             timeout=30,
@@ -175,7 +170,9 @@ def test_a_job_made_again_while_its_namesakes_pods_terminate(
         )
         assert owner_uid(group) == new_uid and group["spec"]["minMember"] == 2
         assert read(api, API_VERSION, "PodGroup", f"again-{old_uid}", namespace) is not None
-        old = {n: p for n, p in pods(api, namespace, "again").items() if n != "again-main-2"}
+        time.sleep(5)  # passes of the controller, each finding the old Secret in place
+        assert owner_uid(read(api, "v1", "Secret", "again-ssh", namespace)) == old_uid
+        old = pods(api, namespace, "again")
         assert {n: owner_uid(p) for n, p in old.items()} == dict.fromkeys(before, old_uid)
 
     # The garbage collector deletes the old pods (held terminating) and PodGroup now.
@@ -191,7 +188,14 @@ def test_a_job_made_again_while_its_namesakes_pods_terminate(
         timeout=60,
         what="the garbage collector to delete the old pods and PodGroup",
     )
-    time.sleep(3)  # time for their deletion to reach the controller
+    made = wait_until(
+        lambda: pods(api, namespace, "again").get("again-main-2"),
+        timeout=90,
+        what="the new job's pod of the free name, once the old Secret went",
+    )
+    assert owner_uid(made) == new_uid
+    assert owner_uid(read(api, "v1", "Secret", "again-ssh", namespace)) == new_uid
+    time.sleep(3)  # time for the old pods' deletion to reach the controller
     state = status(api, namespace, "again")
     assert state["state"]["phase"] == "Pending", state
     assert (state.get("version", 0), state.get("retryCount", 0)) == (0, 0)
