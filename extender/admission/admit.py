@@ -6,13 +6,14 @@ never send them, so seeing one means the configuration is wrong).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from extender.admission import jobs, podgroups, pods, queues
 from extender.admission.job_defaults import job_defaults
 from extender.admission.job_update import check_update, unchanged
 from extender.admission.problems import AdmissionDecision, Problem, denial_message, in_field_order
+from extender.admission.queue_defaults import queue_defaults
 from extender.admission.queues import QueueLookup
 from extender.admission.unhonoured import pod_group_warnings, queue_warnings
 from extender.api.admission import AdmissionRequest, Operation
@@ -112,6 +113,13 @@ def validate_job(request: AdmissionRequest, view: QueueLookup, settings: Setting
     return _outcome("Job", request, problems, warnings=warnings)
 
 
+def mutate_queue(request: AdmissionRequest, view: QueueLookup, settings: Settings) -> Outcome:
+    problems = _expect(request, QUEUES, (Operation.CREATE,))
+    if problems or not isinstance(request.object, Mapping):
+        return _outcome("Queue", request, problems)
+    return _outcome("Queue", request, [], queue_defaults(request.object))
+
+
 def validate_queue(request: AdmissionRequest, view: QueueLookup, settings: Settings) -> Outcome:
     operations = (Operation.CREATE, Operation.UPDATE, Operation.DELETE)
     problems = _expect(request, QUEUES, operations)
@@ -143,6 +151,7 @@ def mutate_pod(request: AdmissionRequest, view: QueueLookup, settings: Settings)
 RULES: dict[str, tuple[str, Rule]] = {
     "/mutate/jobs": ("jobs", mutate_job),
     "/mutate/pods": ("pods", mutate_pod),
+    "/mutate/queues": ("queues", mutate_queue),
     "/validate/jobs": ("jobs", validate_job),
     "/validate/queues": ("queues", validate_queue),
     "/validate/podgroups": ("podgroups", validate_pod_group),

@@ -132,6 +132,23 @@ def test_queues_that_break_the_rules_are_refused(
     send(api, "DELETE", queue_path).read()
 
 
+def test_a_new_queue_gets_volcanos_defaults(api: k8s.ApiClient, queue_name: str) -> None:
+    """Weight 0 becomes 1 (the CRD alone would refuse it), reclaimable true, and a hierarchy
+    path is put under root, as Volcano's mutating webhook does."""
+    body = make_queue(queue_name).weight(0).build()
+    body["metadata"]["annotations"] = {
+        "volcano.sh/hierarchy": "ml/a",
+        "volcano.sh/hierarchy-weights": "2/1",
+    }
+    create(api, body)
+    stored = read(api, API_VERSION, "Queue", queue_name)
+    assert stored is not None
+    assert (stored["spec"]["weight"], stored["spec"]["reclaimable"]) == (1, True)
+    annotations = stored["metadata"]["annotations"]
+    assert annotations["volcano.sh/hierarchy"] == "root/ml/a"
+    assert annotations["volcano.sh/hierarchy-weights"] == "1/2/1"
+
+
 def test_a_podgroup_needs_an_open_queue(
     api: k8s.ApiClient, namespace: str, queue_name: str
 ) -> None:

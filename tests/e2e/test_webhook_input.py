@@ -24,10 +24,17 @@ from extender import devcluster
 from tests.e2e.jobs import example
 from tests.e2e.webhook import WEBHOOK, ca_bundle, url
 
-PATHS = ("/mutate/jobs", "/validate/jobs", "/validate/queues", "/validate/podgroups")
+PATHS = (
+    "/mutate/jobs",
+    "/mutate/queues",
+    "/validate/jobs",
+    "/validate/queues",
+    "/validate/podgroups",
+)
 RESOURCES = {
     "/mutate/jobs": ("batch.volcano.sh", "v1alpha1", "jobs", "Job"),
     "/validate/jobs": ("batch.volcano.sh", "v1alpha1", "jobs", "Job"),
+    "/mutate/queues": ("scheduling.volcano.sh", "v1beta1", "queues", "Queue"),
     "/validate/queues": ("scheduling.volcano.sh", "v1beta1", "queues", "Queue"),
     "/validate/podgroups": ("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup"),
 }

@@ -14,6 +14,7 @@ from extender.admission.admit import (
     Settings,
     mutate_job,
     mutate_pod,
+    mutate_queue,
     validate_job,
     validate_pod_group,
     validate_queue,
@@ -62,6 +63,7 @@ def test_rules_by_path() -> None:
     assert {path: (label, rule) for path, (label, rule) in RULES.items()} == {
         "/mutate/jobs": ("jobs", mutate_job),
         "/mutate/pods": ("pods", mutate_pod),
+        "/mutate/queues": ("queues", mutate_queue),
         "/validate/jobs": ("jobs", validate_job),
         "/validate/queues": ("queues", validate_queue),
         "/validate/podgroups": ("podgroups", validate_pod_group),

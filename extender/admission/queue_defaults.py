@@ -1,0 +1,58 @@
+"""Queue defaults (`scheduling.volcano.sh/v1beta1`), as Volcano's mutating webhook gives them on
+CREATE: `weight` 1 when 0 or missing, `reclaimable` true when missing, and a hierarchy path given
+by annotation (`volcano.sh/hierarchy` with its `volcano.sh/hierarchy-weights`) that does not
+start at `root` is put under it (`root/<path>`, weights `1/<weights>`).
+
+A minimal JSONPatch, one `add` per default; a queue that has them gets no patch. Values of the
+wrong type are left for the validating webhook to name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from extender.admission.problems import pointer
+from extender.admission.queues import HIERARCHY, HIERARCHY_WEIGHTS, ROOT_QUEUE
+
+DEFAULT_WEIGHT = 1
+
+
+def queue_defaults(queue: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The JSONPatch that gives a new `queue` Volcano's defaults."""
+    patch = _hierarchy(queue.get("metadata"))
+    spec = queue.get("spec")
+    if spec is None:
+        value = {"weight": DEFAULT_WEIGHT, "reclaimable": True}
+        return [*patch, {"op": "add", "path": pointer("spec"), "value": value}]
+    if not isinstance(spec, Mapping):
+        return patch
+    weight = spec.get("weight")
+    if weight is None or (weight == 0 and type(weight) is int):
+        patch.append({"op": "add", "path": pointer("spec", "weight"), "value": DEFAULT_WEIGHT})
+    if "reclaimable" not in spec or spec["reclaimable"] is None:
+        patch.append({"op": "add", "path": pointer("spec", "reclaimable"), "value": True})
+    return patch
+
+
+def _hierarchy(metadata: Any) -> list[dict[str, Any]]:
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    if not isinstance(annotations, Mapping):
+        return []
+    path, weights = annotations.get(HIERARCHY), annotations.get(HIERARCHY_WEIGHTS)
+    if not (isinstance(path, str) and isinstance(weights, str) and path and weights):
+        return []
+    if path.startswith(ROOT_QUEUE):  # Volcano's test: a prefix, not a path segment
+        return []
+    return [
+        {
+            "op": "add",
+            "path": pointer("metadata", "annotations", HIERARCHY),
+            "value": f"root/{path}",
+        },
+        {
+            "op": "add",
+            "path": pointer("metadata", "annotations", HIERARCHY_WEIGHTS),
+            "value": f"1/{weights}",
+        },
+    ]
