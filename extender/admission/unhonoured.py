@@ -23,9 +23,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from extender.admission.problems import field
+from extender.admission.problems import field, parse
+from extender.admission.queues import ROOT_QUEUE
 from extender.api.batch import Job
 from extender.api.scheduling import PodGroup, Queue
 
@@ -44,7 +45,6 @@ SUB_GROUPS = (
     "within a network topology"
 )
 NUMA = "Lahar does not align pods to NUMA nodes (Volcano's numa-aware plugin)"
-ROOT_QUEUE = "root"
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -116,10 +116,5 @@ def queue_warnings(obj: Mapping[str, Any] | None) -> list[str]:
 def _warnings(
     model: type[M], obj: Mapping[str, Any] | None, found: Callable[[M], list[Unhonoured]]
 ) -> list[str]:
-    if not isinstance(obj, Mapping):
-        return []
-    try:
-        parsed = model.model_validate({k: obj[k] for k in ("metadata", "spec") if k in obj})
-    except ValidationError:
-        return []  # refused: the rules say why
-    return [str(item) for item in found(parsed)]
+    parsed, _ = parse(model, obj, model.__name__)
+    return [] if parsed is None else [str(item) for item in found(parsed)]  # None: refused
