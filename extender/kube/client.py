@@ -128,12 +128,28 @@ def api_reason(exc: k8s.ApiException) -> str:
     return status_message(exc.body) or f"HTTP {exc.status} {exc.reason}"
 
 
-def status_message(body: str | bytes | dict[str, Any] | None) -> str | None:
-    """The `message` of a Kubernetes Status (raw JSON or already parsed), if it has one."""
+def _status(body: str | bytes | dict[str, Any] | None) -> dict[str, Any]:
+    """A Kubernetes Status, raw JSON or already parsed ({} when it is not one)."""
     if not isinstance(body, dict):
         try:
             body = json.loads(body or b"")
         except ValueError:
-            return None
-    message = body.get("message") if isinstance(body, dict) else None
+            return {}
+    return body if isinstance(body, dict) else {}
+
+
+def status_message(body: str | bytes | dict[str, Any] | None) -> str | None:
+    """The `message` of a Kubernetes Status (raw JSON or already parsed), if it has one."""
+    message = _status(body).get("message")
     return str(message) if message else None
+
+
+def status_fields(body: str | bytes | dict[str, Any] | None) -> tuple[str, ...]:
+    """The fields a Kubernetes Status names in `details.causes` (a body validation refused)."""
+    details = _status(body).get("details")
+    causes = details.get("causes") if isinstance(details, dict) else None
+    return tuple(
+        str(cause["field"])
+        for cause in (causes if isinstance(causes, list) else [])
+        if isinstance(cause, dict) and cause.get("field")
+    )

@@ -8,14 +8,13 @@ caller. A failed call raises `KubeError` with the server's reason and HTTP statu
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes.client.rest import RESTResponse
 
-from extender.kube.client import KubeError, status_message
+from extender.kube.client import KubeError, status_fields, status_message
 
 JSON = {"Accept": "application/json", "Content-Type": "application/json"}
 Timeout = float | tuple[float, float]
@@ -61,21 +60,6 @@ def send(
             status_fields(payload),
         )
     return response
-
-
-def status_fields(body: bytes) -> tuple[str, ...]:
-    """The fields a Kubernetes Status names in `details.causes`, if any."""
-    try:
-        status = json.loads(body or b"")
-    except ValueError:
-        return ()
-    details = status.get("details") if isinstance(status, dict) else None
-    causes = details.get("causes") if isinstance(details, dict) else None
-    return tuple(
-        str(cause["field"])
-        for cause in (causes if isinstance(causes, list) else [])
-        if isinstance(cause, dict) and cause.get("field")
-    )
 
 
 def status_reason(body: bytes | dict[str, Any] | None, status: int) -> str:
