@@ -20,7 +20,7 @@ import copy
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from extender.admission.problems import INT32, pointer
+from extender.admission.problems import INT32, add
 from extender.admission.topology import partition_minimum
 from extender.api.scheduling import DEFAULT_QUEUE
 
@@ -41,10 +41,7 @@ def job_defaults(job: Mapping[str, Any], scheduler_name: str) -> list[dict[str, 
     spec = job.get("spec")
     if not isinstance(spec, Mapping):
         return []  # nothing to default into; the validating webhook says what is missing
-    return [
-        {"op": "add", "path": pointer("spec", *loc), "value": value}
-        for loc, value in _defaults(spec, scheduler_name)
-    ]
+    return [add(("spec", *loc), value) for loc, value in _defaults(spec, scheduler_name)]
 
 
 def defaulted_spec(job: Mapping[str, Any], scheduler_name: str) -> dict[str, Any]:

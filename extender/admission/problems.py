@@ -64,6 +64,11 @@ def pointer(*loc: str | int) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in loc)
 
 
+def add(loc: Loc, value: Any) -> dict[str, Any]:
+    """A JSONPatch `add` of `value` at the field `loc` (set, or insert at a list index)."""
+    return {"op": "add", "path": pointer(*loc), "value": value}
+
+
 def shown(value: Any) -> str:
     """A value as a message quotes it, clipped to `CLIP` characters."""
     return _clip(repr(value) if isinstance(value, str) else _short(value), CLIP)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from extender.admission.problems import pointer
+from extender.admission.problems import add
 from extender.admission.queues import HIERARCHY, HIERARCHY_WEIGHTS, ROOT_QUEUE
 
 DEFAULT_WEIGHT = 1
@@ -23,15 +23,14 @@ def queue_defaults(queue: Mapping[str, Any]) -> list[dict[str, Any]]:
     patch = _hierarchy(queue.get("metadata"))
     spec = queue.get("spec")
     if spec is None:
-        value = {"weight": DEFAULT_WEIGHT, "reclaimable": True}
-        return [*patch, {"op": "add", "path": pointer("spec"), "value": value}]
+        return [*patch, add(("spec",), {"weight": DEFAULT_WEIGHT, "reclaimable": True})]
     if not isinstance(spec, Mapping):
         return patch
     weight = spec.get("weight")
     if weight is None or (weight == 0 and type(weight) is int):
-        patch.append({"op": "add", "path": pointer("spec", "weight"), "value": DEFAULT_WEIGHT})
-    if "reclaimable" not in spec or spec["reclaimable"] is None:
-        patch.append({"op": "add", "path": pointer("spec", "reclaimable"), "value": True})
+        patch.append(add(("spec", "weight"), DEFAULT_WEIGHT))
+    if spec.get("reclaimable") is None:
+        patch.append(add(("spec", "reclaimable"), True))
     return patch
 
 
@@ -45,14 +44,6 @@ def _hierarchy(metadata: Any) -> list[dict[str, Any]]:
     if path.startswith(ROOT_QUEUE):  # Volcano's test: a prefix, not a path segment
         return []
     return [
-        {
-            "op": "add",
-            "path": pointer("metadata", "annotations", HIERARCHY),
-            "value": f"root/{path}",
-        },
-        {
-            "op": "add",
-            "path": pointer("metadata", "annotations", HIERARCHY_WEIGHTS),
-            "value": f"1/{weights}",
-        },
+        add(("metadata", "annotations", HIERARCHY), f"root/{path}"),
+        add(("metadata", "annotations", HIERARCHY_WEIGHTS), f"1/{weights}"),
     ]
