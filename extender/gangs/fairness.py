@@ -7,6 +7,13 @@ use flows to the others. A queue whose spec names `deserved` for a resource gets
 its capability) before the rest is shared. Guarantees that together exceed the cluster shrink in
 proportion. So Σ deserved ≤ cluster and deserved ≤ capability always.
 
+`water_fill_tree` does the same at every level of a queue tree: the top-level queues share the
+cluster, and each parent's deserved is shared among its children the same way. A parent stands
+at its level for its whole subtree: it asks for what its children could use (each's request
+within its own capability, at least its guarantee), and it is guaranteed at least the sum of its
+children's guarantees. So the children of a parent that is saturated deserve, together, exactly
+what it deserves; a child never deserves more than its capability or its parent's deserved.
+
 `share` is how far a queue is into what it deserves (max over resources of allocated / deserved);
 `dominant_share` is DRF's job share (max over resources of allocated / cluster total). The pod
 count is not a shared resource and is left out of both. Pure arithmetic, integer units in and out.
@@ -99,6 +106,51 @@ def _fill_one(claims: Sequence[Claim], resource: str, total: int) -> dict[str, i
             high = middle
     result.update(filled(low))
     return result
+
+
+def water_fill_tree(
+    claims: Mapping[str, Claim], children: Mapping[str, Sequence[str]], top: str, total: Resources
+) -> dict[str, Resources]:
+    """What each queue under `top` deserves of `total` (see the module docstring); `children`
+    lists each parent's queues, `claims` has every queue's own."""
+    rolled: dict[str, Claim] = {}
+
+    def roll(name: str) -> Claim:
+        own = claims[name]
+        below = [roll(child) for child in children.get(name, ())]
+        if below:
+            usable, guaranteed = dict(own.request), dict[str, int]()
+            for claim in below:
+                for resource in {*claim.request, *claim.guarantee}:
+                    most = max(claim.request.get(resource, 0), claim.guarantee.get(resource, 0))
+                    usable[resource] = usable.get(resource, 0) + min(most, _cap(claim, resource))
+                for resource, amount in claim.guarantee.items():
+                    guaranteed[resource] = guaranteed.get(resource, 0) + amount
+            for resource, amount in own.guarantee.items():
+                guaranteed[resource] = max(guaranteed.get(resource, 0), amount)
+            own = Claim(
+                name,
+                own.weight,
+                Resources(usable),
+                own.capability,
+                Resources(guaranteed),
+                own.deserved,
+            )
+        rolled[name] = own
+        return own
+
+    for child in children.get(top, ()):
+        roll(child)
+    deserved: dict[str, Resources] = {}
+    shared = [(top, total)]
+    while shared:
+        parent, amount = shared.pop()
+        names = children.get(parent, ())
+        for name, got in water_fill([rolled[n] for n in names], amount).items():
+            deserved[name] = got
+            if name in children:
+                shared.append((name, got))
+    return deserved
 
 
 def share(allocated: Mapping[str, int], deserved: Mapping[str, int]) -> float:

@@ -205,10 +205,9 @@ class Gangs:
         if admission is None and not (gang.group is not None and gang.stands):
             return None
         slot = admission.slots.get(pod.metadata.uid) if admission is not None else None
-        queue = state.queues.get(gang.queue)
-        if slot is None and queue is not None and queue.spec.capability:
-            view = self.queues(state)[gang.queue]
-            refusal = view.capability_refusal(gang.key, pod.request, view.allocated)
+        view = self.queues(state).get(gang.queue) if slot is None else None
+        if view is not None and view.capped:
+            refusal = view.capability_refusal(gang.key, pod.request)
             if refusal is not None:
                 return Verdict(refusal.message)
         if admission is None or slot is None:

@@ -192,10 +192,20 @@ def queue_refusal(gang: GangView, queues: Mapping[str, QueueView]) -> Rejection 
             Cause.NO_QUEUE,
             f"gang {gang.key}: queue {gang.queue} does not exist; it waits until it is created",
         )
-    if not view.queue.open:
+    if not view.leaf:
+        return Rejection(
+            Cause.QUEUE_NOT_LEAF,
+            f"gang {gang.key}: queue {view.path} has child queues and takes no gangs itself: "
+            "gangs go in leaf queues",
+        )
+    closed = view.closed_by
+    if closed is not None:
+        whose = f"queue {gang.queue}"
+        if closed is not view:
+            whose += f"'s ancestor {closed.path}"
         return Rejection(
             Cause.QUEUE_CLOSED,
-            f"gang {gang.key}: queue {gang.queue} is {view.queue.status.state}: it admits "
-            "nothing new (running work continues)",
+            f"gang {gang.key}: {whose} is {closed.queue.status.state}: it admits nothing new "
+            "(running work continues)",
         )
     return None

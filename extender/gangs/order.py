@@ -5,7 +5,9 @@ per cluster change, `walk` takes turns among every gang that waits (plus the one
 about), as Volcano's allocate action does:
 
 1. queues by their share of what they deserve, lowest first, re-ranked after every admission
-   (so two saturated queues weighted 1:3 end up holding 1:3);
+   (so two saturated queues weighted 1:3 end up holding 1:3); in a queue tree, level by level
+   from the top: the top-level branch least far into its share, then within it the child least
+   far into its own, down to a leaf queue (Volcano's hierarchical order);
 2. within a queue, jobs in their rank (`gangs.lineup`: starving first, then PriorityClass,
    then DRF dominant share, then age).
 
@@ -22,7 +24,7 @@ holds nothing (nobody in line could take what is free) and aims where it did bef
 time, where a drain would), and the others' refusals are worked out when read (`_full`): the
 walk hands them over as stretches of the lines, without looking at them one by one.
 Queue rules refuse before any plan: a Closed queue admits nothing new, a missing queue nothing
-(`gangs.lineup`), and a gang never takes its queue past its capability. Pure.
+(`gangs.lineup`), and a gang never takes its queue, or one above it, past its capability. Pure.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from typing import Any
 
 from extender.api.resources import EMPTY, Resources
 from extender.cache.snapshot import NodeInfo
@@ -43,6 +46,8 @@ from extender.gangs.placement import Room, members_to_plan, nodes_used, plan_slo
 from extender.gangs.queues import QueueView
 from extender.gangs.refusals import WANTS_CAPACITY, Cause, Deferred, Rejection
 from extender.gangs.turns import Run, Turn, Turns
+
+Rank = tuple[Any, ...]  # a queue's place: (share, -priority, name), per level in a tree
 
 
 def walk(
@@ -72,10 +77,7 @@ def walk(
     lines, entries, floor, changes = lineup.lines, lineup.entries, lineup.floor, lineup.changes
     at = dict.fromkeys(lines, 0)  # per queue, how far its line was taken
 
-    def queue_rank(name: str) -> tuple[float, int, str]:
-        view = queues[name]
-        fill = share(allocated[name], view.deserved) if ordering.by_queue_share else 0.0
-        return (fill, -view.queue.spec.priority, name)
+    queue_rank = _QueueRanks(queues, allocated, by_share=ordering.by_queue_share)
 
     queue_ranks = {name: queue_rank(name) for name in lines}  # move only with an allocation
     heap = [(rank, name) for name, rank in queue_ranks.items()]
@@ -92,7 +94,7 @@ def walk(
         a starving one aims where it aimed before."""
         _, contender, starving = unchanged()[key]
         queue = contender.gang.queue
-        why = _later(claims, contender.gang, queues[queue], allocated[queue])
+        why = _later(claims, contender.gang, queues[queue], _held(queues[queue], allocated))
         aimed = dict(drained.get(key) or {}) if starving else {}
         return Turn(key, rejection=why, targets=aimed)
 
@@ -102,7 +104,7 @@ def walk(
             unchanged()
             if floor is not None and claims.room.most_free_cpu < floor:
                 yield from _full(
-                    [(name, at[name]) for _, name in sorted(heap)],
+                    [(name, at[name]) for name in queue_rank.in_order(heap)],
                     lineup,
                     unchanged,
                     queues=queues,
@@ -111,8 +113,7 @@ def walk(
                     drained=drained,
                 )
                 return
-            _, name = heapq.heappop(heap)
-            yield taken(name)
+            yield taken(queue_rank.first(heap))
 
     def taken(name: str) -> Turn:
         """The next turn of queue `name`: the first of its line, planned on what is left."""
@@ -120,14 +121,14 @@ def walk(
         at[name] += 1
         _, contender, starving = entries[key]
         gang = contender.gang
-        turn = claims.turn(gang, queues[name], allocated[name])
+        turn = claims.turn(gang, queues[name], allocated)
         if turn.slots:
             per_node: dict[str, Resources] = {}  # (a node's room moves once per gang)
             for slot in turn.slots.values():
                 per_node[slot.node] = per_node.get(slot.node, EMPTY) + slot.request
             for node, amount in per_node.items():
                 claims.take(gang.key, node, amount)
-                allocated[name] = allocated[name] + amount
+            queue_rank.took(name, sum(per_node.values(), EMPTY))
             queue_ranks[name] = queue_rank(name)
         elif starving and _lacks_capacity(turn):
             aimed, held = drain(gang, claims.room, drained.get(gang.key))
@@ -139,6 +140,52 @@ def walk(
         return turn
 
     return turns(), Turns(refusal, unchanged)
+
+
+class _QueueRanks:
+    """Where a queue stands in the walk, by what the queues hold at this point of it: (share,
+    -priority, name); in a tree, that of each queue from the top level down to it."""
+
+    def __init__(
+        self,
+        queues: Mapping[str, QueueView],
+        allocated: dict[str, Resources],
+        *,
+        by_share: bool,
+    ) -> None:
+        self.queues, self.allocated, self.by_share = queues, allocated, by_share
+        self.tiered = any(view.parent is not None or not view.leaf for view in queues.values())
+
+    def __call__(self, name: str) -> Rank:
+        view = self.queues[name]
+        if self.tiered:  # level by level from the top: the branch least far into its share first
+            return tuple(self._one(above) for above in reversed(list(view.lineage())))
+        return self._one(view)
+
+    def took(self, name: str, amount: Resources) -> None:
+        """Queue `name` took `amount`: so did each queue above it."""
+        for view in self.queues[name].lineage():
+            self.allocated[view.name] = self.allocated[view.name] + amount
+
+    def first(self, heap: list[tuple[Rank, str]]) -> str:
+        """The queue whose turn comes, taken off `heap`. In a tree, a queue that shares an
+        ancestor with one that took capacity may rank lower than when it was put on the heap
+        (ranks only grow in a walk): it is put back where it stands now."""
+        while True:
+            rank, name = heapq.heappop(heap)
+            if not self.tiered or (now := self(name)) == rank:
+                return name
+            heapq.heappush(heap, (now, name))
+
+    def in_order(self, heap: list[tuple[Rank, str]]) -> list[str]:
+        """The queues on `heap`, in the order their turns would come now."""
+        if self.tiered:
+            return [name for _, name in sorted((self(name), name) for _, name in heap)]
+        return [name for _, name in sorted(heap)]
+
+    def _one(self, view: QueueView) -> tuple[float, int, str]:
+        fill = share(self.allocated[view.name], view.deserved) if self.by_share else 0.0
+        return (fill, -view.queue.spec.priority, view.name)
 
 
 def _full(
@@ -163,8 +210,8 @@ def _full(
     found by position (only the starving gangs, kept apart, are looked at one by one), their
     turns made when read."""
     for name, start in rest:
-        view, held = queues[name], allocated[name]
-        capped = bool(view.queue.spec.capability)
+        view = queues[name]
+        held, capped = _held(view, allocated), view.capped
         line, hungry = lineup.lines[name], lineup.starving_lines.get(name, [])
         entries = unchanged()
         # The starving gangs past where the walk left the line that take a turn of their own
@@ -191,7 +238,7 @@ def _aiming(
     claims: _Claims,
     gang: GangView,
     view: QueueView,
-    held: Resources,
+    held: Mapping[str, Resources],
     *,
     ruled: bool,
     kept: dict[str, Resources] | None,
@@ -208,7 +255,14 @@ def _aiming(
     return Turn(gang.key, rejection=rejection, targets=aimed)
 
 
-def _later(claims: _Claims, gang: GangView, view: QueueView, allocated: Resources) -> Deferred:
+def _held(view: QueueView, allocated: Mapping[str, Resources]) -> dict[str, Resources]:
+    """What the queue and those above it hold now (kept for a refusal worked out later)."""
+    return {above.name: allocated[above.name] for above in view.lineage()}
+
+
+def _later(
+    claims: _Claims, gang: GangView, view: QueueView, allocated: Mapping[str, Resources]
+) -> Deferred:
     """A refusal past the point where nothing fits (the room is final), worked out when read."""
 
     def refusal() -> Rejection:
@@ -249,9 +303,10 @@ class _Claims:
         self.taken.append((node, amount))
         self.room.hold(node, amount)
 
-    def turn(self, gang: GangView, view: QueueView, allocated: Resources) -> Turn:
-        """The gang's turn on what is left: its slots, or why it waits."""
-        if view.queue.spec.capability:  # (none: nothing to refuse, no sum to make)
+    def turn(self, gang: GangView, view: QueueView, allocated: Mapping[str, Resources]) -> Turn:
+        """The gang's turn on what is left: its slots, or why it waits; `allocated` is per queue
+        what it holds at this point of the walk."""
+        if view.capped:  # (no capability: nothing to refuse, no sum to make)
             members, _ = members_to_plan(gang)
             wanted = sum((pod.request for pod in members), EMPTY)
             refusal = view.capability_refusal(gang.key, wanted, allocated)

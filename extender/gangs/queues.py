@@ -5,20 +5,26 @@ and the unconsumed slots of its admission are *allocated*, its pending members a
 gang naming a queue that does not exist counts nowhere (it is refused until the queue appears).
 The `default` queue exists implicitly until it is created, so a cluster without Queue objects
 behaves as one open queue. Deserved shares are water-filled over the schedulable nodes' capacity.
-Pods outside PodGroups belong to no queue: they use capacity, no queue is charged for it. Pure.
+Pods outside PodGroups belong to no queue: they use capacity, no queue is charged for it.
+
+Queues form a tree (`gangs.queue_tree`): a parent's figures are its own plus its children's, and
+each level shares what its parent deserves (`fairness.water_fill_tree`); a `root` Queue, when one
+exists, holds everything and deserves the cluster. A flat tree is shared exactly as before, in
+one fill. A gang may take neither its queue nor any queue above it past its capability. Pure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from extender.api.quantity import format_units
 from extender.api.resources import EMPTY, Resources
 from extender.api.scheduling import DEFAULT_QUEUE, Queue, default_queue
 from extender.cache.state import ClusterState
-from extender.gangs.fairness import Claim, overused, share, water_fill
+from extender.gangs.fairness import Claim, overused, share, water_fill, water_fill_tree
 from extender.gangs.members import FollowsGangs, view_gang
+from extender.gangs.queue_tree import ROOT, QueueTree
 from extender.gangs.refusals import Cause, Rejection
 
 
@@ -29,10 +35,30 @@ class QueueView:
     placed: Resources = EMPTY  # what its members bound to nodes request
     request: Resources = EMPTY  # allocated + what its pending members ask for
     deserved: Resources = EMPTY
+    path: str = ""  # root/ml/team-a
+    parent: QueueView | None = None  # None: a top-level queue (or root itself)
+    leaf: bool = True  # no queue names it as parent: gangs may go in it
 
     @property
     def name(self) -> str:
         return self.queue.metadata.name
+
+    def lineage(self) -> Iterator[QueueView]:
+        """The queue, then each queue above it (a `root` Queue left out)."""
+        at: QueueView | None = self
+        while at is not None and at.name != ROOT:
+            yield at
+            at = at.parent
+
+    @property
+    def capped(self) -> bool:
+        """The queue or one above it names a capability (a gang may be refused for it)."""
+        return any(view.queue.spec.capability for view in self.lineage())
+
+    @property
+    def closed_by(self) -> QueueView | None:
+        """The queue (itself or one above it) whose state admits nothing new, if any."""
+        return next((view for view in self.lineage() if not view.queue.open), None)
 
     @property
     def share(self) -> float:
@@ -43,18 +69,28 @@ class QueueView:
         return overused(self.allocated, self.deserved)
 
     def capability_refusal(
-        self, gang: str, extra: Resources, allocated: Resources
+        self, gang: str, extra: Resources, allocated: Mapping[str, Resources] | None = None
     ) -> Rejection | None:
-        """Why `extra` more than `allocated` would take the queue over its capability, if so."""
-        capability = self.queue.spec.capability
-        for resource, amount in extra.items():
-            if resource in capability and allocated[resource] + amount > capability[resource]:
-                limit = format_units(capability[resource], resource)
-                message = (
-                    f"gang {gang}: queue {self.name} would hold more {resource} than its "
-                    f"capability ({limit}); it waits until the queue's own work frees some"
-                )
-                return Rejection(Cause.QUEUE_CAPABILITY, message)
+        """Why `extra` more would take the queue, or one above it, over its capability, if so;
+        `allocated` is per queue what it holds (each view's own when None)."""
+        for view in self.lineage():
+            capability = view.queue.spec.capability
+            if not capability:
+                continue
+            held = view.allocated if allocated is None else allocated[view.name]
+            for resource, amount in extra.items():
+                if resource in capability and held[resource] + amount > capability[resource]:
+                    limit = format_units(capability[resource], resource)
+                    whose = (
+                        f"queue {self.name}"
+                        if view is self
+                        else f"queue {self.name}'s ancestor {view.path}"
+                    )
+                    message = (
+                        f"gang {gang}: {whose} would hold more {resource} than its capability "
+                        f"({limit}); it waits until work under that queue frees some"
+                    )
+                    return Rejection(Cause.QUEUE_CAPABILITY, message)
         return None
 
 
@@ -99,22 +135,50 @@ def account(
         if group is not None:
             allocated[group.queue] = allocated.get(group.queue, EMPTY) + slots
             asked[group.queue] = asked.get(group.queue, EMPTY) - slots
-    claims = []
+    claims = {}
     for name, view in views.items():
         view.allocated = allocated.get(name, EMPTY)
         view.placed = tally.placed.get(name, EMPTY)
         view.request = view.allocated + asked.get(name, EMPTY)
         spec = view.queue.spec
-        claims.append(
-            Claim(
-                name,
-                spec.weight,
-                view.request,
-                spec.capability,
-                spec.guarantee.resource,
-                spec.deserved,
-            )
+        claims[name] = Claim(
+            name,
+            spec.weight,
+            view.request,
+            spec.capability,
+            spec.guarantee.resource,
+            spec.deserved,
         )
-    for name, deserved in water_fill(claims, state.capacity()).items():
-        views[name].deserved = deserved
+    tree = QueueTree.of(queues)
+    if tree.flat and ROOT not in views:
+        for name, deserved in water_fill(list(claims.values()), state.capacity()).items():
+            views[name].deserved = deserved
+            views[name].path = f"{ROOT}/{name}"
+        return views
+    _as_tree(views, claims, tree, state.capacity())
     return views
+
+
+def _as_tree(
+    views: Mapping[str, QueueView], claims: Mapping[str, Claim], tree: QueueTree, total: Resources
+) -> None:
+    """Link each view to its parent, roll each parent's figures up from its children and share
+    every level (the tree's order puts parents before children)."""
+    for name, deserved in water_fill_tree(claims, tree.children, ROOT, total).items():
+        views[name].deserved = deserved
+    order = list(tree.below(ROOT))
+    for name in order:
+        view = views[name]
+        view.path = tree.path(name)
+        view.leaf = tree.is_leaf(name)
+        view.parent = views.get(tree.parents[name])  # (root: its Queue's view, if there is one)
+    for name in reversed(order):  # children before parents
+        view = views[name]
+        above = view.parent
+        if above is not None:
+            above.allocated = above.allocated + view.allocated
+            above.placed = above.placed + view.placed
+            above.request = above.request + view.request
+    if ROOT in views:
+        root = views[ROOT]
+        root.path, root.leaf, root.deserved = ROOT, False, total

@@ -24,6 +24,7 @@ class Cause(StrEnum):
     NOT_ENOUGH_RESOURCES = "NotEnoughResources"  # its members do not fit at once
     QUEUE_CLOSED = "QueueClosed"  # its queue is closed or closing
     NO_QUEUE = "NoQueue"  # its queue does not exist
+    QUEUE_NOT_LEAF = "QueueNotLeaf"  # its queue has child queues (gangs go in leaf queues)
     QUEUE_CAPABILITY = "QueueCapability"  # it would take its queue past its capability
     QUEUED = "Queued"  # gangs ahead of it in the fair order claim what it needs
 

@@ -4,7 +4,8 @@ kube-scheduler's preemption cannot help a gang: its dry run uses only in-tree fi
 is Lahar's) and knows nothing of gangs or queues. So Lahar decides itself, like Volcano's preempt
 and reclaim actions: for the gangs the fair order refused for want of capacity (`wanting`, most
 deserving first), `victims_for` picks the fewest whole victim gangs (or spare members) that let
-the whole gang fit (`preemption.victims`), from a `Pool` gathered once per pass. Capacity that
+the whole gang fit (`preemption.victims`; in a queue tree, from the closest kin first), from a
+`Pool` gathered once per pass. Capacity that
 terminating pods are about to free counts as free, so victims already evicted are not replaced
 by more. The server evicts them and reports. Pure.
 """
@@ -23,7 +24,15 @@ from extender.gangs.order import Order
 from extender.gangs.placement import members_to_plan
 from extender.gangs.queues import QueueView
 from extender.gangs.refusals import WANTS_CAPACITY
-from extender.preemption.victims import Rooms, Rules, Unit, choose, eligible, units_of
+from extender.preemption.victims import (
+    Rooms,
+    Rules,
+    Unit,
+    by_kinship,
+    choose,
+    eligible,
+    units_of,
+)
 
 
 @dataclass(frozen=True)
@@ -200,15 +209,19 @@ def victims_for(
     if pool.fruitless(alike, order.queues):
         return None
     allowed = pool.eligible(key, gang.queue, priority, order.queues, rules)
-    victims = choose(
-        members,
-        allowed,
-        rooms.base.nodes,
-        rooms.reserved,
-        queues=order.queues,
-        preemptor_queue=gang.queue,
-        rooms=rooms,
-    )
+    victims = None
+    for units in by_kinship(allowed, gang.queue, order.queues):  # the closest kin first
+        victims = choose(
+            members,
+            units,
+            rooms.base.nodes,
+            rooms.reserved,
+            queues=order.queues,
+            preemptor_queue=gang.queue,
+            rooms=rooms,
+        )
+        if victims:
+            break
     if not victims:
         pool.found_nothing(alike, order.queues)
     return Preemption(gang, victims) if victims else None

@@ -7,7 +7,11 @@ below `minMember`. Which units are eligible (`eligible`):
 - *preempt*: gangs of lower priority in the preemptor's own queue;
 - *reclaim*: gangs of other queues that are reclaimable and hold more than they deserve, while
   the preemptor's queue holds less than it deserves; each such queue may be taken below its
-  deserved share by at most one unit (its last).
+  deserved share by at most one unit (its last). In a queue tree the lowest common ancestor of
+  the two queues decides (`sides`): every queue on the victim's side below it is reclaimable and
+  holds more than it deserves, and every queue on the preemptor's side holds less; the rule of
+  the last unit holds for each queue on the victim's side. Units of the closest kin are tried
+  first (`kinship`): a starved leaf reclaims from its siblings before its cousins.
 
 `choose` finds the cheapest set (fewest pods, then least cpu, then memory) that lets the
 preemptor's members all be placed: greedy by cost and then pruned gives a first answer (always
@@ -20,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -89,23 +93,63 @@ def eligible(
 ) -> list[Unit]:
     """The units a gang of `priority` in `queue` may take (see the module docstring)."""
     own = queues.get(queue)
-    starved = own is not None and not own.overused
     chosen = []
+    verdicts: dict[str, bool] = {}  # per other queue, whether it may be reclaimed from
     for unit in units:
         if unit.queue == queue:
             if rules.preempt and unit.priority < priority:
                 chosen.append(unit)
             continue
-        other = queues.get(unit.queue)
-        if (
-            rules.reclaim
-            and starved
-            and other is not None
-            and other.queue.spec.reclaimable
-            and other.overused
-        ):
+        if not rules.reclaim or own is None or own.overused:
+            continue
+        allowed = verdicts.get(unit.queue)
+        if allowed is None:
+            other = queues.get(unit.queue)
+            allowed = verdicts[unit.queue] = other is not None and _reclaimable(own, other)
+        if allowed:
             chosen.append(unit)
     return sorted(chosen, key=lambda u: (u.cost, u.priority, u.key))
+
+
+def sides(own: QueueView, other: QueueView) -> tuple[list[QueueView], list[QueueView]]:
+    """The queues below the lowest common ancestor of `own` and `other`, on each side, each
+    from the queue itself up (two top-level queues: each alone)."""
+    if own.parent is None and other.parent is None:
+        return [own], [other]
+    mine, theirs = list(own.lineage()), list(other.lineage())
+    while mine and theirs and mine[-1] is theirs[-1]:
+        mine.pop()
+        theirs.pop()
+    return mine, theirs
+
+
+def kinship(own: QueueView, other: QueueView) -> int:
+    """How many queues (root left out) are above both: 0 for cousins only under root."""
+    return len(list(own.lineage())) - len(sides(own, other)[0])
+
+
+def by_kinship(
+    units: Sequence[Unit], queue: str, queues: Mapping[str, QueueView]
+) -> Iterator[list[Unit]]:
+    """`units` (eligible for a gang of `queue`) narrowed to the closest kin first, then widened
+    level by level up the tree: the preemptor's own queue's, with those of its siblings' queues,
+    then its cousins' too, and so on; in a flat tree, all of them at once."""
+    own = queues.get(queue)
+    others = {unit.queue for unit in units if unit.queue != queue}
+    if own is None or not others:
+        yield list(units)
+        return
+    kin = {name: kinship(own, queues[name]) for name in others}
+    levels = sorted(set(kin.values()), reverse=True)
+    for level in levels:
+        yield [unit for unit in units if unit.queue == queue or kin[unit.queue] >= level]
+
+
+def _reclaimable(own: QueueView, other: QueueView) -> bool:
+    mine, theirs = sides(own, other)
+    return all(not view.overused for view in mine) and all(
+        view.queue.spec.reclaimable and view.overused for view in theirs
+    )
 
 
 def choose(
@@ -248,9 +292,10 @@ def _greedy(
 
 class _Taking:
     """What a growing valid set of units takes (`_valid`), kept so that whether one unit more
-    keeps it valid costs that unit: the gangs taken whole and by spare members, and per other
-    queue the sum of what it gives up and the part ranked last by share (a stable sort puts the
-    latest of equal shares last), which alone may take it below its deserved share."""
+    keeps it valid costs that unit: the gangs taken whole and by spare members, and per queue
+    reclaimed from (`_charged`) the sum of what it gives up and the part ranked last by share
+    (a stable sort puts the latest of equal shares last), which alone may take it below its
+    deserved share."""
 
     def __init__(self, queues: Mapping[str, QueueView], own: str) -> None:
         self.queues, self.own = queues, own
@@ -263,19 +308,22 @@ class _Taking:
             return False
         if unit.queue == self.own:
             return True
-        total, last, _ = self._with(unit)
-        view = self.queues[unit.queue]
-        return overused(view.allocated - (total - last), view.deserved)
+        for view in _charged(self.queues, self.own, unit.queue):
+            total, last, _ = self._with(view, unit)
+            if not overused(view.allocated - (total - last), view.deserved):
+                return False
+        return True
 
     def add(self, unit: Unit) -> None:
         (self.wholes if unit.whole else self.spares).add(unit.key)
         if unit.queue != self.own:
-            self.given[unit.queue] = self._with(unit)
+            for view in _charged(self.queues, self.own, unit.queue):
+                self.given[view.name] = self._with(view, unit)
 
-    def _with(self, unit: Unit) -> tuple[Resources, Resources, float]:
-        """Its queue's sum and last-ranked part, were `unit` taken too."""
-        total, last, last_share = self.given.get(unit.queue, (EMPTY, EMPTY, -math.inf))
-        ranked = share(unit.request, self.queues[unit.queue].deserved)
+    def _with(self, view: QueueView, unit: Unit) -> tuple[Resources, Resources, float]:
+        """The queue's sum and last-ranked part, were `unit` taken too."""
+        total, last, last_share = self.given.get(view.name, (EMPTY, EMPTY, -math.inf))
+        ranked = share(unit.request, view.deserved)
         if ranked >= last_share:
             last, last_share = unit.request, ranked
         return total + unit.request, last, last_share
@@ -303,7 +351,8 @@ def _valid(chosen: Sequence[Unit], queues: Mapping[str, QueueView], own: str) ->
     taken: dict[str, list[Resources]] = {}
     for unit in chosen:
         if unit.queue != own:
-            taken.setdefault(unit.queue, []).append(unit.request)
+            for view in _charged(queues, own, unit.queue):
+                taken.setdefault(view.name, []).append(unit.request)
     for name, requests in taken.items():
         view = queues[name]
         ranked = sorted(requests, key=lambda request: share(request, view.deserved))
@@ -311,6 +360,15 @@ def _valid(chosen: Sequence[Unit], queues: Mapping[str, QueueView], own: str) ->
         if not overused(rest, view.deserved):
             return False
     return True
+
+
+def _charged(queues: Mapping[str, QueueView], own: str, other: str) -> list[QueueView]:
+    """The queues a unit of `other` taken for a gang of `own` is reclaimed from: those on its
+    side below their lowest common ancestor (in a flat tree, `other` alone)."""
+    view = queues[other]
+    if view.parent is None and queues[own].parent is None:
+        return [view]
+    return sides(queues[own], view)[1]
 
 
 def _fits(members: Sequence[Pod], chosen: Sequence[Unit], base: Room) -> bool:
