@@ -275,7 +275,9 @@ class QueueStatus(KubeModel):
     reservation: Reservation | None = None
     """Volcano's resource reservation for the queue."""
     allocated: ResourceList = EMPTY
-    """What the queue's bound pods request."""
+    """What the queue's bound pods request (a parent's: its whole subtree's)."""
+    deserved: ResourceList = EMPTY
+    """The queue's fair share now (Lahar's; Volcano's schema has no such field)."""
 
 
 class Queue(KubeModel):

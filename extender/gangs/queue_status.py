@@ -7,8 +7,12 @@
   (Volcano's Queue status has no failed count: both are finished);
 - `allocated`: what its members bound to nodes request (capacity held for an admitted gang's
   pending members is not allocated yet);
+- `deserved`: its fair share now;
 - `state`: unset is written `Open`; a `Closing` queue becomes `Closed` once none of its PodGroups
   is pending, inqueue, running or unknown; `Open` and `Closed` set by a user stay.
+
+A parent queue's counts and allocation are its whole subtree's (`rolled_up`), so closing a parent
+ends Closed once the work under it has finished.
 
 `status_patch` is the JSON merge patch that takes the written status to the wanted one (None when
 they are equal): only the fields that differ, and a resource no longer allocated is removed with
@@ -18,11 +22,12 @@ they are equal): only the fields that differ, and a resource no longer allocated
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from extender.api.resources import Resources
+from extender.api.resources import EMPTY, Resources
 from extender.api.scheduling import PodGroup, Queue, QueueStatus
+from extender.gangs.queue_tree import ROOT, QueueTree
 
 OPEN, CLOSING, CLOSED = "Open", "Closing", "Closed"
 _COUNTED = {"Pending": "pending", "Inqueue": "inqueue", "Running": "running"}
@@ -38,7 +43,19 @@ def phases_by_queue(groups: Iterable[PodGroup]) -> dict[str, Counter[str]]:
     return counts
 
 
-def queue_status(queue: Queue, phases: Counter[str], placed: Resources) -> QueueStatus:
+def rolled_up(phases: Mapping[str, Counter[str]], tree: QueueTree) -> dict[str, Counter[str]]:
+    """Each queue's counts with those of every queue under it added (root: all of them)."""
+    rolled = {name: Counter(counts) for name, counts in phases.items()}
+    for name in reversed(list(tree.below(ROOT))):  # children before their parents
+        parent = tree.parents[name]
+        if name in rolled:
+            rolled.setdefault(parent, Counter()).update(rolled[name])
+    return rolled
+
+
+def queue_status(
+    queue: Queue, phases: Counter[str], placed: Resources, deserved: Resources = EMPTY
+) -> QueueStatus:
     state = queue.status.state or OPEN
     if state == CLOSING and not any(phases[count] for count in _UNFINISHED):
         state = CLOSED
@@ -50,6 +67,7 @@ def queue_status(queue: Queue, phases: Counter[str], placed: Resources) -> Queue
         completed=phases["completed"],
         unknown=phases["unknown"],
         allocated=placed,
+        deserved=deserved,
     )
 
 
@@ -62,9 +80,9 @@ def status_patch(written: QueueStatus, wanted: QueueStatus) -> dict[str, Any] | 
         for field in ("state", "pending", "inqueue", "running", "completed", "unknown")
         if (value := getattr(wanted, field)) != getattr(written, field)
     }
-    if written.allocated != wanted.allocated:
-        gone: dict[str, Any] = {
-            name: None for name in written.allocated if name not in wanted.allocated
-        }
-        patch["allocated"] = gone | wanted.allocated.quantities()
+    for name in ("allocated", "deserved"):
+        was, now = getattr(written, name), getattr(wanted, name)
+        if was != now:
+            gone: dict[str, Any] = {resource: None for resource in was if resource not in now}
+            patch[name] = gone | now.quantities()
     return patch

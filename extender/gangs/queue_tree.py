@@ -30,13 +30,18 @@ class QueueTree:
 
     @classmethod
     def of(cls, queues: Mapping[str, Queue]) -> QueueTree:
+        return cls.named({name: queue.spec.parent for name, queue in queues.items()})
+
+    @classmethod
+    def named(cls, named: Mapping[str, str]) -> QueueTree:
+        """The tree of queues given by name, each with the parent it names ("" for none)."""
         parents: dict[str, str] = {}
         strays: dict[str, str] = {}
-        for name, queue in queues.items():
+        for name, given in named.items():
             if name == ROOT:
                 continue
-            parent = queue.spec.parent or ROOT
-            if parent != ROOT and parent not in queues:
+            parent = given or ROOT
+            if parent != ROOT and parent not in named:
                 strays[name] = f"its parent queue {parent} does not exist"
                 parent = ROOT
             parents[name] = parent

@@ -9,8 +9,12 @@ not written at all. The written status goes onto the cached Queue at once, so th
 not write it again before the watch delivers it. A patch that sets `state` goes only onto the
 version of the Queue it was derived from: a user closing a queue meanwhile is not overwritten.
 
-A queue naming a `parent` is said once (in the log) to share the cluster as a top-level
-queue: hierarchy is not supported. Each pass first makes sure the `default` Queue exists
+Queues form a tree (`spec.parent`): a parent's counts and allocation are its subtree's, and
+every queue's `deserved` is its fair share at its level. A queue whose parent is missing, or
+whose parents form a loop, is said once (in the log) to share the cluster as a top-level queue.
+`deserved` is Lahar's field: a Queue CRD without it (Volcano's own) drops it, so a queue's
+deserved is written again only when it changes from what this writer last wrote, not each pass.
+Each pass first makes sure the `default` Queue exists
 (PodGroups without a queue go there): it is created when missing at start and again if someone
 deletes it. Nothing runs before `ready` (the cache is whole): counts from PodGroups listed before
 their pods would be wrong.
@@ -24,10 +28,12 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from extender.api.resources import Resources
 from extender.api.scheduling import DEFAULT_QUEUE, Queue, QueueStatus
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
-from extender.gangs.queue_status import phases_by_queue, queue_status, status_patch
+from extender.gangs.queue_status import phases_by_queue, queue_status, rolled_up, status_patch
+from extender.gangs.queue_tree import QueueTree
 from extender.server.coalesce import Coalesced
 
 log = logging.getLogger(__name__)
@@ -53,7 +59,8 @@ class QueueWriter(Coalesced):
     ) -> None:
         super().__init__(ready=ready, interval=interval, retry_after=retry_after)
         self.state, self.gangs, self.write, self.create = state, gangs, write, create
-        self._flat: set[str] = set()  # queues naming a parent, told once that it is ignored
+        self._strays: dict[str, str] = {}  # queue -> why it hangs under root, as last told
+        self._deserved: dict[str, Resources] = {}  # queue -> the deserved it was last written
 
     def attach(self) -> None:
         """Listen to the state (call on the event loop)."""
@@ -67,24 +74,23 @@ class QueueWriter(Coalesced):
         if DEFAULT_QUEUE not in self.state.queues and await self._create_default():
             return  # the watch delivers it; its arrival wakes the next pass
         views = self.gangs.queues(self.state)
-        phases = phases_by_queue(self.state.pod_groups.values())
+        tree = QueueTree.of(self.state.queues)
+        self._say_strays(tree)
+        phases = rolled_up(phases_by_queue(self.state.pod_groups.values()), tree)
         for name, queue in sorted(self.state.queues.items()):
-            self._say_flat(queue)
-            wanted = queue_status(queue, phases.get(name, Counter()), views[name].placed)
+            view = views[name]
+            wanted = queue_status(queue, phases.get(name, Counter()), view.placed, view.deserved)
             patch = status_patch(queue.status, wanted)
-            if patch is not None:
+            if patch is not None and self._deserved.get(name) == wanted.deserved:
+                patch.pop("deserved", None)  # (written already: a schema without it drops it)
+            if patch:
                 await self._write(queue, wanted, patch)
 
-    def _say_flat(self, queue: Queue) -> None:
-        parent = queue.spec.parent
-        if parent and parent != "root" and queue.metadata.name not in self._flat:
-            self._flat.add(queue.metadata.name)
-            log.warning(
-                "Queue %s names parent %s: hierarchical queues are not supported; it shares the "
-                "cluster as a top-level queue",
-                queue.metadata.name,
-                parent,
-            )
+    def _say_strays(self, tree: QueueTree) -> None:
+        for name, why in tree.strays.items():
+            if self._strays.get(name) != why:
+                log.warning("Queue %s shares the cluster as a top-level queue: %s", name, why)
+        self._strays = dict(tree.strays)
 
     async def _create_default(self) -> bool:
         try:
@@ -115,6 +121,7 @@ class QueueWriter(Coalesced):
             log.info("Queue %s changed while its status was written: deriving it again", name)
             self.later(self.poke)
             return
+        self._deserved[name] = wanted.deserved
         if wanted.state != written.state:
             log.info("Queue %s: state %s -> %s", name, written.state or "-", wanted.state)
         if self.state.queues.get(name) is queue:  # else the watch moved on during the write

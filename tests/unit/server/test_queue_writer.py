@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from extender.api.resources import EMPTY
 from extender.api.scheduling import Queue
 from extender.gangs.ledger import Gangs
 from extender.server.queue_writer import QueueWriter
@@ -79,7 +80,15 @@ def test_counts_and_allocation_are_written_then_not_again_while_unchanged() -> N
         state.upsert_pod(make_pod("b-0").cpu("1").group("b").model())
         await writer.flush()
         assert api.patches == [
-            ("q", {"pending": 1, "running": 1, "allocated": {"cpu": "1500m", "pods": "1"}})
+            (
+                "q",
+                {
+                    "pending": 1,
+                    "running": 1,
+                    "allocated": {"cpu": "1500m", "pods": "1"},
+                    "deserved": {"cpu": "2500m"},  # all it asks for: the other queue asks none
+                },
+            )
         ]
         assert state.queues["q"].status.running == 1  # cached at once
         await writer.flush()
@@ -124,10 +133,12 @@ def test_a_failed_write_is_retried() -> None:
     asyncio.run(scenario())
 
 
-def test_a_parent_is_said_once_to_be_ignored(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_queue_whose_parent_is_missing_is_said_once_to_hang_under_root(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     async def scenario() -> None:
         api = Api()
-        child = Queue.model_validate({**make_queue("child").build(), "spec": {"parent": "org"}})
+        child = make_queue("child").set("spec.parent", "org").model()
         writer = writer_for(api, make_queue("default").model(), child)
         await writer.flush()
         await writer.flush()
@@ -136,9 +147,57 @@ def test_a_parent_is_said_once_to_be_ignored(caplog: pytest.LogCaptureFixture) -
         asyncio.run(scenario())
     said = [r.getMessage() for r in caplog.records if "parent" in r.getMessage()]
     assert said == [
-        "Queue child names parent org: hierarchical queues are not supported; it shares the "
-        "cluster as a top-level queue"
+        "Queue child shares the cluster as a top-level queue: its parent queue org does not exist"
     ]
+
+
+def test_a_parent_holds_what_its_subtree_holds_and_each_level_its_share() -> None:
+    async def scenario() -> None:
+        api = Api()
+        queues = [
+            make_queue("default").state("Open").model(),
+            make_queue("ml").state("Open").weight(3).model(),
+            make_queue("a").state("Open").set("spec.parent", "ml").model(),
+            make_queue("b").state("Open").set("spec.parent", "ml").model(),
+        ]
+        writer = writer_for(api, *queues)
+        state = writer.state
+        for leaf, cpu in (("a", "2"), ("b", "3")):
+            state.upsert_pod_group(make_group(leaf).queue(leaf).phase("Running").model())
+            pod = make_pod(f"{leaf}-0").cpu(cpu).group(leaf).on("n1").phase("Running")
+            state.upsert_pod(pod.model())
+        state.upsert_pod_group(make_group("waiting").queue("b").model())
+        state.upsert_pod(make_pod("waiting-0").cpu("4").group("waiting").model())
+        await writer.flush()
+        written = dict(api.patches)
+        # ml asks for 9 of the node's 8 cpu and deserves them all; a holds and asks 2, b the rest
+        assert written["ml"]["allocated"] == {"cpu": "5", "pods": "2"}
+        assert (written["ml"]["running"], written["ml"]["pending"]) == (2, 1)
+        assert written["ml"]["deserved"] == {"cpu": "8"}
+        assert written["a"]["deserved"] == {"cpu": "2"}
+        assert written["b"]["deserved"] == {"cpu": "6"}
+
+    asyncio.run(scenario())
+
+
+def test_a_deserved_share_the_schema_drops_is_not_written_again_until_it_changes() -> None:
+    async def scenario() -> None:
+        api = Api()
+        writer = writer_for(api, make_queue("default").state("Open").model())
+        state = writer.state
+        state.upsert_pod_group(make_group("g").model())
+        state.upsert_pod(make_pod("g-0").cpu("1").group("g").model())
+        await writer.flush()
+        assert api.patches[-1][1]["deserved"] == {"cpu": "1"}
+        dropped = state.queues["default"].status.model_copy(update={"deserved": EMPTY})
+        state.upsert_queue(state.queues["default"].model_copy(update={"status": dropped}))
+        await writer.flush()
+        assert len(api.patches) == 1  # (Volcano's CRD has no status.deserved)
+        state.upsert_pod(make_pod("g-1").cpu("1").group("g").model())
+        await writer.flush()
+        assert api.patches[-1][1]["deserved"] == {"cpu": "2"}
+
+    asyncio.run(scenario())
 
 
 def test_a_state_is_written_only_onto_the_version_it_was_derived_from() -> None:
