@@ -149,6 +149,7 @@ def clean(obj: dict[str, Any]) -> dict[str, Any]:
 
 Header = Callable[[bool, bool], Sequence[str]]  # (across namespaces, wide) -> column names
 Row = Callable[[dict[str, Any], bool, bool], Sequence[str]]  # (object, across, wide) -> cells
+Arrange = Callable[[list[dict[str, Any]], bool], Sequence[Sequence[str]]]  # (objects, wide)
 
 
 def add_list(
@@ -164,9 +165,17 @@ def add_list(
 
 
 def print_list(
-    args: argparse.Namespace, api_version: str, kind: str, header: Header, row: Row
+    args: argparse.Namespace,
+    api_version: str,
+    kind: str,
+    header: Header,
+    row: Row,
+    *,
+    arrange: Arrange | None = None,
 ) -> int:
-    """List the objects of `kind` as asked (`add_list`'s flags) and print them, kubectl-style."""
+    """List the objects of `kind` as asked (`add_list`'s flags) and print them, kubectl-style;
+    `arrange` makes the table's rows from all the objects at once (else one `row` each, in
+    name order)."""
     across = bool(getattr(args, "all_namespaces", False))
     namespaced = hasattr(args, "namespace")
     with connect(args) as cluster:
@@ -180,5 +189,6 @@ def print_list(
         print(f"No {kind}s found{where}.")
     else:
         wide = args.output == "wide"
-        print(table(header(across, wide), [row(o, across, wide) for o in objects]))
+        cells = arrange(objects, wide) if arrange else [row(o, across, wide) for o in objects]
+        print(table(header(across, wide), cells))
     return 0

@@ -1,8 +1,9 @@
 """`lahar queue list|create|open|close|delete`: Volcano Queues.
 
-open and close set the queue's `status.state` (Open; Closing, which Lahar turns Closed once none
-of its PodGroups is pending, inqueue, running or unknown), as the README's kubectl patch does.
-"""
+list prints the queue tree, each queue under its parent with its share against what it deserves;
+create takes `--parent` to put a queue under another. open and close set the queue's
+`status.state` (Open; Closing, which Lahar turns Closed once none of its PodGroups, or of the
+queues under it, is pending, inqueue, running or unknown), as the README's kubectl patch does."""
 
 from __future__ import annotations
 
@@ -31,6 +32,9 @@ def register(commands: Any) -> None:
         help="what it may hold at most, e.g. cpu=8,memory=16Gi (default: no cap)",
     )
     creating.add_argument(
+        "--parent", default="", help="the queue it goes under (default: the top level, root)"
+    )
+    creating.add_argument(
         "--reclaimable",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -50,7 +54,9 @@ def register(commands: Any) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    return kubectl.print_list(args, API_VERSION, "Queue", rows.queue_headers, rows.queue_row)
+    return kubectl.print_list(
+        args, API_VERSION, "Queue", rows.queue_headers, rows.queue_row, arrange=rows.queue_rows
+    )
 
 
 def capability(text: str) -> dict[str, str]:
@@ -80,7 +86,8 @@ def _create(args: argparse.Namespace) -> int:
         "kind": "Queue",
         "metadata": {"name": args.name},
         "spec": {"weight": args.weight, "reclaimable": args.reclaimable}
-        | ({"capability": cap} if cap else {}),
+        | ({"capability": cap} if cap else {})
+        | ({"parent": args.parent} if args.parent else {}),
     }
     with kubectl.connect(args) as cluster:
         if not create_queue(cluster.api, body):

@@ -1,12 +1,18 @@
 """Table rows for Volcano's objects as `lahar job|queue|podgroup list` prints them (vcctl's
-columns, kubectl's style). Pure: objects in (plain dicts as the API returns them), strings out."""
+columns, kubectl's style). Queues come as their tree (`queue_rows`): each under its parent,
+indented two spaces per level, with its fair share (`status.deserved`) and how far into it the
+queue is (SHARE: allocated / deserved, the largest over resources; above 1 it holds more than it
+deserves). Pure: objects in (plain dicts as the API returns them), strings out."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
+from extender.api.resources import Resources
 from extender.cli.kubectl import age
+from extender.gangs.fairness import share
+from extender.gangs.queue_tree import ROOT, QueueTree
 
 JOB_HEADERS = (
     *("NAME", "STATUS", "MIN", "PENDING", "RUNNING", "SUCCEEDED", "FAILED", "RETRIES"),
@@ -15,7 +21,7 @@ JOB_HEADERS = (
 JOB_WIDE = ("VERSION", "REASON")
 QUEUE_HEADERS = (
     *("NAME", "WEIGHT", "STATE", "PENDING", "INQUEUE", "RUNNING", "COMPLETED"),
-    *("ALLOCATED", "AGE"),
+    *("ALLOCATED", "DESERVED", "SHARE", "AGE"),
 )
 QUEUE_WIDE = ("CAPABILITY", "RECLAIMABLE")
 GROUP_HEADERS = ("NAME", "PHASE", "MINMEMBER", "RUNNING", "SUCCEEDED", "FAILED", "QUEUE", "AGE")
@@ -32,6 +38,17 @@ def _created(obj: dict[str, Any], now: datetime | None) -> str:
 
 def _resources(amounts: dict[str, Any] | None) -> str:
     return ",".join(f"{name}={value}" for name, value in sorted((amounts or {}).items())) or "-"
+
+
+def _share(allocated: dict[str, Any] | None, deserved: dict[str, Any] | None) -> str:
+    """Allocated over deserved, the largest over resources; `-` when no share is written."""
+    if not deserved:
+        return "-"
+    try:
+        held, fair = Resources.parse(allocated or {}), Resources.parse(deserved)
+    except ValueError:
+        return "?"
+    return f"{share(held, fair):.2f}"
 
 
 def _headers(
@@ -69,14 +86,32 @@ def job_row(
     return ([job["metadata"].get("namespace", "")] if namespaced else []) + row
 
 
+def queue_rows(
+    queues: list[dict[str, Any]], wide: bool = False, now: datetime | None = None
+) -> list[list[str]]:
+    """The queues' rows in tree order: parents before their children, siblings by name, each
+    name indented by its depth (a `root` Queue, when listed, at the top)."""
+    named = {queue["metadata"]["name"]: queue for queue in queues}
+    tree = QueueTree.named({n: (q.get("spec") or {}).get("parent") or "" for n, q in named.items()})
+    order = ([ROOT] if ROOT in named else []) + list(tree.below(ROOT))
+    shift = 0 if ROOT in named else 1
+    return [queue_row(named[n], wide=wide, now=now, depth=tree.depth(n) - shift) for n in order]
+
+
 def queue_row(
-    queue: dict[str, Any], namespaced: bool = False, wide: bool = False, now: datetime | None = None
+    queue: dict[str, Any],
+    namespaced: bool = False,
+    wide: bool = False,
+    now: datetime | None = None,
+    depth: int = 0,
 ) -> list[str]:
     """A Queue's row (Queues have no namespace: `namespaced` is there to match the others)."""
     spec, status = queue.get("spec") or {}, queue.get("status") or {}
-    row = [queue["metadata"]["name"], str(spec.get("weight") or 1), status.get("state") or "Open"]
+    name = "  " * depth + queue["metadata"]["name"]
+    row = [name, str(spec.get("weight") or 1), status.get("state") or "Open"]
     row += [_count(status, k) for k in ("pending", "inqueue", "running", "completed")]
-    row += [_resources(status.get("allocated")), _created(queue, now)]
+    row += [_resources(status.get("allocated")), _resources(status.get("deserved"))]
+    row += [_share(status.get("allocated"), status.get("deserved")), _created(queue, now)]
     if wide:
         reclaimable = spec.get("reclaimable")
         row += [_resources(spec.get("capability")), "false" if reclaimable is False else "true"]

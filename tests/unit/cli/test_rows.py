@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -111,10 +112,59 @@ def test_a_queue_row_defaults_to_open() -> None:
         "0",
         "0",
         "cpu=2,memory=1Gi",
+        "-",
+        "-",
         "<unknown>",
         "-",
         "false",
     ]
+
+
+def _queue(name: str, parent: str = "", allocated: str = "0", deserved: str = "") -> dict[str, Any]:
+    status: dict[str, Any] = {"allocated": {"cpu": allocated}}
+    if deserved:
+        status["deserved"] = {"cpu": deserved}
+    return {"metadata": {"name": name}, "spec": {"parent": parent}, "status": status}
+
+
+@pytest.mark.parametrize(
+    ("queues", "names", "shares"),
+    [
+        (  # flat: by name, nothing indented
+            [_queue("b", deserved="4"), _queue("a", allocated="2", deserved="4")],
+            ["a", "b"],
+            ["0.50", "0.00"],
+        ),
+        (  # a tree: each child under its parent, siblings by name, two spaces a level
+            [
+                _queue("team-b", "ml", allocated="6", deserved="4"),
+                _queue("web", allocated="1", deserved="4"),
+                _queue("ml", "root", allocated="8", deserved="12"),
+                _queue("team-a", "ml", allocated="2", deserved="8"),
+                _queue("x", "team-a"),
+            ],
+            ["ml", "  team-a", "    x", "  team-b", "web"],
+            ["0.67", "0.25", "-", "1.50", "0.25"],
+        ),
+        (  # a root Queue is listed at the top, the others under it
+            [_queue("root", allocated="3", deserved="8"), _queue("q", allocated="3", deserved="8")],
+            ["root", "  q"],
+            ["0.38", "0.38"],
+        ),
+        (  # a queue whose parent is missing is listed at the top level
+            [_queue("orphan", "gone", deserved="1")],
+            ["orphan"],
+            ["0.00"],
+        ),
+    ],
+)
+def test_queues_are_listed_as_their_tree_with_their_share(
+    queues: list[dict[str, Any]], names: list[str], shares: list[str]
+) -> None:
+    listed = rows.queue_rows(queues, now=NOW)
+    share_at = rows.QUEUE_HEADERS.index("SHARE")
+    assert [row[0] for row in listed] == names
+    assert [row[share_at] for row in listed] == shares
 
 
 @pytest.mark.parametrize(
