@@ -155,11 +155,15 @@ def work_queue_problems(name: str, view: QueueLookup) -> list[Problem]:
         problems.append(
             Problem(
                 "",
-                f"queue {name} has {len(children)} child queues ({_listed(children)}): "
+                f"queue {name} has {_count(children, 'child queue')} ({_listed(children)}): "
                 "jobs go in leaf queues",
             )
         )
     return problems
+
+
+def _count(names: Sequence[str], noun: str) -> str:
+    return f"{len(names)} {noun}" + ("" if len(names) == 1 else "s")
 
 
 def _listed(names: Iterable[str]) -> str:
@@ -614,7 +618,7 @@ def check_delete(name: str, view: QueueLookup) -> list[Problem]:
         problems.append(
             Problem(
                 "",
-                f"queue {name} cannot be deleted because it has {len(children)} child queues: "
+                f"queue {name} cannot be deleted because it has {_count(children, 'child queue')}: "
                 f"{_listed(children)} (delete them or give them another parent first)",
             )
         )
