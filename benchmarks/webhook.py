@@ -37,6 +37,9 @@ class Queues:
     def pod_groups_in(self, queue: str) -> Sequence[str]:
         return []
 
+    def children(self, name: str) -> Sequence[Queue]:
+        return []
+
 
 def request(job: dict[str, Any], operation: str = "CREATE", old: Any = None) -> AdmissionRequest:
     gvr = {"group": "batch.volcano.sh", "version": "v1alpha1"}

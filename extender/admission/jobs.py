@@ -8,10 +8,10 @@ minAvailable, templates, dependsOn naming each known task once and forming no cy
 minAvailable, maxRetry, TTL and minSuccess, lifecycle policies, plugins (with the controller's own
 argument parsing, and the tasks a plugin needs, such as mpi's master), volumes, priorityClassName
 and schedulerName, the topology fields (`topology.check`), and the queue (a DNS subdomain, not
-`root`, exists, Open). Names the controller derives are checked where they come from: pods are
-labelled with the job's name (63 characters at most), Volcano refuses pod names over 63
-characters, the svc plugin makes each pod name a hostname (a DNS label) and the job name a Service
-name.
+`root`, exists, Open under Open ancestors, a leaf: no child queues). Names the controller derives
+are checked where they come from: pods are labelled with the job's name (63 characters at most),
+Volcano refuses pod names over 63 characters, the svc plugin makes each pod name a hostname (a
+DNS label) and the job name a Service name.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from extender.admission.names import (
 )
 from extender.admission.policies import policy_problems
 from extender.admission.problems import INT32, Problem, field, parse, shown
-from extender.admission.queues import ROOT_QUEUE, QueueLookup, queue_problems
+from extender.admission.queues import ROOT_QUEUE, QueueLookup, work_queue_problems
 from extender.admission.templates import template_problems
 from extender.admission.topology import check as topology_problems
 from extender.api.batch import Job, JobSpec, TaskSpec, pod_name
@@ -244,15 +244,15 @@ def _names_of_spec(spec: JobSpec) -> Iterator[Problem]:
 
 def _queue(name: str, queues: QueueLookup) -> list[Problem]:
     """The queue is named as Volcano's schema asks (a DNS subdomain) and fits a label value
-    (pods are labelled with it); it is not `root` (which only parents queues); it exists and
-    is Open."""
+    (pods are labelled with it); it is not `root` (which only parents queues); it exists, it
+    and the queues above it are Open, and it has no child queues (Volcano's "can only submit job
+    to leaf queue")."""
     reason = dns_subdomain(name) or label_value(name)
     if reason is not None:
         return [Problem("spec.queue", f"{shown(name)} {reason}")]
     if name == ROOT_QUEUE:
         return [Problem("spec.queue", "the root queue takes no jobs: it only parents queues")]
-    found = queues.queue(name)
-    return [Problem("spec.queue", p.reason) for p in queue_problems(name, found)]
+    return [Problem("spec.queue", p.reason) for p in work_queue_problems(name, queues)]
 
 
 def _cycles(tasks: Sequence[TaskSpec]) -> Iterator[Problem]:

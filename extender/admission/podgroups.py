@@ -2,9 +2,11 @@
 minTaskMember, minResources as quantities), priorityClassName is at most 253 characters, a
 network topology (the group's, each sub-group policy's) gives highestTierAllowed or
 highestTierName, not both (Volcano's rule), and the queue it names is a DNS subdomain (as
-Volcano's schema has it), exists and is Open, so a gang is refused at creation instead of waiting
-forever in a queue that takes no work. Operators such as Kubeflow's and Spark's create PodGroups
-too; they get the same answer.
+Volcano's schema has it), exists, is Open under Open ancestors and is a leaf (no child queues),
+so a gang is refused at creation instead of waiting forever in a queue that takes no work.
+Volcano's PodGroup rules do not ask for a leaf queue (its Job rules do); Lahar does, since its
+scheduler admits no gang in a queue with child queues. Operators such as Kubeflow's and Spark's
+create PodGroups too; they get the same answer.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from extender.admission.names import MAX_SUBDOMAIN, dns_subdomain
 from extender.admission.problems import INT32, Problem, field, parse, shown
-from extender.admission.queues import QueueLookup, queue_problems
+from extender.admission.queues import QueueLookup, work_queue_problems
 from extender.admission.topology import network_topology_problems
 from extender.api.scheduling import PodGroup
 
@@ -54,6 +56,5 @@ def check_pod_group(obj: Mapping[str, Any] | None, view: QueueLookup) -> list[Pr
     if (reason := dns_subdomain(spec.queue)) is not None:  # as Volcano's schema has it
         problems.append(Problem("spec.queue", f"{shown(spec.queue)} {reason}"))
         return problems
-    found = view.queue(group.queue)
-    problems += [Problem("spec.queue", p.reason) for p in queue_problems(group.queue, found)]
+    problems += [Problem("spec.queue", p.reason) for p in work_queue_problems(group.queue, view)]
     return problems

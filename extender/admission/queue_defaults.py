@@ -3,6 +3,10 @@ CREATE: `weight` 1 when 0 or missing, `reclaimable` true when missing, and a hie
 by annotation (`volcano.sh/hierarchy` with its `volcano.sh/hierarchy-weights`) that does not
 start at `root` is put under it (`root/<path>`, weights `1/<weights>`).
 
+An empty `spec.parent` is left empty, where Volcano's queue controller writes `root`: Lahar's
+scheduler and webhook read none as `root`, so the patch would change nothing but every queue a
+user applies.
+
 A minimal JSONPatch, one `add` per default; a queue that has them gets no patch. Values of the
 wrong type are left for the validating webhook to name.
 """

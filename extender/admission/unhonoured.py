@@ -12,9 +12,10 @@ warnings.
   a PodGroup's spec is its creator's, who sees the warning when creating it, and the extender
   reads every PodGroup of the cluster on its hot path, where an Event per group would be a write
   per group for a property that never changes.
-- Queue: `parent` (queues are not nested: every queue is a child of the root), `affinity`
-  (Volcano's node groups), `extendClusters` (multi-cluster dispatch) and dequeueStrategy `fifo`
-  (Lahar lets a gang that fits pass one that does not).
+- Queue: `affinity` (Volcano's node groups), `extendClusters` (multi-cluster dispatch) and
+  dequeueStrategy `fifo` (Lahar lets a gang that fits pass one that does not). `parent` is
+  honoured (the scheduler shares a parent's resources among its children; the webhook checks the
+  tree), so it is not said.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from extender.admission.problems import field, parse
-from extender.admission.queues import ROOT_QUEUE
 from extender.api.batch import Job
 from extender.api.scheduling import PodGroup, Queue
 
@@ -81,14 +81,6 @@ def pod_group_fields(group: PodGroup) -> list[Unhonoured]:
 
 def queue_fields(queue: Queue) -> list[Unhonoured]:
     spec, found = queue.spec, []
-    if spec.parent and spec.parent != ROOT_QUEUE:
-        found.append(
-            Unhonoured(
-                "spec.parent",
-                "queues are not nested in Lahar: every queue shares the cluster as a child of "
-                "the root, by its own weight",
-            )
-        )
     if spec.affinity is not None:
         found.append(Unhonoured("spec.affinity", "Lahar does not place pods by node group"))
     if spec.extend_clusters:

@@ -1,4 +1,5 @@
-"""What the webhook's rules read from the cluster: the Queues, and which PodGroups name each
+"""What the webhook's rules read from the cluster: the Queues (each queue's child queues indexed
+by `spec.parent`; one naming none, or `root`, is a child of root), and which PodGroups name each
 queue (Volcano's by `spec.queue`; Coscheduling's and native ones by the annotation
 `scheduling.volcano.sh/queue-name`, read only where those kinds are served). Filled by informers
 on the event loop, read by the rules in worker threads (a `QueueLookup`; a lock keeps each read
@@ -18,6 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from extender.admission.queues import parent_of
 from extender.api.objects import KubeModel, ObjectMeta
 from extender.api.scheduling import (
     API_VERSION,
@@ -47,6 +49,7 @@ class WebhookStore:
         self._group_queue: dict[str, str] = {}  # gang key -> its PodGroup's queue
         self._kind_of: dict[str, GroupKind] = {}
         self._by_queue: defaultdict[str, set[str]] = defaultdict(set)
+        self._children: defaultdict[str, set[str]] = defaultdict(set)  # parent -> queue names
         self._lock = threading.Lock()
 
     # -- QueueLookup (any thread) ---------------------------------------------------------------
@@ -62,19 +65,42 @@ class WebhookStore:
         with self._lock:
             return sorted(self._by_queue.get(queue, ()))
 
+    def children(self, name: str) -> Sequence[Queue]:
+        with self._lock:
+            return [self.queues[child] for child in sorted(self._children.get(name, ()))]
+
     # -- informer callbacks (on the loop) -------------------------------------------------------
 
     def replace_queues(self, queues: list[Queue]) -> None:
         with self._lock:
             self.queues = {q.metadata.name: q for q in queues}
+            self._children.clear()
+            for queue in self.queues.values():
+                self._link(queue)
 
     def upsert_queue(self, queue: Queue) -> None:
         with self._lock:
+            self._unlink(queue.metadata.name)
             self.queues[queue.metadata.name] = queue
+            self._link(queue)
 
     def delete_queue(self, queue: Queue) -> None:
         with self._lock:
+            self._unlink(queue.metadata.name)
             self.queues.pop(queue.metadata.name, None)
+
+    def _link(self, queue: Queue) -> None:
+        parent, name = parent_of(queue), queue.metadata.name
+        if parent is not None and parent != name:  # (a queue naming itself is no child of its own)
+            self._children[parent].add(name)
+
+    def _unlink(self, name: str) -> None:
+        stored = self.queues.get(name)
+        parent = None if stored is None else parent_of(stored)
+        if parent is not None and parent in self._children:
+            self._children[parent].discard(name)
+            if not self._children[parent]:
+                del self._children[parent]
 
     def replace_groups(self, groups: list[PodGroupRef]) -> None:
         held = [(group.key, group.queue) for group in groups if _holds(group.metadata)]

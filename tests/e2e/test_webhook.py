@@ -149,6 +149,41 @@ def test_a_new_queue_gets_volcanos_defaults(api: k8s.ApiClient, queue_name: str)
     assert annotations["volcano.sh/hierarchy-weights"] == "1/2/1"
 
 
+def test_jobs_go_in_leaf_queues_and_a_parent_stays_while_it_has_children(
+    api: k8s.ApiClient, namespace: str, queue_name: str
+) -> None:
+    child = f"{queue_name}-leaf"
+    parent_path = f"/apis/{API_VERSION}/queues/{queue_name}"
+    try:
+        create(api, make_queue(queue_name).capability(cpu="4").build())
+        create(api, make_queue(child).set("spec.parent", queue_name).capability(cpu="2").build())
+        job = make_job("nested").ns(namespace).task("worker", 1).queue(queue_name).build()
+        refusal = wait_until(
+            lambda: None if _admits(api, job) else _refusal(api, job),
+            timeout=30,
+            what=f"the webhook to see queue {child} under {queue_name}",
+        )
+        said = f"spec.queue: queue {queue_name} has 1 child queue ({child}): jobs go in leaf queues"
+        assert said in refusal
+        assert _admits(api, make_job("leaf").ns(namespace).task("worker", 1).queue(child).build())
+        with pytest.raises(ApiStatusError) as kept:
+            send(api, "DELETE", parent_path).read()
+        said = f"queue {queue_name} cannot be deleted because it has 1 child queue: {child}"
+        assert said in str(kept.value)
+        tall = make_queue(f"{child}-2").set("spec.parent", queue_name).capability(cpu="5")
+        said = (
+            f"spec.capability.cpu: 5 is more than the capability 4 of queue {queue_name} above it"
+        )
+        assert said in _refusal(api, tall.build())
+    finally:
+        delete(api, API_VERSION, "Queue", child)
+        wait_until(
+            lambda: _delete_refusal(api, parent_path) is None,
+            timeout=30,
+            what=f"the webhook to let queue {queue_name} go once its child is gone",
+        )
+
+
 def test_a_podgroup_needs_an_open_queue(
     api: k8s.ApiClient, namespace: str, queue_name: str
 ) -> None:

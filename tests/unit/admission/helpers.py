@@ -9,6 +9,7 @@ from typing import Any
 
 from extender.admission.jobs import check_job, parse_job
 from extender.admission.problems import Problem
+from extender.admission.queues import parent_of
 from extender.api.scheduling import Queue
 from tests.builders import JobBuilder, QueueBuilder, make_job, make_queue
 
@@ -36,6 +37,13 @@ class Queues:
 
     def pod_groups_in(self, queue: str) -> Sequence[str]:
         return self.groups.get(queue, [])
+
+    def children(self, name: str) -> Sequence[Queue]:
+        return [
+            queue
+            for child, queue in sorted(self.queues.items())
+            if child != name and parent_of(queue) == name
+        ]
 
 
 def cluster_queues() -> Queues:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from extender.api.scheduling import GroupKind, PodGroupRef, Queue
 from extender.webhook.store import (
     COSCHEDULING_GROUPS,
@@ -99,3 +101,37 @@ def test_a_pod_group_being_deleted_holds_no_queue() -> None:
     native["metadata"]["deletionTimestamp"] = "2026-11-27T00:00:00Z"
     NATIVE_GROUPS.replace(store, [AnnotatedGroupRef.model_validate(native)])
     assert store.pod_groups_in("a") == []
+
+
+def _names(queues: Sequence[Queue]) -> list[str]:
+    return [q.metadata.name for q in queues]
+
+
+def test_child_queues_follow_their_parent_through_moves_and_deletes() -> None:
+    """By `spec.parent`: a queue naming none, or `root`, is a child of root; one naming itself is
+    no child of its own."""
+    store = WebhookStore()
+    store.replace_queues(
+        [
+            make_queue("root").model(),
+            make_queue("ml").model(),
+            make_queue("train").set("spec.parent", "ml").model(),
+            make_queue("serve").set("spec.parent", "ml").model(),
+            make_queue("top").set("spec.parent", "root").model(),
+            make_queue("self").set("spec.parent", "self").model(),
+        ]
+    )
+    assert _names(store.children("root")) == ["ml", "top"]
+    assert _names(store.children("ml")) == ["serve", "train"]
+    assert store.children("self") == [] and store.children("train") == []
+    store.upsert_queue(make_queue("serve").set("spec.parent", "train").weight(2).model())  # moved
+    assert _names(store.children("ml")) == ["train"]
+    moved = store.children("train")
+    assert _names(moved) == ["serve"] and moved[0].spec.weight == 2  # the version stored last
+    store.upsert_queue(make_queue("train").model())  # to the top, its child with it
+    assert _names(store.children("root")) == ["ml", "top", "train"]
+    assert _names(store.children("train")) == ["serve"]
+    store.delete_queue(make_queue("serve").model())
+    assert store.children("train") == []
+    store.replace_queues([make_queue("other").set("spec.parent", "ml").model()])
+    assert store.children("root") == [] and _names(store.children("ml")) == ["other"]
