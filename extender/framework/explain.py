@@ -5,8 +5,9 @@ reservation, or waits, and then why (the reason the gang rules gave, in the word
 condition), how long a backoff still lasts, which gangs come before it in the fair order and
 which hold reservations; for each kind of pending member (task and request) on how many nodes
 one would fit now, or why none (what the roomiest node it may run on lacks); and its queue's
-allocation against what it deserves. Reads the gang rules' ledger and walks the fair order as
-the waker does; changes nothing else. Pure.
+allocation against what it deserves, and each parent's up the queue tree, by path
+(`root/ml/team-a`), with the resources a queue holds all its capability of. Reads the gang
+rules' ledger and walks the fair order as the waker does; changes nothing else. Pure.
 
 `condition_message` is the same summary for a waiting gang's PodGroup condition, on one line: the
 gang rules' reason, the backoff's end as a time, the gangs holding reservations, what each kind of
@@ -30,6 +31,7 @@ from extender.framework.status import insufficient
 from extender.gangs.ledger import Gangs
 from extender.gangs.members import GangView, view_gang
 from extender.gangs.placement import Room
+from extender.gangs.queues import QueueView
 from extender.gangs.refusals import Rejection
 
 
@@ -175,11 +177,30 @@ def _queue(state: ClusterState, gangs: Gangs, gang: GangView) -> list[str]:
     view = gangs.queues(state).get(gang.queue)
     if view is None:
         return [f"queue {gang.queue} does not exist: the gang waits until it is created"]
-    line = (
-        f"queue {gang.queue}: allocated {view.allocated.describe() or 'nothing'}; deserves "
-        f"{view.deserved.describe() or 'nothing'} (share {view.share:.2f}"
-        f"{', over its share' if view.overused else ''})"
-    )
-    if not view.queue.open:
-        line += f"; {view.queue.status.state}: it admits nothing new"
-    return [line]
+    lines = []
+    for above in view.lineage():  # the queue, then each parent up to the top level
+        # (a queue with no parent but root is named as before trees: by its name)
+        what = f"parent {above.path}" if above is not view else f"queue {view.name}"
+        if above is view and view.parent is not None:
+            what = f"queue {view.path}"
+        line = (
+            f"{what}: allocated {above.allocated.describe() or 'nothing'}; deserves "
+            f"{above.deserved.describe() or 'nothing'} (share {above.share:.2f}"
+            f"{', over its share' if above.overused else ''})"
+        )
+        full = _at_capability(above)
+        if full:
+            line += f"; at its capability ({full})"
+        if not above.queue.open:
+            line += f"; {above.queue.status.state}: it admits nothing new"
+        lines.append(line)
+    if not view.leaf:
+        lines.append(f"queue {view.path} has child queues: gangs go in leaf queues")
+    return lines
+
+
+def _at_capability(view: QueueView) -> str:
+    """The resources the queue holds all its capability of, described (empty: none)."""
+    capability = view.queue.spec.capability
+    full = {r: cap for r, cap in capability.items() if view.allocated.get(r, 0) >= cap}
+    return Resources(full).describe()

@@ -97,3 +97,19 @@ def test_a_held_gang_says_it_waits_behind_lahars_gate_for_its_turn() -> None:
     text = explain(state, gangs, "default/b").text()
     assert "waiting: it fits now; Lahar lifts its pods' gate when fewer than 1 members" in text
     assert "(1 now)" in text
+
+
+def test_a_gang_in_a_queue_tree_names_its_path_and_the_parent_at_its_capability() -> None:
+    state = cluster([make_node("n0").cpu("16")])
+    state.upsert_queue(make_queue("ml").capability(cpu="8").model())
+    for leaf in ("team-a", "team-b"):
+        state.upsert_queue(make_queue(leaf).set("spec.parent", "ml").model())
+    running(state, "b-run", ["n0", "n0"], cpu="4", queue="team-b")
+    waiting(state, "a-wait", 1, cpu="2", queue="team-a")
+    gangs = Gangs()
+    gangs.verdict(state, state.view().nodes, state.pods["uid-default-a-wait-0"])
+    text = explain(state, gangs, "default/a-wait").text()
+    assert "queue team-a's ancestor root/ml would hold more cpu than its capability" in text
+    assert "queue root/ml/team-a: allocated nothing" in text
+    assert "parent root/ml: allocated cpu 8, pods 2" in text
+    assert "at its capability (cpu 8)" in text
