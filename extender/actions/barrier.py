@@ -119,7 +119,8 @@ class Barrier:
             gang.ready,
             gang.min_member,
         )
-        if gang.stands:
+        if gang.stands or any(self._deleted(h.pod) for h in gate.held.values()):
+            # (a member deleted while held fails the gang now: it cannot stand on it)
             asyncio.get_running_loop().create_task(self._release(key))
         try:
             error = await held.result

@@ -76,13 +76,19 @@ class GangView:
     # gang (its members' nodes, whether they are assumed), kept with the view, in their slots.
     memo: Memo = field(default_factory=Memo, compare=False, repr=False)
 
+    @cached_property
+    def staying(self) -> list[Pod]:
+        """Its placed members not being deleted (an evicted one still holds its node, but the
+        gang no longer stands on it: its replacement waits its turn in the fair order)."""
+        return [pod for pod in self.placed if pod.metadata.deletion_timestamp is None]
+
     @property
     def ready(self) -> int:
-        return len(self.placed) + len(self.succeeded)
+        return len(self.staying) + len(self.succeeded)
 
     @cached_property
     def ready_per_task(self) -> Counter[str]:
-        return Counter(task_of(pod) for pod in self.placed + self.succeeded)
+        return Counter(task_of(pod) for pod in self.staying + self.succeeded)
 
     @property
     def min_member(self) -> int:

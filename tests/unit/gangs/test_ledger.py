@@ -6,11 +6,12 @@ from typing import Any
 
 import pytest
 
-from extender.api.scheduling import Queue
+from extender.api.scheduling import GANG_GATE, Queue
 from extender.cache.state import ClusterState
 from extender.framework.policy import build_policy
 from extender.framework.session import Engine, FilterOutcome
 from extender.gangs import placement as placement_module
+from extender.gangs.ledger import Gangs
 from extender.gangs.members import view_gang
 from extender.gangs.refusals import Cause
 from extender.plugins import REGISTRY
@@ -297,3 +298,23 @@ def test_a_gang_admitted_before_its_queue_is_deleted_binds_whole(engine: Engine)
     assert filter_pod(engine, state, pods[0]).passed
     state.delete_queue("q1")
     assert filter_pod(engine, state, pods[1]).passed  # its slot holds: no partial gang
+
+
+def test_a_gang_whose_members_are_being_evicted_no_longer_stands_on_them() -> None:
+    """Its replacements (a Volcano Job makes them at once) wait their turn in the fair order
+    instead of binding as a standing gang's extra members into the capacity its eviction frees
+    for another gang."""
+    state = cluster([make_node("n1").cpu("4")])
+    state.upsert_pod_group(make_group("old").min_member(2).model())
+    for index in range(2):
+        evicted = make_pod(f"old-{index}").uid(f"old-{index}").cpu("2").group("old")
+        state.upsert_pod(evicted.on("n1").phase("Running").deleting().model())
+        again = make_pod(f"old-{index}-again").uid(f"old-{index}-again").cpu("2").group("old")
+        state.upsert_pod(again.scheduler("lahar").gated(GANG_GATE).model())
+    gang = view_gang(state, "default/old")
+    assert (len(gang.placed), gang.ready, gang.stands) == (2, 0, False)
+    gangs = Gangs(schedulers={"lahar"})
+    assert gangs.let_in(state, state.view().nodes) == []  # (the evicted pods still hold n1)
+    for index in range(2):
+        state.delete_pod(f"old-{index}")
+    assert gangs.let_in(state, state.view().nodes) == ["default/old"]  # its turn, admitted
