@@ -112,11 +112,12 @@ def test_a_starved_leaf_reclaims_from_its_sibling_before_its_cousin(
     pod: PodFactory,
     cluster_object: ClusterObject,
 ) -> None:
-    """root -> ml -> {team-a, team-b}, root -> web, ml and web weighted alike. team-b holds 6
-    cpu and web 10 of 16: web is over its 8; team-a deserves 4 of ml's 8 (its spec), so team-b
-    is over the 4 left to it. A gang of team-a could take from either, and web's gangs cost
-    less (one pod each, and their names come first): it takes from team-b, its sibling, and
-    web keeps all it runs."""
+    """root -> ml -> {team-a, team-b}, root -> web. team-b holds 6 cpu and web 10 of 16. web
+    deserves 8 (its spec), ml what its children ask for (8): web is over its share. team-a
+    deserves 4 of ml's 8 (its spec), so team-b is over the 4 left to it. A gang of team-a could
+    take from either, and web's gangs cost less (one pod each, and their names come first): it
+    takes from team-b, its sibling, and web keeps all it runs. (The spec fixes what web and
+    team-a deserve: the dev cluster's own nodes are shared too, and would leave room for both.)"""
     own_nodes(2, cpu="8")  # 16 cpu
     names = make_tree(
         namespace,
@@ -124,7 +125,7 @@ def test_a_starved_leaf_reclaims_from_its_sibling_before_its_cousin(
         make_queue("ml"),
         make_queue("team-a").parent("ml").deserved(cpu="4"),
         make_queue("team-b").parent("ml"),
-        make_queue("web"),
+        make_queue("web").deserved(cpu="8"),
     )
     cousin = [  # first: the one-cpu pods after them fill whatever room they leave
         submit_gang(api, namespace, pod, f"cou{i}", 1, cpu="2", queue=names["web"])
