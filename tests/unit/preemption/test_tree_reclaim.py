@@ -6,13 +6,27 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from extender.api.resources import CPU, MEMORY, Resources
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
 from extender.gangs.queues import QueueView, account
+from extender.preemption import victims
 from extender.preemption.plan import Pool, victims_for, wanting
 from extender.preemption.victims import Rules, Unit, by_kinship, kinship, sides
-from tests.builders import QueueBuilder, cluster, make_node, make_queue, running, waiting
+from tests.builders import (
+    QueueBuilder,
+    cluster,
+    make_node,
+    make_pod,
+    make_queue,
+    running,
+    waiting,
+)
+
+GI = 2**30
 
 # root -> ml -> {team-a (deserves 4 cpu by its spec), team-b}; root -> web, ml and web weighted
 # alike. On 16 cpu, ml and web deserve 8 each: team-b, holding 6, is over the 4 ml leaves it,
@@ -180,3 +194,50 @@ def test_flat_queues_are_tried_all_at_once(own: str) -> None:
     views = views_of(make_queue("a"), make_queue("b"), make_queue("c"))
     units = [_unit("a"), _unit("b"), _unit("c")]
     assert list(by_kinship(units, own, views)) == [units]
+
+
+# own and sib under p; c1 and c2 under q; top alone (two levels, each queue's figures drawn).
+_TREE_PARENTS = {"p": None, "q": None, "top": None, "own": "p", "sib": "p", "c1": "q", "c2": "q"}
+_VICTIM_QUEUES = ("sib", "c1", "c2", "top")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    figures=st.lists(
+        st.tuples(st.integers(0, 40), st.integers(1, 20)), min_size=7, max_size=7
+    ),  # per queue: allocated and deserved cpu (and as many Gi of memory)
+    drawn=st.lists(
+        st.tuples(
+            st.sampled_from(_VICTIM_QUEUES),
+            st.integers(0, 3),  # which gang of that queue
+            st.booleans(),  # whole, or a spare member
+            st.integers(1, 8),  # cpu
+            st.integers(0, 8),  # memory, Gi
+        ),
+        max_size=12,
+    ),
+)
+def test_the_greedy_set_grows_valid_exactly_as_the_whole_check_says_in_a_tree(
+    figures: list[tuple[int, int]], drawn: list[tuple[str, int, bool, int, int]]
+) -> None:
+    """As for flat queues: `_Taking` allows a unit exactly when `_valid` allows the set with
+    it, each unit charged to every queue on its side below the common ancestor."""
+    views: dict[str, QueueView] = {}
+    for (name, parent), (allocated, deserved) in zip(_TREE_PARENTS.items(), figures, strict=True):
+        views[name] = QueueView(
+            make_queue(name).model(),
+            allocated=Resources({CPU: allocated * 1000, MEMORY: allocated * GI}),
+            deserved=Resources({CPU: deserved * 1000, MEMORY: deserved * GI}),
+            parent=None if parent is None else views[parent],
+            leaf=name not in _TREE_PARENTS.values(),
+        )
+    taking = victims._Taking(views, "own")
+    chosen: list[Unit] = []
+    for index, (queue, gang, whole, cpu, memory) in enumerate(drawn):
+        pod = make_pod(f"p{index}").cpu(str(cpu)).memory(f"{memory}Gi").model()
+        unit = Unit(f"{queue}/g{gang}", queue, 0, ((pod, "n0"),), whole=whole)
+        allowed = victims._valid([*chosen, unit], views, "own")
+        assert taking.allows(unit) == allowed
+        if allowed:
+            taking.add(unit)
+            chosen.append(unit)
