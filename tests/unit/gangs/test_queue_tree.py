@@ -1,5 +1,6 @@
 """The queue tree read from `spec.parent`: parents, children, leaves, paths, depths, where two
-queues part, and the queues that hang under root for want of a valid parent."""
+queues part, and the queues that hang under root for want of a valid parent; and the queues as
+`account` sees them in a tree."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import pytest
 
 from extender.api.scheduling import Queue
 from extender.gangs.queue_tree import ROOT, QueueTree
-from tests.builders import make_queue
+from extender.gangs.queues import account
+from tests.builders import cluster, make_node, make_queue, running, waiting
 
 
 def tree(*edges: tuple[str, str]) -> QueueTree:
@@ -156,3 +158,67 @@ def test_a_tree_without_hierarchy_is_flat(edges: tuple[tuple[str, str], ...], fl
     assert ROOT not in found.parents  # a root Queue is the top, not a queue under it
     if flat:
         assert all(found.is_leaf(name) for name in found.parents)
+
+
+def test_account_rolls_each_parent_up_from_its_children() -> None:
+    """On 16 cpu: team-a runs 2 and waits for 4 more, team-b runs 4, web runs 2 and waits for
+    2; a parent holds, has placed and asks for its children's sums, and every view knows its
+    place."""
+    state = cluster([make_node(f"n{i}").cpu("4") for i in range(4)])
+    for queue in (
+        make_queue("ml"),
+        make_queue("team-a").parent("ml"),
+        make_queue("team-b").parent("ml"),
+        make_queue("web"),
+    ):
+        state.upsert_queue(queue.model())
+    running(state, "a-run", ["n0"], queue="team-a")
+    waiting(state, "a-wait", 2, queue="team-a")
+    running(state, "b-run", ["n1", "n1"], queue="team-b")
+    running(state, "w-run", ["n2"], queue="web")
+    waiting(state, "w-wait", 1, queue="web")
+    views = account(state, {})
+    figures = {
+        name: (v.allocated["cpu"], v.placed["cpu"], v.request["cpu"], v.path, v.leaf)
+        for name, v in views.items()
+        if name != "default"
+    }
+    assert figures == {
+        "ml": (6_000, 6_000, 10_000, "root/ml", False),
+        "team-a": (2_000, 2_000, 6_000, "root/ml/team-a", True),
+        "team-b": (4_000, 4_000, 4_000, "root/ml/team-b", True),
+        "web": (2_000, 2_000, 4_000, "root/web", True),
+    }
+    assert views["team-a"].parent is views["ml"] and views["ml"].parent is None
+    assert [v.name for v in views["team-a"].lineage()] == ["team-a", "ml"]
+    # ml asks 10 and web 4 of 16: both get what they ask; ml's 10 shared 6 and 4.
+    assert {name: views[name].deserved["cpu"] for name in figures} == {
+        "ml": 10_000,
+        "team-a": 6_000,
+        "team-b": 4_000,
+        "web": 4_000,
+    }
+
+
+@pytest.mark.parametrize("root_queue", [False, True])
+def test_flat_queues_are_accounted_alike_with_a_root_queue_or_without(root_queue: bool) -> None:
+    """Volcano creates a `root` Queue; queues naming it, or none, share the cluster as flat
+    queues do, and the root Queue holds everything and deserves the cluster."""
+    state = cluster([make_node(f"n{i}").cpu("4") for i in range(3)])
+    queues = [make_queue("a").weight(1), make_queue("b").weight(3).parent(ROOT)]
+    for queue in [*queues, *([make_queue(ROOT)] if root_queue else [])]:
+        state.upsert_queue(queue.model())
+    running(state, "a-run", ["n0", "n0"], queue="a")
+    waiting(state, "a-wait", 4, queue="a")
+    waiting(state, "b-wait", 6, queue="b")
+    views = account(state, {})
+    figures = {
+        name: (views[name].deserved["cpu"], views[name].path, views[name].leaf)
+        for name in ("a", "b")
+    }
+    assert figures == {"a": (3_000, "root/a", True), "b": (9_000, "root/b", True)}
+    assert (ROOT in views) is root_queue
+    if root_queue:
+        root = views[ROOT]
+        assert (root.allocated["cpu"], root.deserved["cpu"], root.leaf) == (4_000, 12_000, False)
+        assert [v.name for v in views["a"].lineage()] == ["a"]  # the root Queue left out

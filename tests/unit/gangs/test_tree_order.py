@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import pytest
 
 from extender.framework.session import Engine
+from extender.gangs.queue_tree import ROOT
 from extender.gangs.turns import Turn
 from tests.builders import PodBuilder, QueueBuilder, make_pod, make_queue
 from tests.unit.gangs.test_order import Gang, Scenario, ask, engine, state_of
@@ -242,3 +243,24 @@ def test_work_running_under_a_closed_parent_continues() -> None:
     queues = [make_queue("ml").state("Closed"), make_queue("team-a").parent("ml")]
     state = state_of(Scenario(1, [Gang("g", 1, queue="team-a", on="n0")], queues))
     assert ask(engine(), state, "g") is None  # it stands: nothing to admit, nothing refused
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        pytest.param((), id="flat queues"),
+        pytest.param((make_queue(ROOT),), id="flat queues under a root Queue"),
+        pytest.param((make_queue("gone-child").parent("gone"),), id="beside a stray"),
+    ],
+)
+def test_flat_queues_are_let_in_by_weight_as_before(extra: tuple[QueueBuilder, ...]) -> None:
+    queues = (make_queue("a").weight(1), make_queue("b").weight(3).parent(ROOT), *extra)
+    gangs = [Gang(f"{q}-{i}", 1, cpu="1", queue=q) for i in range(40) for q in ("a", "b")]
+    scenario = Scenario(8, gangs, list(queues))
+    assert dict(placed_cpu(scenario, turns(engine(), scenario))) == {"a": 8, "b": 24}
+
+
+def test_a_gang_in_a_stray_queue_goes_as_in_a_top_level_one() -> None:
+    """A queue whose parent does not exist hangs under root: its gangs are let in."""
+    scenario = Scenario(1, [Gang("g", 2, queue="orphan")], [make_queue("orphan").parent("gone")])
+    assert turns(engine(), scenario)["g"].slots
