@@ -7,11 +7,13 @@ from collections import Counter
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from extender.framework.session import Engine
 from extender.gangs.queue_tree import ROOT
 from extender.gangs.turns import Turn
-from tests.builders import PodBuilder, QueueBuilder, make_pod, make_queue
+from tests.builders import PodBuilder, QueueBuilder, make_group, make_pod, make_queue
 from tests.unit.gangs.test_order import Gang, Scenario, ask, engine, state_of
 
 # root -> ml (weight 3) -> {team-a, team-b} (weight 1 each); root -> web (weight 1).
@@ -264,3 +266,52 @@ def test_a_gang_in_a_stray_queue_goes_as_in_a_top_level_one() -> None:
     """A queue whose parent does not exist hangs under root: its gangs are let in."""
     scenario = Scenario(1, [Gang("g", 2, queue="orphan")], [make_queue("orphan").parent("gone")])
     assert turns(engine(), scenario)["g"].slots
+
+
+def test_members_beyond_the_plan_stay_within_an_ancestor_s_capability() -> None:
+    """ml may hold 3 cpu; team-b runs 1 of them. team-a's gang (minMember 1, four members of
+    1 cpu) is admitted with one slot; once two members are bound, ml holds its capability, and
+    a third member is refused for it."""
+    gang = Gang("g", 4, cpu="1", queue="team-a")
+    queues = [
+        make_queue("ml").capability(cpu="3"),
+        make_queue("team-a").parent("ml"),
+        make_queue("team-b").parent("ml"),
+    ]
+    state = state_of(Scenario(2, [gang, Gang("b", 1, cpu="1", queue="team-b", on="n1")], queues))
+    state.upsert_pod_group(make_group("g").min_member(1).queue("team-a").model())
+    built = engine()
+    assert ask(built, state, "g") is None
+    for index in (0, 1):
+        state.upsert_pod(gang.pods()[index].on("n0").phase("Running").model())
+    assert built.gangs is not None
+    third = state.pods["uid-default-g-2"]
+    reason = built.gangs.verdict(state, state.view().nodes, third).reason
+    assert reason is not None
+    assert "queue team-a's ancestor root/ml would hold more cpu than its capability (3)" in reason
+
+
+@settings(max_examples=25, deadline=None)
+@given(weights=st.tuples(*[st.integers(1, 5)] * 4))
+def test_any_weights_of_a_saturated_two_level_tree_are_kept_at_both_levels(
+    weights: tuple[int, int, int, int],
+) -> None:
+    """root -> ml -> {team-a, team-b}, root -> web, weighted at random; every leaf waits with
+    more 1-cpu gangs than the 32 cpu hold. ml and web hold the cluster by their weights, and
+    team-a and team-b what ml holds by theirs (within a gang of 1 cpu each)."""
+    ml, web, team_a, team_b = weights
+    queues = [
+        make_queue("ml").weight(ml),
+        make_queue("team-a").parent("ml").weight(team_a),
+        make_queue("team-b").parent("ml").weight(team_b),
+        make_queue("web").weight(web),
+    ]
+    leaves = ("team-a", "team-b", "web")
+    gangs = [Gang(f"{leaf}-{i}", 1, cpu="1", queue=leaf) for i in range(33) for leaf in leaves]
+    scenario = Scenario(8, gangs, queues)
+    held = placed_cpu(scenario, turns(engine(), scenario))
+    assert sum(held.values()) == 32
+    in_ml = held["team-a"] + held["team-b"]
+    assert abs(in_ml - 32 * ml / (ml + web)) <= 1, held
+    assert abs(held["web"] - 32 * web / (ml + web)) <= 1, held
+    assert abs(held["team-a"] - in_ml * team_a / (team_a + team_b)) <= 1, held

@@ -241,3 +241,24 @@ def test_the_greedy_set_grows_valid_exactly_as_the_whole_check_says_in_a_tree(
         if allowed:
             taking.add(unit)
             chosen.append(unit)
+
+
+def test_siblings_reclaim_from_each_other_even_while_their_parent_is_over_its_share() -> None:
+    """ml holds 12 of 16 cpu, over its 8 (web waits for 6 more and deserves 8): ml's children
+    settle between them what ml holds. team-a, below its 4, takes from team-b, over the 4 left
+    to it; web, below its share, is taken nothing from."""
+    state = cluster([make_node(f"n{i}").cpu("4") for i in range(4)])
+    for queue in TREE:
+        state.upsert_queue(queue.model())
+    for index in range(6):
+        node = f"n{index // 2}"
+        running(state, f"b{index}", [node, node], cpu="1", queue="team-b")
+    running(state, "w0", ["n3"], cpu="2", queue="web")
+    waiting(state, "w1", 3, cpu="2", queue="web")
+    state.upsert_pod(make_pod("outside").cpu("2").on("n3").phase("Running").model())
+    waiting(state, "a0", 2, cpu="1", queue="team-a")
+    views = account(state, {})
+    assert views["ml"].overused and views["team-b"].overused
+    assert not views["team-a"].overused and not views["web"].overused
+    found = reclaimed(state)
+    assert found is not None and dict(found) == {"team-b": 1}
