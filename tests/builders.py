@@ -5,6 +5,7 @@ make_pod("w-0").cpu("1").on("n1").model()          # an api.objects.Pod for pure
 make_node("n1").cpu("4").memory("8Gi").model()
 make_group("tf").min_member(4).build()             # a PodGroup; pods join with .group("tf")
 make_queue("research").weight(3).capability(cpu="8").model()   # a Queue
+make_queue("team-a").parent("ml").model()                      # a child queue of ml
 make_job("tf").task("ps", 1, cpu="1").task("worker", 2).policy("PodEvicted", "RestartJob")
 make_job_pod(job, "worker", 0).phase("Failed", exit_code=3).model()   # a pod the controller made
 make_review(make_job("tf").task("w").build()).update(old).request()   # an AdmissionRequest
@@ -373,6 +374,11 @@ class QueueBuilder:
 
     def reclaimable(self, value: bool) -> Self:
         self._queue["spec"]["reclaimable"] = value
+        return self
+
+    def parent(self, name: str) -> Self:
+        """`spec.parent`: the queue it hangs under in the queue tree."""
+        self._queue["spec"]["parent"] = name
         return self
 
     def set(self, path: str, value: Any) -> Self:
