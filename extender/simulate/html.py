@@ -9,7 +9,8 @@ its job; a pale bar is a pod that held its place before its job could start). Wh
 queues form a tree, the page also has the table of shares per level (`report.level_table`) and
 the cpu per tree level: a row of panels per level (level 1: the top-level queues, level 2 their
 children...), a column per policy, a line per queue labelled by its path and weight, a parent's
-line the sum of its children's (`series.tree_cpu`). A flat trace's page is as it was.
+line the sum of its children's (`series.tree_cpu`), a dotted one at a queue's cpu capability. A
+flat trace's page is as it was.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from extender.api.resources import Resources
 from extender.simulate import series
 from extender.simulate.report import HEADERS, level_notes, level_table, notes, row
 from extender.simulate.run import SimulationOutcome
@@ -119,15 +121,30 @@ def _queues(plt: Any, outcomes: Sequence[SimulationOutcome]) -> str:
 def _levels(plt: Any, outcomes: Sequence[SimulationOutcome]) -> str:
     trees = [series.tree_cpu(outcome) for outcome in outcomes]
     rows, columns = len(trees[0].levels), len(outcomes)
+    capped = {
+        queue.name: Resources.parse({"cpu": queue.capability["cpu"]})["cpu"] / 1000
+        for queue in outcomes[0].trace.queues
+        if "cpu" in queue.capability
+    }
     figure, grid = plt.subplots(
         rows, columns, figsize=(6 * columns, 3 * rows), squeeze=False, sharex=True, sharey="row"
     )
     for column, (outcome, tree) in enumerate(zip(outcomes, trees, strict=True)):
         for level, names in enumerate(tree.levels):
             axes = grid[level, column]
-            for name in names:
+            for index, name in enumerate(names):
                 label = f"{tree.paths[name]} (weight {tree.weights[name]})"
-                axes.step(tree.times, tree.cores[name], where="post", label=label)
+                axes.step(
+                    tree.times, tree.cores[name], where="post", label=label, color=f"C{index}"
+                )
+                cap = capped.get(name)
+                if cap is not None:
+                    axes.axhline(
+                        cap,
+                        color=f"C{index}",
+                        linestyle=":",
+                        label=f"its capability ({cap:g} cores)",
+                    )
             axes.set_title(f"{outcome.policy}: level {level + 1}")
             axes.set_ylabel("cores")
             axes.legend(loc="upper right", fontsize=7)
