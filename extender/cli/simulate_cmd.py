@@ -1,6 +1,7 @@
 """`lahar simulate [TRACE] [--policy F ...] [--seed N] [--out DIR]`: a job trace played against
 Lahar's policies and the stock scheduler's way on a simulated cluster (side by side, on the
-machine's cores), one table row per policy, and with --out an HTML report with plots."""
+machine's cores), one table row per policy (and, when the trace's queues form a tree, a table of
+the shares per tree level), and with --out an HTML report with plots."""
 
 from __future__ import annotations
 
@@ -17,7 +18,14 @@ from extender.framework.policy import Policy, load_policy
 from extender.plugins import REGISTRY
 from extender.simulate import html
 from extender.simulate.defaults import STOCK, stock_policy, story_trace
-from extender.simulate.report import HEADERS, notes, progress, row
+from extender.simulate.report import (
+    HEADERS,
+    level_notes,
+    level_table,
+    notes,
+    progress,
+    row,
+)
 from extender.simulate.run import Progress
 from extender.simulate.side_by_side import WorkerDied, play
 from extender.simulate.summary import summarize
@@ -108,6 +116,12 @@ def _simulate(args: argparse.Namespace) -> int:
         print(kubectl.table(HEADERS, [row(s) for s in summaries]))
         for note in notes(summaries):
             print(note)
+        headers, levels = level_table(summaries)
+        if levels:  # the queues form a tree: the shares per level
+            print()
+            print(kubectl.table(headers, levels))
+            for note in level_notes(summaries):
+                print(note)
         sys.stdout.flush()
         if args.out is not None:
             try:

@@ -5,7 +5,12 @@
 The page holds the summary table, utilisation over time (cores held by bound pods, and of those
 the cores of pods whose job had started), each policy's queue shares over time (cores per
 queue, stacked) and each policy's per-node timeline (the first nodes, each pod a bar coloured by
-its job; a pale bar is a pod that held its place before its job could start).
+its job; a pale bar is a pod that held its place before its job could start). When the trace's
+queues form a tree, the page also has the table of shares per level (`report.level_table`) and
+the cpu per tree level: a row of panels per level (level 1: the top-level queues, level 2 their
+children...), a column per policy, a line per queue labelled by its path and weight, a parent's
+line the sum of its children's (`series.tree_cpu`), a dotted one at a queue's cpu capability. A
+flat trace's page is as it was.
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from extender.api.resources import Resources
 from extender.simulate import series
-from extender.simulate.report import HEADERS, notes, row
+from extender.simulate.report import HEADERS, level_notes, level_table, notes, row
 from extender.simulate.run import SimulationOutcome
 from extender.simulate.summary import Summary
 
@@ -55,10 +61,16 @@ def write(
         (f"Per-node timeline (first {NODES_SHOWN} nodes)", _timeline(plt, outcomes)),
     ]
     trace = outcomes[0].trace
+    if trace.hierarchical:
+        figures.insert(2, ("CPU per level of the queue tree", _levels(plt, outcomes)))
+        _, paths, _ = series.tree_queues(trace)
+        queues = ", ".join(f"{paths[q.name]} (weight {q.weight})" for q in trace.queues)
+    else:
+        queues = ", ".join(f"{q.name} (weight {q.weight})" for q in trace.queues) or "default"
     heading = (
         (f"{label}: " if label else "")
         + f"{len(trace.jobs)} jobs, {trace.node_count} nodes ({trace.cores:g} cores), "
-        f"queues: {', '.join(f'{q.name} (weight {q.weight})' for q in trace.queues) or 'default'}"
+        f"queues: {queues}"
     )
     page = _page(heading, summaries, figures)
     try:
@@ -106,6 +118,40 @@ def _queues(plt: Any, outcomes: Sequence[SimulationOutcome]) -> str:
     return _png(plt, figure)
 
 
+def _levels(plt: Any, outcomes: Sequence[SimulationOutcome]) -> str:
+    trees = [series.tree_cpu(outcome) for outcome in outcomes]
+    rows, columns = len(trees[0].levels), len(outcomes)
+    capped = {
+        queue.name: Resources.parse({"cpu": queue.capability["cpu"]})["cpu"] / 1000
+        for queue in outcomes[0].trace.queues
+        if "cpu" in queue.capability
+    }
+    figure, grid = plt.subplots(
+        rows, columns, figsize=(6 * columns, 3 * rows), squeeze=False, sharex=True, sharey="row"
+    )
+    for column, (outcome, tree) in enumerate(zip(outcomes, trees, strict=True)):
+        for level, names in enumerate(tree.levels):
+            axes = grid[level, column]
+            for index, name in enumerate(names):
+                label = f"{tree.paths[name]} (weight {tree.weights[name]})"
+                axes.step(
+                    tree.times, tree.cores[name], where="post", label=label, color=f"C{index}"
+                )
+                cap = capped.get(name)
+                if cap is not None:
+                    axes.axhline(
+                        cap,
+                        color=f"C{index}",
+                        linestyle=":",
+                        label=f"its capability ({cap:g} cores)",
+                    )
+            axes.set_title(f"{outcome.policy}: level {level + 1}")
+            axes.set_ylabel("cores")
+            axes.legend(loc="upper right", fontsize=7)
+        grid[-1, column].set_xlabel("time (s)")
+    return _png(plt, figure)
+
+
 def _timeline(plt: Any, outcomes: Sequence[SimulationOutcome]) -> str:
     figure, grid = plt.subplots(len(outcomes), 1, figsize=(10, 4 * len(outcomes)), squeeze=False)
     for axes, outcome in zip(grid[:, 0], outcomes, strict=True):
@@ -140,6 +186,20 @@ def _page(heading: str, summaries: Sequence[Summary], figures: list[tuple[str, s
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row(s)) + "</tr>" for s in summaries
     )
+    headers, levels = level_table(summaries)
+    shares = ""
+    if levels:
+        shares = (
+            "<h2>Shares per level of the queue tree</h2><table><tr>"
+            + "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+            + "</tr>"
+            + "".join(
+                "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>"
+                for cells in levels
+            )
+            + "</table>"
+            + "".join(f"<p>{html.escape(note)}</p>" for note in level_notes(summaries))
+        )
     images = "".join(
         f'<h2>{html.escape(title)}</h2><img alt="{html.escape(title)}" '
         f'src="data:image/png;base64,{data}">'
@@ -156,6 +216,6 @@ img{{max-width:100%}}</style></head><body>
 <p>UTIL: cpu of pods whose job had started, over the cluster's cpu and the makespan; HELD: of
 every bound pod; FAIRNESS: Jain's index of queue cpu over weights (1.0: shared by weight);
 PARTIAL: jobs with pods on nodes before they could start.</p>
-{images}
+{shares}{images}
 </body></html>
 """

@@ -1,12 +1,17 @@
 """The columns of the table `lahar simulate` prints (and its HTML report shows): one row per
-policy. The CLI lays them out in kubectl's style. `progress` words how far a run got."""
+policy. The CLI lays them out in kubectl's style. `progress` words how far a run got.
+
+A trace whose queues form a tree gets a second table, `level_table`: a row per queue with
+siblings, level by level (1: the top-level queues), its path, weight and FAIR (its weight over
+its siblings'), then per policy its share of its parent's cpu while the parent was saturated
+(`summary.level_shares`); `level_notes` says for how long each parent was, per policy."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from extender.simulate.run import Progress
-from extender.simulate.summary import Summary
+from extender.simulate.summary import LevelShare, Summary
 
 HEADERS = (
     "POLICY",
@@ -81,3 +86,53 @@ def progress(report: Progress, *, brief: bool = False) -> str:
         f"{report.policy}: {_seconds(report.now)} simulated, {report.finished} of {report.jobs} "
         f"jobs done, {waiting} waiting to start ({report.wall:.0f}s)"
     )
+
+
+LEVEL_HEADERS = ("LEVEL", "QUEUE", "WEIGHT", "FAIR")
+
+
+def level_table(summaries: Sequence[Summary]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """(headers, rows) of the shares per level; no rows for a flat trace."""
+    headers = LEVEL_HEADERS + tuple(s.policy.upper() for s in summaries)
+    by_path: dict[str, dict[str, LevelShare]] = {}
+    for summary in summaries:
+        for share in summary.levels:
+            by_path.setdefault(share.path, {})[summary.policy] = share
+    rows = []
+    for path, per_policy in by_path.items():
+        first = next(iter(per_policy.values()))
+        rows.append(
+            (
+                str(first.level),
+                path,
+                str(first.weight),
+                _percent(first.fair),
+                *(_percent(_share(per_policy.get(s.policy))) for s in summaries),
+            )
+        )
+    return headers, rows
+
+
+def level_notes(summaries: Sequence[Summary]) -> list[str]:
+    """How long each parent was saturated in each run, for the shares' table."""
+    if not any(s.levels for s in summaries):
+        return []
+    spans = []
+    for summary in summaries:
+        parents = {share.parent: share.saturated for share in summary.levels}
+        spans.append(
+            f"{summary.policy} "
+            + ", ".join(f"{parent} {_seconds(span)}" for parent, span in parents.items())
+        )
+    return [
+        "SHARE: of the parent's cpu-seconds while each of its children had a job waiting to "
+        "start; FAIR: weight over the siblings' weights. Saturated: " + "; ".join(spans)
+    ]
+
+
+def _share(share: LevelShare | None) -> float | None:
+    return None if share is None else share.share
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"

@@ -7,8 +7,9 @@ started (a pod bound later, that long after its bind). A job ends when every one
 has run and ended, as a Volcano Job completes once all its replicas finished (with
 `minAvailable` below the replicas, the others run as room allows). Lahar's preemption evicts
 whole victim jobs, which restart (Volcano's PodEvicted -> RestartJob): new pods, waiting
-again. Everything Lahar decides goes through `scheduler` and `preemption.loop`, the
-extender's own code (this module evicts and keeps the virtual time).
+again; each job keeps its waits to start (from its arrival, or a restart, to its start), which
+the report's shares per tree level read. Everything Lahar decides goes through `scheduler` and
+`preemption.loop`, the extender's own code (this module evicts and keeps the virtual time).
 
 The run ends when every job has ended, or when nothing moved (no bind, end or eviction) for
 `idle_limit` seconds with no pod running towards its end and no job still to arrive: the jobs
@@ -57,6 +58,20 @@ class SimulatedJob:
     succeeded: int = 0
     started_now: bool = False  # the current incarnation has started
     bound_now: list[Interval] = field(default_factory=list)  # the current incarnation's pods
+    waits: list[Wait] = field(default_factory=list)  # per incarnation, its wait to start
+
+    @property
+    def waiting(self) -> bool:
+        return bool(self.waits) and self.waits[-1].until is None
+
+
+@dataclass
+class Wait:
+    """A job waiting to start: from its arrival, or the restart a preemption caused, until
+    `minAvailable` of its pods ran (None: it never started again)."""
+
+    since: float
+    until: float | None = None
 
 
 @dataclass
@@ -229,6 +244,7 @@ class Simulation:
     def _arrive(self, job: TraceJob) -> None:
         self._arrivals -= 1
         self.jobs[job.name].arrived = self.clock.now
+        self.jobs[job.name].waits.append(Wait(self.clock.now))
         self.state.upsert_pod_group(world.pod_group(job))
         self._create_pods(job, 0)
         self._moved()
@@ -258,6 +274,7 @@ class Simulation:
             self._run_to_end(uid, now)
         elif len(record.running) >= record.job.minimum:
             record.started_now = True
+            record.waits[-1].until = now
             if record.started is None:
                 record.started = now
                 self._started += 1
@@ -320,6 +337,8 @@ class Simulation:
                 record.incarnation += 1
                 record.started_now = False
                 record.succeeded = 0
+                if not record.waiting:
+                    record.waits.append(Wait(self.clock.now))
                 self._create_pods(record.job, record.incarnation)
             else:  # a spare member: recreated, pending again
                 for pod, _ in unit.pods:

@@ -2,8 +2,11 @@
 
 `usage(outcome)` gives, at every moment something changed, the cpu held by bound pods and the
 cpu of pods whose job had started (making progress that was kept: not evicted later);
-`queue_cpu(outcome)` the cpu each queue's pods held. Each value holds from its moment until the
-next.
+`queue_cpu(outcome)` the cpu each queue's pods held; `tree_cpu(outcome)` the same for every
+queue of the trace's tree, a parent holding the sum of its children (its whole subtree), with the
+queues per tree level (level 1: the top-level queues, level 2 their children...), their paths
+(`root/ml/team-a`, as the core names them) and weights. Each value holds from its moment until
+the next.
 """
 
 from __future__ import annotations
@@ -11,7 +14,11 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from extender.api.scheduling import DEFAULT_QUEUE
+from extender.gangs.queue_tree import QueueTree
+from extender.simulate import world
 from extender.simulate.run import SimulationOutcome
+from extender.simulate.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -63,3 +70,47 @@ def queue_cpu(outcome: SimulationOutcome) -> tuple[list[float], dict[str, list[f
         for name in names:
             series[name].append(max(0.0, series[name][-1] + changes[moment].get(name, 0.0)))
     return times, series
+
+
+@dataclass(frozen=True)
+class TreeCpu:
+    times: list[float]
+    cores: dict[str, list[float]]  # per queue, parents included, the cores held from each moment
+    levels: list[list[str]]  # the queues of each level, the top level first, in the trace's order
+    paths: dict[str, str]  # queue -> root/ml/team-a
+    weights: dict[str, int]
+
+
+def tree_queues(trace: Trace) -> tuple[list[list[str]], dict[str, str], dict[str, int]]:
+    """(the queues per level, their paths, their weights): the trace's queues, and `default`
+    when a job or a queue names it."""
+    listed = {queue.name: queue for queue in trace.queues}
+    used = {job.queue for job in trace.jobs} | set(trace.children)
+    made = {q.metadata.name: q for q in world.queues(trace)}
+    tree = QueueTree.of(made)
+    names = [*listed] + (
+        [DEFAULT_QUEUE] if DEFAULT_QUEUE not in listed and DEFAULT_QUEUE in used else []
+    )
+    levels: list[list[str]] = []
+    for name in names:
+        depth = tree.depth(name)
+        while len(levels) < depth:
+            levels.append([])
+        levels[depth - 1].append(name)
+    paths = {name: tree.path(name) for name in names}
+    weights = {name: made[name].spec.weight for name in names}
+    return levels, paths, weights
+
+
+def tree_cpu(outcome: SimulationOutcome) -> TreeCpu:
+    levels, paths, weights = tree_queues(outcome.trace)
+    times, leaves = queue_cpu(outcome)
+    zeros = [0.0] * len(times)
+    cores: dict[str, list[float]] = {}
+    for level in reversed(levels):  # children before parents
+        for name in level:
+            below = [cores[child] for child in outcome.trace.children.get(name, ())]
+            own = leaves.get(name, zeros)
+            cores[name] = [sum(values) for values in zip(own, *below, strict=True)]
+    ordered = {name: cores[name] for level in levels for name in level}
+    return TreeCpu(times, ordered, levels, paths, weights)

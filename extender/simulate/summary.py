@@ -10,9 +10,19 @@
   spent on work preemption threw away;
 - fairness: Jain's index of the queues' cpu over their weights, x_i = allocated_i / weight_i,
   (sum x)^2 / (n * sum x^2) over the queues with a job waiting or running, weighted by time
-  (1.0: every such queue gets cpu in proportion to its weight);
+  (1.0: every such queue gets cpu in proportion to its weight); when the queues form a tree, a
+  leaf queue's weight is the part of the cluster the tree gives it, the product down its path of
+  weight over the weights of the siblings with work (a flat trace's index is unchanged: Jain's
+  index does not change when every x_i is scaled alike);
 - partial gangs: jobs that had pods on nodes before their gang could start, for any time;
-- preemptions: victims evicted for a waiting gang.
+- preemptions: victims evicted for a waiting gang;
+- shares per level, for a trace whose queues form a tree (none for a flat one, whose report
+  stays as it was): for each parent (`root` for the top level) with at least two children that
+  have jobs in the trace, each child's share of the cpu-seconds its parent's subtree held while
+  the parent was *saturated*, every such child with a job of its subtree waiting to start
+  (arrived or restarted, not yet running), against its weight over its siblings' weights. While
+  each wants more than it holds the core shares the parent's cpu by weight, so the two should
+  come close; a capability below the weighted share holds a queue below it.
 Pure.
 """
 
@@ -21,8 +31,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from extender.gangs.queue_tree import ROOT
 from extender.simulate.run import Interval, SimulationOutcome
-from extender.simulate.series import usage
+from extender.simulate.series import tree_queues, usage
+from extender.simulate.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -40,6 +52,21 @@ class Summary:
     partial_gangs: int
     preemptions: int
     seconds: float
+    levels: tuple[LevelShare, ...] = ()  # (a flat trace: none)
+
+
+@dataclass(frozen=True)
+class LevelShare:
+    """A queue's share of its parent's cpu while the parent was saturated, against its weight's
+    share."""
+
+    level: int  # 1: a top-level queue
+    path: str
+    parent: str  # its parent's path (root at the top level)
+    weight: int
+    fair: float  # weight / the weights of the siblings with jobs (its own included)
+    share: float | None  # None: the parent's subtree held no cpu while saturated (or never was)
+    saturated: float  # seconds the parent was saturated
 
 
 def summarize(outcome: SimulationOutcome) -> Summary:
@@ -64,6 +91,7 @@ def summarize(outcome: SimulationOutcome) -> Summary:
         partial_gangs=partial_gangs(outcome),
         preemptions=outcome.preemptions,
         seconds=outcome.seconds,
+        levels=level_shares(outcome) if outcome.trace.hierarchical else (),
     )
 
 
@@ -82,7 +110,8 @@ def _early(interval: Interval) -> bool:
 def fairness(outcome: SimulationOutcome) -> float | None:
     """Jain's index over queue weights, time-weighted to where the run ended (None: never two
     queues wanting cpu)."""
-    weights = {queue.name: queue.weight for queue in outcome.trace.queues}
+    weights: dict[str, float] = {queue.name: queue.weight for queue in outcome.trace.queues}
+    flat = not outcome.trace.hierarchical
     events: list[tuple[float, int, str, float]] = []  # (time, kind, queue, amount)
     for interval in outcome.intervals:
         events.append((interval.start, 0, interval.queue, interval.cpu))
@@ -102,7 +131,8 @@ def fairness(outcome: SimulationOutcome) -> float | None:
         """Count the index as it stood from the last event to `to`."""
         nonlocal total, weighted, previous
         if to > previous:
-            index = _jain(allocated, active, weights)
+            shares = weights if flat else _tree_weights(outcome.trace, active, weights)
+            index = _jain(allocated, active, shares)
             if index is not None:
                 weighted += index * (to - previous)
                 total += to - previous
@@ -118,10 +148,119 @@ def fairness(outcome: SimulationOutcome) -> float | None:
     return weighted / total if total else None
 
 
+def _tree_weights(
+    trace: Trace, active: dict[str, int], weights: dict[str, float]
+) -> dict[str, float]:
+    """Per leaf queue with work, the part of the cluster the tree gives it while the queues with
+    work are those: at each level, its weight over those of the siblings with work below them."""
+    wanting = with_ancestors({name for name, jobs in active.items() if jobs > 0}, trace.parents)
+    siblings: dict[str | None, float] = {}
+    for name in wanting:
+        parent = trace.parents.get(name)
+        siblings[parent] = siblings.get(parent, 0.0) + weights.get(name, 1)
+    fractions = {}
+    for name in wanting - set(trace.children):
+        fraction, at = 1.0, name
+        while True:
+            parent = trace.parents.get(at)
+            fraction *= weights.get(at, 1) / siblings[parent]
+            if parent is None:
+                break
+            at = parent
+        fractions[name] = fraction
+    return fractions
+
+
 def _jain(
-    allocated: dict[str, float], active: dict[str, int], weights: dict[str, int]
+    allocated: dict[str, float], active: dict[str, int], weights: dict[str, float]
 ) -> float | None:
     shares = [allocated.get(q, 0.0) / weights.get(q, 1) for q, n in active.items() if n > 0]
     if len(shares) < 2 or not any(shares):
         return None
     return sum(shares) ** 2 / (len(shares) * sum(x * x for x in shares))
+
+
+def level_shares(outcome: SimulationOutcome) -> tuple[LevelShare, ...]:
+    """Per tree level, top first, each queue's share of its parent's cpu while the parent was
+    saturated (see the module docstring), for the parents with two children or more in play."""
+    trace = outcome.trace
+    levels, paths, weights = tree_queues(trace)
+    in_play = with_ancestors({job.queue for job in trace.jobs}, trace.parents)
+    families: dict[str, list[str]] = {}  # parent (ROOT at the top) -> its children in play
+    for level in levels:
+        for name in level:
+            if name in in_play:
+                families.setdefault(trace.parents.get(name, ROOT), []).append(name)
+    families = {parent: kids for parent, kids in families.items() if len(kids) > 1}
+    held, saturated = _held_while_saturated(outcome, families, list(paths))
+    shares = []
+    for number, level in enumerate(levels, start=1):
+        for name in level:
+            parent = trace.parents.get(name, ROOT)
+            kids = families.get(parent, [])
+            if name not in kids:
+                continue
+            whole = sum(held[kid] for kid in kids)
+            shares.append(
+                LevelShare(
+                    level=number,
+                    path=paths[name],
+                    parent=paths.get(parent, ROOT),
+                    weight=weights[name],
+                    fair=weights[name] / sum(weights[kid] for kid in kids),
+                    share=held[name] / whole if whole > 0 else None,
+                    saturated=saturated[parent],
+                )
+            )
+    return tuple(shares)
+
+
+def _held_while_saturated(
+    outcome: SimulationOutcome, families: dict[str, list[str]], queues: list[str]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """(per queue the core-seconds its subtree held while its parent was saturated, per parent
+    the seconds it was), in one sweep over the pods' and the waits' moments."""
+    parents = outcome.trace.parents
+    lineage = {name: [name, *_ancestors(name, parents)] for name in queues}
+    events: list[tuple[float, str, int, float]] = []  # (time, leaf, waiting jobs, cores)
+    for interval in outcome.intervals:
+        end = interval.end if interval.end is not None else outcome.end
+        events.append((interval.start, interval.queue, 0, interval.cpu / 1000))
+        events.append((end, interval.queue, 0, -interval.cpu / 1000))
+    for record in outcome.jobs.values():
+        for wait in record.waits:
+            until = wait.until if wait.until is not None else outcome.end
+            events.append((wait.since, record.job.queue, 1, 0.0))
+            events.append((until, record.job.queue, -1, 0.0))
+    events.sort(key=lambda event: event[0])
+    events.append((outcome.end, "", 0, 0.0))
+    cores = dict.fromkeys(queues, 0.0)
+    waiting = dict.fromkeys(queues, 0)
+    held = dict.fromkeys(queues, 0.0)
+    saturated = dict.fromkeys(families, 0.0)
+    previous = 0.0
+    for when, leaf, jobs, amount in events:
+        if when > previous:  # the figures stood from `previous` to `when`
+            for parent, kids in families.items():
+                if all(waiting[kid] for kid in kids):
+                    saturated[parent] += when - previous
+                    for kid in kids:
+                        held[kid] += cores[kid] * (when - previous)
+            previous = when
+        for name in lineage.get(leaf, ()):
+            cores[name] += amount
+            waiting[name] += jobs
+    return held, saturated
+
+
+def _ancestors(name: str, parents: dict[str, str]) -> list[str]:
+    found = []
+    while name in parents:
+        name = parents[name]
+        found.append(name)
+    return found
+
+
+def with_ancestors(names: set[str], parents: dict[str, str]) -> set[str]:
+    """The queues named and every queue above them."""
+    return {above for name in names for above in [name, *_ancestors(name, parents)]}

@@ -16,6 +16,15 @@ another. The distributions:
 - duration: log-normal, median 5 minutes (sigma 1), kept within 30 s and 4 h; every pod of a job
   runs the same time;
 - priority: 10% of jobs 100 (the rest 0).
+
+With `hierarchy` (`--hierarchy`; `examples/trace-hierarchy.yaml` is `generate(hierarchy=True)`)
+the queues form a two-level tree instead: `ml` weight 3 with children `team-a` weight 2 and
+`team-b` weight 1, and `web` weight 1 capped at 30% of the cluster's cpu (its weighted share is
+25%: the cap binds only when ml leaves cpu unused). A job goes in a leaf queue, drawn 40% team-a,
+40% team-b, 20% web (a mix unlike the weights: served in arrival order, the queues would not
+share by weight), and the load is 3 by default: each leaf is offered more than its share of the
+tree and the backlog lasts (a quarter of an hour or so with the defaults, every level
+contended), then the cluster drains. The rest is drawn as above.
 Pure: the same arguments give the same trace.
 """
 
@@ -30,20 +39,43 @@ from typing import Any
 import yaml
 
 QUEUES = (("research", 3, 0.5), ("production", 2, 0.3), ("dev", 1, 0.2))
+# (name, weight, parent, the part of the jobs drawn for it: 0 for a parent)
+TREE = (
+    ("ml", 3, None, 0.0),
+    ("team-a", 2, "ml", 0.4),
+    ("team-b", 1, "ml", 0.4),
+    ("web", 1, None, 0.2),
+)
+WEB_CAPABILITY = 0.3  # of the cluster's cpu
 SIZES = ((1, 30), (2, 20), (4, 20), (8, 15), (16, 10), (32, 5))
 WORKER_CPUS = (1, 2, 4)
 MEDIAN_SECONDS, SIGMA = 300.0, 1.0
 SHORTEST, LONGEST = 30.0, 4 * 3600.0
 NODE_CPU = 32
 LOAD = 1.5  # offered work / capacity, by default
+TREE_LOAD = 3.0  # the same, for the tree's queues (at 1.5 their backlog lasts a minute or so)
 
 
 def generate(
-    jobs: int = 400, nodes: int = 40, *, load: float = LOAD, seed: int = 1
+    jobs: int = 400,
+    nodes: int = 40,
+    *,
+    load: float | None = None,
+    seed: int = 1,
+    hierarchy: bool = False,
 ) -> dict[str, Any]:
-    """The trace document (what the YAML file holds)."""
+    """The trace document (what the YAML file holds); `load` by default LOAD, or TREE_LOAD with
+    `hierarchy`."""
+    if load is None:
+        load = TREE_LOAD if hierarchy else LOAD
     rng = random.Random(seed)  # noqa: S311 - a reproducible trace, not a secret
-    drawn = [_job(rng, index) for index in range(jobs)]
+    if hierarchy:
+        queues = _tree(nodes)
+        draws = [(name, part) for name, _, _, part in TREE if part]
+    else:
+        queues = [{"name": name, "weight": weight} for name, weight, _ in QUEUES]
+        draws = [(name, part) for name, _, part in QUEUES]
+    drawn = [_job(rng, index, draws) for index in range(jobs)]
     work = sum(_cpu(job) * job["tasks"][0]["duration"] for job in drawn)  # cpu-seconds
     span = work / (load * nodes * NODE_CPU)  # the time over which arrivals spread
     mean_gap = span / max(1, jobs)
@@ -55,13 +87,25 @@ def generate(
         "apiVersion": "lahar.io/v1alpha1",
         "kind": "Trace",
         "nodes": [{"count": nodes, "cpu": str(NODE_CPU), "memory": "128Gi"}],
-        "queues": [{"name": name, "weight": weight} for name, weight, _ in QUEUES],
+        "queues": queues,
         "jobs": drawn,
     }
 
 
-def _job(rng: random.Random, index: int) -> dict[str, Any]:
-    queue = rng.choices([q[0] for q in QUEUES], weights=[q[2] for q in QUEUES])[0]
+def _tree(nodes: int) -> list[dict[str, Any]]:
+    queues: list[dict[str, Any]] = []
+    for name, weight, parent, _ in TREE:
+        queue: dict[str, Any] = {"name": name, "weight": weight}
+        if parent is not None:
+            queue["parent"] = parent
+        if name == "web":
+            queue["capability"] = {"cpu": str(round(WEB_CAPABILITY * nodes * NODE_CPU))}
+        queues.append(queue)
+    return queues
+
+
+def _job(rng: random.Random, index: int, draws: list[tuple[str, float]]) -> dict[str, Any]:
+    queue = rng.choices([name for name, _ in draws], weights=[part for _, part in draws])[0]
     size = rng.choices([s[0] for s in SIZES], weights=[s[1] for s in SIZES])[0]
     cpu = rng.choice(WORKER_CPUS)
     seconds = rng.lognormvariate(math.log(MEDIAN_SECONDS), SIGMA)
@@ -87,12 +131,22 @@ def _cpu(job: dict[str, Any]) -> int:
     return sum(int(task["cpu"]) * task["replicas"] for task in job["tasks"])
 
 
+FLAT_HEADER = """\
+# A synthetic multi-queue trace for `lahar simulate`, written by
+# `python -m extender.simulate.synthetic` (extender/simulate/synthetic.py says how it
+# draws nodes, queues, arrivals, sizes, requests, durations and priorities).
+"""
+TREE_HEADER = """\
+# A synthetic trace whose queues form a tree, for `lahar simulate`, written by
+# `python -m extender.simulate.synthetic --hierarchy` (extender/simulate/synthetic.py
+# says how it draws nodes, queues, arrivals, sizes, requests, durations and
+# priorities): root -> ml (weight 3) -> team-a (2), team-b (1); root -> web (1), capped.
+"""
+
+
 def dump(document: dict[str, Any]) -> str:
-    header = (
-        "# A synthetic multi-queue trace for `lahar simulate`, written by\n"
-        "# `python -m extender.simulate.synthetic` (extender/simulate/synthetic.py says how it\n"
-        "# draws nodes, queues, arrivals, sizes, requests, durations and priorities).\n"
-    )
+    tree = any("parent" in queue for queue in document["queues"])
+    header = TREE_HEADER if tree else FLAT_HEADER
     return header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=100)
 
 
@@ -100,10 +154,22 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--jobs", type=int, default=400)
     parser.add_argument("--nodes", type=int, default=40)
-    parser.add_argument("--load", type=float, default=LOAD, help="offered work / capacity")
+    parser.add_argument(
+        "--load",
+        type=float,
+        help=f"offered work / capacity (default {LOAD}, {TREE_LOAD} with --hierarchy)",
+    )
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--hierarchy",
+        action="store_true",
+        help="queues in a two-level tree: ml (team-a, team-b) and web",
+    )
     args = parser.parse_args(argv)
-    sys.stdout.write(dump(generate(args.jobs, args.nodes, load=args.load, seed=args.seed)))
+    document = generate(
+        args.jobs, args.nodes, load=args.load, seed=args.seed, hierarchy=args.hierarchy
+    )
+    sys.stdout.write(dump(document))
 
 
 if __name__ == "__main__":

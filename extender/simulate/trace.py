@@ -8,10 +8,13 @@ A trace is data (YAML or JSON), validated like the policy: an error names the fi
       - {count: 2, cpu: "8", memory: 32Gi}
     queues:                      # the default queue (weight 1) exists unless listed
       - {name: research, weight: 3}
+      - {name: ml, weight: 2}
+      - {name: team-a, weight: 2, parent: ml}   # a tree: ml's share goes 2:1 to its children
+      - {name: team-b, weight: 1, parent: ml, capability: {cpu: "4"}}
     jobs:
       - name: tf-a
         arrival: 0               # seconds from the start
-        queue: research
+        queue: research          # a leaf queue: one no queue names as parent
         priority: 0              # a PriorityClass value; higher goes first in its queue
         minAvailable: 6          # default: every replica
         tasks:
@@ -20,6 +23,10 @@ A trace is data (YAML or JSON), validated like the policy: an error names the fi
 
 A task's pods run for `duration` seconds once the job has started, that is once `minAvailable`
 of its pods run at the same time (a distributed training job makes no progress before that).
+Queues form a tree by `parent` as Volcano's do by `spec.parent`: a queue naming none (or
+`root`) is a top-level one, under the implicit `root`, which the trace does not list. A parent is
+a queue of the trace (`default` included), the parents lead up to root without a loop, and jobs go
+in leaf queues only: the core would never admit a job in a queue with children.
 Pure: no I/O but reading the file it is given.
 """
 
@@ -47,6 +54,7 @@ from extender.api.quantity import parse_quantity
 from extender.api.resources import Resources
 from extender.api.scheduling import DEFAULT_QUEUE
 from extender.api.wire import describe_invalid
+from extender.gangs.queue_tree import ROOT
 
 NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"  # a DNS label, as Volcano's job and queue names are
 
@@ -117,6 +125,12 @@ class TraceQueue(_Strict):
     weight: int = Field(default=1, ge=1)
     capability: dict[str, Quantity] = Field(default_factory=dict)
     reclaimable: bool = True
+    parent: str | None = Field(default=None, pattern=NAME)  # None or root: a top-level queue
+
+    @property
+    def parent_name(self) -> str | None:
+        """Its parent queue in the trace; None at the top level."""
+        return None if self.parent in (None, ROOT) else self.parent
 
 
 class Task(_Amounts):
@@ -173,12 +187,19 @@ class Trace(_Strict):
     @model_validator(mode="after")
     def _references(self) -> Trace:
         queues = {queue.name for queue in self.queues} | {DEFAULT_QUEUE}
+        self._tree_holds()
+        children = self.children
         seen: set[str] = set()
         for index, job in enumerate(self.jobs):
             if job.queue not in queues:
                 raise ValueError(
                     f"jobs.{index}.queue: queue {job.queue!r} is not in queues "
                     f"(known: {', '.join(sorted(queues))})"
+                )
+            if job.queue in children:
+                raise ValueError(
+                    f"jobs.{index}.queue: queue {job.queue} has child queues "
+                    f"({', '.join(children[job.queue])}): jobs go in leaf queues"
                 )
             if job.name in seen:
                 raise ValueError(f"jobs.{index}.name: job {job.name!r} is listed twice")
@@ -197,6 +218,54 @@ class Trace(_Strict):
         if len(set(groups)) != len(groups):
             raise ValueError(f"nodes: node group names repeat: {', '.join(groups)}")
         return self
+
+    def _tree_holds(self) -> None:
+        """Queue names are unique, none is `root`, each parent is a queue of the trace and the
+        parents lead to the top without a loop."""
+        names = [queue.name for queue in self.queues]
+        known = {*names, DEFAULT_QUEUE}
+        for index, queue in enumerate(self.queues):
+            if queue.name == ROOT:
+                raise ValueError(
+                    f"queues.{index}.name: {ROOT} is the top of the queue tree, implicit; "
+                    "a top-level queue names no parent"
+                )
+            if names.index(queue.name) != index:
+                raise ValueError(f"queues.{index}.name: queue {queue.name!r} is listed twice")
+            parent = queue.parent_name
+            if parent is not None and parent not in known:
+                raise ValueError(
+                    f"queues.{index}.parent: queue {parent!r} is not in queues "
+                    f"(known: {', '.join(sorted(known))})"
+                )
+        parents = self.parents
+        for index, queue in enumerate(self.queues):
+            chain = [queue.name]
+            at = parents.get(queue.name)
+            while at is not None and at not in chain:
+                chain.append(at)
+                at = parents.get(at)
+            if at is not None:
+                loop = " -> ".join([*chain[chain.index(at) :], at])
+                raise ValueError(f"queues.{index}.parent: the parents form a loop: {loop}")
+
+    @cached_property
+    def parents(self) -> dict[str, str]:
+        """Each queue below the top level -> its parent."""
+        return {q.name: q.parent_name for q in self.queues if q.parent_name is not None}
+
+    @cached_property
+    def children(self) -> dict[str, tuple[str, ...]]:
+        """Each queue with child queues -> them, in the trace's order."""
+        found: dict[str, list[str]] = {}
+        for name, parent in self.parents.items():
+            found.setdefault(parent, []).append(name)
+        return {parent: tuple(names) for parent, names in found.items()}
+
+    @property
+    def hierarchical(self) -> bool:
+        """Some queue has a parent: the queues form a tree deeper than one level."""
+        return bool(self.parents)
 
     @property
     def node_count(self) -> int:

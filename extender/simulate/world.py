@@ -1,6 +1,8 @@
 """The Kubernetes objects a trace stands for, as Volcano's controller would make them.
 
-Nodes `<group>-<index>`; one Queue per trace queue; per job a PodGroup (`minMember` = the job's
+Nodes `<group>-<index>`; one Queue per trace queue, its `spec.parent` the trace's parent (a
+top-level queue names none, so the core hangs it under `root` and a trace with no parents is the
+flat case); per job a PodGroup (`minMember` = the job's
 minAvailable, its queue and PriorityClass) and its pods `<job>-<task>-<index>` with the group
 annotation, the task annotation and the job's priority, in namespace `sim`. A restarted job's
 pods get new uids (a new incarnation), as recreated pods do. Pure.
@@ -51,6 +53,7 @@ def queues(trace: Trace) -> list[Queue]:
                     "weight": queue.weight,
                     "capability": queue.capability,
                     "reclaimable": queue.reclaimable,
+                    "parent": queue.parent_name or "",
                 },
             }
         )

@@ -9,6 +9,7 @@ from extender.simulate import html
 from extender.simulate.defaults import stock_policy, story_trace
 from extender.simulate.run import simulate
 from extender.simulate.summary import summarize
+from extender.simulate.trace import parse_trace
 
 
 def test_the_report_embeds_the_table_and_its_plots(tmp_path: Path) -> None:
@@ -22,3 +23,30 @@ def test_the_report_embeds_the_table_and_its_plots(tmp_path: Path) -> None:
     assert len(images) == 3
     assert all(len(image) > 1000 for image in images)
     assert "http" not in page  # nothing to fetch: it opens offline
+
+
+def test_a_tree_of_queues_adds_the_shares_per_level_and_a_plot_per_level(tmp_path: Path) -> None:
+    task = {"name": "w", "replicas": 1, "cpu": "1", "memory": "1Gi", "duration": 10}
+    trace = parse_trace(
+        {
+            "nodes": [{"count": 1, "cpu": "2", "memory": "8Gi"}],
+            "queues": [
+                {"name": "ml", "weight": 3},
+                {"name": "team-a", "weight": 2, "parent": "ml"},
+                {"name": "team-b", "parent": "ml"},
+                {"name": "web"},
+            ],
+            "jobs": [
+                {"name": f"{queue}-{i}", "queue": queue, "arrival": i, "tasks": [task]}
+                for queue in ("team-a", "team-b", "web")
+                for i in range(4)
+            ],
+        }
+    )
+    outcome = simulate(trace, stock_policy(), "stock")
+    page = html.write(tmp_path / "tree.html", [outcome], [summarize(outcome)]).read_text()
+    assert "root/ml/team-a (weight 2)" in page
+    assert "<h2>Shares per level of the queue tree</h2>" in page
+    assert "<td>root/ml/team-b</td>" in page
+    assert "<h2>CPU per level of the queue tree</h2>" in page
+    assert len(re.findall(r'src="data:image/png;base64,', page)) == 4

@@ -11,11 +11,12 @@ import pytest
 
 from extender.framework.policy import Policy, load_policy
 from extender.plugins import REGISTRY
+from extender.simulate import series
 from extender.simulate.defaults import stock_policy, story_trace
 from extender.simulate.report import progress
 from extender.simulate.run import GC_YOUNG_THRESHOLD, Progress, SimulationOutcome, simulate
 from extender.simulate.summary import summarize
-from extender.simulate.trace import parse_trace
+from extender.simulate.trace import Trace, parse_trace
 
 POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
 
@@ -247,3 +248,64 @@ def test_fairness_follows_queue_weights(lahar: Policy) -> None:
     assert summary.finished == 40
     assert summary.fairness is not None
     assert summary.fairness > 0.9
+
+
+def _tree_trace() -> Trace:
+    """ml (weight 1) over a (3) and b (1), and web (1), on 16 cpu, each leaf with 30 one-cpu
+    jobs of 100 s, one arriving a second: more than the cluster holds for a while. Flat, a, b
+    and web would share 3:1:1 (ml 80%); as a tree ml and web get half each, a and b 3:1 of ml's."""
+    return parse_trace(
+        {
+            "nodes": [{"count": 2, "cpu": "8", "memory": "64Gi"}],
+            "queues": [
+                {"name": "ml", "weight": 1},
+                {"name": "a", "weight": 3, "parent": "ml"},
+                {"name": "b", "weight": 1, "parent": "ml"},
+                {"name": "web", "weight": 1},
+            ],
+            "jobs": [
+                _job(f"{queue}-{i}", 1, "1", 100, queue=queue, arrival=i)
+                for queue in ("a", "b", "web")
+                for i in range(30)
+            ],
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def tree_run(lahar: Policy) -> SimulationOutcome:
+    return simulate(_tree_trace(), lahar, "lahar")
+
+
+def test_each_level_of_a_queue_tree_shares_its_parents_cpu_by_weight(
+    tree_run: SimulationOutcome,
+) -> None:
+    summary = summarize(tree_run)
+    assert summary.finished == 90
+    shares = {s.path: s for s in summary.levels}
+    assert set(shares) == {"root/ml", "root/web", "root/ml/a", "root/ml/b"}
+    for level in shares.values():
+        assert level.saturated > 100  # (seconds of contention, so the shares mean something)
+        assert level.share == pytest.approx(level.fair, rel=0.1), level.path
+    assert summary.fairness is not None and summary.fairness > 0.85
+
+
+def test_the_stock_way_does_not_share_a_tree_by_weight() -> None:
+    """The same trace pod after pod: first come, first served, whatever the weights (so the
+    shares above measure the policy, not the trace)."""
+    levels = summarize(simulate(_tree_trace(), stock_policy(), "stock")).levels
+    assert any(s.share != pytest.approx(s.fair, rel=0.1) for s in levels)
+
+
+def test_a_parents_cpu_over_time_is_the_sum_of_its_childrens(tree_run: SimulationOutcome) -> None:
+    tree = series.tree_cpu(tree_run)
+    assert tree.levels == [["ml", "web"], ["a", "b"]]
+    assert tree.paths == {"ml": "root/ml", "a": "root/ml/a", "b": "root/ml/b", "web": "root/web"}
+    assert tree.weights == {"ml": 1, "a": 3, "b": 1, "web": 1}
+    times, leaves = series.queue_cpu(tree_run)
+    assert tree.times == times
+    for name in ("a", "b", "web"):
+        assert tree.cores[name] == leaves[name]
+    ml = tree.cores["ml"]
+    assert ml == [a + b for a, b in zip(tree.cores["a"], tree.cores["b"], strict=True)]
+    assert max(ml) > 0 and max(v + w for v, w in zip(ml, tree.cores["web"], strict=True)) == 16

@@ -6,14 +6,34 @@ from pathlib import Path
 
 import yaml
 
-from extender.simulate.synthetic import QUEUES, dump, generate
+from extender.simulate.synthetic import QUEUES, TREE, dump, generate
 from extender.simulate.trace import parse_trace
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "trace-multiqueue.yaml"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+EXAMPLE = EXAMPLES / "trace-multiqueue.yaml"
 
 
 def test_the_shipped_example_is_the_generator_with_its_defaults() -> None:
     assert EXAMPLE.read_text() == dump(generate())
+
+
+def test_the_shipped_hierarchy_example_is_the_generator_with_hierarchy() -> None:
+    text = (EXAMPLES / "trace-hierarchy.yaml").read_text()
+    assert text == dump(generate(hierarchy=True))
+    assert "`python -m extender.simulate.synthetic --hierarchy`" in text
+
+
+def test_with_hierarchy_the_queues_form_a_tree_and_jobs_go_in_its_leaves() -> None:
+    trace = parse_trace(yaml.safe_load(dump(generate(1000, 10, hierarchy=True))))
+    assert trace.children == {"ml": ("team-a", "team-b")}
+    assert {q.name: q.weight for q in trace.queues} == {n: w for n, w, _, _ in TREE}
+    web = next(q for q in trace.queues if q.name == "web")
+    assert web.capability == {"cpu": "96"}  # 30% of 10 x 32 cpu
+    drawn = [job.queue for job in trace.jobs]
+    assert set(drawn) == {"team-a", "team-b", "web"}
+    assert 0.35 < drawn.count("team-a") / len(drawn) < 0.45  # 40%
+    assert 0.15 < drawn.count("web") / len(drawn) < 0.25  # 20%
+    assert generate(50, 5, seed=7) == generate(50, 5, seed=7, hierarchy=False)
 
 
 def test_the_same_seed_gives_the_same_trace_and_another_seed_another() -> None:

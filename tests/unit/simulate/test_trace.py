@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 
+from extender.gangs.queue_tree import QueueTree
+from extender.simulate import world
 from extender.simulate.trace import TraceError, load_trace, parse_trace
+
+ML = {"name": "ml", "weight": 3}
+C_UNDER_A = {"name": "c", "parent": "a"}
 
 
 def _trace(**changes: Any) -> dict[str, Any]:
@@ -35,6 +40,20 @@ def test_a_job_needs_every_replica_unless_it_says_otherwise() -> None:
     assert trace.node_count == 2
 
 
+def test_queues_form_a_tree_by_parent_and_root_is_the_top_level() -> None:
+    queues = [
+        ML,
+        {"name": "team-a", "weight": 2, "parent": "ml"},
+        {"name": "team-b", "parent": "ml"},
+        {"name": "web", "parent": "root"},
+    ]
+    trace = parse_trace(_trace(queues=queues, jobs__0__queue="team-b"))
+    assert trace.parents == {"team-a": "ml", "team-b": "ml"}
+    assert trace.children == {"ml": ("team-a", "team-b")}
+    assert trace.hierarchical
+    assert not parse_trace(_trace(queues=[ML, {"name": "web", "parent": "root"}])).hierarchical
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
@@ -52,6 +71,26 @@ def test_a_job_needs_every_replica_unless_it_says_otherwise() -> None:
         ({"nodes__0__cpu": "0"}, "nodes.0: cpu: a node needs some cpu, got '0'"),
         ({"queues": [{"name": "q", "capability": {"cpu": "-1"}}]}, "queues.0.capability.cpu: must"),
         ({"jobs__0__tasks": []}, "jobs.0.tasks: needs at least one"),
+        (
+            {"queues": [{"name": "team-a", "parent": "ml"}]},
+            "queues.0.parent: queue 'ml' is not in queues (known: default, team-a)",
+        ),
+        (
+            {"queues": [{"name": "a", "parent": "b"}, {"name": "b", "parent": "c"}, C_UNDER_A]},
+            "queues.0.parent: the parents form a loop: a -> b -> c -> a",
+        ),
+        ({"queues": [{"name": "a", "parent": "a"}]}, "queues.0.parent: the parents form a loop"),
+        (
+            {"queues": [ML, {"name": "team-a", "parent": "ml"}], "jobs__0__queue": "ml"},
+            "jobs.0.queue: queue ml has child queues (team-a): jobs go in leaf queues",
+        ),
+        (
+            {"queues": [{"name": "x", "parent": "default"}]},
+            "jobs.0.queue: queue default has child queues (x): jobs go in leaf queues",
+        ),
+        ({"queues": [{"name": "root"}]}, "queues.0.name: root is the top of the queue tree"),
+        ({"queues": [ML, ML]}, "queues.1.name: queue 'ml' is listed twice"),
+        ({"queues": [{"name": "a", "parent": "Not_A_Name"}]}, "queues.0.parent: String should"),
     ],
 )
 def test_a_broken_trace_names_the_field(changes: dict[str, Any], message: str) -> None:
@@ -94,3 +133,13 @@ def test_files_that_do_not_load_say_so(tmp_path: Path) -> None:
     latin.write_bytes(b"nodes: []\n# caf\xe9\n")
     with pytest.raises(TraceError, match=r"latin.yaml: not UTF-8 text: invalid continuation"):
         load_trace(latin)
+
+
+def test_the_simulated_queues_carry_the_tree_the_core_reads() -> None:
+    queues = [ML, {"name": "team-a", "parent": "ml"}, {"name": "web", "parent": "root"}]
+    made = {q.metadata.name: q for q in world.queues(parse_trace(_trace(queues=queues)))}
+    tree = QueueTree.of(made)
+    assert tree.path("team-a") == "root/ml/team-a"
+    assert tree.parents == {"ml": "root", "team-a": "ml", "web": "root", "default": "root"}
+    assert not tree.strays
+    assert made["web"].spec.parent == ""
