@@ -124,6 +124,11 @@ class Gangs:
         """Why and since when the gang waits, when it was refused (None: it was not)."""
         return self._waiting.get(key)
 
+    def holds(self, key: str) -> bool:
+        """Whether Lahar's gate holds members of gang `key` (as last seen): the scheduler cannot
+        ask about them, Lahar answers for the gang (`let_in`)."""
+        return key in self._held
+
     def refused(self) -> KeysView[str]:
         """The keys of the gangs refused and waiting."""
         return self._waiting.keys()

@@ -175,14 +175,16 @@ def _units(state: ClusterState, gang: GangView) -> list[Unit]:
 
 
 def wanting(order: Order, gangs: Gangs) -> list[str]:
-    """The gangs Lahar refused for want of capacity, most deserving first (not those the
-    scheduler never asked about: it may never send them, for rules Lahar does not model)."""
+    """The gangs Lahar refused for want of capacity, most deserving first: those the scheduler
+    asked about, and those whose members Lahar's gate holds (Lahar answers for them; in a full
+    cluster it may never have recorded their refusal). Not a gang the scheduler never asked
+    about: it may never send it, for rules Lahar does not model."""
     return [
         key
         for key, turn in order.turns.items()
         if turn.rejection is not None
         and turn.rejection.cause in WANTS_CAPACITY
-        and gangs.refusal(key) is not None
+        and (gangs.refusal(key) is not None or gangs.holds(key))
     ]
 
 

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extender.api.resources import CPU, MEMORY, Resources
+from extender.api.scheduling import GANG_GATE
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
 from extender.gangs.queues import QueueView, account
@@ -19,6 +20,7 @@ from extender.preemption.victims import Rules, Unit, by_kinship, kinship, sides
 from tests.builders import (
     QueueBuilder,
     cluster,
+    make_group,
     make_node,
     make_pod,
     make_queue,
@@ -262,3 +264,22 @@ def test_siblings_reclaim_from_each_other_even_while_their_parent_is_over_its_sh
     assert not views["team-a"].overused and not views["web"].overused
     found = reclaimed(state)
     assert found is not None and dict(found) == {"team-b": 1}
+
+
+def test_a_gang_held_by_lahars_gate_in_a_full_cluster_reclaims_too() -> None:
+    """Its pods wait behind Lahar's gate, so the scheduler never asks about them, and a walk
+    that finds nothing fits records no refusal for it: it must still be a preemptor."""
+    state = scene(TREE, need=2)
+    for index in range(2):
+        state.delete_pod(f"uid-default-a0-{index}")
+        held = make_pod(f"a0-{index}").uid(f"a0-{index}").cpu("1").group("a0")
+        state.upsert_pod(held.scheduler("lahar").gated(GANG_GATE).model())
+    state.upsert_pod_group(make_group("a0").queue("team-a").min_member(2).model())
+    gangs = Gangs(schedulers={"lahar"})
+    assert gangs.let_in(state, state.view().nodes) == []
+    assert gangs.refusal("default/a0") is None  # (nothing fit: the walk recorded nothing)
+    order = gangs.order(state, state.view().nodes)
+    assert wanting(order, gangs) == ["default/a0"]
+    found = victims_for(state, gangs, order, Pool.of(state, gangs), key="default/a0", rules=Rules())
+    assert found is not None
+    assert Counter(unit.queue for unit in found.victims) == {"team-b": 1}
