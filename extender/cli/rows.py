@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from extender.api.quantity import format_units
 from extender.api.resources import Resources
 from extender.cli.kubectl import age
 from extender.gangs.fairness import share
@@ -37,7 +38,17 @@ def _created(obj: dict[str, Any], now: datetime | None) -> str:
 
 
 def _resources(amounts: dict[str, Any] | None) -> str:
-    return ",".join(f"{name}={value}" for name, value in sorted((amounts or {}).items())) or "-"
+    """`cpu=64,memory=32Gi`: each amount in its resource's usual unit (as written when it does
+    not parse)."""
+    shown = []
+    for name, value in sorted((amounts or {}).items()):
+        try:
+            amount = Resources.parse({name: value})[name]
+        except ValueError:
+            shown.append(f"{name}={value}")
+        else:
+            shown.append(f"{name}={format_units(amount, name)}")
+    return ",".join(shown) or "-"
 
 
 def _share(allocated: dict[str, Any] | None, deserved: dict[str, Any] | None) -> str:
