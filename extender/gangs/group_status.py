@@ -68,7 +68,7 @@ def group_status(
     succeeded, failed = len(gang.succeeded), len(gang.failed)
     floor = max(gang.min_member, 1)
     finished = not gang.placed and not gang.pending and succeeded + failed > 0
-    stands = gang.stands and bound + succeeded >= floor
+    stands = gang.runs_whole and bound + succeeded >= floor  # (leaving members run until gone)
     if finished:
         phase = "Completed"
     elif stands:

@@ -43,7 +43,7 @@ from extender.gangs.members import (
 )
 from extender.gangs.order import Order, walk
 from extender.gangs.placement import KeptRoom, Room, Slot, plan_slots
-from extender.gangs.queues import QueueTally, QueueView, account
+from extender.gangs.queues import QueueTally, QueueView, account, capped_above
 from extender.gangs.refusals import Rejection, backoff_refusal
 from extender.gangs.reservations import Admission, Reservations
 from extender.gangs.turns import Run, Turn, Turns
@@ -210,8 +210,9 @@ class Gangs:
         if admission is None and not (gang.group is not None and gang.stands):
             return None
         slot = admission.slots.get(pod.metadata.uid) if admission is not None else None
-        view = self.queues(state).get(gang.queue) if slot is None else None
-        if view is not None and view.capped:
+        capped = slot is None and capped_above(state.queues, gang.queue)
+        view = self.queues(state).get(gang.queue) if capped else None
+        if view is not None:
             refusal = view.capability_refusal(gang.key, pod.request)
             if refusal is not None:
                 return Verdict(refusal.message)

@@ -132,11 +132,20 @@ class GangView:
     @cached_property
     def stands(self) -> bool:
         """minMember members ready, and each task's minTaskMember of them."""
-        if self.ready < self.min_member:
+        return self._enough(self.staying + self.succeeded)
+
+    @cached_property
+    def runs_whole(self) -> bool:
+        """As `stands`, counting members being deleted too: they run until they are gone (what
+        the PodGroup's phase reports)."""
+        return self._enough(self.placed + self.succeeded)
+
+    def _enough(self, members: list[Pod]) -> bool:
+        if len(members) < self.min_member:
             return False
         tasks = self.group.spec.min_task_member if self.group is not None else {}
-        ready = self.ready_per_task
-        return all(ready[task] >= wanted for task, wanted in tasks.items())
+        per_task = Counter(task_of(pod) for pod in members)
+        return all(per_task[task] >= wanted for task, wanted in tasks.items())
 
     @cached_property
     def to_plan(self) -> tuple[Planned, Rejection | None]:

@@ -43,6 +43,7 @@ from extender.gangs.fairness import share
 from extender.gangs.lineup import Entry, Lineup, Ordering
 from extender.gangs.members import GangView
 from extender.gangs.placement import Room, members_to_plan, nodes_used, plan_slots
+from extender.gangs.queue_tree import ROOT
 from extender.gangs.queues import QueueView
 from extender.gangs.refusals import WANTS_CAPACITY, Cause, Deferred, Rejection
 from extender.gangs.turns import Run, Turn, Turns
@@ -154,7 +155,9 @@ class _QueueRanks:
         by_share: bool,
     ) -> None:
         self.queues, self.allocated, self.by_share = queues, allocated, by_share
-        self.tiered = any(view.parent is not None or not view.leaf for view in queues.values())
+        self.tiered = any(  # (a `root` Queue over flat queues changes no rank: not tiered)
+            view.parent is not None and view.parent.name != ROOT for view in queues.values()
+        )
 
     def __call__(self, name: str) -> Rank:
         view = self.queues[name]

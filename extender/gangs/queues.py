@@ -94,6 +94,22 @@ class QueueView:
         return None
 
 
+def capped_above(queues: Mapping[str, Queue], name: str) -> bool:
+    """Whether queue `name` or one above it names a capability, read from the Queues alone (a
+    question asked per member bound beyond a plan, far cheaper than `account`)."""
+    seen: set[str] = set()
+    at = name
+    while at and at != ROOT and at not in seen:
+        seen.add(at)
+        queue = queues.get(at)
+        if queue is None:
+            return False
+        if queue.spec.capability:
+            return True
+        at = queue.spec.parent
+    return False
+
+
 class QueueTally(FollowsGangs):
     """Per queue, what its gangs' placed members hold and pending members ask for."""
 
@@ -135,11 +151,15 @@ def account(
         if group is not None:
             allocated[group.queue] = allocated.get(group.queue, EMPTY) + slots
             asked[group.queue] = asked.get(group.queue, EMPTY) - slots
+    tree = QueueTree.of(queues)
     claims = {}
     for name, view in views.items():
         view.allocated = allocated.get(name, EMPTY)
         view.placed = tally.placed.get(name, EMPTY)
-        view.request = view.allocated + asked.get(name, EMPTY)
+        # (gangs waiting in a queue with children are never admitted: they ask for nothing)
+        view.request = view.allocated
+        if tree.is_leaf(name):
+            view.request = view.request + asked.get(name, EMPTY)
         spec = view.queue.spec
         claims[name] = Claim(
             name,
@@ -149,7 +169,6 @@ def account(
             spec.guarantee.resource,
             spec.deserved,
         )
-    tree = QueueTree.of(queues)
     if tree.flat and ROOT not in views:
         for name, deserved in water_fill(list(claims.values()), state.capacity()).items():
             views[name].deserved = deserved

@@ -147,6 +147,8 @@ def by_kinship(
 
 def _reclaimable(own: QueueView, other: QueueView) -> bool:
     mine, theirs = sides(own, other)
+    if not mine or not theirs:  # one is above the other (work left in a queue that became a
+        return False  # parent): neither reclaims from the other
     return all(not view.overused for view in mine) and all(
         view.queue.spec.reclaimable and view.overused for view in theirs
     )

@@ -12,8 +12,10 @@ version of the Queue it was derived from: a user closing a queue meanwhile is no
 Queues form a tree (`spec.parent`): a parent's counts and allocation are its subtree's, and
 every queue's `deserved` is its fair share at its level. A queue whose parent is missing, or
 whose parents form a loop, is said once (in the log) to share the cluster as a top-level queue.
-`deserved` is Lahar's field: a Queue CRD without it (Volcano's own) drops it, so a queue's
-deserved is written again only when it changes from what this writer last wrote, not each pass.
+A queue's deserved share moves with every other queue's demand, so it is written again only
+once it moves by more than 5% (or a resource comes or goes) from what this writer last wrote:
+a busy cluster does not rewrite every queue at each change. It is Lahar's field: a Queue CRD
+without it (Volcano's own) drops it, and the same rule keeps it from being written each pass.
 Each pass first makes sure the `default` Queue exists
 (PodGroups without a queue go there): it is created when missing at start and again if someone
 deletes it. Nothing runs before `ready` (the cache is whole): counts from PodGroups listed before
@@ -41,6 +43,17 @@ log = logging.getLogger(__name__)
 # False: the Queue changed meanwhile, nothing was written.
 QueuePatch = Callable[[str, dict[str, Any], str | None], Awaitable[bool]]
 QueueCreate = Callable[[str], Awaitable[bool]]  # create the named default queue; False if it exists
+
+
+DESERVED_STEP = 20  # a deserved share is written again once it moves by 1/20 (5%) of a resource
+
+
+def moved(last: Resources, now: Resources) -> bool:
+    """Whether a deserved share moved far enough from what was last written to write it again:
+    a resource came or went, or one moved by more than 5%."""
+    if {r for r, v in last.items() if v} != {r for r, v in now.items() if v}:
+        return True
+    return any(abs(now.get(r, 0) - v) * DESERVED_STEP > v for r, v in last.items() if v)
 
 
 class QueueWriter(Coalesced):
@@ -77,13 +90,17 @@ class QueueWriter(Coalesced):
         tree = QueueTree.of(self.state.queues)
         self._say_strays(tree)
         phases = rolled_up(phases_by_queue(self.state.pod_groups.values()), tree)
+        for gone in self._deserved.keys() - self.state.queues.keys():
+            del self._deserved[gone]
         for name, queue in sorted(self.state.queues.items()):
             view = views[name]
             wanted = queue_status(queue, phases.get(name, Counter()), view.placed, view.deserved)
+            last = self._deserved.get(name)
+            if last is not None and not moved(last, wanted.deserved):
+                # (what was written stands: near enough, or dropped by a schema without it)
+                wanted = wanted.model_copy(update={"deserved": queue.status.deserved})
             patch = status_patch(queue.status, wanted)
-            if patch is not None and self._deserved.get(name) == wanted.deserved:
-                patch.pop("deserved", None)  # (written already: a schema without it drops it)
-            if patch:
+            if patch is not None:
                 await self._write(queue, wanted, patch)
 
     def _say_strays(self, tree: QueueTree) -> None:
@@ -121,7 +138,8 @@ class QueueWriter(Coalesced):
             log.info("Queue %s changed while its status was written: deriving it again", name)
             self.later(self.poke)
             return
-        self._deserved[name] = wanted.deserved
+        if "deserved" in patch:
+            self._deserved[name] = wanted.deserved
         if wanted.state != written.state:
             log.info("Queue %s: state %s -> %s", name, written.state or "-", wanted.state)
         if self.state.queues.get(name) is queue:  # else the watch moved on during the write

@@ -17,14 +17,17 @@ NO_ROOM = Rejection(
 
 
 def members(*states: str) -> list[PodBuilder]:
-    """One member per state: pending, bound, succeeded or failed."""
+    """One member per state: pending, bound, leaving (bound, being deleted), succeeded or
+    failed."""
     pods = []
     for index, kind in enumerate(states):
         pod = make_pod(f"g-{index}").cpu("1").group("g")
         if kind in ("bound", "succeeded", "failed"):
             pod = pod.on("n1")
-        if kind == "bound":
-            pod = pod.phase("Running")
+        if kind in ("bound", "leaving"):
+            pod = pod.on("n1").phase("Running")
+        if kind == "leaving":  # being deleted: it runs until it is gone
+            pod = pod.deleting()
         if kind in ("succeeded", "failed"):
             pod = pod.phase(kind.capitalize())
         pods.append(pod)
@@ -58,6 +61,9 @@ def status_of(
         (("pending", "pending"), True, None, "Inqueue", (0, 0, 0)),
         (("bound", "pending"), False, None, "Inqueue", (1, 0, 0)),
         (("bound", "bound", "pending"), False, None, "Running", (2, 0, 0)),
+        # A member being evicted still runs: the phase stays Running (the gang no longer stands
+        # on it for admission, but the PodGroup reports what runs).
+        (("bound", "leaving"), False, None, "Running", (2, 0, 0)),
         (("bound", "succeeded"), False, None, "Running", (1, 1, 0)),
         (("succeeded", "succeeded", "failed"), False, None, "Completed", (0, 2, 1)),
         # Volcano has no Failed phase: Completed, without Scheduled (see the events' test).

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from extender.api.resources import CPU
 from extender.api.scheduling import Queue
 from extender.gangs.queue_tree import ROOT, QueueTree
 from extender.gangs.queues import account
@@ -222,3 +223,16 @@ def test_flat_queues_are_accounted_alike_with_a_root_queue_or_without(root_queue
         root = views[ROOT]
         assert (root.allocated["cpu"], root.deserved["cpu"], root.leaf) == (4_000, 12_000, False)
         assert [v.name for v in views["a"].lineage()] == ["a"]  # the root Queue left out
+
+
+def test_gangs_waiting_in_a_queue_with_children_ask_for_nothing() -> None:
+    """They are never admitted there (gangs go in leaf queues), so the parent's claim on the
+    cluster is its children's, not theirs."""
+    state = cluster([make_node("n0").cpu("8")])
+    for queue in (make_queue("ml"), make_queue("team-a").parent("ml"), make_queue("web")):
+        state.upsert_queue(queue.model())
+    waiting(state, "stuck", 2, cpu="2", queue="ml")
+    waiting(state, "wanted", 1, cpu="1", queue="team-a")
+    views = account(state, {})
+    assert views["ml"].request[CPU] == 1000
+    assert views["ml"].deserved[CPU] == 1000

@@ -283,3 +283,14 @@ def test_a_gang_held_by_lahars_gate_in_a_full_cluster_reclaims_too() -> None:
     found = victims_for(state, gangs, order, Pool.of(state, gangs), key="default/a0", rules=Rules())
     assert found is not None
     assert Counter(unit.queue for unit in found.victims) == {"team-b": 1}
+
+
+def test_a_leaf_never_reclaims_from_a_queue_above_it() -> None:
+    """Work left in a queue that became a parent (admitted before its children existed) is not
+    its child's to reclaim, whatever the parent's reclaimable flag and share."""
+    views = views_of(
+        make_queue("ml").reclaimable(False), make_queue("team-a").parent("ml"), make_queue("web")
+    )
+    units = [_unit("ml"), _unit("web")]
+    allowed = victims.eligible(units, "team-a", 0, views, Rules())
+    assert "ml" not in {unit.queue for unit in allowed}

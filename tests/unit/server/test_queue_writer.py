@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from extender.api.resources import EMPTY
+from extender.api.resources import EMPTY, Resources
 from extender.api.scheduling import Queue
 from extender.gangs.ledger import Gangs
 from extender.server.queue_writer import QueueWriter
@@ -220,5 +220,25 @@ def test_a_state_is_written_only_onto_the_version_it_was_derived_from() -> None:
         api.conflict = False
         await writer.flush()
         assert dict(zip((n for n, _ in api.patches), api.versions, strict=True))["team"] == "41"
+
+    asyncio.run(scenario())
+
+
+def test_a_deserved_share_is_written_again_once_it_moves_by_more_than_five_percent() -> None:
+    async def scenario() -> None:
+        api = Api()
+        writer = writer_for(api, make_queue("default").state("Open").model())
+        state = writer.state
+        state.upsert_pod_group(make_group("g").model())
+        state.upsert_pod(make_pod("g-0").cpu("4").group("g").model())
+        await writer.flush()
+        assert api.patches[-1][1]["deserved"] == {"cpu": "4"}
+        state.upsert_pod(make_pod("g-1").cpu("100m").group("g").model())  # 4 -> 4.1: 2.5%
+        await writer.flush()
+        assert len(api.patches) == 1
+        assert state.queues["default"].status.deserved == Resources({"cpu": 4000})  # as written
+        state.upsert_pod(make_pod("g-2").cpu("1").group("g").model())  # 4 -> 5.1
+        await writer.flush()
+        assert api.patches[-1][1]["deserved"] == {"cpu": "5100m"}
 
     asyncio.run(scenario())
