@@ -131,7 +131,7 @@ ClusterObject = Callable[[dict[str, Any]], str]  # the `cluster_object` fixture
 @pytest.fixture
 def cluster_object(api: k8s.ApiClient) -> Iterator[ClusterObject]:
     """`cluster_object(body)`: apply a cluster-scoped object (a Queue, a PriorityClass) for this
-    test, deleted after it; its name."""
+    test, deleted after it, the last made first (a child queue before its parent); its name."""
     made: list[tuple[str, str, str]] = []
 
     def make(body: dict[str, Any]) -> str:
@@ -140,7 +140,7 @@ def cluster_object(api: k8s.ApiClient) -> Iterator[ClusterObject]:
         return str(body["metadata"]["name"])
 
     yield make
-    for api_version, kind, name in made:
+    for api_version, kind, name in reversed(made):
         if kind == "Queue":
             _empty_queue(api, name)
         delete(api, api_version, kind, name)

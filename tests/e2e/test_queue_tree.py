@@ -113,8 +113,9 @@ def test_a_starved_leaf_reclaims_from_its_sibling_before_its_cousin(
     cluster_object: ClusterObject,
 ) -> None:
     """root -> ml -> {team-a, team-b}, root -> web. team-b holds 6 cpu and web 10 of 16. web
-    deserves 8 (its spec), ml what its children ask for (8): web is over its share. team-a
-    deserves 4 of ml's 8 (its spec), so team-b is over the 4 left to it. A gang of team-a could
+    deserves 8 and ml 8 (their specs): web is over its share. team-a deserves 4 of ml's 8 (its
+    spec; the webhook wants a parent to name what its children's deserved add up to), so team-b
+    is over the 4 left to it. A gang of team-a could
     take from either, and web's gangs cost less (one pod each, and their names come first): it
     takes from team-b, its sibling, and web keeps all it runs. (The spec fixes what web and
     team-a deserve: the dev cluster's own nodes are shared too, and would leave room for both.)"""
@@ -122,7 +123,7 @@ def test_a_starved_leaf_reclaims_from_its_sibling_before_its_cousin(
     names = make_tree(
         namespace,
         cluster_object,
-        make_queue("ml"),
+        make_queue("ml").deserved(cpu="8"),
         make_queue("team-a").parent("ml").deserved(cpu="4"),
         make_queue("team-b").parent("ml"),
         make_queue("web").deserved(cpu="8"),
