@@ -14,7 +14,7 @@ from extender.admission.job_defaults import job_defaults
 from extender.admission.job_update import check_update, unchanged
 from extender.admission.problems import AdmissionDecision, Problem, denial_message, in_field_order
 from extender.admission.queue_defaults import queue_defaults
-from extender.admission.queues import QueueLookup
+from extender.admission.queue_tree import QueueLookup
 from extender.admission.unhonoured import pod_group_warnings, queue_warnings
 from extender.api.admission import AdmissionRequest, Operation
 

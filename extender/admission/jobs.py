@@ -28,7 +28,8 @@ from extender.admission.names import (
 )
 from extender.admission.policies import policy_problems
 from extender.admission.problems import INT32, Problem, field, parse, shown
-from extender.admission.queues import ROOT_QUEUE, QueueLookup, work_queue_problems
+from extender.admission.queue_tree import ROOT_QUEUE, QueueLookup
+from extender.admission.queues import work_queue_problems
 from extender.admission.templates import template_problems
 from extender.admission.topology import check as topology_problems
 from extender.api.batch import Job, JobSpec, TaskSpec, pod_name

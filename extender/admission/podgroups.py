@@ -16,7 +16,8 @@ from typing import Any
 
 from extender.admission.names import MAX_SUBDOMAIN, dns_subdomain
 from extender.admission.problems import INT32, Problem, field, parse, shown
-from extender.admission.queues import QueueLookup, work_queue_problems
+from extender.admission.queue_tree import QueueLookup
+from extender.admission.queues import work_queue_problems
 from extender.admission.topology import network_topology_problems
 from extender.api.scheduling import PodGroup
 

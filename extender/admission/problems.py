@@ -5,7 +5,8 @@ defaults an object.
 Paths are written as `kubectl explain` and the API server's own errors write them
 (`spec.tasks[1].minAvailable`). Values quoted back to the user are clipped, so a hostile object
 (a megabyte string, a huge number) never makes a huge message; at most `SHOWN` problems are
-listed, each clipped to `LONGEST` characters, with a count of the rest.
+listed, each clipped to `LONGEST` characters, with a count of the rest. `mapping`, `amounts` and
+`by_value` read a raw object's fields the way the rules compare them.
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+
+from extender.api.quantity import parse_quantity
 
 INT32 = 2**31 - 1  # Volcano's API counts in int32: the bound of every count the rules check
 SHOWN = 20  # problems listed in one denial
@@ -146,3 +150,29 @@ def denial_message(what: str, problems: Sequence[Problem]) -> str:
     if more > 0:
         listed += f"; and {more} more"
     return f"{what} is invalid: {listed}"
+
+
+def mapping(value: Any) -> Mapping[str, Any]:
+    """`value` if it is a mapping, else an empty one (a raw object's field of the wrong type)."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def amounts(spec: Mapping[str, Any], *path: str) -> dict[str, tuple[Decimal, Any]]:
+    """A level's exact amounts (the model's are rounded to the scheduler's units), each with the
+    quantity as written; the model has read them, so each parses."""
+    listed: Any = spec
+    for key in path:
+        listed = mapping(listed).get(key)
+    return {name: (parse_quantity(q), q) for name, q in mapping(listed).items()}
+
+
+def by_value(spec: Mapping[str, Any], *path: str) -> Any:
+    """A level's amounts by value (`1` and `1000m` alike), or as written if one does not parse
+    (an old object stored before the rules)."""
+    try:
+        return {name: amount for name, (amount, _) in amounts(spec, *path).items()}
+    except ValueError:
+        listed: Any = spec
+        for key in path:
+            listed = mapping(listed).get(key)
+        return listed

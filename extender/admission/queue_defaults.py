@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from extender.admission.problems import add
-from extender.admission.queues import HIERARCHY, HIERARCHY_WEIGHTS, ROOT_QUEUE
+from extender.admission.queue_tree import ROOT_QUEUE
+from extender.admission.queues import HIERARCHY, HIERARCHY_WEIGHTS
 
 DEFAULT_WEIGHT = 1
 

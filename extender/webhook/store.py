@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from extender.admission.queues import parent_of
+from extender.admission.queue_tree import parent_of
 from extender.api.objects import KubeModel, ObjectMeta
 from extender.api.scheduling import (
     API_VERSION,

@@ -9,7 +9,7 @@ from typing import Any
 
 from extender.admission.jobs import check_job, parse_job
 from extender.admission.problems import Problem
-from extender.admission.queues import parent_of
+from extender.admission.queue_tree import parent_of
 from extender.api.scheduling import Queue
 from tests.builders import JobBuilder, QueueBuilder, make_job, make_queue
 

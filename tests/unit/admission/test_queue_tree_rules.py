@@ -22,7 +22,8 @@ from extender.admission.admit import (
     validate_queue,
 )
 from extender.admission.queue_defaults import queue_defaults
-from extender.admission.queues import MAX_DEPTH, check_queue, lineage
+from extender.admission.queue_tree import MAX_DEPTH, lineage
+from extender.admission.queues import check_queue
 from extender.api.quantity import parse_quantity
 from tests.builders import (
     QueueBuilder,
