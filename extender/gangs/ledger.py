@@ -508,6 +508,10 @@ class Gangs:
                 going[key] = None
         return list(going)
 
+    def holding(self, state: ClusterState) -> bool:
+        """Whether Lahar's gate holds members of some gang."""
+        return bool(self._held.keys(state))
+
     def release(self, key: str, *, back_off: bool = False) -> None:
         self._contending.touch(key)
         self._reservations.release(key)

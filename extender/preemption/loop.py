@@ -9,7 +9,8 @@ capacity, most deserving first (`pausing`: with a `sleep(0)` between gangs, so t
 runs meanwhile), and hands the first preemption found to `carry_out`; then it sleeps `interval`
 seconds, so at most one preemption is carried out per interval. A preemption `carry_out` refuses (a
 PodDisruptionBudget forbids evicting a victim: nothing was evicted) is not looked for again for
-its gang for `blocked_for` seconds.
+its gang for `blocked_for` seconds. A pass looks when some gang was refused, or when Lahar's gate
+holds some gang's members (in a full cluster the walk may record no refusal for those).
 
 Whatever acts on the world is injected: `carry_out` (the extender's through the Eviction API, the
 simulator's on its simulated cluster), `sleep` and `clock` (asyncio's and the monotonic clock, or
@@ -91,8 +92,8 @@ class PreemptionLoop:
 
     async def one_pass(self) -> bool:
         """Look for one preemption and carry it out; whether victims were evicted."""
-        if not self.gangs.refused():
-            return False  # nobody was refused: nobody to preempt for (and no walk to take)
+        if not self.gangs.refused() and not self.gangs.holding(self.state):
+            return False  # nobody waits: nobody to preempt for (and no walk to take)
         order = self.gangs.order(self.state, self.state.view().nodes)
         if order.number == self._fruitless:
             return False  # nothing moved since a pass found nothing

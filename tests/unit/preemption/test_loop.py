@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
+from extender.api.scheduling import GANG_GATE
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
 from extender.preemption.loop import PreemptionLoop
 from extender.preemption.plan import Preemption, candidates
 from extender.preemption.settings import PreemptionSettings
 from extender.preemption.victims import Rules
-from tests.builders import cluster, make_node, running, waiting
+from tests.builders import cluster, make_group, make_node, make_pod, running, waiting
 
 INTERVAL = 5.0
 
@@ -250,5 +251,24 @@ def test_a_failing_pass_ends_the_loop_when_nobody_is_told() -> None:
         worker.wake()
         with pytest.raises(_Broken):
             await asyncio.wait_for(task, 5)
+
+    asyncio.run(scenario())
+
+
+def test_a_gang_held_by_lahars_gate_is_preempted_for_though_nobody_was_refused() -> None:
+    """In a full cluster the walk records no refusal for a gang whose pods Lahar's gate holds
+    (the scheduler never asks about them): the pass looks for it all the same."""
+
+    async def scenario() -> None:
+        state = cluster([make_node("n0").cpu("4")])
+        running(state, "low", ["n0", "n0"], priority=1)
+        urgent = make_pod("urgent-0").uid("urgent-0").cpu("2").group("urgent").priority(9)
+        state.upsert_pod(urgent.scheduler("lahar").gated(GANG_GATE).model())
+        state.upsert_pod_group(make_group("urgent").min_member(1).model())
+        gangs, world = Gangs(schedulers={"lahar"}), World()
+        assert gangs.let_in(state, state.view().nodes) == []
+        assert not gangs.refused()
+        assert await preemption(state, gangs, world).one_pass() is True
+        assert world.evicted == [("default/urgent", ["default/low"])]
 
     asyncio.run(scenario())
