@@ -27,6 +27,7 @@ class QueueTree:
     parents: Mapping[str, str]  # every queue but root -> its parent (ROOT at the top level)
     children: Mapping[str, tuple[str, ...]]  # per queue with children (and ROOT), sorted
     strays: Mapping[str, str] = field(default_factory=dict)  # queue -> why it hangs under root
+    loops: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # queue -> its loop
 
     @classmethod
     def of(cls, queues: Mapping[str, Queue]) -> QueueTree:
@@ -37,6 +38,7 @@ class QueueTree:
         """The tree of queues given by name, each with the parent it names ("" for none)."""
         parents: dict[str, str] = {}
         strays: dict[str, str] = {}
+        loops: dict[str, tuple[str, ...]] = {}
         for name, given in named.items():
             if name == ROOT:
                 continue
@@ -52,14 +54,15 @@ class QueueTree:
                 seen.append(at)
                 at = parents[at]
             if at != ROOT:
-                loop = seen[seen.index(at) :]
-                for looped in loop:
-                    strays[looped] = "its parents form a loop: " + " -> ".join([*loop, at])
+                loop = (*seen[seen.index(at) :], at)
+                for looped in loop[:-1]:
+                    loops[looped] = loop
+                    strays[looped] = "its parents form a loop: " + " -> ".join(loop)
                     parents[looped] = ROOT
         children: dict[str, list[str]] = {}
         for name, parent in parents.items():
             children.setdefault(parent, []).append(name)
-        return cls(parents, {k: tuple(sorted(v)) for k, v in children.items()}, strays)
+        return cls(parents, {k: tuple(sorted(v)) for k, v in children.items()}, strays, loops)
 
     @property
     def flat(self) -> bool:

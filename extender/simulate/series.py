@@ -15,7 +15,6 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from extender.api.scheduling import DEFAULT_QUEUE
-from extender.gangs.queue_tree import QueueTree
 from extender.simulate import world
 from extender.simulate.run import SimulationOutcome
 from extender.simulate.trace import Trace
@@ -87,7 +86,7 @@ def tree_queues(trace: Trace) -> tuple[list[list[str]], dict[str, str], dict[str
     listed = {queue.name: queue for queue in trace.queues}
     used = {job.queue for job in trace.jobs} | set(trace.children)
     made = {q.metadata.name: q for q in world.queues(trace)}
-    tree = QueueTree.of(made)
+    tree = trace.tree
     names = [*listed] + (
         [DEFAULT_QUEUE] if DEFAULT_QUEUE not in listed and DEFAULT_QUEUE in used else []
     )

@@ -153,7 +153,7 @@ def _tree_weights(
 ) -> dict[str, float]:
     """Per leaf queue with work, the part of the cluster the tree gives it while the queues with
     work are those: at each level, its weight over those of the siblings with work below them."""
-    wanting = with_ancestors({name for name, jobs in active.items() if jobs > 0}, trace.parents)
+    wanting = with_ancestors({name for name, jobs in active.items() if jobs > 0}, trace)
     siblings: dict[str | None, float] = {}
     for name in wanting:
         parent = trace.parents.get(name)
@@ -185,7 +185,7 @@ def level_shares(outcome: SimulationOutcome) -> tuple[LevelShare, ...]:
     saturated (see the module docstring), for the parents with two children or more in play."""
     trace = outcome.trace
     levels, paths, weights = tree_queues(trace)
-    in_play = with_ancestors({job.queue for job in trace.jobs}, trace.parents)
+    in_play = with_ancestors({job.queue for job in trace.jobs}, trace)
     families: dict[str, list[str]] = {}  # parent (ROOT at the top) -> its children in play
     for level in levels:
         for name in level:
@@ -220,8 +220,8 @@ def _held_while_saturated(
 ) -> tuple[dict[str, float], dict[str, float]]:
     """(per queue the core-seconds its subtree held while its parent was saturated, per parent
     the seconds it was), in one sweep over the pods' and the waits' moments."""
-    parents = outcome.trace.parents
-    lineage = {name: [name, *_ancestors(name, parents)] for name in queues}
+    tree = outcome.trace.tree
+    lineage = {name: [name, *tree.ancestors(name)] for name in queues}
     events: list[tuple[float, str, int, float]] = []  # (time, leaf, waiting jobs, cores)
     for interval in outcome.intervals:
         end = interval.end if interval.end is not None else outcome.end
@@ -253,14 +253,6 @@ def _held_while_saturated(
     return held, saturated
 
 
-def _ancestors(name: str, parents: dict[str, str]) -> list[str]:
-    found = []
-    while name in parents:
-        name = parents[name]
-        found.append(name)
-    return found
-
-
-def with_ancestors(names: set[str], parents: dict[str, str]) -> set[str]:
+def with_ancestors(names: set[str], trace: Trace) -> set[str]:
     """The queues named and every queue above them."""
-    return {above for name in names for above in [name, *_ancestors(name, parents)]}
+    return {above for name in names for above in trace.tree.chain(name)}

@@ -54,7 +54,7 @@ from extender.api.quantity import parse_quantity
 from extender.api.resources import Resources
 from extender.api.scheduling import DEFAULT_QUEUE
 from extender.api.wire import describe_invalid
-from extender.gangs.queue_tree import ROOT
+from extender.gangs.queue_tree import ROOT, QueueTree
 
 NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"  # a DNS label, as Volcano's job and queue names are
 
@@ -238,29 +238,28 @@ class Trace(_Strict):
                     f"queues.{index}.parent: queue {parent!r} is not in queues "
                     f"(known: {', '.join(sorted(known))})"
                 )
-        parents = self.parents
         for index, queue in enumerate(self.queues):
-            chain = [queue.name]
-            at = parents.get(queue.name)
-            while at is not None and at not in chain:
-                chain.append(at)
-                at = parents.get(at)
-            if at is not None:
-                loop = " -> ".join([*chain[chain.index(at) :], at])
-                raise ValueError(f"queues.{index}.parent: the parents form a loop: {loop}")
+            loop = self.tree.loops.get(queue.name)
+            if loop:
+                raise ValueError(
+                    f"queues.{index}.parent: the parents form a loop: {' -> '.join(loop)}"
+                )
+
+    @cached_property
+    def tree(self) -> QueueTree:
+        """The queues as the core's tree reads them (`default` at the top unless listed)."""
+        named = {q.name: q.parent_name or "" for q in self.queues}
+        return QueueTree.named({DEFAULT_QUEUE: ""} | named)
 
     @cached_property
     def parents(self) -> dict[str, str]:
         """Each queue below the top level -> its parent."""
-        return {q.name: q.parent_name for q in self.queues if q.parent_name is not None}
+        return {name: up for name, up in self.tree.parents.items() if up != ROOT}
 
     @cached_property
     def children(self) -> dict[str, tuple[str, ...]]:
-        """Each queue with child queues -> them, in the trace's order."""
-        found: dict[str, list[str]] = {}
-        for name, parent in self.parents.items():
-            found.setdefault(parent, []).append(name)
-        return {parent: tuple(names) for parent, names in found.items()}
+        """Each queue with child queues -> them, by name."""
+        return {name: kids for name, kids in self.tree.children.items() if name != ROOT}
 
     @property
     def hierarchical(self) -> bool:
