@@ -132,19 +132,19 @@ class GangView:
     @cached_property
     def stands(self) -> bool:
         """minMember members ready, and each task's minTaskMember of them."""
-        return self._enough(self.staying + self.succeeded)
+        return self._enough(self.ready, self.ready_per_task)
 
     @cached_property
     def runs_whole(self) -> bool:
         """As `stands`, counting members being deleted too: they run until they are gone (what
         the PodGroup's phase reports)."""
-        return self._enough(self.placed + self.succeeded)
+        running = self.placed + self.succeeded
+        return self._enough(len(running), Counter(task_of(pod) for pod in running))
 
-    def _enough(self, members: list[Pod]) -> bool:
-        if len(members) < self.min_member:
+    def _enough(self, ready: int, per_task: Counter[str]) -> bool:
+        if ready < self.min_member:
             return False
         tasks = self.group.spec.min_task_member if self.group is not None else {}
-        per_task = Counter(task_of(pod) for pod in members)
         return all(per_task[task] >= wanted for task, wanted in tasks.items())
 
     @cached_property

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 from extender.api.quantity import format_units
 from extender.api.resources import EMPTY, Resources
@@ -50,9 +51,10 @@ class QueueView:
             yield at
             at = at.parent
 
-    @property
+    @cached_property
     def capped(self) -> bool:
-        """The queue or one above it names a capability (a gang may be refused for it)."""
+        """The queue or one above it names a capability (a gang may be refused for it). Asked at
+        every turn of a walk: worked out once per view (the tree is linked by then)."""
         return any(view.queue.spec.capability for view in self.lineage())
 
     @property
