@@ -35,6 +35,8 @@ from extender.api.native_groups import API_VERSION as NATIVE_API
 from extender.api.native_groups import NativePodGroup
 from extender.api.objects import KubeModel, Node, Pod, PriorityClass
 from extender.api.scheduling import API_VERSION, GroupKind, PodGroup, Queue
+from extender.api.topology import API_VERSION as TOPOLOGY_API
+from extender.api.topology import HyperNode
 from extender.cache.state import ClusterState
 from extender.kube.raw import ApiStatusError
 from extender.kube.watch import Gone, interrupt, list_pages, watch_lines
@@ -126,6 +128,16 @@ QUEUES = Kind(
     lambda state, queue: state.delete_queue(queue.metadata.name),
 )
 
+HYPER_NODES = Kind(
+    "hypernodes",
+    f"/apis/{TOPOLOGY_API}/hypernodes",
+    HyperNode,
+    ClusterState.replace_hyper_nodes,
+    ClusterState.upsert_hyper_node,
+    lambda state, hyper_node: state.delete_hyper_node(hyper_node.name),
+    optional=True,  # (a cluster without Volcano's topology CRD has no network topology)
+)
+
 
 class _Groups(Protocol):
     """A kind of PodGroup that is read into the gang model."""
@@ -174,6 +186,7 @@ KINDS: tuple[Kind[ClusterState, Any], ...] = (
     COSCHEDULING_GROUPS,
     NATIVE_GROUPS,
     QUEUES,
+    HYPER_NODES,
 )
 ABSENT_RECHECK = 60.0  # seconds between looks for an optional kind the API server does not serve
 

@@ -22,6 +22,7 @@ from cachetools import TTLCache
 from extender.api.objects import Node, Pod, PriorityClass
 from extender.api.resources import EMPTY, Resources
 from extender.api.scheduling import GroupKind, PodGroup, Queue, gang_key, stray_gate
+from extender.api.topology import HyperNode
 from extender.cache.snapshot import ChangeLog, NodeInfo, Snapshot
 
 
@@ -50,6 +51,10 @@ class ClusterState:
         self.priority_classes: dict[str, PriorityClass] = {}
         self.pod_groups: dict[str, PodGroup] = {}  # by namespace/name
         self.queues: dict[str, Queue] = {}
+        self.hyper_nodes: dict[str, HyperNode] = {}  # by name (cluster-scoped)
+        # Moves when what the network topology resolves to may have changed: a HyperNode's spec,
+        # a node added or removed, or a node's labels (a HyperNode's labelMatch reads them).
+        self.topology_version = 0
         self.members: dict[str, set[str]] = {}  # gang key -> uids of its pods
         # Gang key -> the order in which the cache first saw the gang (its PodGroup or a pod):
         # the watch delivers objects in the order they were written, so gangs created within
@@ -189,6 +194,35 @@ class ClusterState:
             self.delete_queue(name)
         for queue in listed.values():
             self.upsert_queue(queue)
+
+    # -- HyperNodes ----------------------------------------------------------------------------
+
+    def upsert_hyper_node(self, hyper_node: HyperNode) -> None:
+        """A new HyperNode or a new spec changes the topology; a status write does not."""
+        previous = self.hyper_nodes.get(hyper_node.name)
+        self.hyper_nodes[hyper_node.name] = hyper_node
+        if previous is None or previous.spec != hyper_node.spec:
+            self._topology_changed()
+
+    def delete_hyper_node(self, name: str) -> None:
+        if self.hyper_nodes.pop(name, None) is not None:
+            self._topology_changed()
+
+    def replace_hyper_nodes(self, hyper_nodes: Iterable[HyperNode]) -> None:
+        listed = {hyper_node.name: hyper_node for hyper_node in hyper_nodes}
+        for name in set(self.hyper_nodes) - set(listed):
+            self.delete_hyper_node(name)
+        for hyper_node in listed.values():
+            self.upsert_hyper_node(hyper_node)
+
+    def _topology_changed(self) -> None:
+        """The gangs that ask for a network topology are planned anew (their views hold what
+        the topology offers them)."""
+        self.topology_version += 1
+        for key, group in self.pod_groups.items():
+            if group.spec.network_topology is not None or group.spec.sub_group_policy:
+                self._touch_gang(key)
+        self._capacity_freed()  # (a gang that waited for a HyperNode may fit now)
 
     def gang_pods(self, key: str) -> list[Pod]:
         """The pods that name gang `key`, by name (finished ones included)."""
@@ -419,6 +453,8 @@ class ClusterState:
                 return  # it was not known: nothing changes
             self._membership += 1
             self._capacity = None
+            if self.hyper_nodes:
+                self._topology_changed()
         else:
             info = NodeInfo(
                 name=name,
@@ -432,6 +468,8 @@ class ClusterState:
                 return  # a heartbeat or status the policies do not read: nothing to recompute
             if previous is None:
                 self._membership += 1
+            if self.hyper_nodes and (previous is None or previous.labels != info.labels):
+                self._topology_changed()
             if (
                 previous is None
                 or previous.allocatable != info.allocatable
