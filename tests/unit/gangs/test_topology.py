@@ -13,8 +13,11 @@ from hypothesis import strategies as st
 from extender.cache.state import ClusterState
 from extender.framework.policy import build_policy
 from extender.framework.session import OUTSIDE, Engine
+from extender.gangs.ledger import Gangs
 from extender.gangs.topology import Topology
 from extender.plugins import REGISTRY
+from extender.preemption.plan import Pool, victims_for, wanting
+from extender.preemption.victims import Rules
 from tests.builders import (
     PodBuilder,
     PodGroupBuilder,
@@ -23,6 +26,7 @@ from tests.builders import (
     make_hyper_node,
     make_node,
     make_pod,
+    running,
 )
 
 POLICY = {
@@ -284,3 +288,39 @@ def test_a_hard_gang_never_spans_two_tier_1_hyper_nodes(
         need = int(cpu)
         fits = [s for s, left in free.items() if sum(f // need for f in left) >= size]
         assert not fits, reason
+
+
+# -- preemption: freeing a whole HyperNode --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("victims", "expected"),
+    [
+        # One 4-cpu pod in s0 against two 2-cpu pods in s1: freeing s0 costs one victim.
+        pytest.param({"v1": ("n0", "4"), "v2": ("n2", "2"), "v3": ("n3", "2")}, {"v1"}, id="s0"),
+        # Two pods either way, but less cpu evicted in s1.
+        pytest.param(
+            {"v1": ("n0", "4"), "v4": ("n1", "3"), "v2": ("n2", "2"), "v3": ("n3", "2")},
+            {"v2", "v3"},
+            id="s1",
+        ),
+    ],
+)
+def test_a_hard_gang_frees_the_hyper_node_that_costs_the_fewest_victims(
+    victims: dict[str, tuple[str, str]], expected: set[str]
+) -> None:
+    state = fabric()
+    for name, (node, cpu) in victims.items():
+        running(state, name, [node], cpu=cpu, priority=0)
+    state.upsert_pod_group(make_group("g").min_member(2).network("hard", 1).model())
+    for index in range(2):
+        state.upsert_pod(
+            make_pod(f"g-{index}").uid(f"g-{index}").cpu("4").group("g").priority(10).model()
+        )
+    gangs = Gangs()
+    gangs.verdict(state, state.view().nodes, state.pods["g-0"])
+    order = gangs.order(state, state.view().nodes)
+    assert wanting(order, gangs) == ["default/g"]
+    found = victims_for(state, gangs, order, Pool.of(state, gangs), key="default/g", rules=Rules())
+    assert found is not None
+    assert {unit.key.split("/")[1] for unit in found.victims} == expected
