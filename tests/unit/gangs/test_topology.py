@@ -13,7 +13,10 @@ from hypothesis import strategies as st
 from extender.cache.state import ClusterState
 from extender.framework.policy import build_policy
 from extender.framework.session import OUTSIDE, Engine
+from extender.gangs.drain import drain
 from extender.gangs.ledger import Gangs
+from extender.gangs.members import view_gang
+from extender.gangs.placement import Room
 from extender.gangs.topology import Topology
 from extender.plugins import REGISTRY
 from extender.preemption.plan import Pool, victims_for, wanting
@@ -324,3 +327,18 @@ def test_a_hard_gang_frees_the_hyper_node_that_costs_the_fewest_victims(
     found = victims_for(state, gangs, order, Pool.of(state, gangs), key="default/g", rules=Rules())
     assert found is not None
     assert {unit.key.split("/")[1] for unit in found.victims} == expected
+
+
+def test_a_starving_hard_gang_drains_toward_one_hyper_node() -> None:
+    state = fabric()
+    for node in ("n0", "n1", "n2", "n3"):
+        busy(state, node, "3")  # 1 cpu free everywhere: s1 has one more node's worth after
+    busy(state, "n2", "1", "more")  # n2 full: s0 has the most free
+    gang(state, "g", 2, make_group("g").network("hard", 1), cpu="4")
+    target, held = drain(view_gang(state, "default/g"), Room(state.view().nodes), None)
+    assert set(target) == {"n0", "n1"}
+    assert held == {name: target[name].within(state.view().nodes[name].free) for name in held}
+    # Aimed there before, it keeps aiming there even once the other switch has more free.
+    busy(state, "n0", "1", "later")
+    target, _ = drain(view_gang(state, "default/g"), Room(state.view().nodes), target)
+    assert set(target) == {"n0", "n1"}
