@@ -214,3 +214,42 @@ def is_own(hyper_node: dict[str, Any]) -> bool:
     """Whether a HyperNode as the API returns it was made by this builder (its source label)."""
     labels = (hyper_node.get("metadata") or {}).get("labels") or {}
     return bool(labels.get(SOURCE_LABEL) == SOURCE)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What writing the wanted HyperNodes takes, against those the cluster has: the ones to
+    create, to update and left as they are (as manifests), the ones this builder made before
+    that are no longer wanted (to delete, by name) and the wanted names that HyperNodes this
+    builder did not make hold already (`foreign`: written over, they would be taken from
+    whoever made them, so the caller refuses)."""
+
+    create: tuple[dict[str, Any], ...]
+    update: tuple[dict[str, Any], ...]
+    unchanged: tuple[dict[str, Any], ...]
+    delete: tuple[str, ...]
+    foreign: tuple[str, ...]
+
+
+def plan(wanted: Sequence[dict[str, Any]], existing: Sequence[dict[str, Any]]) -> Plan:
+    """Compare the wanted manifests with the HyperNodes the API returned (every one of them)."""
+    found = {h["metadata"]["name"]: h for h in existing}
+    names = {m["metadata"]["name"] for m in wanted}
+    create, update, unchanged, foreign = [], [], [], []
+    for item in wanted:
+        have = found.get(item["metadata"]["name"])
+        if have is None:
+            create.append(item)
+        elif not is_own(have):
+            foreign.append(item["metadata"]["name"])
+        elif have.get("spec") == item["spec"] and _labelled(have, item["metadata"]["labels"]):
+            unchanged.append(item)
+        else:
+            update.append(item)
+    stale = sorted(name for name, h in found.items() if is_own(h) and name not in names)
+    return Plan(tuple(create), tuple(update), tuple(unchanged), tuple(stale), tuple(foreign))
+
+
+def _labelled(hyper_node: dict[str, Any], labels: dict[str, str]) -> bool:
+    have = (hyper_node.get("metadata") or {}).get("labels") or {}
+    return all(have.get(key) == value for key, value in labels.items())

@@ -4,6 +4,7 @@ the next, nodes followed up to the first label they lack, two parents refused, n
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -20,8 +21,10 @@ from extender.api.topology_labels import (
     is_own,
     label_tiers,
     manifest,
+    plan,
 )
 from tests.builders import make_node
+from tests.topology_builders import make_hyper_node
 
 RACK, SPINE, ZONE = "rack", "topology.example.com/spine", "zone"
 TIERS = label_tiers([RACK, SPINE])
@@ -243,3 +246,42 @@ def test_every_labelled_node_is_in_one_tier_1_hyper_node_and_tiers_nest(
     if not built.conflicts:
         parents = [m for tier, members in shape.values() if tier > 1 for m in members]
         assert len(parents) == len(set(parents))
+
+
+def own(name: str, *nodes: str) -> dict[str, Any]:
+    """A HyperNode as the API returns one this builder made."""
+    stored = make_hyper_node(name).tier(1, RACK).nodes(*nodes).label(SOURCE_LABEL, SOURCE)
+    return stored.label(RACK, name.removeprefix("t1-")).build()
+
+
+WANTED = [manifest(h) for h in build(label_tiers([RACK]), [node("n0", rack="r0")]).hyper_nodes]
+
+
+@pytest.mark.parametrize(
+    ("existing", "expected"),
+    [
+        ([], {"create": ["t1-r0"]}),
+        ([own("t1-r0", "n0")], {"unchanged": ["t1-r0"]}),
+        ([own("t1-r0", "n0", "n9")], {"update": ["t1-r0"]}),
+        ([own("t1-r0", "n0"), own("t1-old", "n9")], {"unchanged": ["t1-r0"], "delete": ["t1-old"]}),
+        ([make_hyper_node("t1-r0").nodes("n0").build()], {"foreign": ["t1-r0"]}),
+        ([make_hyper_node("mine").nodes("n9").build()], {"create": ["t1-r0"]}),
+    ],
+    ids=["new", "same", "members-changed", "stale-own", "name-taken", "others-left-alone"],
+)
+def test_plan(existing: list[dict[str, Any]], expected: dict[str, list[str]]) -> None:
+    """Each outcome names the HyperNodes in it (an outcome not given is empty)."""
+    todo = plan(WANTED, existing)
+
+    outcomes = {
+        "create": todo.create,
+        "update": todo.update,
+        "unchanged": todo.unchanged,
+        "delete": todo.delete,
+        "foreign": todo.foreign,
+    }
+    assert {
+        outcome: [item if isinstance(item, str) else item["metadata"]["name"] for item in items]
+        for outcome, items in outcomes.items()
+        if items
+    } == expected
