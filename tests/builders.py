@@ -6,6 +6,7 @@ make_node("n1").cpu("4").memory("8Gi").model()
 make_group("tf").min_member(4).build()             # a PodGroup; pods join with .group("tf")
 make_queue("research").weight(3).capability(cpu="8").model()   # a Queue
 make_queue("team-a").parent("ml").model()                      # a child queue of ml
+make_hyper_node("s0").tier(1, "switch").nodes("n0", "n1").model()  # a HyperNode (a switch)
 make_job("tf").task("ps", 1, cpu="1").task("worker", 2).policy("PodEvicted", "RestartJob")
 make_job_pod(job, "worker", 0).phase("Failed", exit_code=3).model()   # a pod the controller made
 make_review(make_job("tf").task("w").build()).update(old).request()   # an AdmissionRequest
@@ -396,6 +397,10 @@ class HyperNodeBuilder:
         self._hyper_node["spec"]["tier"] = tier
         if name:
             self._hyper_node["spec"]["tierName"] = name
+        return self
+
+    def label(self, key: str, value: str) -> Self:
+        self._hyper_node["metadata"].setdefault("labels", {})[key] = value
         return self
 
     def nodes(self, *names: str) -> Self:

@@ -20,7 +20,7 @@ from extender.api.topology_labels import SOURCE, SOURCE_LABEL
 from extender.cli.main import main
 from extender.devcluster import fake_node
 from extender.kube import apply_object, delete, list_objects, load_manifests, wait_established
-from tests.topology_builders import make_hyper_node
+from tests.builders import make_hyper_node
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "manifests" / "base" / "crd-topology.yaml"

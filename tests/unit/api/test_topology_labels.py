@@ -23,8 +23,7 @@ from extender.api.topology_labels import (
     manifest,
     plan,
 )
-from tests.builders import make_node
-from tests.topology_builders import make_hyper_node
+from tests.builders import make_hyper_node, make_node
 
 RACK, SPINE, ZONE = "rack", "topology.example.com/spine", "zone"
 TIERS = label_tiers([RACK, SPINE])

@@ -9,8 +9,7 @@ import yaml
 from extender.api.topology_labels import SOURCE, SOURCE_LABEL, build, label_tiers
 from extender.cli.hypernodes_cmd import build_output, tree_rows
 from extender.cli.main import main
-from tests.builders import make_node, make_pod
-from tests.topology_builders import make_hyper_node
+from tests.builders import make_hyper_node, make_node, make_pod
 
 TIERS = label_tiers(["rack", "spine"])
 
