@@ -154,6 +154,8 @@ class Simulation:
         self._all_done = asyncio.Event()
         for node in world.nodes(trace):
             self.state.upsert_node(node)
+        for hyper_node in world.hyper_nodes(trace):
+            self.state.upsert_hyper_node(hyper_node)
         for queue in world.queues(trace):
             self.state.upsert_queue(queue)
         for priority_class in world.priority_classes(trace):
