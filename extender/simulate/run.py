@@ -87,6 +87,7 @@ class Interval:
     end: float | None = None
     useful_from: float | None = None  # when its job had started (it made progress from then)
     evicted: bool = False  # preempted, or its job restarted for one: its progress was lost
+    pod: str = ""  # its name (a member recreated after an eviction keeps it)
 
 
 @dataclass
@@ -266,7 +267,13 @@ class Simulation:
         record = self.jobs[self._job_of[uid]]
         now = self.clock.now
         self._open[uid] = interval = Interval(
-            node, record.job.name, record.job.queue, record.incarnation, pod.request["cpu"], now
+            node,
+            record.job.name,
+            record.job.queue,
+            record.incarnation,
+            pod.request["cpu"],
+            now,
+            pod=pod.metadata.name,
         )
         self.intervals.append(interval)
         record.running.add(uid)
