@@ -6,6 +6,7 @@ make_node("n1").cpu("4").memory("8Gi").model()
 make_group("tf").min_member(4).build()             # a PodGroup; pods join with .group("tf")
 make_queue("research").weight(3).capability(cpu="8").model()   # a Queue
 make_queue("team-a").parent("ml").model()                      # a child queue of ml
+make_hyper_node("s0").tier(1, "switch").nodes("n0", "n1").model()  # a HyperNode (a switch)
 make_job("tf").task("ps", 1, cpu="1").task("worker", 2).policy("PodEvicted", "RestartJob")
 make_job_pod(job, "worker", 0).phase("Failed", exit_code=3).model()   # a pod the controller made
 make_review(make_job("tf").task("w").build()).update(old).request()   # an AdmissionRequest
@@ -35,6 +36,7 @@ from extender.api.scheduling import (
     PodGroup,
     Queue,
 )
+from extender.api.topology import HyperNode
 from extender.cache.state import ClusterState
 from tests.batch_builders import (
     JobBuilder,
@@ -47,6 +49,7 @@ from tests.batch_builders import (
 from tests.paths import set_path
 
 __all__ = [
+    "HyperNodeBuilder",
     "JobBuilder",
     "JobPodBuilder",
     "NodeBuilder",
@@ -56,6 +59,7 @@ __all__ = [
     "ReviewBuilder",
     "cluster",
     "make_group",
+    "make_hyper_node",
     "make_job",
     "make_job_pod",
     "make_node",
@@ -307,6 +311,29 @@ class PodGroupBuilder:
         self._group["metadata"].setdefault("annotations", {})[key] = value
         return self
 
+    def network(self, mode: str = "hard", tier: int | None = 1, tier_name: str = "") -> Self:
+        """`spec.networkTopology`: stay within one HyperNode of tier at most `tier`."""
+        self._group["spec"]["networkTopology"] = _network(mode, tier, tier_name)
+        return self
+
+    def partitions(
+        self, task: str, size: int, mode: str = "hard", tier: int | None = 1, minimum: int = 0
+    ) -> Self:
+        """A `subGroupPolicy` as the Job controller makes it for a task with a partitionPolicy:
+        the task's pods split by `volcano.sh/partition-id`, each partition of `size` within one
+        HyperNode of tier at most `tier`."""
+        self._group["spec"].setdefault("subGroupPolicy", []).append(
+            {
+                "name": task,
+                "subGroupSize": size,
+                "minSubGroups": minimum,
+                "labelSelector": {"matchLabels": {"volcano.sh/task-spec": task}},
+                "matchLabelKeys": ["volcano.sh/partition-id"],
+                "networkTopology": _network(mode, tier, ""),
+            }
+        )
+        return self
+
     def set(self, path: str, value: Any) -> Self:
         """Any field by its path (`spec.minMember`), whatever its type: for malformed objects."""
         set_path(self._group, path, value)
@@ -344,6 +371,74 @@ class PodGroupBuilder:
                 body["spec"]["priorityClassName"] = spec["priorityClassName"]
         body.pop("status", None)
         return body
+
+
+def _network(mode: str, tier: int | None, tier_name: str) -> dict[str, Any]:
+    wire: dict[str, Any] = {"mode": mode}
+    if tier is not None:
+        wire["highestTierAllowed"] = tier
+    if tier_name:
+        wire["highestTierName"] = tier_name
+    return wire
+
+
+class HyperNodeBuilder:
+    """A HyperNode of `tier` whose members are nodes or HyperNodes, each by exact name."""
+
+    def __init__(self, name: str) -> None:
+        self._hyper_node: dict[str, Any] = {
+            "apiVersion": "topology.volcano.sh/v1alpha1",
+            "kind": "HyperNode",
+            "metadata": {"name": name},
+            "spec": {"tier": 1, "members": []},
+        }
+
+    def tier(self, tier: int, name: str = "") -> Self:
+        self._hyper_node["spec"]["tier"] = tier
+        if name:
+            self._hyper_node["spec"]["tierName"] = name
+        return self
+
+    def label(self, key: str, value: str) -> Self:
+        self._hyper_node["metadata"].setdefault("labels", {})[key] = value
+        return self
+
+    def nodes(self, *names: str) -> Self:
+        return self._members("Node", names)
+
+    def hyper_nodes(self, *names: str) -> Self:
+        return self._members("HyperNode", names)
+
+    def regex(self, pattern: str) -> Self:
+        member = {"type": "Node", "selector": {"regexMatch": {"pattern": pattern}}}
+        self._hyper_node["spec"]["members"].append(member)
+        return self
+
+    def labelled(self, **labels: str) -> Self:
+        member = {"type": "Node", "selector": {"labelMatch": {"matchLabels": labels}}}
+        self._hyper_node["spec"]["members"].append(member)
+        return self
+
+    def _members(self, kind: str, names: Iterable[str]) -> Self:
+        self._hyper_node["spec"]["members"].extend(
+            {"type": kind, "selector": {"exactMatch": {"name": name}}} for name in names
+        )
+        return self
+
+    def set(self, path: str, value: Any) -> Self:
+        """Any field by its path, whatever its type: for malformed objects."""
+        set_path(self._hyper_node, path, value)
+        return self
+
+    def build(self) -> dict[str, Any]:
+        return copy.deepcopy(self._hyper_node)
+
+    def model(self) -> HyperNode:
+        return HyperNode.model_validate(self.build())
+
+
+def make_hyper_node(name: str) -> HyperNodeBuilder:
+    return HyperNodeBuilder(name)
 
 
 class QueueBuilder:

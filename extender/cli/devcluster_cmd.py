@@ -7,8 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from extender import devcluster
+from extender.devcluster.nodes import SPINE_LABEL, SWITCH_LABEL
 from extender.devcluster.paths import default_state_dir
 from extender.devcluster.process import is_running
+from extender.kube import connect
+from extender.kube.hyper_nodes import serves_hyper_nodes
 
 
 def register(commands: Any) -> None:
@@ -33,6 +36,21 @@ def register(commands: Any) -> None:
     up.add_argument("--nodes", type=int, default=2, help="fake nodes to create (default 2)")
     up.add_argument("--node-cpu", default="8", help="allocatable cpu per node (default 8)")
     up.add_argument("--node-memory", default="32Gi", help="allocatable memory per node")
+    up.add_argument(
+        "--switches",
+        type=int,
+        default=0,
+        help="put the nodes in this many switches, in contiguous blocks (label "
+        f"{SWITCH_LABEL}=s0, s1, ...), with their HyperNodes when the cluster serves the kind "
+        "(default: none)",
+    )
+    up.add_argument(
+        "--spines",
+        type=int,
+        default=0,
+        help=f"put the switches in this many spines, in contiguous blocks (label {SPINE_LABEL}"
+        "=p0, p1, ...; needs --switches)",
+    )
     up.add_argument("--timeout", type=float, default=120.0, help="seconds to wait per component")
     up.add_argument(
         "--lahar",
@@ -93,6 +111,8 @@ def _up(args: argparse.Namespace) -> int:
         nodes=args.nodes,
         node_cpu=args.node_cpu,
         node_memory=args.node_memory,
+        switches=args.switches,
+        spines=args.spines,
         ready_timeout=args.timeout,
         with_lahar=args.lahar,
         kubernetes=args.kubernetes,
@@ -102,8 +122,23 @@ def _up(args: argparse.Namespace) -> int:
         f"dev cluster up: Kubernetes {cluster.state.kubernetes_version} at {cluster.state.server}"
     )
     print(f"  export KUBECONFIG={cluster.kubeconfig}")
+    if args.switches:
+        print(f"  {_network(args.switches, args.spines, cluster.kubeconfig)}")
     print(f"  stop it with: lahar dev-cluster down --state-dir {state_dir}")
     return 0
+
+
+def _network(switches: int, spines: int, kubeconfig: Path) -> str:
+    """What the nodes' network is, and whether HyperNodes were made for it."""
+    held = f"{switches} switches" + (f" in {spines} spines" if spines else "")
+    with connect(kubeconfig) as api:
+        served = serves_hyper_nodes(api)
+    if served:
+        return f"nodes in {held}; see the HyperNodes with: lahar hypernodes list"
+    return (
+        f"nodes in {held} (labels {SWITCH_LABEL}, {SPINE_LABEL}); no HyperNodes: the cluster "
+        "serves no topology.volcano.sh HyperNode"
+    )
 
 
 def _down(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ from extender.cli import (
     demo_cmd,
     devcluster_cmd,
     explain_cmd,
+    hypernodes_cmd,
     job_cmd,
     podgroup_cmd,
     queue_cmd,
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     podgroup_cmd.register(commands)
     explain_cmd.register(commands)
     crds_cmd.register(commands)
+    hypernodes_cmd.register(commands)
     return parser
 
 

@@ -2,10 +2,11 @@
 kube-controller-manager, kube-scheduler and KWOK, all on loopback ports.
 
 `up` checks everything it can before starting anything (state directory, requested ports, scheduler
-configuration), then starts the components in dependency order and waits for each one's health
-endpoint, then creates fake nodes and waits until they are schedulable and the default service
-account exists (pods can be created). If any step fails, everything already started is stopped and
-the error names the component and its log file: `up` never leaves half-started processes.
+configuration, the nodes' switches and spines), then starts the components in dependency order
+and waits for each one's health endpoint, then creates fake nodes (in switches and spines, with
+their HyperNodes, when asked) and waits until they are schedulable and the default service account
+exists (pods can be created). If any step fails, everything already started is stopped and the
+error names the component and its log file: `up` never leaves half-started processes.
 `down` stops every recorded process by pid (checking the pid still runs the same binary) and removes
 the state directory (`stop` and `remove` apart: the demo reads the logs in between).
 """
@@ -21,7 +22,7 @@ from typing import Any
 from extender.devcluster import configs, health, lahar, pki, ports, process
 from extender.devcluster.build import Binaries, chosen_kubernetes, ensure_binaries
 from extender.devcluster.errors import DevClusterError
-from extender.devcluster.nodes import prepare_workloads
+from extender.devcluster.nodes import network_labels, prepare_workloads
 from extender.devcluster.paths import manifests_dir, policy_dir
 from extender.devcluster.state import STATE_FILE, DevClusterState, load_state
 from extender.kube import KubeError
@@ -53,6 +54,10 @@ class ClusterOptions:
     nodes: int = 2
     node_cpu: str = "8"
     node_memory: str = "32Gi"
+    # The nodes in switches and the switches in spines, in contiguous blocks
+    # (`nodes.network_labels`; 0: no network labels, no HyperNodes).
+    switches: int = 0
+    spines: int = 0
     ready_timeout: float = 120.0
     die_with_parent: bool = False
     # Lahar's extender and a second kube-scheduler with Lahar's profiles (see devcluster.lahar).
@@ -201,6 +206,10 @@ def up(options: ClusterOptions, binaries: Binaries | None = None) -> DevCluster:
     _check_state_dir(state_dir)
     if options.apiserver_port is not None:
         ports.require_free(options.apiserver_port, "kube-apiserver", "--apiserver-port")
+    try:
+        network_labels(options.nodes, options.switches, options.spines)
+    except ValueError as error:
+        raise DevClusterError(str(error)) from None
     scheduler_config = (
         configs.load_scheduler_config(options.scheduler_config)
         if options.scheduler_config
@@ -439,6 +448,8 @@ def _prepare_workloads(starter: _Starter) -> None:
             cpu=options.node_cpu,
             memory=options.node_memory,
             timeout=options.ready_timeout,
+            switches=options.switches,
+            spines=options.spines,
         )
     except (KubeError, TimeoutError) as exc:
         raise DevClusterError(

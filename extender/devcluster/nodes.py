@@ -1,17 +1,32 @@
 """Fake nodes for the dev cluster: plain Node objects that KWOK keeps Ready (no kubelet runs), made
-and waited for until they take pods."""
+and waited for until they take pods.
+
+Asked for, the nodes sit in a network: `network_labels` puts them in switches and the switches in
+spines, in contiguous blocks (the first nodes in `s0`, the next in `s1`, ...; the first switches in
+`p0`), as even as the counts allow, by the labels `topology.lahar.io/switch` and
+`topology.lahar.io/spine`. When the cluster serves Volcano's HyperNode, the HyperNodes those labels
+describe are made by the same builder as `lahar hypernodes build --apply` (`api.topology_labels`),
+so a network topology can be tried locally; without the kind the labels alone are there.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client as k8s
 
+from extender.api.objects import Node
+from extender.api.topology_labels import build, label_tiers, manifest
+from extender.devcluster.errors import DevClusterError
 from extender.kube import apply_object, connect, list_objects, read, wait_until
+from extender.kube.hyper_nodes import serves_hyper_nodes, sync_hyper_nodes
 
 FAKE_NODE_LABEL = "lahar.io/fake-node"
+SWITCH_LABEL = "topology.lahar.io/switch"
+SPINE_LABEL = "topology.lahar.io/spine"
 
 
 LIFECYCLE = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/")  # taints of node state
@@ -50,6 +65,48 @@ def fake_node(
     }
 
 
+def network_labels(count: int, switches: int, spines: int = 0) -> list[dict[str, str]]:
+    """Each of `count` nodes' switch (and spine) labels: node i in switch `i * switches // count`,
+    switch j in spine `j * spines // switches` (contiguous blocks, sizes differing by one at
+    most); no labels without switches. A ValueError names the flag and why."""
+    if switches < 0 or spines < 0:
+        raise ValueError(f"--{'switches' if switches < 0 else 'spines'}: must not be negative")
+    if spines and not switches:
+        raise ValueError("--spines: needs --switches (spines hold switches)")
+    if switches > count:
+        raise ValueError(
+            f"--switches: {switches} switches for {count} nodes (one node each at least)"
+        )
+    if spines > switches:
+        raise ValueError(
+            f"--spines: {spines} spines for {switches} switches (one switch each at least)"
+        )
+    if not switches:
+        return [{} for _ in range(count)]
+    labels = []
+    for index in range(count):
+        switch = index * switches // count
+        labels.append(
+            {SWITCH_LABEL: f"s{switch}"}
+            | ({SPINE_LABEL: f"p{switch * spines // switches}"} if spines else {})
+        )
+    return labels
+
+
+def make_hyper_nodes(api: k8s.ApiClient, *, spines: bool) -> int | None:
+    """The HyperNodes the nodes' switch (and spine) labels describe, written; how many, or None
+    when the cluster serves no HyperNode."""
+    if not serves_hyper_nodes(api):
+        return None
+    tiers = label_tiers([SWITCH_LABEL, SPINE_LABEL], ["switch", "spine"])[: 2 if spines else 1]
+    nodes = [Node.model_validate(n) for n in list_objects(api, "v1", "Node")]
+    built = build(tiers, nodes)
+    if built.conflicts:  # (the dev cluster's own blocks never conflict; a user relabelled)
+        raise DevClusterError("; ".join(str(c) for c in built.conflicts))
+    sync_hyper_nodes(api, [manifest(h) for h in built.hyper_nodes])
+    return len(built.hyper_nodes)
+
+
 def is_schedulable(node: dict[str, Any]) -> bool:
     """Ready, and free of the taints Kubernetes puts on a node until it is (not-ready,
     unreachable, uninitialized). Taints a node was given on purpose do not count."""
@@ -63,12 +120,24 @@ def is_schedulable(node: dict[str, Any]) -> bool:
 
 
 def add_ready_nodes(
-    api: k8s.ApiClient, names: list[str], *, cpu: str, memory: str, timeout: float
+    api: k8s.ApiClient,
+    names: list[str],
+    *,
+    cpu: str,
+    memory: str,
+    timeout: float,
+    labels: Sequence[dict[str, str]] = (),
 ) -> None:
-    """Create fake nodes `names` (eight at a time: benchmarks ask for thousands) and wait until
-    they are Ready without NoSchedule taints."""
+    """Create fake nodes `names` (eight at a time: benchmarks ask for thousands), each with its
+    `labels` when given, and wait until they are Ready without NoSchedule taints."""
+    own = list(labels) or [{} for _ in names]
+
+    def make(index: int) -> None:
+        node = fake_node(names[index], cpu=cpu, memory=memory, labels=own[index])
+        apply_object(api, node)
+
     with ThreadPoolExecutor(max_workers=8) as pool:
-        for _ in pool.map(lambda n: apply_object(api, fake_node(n, cpu=cpu, memory=memory)), names):
+        for _ in pool.map(make, range(len(names))):
             pass
     shown = ", ".join(names) if len(names) <= 10 else f"{len(names)} nodes ({names[0]}, ...)"
     wait_until(
@@ -103,14 +172,31 @@ def _taints(node: dict[str, Any]) -> list[str]:
 
 
 def prepare_workloads(
-    kubeconfig: Path, count: int, *, cpu: str, memory: str, timeout: float
+    kubeconfig: Path,
+    count: int,
+    *,
+    cpu: str,
+    memory: str,
+    timeout: float,
+    switches: int = 0,
+    spines: int = 0,
 ) -> None:
-    """The dev cluster's `count` fake nodes `kwok-node-<i>`, Ready, and the default namespace's
-    ServiceAccount (created by kube-controller-manager), so pods can be created at once."""
+    """The dev cluster's `count` fake nodes `kwok-node-<i>`, Ready (in `switches` switches and
+    `spines` spines when asked, with their HyperNodes when the cluster serves the kind), and the
+    default namespace's ServiceAccount (created by kube-controller-manager), so pods can be
+    created at once."""
+    labels = network_labels(count, switches, spines)
     with connect(kubeconfig) as api:
         add_ready_nodes(
-            api, [f"kwok-node-{i}" for i in range(count)], cpu=cpu, memory=memory, timeout=timeout
+            api,
+            [f"kwok-node-{i}" for i in range(count)],
+            cpu=cpu,
+            memory=memory,
+            timeout=timeout,
+            labels=labels,
         )
+        if switches:
+            make_hyper_nodes(api, spines=bool(spines))
         wait_until(
             lambda: read(api, "v1", "ServiceAccount", "default", "default"),
             timeout=timeout,

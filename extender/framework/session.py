@@ -49,6 +49,29 @@ class FilterOutcome:
     gang_reason: str | None = None
 
 
+OUTSIDE = "outside the HyperNode its gang's networkTopology keeps its pods in"
+
+
+def _kept_inside(
+    outcome: FilterOutcome,
+    candidates: Candidates,
+    inside: frozenset[str] | None,
+    *,
+    with_reasons: bool,
+) -> FilterOutcome:
+    """`outcome` with the candidates outside `inside` failed (None: as it is)."""
+    if inside is None or outcome.gang_reason is not None:
+        return outcome
+    passed = outcome.passed if not outcome.everything_passed else candidates.names
+    kept = [name for name in passed if name in inside]
+    if len(kept) == len(passed):
+        return outcome
+    failed = dict(outcome.failed)
+    if with_reasons:
+        failed.update((name, OUTSIDE) for name in passed if name not in inside)
+    return FilterOutcome(passed=kept, failed=failed, unresolvable=outcome.unresolvable)
+
+
 def unknown_node_reason(name: str) -> str:
     return f"node {name} is not in Lahar's cache (just created, or already deleted)"
 
@@ -98,10 +121,13 @@ class Engine:
             self.gangs.serve(pod.spec.scheduler_name)
             verdict = self.gangs.verdict(state, view.nodes, pod)
         if fit:
-            return self.session(view).filter(pod, candidates, verdict, with_reasons=with_reasons)
+            outcome = self.session(view).filter(pod, candidates, verdict, with_reasons=with_reasons)
+            return _kept_inside(outcome, candidates, verdict.inside, with_reasons=with_reasons)
         if verdict.reason is not None:
             return FilterOutcome(gang_reason=verdict.reason)
         held = self._held(view, pod, candidates, verdict)
+        if verdict.inside is not None:
+            held.update(dict.fromkeys(candidates.members - verdict.inside, OUTSIDE))
         # (`passed` left empty: reading the names would decode thousands of them for nothing)
         return FilterOutcome(failed=held, everything_passed=not held)
 

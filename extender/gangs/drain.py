@@ -3,7 +3,9 @@
 A gang that waited past its starvation limit and does not fit aims at the nodes it would fit on
 were they empty (those it aimed at before first, then those with most free), placing its members
 first fit on their allocatable; it holds what is free there now, so freed capacity accumulates
-for it walk after walk (`gangs.order` calls it at the gang's turn). Pure.
+for it walk after walk (`gangs.order` calls it at the gang's turn). A gang held to one HyperNode
+(hard network topology) aims inside one: the one it aimed at before, else the one with most free
+cpu of those large enough to hold it. Pure.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import itertools
 from collections.abc import Iterator, Mapping
 
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
-from extender.gangs.members import GangView
+from extender.gangs.members import GangView, Planned
 from extender.gangs.placement import Room, members_to_plan
 
 
@@ -25,6 +27,10 @@ def drain(
     accumulates for it. Returns (what it aims for per node, what is held now)."""
     members, _ = members_to_plan(gang)
     nodes, free = left.nodes, left.free  # the schedulable nodes, after what is claimed
+    inside = _aim(members, left, previous)
+    if inside is not None:
+        previous = {n: amount for n, amount in (previous or {}).items() if n in inside}
+        free = {n: amount for n, amount in free.items() if n in inside}
     kept = set(previous or ())
     first = sorted(
         (name for name in kept if name in free),
@@ -32,7 +38,8 @@ def drain(
     )
     # The previous targets, then the others from the most free: listed only as far as some
     # member looked (most find a node among the first few), not sorted whole per turn.
-    ranked = _Lazy(itertools.chain(first, (n for n in left.most_free() if n not in kept)))
+    rest = (n for n in left.most_free() if n not in kept and (inside is None or n in inside))
+    ranked = _Lazy(itertools.chain(first, rest))
     target: dict[str, Resources] = {}
     for start, end in members.runs:  # largest first, alike members together
         # First fit member by member, from the first node each time, would pass over the nodes
@@ -57,6 +64,30 @@ def drain(
         if keep:
             held[name] = keep
     return target, held
+
+
+def _aim(
+    members: Planned, left: Room, previous: Mapping[str, Resources] | None
+) -> frozenset[str] | None:
+    """The nodes of the HyperNode a gang held to one drains inside (None: it is not held)."""
+    held = members.reach.gang if members.reach is not None else None
+    if held is None or not held.hard or not held.domains:
+        return None
+    need = sum(pod.request[CPU] for pod in members)
+    nodes, free = left.nodes, left.free
+    large = [
+        d
+        for d in held.domains
+        if sum(nodes[n].allocatable[CPU] for n in d.nodes if n in nodes) >= need
+    ]
+    aimed = set(previous or ())
+    before = next((d for d in large if aimed and aimed <= d.nodes), None)
+    if before is not None:
+        return before.nodes
+    if not large:
+        return held.domains[0].nodes
+    most = max(large, key=lambda d: (sum(free[n][CPU] for n in d.nodes if n in free), d.name))
+    return most.nodes
 
 
 class _Lazy:

@@ -77,10 +77,14 @@ class Verdict:
     `credit` is, per node, the reservation of the pod's own gang it may take there: its own
     slot's, and on other nodes a slot of its gang planned for a member asking the same (the
     member binding there takes that slot and leaves its own to the other), so the pod may go to
-    any node the scheduler offers that has room once the other gangs' reservations are kept."""
+    any node the scheduler offers that has room once the other gangs' reservations are kept.
+
+    `inside`: the only nodes the pod may go to (None: any), those of the HyperNode its gang's
+    network topology keeps it in (`gangs.topology`)."""
 
     reason: str | None = None
     credit: Mapping[str, Resources] = field(default_factory=dict)
+    inside: frozenset[str] | None = None
 
 
 PLAIN = Verdict()
@@ -199,7 +203,9 @@ class Gangs:
         self._admit(gang, turn.slots)
         # The walk already counted these slots as claimed: every other turn stands as it was.
         self._order = replace(order, made_at=self._state_key(state))
-        return Verdict(credit=_credit(turn.slots, pod.metadata.uid))
+        own = turn.slots.get(pod.metadata.uid)
+        inside = own.within if own is not None else _staying_inside(gang, pod, turn.slots)
+        return Verdict(credit=_credit(turn.slots, pod.metadata.uid), inside=inside)
 
     def _admitted_or_standing(
         self, state: ClusterState, nodes: Mapping[str, NodeInfo], gang: GangView, pod: Pod
@@ -217,8 +223,9 @@ class Gangs:
             if refusal is not None:
                 return Verdict(refusal.message)
         if admission is None or slot is None:
-            return PLAIN
-        return Verdict(credit=_credit(admission.slots, pod.metadata.uid))
+            inside = _staying_inside(gang, pod, admission.slots if admission else None)
+            return PLAIN if inside is None else Verdict(inside=inside)
+        return Verdict(credit=_credit(admission.slots, pod.metadata.uid), inside=slot.within)
 
     def order(
         self, state: ClusterState, nodes: Mapping[str, NodeInfo], asking: GangView | None = None
@@ -555,12 +562,38 @@ class Gangs:
         return admission
 
 
+def _staying_inside(
+    gang: GangView, pod: Pod, slots: Mapping[str, Slot] | None = None
+) -> frozenset[str] | None:
+    """The nodes a member without a slot of a gang held to a HyperNode (hard network topology)
+    may go to: the HyperNode the slots of its gang (or its partition) hold, or else the largest
+    one it may use that holds where the others run; None when it is free to go anywhere."""
+    reach = gang.reach
+    if reach is None:
+        return None
+    part = reach.part_of(pod.metadata.uid)
+    within = part.within if part is not None else reach.gang
+    if within is None or not within.hard:
+        return None
+    for uid, slot in (slots or {}).items():
+        if slot.within is not None and reach.part_of(uid) == part:
+            return slot.within
+    if not within.domains or not gang.staying:
+        return None
+    return within.domains[-1].nodes  # (those holding where members run nest, tier by tier)
+
+
 def _credit(slots: Mapping[str, Slot], uid: str) -> dict[str, Resources]:
     """Per node, the reservation of its gang member `uid` may take there (`Verdict.credit`): its
-    own slot, and a slot of the gang's for a member asking the same on each other node."""
+    own slot, and a slot of the gang's for a member asking the same, to stay in the same
+    HyperNode, on each other node."""
     own = slots.get(uid)
     if own is None:
         return {}
-    credit = {slot.node: slot.request for slot in slots.values() if slot.request == own.request}
+    credit = {
+        slot.node: slot.request
+        for slot in slots.values()
+        if slot.request == own.request and slot.within is own.within
+    }
     credit[own.node] = own.request
     return credit

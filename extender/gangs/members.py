@@ -31,6 +31,7 @@ from extender.api.scheduling import (
 )
 from extender.cache.state import ClusterState
 from extender.gangs.refusals import Cause, Rejection, backoff_refusal
+from extender.gangs.topology import Reach, Topology, reach_of
 
 T = TypeVar("T")
 NATIVE = GroupKind.NATIVE
@@ -72,6 +73,8 @@ class GangView:
     pending: list[Pod]  # unplaced, not finished, not being deleted
     failed: list[Pod] = field(default_factory=list)
     arrival: int = 0  # the order in which the cache first saw it (`ClusterState.arrivals`)
+    # What its networkTopology and partitions ask of its placement (None: nothing).
+    reach: Reach | None = field(default=None, compare=False)
     # What readers worked out from this view and more of the state that changes only with the
     # gang (its members' nodes, whether they are assumed), kept with the view, in their slots.
     memo: Memo = field(default_factory=Memo, compare=False, repr=False)
@@ -164,14 +167,14 @@ class GangView:
             if len(of_task) < need:
                 have = placed_per_task[task] + len(of_task)
                 message = f"gang {self.key}: task {task} has {have} of the {wanted} pods it needs"
-                return Planned(()), Rejection(Cause.NOT_ENOUGH_PODS_OF_TASK, message)
+                return Planned((), self.reach), Rejection(Cause.NOT_ENOUGH_PODS_OF_TASK, message)
             chosen.extend(of_task[:need])
         rest = self.pending
         if chosen:
             taken = {pod.metadata.uid for pod in chosen}
             rest = [pod for pod in rest if pod.metadata.uid not in taken]
         chosen.extend(rest[: max(0, self.min_member - self.ready - len(chosen))])
-        return Planned(chosen), None
+        return Planned(chosen, self.reach), None
 
     @cached_property
     def conflict(self) -> str | None:
@@ -228,10 +231,12 @@ Shape = tuple[tuple[Resources, tuple[Toleration, ...], int], ...]  # see Planned
 class Planned(list[Pod]):
     """Pods in the order plans place them (`largest_first`), in `runs` of pods `alike` (as
     slices: start, end): a plan places a run node by node, as many as fit at once, instead of
-    pod by pod. Sorted and compared once, where the list is kept."""
+    pod by pod. Sorted and compared once, where the list is kept. `reach`: what their gang's
+    network topology asks of where they go (`gangs.topology`)."""
 
-    def __init__(self, pods: Iterable[Pod]) -> None:
+    def __init__(self, pods: Iterable[Pod], reach: Reach | None = None) -> None:
         super().__init__(sorted(pods, key=largest_first))
+        self.reach = reach
         self.runs: list[tuple[int, int]] = []
         start = 0
         for index in range(1, len(self) + 1):
@@ -244,7 +249,10 @@ class Planned(list[Pod]):
         """All that placing these pods depends on, run by run (request, tolerations, how many),
         when every pod runs anywhere: lists of equal shape get equal placements, position by
         position, in an unchanged room. None when a pod has a nodeSelector or node affinity
-        (what it may run on is not worth comparing)."""
+        (what it may run on is not worth comparing), or when their gang asks for a network
+        topology (where they go depends on which pods are in which partition)."""
+        if self.reach is not None:
+            return None
         pods = [(self[start], end - start) for start, end in self.runs]
         if not all(pod.runs_anywhere for pod, _ in pods):
             return None
@@ -290,7 +298,17 @@ def view_gang(state: ClusterState, key: str) -> GangView:
             pending.append(pod)
     group = state.pod_groups.get(key)
     arrival = state.arrivals.get(key, 0)
-    view = GangView(key, group, placed, succeeded, pending, failed, arrival)
+    reach = None
+    if group is not None and (
+        group.spec.network_topology is not None or group.spec.sub_group_policy
+    ):
+        at = {
+            pod.metadata.uid: state.placed_on(pod.metadata.uid) or ""
+            for pod in placed
+            if pod.metadata.deletion_timestamp is None
+        }
+        reach = reach_of(group, placed + pending, at, Topology.of(state))
+    view = GangView(key, group, placed, succeeded, pending, failed, arrival, reach=reach)
     if key in state.pod_groups or key in state.members:  # nothing is kept for unknown keys
         views.keep(key, view)
     return view

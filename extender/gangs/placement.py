@@ -11,7 +11,7 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 
 from extender.api.objects import Pod
@@ -20,6 +20,7 @@ from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo, Snapshot
 from extender.gangs.members import GangView, Planned, Shape
 from extender.gangs.refusals import Cause, Rejection
+from extender.gangs.topology import Domain, Part, Reach, Within
 
 QUICK_REFUSAL = Rejection(Cause.NOT_ENOUGH_RESOURCES, "")  # `plan_slots` without reasons: no room
 
@@ -28,6 +29,9 @@ QUICK_REFUSAL = Rejection(Cause.NOT_ENOUGH_RESOURCES, "")  # `plan_slots` withou
 class Slot:
     node: str
     request: Resources
+    # The nodes of the HyperNode its member must stay in (its gang's, or its partition's; None:
+    # anywhere). Members swap slots only within one.
+    within: frozenset[str] | None = None
 
 
 def plan_slots(
@@ -39,16 +43,16 @@ def plan_slots(
     assert gang.group is not None
     spec, key = gang.group.spec, gang.key
     existing = gang.ready + len(gang.pending)
+    chosen, reason = members_to_plan(gang)
     if existing < spec.min_member:
         message = f"gang {key}: {existing}/{spec.min_member} pods of gang {key} exist"
-        return {}, Rejection(Cause.NOT_ENOUGH_PODS, message)
-    chosen, reason = members_to_plan(gang)
+        reason = Rejection(Cause.NOT_ENOUGH_PODS, message)
+    elif reason is None and spec.min_resources:
+        reason = min_resources_shortfall(gang, room)
     if reason is not None:
         return {}, reason
-    if spec.min_resources:
-        short = min_resources_shortfall(gang, room)
-        if short is not None:
-            return {}, short
+    if chosen.reach is not None:
+        return _plan_within(gang, chosen, room, with_reasons=with_reasons)
     assignment, failures = room.place(chosen, with_reasons=with_reasons)
     if failures and not with_reasons:
         return {}, QUICK_REFUSAL
@@ -59,6 +63,23 @@ def plan_slots(
         return {}, Rejection(Cause.NOT_ENOUGH_RESOURCES, message)
     requests = {pod.metadata.uid: pod.request for pod in chosen}
     return {uid: Slot(node, requests[uid]) for uid, node in assignment.items()}, None
+
+
+def _plan_within(
+    gang: GangView, chosen: Planned, room: Room, *, with_reasons: bool
+) -> tuple[dict[str, Slot], Rejection | None]:
+    """`plan_slots` for a gang whose network topology asks where its members go: each slot
+    keeps the nodes of the HyperNode its member must stay in."""
+    placement = room.place_within(chosen, with_reasons=with_reasons)
+    if placement.why is not None:
+        message = f"gang {gang.key}: {placement.why}" if with_reasons else ""
+        return {}, Rejection(Cause.NOT_ENOUGH_RESOURCES, message)
+    return {
+        pod.metadata.uid: Slot(
+            placement.nodes[pod.metadata.uid], pod.request, placement.within.get(pod.metadata.uid)
+        )
+        for pod in chosen
+    }, None
 
 
 def nodes_used(gang: GangView, room: Room) -> frozenset[str] | None:
@@ -202,6 +223,9 @@ class Room:
         ordered = members if isinstance(members, Planned) else Planned(members)
         if self._known_not_to_fit(ordered):
             return None
+        if ordered.reach is not None:
+            placed = self.place_within(ordered, with_reasons=False)
+            return None if placed.why is not None else frozenset(placed.nodes.values())
         shape = ordered.shape
         if shape is not None and shape in self._nodes_for:
             return self._nodes_for[shape]
@@ -228,6 +252,11 @@ class Room:
         ordered = members if isinstance(members, Planned) else Planned(members)
         if not with_reasons and self._known_not_to_fit(ordered):
             return {}, Counter({"": len(ordered)})
+        if ordered.reach is not None:
+            placed = self.place_within(ordered, with_reasons=with_reasons)
+            if placed.why is None:
+                return placed.nodes, Counter()
+            return {}, Counter({placed.why: len(ordered)})
         shape = ordered.shape
         kept = self._placed.get(shape) if with_reasons and shape is not None else None
         if kept is not None:
@@ -254,6 +283,151 @@ class Room:
                 ]
                 self._placed[shape] = (at, Counter(failures))
         return assignment, failures
+
+    def place_within(self, members: Planned, *, with_reasons: bool = True) -> Placed:
+        """`place` for members whose gang asks for a network topology (`members.reach`, see
+        `gangs.topology`): the gang inside the tightest of its Domains that holds it whole
+        (lowest tier first, then least free cpu), each partition inside the tightest of its
+        own within that; a soft gang or partition that no Domain holds goes anywhere (within
+        its gang's Domain, for a partition). Changes nothing held."""
+        reach = members.reach
+        assert reach is not None
+        if reach.problem is not None and (reach.gang is None or reach.gang.hard):
+            return Placed(why=f"needs {reach.problem}" if with_reasons else "")
+        gang = reach.gang
+        options: list[Domain | None] = []
+        if gang is not None:
+            options.extend(self._tightest(gang.domains, members, {}))
+        if gang is None or not gang.hard:
+            options.append(None)  # (anywhere: a soft gang no Domain holds whole)
+        why = ""
+        for domain in options:
+            placed = self._place_inside(members, reach, domain, with_reasons=with_reasons)
+            if placed.why is None:
+                return placed
+            why = why or placed.why
+        if not options and gang is not None and with_reasons:  # (no Domain has the cpu free)
+            why = self._too_small(gang, members)
+        return Placed(why=why)
+
+    def _place_inside(
+        self, members: Planned, reach: Reach, domain: Domain | None, *, with_reasons: bool
+    ) -> Placed:
+        """Every member inside `domain` (None: anywhere), each partition inside one of its own
+        Domains under it."""
+        taken: dict[str, Resources] = {}
+        placed = Placed()
+        inside = domain.nodes if domain is not None else None
+        rest = []
+        parts: dict[str, tuple[Part, list[Pod]]] = {}
+        for pod in members:
+            part = reach.part_of(pod.metadata.uid)
+            if part is None:
+                rest.append(pod)
+            else:
+                parts.setdefault(part.name, (part, []))[1].append(pod)
+        hardest = sorted(parts.values(), key=lambda entry: -sum(p.request[CPU] for p in entry[1]))
+        for part, pods in hardest:
+            ordered = Planned(pods)
+            candidates = [d for d in part.within.domains if inside is None or d.nodes <= inside]
+            chosen = None
+            for option in self._tightest(candidates, ordered, taken):
+                trial, inside_part = dict(taken), dict[str, str]()
+                if not self._fit_inside(ordered, option.nodes, trial, inside_part):
+                    chosen, taken = option, trial
+                    placed.note(inside_part, option.nodes)
+                    break
+            if chosen is None:
+                if part.within.hard:
+                    why = self._too_small(part.within, ordered, taken) if with_reasons else ""
+                    return Placed(why=f"partition {part.name} {why}" if with_reasons else "")
+                spread: dict[str, str] = {}
+                if self._fit_inside(ordered, inside, taken, spread):
+                    return Placed(why=self._missing(ordered, inside) if with_reasons else "")
+                placed.note(spread, inside)
+        if rest:
+            ordered = Planned(rest)
+            assignment: dict[str, str] = {}
+            if self._fit_inside(ordered, inside, taken, assignment):
+                if domain is not None and with_reasons:
+                    return Placed(why=self._too_small(reach.gang, members) if reach.gang else "")
+                return Placed(why=self._missing(ordered, inside) if with_reasons else "")
+            placed.note(assignment, inside)
+        return placed
+
+    def _fit_inside(
+        self,
+        members: Planned,
+        inside: frozenset[str] | None,
+        taken: dict[str, Resources],
+        assignment: dict[str, str],
+    ) -> int:
+        """First fit of `members` on the nodes of `inside` (None: every node), fullest first,
+        counted in `taken` and noted in `assignment`; how many found no node."""
+        if inside is None:
+            return sum(self._place_run(members[s:e], taken, assignment) for s, e in members.runs)
+        free = self.free
+        keys = sorted(_rank(name, free[name]) for name in inside if name in free)
+        missing = 0
+        for start, end in members.runs:
+            run = members[start:end]
+            pod, request = run[0], run[0].request
+            placed = at = 0
+            while placed < len(run):
+                while at < len(keys):
+                    name = keys[at][2]
+                    left = taken[name] if name in taken else free[name]
+                    if request.shortfall(left) is None and self._allows(pod, name):
+                        break
+                    at += 1
+                if at == len(keys):
+                    missing += len(run) - placed
+                    break
+                name = keys[at][2]
+                left = taken[name] if name in taken else free[name]
+                count = min(len(run) - placed, max(request.times_in(left), 1))
+                taken[name] = left - request.times(count)
+                for member in run[placed : placed + count]:
+                    assignment[member.metadata.uid] = name
+                placed += count
+        return missing
+
+    def _tightest(
+        self, domains: Sequence[Domain], members: Sequence[Pod], taken: Mapping[str, Resources]
+    ) -> list[Domain]:
+        """Of `domains`, those with the cpu `members` ask for free (after `taken`), lowest tier
+        first and then least free cpu first: binpack at the level of HyperNodes."""
+        need = sum(pod.request[CPU] for pod in members)
+        ranked = []
+        for domain in domains:
+            free = self._free_cpu(domain, taken)
+            if free >= need:
+                ranked.append((domain.tier, free, domain.name, domain))
+        return [entry[3] for entry in sorted(ranked, key=lambda e: e[:3])]
+
+    def _free_cpu(self, domain: Domain, taken: Mapping[str, Resources] | None = None) -> int:
+        free, taken = self.free, taken or {}
+        return sum(
+            max((taken[n] if n in taken else free[n])[CPU], 0) for n in domain.nodes if n in free
+        )
+
+    def _too_small(
+        self, within: Within, members: Sequence[Pod], taken: Mapping[str, Resources] | None = None
+    ) -> str:
+        """Why no Domain of `within` takes the members: what they need, and the largest free."""
+        need = format_units(sum(pod.request[CPU] for pod in members), CPU)
+        wanted = f"needs {need} cpu inside one {within.kind}"
+        if not within.domains:
+            return f"{wanted}; there is none"
+        largest = max(within.domains, key=lambda d: (self._free_cpu(d, taken), d.name))
+        free = format_units(self._free_cpu(largest, taken), CPU)
+        return f"{wanted}; the largest free is {free} cpu in {largest.name}"
+
+    def _missing(self, members: Planned, inside: frozenset[str] | None) -> str:
+        """Why members placed without a Domain of their own found no node."""
+        return f"{len(members)} members cannot be placed: Insufficient {CPU}" + (
+            "" if inside is None else " in their HyperNode"
+        )
 
     def _place_run(
         self,
@@ -364,6 +538,20 @@ class Room:
             for _, _, name in islice(self._keys, first, None)
             if request.shortfall(self.free[name]) is None and self._allows(pod, name)
         ]
+
+
+@dataclass
+class Placed:
+    """What `Room.place_within` found: per member uid its node and the nodes of the Domain it
+    must stay in (None: anywhere); or why they do not fit (`why`, "" without reasons)."""
+
+    nodes: dict[str, str] = field(default_factory=dict)
+    within: dict[str, frozenset[str] | None] = field(default_factory=dict)
+    why: str | None = None
+
+    def note(self, assignment: Mapping[str, str], inside: frozenset[str] | None) -> None:
+        self.nodes.update(assignment)
+        self.within.update(dict.fromkeys(assignment, inside))
 
 
 class KeptRoom:

@@ -94,7 +94,10 @@ class Reservations:
                     (
                         member
                         for member, slot in slots.items()
-                        if slot.node == node and slot.request == own.request and member != uid
+                        if slot.node == node
+                        and slot.request == own.request
+                        and slot.within is own.within
+                        and member != uid
                     ),
                     None,
                 )

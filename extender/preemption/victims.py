@@ -32,7 +32,7 @@ from extender.api.objects import Pod
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo
 from extender.gangs.fairness import overused, share
-from extender.gangs.members import GangView
+from extender.gangs.members import GangView, Planned
 from extender.gangs.placement import Room, at_least_zero
 from extender.gangs.queues import QueueView
 
@@ -166,12 +166,60 @@ def choose(
 ) -> list[Unit] | None:
     """The cheapest valid set of `units` (sorted by cost) after whose eviction all `members`
     fit; None when even all of them would not do. `rooms`: the rooms of a pass, kept for the
-    next gang asking about the same nodes, holds and units."""
+    next gang asking about the same nodes, holds and units.
+
+    Members held to one HyperNode (a hard network topology: `Planned.reach`) are looked for one
+    HyperNode at a time, among the units with pods on its nodes only, and the cheapest set over
+    all of them is taken: freeing the HyperNode that costs the fewest victims, with the exact
+    search working on a few units instead of every one in the cluster."""
+    rooms = rooms if rooms is not None else Rooms(nodes, reserved)
+    reach = members.reach if isinstance(members, Planned) else None
+    held = reach.gang if reach is not None else None
+    if held is None or not held.hard or len(held.domains) < 2:
+        return _choose(
+            members,
+            units,
+            nodes,
+            reserved,
+            queues=queues,
+            preemptor_queue=preemptor_queue,
+            rooms=rooms,
+        )
+    need = sum(pod.request[CPU] for pod in members)
+    best: list[Unit] | None = None
+    for domain in held.domains:
+        if sum(nodes[n].allocatable[CPU] for n in domain.nodes if n in nodes) < need:
+            continue  # too small to hold the gang even empty
+        inside = [u for u in units if any(node in domain.nodes for _, node in u.pods)]
+        found = _choose(
+            members,
+            inside,
+            nodes,
+            reserved,
+            queues=queues,
+            preemptor_queue=preemptor_queue,
+            rooms=rooms,
+        )
+        if found is not None and (best is None or _cost(found) < _cost(best)):
+            best = found
+    return best
+
+
+def _choose(
+    members: Sequence[Pod],
+    units: Sequence[Unit],
+    nodes: Mapping[str, NodeInfo],
+    reserved: Mapping[str, Resources],
+    *,
+    queues: Mapping[str, QueueView],
+    preemptor_queue: str,
+    rooms: Rooms,
+) -> list[Unit] | None:
+    """`choose`, over every unit of `units`."""
 
     def valid(chosen: Sequence[Unit]) -> bool:
         return _valid(chosen, queues, preemptor_queue)
 
-    rooms = rooms if rooms is not None else Rooms(nodes, reserved)
     base = rooms.base
 
     def fits(chosen: Sequence[Unit]) -> bool:

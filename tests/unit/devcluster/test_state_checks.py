@@ -107,3 +107,10 @@ def test_a_bad_scheduler_config_is_reported_before_anything_starts(tmp_path: Pat
 
     assert message.startswith(f"scheduler config {config}: field apiVersion")
     assert not (tmp_path / "state").exists()
+
+
+def test_more_switches_than_nodes_is_reported_before_anything_starts(tmp_path: Path) -> None:
+    message = _fail_up(ClusterOptions(state_dir=tmp_path / "state", nodes=2, switches=3))
+
+    assert message == "--switches: 3 switches for 2 nodes (one node each at least)"
+    assert not (tmp_path / "state").exists()
