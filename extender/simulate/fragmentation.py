@@ -9,16 +9,18 @@ network topology (the job's `networkTopology` or a partition's), and `asking_spr
 them spread. `hard` are the gangs with a hard topology, and `beyond` those of them with a
 placement outside its bound: the job's pods not all within one HyperNode of the allowed tier or
 lower, or a partition's pods not within one of the partition's tier (a scheduler that honours
-hard topologies keeps it 0). The tiers are read through one door, `_topology`, the trace's
-HyperNodes resolved to their nodes. Pure.
+hard topologies keeps it 0). The tiers are the core's: `gangs.topology.Topology` over the trace's
+nodes and HyperNodes. Pure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
 
+from extender.cache.state import ClusterState
+from extender.gangs.topology import Topology
+from extender.simulate import world
 from extender.simulate.run import SimulationOutcome
 from extender.simulate.trace import Trace, TraceJob, TraceNetworkTopology
 
@@ -38,45 +40,14 @@ class Fragmentation:
         return self.asking_spread / self.asking if self.asking else None
 
 
-@dataclass(frozen=True)
-class _Domain:
-    name: str
-    tier: int
-    nodes: frozenset[str]
-
-
-class _Tiers:
-    """The trace's HyperNodes resolved to the nodes under them: the lowest-tier one holding a
-    node, and the lowest-tier one holding nodes together."""
-
-    def __init__(self, trace: Trace) -> None:
-        self._trace = trace
-
-    @cached_property
-    def domains(self) -> Mapping[str, _Domain]:
-        made: dict[str, _Domain] = {}
-        for hyper in self._trace.hyper_nodes:  # (lowest tiers first: members come before)
-            nodes = set(hyper.nodes)
-            for member in hyper.hyper_nodes:
-                nodes |= made[member].nodes
-            made[hyper.name] = _Domain(hyper.name, hyper.tier, frozenset(nodes))
-        return made
-
-    @cached_property
-    def _ordered(self) -> list[_Domain]:
-        return sorted(self.domains.values(), key=lambda d: (d.tier, d.name))
-
-    def leaf(self, node: str) -> _Domain | None:
-        return next((d for d in self._ordered if node in d.nodes), None)
-
-    def spanning(self, nodes: Iterable[str]) -> _Domain | None:
-        wanted = set(nodes)
-        return next((d for d in self._ordered if wanted <= d.nodes), None)
-
-
-def _topology(trace: Trace) -> _Tiers:
-    """The trace's HyperNodes as the tiers of its network."""
-    return _Tiers(trace)
+def _topology(trace: Trace) -> Topology:
+    """The trace's HyperNodes as the core resolves them, on a cluster of its nodes."""
+    state = ClusterState()
+    for node in world.nodes(trace):
+        state.upsert_node(node)
+    for hyper_node in world.hyper_nodes(trace):
+        state.upsert_hyper_node(hyper_node)
+    return Topology.of(state)
 
 
 def fragmentation(outcome: SimulationOutcome) -> Fragmentation | None:
@@ -101,7 +72,7 @@ def fragmentation(outcome: SimulationOutcome) -> Fragmentation | None:
         leaves = {_leaf_key(topology, node) for node in nodes.values()}
         if len(leaves) > 1:
             spread.add(name)
-        if _outside(job, nodes, topology, trace):
+        if _outside(job, nodes, topology):
             beyond.add(name)
     asking = {name for name in placed if _asks(outcome.jobs[name].job)}
     hard = {name for name in placed if _hard(outcome.jobs[name].job)}
@@ -115,7 +86,7 @@ def fragmentation(outcome: SimulationOutcome) -> Fragmentation | None:
     )
 
 
-def _leaf_key(topology: _Tiers, node: str) -> str:
+def _leaf_key(topology: Topology, node: str) -> str:
     leaf = topology.leaf(node)
     return node if leaf is None else leaf.name  # (a node under no HyperNode: a place apart)
 
@@ -128,7 +99,7 @@ def _hard(job: TraceJob) -> bool:
     return any(asked.mode == "hard" for _, asked in job.topologies)
 
 
-def _outside(job: TraceJob, nodes: Mapping[str, str], topology: _Tiers, trace: Trace) -> bool:
+def _outside(job: TraceJob, nodes: Mapping[str, str], topology: Topology) -> bool:
     """Some hard topology of the job is broken by this placement (pod -> node)."""
     groups: dict[tuple[str, int], tuple[TraceNetworkTopology, set[str]]] = {}
     if job.network_topology is not None and job.network_topology.mode == "hard":
@@ -140,14 +111,14 @@ def _outside(job: TraceJob, nodes: Mapping[str, str], topology: _Tiers, trace: T
         if policy.network_topology.mode == "hard":
             partition = (task.name, index // policy.partition_size)
             groups.setdefault(partition, (policy.network_topology, set()))[1].add(nodes[pod])
-    return any(not _within(asked, members, topology, trace) for asked, members in groups.values())
+    return any(not _within(asked, members, topology) for asked, members in groups.values())
 
 
-def _within(asked: TraceNetworkTopology, nodes: set[str], topology: _Tiers, trace: Trace) -> bool:
+def _within(asked: TraceNetworkTopology, nodes: set[str], topology: Topology) -> bool:
     """The nodes are all under one HyperNode of the tier asked or lower."""
     tier = asked.highest_tier_allowed
     if tier is None:
         assert asked.highest_tier_name is not None  # (the trace holds one of the two)
-        tier = trace.tier_names[asked.highest_tier_name]
+        tier = topology.tier_named(asked.highest_tier_name)  # (a tier the trace has)
     domain = topology.spanning(nodes)
-    return domain is not None and domain.tier <= tier
+    return domain is not None and (tier is None or domain.tier <= tier)

@@ -373,7 +373,7 @@ class Trace(_Strict):
         topologies name tiers the trace has."""
         if self.topology is not None:
             self._forest(self.topology.hyper_nodes)
-        tiers = {h.tier_name for h in self.hyper_nodes if h.tier_name is not None}
+        tiers = self.tier_names
         for index, job in enumerate(self.jobs):
             for where, asked in job.topologies:
                 at = f"jobs.{index}.{where}"
