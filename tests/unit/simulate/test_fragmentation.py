@@ -3,14 +3,19 @@ and which hard ones as placed beyond their tier."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from extender.framework.policy import load_policy
+from extender.plugins import REGISTRY
+from extender.simulate.defaults import stock_policy
 from extender.simulate.fragmentation import Fragmentation, fragmentation
 from extender.simulate.report import topology_table
-from extender.simulate.run import Interval, SimulatedJob, SimulationOutcome
+from extender.simulate.run import Interval, SimulatedJob, SimulationOutcome, simulate
 from extender.simulate.summary import summarize
+from extender.simulate.synthetic import generate
 from extender.simulate.trace import Trace, parse_trace
 
 # 8 nodes: switch-0 node-0/1, switch-1 node-2/3, ... ; spine-0 switches 0-1, spine-1 switches 2-3.
@@ -130,3 +135,35 @@ def test_without_a_topology_there_are_no_figures_and_no_table() -> None:
 def test_the_table_gives_the_share_of_the_gangs_asking_that_were_spread() -> None:
     summary = summarize(_outcome(TIGHT | {"hard": [1, 2], "soft": [0, 7]}))
     assert topology_table([summary])[1] == [("p", "4", "3", "3", "3 (100%)", "2", "1")]
+
+
+POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
+
+
+def _switch_of(trace: Trace) -> dict[str, str]:
+    return {node: h.name for h in trace.hyper_nodes if h.tier == 1 for node in h.nodes}
+
+
+def test_lahar_keeps_each_hard_gang_within_one_switch_where_the_stock_way_spreads_them() -> None:
+    """A short synthetic trace on 16 nodes in 4 switches: every placement of a gang that asks
+    hard for a switch is on one switch under Lahar's policy, and each hard partition too."""
+    trace = parse_trace(generate(40, 16, topology=True, seed=2))
+    lahar = simulate(trace, load_policy(POLICY, REGISTRY), "lahar")
+    switch = _switch_of(trace)
+    hard = {
+        job.name
+        for job in trace.jobs
+        if job.network_topology is not None
+        and job.network_topology.mode == "hard"
+        and job.network_topology.highest_tier_name == "switch"
+    }
+    placements: dict[tuple[str, int], set[str]] = {}
+    for interval in lahar.intervals:
+        if interval.job in hard:
+            placements.setdefault((interval.job, interval.incarnation), set()).add(interval.node)
+    assert len({job for job, _ in placements}) >= 5
+    assert all(len({switch[node] for node in nodes}) == 1 for nodes in placements.values())
+    figures = fragmentation(lahar)
+    assert figures is not None and figures.hard > 5 and figures.beyond == 0
+    stock = fragmentation(simulate(trace, stock_policy(), "stock"))
+    assert stock is not None and stock.beyond > 0
