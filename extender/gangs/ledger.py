@@ -385,6 +385,7 @@ class Gangs:
             state.generation,
             state.groups_version,
             state.queues_version,
+            state.topology_version,
             self.version,
         )
 

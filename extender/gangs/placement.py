@@ -293,7 +293,7 @@ class Room:
         reach = members.reach
         assert reach is not None
         if reach.problem is not None and (reach.gang is None or reach.gang.hard):
-            return Placed(why=f"needs {reach.problem}" if with_reasons else "")
+            return Placed(why=reach.problem if with_reasons else "")
         gang = reach.gang
         options: list[Domain | None] = []
         if gang is not None:
