@@ -1,7 +1,8 @@
 """`lahar simulate [TRACE] [--policy F ...] [--seed N] [--out DIR]`: a job trace played against
 Lahar's policies and the stock scheduler's way on a simulated cluster (side by side, on the
 machine's cores), one table row per policy (and, when the trace's queues form a tree, a table of
-the shares per tree level), and with --out an HTML report with plots."""
+the shares per tree level; when it has a network topology, a table of the gangs' placement in
+it), and with --out an HTML report with plots."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ from extender.simulate.report import (
     notes,
     progress,
     row,
+    topology_notes,
+    topology_table,
 )
 from extender.simulate.run import Progress
 from extender.simulate.side_by_side import WorkerDied, play
@@ -121,6 +124,12 @@ def _simulate(args: argparse.Namespace) -> int:
             print()
             print(kubectl.table(headers, levels))
             for note in level_notes(summaries):
+                print(note)
+        headers, placed = topology_table(summaries)
+        if placed:  # the trace has a network topology: the gangs' placement in it
+            print()
+            print(kubectl.table(headers, placed))
+            for note in topology_notes(summaries):
                 print(note)
         sys.stdout.flush()
         if args.out is not None:

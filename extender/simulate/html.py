@@ -9,8 +9,9 @@ its job; a pale bar is a pod that held its place before its job could start). Wh
 queues form a tree, the page also has the table of shares per level (`report.level_table`) and
 the cpu per tree level: a row of panels per level (level 1: the top-level queues, level 2 their
 children...), a column per policy, a line per queue labelled by its path and weight, a parent's
-line the sum of its children's (`series.tree_cpu`), a dotted one at a queue's cpu capability. A
-flat trace's page is as it was.
+line the sum of its children's (`series.tree_cpu`), a dotted one at a queue's cpu capability.
+When the trace has a network topology, the page has the table of the gangs' placement in it
+(`report.topology_table`). A flat trace's page is as it was.
 """
 
 from __future__ import annotations
@@ -24,7 +25,15 @@ from typing import Any
 
 from extender.api.resources import Resources
 from extender.simulate import series
-from extender.simulate.report import HEADERS, level_notes, level_table, notes, row
+from extender.simulate.report import (
+    HEADERS,
+    level_notes,
+    level_table,
+    notes,
+    row,
+    topology_notes,
+    topology_table,
+)
 from extender.simulate.run import SimulationOutcome
 from extender.simulate.summary import Summary
 
@@ -181,25 +190,36 @@ def _node_order(name: str) -> tuple[str, int]:
     return (prefix, int(number)) if number.isdigit() else (name, 0)
 
 
+def _table(
+    title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], notes: Sequence[str]
+) -> str:
+    """A titled table and the notes under it; nothing without rows."""
+    if not rows:
+        return ""
+    return (
+        f"<h2>{html.escape(title)}</h2><table><tr>"
+        + "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+        + "</tr>"
+        + "".join(
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>"
+            for cells in rows
+        )
+        + "</table>"
+        + "".join(f"<p>{html.escape(note)}</p>" for note in notes)
+    )
+
+
 def _page(heading: str, summaries: Sequence[Summary], figures: list[tuple[str, str]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in HEADERS)
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row(s)) + "</tr>" for s in summaries
     )
-    headers, levels = level_table(summaries)
-    shares = ""
-    if levels:
-        shares = (
-            "<h2>Shares per level of the queue tree</h2><table><tr>"
-            + "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-            + "</tr>"
-            + "".join(
-                "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>"
-                for cells in levels
-            )
-            + "</table>"
-            + "".join(f"<p>{html.escape(note)}</p>" for note in level_notes(summaries))
-        )
+    shares = _table(
+        "Shares per level of the queue tree", *level_table(summaries), level_notes(summaries)
+    )
+    shares += _table(
+        "Gangs in the network topology", *topology_table(summaries), topology_notes(summaries)
+    )
     images = "".join(
         f'<h2>{html.escape(title)}</h2><img alt="{html.escape(title)}" '
         f'src="data:image/png;base64,{data}">'

@@ -4,12 +4,18 @@ policy. The CLI lays them out in kubectl's style. `progress` words how far a run
 A trace whose queues form a tree gets a second table, `level_table`: a row per queue with
 siblings, level by level (1: the top-level queues), its path, weight and FAIR (its weight over
 its siblings'), then per policy its share of its parent's cpu while the parent was saturated
-(`summary.level_shares`); `level_notes` says for how long each parent was, per policy."""
+(`summary.level_shares`); `level_notes` says for how long each parent was, per policy.
+
+A trace with a network topology gets `topology_table`: a row per policy, the gangs placed, those
+spread under more than one lowest-tier HyperNode, the gangs asking for a topology and how many
+and what part of them were spread, the hard ones and those placed beyond their tier
+(`fragmentation`); `topology_notes` says what the columns count."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from extender.simulate.fragmentation import Fragmentation
 from extender.simulate.run import Progress
 from extender.simulate.summary import LevelShare, Summary
 
@@ -136,3 +142,41 @@ def _share(share: LevelShare | None) -> float | None:
 
 def _percent(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
+
+
+TOPOLOGY_HEADERS = ("POLICY", "GANGS", "SPREAD", "ASKING", "ASKING SPREAD", "HARD", "BEYOND")
+
+
+def topology_table(summaries: Sequence[Summary]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """(headers, rows) of the gangs' placement in the network; no rows without a topology."""
+    rows = []
+    for summary in summaries:
+        figures = summary.fragmentation
+        if figures is not None:
+            rows.append((summary.policy, *_fragmentation(figures)))
+    return TOPOLOGY_HEADERS, rows
+
+
+def _fragmentation(figures: Fragmentation) -> tuple[str, ...]:
+    share = figures.asking_share
+    asking_spread = str(figures.asking_spread) + (f" ({share:.0%})" if share is not None else "")
+    return (
+        str(figures.gangs),
+        str(figures.spread),
+        str(figures.asking),
+        asking_spread,
+        str(figures.hard),
+        str(figures.beyond),
+    )
+
+
+def topology_notes(summaries: Sequence[Summary]) -> list[str]:
+    """What the topology table's columns count, when it has rows."""
+    if not any(s.fragmentation is not None for s in summaries):
+        return []
+    return [
+        "GANGS: jobs of two pods or more placed; SPREAD: of those, with pods under more than one "
+        "lowest-tier HyperNode; ASKING: gangs with a networkTopology (the job's or a "
+        "partition's); HARD: with a hard one; BEYOND: hard gangs (or partitions) placed outside "
+        "the tier they allow"
+    ]

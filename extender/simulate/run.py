@@ -87,6 +87,7 @@ class Interval:
     end: float | None = None
     useful_from: float | None = None  # when its job had started (it made progress from then)
     evicted: bool = False  # preempted, or its job restarted for one: its progress was lost
+    pod: str = ""  # its name (a member recreated after an eviction keeps it)
 
 
 @dataclass
@@ -154,6 +155,8 @@ class Simulation:
         self._all_done = asyncio.Event()
         for node in world.nodes(trace):
             self.state.upsert_node(node)
+        for hyper_node in world.hyper_nodes(trace):
+            self.state.upsert_hyper_node(hyper_node)
         for queue in world.queues(trace):
             self.state.upsert_queue(queue)
         for priority_class in world.priority_classes(trace):
@@ -264,7 +267,13 @@ class Simulation:
         record = self.jobs[self._job_of[uid]]
         now = self.clock.now
         self._open[uid] = interval = Interval(
-            node, record.job.name, record.job.queue, record.incarnation, pod.request["cpu"], now
+            node,
+            record.job.name,
+            record.job.queue,
+            record.incarnation,
+            pod.request["cpu"],
+            now,
+            pod=pod.metadata.name,
         )
         self.intervals.append(interval)
         record.running.add(uid)

@@ -22,7 +22,10 @@
   the parent was *saturated*, every such child with a job of its subtree waiting to start
   (arrived or restarted, not yet running), against its weight over its siblings' weights. While
   each wants more than it holds the core shares the parent's cpu by weight, so the two should
-  come close; a capability below the weighted share holds a queue below it.
+  come close; a capability below the weighted share holds a queue below it;
+- fragmentation, for a trace with a network topology (none without one): the gangs placed under
+  more than one lowest-tier HyperNode, and the hard ones placed beyond their tier
+  (`fragmentation`).
 Pure.
 """
 
@@ -32,6 +35,7 @@ import math
 from dataclasses import dataclass
 
 from extender.gangs.queue_tree import ROOT
+from extender.simulate.fragmentation import Fragmentation, fragmentation
 from extender.simulate.run import Interval, SimulationOutcome
 from extender.simulate.series import tree_queues, usage
 from extender.simulate.trace import Trace
@@ -53,6 +57,7 @@ class Summary:
     preemptions: int
     seconds: float
     levels: tuple[LevelShare, ...] = ()  # (a flat trace: none)
+    fragmentation: Fragmentation | None = None  # (a trace with no topology: none)
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,7 @@ def summarize(outcome: SimulationOutcome) -> Summary:
         preemptions=outcome.preemptions,
         seconds=outcome.seconds,
         levels=level_shares(outcome) if outcome.trace.hierarchical else (),
+        fragmentation=fragmentation(outcome),
     )
 
 

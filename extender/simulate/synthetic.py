@@ -25,6 +25,15 @@ the queues form a two-level tree instead: `ml` weight 3 with children `team-a` w
 share by weight), and the load is 3 by default: each leaf is offered more than its share of the
 tree and the backlog lasts (a quarter of an hour or so with the defaults, every level
 contended), then the cluster drains. The rest is drawn as above.
+
+With `topology` (`--topology`; `examples/trace-topology.yaml` is `generate(300, 64,
+topology=True)`) the cluster is a network: nodes of 16 cpu and 64Gi, switches (tier 1) over
+blocks of 4 nodes and spines (tier 2) over blocks of 4 switches, the three queues as above. The
+jobs are drawn as a training cluster's: 40% hard tier-1 gangs (4 to 8 workers of 2 or 4 cpu, all
+within one switch), 20% soft tier-1 gangs (the same, preferring a switch), 10% partitioned gangs
+(8 or 16 workers of 4 cpu in partitions of 4, each partition hard within a switch, the whole
+hard within a spine) and 30% plain jobs (1, 2, 4 or 8 pods of 1, 2 or 4 cpu, asking nothing);
+no ps, every pod needed, durations and priorities as above, at load 1.5 by default.
 Pure: the same arguments give the same trace.
 """
 
@@ -54,6 +63,11 @@ SHORTEST, LONGEST = 30.0, 4 * 3600.0
 NODE_CPU = 32
 LOAD = 1.5  # offered work / capacity, by default
 TREE_LOAD = 3.0  # the same, for the tree's queues (at 1.5 their backlog lasts a minute or so)
+TOPOLOGY_NODE_CPU = 16
+SWITCH_SIZE, SPINE_SIZE = 4, 4  # nodes per switch, switches per spine
+# (kind, the part of the jobs drawn of it)
+KINDS = (("hard", 0.4), ("soft", 0.2), ("partitioned", 0.1), ("plain", 0.3))
+PLAIN_SIZES = (1, 2, 4, 8)
 
 
 def generate(
@@ -63,33 +77,37 @@ def generate(
     load: float | None = None,
     seed: int = 1,
     hierarchy: bool = False,
+    topology: bool = False,
 ) -> dict[str, Any]:
     """The trace document (what the YAML file holds); `load` by default LOAD, or TREE_LOAD with
     `hierarchy`."""
     if load is None:
         load = TREE_LOAD if hierarchy else LOAD
     rng = random.Random(seed)  # noqa: S311 - a reproducible trace, not a secret
+    node_cpu = TOPOLOGY_NODE_CPU if topology else NODE_CPU
     if hierarchy:
         queues = _tree(nodes)
         draws = [(name, part) for name, _, _, part in TREE if part]
     else:
         queues = [{"name": name, "weight": weight} for name, weight, _ in QUEUES]
         draws = [(name, part) for name, _, part in QUEUES]
-    drawn = [_job(rng, index, draws) for index in range(jobs)]
+    draw = _network_job if topology else _job
+    drawn = [draw(rng, index, draws) for index in range(jobs)]
     work = sum(_cpu(job) * job["tasks"][0]["duration"] for job in drawn)  # cpu-seconds
-    span = work / (load * nodes * NODE_CPU)  # the time over which arrivals spread
+    span = work / (load * nodes * node_cpu)  # the time over which arrivals spread
     mean_gap = span / max(1, jobs)
     clock = 0.0
     for job in drawn:
         job["arrival"] = round(clock, 1)
         clock += rng.expovariate(1 / mean_gap) if mean_gap > 0 else 0.0
-    return {
+    document: dict[str, Any] = {
         "apiVersion": "lahar.io/v1alpha1",
         "kind": "Trace",
-        "nodes": [{"count": nodes, "cpu": str(NODE_CPU), "memory": "128Gi"}],
-        "queues": queues,
-        "jobs": drawn,
+        "nodes": [{"count": nodes, "cpu": str(node_cpu), "memory": f"{4 * node_cpu}Gi"}],
     }
+    if topology:
+        document["topology"] = {"switchSize": SWITCH_SIZE, "spineSize": SPINE_SIZE}
+    return document | {"queues": queues, "jobs": drawn}
 
 
 def _tree(nodes: int) -> list[dict[str, Any]]:
@@ -127,6 +145,42 @@ def _job(rng: random.Random, index: int, draws: list[tuple[str, float]]) -> dict
     return job
 
 
+def _network_job(rng: random.Random, index: int, draws: list[tuple[str, float]]) -> dict[str, Any]:
+    """A job of a training cluster on a network: hard, soft, partitioned or plain."""
+    queue = rng.choices([name for name, _ in draws], weights=[part for _, part in draws])[0]
+    kind = rng.choices([k for k, _ in KINDS], weights=[part for _, part in KINDS])[0]
+    seconds = rng.lognormvariate(math.log(MEDIAN_SECONDS), SIGMA)
+    duration = round(min(LONGEST, max(SHORTEST, seconds)), 1)
+    job: dict[str, Any] = {"name": f"{queue}-{index:05d}", "arrival": 0.0, "queue": queue}
+    if rng.random() < 0.1:
+        job["priority"] = 100
+    partitions: dict[str, Any] | None = None
+    if kind in ("hard", "soft"):
+        size, cpu = rng.randint(4, 8), rng.choice((2, 4))
+        job["networkTopology"] = {"mode": kind, "highestTierName": "switch"}
+    elif kind == "partitioned":
+        size, cpu = rng.choice((8, 16)), 4
+        job["networkTopology"] = {"mode": "hard", "highestTierName": "spine"}
+        partitions = {
+            "totalPartitions": size // 4,
+            "partitionSize": 4,
+            "networkTopology": {"mode": "hard", "highestTierName": "switch"},
+        }
+    else:
+        size, cpu = rng.choice(PLAIN_SIZES), rng.choice(WORKER_CPUS)
+    worker: dict[str, Any] = {
+        "name": "worker",
+        "replicas": size,
+        "cpu": str(cpu),
+        "memory": f"{4 * cpu}Gi",
+        "duration": duration,
+    }
+    if partitions is not None:
+        worker["partitionPolicy"] = partitions
+    job["tasks"] = [worker]
+    return job
+
+
 def _cpu(job: dict[str, Any]) -> int:
     return sum(int(task["cpu"]) * task["replicas"] for task in job["tasks"])
 
@@ -135,6 +189,12 @@ FLAT_HEADER = """\
 # A synthetic multi-queue trace for `lahar simulate`, written by
 # `python -m extender.simulate.synthetic` (extender/simulate/synthetic.py says how it
 # draws nodes, queues, arrivals, sizes, requests, durations and priorities).
+"""
+TOPOLOGY_HEADER = """\
+# A synthetic trace on a network of switches and spines, for `lahar simulate`, written by
+# `python -m extender.simulate.synthetic --topology --jobs 300 --nodes 64`
+# (extender/simulate/synthetic.py says how it draws the jobs): hard and soft gangs
+# that ask to stay within a switch, partitioned gangs, plain jobs.
 """
 TREE_HEADER = """\
 # A synthetic trace whose queues form a tree, for `lahar simulate`, written by
@@ -146,7 +206,7 @@ TREE_HEADER = """\
 
 def dump(document: dict[str, Any]) -> str:
     tree = any("parent" in queue for queue in document["queues"])
-    header = TREE_HEADER if tree else FLAT_HEADER
+    header = TOPOLOGY_HEADER if "topology" in document else TREE_HEADER if tree else FLAT_HEADER
     return header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=100)
 
 
@@ -165,9 +225,20 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="queues in a two-level tree: ml (team-a, team-b) and web",
     )
+    parser.add_argument(
+        "--topology",
+        action="store_true",
+        help=f"a network of switches ({SWITCH_SIZE} nodes) and spines ({SPINE_SIZE} switches) "
+        "and gangs that ask to stay within one",
+    )
     args = parser.parse_args(argv)
     document = generate(
-        args.jobs, args.nodes, load=args.load, seed=args.seed, hierarchy=args.hierarchy
+        args.jobs,
+        args.nodes,
+        load=args.load,
+        seed=args.seed,
+        hierarchy=args.hierarchy,
+        topology=args.topology,
     )
     sys.stdout.write(dump(document))
 

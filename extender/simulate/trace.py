@@ -20,6 +20,21 @@ A trace is data (YAML or JSON), validated like the policy: an error names the fi
         tasks:
           - {name: ps, replicas: 1, cpu: "1", memory: 1Gi, duration: 60}
           - {name: worker, replicas: 5, cpu: "2", memory: 2Gi, duration: 60}
+    topology:                    # optional: the network, as Volcano's HyperNodes
+      switchSize: 4              # tier 1 (`switch`): the nodes in blocks of 4, in node order
+      spineSize: 4               # tier 2 (`spine`): the switches in blocks of 4
+      # or, instead, the HyperNodes one by one (a member is a node or a lower-tier HyperNode):
+      # hyperNodes:
+      #   - {name: s0, tier: 1, tierName: switch, nodes: [node-0, node-1]}
+      #   - {name: top, tier: 2, hyperNodes: [s0, s1]}
+
+A job may ask to stay within one HyperNode, as a Volcano Job does: `networkTopology: {mode:
+hard, highestTierAllowed: 1}` (or `highestTierName: switch`; mode `soft` prefers it, `hard` waits
+for it), and a task may be cut into partitions, each a sub-group that stays within its own tier:
+`partitionPolicy: {totalPartitions: 2, partitionSize: 4, networkTopology: {...}}` (the partitions
+times their size are the task's replicas). Either needs the trace's `topology`; a
+highestTierName names a tier the topology has. The topology is a forest: a node or a HyperNode is
+the member of one HyperNode at most, and a HyperNode's members are of lower tiers.
 
 A task's pods run for `duration` seconds once the job has started, that is once `minAvailable`
 of its pods run at the same time (a distributed training job makes no progress before that).
@@ -133,14 +148,129 @@ class TraceQueue(_Strict):
         return None if self.parent in (None, ROOT) else self.parent
 
 
+class TraceNetworkTopology(_Strict):
+    """How far apart a job's (or a partition's) pods may be: within one HyperNode of tier
+    highestTierAllowed (or of the tier named highestTierName) at most; `hard` waits for it,
+    `soft` prefers it."""
+
+    mode: Literal["hard", "soft"] = "hard"
+    highest_tier_allowed: int | None = Field(default=None, ge=1)
+    highest_tier_name: str | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one_tier(self) -> TraceNetworkTopology:
+        given = (self.highest_tier_allowed is not None) + (self.highest_tier_name is not None)
+        if given != 1:
+            raise ValueError(
+                "give highestTierAllowed or highestTierName, not both"
+                if given
+                else "needs highestTierAllowed or highestTierName"
+            )
+        return self
+
+
+class PartitionPolicy(_Strict):
+    """A task's pods cut into `totalPartitions` partitions of `partitionSize` (replicas 0 to
+    size - 1 the first, as Volcano's controller cuts them), each within its networkTopology."""
+
+    total_partitions: int = Field(ge=1)
+    partition_size: int = Field(ge=1)
+    network_topology: TraceNetworkTopology | None = None
+
+
 class Task(_Amounts):
     name: str = Field(pattern=NAME)
     replicas: int = Field(ge=1)
     duration: float = Field(gt=0)  # seconds each pod runs once the job has started
+    partition_policy: PartitionPolicy | None = None
 
     @property
     def request(self) -> Resources:
         return self.resources
+
+    @model_validator(mode="after")
+    def _whole_partitions(self) -> Task:
+        policy = self.partition_policy
+        if policy is not None and policy.total_partitions * policy.partition_size != self.replicas:
+            raise ValueError(
+                f"partitionPolicy: totalPartitions * partitionSize is {policy.total_partitions} "
+                f"* {policy.partition_size} = {policy.total_partitions * policy.partition_size}, "
+                f"not the task's {self.replicas} replicas"
+            )
+        return self
+
+    def partition_of(self, index: int) -> int | None:
+        """The partition of the task's pod `index`; None without a partition policy."""
+        policy = self.partition_policy
+        return None if policy is None else index // policy.partition_size
+
+
+class TraceHyperNode(_Strict):
+    """One HyperNode: its tier (1 the nearest) and its members, nodes and lower-tier
+    HyperNodes."""
+
+    name: str = Field(pattern=NAME)
+    tier: int = Field(ge=1)
+    tier_name: str | None = Field(default=None, min_length=1)
+    nodes: tuple[str, ...] = ()
+    hyper_nodes: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _has_members(self) -> TraceHyperNode:
+        if not self.nodes and not self.hyper_nodes:
+            raise ValueError("a HyperNode needs members: nodes, hyperNodes or both")
+        return self
+
+
+SWITCH, SPINE = "switch", "spine"  # the tier names of the HyperNodes switchSize and spineSize make
+
+
+class TraceTopology(_Strict):
+    """The network: switches over blocks of `switchSize` nodes (and spines over blocks of
+    `spineSize` switches), or the HyperNodes listed."""
+
+    switch_size: int | None = Field(default=None, ge=1)
+    spine_size: int | None = Field(default=None, ge=1)
+    hyper_nodes: tuple[TraceHyperNode, ...] = ()
+
+    @model_validator(mode="after")
+    def _one_way(self) -> TraceTopology:
+        if self.switch_size is None and not self.hyper_nodes:
+            raise ValueError("give switchSize (and spineSize) or hyperNodes")
+        if self.switch_size is not None and self.hyper_nodes:
+            raise ValueError("give switchSize (and spineSize) or hyperNodes, not both")
+        if self.spine_size is not None and self.switch_size is None:
+            raise ValueError("spineSize groups switches: it needs switchSize")
+        return self
+
+    def resolved(self, nodes: list[str]) -> tuple[TraceHyperNode, ...]:
+        """The HyperNodes, those of switchSize and spineSize made over `nodes` (in order):
+        switch-0, switch-1... and spine-0, spine-1..."""
+        if self.switch_size is None:
+            return self.hyper_nodes
+        size = self.switch_size
+        switches = tuple(
+            TraceHyperNode(
+                name=f"{SWITCH}-{number}",
+                tier=1,
+                tier_name=SWITCH,
+                nodes=tuple(nodes[start : start + size]),
+            )
+            for number, start in enumerate(range(0, len(nodes), size))
+        )
+        if self.spine_size is None:
+            return switches
+        names, size = [switch.name for switch in switches], self.spine_size
+        spines = tuple(
+            TraceHyperNode(
+                name=f"{SPINE}-{number}",
+                tier=2,
+                tier_name=SPINE,
+                hyper_nodes=tuple(names[start : start + size]),
+            )
+            for number, start in enumerate(range(0, len(names), size))
+        )
+        return switches + spines
 
 
 class TraceJob(_Strict):
@@ -149,6 +279,7 @@ class TraceJob(_Strict):
     queue: str = DEFAULT_QUEUE
     priority: int = 0
     min_available: int | None = Field(default=None, ge=1)
+    network_topology: TraceNetworkTopology | None = None
     tasks: Annotated[tuple[Task, ...], AfterValidator(_some)]
 
     @property
@@ -172,9 +303,25 @@ class TraceJob(_Strict):
 
     def pod_names(self) -> Iterator[tuple[Task, str]]:
         """Each pod's task and name, as Volcano's controller names them (`pod_name`)."""
+        for task, _, name in self.pods():
+            yield task, name
+
+    def pods(self) -> Iterator[tuple[Task, int, str]]:
+        """Each pod's task, index in it and name."""
         for task in self.tasks:
             for index in range(task.replicas):
-                yield task, pod_name(self.name, task.name, index)
+                yield task, index, pod_name(self.name, task.name, index)
+
+    @property
+    def topologies(self) -> Iterator[tuple[str, TraceNetworkTopology]]:
+        """Its network topologies, each with the field that gives it: the job's, then each
+        partitioned task's."""
+        if self.network_topology is not None:
+            yield "networkTopology", self.network_topology
+        for index, task in enumerate(self.tasks):
+            policy = task.partition_policy
+            if policy is not None and policy.network_topology is not None:
+                yield f"tasks.{index}.partitionPolicy.networkTopology", policy.network_topology
 
 
 class Trace(_Strict):
@@ -183,6 +330,7 @@ class Trace(_Strict):
     nodes: Annotated[tuple[NodeGroup, ...], AfterValidator(_some)]
     queues: tuple[TraceQueue, ...] = ()
     jobs: tuple[TraceJob, ...] = ()
+    topology: TraceTopology | None = None
 
     @model_validator(mode="after")
     def _references(self) -> Trace:
@@ -217,7 +365,84 @@ class Trace(_Strict):
         groups = [group.name for group in self.nodes]
         if len(set(groups)) != len(groups):
             raise ValueError(f"nodes: node group names repeat: {', '.join(groups)}")
+        self._topology_holds()
         return self
+
+    def _topology_holds(self) -> None:
+        """The listed HyperNodes form a forest over the trace's nodes, and the jobs' network
+        topologies name tiers the trace has."""
+        if self.topology is not None:
+            self._forest(self.topology.hyper_nodes)
+        tiers = self.tier_names
+        for index, job in enumerate(self.jobs):
+            for where, asked in job.topologies:
+                at = f"jobs.{index}.{where}"
+                if self.topology is None:
+                    raise ValueError(f"{at}: the trace has no topology to stay within")
+                name = asked.highest_tier_name
+                if name is not None and name not in tiers:
+                    known = ", ".join(sorted(tiers)) or "none: no HyperNode names its tier"
+                    raise ValueError(
+                        f"{at}.highestTierName: no HyperNode has tier {name!r} (known: {known})"
+                    )
+
+    def _forest(self, listed: tuple[TraceHyperNode, ...]) -> None:
+        nodes = set(self.node_names)
+        tiers = {hyper.name: hyper.tier for hyper in listed}
+        parent: dict[str, str] = {}  # member -> the HyperNode holding it
+        names: dict[int, str] = {}  # tier -> its name
+        listed_names = [hyper.name for hyper in listed]
+        for index, hyper in enumerate(listed):
+            if hyper.name in nodes or listed_names.index(hyper.name) != index:
+                what = "a node" if hyper.name in nodes else "another HyperNode"
+                raise ValueError(
+                    f"topology.hyperNodes.{index}.name: {hyper.name!r} is the name of {what}"
+                )
+        for index, hyper in enumerate(listed):
+            at = f"topology.hyperNodes.{index}"
+            if hyper.tier_name is not None:
+                named = names.setdefault(hyper.tier, hyper.tier_name)
+                if named != hyper.tier_name:
+                    raise ValueError(
+                        f"{at}.tierName: tier {hyper.tier} is named {named!r} already, "
+                        f"not {hyper.tier_name!r}"
+                    )
+            for field, members in (("nodes", hyper.nodes), ("hyperNodes", hyper.hyper_nodes)):
+                for number, member in enumerate(members):
+                    where = f"{at}.{field}.{number}"
+                    if field == "nodes" and member not in nodes:
+                        raise ValueError(f"{where}: {member!r} is not a node of the trace")
+                    if field == "hyperNodes":
+                        if member not in tiers:
+                            raise ValueError(f"{where}: {member!r} is not a listed HyperNode")
+                        if tiers[member] >= hyper.tier:
+                            raise ValueError(
+                                f"{where}: {member} is of tier {tiers[member]}, not below "
+                                f"{hyper.name}'s tier {hyper.tier}"
+                            )
+                    holder = parent.setdefault(member, hyper.name)
+                    if holder != hyper.name:
+                        raise ValueError(
+                            f"{where}: {member} is a member of {holder} already (a node or a "
+                            "HyperNode is the member of one HyperNode at most)"
+                        )
+
+    @cached_property
+    def node_names(self) -> list[str]:
+        """The nodes' names, group after group: `<group>-<index>`."""
+        return [f"{group.name}-{index}" for group in self.nodes for index in range(group.count)]
+
+    @cached_property
+    def hyper_nodes(self) -> tuple[TraceHyperNode, ...]:
+        """The topology's HyperNodes (none without a topology), lowest tiers first."""
+        if self.topology is None:
+            return ()
+        return tuple(sorted(self.topology.resolved(self.node_names), key=lambda h: h.tier))
+
+    @cached_property
+    def tier_names(self) -> dict[str, int]:
+        """Each tier's name -> the tier."""
+        return {h.tier_name: h.tier for h in self.hyper_nodes if h.tier_name is not None}
 
     def _tree_holds(self) -> None:
         """Queue names are unique, none is `root`, each parent is a queue of the trace and the

@@ -5,11 +5,19 @@ top-level queue names none, so the core hangs it under `root` and a trace with n
 flat case); per job a PodGroup (`minMember` = the job's
 minAvailable, its queue and PriorityClass) and its pods `<job>-<task>-<index>` with the group
 annotation, the task annotation and the job's priority, in namespace `sim`. A restarted job's
-pods get new uids (a new incarnation), as recreated pods do. Pure.
+pods get new uids (a new incarnation), as recreated pods do. The trace's topology is one
+HyperNode each (`topology.volcano.sh/v1alpha1`, every member by exactMatch). A job's
+networkTopology goes in its PodGroup's `spec.networkTopology`, and each partitioned task is a
+`subGroupPolicy` as Volcano's controller makes it (the task's pods by their
+`volcano.sh/task-spec` label, split by `volcano.sh/partition-id` into groups of partitionSize),
+its pods labelled with both. Pure.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from extender.api.batch import PARTITION_KEY, TASK_SPEC_KEY
 from extender.api.objects import Node, Pod, PriorityClass
 from extender.api.scheduling import (
     DEFAULT_QUEUE,
@@ -19,7 +27,8 @@ from extender.api.scheduling import (
     Queue,
     default_queue,
 )
-from extender.simulate.trace import Trace, TraceJob
+from extender.api.topology import HyperNode
+from extender.simulate.trace import Task, Trace, TraceJob, TraceNetworkTopology
 
 NAMESPACE = "sim"
 SCHEDULER = "lahar"
@@ -78,25 +87,76 @@ def priority_classes(trace: Trace) -> list[PriorityClass]:
     ]
 
 
+def hyper_nodes(trace: Trace) -> list[HyperNode]:
+    """The trace's topology as Volcano's HyperNodes (none without one)."""
+    made = []
+    for hyper in trace.hyper_nodes:
+        members = [
+            {"type": kind, "selector": {"exactMatch": {"name": name}}}
+            for kind, names in (("Node", hyper.nodes), ("HyperNode", hyper.hyper_nodes))
+            for name in names
+        ]
+        spec: dict[str, Any] = {"tier": hyper.tier, "members": members}
+        if hyper.tier_name is not None:
+            spec["tierName"] = hyper.tier_name
+        made.append(HyperNode.model_validate({"metadata": {"name": hyper.name}, "spec": spec}))
+    return made
+
+
 def pod_group(job: TraceJob) -> PodGroup:
+    spec: dict[str, Any] = {
+        "queue": job.queue,
+        "minMember": job.minimum,
+        "priorityClassName": priority_class_name(job.priority),
+    }
+    if job.network_topology is not None:
+        spec["networkTopology"] = _network_topology(job.network_topology)
+    sub_groups = [_sub_group(task) for task in job.tasks if task.partition_policy is not None]
+    if sub_groups:
+        spec["subGroupPolicy"] = sub_groups
     return PodGroup.model_validate(
         {
             "metadata": {"name": job.name, "namespace": NAMESPACE, "uid": f"pg-{job.name}"},
-            "spec": {
-                "queue": job.queue,
-                "minMember": job.minimum,
-                "priorityClassName": priority_class_name(job.priority),
-            },
+            "spec": spec,
         }
     )
+
+
+def _sub_group(task: Task) -> dict[str, Any]:
+    """A partitioned task's sub-group, as Volcano's controller makes it."""
+    policy = task.partition_policy
+    assert policy is not None
+    group: dict[str, Any] = {
+        "name": task.name,
+        "subGroupSize": policy.partition_size,
+        "minSubGroups": 0,
+        "labelSelector": {"matchLabels": {TASK_SPEC_KEY: task.name}},
+        "matchLabelKeys": [PARTITION_KEY],
+    }
+    if policy.network_topology is not None:
+        group["networkTopology"] = _network_topology(policy.network_topology)
+    return group
+
+
+def _network_topology(topology: TraceNetworkTopology) -> dict[str, Any]:
+    wire: dict[str, Any] = {"mode": topology.mode}
+    if topology.highest_tier_allowed is not None:
+        wire["highestTierAllowed"] = topology.highest_tier_allowed
+    if topology.highest_tier_name is not None:
+        wire["highestTierName"] = topology.highest_tier_name
+    return wire
 
 
 def pods(job: TraceJob, incarnation: int = 0) -> list[Pod]:
     """The job's pods, pending; uids differ per incarnation (a restarted job's new pods)."""
     made = []
-    for task, name in job.pod_names():
+    for task, index, name in job.pods():
         container = {"name": task.name, "resources": {"requests": task.request.quantities()}}
         annotations = {GROUP_ANNOTATION: job.name, TASK_ANNOTATION: task.name}
+        partition = task.partition_of(index)
+        labels = (
+            {} if partition is None else {TASK_SPEC_KEY: task.name, PARTITION_KEY: str(partition)}
+        )
         made.append(
             Pod.model_validate(
                 {
@@ -105,6 +165,7 @@ def pods(job: TraceJob, incarnation: int = 0) -> list[Pod]:
                         "namespace": NAMESPACE,
                         "uid": f"{name}.{incarnation}",
                         "annotations": annotations,
+                        "labels": labels,
                     },
                     "spec": {
                         "schedulerName": SCHEDULER,

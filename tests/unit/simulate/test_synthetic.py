@@ -55,3 +55,31 @@ def test_it_is_a_valid_trace_drawn_as_documented() -> None:
     assert all(30 <= d <= 4 * 3600 for d in durations)
     high = sum(1 for job in trace.jobs if job.priority == 100)
     assert 0.06 < high / len(trace.jobs) < 0.14
+
+
+def test_the_shipped_topology_example_is_the_generator_with_topology() -> None:
+    text = (EXAMPLES / "trace-topology.yaml").read_text()
+    assert text == dump(generate(300, 64, topology=True))
+    assert "`python -m extender.simulate.synthetic --topology --jobs 300 --nodes 64`" in text
+
+
+def test_with_topology_the_jobs_ask_to_stay_within_switches_and_spines() -> None:
+    trace = parse_trace(yaml.safe_load(dump(generate(1000, 32, topology=True))))
+    assert trace.tier_names == {"switch": 1, "spine": 2}
+    assert [h.name for h in trace.hyper_nodes] == [
+        *(f"switch-{n}" for n in range(8)),
+        "spine-0",
+        "spine-1",
+    ]
+    asked = [job.network_topology for job in trace.jobs]
+    hard = [
+        t for t in asked if t is not None and t.highest_tier_name == "switch" and t.mode == "hard"
+    ]
+    soft = [t for t in asked if t is not None and t.mode == "soft"]
+    partitioned = [job for job in trace.jobs if job.tasks[0].partition_policy is not None]
+    assert 0.35 < len(hard) / len(asked) < 0.45  # 40%
+    assert 0.15 < len(soft) / len(asked) < 0.25  # 20%
+    assert 0.07 < len(partitioned) / len(asked) < 0.13  # 10%
+    assert all(4 <= job.size <= 8 for job in trace.jobs if job.network_topology in hard + soft)
+    assert {job.size for job in partitioned} == {8, 16}
+    assert generate(50, 8, seed=3) == generate(50, 8, seed=3, topology=False)
