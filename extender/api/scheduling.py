@@ -132,9 +132,9 @@ class PodGroupSpec(PodGroupRefSpec):
     """The PriorityClass of the group."""
     min_resources: ResourceList = EMPTY
     """Resources the gang needs at least, as a ResourceList."""
-    # Volcano's network-topology fields: carried (the Job controller copies them from the Job),
-    # not acted on by Lahar's scheduler yet (the webhook warns). None when unset, so a group
-    # without them costs the cache nothing more.
+    # Volcano's network-topology fields (the Job controller copies them from the Job), honoured
+    # by placement (`gangs.topology`). None when unset, so a group without them costs the cache
+    # nothing more.
     network_topology: NetworkTopology | None = None
     """The network topology the group's pods must stay within."""
     sub_group_policy: list[SubGroupPolicy] | None = None
