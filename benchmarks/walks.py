@@ -46,7 +46,7 @@ from extender.simulate.run import simulate
 from extender.simulate.synthetic import LOAD, generate
 from extender.simulate.trace import parse_trace
 
-CAUSES = ("cluster", "gangs", "queues", "ledger")  # the parts of the ledger's state key
+CAUSES = ("cluster", "gangs", "queues", "topology", "ledger")  # the parts of the ledger's state key
 
 
 class Watch:
