@@ -15,7 +15,7 @@ from extender.admission.job_update import check_update, unchanged
 from extender.admission.problems import AdmissionDecision, Problem, denial_message, in_field_order
 from extender.admission.queue_defaults import queue_defaults
 from extender.admission.queue_tree import QueueLookup
-from extender.admission.unhonoured import pod_group_warnings, queue_warnings
+from extender.admission.unhonoured import queue_warnings
 from extender.api.admission import AdmissionRequest, Operation
 
 JOBS = ("batch.volcano.sh", "jobs")
@@ -137,7 +137,7 @@ def validate_pod_group(request: AdmissionRequest, view: QueueLookup, settings: S
     problems = _expect(request, POD_GROUPS, (Operation.CREATE,))
     if not problems:
         problems = podgroups.check_pod_group(request.object, view)
-    return _outcome("PodGroup", request, problems, warnings=pod_group_warnings(request.object))
+    return _outcome("PodGroup", request, problems)
 
 
 def validate_hyper_node(
