@@ -243,6 +243,7 @@ _RESOURCES = {
     "Queue": ("scheduling.volcano.sh", "v1beta1", "queues"),
     "PodGroup": ("scheduling.volcano.sh", "v1beta1", "podgroups"),
     "Pod": ("", "v1", "pods"),
+    "HyperNode": ("topology.volcano.sh", "v1alpha1", "hypernodes"),
 }
 
 

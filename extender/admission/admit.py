@@ -9,19 +9,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from extender.admission import jobs, podgroups, pods, queues
+from extender.admission import hypernodes, jobs, podgroups, pods, queues
 from extender.admission.job_defaults import job_defaults
 from extender.admission.job_update import check_update, unchanged
 from extender.admission.problems import AdmissionDecision, Problem, denial_message, in_field_order
 from extender.admission.queue_defaults import queue_defaults
 from extender.admission.queue_tree import QueueLookup
-from extender.admission.unhonoured import pod_group_warnings, queue_warnings
+from extender.admission.unhonoured import queue_warnings
 from extender.api.admission import AdmissionRequest, Operation
 
 JOBS = ("batch.volcano.sh", "jobs")
 QUEUES = ("scheduling.volcano.sh", "queues")
 POD_GROUPS = ("scheduling.volcano.sh", "podgroups")
 PODS = ("", "pods")
+HYPER_NODES = ("topology.volcano.sh", "hypernodes")
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,17 @@ def validate_pod_group(request: AdmissionRequest, view: QueueLookup, settings: S
     problems = _expect(request, POD_GROUPS, (Operation.CREATE,))
     if not problems:
         problems = podgroups.check_pod_group(request.object, view)
-    return _outcome("PodGroup", request, problems, warnings=pod_group_warnings(request.object))
+    return _outcome("PodGroup", request, problems)
+
+
+def validate_hyper_node(
+    request: AdmissionRequest, view: QueueLookup, settings: Settings
+) -> Outcome:
+    problems = _expect(request, HYPER_NODES, (Operation.CREATE, Operation.UPDATE))
+    if not problems:
+        problems = hypernodes.check_hyper_node(request.object)
+    warnings = hypernodes.hyper_node_warnings(request.object)
+    return _outcome("HyperNode", request, problems, warnings=warnings)
 
 
 def mutate_pod(request: AdmissionRequest, view: QueueLookup, settings: Settings) -> Outcome:
@@ -155,4 +166,5 @@ RULES: dict[str, tuple[str, Rule]] = {
     "/validate/jobs": ("jobs", validate_job),
     "/validate/queues": ("queues", validate_queue),
     "/validate/podgroups": ("podgroups", validate_pod_group),
+    "/validate/hypernodes": ("hypernodes", validate_hyper_node),
 }

@@ -1,11 +1,12 @@
 """PodGroup rules (`scheduling.volcano.sh/v1beta1`) for CREATE: the spec parses (minMember,
-minTaskMember, minResources as quantities), priorityClassName is at most 253 characters, a
-network topology (the group's, each sub-group policy's) gives highestTierAllowed or
-highestTierName, not both (Volcano's rule), and the queue it names is a DNS subdomain (as
-Volcano's schema has it), exists, is Open under Open ancestors and is a leaf (no child queues),
-so a gang is refused at creation instead of waiting forever in a queue that takes no work.
-Volcano's PodGroup rules do not ask for a leaf queue (its Job rules do); Lahar does, since its
-scheduler admits no gang in a queue with child queues. Operators such as Kubeflow's and Spark's
+minTaskMember, minResources as quantities), priorityClassName is at most 253 characters, a network
+topology (the group's, each sub-group policy's) gives highestTierAllowed or highestTierName, not
+both (Volcano's rule), with a mode of hard or soft, a tier of 0 or more and a tier name of at most
+253 characters (`topology.network_topology_problems`, as for Jobs), and the queue it names is a DNS
+subdomain (as Volcano's schema has it), exists, is Open under Open ancestors and is a leaf (no
+child queues), so a gang is refused at creation instead of waiting forever in a queue that takes no
+work. Volcano's PodGroup rules do not ask for a leaf queue (its Job rules do); Lahar does, since
+its scheduler admits no gang in a queue with child queues. Operators such as Kubeflow's and Spark's
 create PodGroups too; they get the same answer.
 """
 

@@ -4,18 +4,15 @@ prints them; the object is admitted), and the Job controller records each once a
 on the Job (`FieldNotHonoured`), for jobs created without the webhook or by a client that drops
 warnings.
 
-- Job: `networkTopology` (the job's) and each task's `partitionPolicy` (the controller labels the
-  pods by partition and gives the PodGroup Volcano's `subGroupPolicy` and `networkTopology`, but
-  Lahar's scheduler places the whole gang without regard to partitions or network tiers) and
-  `topologyPolicy` other than none (no NUMA alignment).
-- PodGroup: `networkTopology` and `subGroupPolicy`, for the same reason. Said at admission only:
-  a PodGroup's spec is its creator's, who sees the warning when creating it, and the extender
-  reads every PodGroup of the cluster on its hot path, where an Event per group would be a write
-  per group for a property that never changes.
+- Job: a task's `topologyPolicy` other than none (no NUMA alignment).
 - Queue: `affinity` (Volcano's node groups), `extendClusters` (multi-cluster dispatch) and
   dequeueStrategy `fifo` (Lahar lets a gang that fits pass one that does not). `parent` is
   honoured (the scheduler shares a parent's resources among its children; the webhook checks the
   tree), so it is not said.
+
+Network topology is honoured, so it is not said either: a Job's or PodGroup's `networkTopology`
+(hard or soft, within one HyperNode of the tier allowed) and a task's `partitionPolicy`, each
+partition placed within one HyperNode through the PodGroup's `subGroupPolicy`.
 """
 
 from __future__ import annotations
@@ -28,22 +25,9 @@ from pydantic import BaseModel
 
 from extender.admission.problems import field, parse
 from extender.api.batch import Job
-from extender.api.scheduling import PodGroup, Queue
+from extender.api.scheduling import Queue
 
 REASON = "FieldNotHonoured"  # the controller's Event
-NETWORK = (
-    "Lahar's scheduler places the pods without regard to network topology (HyperNode tiers); "
-    "the field is kept, and copied to the PodGroup, for a scheduler that does"
-)
-PARTITIONS = (
-    "the pods are labelled by partition (volcano.sh/partition-id) and the PodGroup gets a "
-    "subGroupPolicy, but Lahar's scheduler places the task within the job's gang, not partition "
-    "by partition nor within a network topology"
-)
-SUB_GROUPS = (
-    "Lahar's scheduler places the group's pods as one gang, not sub-group by sub-group nor "
-    "within a network topology"
-)
 NUMA = "Lahar does not align pods to NUMA nodes (Volcano's numa-aware plugin)"
 M = TypeVar("M", bound=BaseModel)
 
@@ -58,25 +42,11 @@ class Unhonoured:
 
 
 def job_fields(job: Job) -> list[Unhonoured]:
-    found = []
-    if job.spec.network_topology is not None:
-        found.append(Unhonoured("spec.networkTopology", NETWORK))
-    for index, task in enumerate(job.spec.tasks):
-        at = ("spec", "tasks", index)
-        if task.partition_policy is not None:
-            found.append(Unhonoured(field(*at, "partitionPolicy"), PARTITIONS))
-        if task.topology_policy not in (None, "none"):
-            found.append(Unhonoured(field(*at, "topologyPolicy"), NUMA))
-    return found
-
-
-def pod_group_fields(group: PodGroup) -> list[Unhonoured]:
-    found = []
-    if group.spec.network_topology is not None:
-        found.append(Unhonoured("spec.networkTopology", NETWORK))
-    if group.spec.sub_group_policy:
-        found.append(Unhonoured("spec.subGroupPolicy", SUB_GROUPS))
-    return found
+    return [
+        Unhonoured(field("spec", "tasks", index, "topologyPolicy"), NUMA)
+        for index, task in enumerate(job.spec.tasks)
+        if task.topology_policy not in (None, "none")
+    ]
 
 
 def queue_fields(queue: Queue) -> list[Unhonoured]:
@@ -93,11 +63,6 @@ def queue_fields(queue: Queue) -> list[Unhonoured]:
             )
         )
     return found
-
-
-def pod_group_warnings(obj: Mapping[str, Any] | None) -> list[str]:
-    """The webhook's warnings for a PodGroup it admits."""
-    return _warnings(PodGroup, obj, pod_group_fields)
 
 
 def queue_warnings(obj: Mapping[str, Any] | None) -> list[str]:

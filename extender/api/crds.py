@@ -1,21 +1,23 @@
 """Lahar's Volcano CRDs, generated from the models: `manifests/base/crd-batch.yaml` (Job),
-`crd-scheduling.yaml` (PodGroup, Queue) and `crd-bus.yaml` (Command). `lahar crds --write` writes
-them, `lahar crds --check` says which differ, and `tests/unit/api/test_crds.py` fails while the
-committed files are not what the models make.
+`crd-scheduling.yaml` (PodGroup, Queue), `crd-bus.yaml` (Command) and `crd-topology.yaml`
+(HyperNode). `lahar crds --write` writes them, `lahar crds --check` says which differ, and
+`tests/unit/api/test_crds.py` fails while the committed files are not what the models make.
 
 The API server prunes what a CRD's schema does not list, so a field missing here would be dropped
-from every object in silence. Each schema is walked from the model that reads the object
-(`Job`, `PodGroup`, `Queue`, `Command`): a field's Python type gives its schema type, its `Crd`
-marker (`api.schema`) what Python cannot say (int32, a default, an enum, an embedded Kubernetes
-type kept whole), `Field(ge=...)` its minimum, a field without a default is required, and the
-docstring under it its description. The rest of each CRD (names, short names, scope, printer
-columns, subresources) is Volcano's, in `DEFINITIONS`, with two departures said there: the
-PodGroup has a status subresource (Lahar's extender writes status through it) and the Queue's
-printer columns add weight, state and age to Volcano's parent.
+from every object in silence. Each schema is walked from the model that reads the object (`Job`,
+`PodGroup`, `Queue`, `Command`, `HyperNode`): a field's Python type gives its schema type, its
+`Crd` marker (`api.schema`) what Python cannot say (int32, a default, an enum, an embedded
+Kubernetes type kept whole, a length, a pattern, a CEL rule), `Field(ge=...)` its minimum, a field
+without a default is required, and the docstring under it its description. The rest of each CRD
+(names, short names, scope, printer columns, subresources) is Volcano's, in `DEFINITIONS`, with two
+departures said there: the PodGroup has a status subresource (Lahar's extender writes status
+through it) and the Queue's printer columns add weight, state and age to Volcano's parent.
 
-Validation beyond types, enums and bounds (name patterns and lengths, a policy's events) is left
-to the admission webhook, which words it better and reports every problem at once. Pure but for
-reading the models' own source for their docstrings.
+Validation beyond types, enums and bounds (name patterns and lengths, a policy's events) is left to
+the admission webhook, which words it better and reports every problem at once; the HyperNode CRD
+alone carries Volcano's patterns, lengths and CEL rules too, as Volcano's does, since Lahar's
+webhook sees a HyperNode only where it is installed and the scheduler reads HyperNodes either way.
+Pure but for reading the models' own source for their docstrings.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ from extender.api.resources import Resources
 from extender.api.scheduling import API_VERSION as SCHEDULING_API_VERSION
 from extender.api.scheduling import PodGroup, Queue
 from extender.api.schema import UNSET, Crd
+from extender.api.topology import API_VERSION as TOPOLOGY_API_VERSION
+from extender.api.topology import HyperNode
 
 # Kubernetes' quantity, as every ResourceList in Volcano's CRDs is checked.
 QUANTITY = (
@@ -159,6 +163,23 @@ COMMAND = Definition(
     ),
 )
 
+HYPER_NODE = Definition(
+    HyperNode,
+    TOPOLOGY_API_VERSION,
+    "HyperNode",
+    "hypernodes",
+    ("hn",),
+    "A group of nodes close in the network (under one switch, one spine): its tier says how "
+    "close, its members are nodes or HyperNodes of lower tiers.",
+    namespaced=False,
+    columns=(
+        Column("Tier", "string", ".spec.tier"),
+        Column("TierName", "string", ".spec.tierName"),
+        Column("NodeCount", "integer", ".status.nodeCount"),
+        Column("Age", "date", ".metadata.creationTimestamp"),
+    ),
+)
+
 
 @dataclass(frozen=True)
 class CrdFile:
@@ -168,7 +189,7 @@ class CrdFile:
 
 
 _GENERATED = (
-    "Generated from Lahar's models (extender/api/batch.py, scheduling.py) by `lahar crds --write`: "
+    "Generated from Lahar's models (extender/api/) by `lahar crds --write`: "
     "edit the models, not this file (`lahar crds --check` and the unit tests say when it differs)."
 )
 FILES = (
@@ -197,6 +218,17 @@ FILES = (
         "`vcctl job suspend` and `vcctl job resume` create them. The controller performs it once "
         "and deletes the Command.",
         (COMMAND,),
+    ),
+    CrdFile(
+        "crd-topology.yaml",
+        "Volcano's network topology API (topology.volcano.sh/v1alpha1): the cluster-scoped "
+        "HyperNode, served as Volcano serves it, so HyperNodes written for Volcano (by hand or by "
+        "its network topology discovery) apply unchanged. Lahar's scheduler reads them to keep a "
+        "Job's or PodGroup's pods within one HyperNode of the tier its networkTopology allows, "
+        "and each partition within one HyperNode. The schema carries Volcano's checks (one "
+        "selector per member, names, patterns); the admission webhook words them and compiles "
+        "each pattern.",
+        (HYPER_NODE,),
     ),
 )
 DEFINITIONS = tuple(d for f in FILES for d in f.definitions)
@@ -266,6 +298,11 @@ class _Marks:
     opaque: bool = False
     map_type: str | None = None
     list_type: str | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    pattern: str | None = None
+    min_items: int | None = None
+    validations: tuple[tuple[str, str], ...] | None = None
 
     def add(self, item: Any) -> None:
         if isinstance(item, Crd):
@@ -313,10 +350,8 @@ def _schema(annotation: Any, marks: _Marks, description: str | None = None) -> d
         schema["format"] = marks.format
     if marks.enum is not None:
         schema["enum"] = [str(value) for value in marks.enum]
-    if marks.minimum is not None:
-        schema["minimum"] = marks.minimum
-    if marks.maximum is not None:
-        schema["maximum"] = marks.maximum
+    for key, value in _bounds(marks):
+        schema[key] = value
     if marks.default is not UNSET:
         schema["default"] = marks.default
     if marks.nullable:
@@ -328,7 +363,25 @@ def _schema(annotation: Any, marks: _Marks, description: str | None = None) -> d
         schema["x-kubernetes-map-type"] = marks.map_type
     if marks.list_type:
         schema["x-kubernetes-list-type"] = marks.list_type
+    if marks.validations:
+        schema["x-kubernetes-validations"] = [
+            {"rule": rule, "message": message} for rule, message in marks.validations
+        ]
     return schema
+
+
+def _bounds(marks: _Marks) -> Iterator[tuple[str, Any]]:
+    """The bounds the marks set, by their schema keys."""
+    for key, value in (
+        ("minimum", marks.minimum),
+        ("maximum", marks.maximum),
+        ("minLength", marks.min_length),
+        ("maxLength", marks.max_length),
+        ("pattern", marks.pattern),
+        ("minItems", marks.min_items),
+    ):
+        if value is not None:
+            yield key, value
 
 
 def _unwrap(annotation: Any, marks: _Marks) -> tuple[Any, bool]:

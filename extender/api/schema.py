@@ -6,9 +6,11 @@ object, `dict[str, X]` a map, `ResourceList` an int-or-string map); `Field(ge=..
 field without a default is required; its docstring is its description. What Python cannot say
 is said with `Crd`: the integer's width (`Int32`), a time (`Time`), a CRD default, an enum the
 model keeps open (a status phase is read as any string, so an unexpected one never makes an
-object unreadable), a field the CRD requires that the model reads leniently, and the embedded
-Kubernetes types Lahar keeps whole (`Opaque`: a pod template, a PVC spec, a label selector),
-which Kubernetes validates when the controller creates the objects.
+object unreadable), a field the CRD requires that the model reads leniently, the lengths,
+patterns, sizes and CEL rules the API server checks while the model reads any value (so that an
+object stored under an older or looser CRD is still read, and the webhook words each refusal),
+and the embedded Kubernetes types Lahar keeps whole (`Opaque`: a pod template, a PVC spec, a
+label selector), which Kubernetes validates when the controller creates the objects.
 
 The marker costs nothing at run time: pydantic keeps it in the field's metadata and validates as
 if it were not there.
@@ -40,6 +42,12 @@ class Crd:
     opaque: bool = False  # an embedded Kubernetes type: `type: object`, every field kept
     map_type: str | None = None  # x-kubernetes-map-type
     list_type: str | None = None  # x-kubernetes-list-type
+    min_length: int | None = None  # of a string, as the CRD checks it (the model reads any)
+    max_length: int | None = None
+    pattern: str | None = None  # a string's pattern (ECMA 262, as the API server reads it)
+    min_items: int | None = None  # of a list
+    # x-kubernetes-validations: CEL rules on the value, each (rule, message)
+    validations: tuple[tuple[str, str], ...] | None = None
 
 
 Int32 = Annotated[int, Crd(format="int32")]

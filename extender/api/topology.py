@@ -7,7 +7,12 @@ ones), its `members` are nodes or other HyperNodes, each chosen by one selector:
 name), `regexMatch` (a pattern on node names) or `labelMatch` (a label selector on nodes; nodes
 only). `members_of` resolves a selector against the nodes, as Volcano's `GetMembers` does; the
 tree built from them is `gangs.topology`. A Job or PodGroup asks to stay within one HyperNode with
-`networkTopology` (`api.scheduling.NetworkTopology`). Pure.
+`networkTopology` (`api.scheduling.NetworkTopology`).
+
+The CRD's checks (a tier of 0 or more, at least one member, one selector per member, a valid
+exact name, a non-empty pattern) are `Crd` markers: the API server enforces them, the model reads
+any value, so a HyperNode stored under an older or looser CRD is still read (an invalid one
+chooses nothing), and the webhook (`admission.hypernodes`) words each refusal. Pure.
 """
 
 from __future__ import annotations
@@ -16,8 +21,6 @@ import re
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Annotated, Literal
-
-from pydantic import Field
 
 from extender.api.model import KubeModel
 from extender.api.objects import ObjectMeta
@@ -28,6 +31,21 @@ KIND = "HyperNode"
 NODE = "Node"
 HYPER_NODE = "HyperNode"
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+MAX_NAME = 253
+# The CRD's rules on a member's selector (CEL, checked by the API server): one selector, no more
+# (plain boolean tests: the API server bounds the estimated cost of a rule over every member).
+ONE_SELECTOR = (
+    (
+        "has(self.exactMatch) || has(self.regexMatch) || has(self.labelMatch)",
+        "give one of exactMatch, regexMatch or labelMatch",
+    ),
+    (
+        "!(has(self.exactMatch) && has(self.regexMatch)) && "
+        "!(has(self.exactMatch) && has(self.labelMatch)) && "
+        "!(has(self.regexMatch) && has(self.labelMatch))",
+        "give only one of exactMatch, regexMatch and labelMatch",
+    ),
+)
 
 
 class LabelSelectorRequirement(KubeModel):
@@ -69,12 +87,12 @@ class LabelSelector(KubeModel):
 
 
 class ExactMatch(KubeModel):
-    name: Annotated[str, Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN)]
+    name: Annotated[str, Crd(min_length=1, max_length=MAX_NAME, pattern=DNS_SUBDOMAIN)]
     """The exact name of the node or HyperNode to match."""
 
 
 class RegexMatch(KubeModel):
-    pattern: Annotated[str, Field(min_length=1)]
+    pattern: Annotated[str, Crd(min_length=1)]
     """A regular expression matched against node names."""
 
 
@@ -105,7 +123,7 @@ class MemberSelector(KubeModel):
 class MemberSpec(KubeModel):
     type: Literal["Node", "HyperNode"]
     """Node: the selector chooses nodes; HyperNode: it names a HyperNode of a lower tier."""
-    selector: MemberSelector = MemberSelector()
+    selector: Annotated[MemberSelector, Crd(validations=ONE_SELECTOR)] = MemberSelector()
     """How the member is chosen."""
 
 
@@ -113,9 +131,9 @@ class HyperNodeSpec(KubeModel):
     tier: Annotated[int, Crd(minimum=0, required=True)] = 0
     """How far apart its members are in the network: 1 the nearest; a HyperNode's members are
     of lower tiers."""
-    tier_name: Annotated[str, Field(max_length=253)] | None = None
+    tier_name: Annotated[str, Crd(max_length=MAX_NAME)] | None = None
     """The tier's name (networkTopology's highestTierName refers to it)."""
-    members: Annotated[list[MemberSpec], Field(min_length=1)] | None = None
+    members: Annotated[list[MemberSpec], Crd(min_items=1)] | None = None
     """The nodes or HyperNodes it holds."""
 
 

@@ -39,6 +39,7 @@ CRD_FILES = (
     "base/crd-coscheduling.yaml",
     "base/crd-batch.yaml",
     "base/crd-bus.yaml",
+    "base/crd-topology.yaml",
 )
 NAMESPACE_FILE = "base/namespace.yaml"
 NAMESPACE = "lahar-system"

@@ -7,7 +7,9 @@ reads `config/crd/volcano/bases/` at the repository's HEAD (a bare mirror is eno
 and writes one line per field, `<crd> <path> <type> [<limit>...]`: `spec.tasks[].replicas` is a
 field of each item of a list, `spec.minResources{}` a value of a map; the type is the schema's
 (`integer/int32` with its format, `int-or-string` for a quantity); the limits are what the API
-server enforces on the value: `required`, `enum=a|b`, `minimum=N`, `maximum=N`, `maxLength=N`.
+server enforces on the value: `required`, `enum=a|b`, `minimum=N`, `maximum=N`, `minLength=N`,
+`maxLength=N`, `minItems=N`, `pattern=P` and `rules=N` (how many CEL rules,
+x-kubernetes-validations, the value is held to; their text differs from Lahar's words).
 The subtrees that are embedded core Kubernetes types (a pod template, a claim spec, a label
 selector) are listed as their root only: Lahar keeps them whole
 (`x-kubernetes-preserve-unknown-fields`) and Kubernetes validates them when the objects are made.
@@ -28,6 +30,7 @@ CRDS = {
     "podgroups.scheduling.volcano.sh": "scheduling.volcano.sh_podgroups.yaml",
     "queues.scheduling.volcano.sh": "scheduling.volcano.sh_queues.yaml",
     "commands.bus.volcano.sh": "bus.volcano.sh_commands.yaml",
+    "hypernodes.topology.volcano.sh": "topology.volcano.sh_hypernodes.yaml",
 }
 FOLDER = "config/crd/volcano/bases"
 LISTING = "tests/data/volcano-crd-fields.txt"
@@ -50,8 +53,10 @@ def limits(schema: Mapping[str, Any], required: bool) -> frozenset[str]:
     found = {"required"} if required else set()
     if "enum" in schema:
         found.add("enum=" + "|".join(sorted(str(v) for v in schema["enum"])))
-    bounds = ("minimum", "maximum", "maxLength")
+    bounds = ("minimum", "maximum", "minLength", "maxLength", "minItems", "pattern")
     found |= {f"{key}={schema[key]}" for key in bounds if key in schema}
+    if schema.get("x-kubernetes-validations"):
+        found.add(f"rules={len(schema['x-kubernetes-validations'])}")
     return frozenset(found)
 
 

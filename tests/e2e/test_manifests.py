@@ -33,7 +33,7 @@ from extender.server.tls import ServerTls, TlsFiles
 
 EXPECTED = {  # the default install
     "Namespace": 1,
-    "CustomResourceDefinition": 5,
+    "CustomResourceDefinition": 6,
     "ServiceAccount": 3,
     "Deployment": 3,
     "Service": 3,

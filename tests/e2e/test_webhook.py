@@ -1,11 +1,13 @@
 """The admission webhook registered in the real API server (by `manifests/base/webhook.yaml`): what
-`kubectl create` answers for broken and correct Jobs, Queues and PodGroups, and that pods never
-depend on the webhook being up."""
+`kubectl create` answers for broken and correct Jobs, Queues, PodGroups and HyperNodes, and that
+pods never depend on the webhook being up."""
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from kubernetes import client as k8s
@@ -13,6 +15,7 @@ from kubernetes import client as k8s
 from extender import devcluster
 from extender.api.batch import BATCH_API_VERSION
 from extender.api.scheduling import API_VERSION
+from extender.api.topology import API_VERSION as TOPOLOGY_API
 from extender.kube import delete, list_objects, read, wait_until
 from extender.kube.raw import ApiStatusError, send
 from tests.builders import make_group, make_job, make_pod, make_queue
@@ -201,6 +204,58 @@ def test_a_podgroup_needs_an_open_queue(
         what=f"the webhook to see queue {queue_name} Closed",
     )
     assert f"queue '{queue_name}' is Closed" in refusal
+
+
+@pytest.fixture
+def hyper_node_name(api: k8s.ApiClient) -> Iterator[str]:
+    """A fresh HyperNode's name; the HyperNode (if the test made one) is deleted afterwards."""
+    name = f"hn-{secrets.token_hex(3)}"
+    yield name
+    delete(api, TOPOLOGY_API, "HyperNode", name)
+
+
+def _hyper_node(name: str, **selector: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": TOPOLOGY_API,
+        "kind": "HyperNode",
+        "metadata": {"name": name},
+        "spec": {"tier": 1, "members": [{"type": "Node", "selector": selector}]},
+    }
+
+
+def _create_hyper_node(api: k8s.ApiClient, body: dict[str, Any]) -> dict[str, Any]:
+    stored: dict[str, Any] = json.loads(
+        send(api, "POST", f"/apis/{TOPOLOGY_API}/hypernodes", body=body).read()
+    )
+    return stored
+
+
+def _hyper_node_refusal(api: k8s.ApiClient, body: dict[str, Any]) -> str:
+    with pytest.raises(ApiStatusError) as refused:
+        _create_hyper_node(api, body)
+    return str(refused.value)
+
+
+def test_a_hypernode_member_with_two_selectors_or_a_broken_pattern_is_refused(
+    api: k8s.ApiClient, hyper_node_name: str
+) -> None:
+    both = _hyper_node(hyper_node_name, exactMatch={"name": "n0"}, regexMatch={"pattern": "^n"})
+    refusal = _hyper_node_refusal(api, both)
+    assert "spec.members[0].selector" in refusal
+    assert "only one of exactMatch, regexMatch" in refusal  # the CRD's rule, before the webhook
+
+    broken = _hyper_node(hyper_node_name, regexMatch={"pattern": "n[0-9"})
+    refusal = _hyper_node_refusal(api, broken)
+    assert 'admission webhook "hypernode-rules.lahar.dev" denied the request' in refusal
+    assert f"HyperNode {hyper_node_name} is invalid" in refusal
+    assert "spec.members[0].selector.regexMatch.pattern: 'n[0-9' is not a regular expression" in (
+        refusal
+    )
+    assert read(api, TOPOLOGY_API, "HyperNode", hyper_node_name) is None
+
+    valid = _hyper_node(hyper_node_name, regexMatch={"pattern": "^n[0-9]+$"})
+    stored = _create_hyper_node(api, valid)
+    assert stored["spec"] == valid["spec"]
 
 
 def test_with_the_webhook_stopped_pods_still_schedule(

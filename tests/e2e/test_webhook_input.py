@@ -30,6 +30,7 @@ PATHS = (
     "/validate/jobs",
     "/validate/queues",
     "/validate/podgroups",
+    "/validate/hypernodes",
 )
 RESOURCES = {
     "/mutate/jobs": ("batch.volcano.sh", "v1alpha1", "jobs", "Job"),
@@ -37,6 +38,7 @@ RESOURCES = {
     "/mutate/queues": ("scheduling.volcano.sh", "v1beta1", "queues", "Queue"),
     "/validate/queues": ("scheduling.volcano.sh", "v1beta1", "queues", "Queue"),
     "/validate/podgroups": ("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup"),
+    "/validate/hypernodes": ("topology.volcano.sh", "v1alpha1", "hypernodes", "HyperNode"),
 }
 FUZZ = settings(
     max_examples=150,

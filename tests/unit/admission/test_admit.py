@@ -15,6 +15,7 @@ from extender.admission.admit import (
     mutate_job,
     mutate_pod,
     mutate_queue,
+    validate_hyper_node,
     validate_job,
     validate_pod_group,
     validate_queue,
@@ -67,6 +68,7 @@ def test_rules_by_path() -> None:
         "/validate/jobs": ("jobs", validate_job),
         "/validate/queues": ("queues", validate_queue),
         "/validate/podgroups": ("podgroups", validate_pod_group),
+        "/validate/hypernodes": ("hypernodes", validate_hyper_node),
     }
 
 
@@ -75,6 +77,12 @@ def test_rules_by_path() -> None:
 JOB = tf().build()
 QUEUE = make_queue("research").build()
 GROUP = make_group("tf").build()
+HYPER_NODE = {
+    "apiVersion": "topology.volcano.sh/v1alpha1",
+    "kind": "HyperNode",
+    "metadata": {"name": "s0"},
+    "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"exactMatch": {"name": "n0"}}}]},
+}
 
 
 @pytest.mark.parametrize(
@@ -111,6 +119,17 @@ GROUP = make_group("tf").build()
             "operation UPDATE is not admitted here (only CREATE)",
         ),
         (validate_pod_group, make_review(GROUP).delete(), "operation DELETE is not admitted"),
+        (
+            validate_hyper_node,
+            make_review(QUEUE),
+            "admits hypernodes.topology.volcano.sh, not queues",
+        ),
+        (validate_hyper_node, make_review(HYPER_NODE).sub_resource("status"), "not hypernodes/st"),
+        (
+            validate_hyper_node,
+            make_review(HYPER_NODE).delete(),
+            "operation DELETE is not admitted here (only CREATE, UPDATE)",
+        ),
     ],
     ids=[
         "mutate-job-given-queue",
@@ -127,6 +146,9 @@ GROUP = make_group("tf").build()
         "validate-queue-connect",
         "validate-group-update",
         "validate-group-delete",
+        "validate-hyper-node-given-queue",
+        "validate-hyper-node-status",
+        "validate-hyper-node-delete",
     ],
 )
 def test_wrong_requests_are_denied_saying_so(
@@ -455,3 +477,56 @@ def test_pod_rules_take_only_pod_creations() -> None:
     outcome = run(mutate_pod, make_review(make_pod("w").build()).update(make_pod("w").build()))
     assert not outcome.decision.allowed
     assert "operation UPDATE is not admitted here (only CREATE)" in outcome.message
+
+
+# -- HyperNodes ---------------------------------------------------------------------------------
+
+
+def _hyper_node(*members: dict[str, Any]) -> dict[str, Any]:
+    return {**HYPER_NODE, "spec": {"tier": 1, "members": list(members)}}
+
+
+EXACT = {"type": "Node", "selector": {"exactMatch": {"name": "n0"}}}
+BOTH = {"type": "Node", "selector": {"exactMatch": {"name": "n0"}, "regexMatch": {"pattern": "("}}}
+LABELS_ON_HYPER_NODE = {
+    "type": "HyperNode",
+    "selector": {"labelMatch": {"matchLabels": {"a": "b"}}},
+}
+
+
+@pytest.mark.parametrize(
+    ("review", "message", "warnings"),
+    [
+        (make_review(_hyper_node(EXACT)), "", ()),
+        (make_review(_hyper_node(EXACT)).update(_hyper_node(EXACT)), "", ()),
+        (
+            make_review(_hyper_node(EXACT, BOTH)),
+            "HyperNode s0 is invalid: spec.members[1].selector: gives exactMatch and regexMatch: "
+            "give only one of exactMatch, regexMatch or labelMatch; "
+            "spec.members[1].selector.regexMatch.pattern: '(' is not a regular expression: "
+            "missing ), unterminated subpattern at position 0",
+            (),
+        ),
+        (
+            make_review(_hyper_node()).update(_hyper_node(EXACT)),
+            "HyperNode s0 is invalid: spec.members: must list at least one member (a node or a "
+            "HyperNode)",
+            (),
+        ),
+        (
+            make_review(_hyper_node(EXACT, LABELS_ON_HYPER_NODE)),
+            "",
+            (
+                "spec.members[1].selector.labelMatch takes effect for members of type Node only: "
+                "this member of type HyperNode chooses nothing by it",
+            ),
+        ),
+    ],
+    ids=["create", "update", "two-selectors", "update-no-members", "labels-warned"],
+)
+def test_hyper_node_create_and_update(
+    review: ReviewBuilder, message: str, warnings: tuple[str, ...]
+) -> None:
+    outcome = run(validate_hyper_node, review)
+    assert outcome.decision.allowed is (not message)
+    assert (outcome.message, outcome.warnings) == (message, warnings)

@@ -101,6 +101,40 @@ def test_a_missing_default_queue_is_no_problem() -> None:
             group().set("spec.networkTopology", {"highestTierName": "t" * 254}),
             {"spec.networkTopology.highestTierName": "at most 253 characters, got 254"},
         ),
+        (
+            group().set("spec.networkTopology", {"mode": "strict", "highestTierAllowed": 1}),
+            {"spec.networkTopology.mode": "Input should be 'hard' or 'soft'"},
+        ),
+        (
+            group().set("spec.networkTopology", {"highestTierAllowed": -1}),
+            {"spec.networkTopology.highestTierAllowed": "must be from 0 to 2147483647, got -1"},
+        ),
+        (
+            group().set("spec.subGroupPolicy", [{"name": "p", "networkTopology": {"mode": "x"}}]),
+            {"spec.subGroupPolicy[0].networkTopology.mode": "Input should be 'hard' or 'soft'"},
+        ),
+        (
+            group().set(
+                "spec.subGroupPolicy",
+                [
+                    {"name": "a", "networkTopology": {"highestTierAllowed": 1}},
+                    {"name": "b", "networkTopology": {"highestTierName": "t" * 254}},
+                ],
+            ),
+            {"spec.subGroupPolicy[1].networkTopology.highestTierName": "at most 253 characters"},
+        ),
+        (
+            group()
+            .set("spec.networkTopology", {"highestTierAllowed": 1, "highestTierName": "s"})
+            .set(
+                "spec.subGroupPolicy",
+                [{"name": "p", "networkTopology": {"highestTierAllowed": -2}}],
+            ),
+            {
+                "spec.networkTopology": "not both",
+                "spec.subGroupPolicy[0].networkTopology.highestTierAllowed": "got -2",
+            },
+        ),
     ],
     ids=[
         "queue-missing",
@@ -120,6 +154,11 @@ def test_a_missing_default_queue_is_no_problem() -> None:
         "network-topology-both-tiers",
         "sub-group-both-tiers",
         "tier-name-too-long",
+        "network-topology-mode",
+        "network-topology-tier-negative",
+        "sub-group-mode",
+        "sub-group-tier-name-too-long",
+        "group-and-sub-group-at-once",
     ],
 )
 def test_each_rule_names_its_field(

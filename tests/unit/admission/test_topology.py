@@ -12,7 +12,7 @@ from extender.admission.admit import Settings, validate_pod_group, validate_queu
 from extender.admission.job_defaults import job_defaults
 from extender.admission.job_update import check_update
 from extender.admission.jobs import check_job, parse_job
-from extender.admission.unhonoured import NETWORK, NUMA, PARTITIONS, SUB_GROUPS
+from extender.admission.unhonoured import NUMA
 from tests.batch_builders import make_review
 from tests.builders import JobBuilder, make_group, make_job, make_queue
 from tests.unit.admission.helpers import apply_patch, by_path, check, cluster_queues, problems_of
@@ -203,7 +203,9 @@ def test_a_mode_other_than_hard_or_soft_does_not_read() -> None:
     assert [p.path for p in problems] == ["spec.networkTopology.mode"]
 
 
-def test_fields_lahar_does_not_act_on_are_warned_about_not_refused() -> None:
+def test_numa_alignment_is_warned_about_and_network_topology_is_not() -> None:
+    """Network topology and partitions are honoured (the scheduler keeps them within HyperNodes):
+    only the NUMA policy, which Lahar does not act on, is warned about."""
     builder = (
         partitioned(8, partitions(2, 4, networkTopology=topology(highestTierAllowed=1)))
         .task("ps", 1)
@@ -214,11 +216,7 @@ def test_fields_lahar_does_not_act_on_are_warned_about_not_refused() -> None:
     problems, warnings = check(builder)
 
     assert problems == []
-    assert warnings == [
-        f"spec.networkTopology is not honoured yet: {NETWORK}",
-        f"spec.tasks[0].partitionPolicy is not honoured yet: {PARTITIONS}",
-        f"spec.tasks[1].topologyPolicy is not honoured yet: {NUMA}",
-    ]
+    assert warnings == [f"spec.tasks[1].topologyPolicy is not honoured yet: {NUMA}"]
 
 
 def test_a_job_without_them_gets_no_warning() -> None:
@@ -280,26 +278,23 @@ def _run_queue(body: dict[str, Any]) -> Any:
     return validate_queue(review.request(), cluster_queues(), Settings())
 
 
-def test_a_pod_group_with_network_topology_is_admitted_with_warnings() -> None:
-    body = (
+@pytest.mark.parametrize(
+    "group",
+    [
+        make_group("pg").min_member(2),
         make_group("pg")
         .min_member(4)
         .set("spec.networkTopology", topology(highestTierAllowed=1))
-        .set("spec.subGroupPolicy", [{"name": "w", "subGroupSize": 2}])
-        .build()
-    )
-
-    outcome = _run_group(body)
-
-    assert outcome.decision.allowed
-    assert outcome.warnings == (
-        f"spec.networkTopology is not honoured yet: {NETWORK}",
-        f"spec.subGroupPolicy is not honoured yet: {SUB_GROUPS}",
-    )
-
-
-def test_a_plain_pod_group_gets_no_warning() -> None:
-    outcome = _run_group(make_group("pg").min_member(2).build())
+        .set("spec.subGroupPolicy", [{"name": "w", "subGroupSize": 2}]),
+        make_group("pg")
+        .min_member(4)
+        .set("spec.networkTopology", topology(mode="soft", highestTierName="spine")),
+    ],
+    ids=["plain", "network-topology-and-sub-groups", "soft-by-tier-name"],
+)
+def test_a_pod_group_is_admitted_without_warnings(group: Any) -> None:
+    """Its networkTopology and subGroupPolicy are honoured: nothing to warn of."""
+    outcome = _run_group(group.build())
     assert outcome.decision.allowed
     assert outcome.warnings == ()
 

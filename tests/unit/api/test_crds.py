@@ -53,6 +53,7 @@ def test_each_crd_is_named_and_served_as_volcanos() -> None:
         "PodGroup": "podgroups.scheduling.volcano.sh",
         "Queue": "queues.scheduling.volcano.sh",
         "Command": "commands.bus.volcano.sh",
+        "HyperNode": "hypernodes.topology.volcano.sh",
     }
     assert crds["Job"]["spec"]["names"]["shortNames"] == ["vcjob", "vj"]
     assert crds["PodGroup"]["spec"]["names"]["shortNames"] == ["pg", "podgroup-v1beta1"]
@@ -60,6 +61,43 @@ def test_each_crd_is_named_and_served_as_volcanos() -> None:
     assert "shortNames" not in crds["Command"]["spec"]["names"]
     (command,) = crds["Command"]["spec"]["versions"]
     assert "subresources" not in command
+    hyper_node = crds["HyperNode"]["spec"]
+    assert (hyper_node["scope"], hyper_node["names"]["shortNames"]) == ("Cluster", ["hn"])
+    (version,) = hyper_node["versions"]
+    assert version["name"] == "v1alpha1"
+    assert version["subresources"] == {"status": {}}
+    assert [c["name"] for c in version["additionalPrinterColumns"]] == [
+        "Tier",
+        "TierName",
+        "NodeCount",
+        "Age",
+    ]
+
+
+def test_the_hypernode_schema_checks_what_volcanos_does() -> None:
+    """Volcano's CRD checks: a tier of 0 or more, at least one member of type Node or HyperNode,
+    a DNS subdomain for an exact name, a pattern not empty, one selector per member."""
+    schema = custom_resource_definition(next(d for d in DEFINITIONS if d.kind == "HyperNode"))
+    spec = schema["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    fields, member = spec["properties"], spec["properties"]["members"]["items"]
+    selector = member["properties"]["selector"]
+
+    assert spec["required"] == ["tier"]
+    assert fields["tier"]["minimum"] == 0
+    assert fields["tierName"]["maxLength"] == 253
+    assert fields["members"]["minItems"] == 1
+    assert member["required"] == ["type"]
+    assert member["properties"]["type"]["enum"] == ["Node", "HyperNode"]
+    name = selector["properties"]["exactMatch"]["properties"]["name"]
+    assert (name["minLength"], name["maxLength"]) == (1, 253)
+    assert name["pattern"].startswith("^[a-z0-9]")
+    assert selector["properties"]["regexMatch"]["properties"]["pattern"]["minLength"] == 1
+    assert selector["properties"]["labelMatch"]["x-kubernetes-map-type"] == "atomic"
+    rules = [v["rule"] for v in selector["x-kubernetes-validations"]]
+    assert len(rules) == 2
+    assert all(
+        name in rule for rule in rules for name in ("exactMatch", "regexMatch", "labelMatch")
+    )
 
 
 SIZE = "The size."
@@ -81,6 +119,10 @@ class _Sample(KubeModel):
     inner: _Inner | None = None
     named: Annotated[str, Crd(required=True)] = ""
     phase: Annotated[str, Crd(enum=("Up", "Down"))] = ""
+    label: Annotated[str, Crd(min_length=1, max_length=9, pattern="^[a-z]+$")] = ""
+    items: Annotated[list[str], Crd(min_items=1, validations=(("size(self) < 3", "few"),))] = Field(
+        default_factory=list
+    )
 
 
 def _sample_schema() -> dict[str, Any]:
@@ -114,6 +156,18 @@ def test_a_fields_type_marker_and_docstring_make_its_schema() -> None:
         "required": ["size"],
     }
     assert fields["phase"] == {"type": "string", "enum": ["Up", "Down"]}
+    assert fields["label"] == {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 9,
+        "pattern": "^[a-z]+$",
+    }
+    assert fields["items"] == {
+        "type": "array",
+        "minItems": 1,
+        "items": {"type": "string"},
+        "x-kubernetes-validations": [{"rule": "size(self) < 3", "message": "few"}],
+    }
     assert schema["required"] == ["named"]
 
 

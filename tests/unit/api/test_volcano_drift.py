@@ -26,9 +26,24 @@ def compatible(volcano: str, lahar: str) -> bool:
     return kind == lahar_kind and (not width or width == lahar_width)
 
 
-def test_the_listing_covers_the_four_crds() -> None:
+def test_the_listing_covers_the_five_crds() -> None:
     assert sorted(VOLCANO) == sorted(LAHAR)
     assert "spec.tasks[].partitionPolicy.totalPartitions" in VOLCANO["jobs.batch.volcano.sh"]
+    assert "spec.members[].selector.regexMatch.pattern" in VOLCANO["hypernodes.topology.volcano.sh"]
+
+
+def test_lahars_hypernode_crd_checks_what_volcanos_does() -> None:
+    """Volcano's HyperNode CRD refuses what its webhook would (one selector per member, a valid
+    exact name, a non-empty pattern, at least one member): Lahar's holds every such limit too, so
+    an object one CRD refuses the other refuses."""
+    crd = "hypernodes.topology.volcano.sh"
+    ours = LAHAR[crd]
+    differ = [
+        f"{path}: Volcano {sorted(field.limits)}, Lahar {sorted(ours[path].limits)}"
+        for path, field in VOLCANO[crd].items()
+        if path.startswith("spec") and path in ours and field.limits != ours[path].limits
+    ]
+    assert not differ, "; ".join(differ)
 
 
 @pytest.mark.parametrize("crd", sorted(VOLCANO))
@@ -80,9 +95,14 @@ def stricter(volcano: Field, lahar: Field) -> list[str]:
         found.append(f"enum={ours['enum']}")
     if "minimum" in ours and float(ours["minimum"]) > float(theirs.get("minimum", "-inf")):
         found.append(f"minimum={ours['minimum']}")
+    for key in ("minLength", "minItems", "rules"):
+        if key in ours and float(ours[key]) > float(theirs.get(key, "0")):
+            found.append(f"{key}={ours[key]}")
     for key in ("maximum", "maxLength"):
         if key in ours and float(ours[key]) < float(theirs.get(key, "inf")):
             found.append(f"{key}={ours[key]}")
+    if "pattern" in ours and ours["pattern"] != theirs.get("pattern"):
+        found.append(f"pattern={ours['pattern']}")
     return found
 
 
@@ -121,6 +141,16 @@ def test_no_field_is_stricter_than_volcanos(crd: str) -> None:
         ({"maxLength=253"}, {"maxLength=63"}, ["maxLength=63"]),
         (set(), {"maxLength=63"}, ["maxLength=63"]),
         ({"maximum=10"}, set(), []),
+        (set(), {"minLength=1"}, ["minLength=1"]),
+        ({"minLength=1"}, {"minLength=1"}, []),
+        ({"minItems=2"}, {"minItems=1"}, []),
+        (set(), {"minItems=1"}, ["minItems=1"]),
+        (set(), {"rules=2"}, ["rules=2"]),
+        ({"rules=2"}, {"rules=2"}, []),
+        ({"pattern=^a=b$"}, {"pattern=^a=b$"}, []),
+        ({"pattern=^a$"}, {"pattern=^b$"}, ["pattern=^b$"]),
+        (set(), {"pattern=^a$"}, ["pattern=^a$"]),
+        ({"pattern=^a$"}, set(), []),
     ],
 )
 def test_stricter(volcano: set[str], lahar: set[str], expected: list[str]) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from extender.admission.unhonoured import NETWORK, PARTITIONS
+from extender.admission.unhonoured import NUMA
 from extender.api.batch import PARTITION_KEY, Job
 from extender.api.scheduling import PodGroupSpec
 from extender.controller import writer as writer_module
@@ -118,11 +118,16 @@ def test_each_field_not_honoured_is_a_warning_event_on_the_job_once(
         events.append((involved["name"], kind, reason, message))
 
     monkeypatch.setattr(writer_module, "record_event", record)
-    job: Job = partitioned().set("spec.networkTopology", {"mode": "hard"}).model()
+    job: Job = (
+        partitioned()
+        .set("spec.tasks[0].topologyPolicy", "single-numa-node")
+        .set("spec.tasks[1].topologyPolicy", "best-effort")
+        .model()
+    )
     writer = JobWriter(api=None)  # type: ignore[arg-type]
     warned = [
-        f"spec.networkTopology is not honoured yet: {NETWORK}",
-        f"spec.tasks[1].partitionPolicy is not honoured yet: {PARTITIONS}",
+        f"spec.tasks[0].topologyPolicy is not honoured yet: {NUMA}",
+        f"spec.tasks[1].topologyPolicy is not honoured yet: {NUMA}",
     ]
 
     for _ in range(2):  # a second reconcile (the status write failed): nothing said twice
