@@ -383,7 +383,8 @@ def _network(mode: str, tier: int | None, tier_name: str) -> dict[str, Any]:
 
 
 class HyperNodeBuilder:
-    """A HyperNode of `tier` whose members are nodes or HyperNodes, each by exact name."""
+    """A HyperNode of tier 1; each member added by one selector (or by the selectors given, for
+    malformed ones)."""
 
     def __init__(self, name: str) -> None:
         self._hyper_node: dict[str, Any] = {
@@ -393,9 +394,9 @@ class HyperNodeBuilder:
             "spec": {"tier": 1, "members": []},
         }
 
-    def tier(self, tier: int, name: str = "") -> Self:
+    def tier(self, tier: Any, name: str | None = None) -> Self:
         self._hyper_node["spec"]["tier"] = tier
-        if name:
+        if name is not None:
             self._hyper_node["spec"]["tierName"] = name
         return self
 
@@ -403,27 +404,25 @@ class HyperNodeBuilder:
         self._hyper_node["metadata"].setdefault("labels", {})[key] = value
         return self
 
+    def member(self, kind: str = "Node", **selector: Any) -> Self:
+        self._hyper_node["spec"]["members"].append({"type": kind, "selector": selector})
+        return self
+
     def nodes(self, *names: str) -> Self:
-        return self._members("Node", names)
+        for name in names:
+            self.member(exactMatch={"name": name})
+        return self
 
     def hyper_nodes(self, *names: str) -> Self:
-        return self._members("HyperNode", names)
+        for name in names:
+            self.member("HyperNode", exactMatch={"name": name})
+        return self
 
     def regex(self, pattern: str) -> Self:
-        member = {"type": "Node", "selector": {"regexMatch": {"pattern": pattern}}}
-        self._hyper_node["spec"]["members"].append(member)
-        return self
+        return self.member(regexMatch={"pattern": pattern})
 
-    def labelled(self, **labels: str) -> Self:
-        member = {"type": "Node", "selector": {"labelMatch": {"matchLabels": labels}}}
-        self._hyper_node["spec"]["members"].append(member)
-        return self
-
-    def _members(self, kind: str, names: Iterable[str]) -> Self:
-        self._hyper_node["spec"]["members"].extend(
-            {"type": kind, "selector": {"exactMatch": {"name": name}}} for name in names
-        )
-        return self
+    def labelled(self, kind: str = "Node", **labels: str) -> Self:
+        return self.member(kind, labelMatch={"matchLabels": labels})
 
     def set(self, path: str, value: Any) -> Self:
         """Any field by its path, whatever its type: for malformed objects."""

@@ -76,7 +76,9 @@ def test_the_tensorflow_job_lands_inside_one_switch(
     for name in ("tf-a", "tf-b"):
         placed = [p["spec"]["nodeName"] for p in running(api, namespace, name, 7).values()]
         assert len(switches_of(placed, made)) == 1, (name, placed)
-    both = [p["spec"]["nodeName"] for n in ("tf-a", "tf-b") for p in pods(api, namespace, n).values()]
+    both = [
+        p["spec"]["nodeName"] for n in ("tf-a", "tf-b") for p in pods(api, namespace, n).values()
+    ]
     assert switches_of(both, made) == set(made)
 
 

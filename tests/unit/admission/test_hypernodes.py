@@ -4,65 +4,18 @@ problem at once, each at its field; and the warnings for a labelMatch that choos
 
 from __future__ import annotations
 
-import copy
 import re
 import warnings
-from typing import Any, Self
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extender.admission.hypernodes import check_hyper_node, hyper_node_warnings
-from tests.paths import set_path
+from tests.builders import HyperNodeBuilder
 from tests.unit.admission.helpers import by_path
 
 ONE_OF = "must give one of exactMatch, regexMatch or labelMatch"
-
-
-class HyperNodeBuilder:
-    """A HyperNode of tier 1; each member added by one selector, or by the selectors given."""
-
-    def __init__(self, name: str) -> None:
-        self._hyper_node: dict[str, Any] = {
-            "apiVersion": "topology.volcano.sh/v1alpha1",
-            "kind": "HyperNode",
-            "metadata": {"name": name},
-            "spec": {"tier": 1, "members": []},
-        }
-
-    def tier(self, tier: Any, name: str | None = None) -> Self:
-        self._hyper_node["spec"]["tier"] = tier
-        if name is not None:
-            self._hyper_node["spec"]["tierName"] = name
-        return self
-
-    def member(self, kind: str = "Node", **selector: Any) -> Self:
-        self._hyper_node["spec"]["members"].append({"type": kind, "selector": selector})
-        return self
-
-    def nodes(self, *names: str) -> Self:
-        for name in names:
-            self.member(exactMatch={"name": name})
-        return self
-
-    def hyper_nodes(self, *names: str) -> Self:
-        for name in names:
-            self.member("HyperNode", exactMatch={"name": name})
-        return self
-
-    def regex(self, pattern: str) -> Self:
-        return self.member(regexMatch={"pattern": pattern})
-
-    def labelled(self, kind: str = "Node", **labels: str) -> Self:
-        return self.member(kind, labelMatch={"matchLabels": labels})
-
-    def set(self, path: str, value: Any) -> Self:
-        set_path(self._hyper_node, path, value)
-        return self
-
-    def build(self) -> dict[str, Any]:
-        return copy.deepcopy(self._hyper_node)
 
 
 def switch() -> HyperNodeBuilder:
