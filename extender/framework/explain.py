@@ -4,7 +4,9 @@ For one gang: how many members are placed of how many it needs; whether it stand
 reservation, or waits, and then why (the reason the gang rules gave, in the words of its PodGroup
 condition), how long a backoff still lasts, which gangs come before it in the fair order and
 which hold reservations; for each kind of pending member (task and request) on how many nodes
-one would fit now, or why none (what the roomiest node it may run on lacks); and its queue's
+one would fit now, or why none (what the roomiest node it may run on lacks); for a gang with a
+network topology, the HyperNode it must stay in and the free cpu of the roomiest it may use; and
+its queue's
 allocation against what it deserves, and each parent's up the queue tree, by path
 (`root/ml/team-a`), with the resources a queue holds all its capability of. Reads the gang
 rules' ledger and walks the fair order as the waker does; changes nothing else. Pure.
@@ -23,7 +25,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from extender.api.objects import Pod
-from extender.api.resources import CPU, PODS, Resources
+from extender.api.quantity import format_units
+from extender.api.resources import CPU, EMPTY, PODS, Resources
 from extender.api.scheduling import task_of
 from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
@@ -69,6 +72,7 @@ def explain(state: ClusterState, gangs: Gangs, key: str) -> Explanation:
         verdict = "Waiting"
         lines += _waiting(state, gangs, gang, nodes)
     lines += _members(gang, nodes, gangs)
+    lines += _network(gang, nodes, gangs)
     lines += _queue(state, gangs, gang)
     return Explanation(key, verdict, tuple(lines))
 
@@ -122,7 +126,9 @@ def condition_message(
         until = datetime.fromtimestamp(wall + remaining, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         parts.append(f"backing off until {until}")
     parts += _holding(gangs, gang.key)
-    parts += _members(gang, state.view().nodes, gangs)
+    nodes = state.view().nodes
+    parts += _members(gang, nodes, gangs)
+    parts += _network(gang, nodes, gangs)
     parts += _queue(state, gangs, gang)
     return ". ".join(parts)
 
@@ -171,6 +177,32 @@ def _members(gang: GangView, nodes: Mapping[str, NodeInfo], gangs: Gangs) -> lis
             why = insufficient(short, pod.request[short], free.get(short, 0))
             lines.append(f"{what}: fits on no node; the roomiest, {roomiest}: {why}")
     return lines
+
+
+def _network(gang: GangView, nodes: Mapping[str, NodeInfo], gangs: Gangs) -> list[str]:
+    """What its network topology asks, and the free cpu of the HyperNodes it may use (the
+    roomiest few, on what no other gang holds)."""
+    reach = gang.reach
+    within = reach.gang if reach is not None else None
+    if within is None:
+        return []
+    mode = "hard" if within.hard else "soft"
+    line = f"network topology ({mode}): inside one {within.kind}"
+    if within.domains:
+        held = gangs.reserved()
+        free = {
+            d.name: sum(
+                max(nodes[n].free[CPU] - held.get(n, EMPTY)[CPU], 0)
+                for n in d.nodes
+                if n in nodes and not nodes[n].unschedulable
+            )
+            for d in within.domains
+        }
+        roomiest = sorted(free, key=lambda name: (-free[name], name))
+        shown = ", ".join(f"{name} {format_units(free[name], CPU)}" for name in roomiest[:5])
+        more = f" and {len(roomiest) - 5} more" if len(roomiest) > 5 else ""
+        line += f"; free cpu: {shown}{more}"
+    return [line]
 
 
 def _queue(state: ClusterState, gangs: Gangs, gang: GangView) -> list[str]:

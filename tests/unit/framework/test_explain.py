@@ -5,7 +5,16 @@ from __future__ import annotations
 from extender.api.scheduling import GANG_GATE
 from extender.framework.explain import explain
 from extender.gangs.ledger import Gangs, GangSettings
-from tests.builders import cluster, make_group, make_node, make_pod, make_queue, running, waiting
+from tests.builders import (
+    cluster,
+    make_group,
+    make_hyper_node,
+    make_node,
+    make_pod,
+    make_queue,
+    running,
+    waiting,
+)
 
 
 def test_a_gang_that_does_not_fit_says_why_and_what_each_member_lacks() -> None:
@@ -113,3 +122,22 @@ def test_a_gang_in_a_queue_tree_names_its_path_and_the_parent_at_its_capability(
     assert "queue root/ml/team-a: allocated nothing" in text
     assert "parent root/ml: allocated cpu 8, pods 2" in text
     assert "at its capability (cpu 8)" in text
+
+
+def test_a_hard_gang_says_which_tier_it_needs_and_what_each_hyper_node_has_free() -> None:
+    state = cluster([make_node(f"n{i}").cpu("4") for i in range(4)])
+    state.upsert_hyper_node(make_hyper_node("s0").nodes("n0", "n1").model())
+    state.upsert_hyper_node(make_hyper_node("s1").nodes("n2", "n3").model())
+    for node in ("n0", "n2", "n3"):
+        running(state, f"on-{node}", [node], cpu="2")
+    for index in range(4):
+        state.upsert_pod(make_pod(f"tf-{index}").cpu("2").group("tf").model())
+    state.upsert_pod_group(make_group("tf").min_member(4).network("hard", 1).model())
+    gangs = Gangs()
+    gangs.verdict(state, state.view().nodes, state.pods["uid-default-tf-0"])
+    text = explain(state, gangs, "default/tf").text()
+    assert (
+        "gang default/tf: needs 8 cpu inside one tier-1 HyperNode; the largest free is 6 cpu in s0"
+        in text
+    )
+    assert "network topology (hard): inside one tier-1 HyperNode; free cpu: s0 6, s1 4" in text
