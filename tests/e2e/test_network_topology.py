@@ -12,8 +12,9 @@ from typing import Any
 
 from kubernetes import client as k8s
 
+from extender.api.batch import PARTITION_KEY
 from extender.kube import apply_object, read, wait_until
-from tests.builders import make_group, make_hyper_node
+from tests.builders import make_group, make_hyper_node, make_job
 from tests.e2e.conftest import TEST_KEY, ClusterObject, NodeFactory, PodFactory
 from tests.e2e.gangs import bound, refused_as, wait_bound
 from tests.e2e.jobs import example, pods, running, submit
@@ -142,3 +143,42 @@ def _training_job(name: str, namespace: str) -> dict[str, Any]:
                     "limits": {"cpu": "4", "memory": "2Gi"},
                 }
     return body
+
+
+def test_each_partition_of_a_job_lands_inside_one_switch(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    pod: PodFactory,
+    cluster_object: ClusterObject,
+) -> None:
+    """A Job whose task of 8 workers of 4 cpu is cut into 2 partitions of 4, each hard within a
+    switch. Blockers leave each switch 24 cpu: room for one partition (16 cpu) and not two, so
+    a partition placed across switches, or both in one, would not do. Each partition runs
+    inside one switch, and the two in the two switches."""
+    nodes = own_nodes(8, cpu="8")
+    made = switches(namespace, nodes, cluster_object)
+    blockers = []
+    for node in (nodes[0], nodes[1], nodes[4], nodes[5]):
+        name = f"blocker-{node.rsplit('-', 1)[1]}"
+        apply_object(api, pod(name).cpu("4").node_selector("kubernetes.io/hostname", node).build())
+        blockers.append(name)
+    wait_bound(api, namespace, blockers, len(blockers), "the blockers bound")
+
+    body = make_job("rings").ns(namespace).pinned(TEST_KEY, namespace).task("worker", 8, cpu="4")
+    built = body.build()
+    built["spec"]["tasks"][0]["partitionPolicy"] = {
+        "totalPartitions": 2,
+        "partitionSize": 4,
+        "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+    }
+    submit(api, built)
+    placed = running(api, namespace, "rings", 8)
+    by_partition: dict[str, list[str]] = {}
+    for member in placed.values():
+        partition = member["metadata"]["labels"][PARTITION_KEY]
+        by_partition.setdefault(partition, []).append(member["spec"]["nodeName"])
+    assert sorted(by_partition) == ["0", "1"]
+    leaves = [switches_of(on, made) for on in by_partition.values()]
+    assert all(len(leaf) == 1 for leaf in leaves), by_partition
+    assert set().union(*leaves) == set(made)
