@@ -47,6 +47,16 @@ def nodes_of(api: k8s.ApiClient, namespace: str, names: list[str]) -> list[str]:
     ]
 
 
+def block(api: k8s.ApiClient, namespace: str, pod: PodFactory, nodes: list[str], cpu: str) -> None:
+    """A pod of no gang asking `cpu` bound on each of `nodes`."""
+    blockers = []
+    for node in nodes:
+        name = f"blocker-{node.rsplit('-', 1)[1]}"
+        apply_object(api, pod(name).cpu(cpu).node_selector("kubernetes.io/hostname", node).build())
+        blockers.append(name)
+    wait_bound(api, namespace, blockers, len(blockers), "the blockers bound")
+
+
 def topology_gang(
     api: k8s.ApiClient,
     namespace: str,
@@ -97,12 +107,7 @@ def test_with_fragmented_switches_only_a_whole_one_takes_a_hard_gang_and_a_soft_
     nodes = own_nodes(8, cpu="8")
     made = switches(namespace, nodes, cluster_object)
     s0, s1 = sorted(made)
-    blockers = []
-    for node in nodes[:6]:
-        name = f"blocker-{node.rsplit('-', 1)[1]}"
-        apply_object(api, pod(name).cpu("5").node_selector("kubernetes.io/hostname", node).build())
-        blockers.append(name)
-    wait_bound(api, namespace, blockers, len(blockers), "the blockers bound")
+    block(api, namespace, pod, nodes[:6], "5")
 
     first = topology_gang(api, namespace, pod, "hard-a", 8, mode="hard")
     wait_bound(api, namespace, first, 8, "the first hard gang bound")
@@ -158,12 +163,7 @@ def test_each_partition_of_a_job_lands_inside_one_switch(
     inside one switch, and the two in the two switches."""
     nodes = own_nodes(8, cpu="8")
     made = switches(namespace, nodes, cluster_object)
-    blockers = []
-    for node in (nodes[0], nodes[1], nodes[4], nodes[5]):
-        name = f"blocker-{node.rsplit('-', 1)[1]}"
-        apply_object(api, pod(name).cpu("4").node_selector("kubernetes.io/hostname", node).build())
-        blockers.append(name)
-    wait_bound(api, namespace, blockers, len(blockers), "the blockers bound")
+    block(api, namespace, pod, [nodes[0], nodes[1], nodes[4], nodes[5]], "4")
 
     body = make_job("rings").ns(namespace).pinned(TEST_KEY, namespace).task("worker", 8, cpu="4")
     built = body.build()
