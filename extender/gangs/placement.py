@@ -3,7 +3,10 @@
 `members_to_plan` picks the pending members a gang still needs (each task's shortfall, then up
 to `minMember`); `Room.place` puts members first fit onto the fullest nodes they may run on, on
 what a `Room` leaves (the free capacity a walk plans on, kept in binpack's order); `plan_slots`
-ties both to the PodGroup's `minResources`. Pure: the same inputs always give the same slots.
+ties both to the PodGroup's `minResources`. Members whose gang asks for a network topology
+(`Planned.reach`, see `gangs.topology`) are placed by `Room.place_within`: inside the tightest
+HyperNode that holds them, each partition inside its own, and each slot keeps the nodes its member
+must stay on. Pure: the same inputs always give the same slots.
 """
 
 from __future__ import annotations
