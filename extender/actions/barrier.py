@@ -59,6 +59,7 @@ class _Held:
     args: ExtenderBindingArgs
     since: float
     result: asyncio.Future[str]  # "" when bound, else the error
+    within: frozenset[str] | None = None  # the HyperNode its slot kept it in (`Slot.within`)
 
 
 @dataclass
@@ -91,7 +92,7 @@ class Barrier:
         key = gang_key(pod) if pod is not None else None
         if pod is None or key is None or key not in self.state.pod_groups:
             return await bind(self.state, self.binder, args)
-        self.gangs.consume(pod.metadata.uid, args.node)
+        slot = self.gangs.consume(pod.metadata.uid, args.node)
         gate = self._gates.get(key)
         if gate is None and view_gang(self.state, key).stands:  # an extra member: a plain bind
             return await bind(self.state, self.binder, args, note=" (gang stands)")
@@ -104,7 +105,10 @@ class Barrier:
             loop = asyncio.get_running_loop()
             timeout = self._gather_timeout(key)
             gate = self._gates[key] = _Gate(loop.call_later(timeout, self._time_out, key))
-        held = _Held(pod, args, time.monotonic(), asyncio.get_running_loop().create_future())
+        within = slot.within if slot is not None else None
+        held = _Held(
+            pod, args, time.monotonic(), asyncio.get_running_loop().create_future(), within
+        )
         previous = gate.held.get(pod.metadata.uid)
         if previous is not None and not previous.result.done():
             previous.result.set_result("superseded by a newer bind call for the same pod")
@@ -182,7 +186,7 @@ class Barrier:
         )
         coming = self._coming(gang)
         if coming is not None:
-            slots = {h.pod.metadata.uid: Slot(h.args.node, h.pod.request) for h in held}
+            slots = {h.pod.metadata.uid: Slot(h.args.node, h.pod.request, h.within) for h in held}
             self._fail(
                 key,
                 held,

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterator, KeysView, Mapping
+from collections.abc import Callable, Iterator, KeysView, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 
 from extender.api.objects import Pod
@@ -46,6 +47,7 @@ from extender.gangs.placement import KeptRoom, Room, Slot, plan_slots
 from extender.gangs.queues import QueueTally, QueueView, account, capped_above
 from extender.gangs.refusals import Rejection, backoff_refusal
 from extender.gangs.reservations import Admission, Reservations
+from extender.gangs.topology import Domain
 from extender.gangs.turns import Run, Turn, Turns
 
 
@@ -454,12 +456,14 @@ class Gangs:
 
     # -- changing ------------------------------------------------------------------------------
 
-    def consume(self, uid: str, node: str | None = None) -> None:
+    def consume(self, uid: str, node: str | None = None) -> Slot | None:
         """A member is being bound (on `node`): a slot of its gang turns into real usage
-        (`Reservations.consume`). An admission whose every slot is consumed ends."""
-        ended = self._reservations.consume(uid, node, self.clock())
+        (`Reservations.consume`); the slot it took (None: it held none). An admission whose
+        every slot is consumed ends."""
+        ended, taken = self._reservations.consume(uid, node, self.clock())
         if ended is not None:
             self._contending.touch(ended)
+        return taken
 
     def restore(self, key: str, slots: Mapping[str, Slot]) -> None:
         """Members of an admitted gang left the bind barrier without binding, to be placed again
@@ -566,22 +570,40 @@ class Gangs:
 def _staying_inside(
     gang: GangView, pod: Pod, slots: Mapping[str, Slot] | None = None
 ) -> frozenset[str] | None:
-    """The nodes a member without a slot of a gang held to a HyperNode (hard network topology)
-    may go to: the HyperNode the slots of its gang (or its partition) hold, or else the largest
-    one it may use that holds where the others run; None when it is free to go anywhere."""
+    """The nodes a member without a slot of a gang held to a HyperNode (a hard network topology,
+    its gang's or its partition's) may go to; None when it is free to go anywhere.
+
+    Gang-wide: the largest Domain its gang may use that holds every node its gang's slots and
+    placed members are on (its Domains all hold the placed ones). Its partition's, when hard
+    and some member of the partition holds a slot or runs: the largest of the partition's
+    Domains inside that which holds where they are. Both bind when both are asked."""
     reach = gang.reach
     if reach is None:
         return None
+    slots = slots or {}
+    inside: frozenset[str] | None = None
+    held = reach.gang
+    if held is not None and held.hard and (slots or gang.staying):
+        used = {slot.node for slot in slots.values()}
+        inside = _largest(held.domains, used, None)
     part = reach.part_of(pod.metadata.uid)
-    within = part.within if part is not None else reach.gang
-    if within is None or not within.hard:
-        return None
-    for uid, slot in (slots or {}).items():
-        if slot.within is not None and reach.part_of(uid) == part:
-            return slot.within
-    if not within.domains or not gang.staying:
-        return None
-    return within.domains[-1].nodes  # (those holding where members run nest, tier by tier)
+    if part is not None and part.within.hard:
+        used = {slot.node for uid, slot in slots.items() if uid in part.uids}
+        if used or part.anchored:
+            own = _largest(part.within.domains, used, inside)
+            inside = own if inside is None else own & inside
+    return inside
+
+
+def _largest(
+    domains: Sequence[Domain], used: AbstractSet[str], under: frozenset[str] | None
+) -> frozenset[str]:
+    """The nodes of the largest of `domains` (under `under`) that hold every node of `used`; the
+    empty set when none does (nowhere is allowed)."""
+    fitting = [d for d in domains if used <= d.nodes and (under is None or d.nodes <= under)]
+    if not fitting:
+        return frozenset()
+    return max(fitting, key=lambda d: (d.tier, len(d.nodes), d.name)).nodes
 
 
 def _credit(slots: Mapping[str, Slot], uid: str) -> dict[str, Resources]:

@@ -309,7 +309,7 @@ class Room:
             if placed.why is None:
                 return placed
             why = why or placed.why
-        if not options and gang is not None and with_reasons:  # (no Domain has the cpu free)
+        if not why and gang is not None and with_reasons:  # (no Domain of the gang's holds it)
             why = self._too_small(gang, members)
         return Placed(why=why)
 
@@ -317,7 +317,9 @@ class Room:
         self, members: Planned, reach: Reach, domain: Domain | None, *, with_reasons: bool
     ) -> Placed:
         """Every member inside `domain` (None: anywhere), each partition inside one of its own
-        Domains under it."""
+        Domains under it, one that holds all of the partition's pending members (a plan may
+        place only some: the others come to the same Domain). Why not: "" when the members
+        outside partitions do not fit in `domain` (the caller says why no Domain would do)."""
         taken: dict[str, Resources] = {}
         placed = Placed()
         inside = domain.nodes if domain is not None else None
@@ -331,32 +333,53 @@ class Room:
                 parts.setdefault(part.name, (part, []))[1].append(pod)
         hardest = sorted(parts.values(), key=lambda entry: -sum(p.request[CPU] for p in entry[1]))
         for part, pods in hardest:
-            ordered = Planned(pods)
-            candidates = [d for d in part.within.domains if inside is None or d.nodes <= inside]
-            chosen = None
-            for option in self._tightest(candidates, ordered, taken):
-                trial, inside_part = dict(taken), dict[str, str]()
-                if not self._fit_inside(ordered, option.nodes, trial, inside_part):
-                    chosen, taken = option, trial
-                    placed.note(inside_part, option.nodes)
-                    break
-            if chosen is None:
-                if part.within.hard:
-                    why = self._too_small(part.within, ordered, taken) if with_reasons else ""
-                    return Placed(why=f"partition {part.name} {why}" if with_reasons else "")
-                spread: dict[str, str] = {}
-                if self._fit_inside(ordered, inside, taken, spread):
-                    return Placed(why=self._missing(ordered, inside) if with_reasons else "")
-                placed.note(spread, inside)
+            why = self._place_part(
+                part, Planned(pods), inside, taken, placed, with_reasons=with_reasons
+            )
+            if why is not None:
+                return Placed(why=why)
         if rest:
             ordered = Planned(rest)
             assignment: dict[str, str] = {}
             if self._fit_inside(ordered, inside, taken, assignment):
-                if domain is not None and with_reasons:
-                    return Placed(why=self._too_small(reach.gang, members) if reach.gang else "")
-                return Placed(why=self._missing(ordered, inside) if with_reasons else "")
+                if domain is not None or not with_reasons:
+                    return Placed(why="")
+                return Placed(why=self._missing(ordered, inside))
             placed.note(assignment, inside)
         return placed
+
+    def _place_part(
+        self,
+        part: Part,
+        ordered: Planned,
+        inside: frozenset[str] | None,
+        taken: dict[str, Resources],
+        placed: Placed,
+        *,
+        with_reasons: bool,
+    ) -> str | None:
+        """The partition's planned members (`ordered`) inside the tightest of its Domains under
+        `inside` that holds all of its pending members, counted in `taken` and noted in
+        `placed`; or why not."""
+        whole = Planned(part.pending) if len(part.pending) > len(ordered) else ordered
+        candidates = [d for d in part.within.domains if inside is None or d.nodes <= inside]
+        for option in self._tightest(candidates, whole, taken):
+            if whole is not ordered and self._fit_inside(whole, option.nodes, dict(taken), {}):
+                continue  # (room for the members planned now, not for the whole partition)
+            trial, assignment = dict(taken), dict[str, str]()
+            if not self._fit_inside(ordered, option.nodes, trial, assignment):
+                taken.update(trial)
+                placed.note(assignment, option.nodes)
+                return None
+        if part.within.hard:
+            if not with_reasons:
+                return ""
+            return f"partition {part.name} {self._too_small(part.within, whole, taken, inside)}"
+        spread: dict[str, str] = {}  # (soft: anywhere inside its gang's)
+        if self._fit_inside(ordered, inside, taken, spread):
+            return self._missing(ordered, inside) if with_reasons else ""
+        placed.note(spread, inside)
+        return None
 
     def _fit_inside(
         self,
@@ -415,16 +438,26 @@ class Room:
         )
 
     def _too_small(
-        self, within: Within, members: Sequence[Pod], taken: Mapping[str, Resources] | None = None
+        self,
+        within: Within,
+        members: Sequence[Pod],
+        taken: Mapping[str, Resources] | None = None,
+        inside: frozenset[str] | None = None,
     ) -> str:
-        """Why no Domain of `within` takes the members: what they need, and the largest free."""
-        need = format_units(sum(pod.request[CPU] for pod in members), CPU)
-        wanted = f"needs {need} cpu inside one {within.kind}"
-        if not within.domains:
-            return f"{wanted}; there is none"
-        largest = max(within.domains, key=lambda d: (self._free_cpu(d, taken), d.name))
-        free = format_units(self._free_cpu(largest, taken), CPU)
-        return f"{wanted}; the largest free is {free} cpu in {largest.name}"
+        """Why no Domain of `within` (under `inside`, if given) takes the members: what they
+        need, and the largest free (or, when that is enough, that it is not in pieces they
+        fit in)."""
+        need = sum(pod.request[CPU] for pod in members)
+        wanted = f"needs {format_units(need, CPU)} cpu inside one {within.kind}"
+        domains = [d for d in within.domains if inside is None or d.nodes <= inside]
+        if not domains:
+            return f"{wanted}; there is none" + ("" if inside is None else " inside its gang's")
+        largest = max(domains, key=lambda d: (self._free_cpu(d, taken), d.name))
+        free = self._free_cpu(largest, taken)
+        shown = format_units(free, CPU)
+        if free >= need:
+            return f"{wanted}; {largest.name} has {shown} cpu free, not in pieces its members fit"
+        return f"{wanted}; the largest free is {shown} cpu in {largest.name}"
 
     def _missing(self, members: Planned, inside: frozenset[str] | None) -> str:
         """Why members placed without a Domain of their own found no node."""

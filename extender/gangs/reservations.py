@@ -76,7 +76,7 @@ class Reservations:
         if admission is not None:
             self._hold(key, admission.slots.values(), more=False)
 
-    def consume(self, uid: str, node: str | None, now: float) -> str | None:
+    def consume(self, uid: str, node: str | None, now: float) -> tuple[str | None, Slot | None]:
         """A member is being bound (on `node`): a slot of its gang turns into real usage. Its
         own, when on that node; else a slot of its gang planned there for a member asking the
         same, whose member then takes the binding member's own slot (the filter offered the
@@ -108,9 +108,9 @@ class Reservations:
             self._hold(key, [taken], more=False)
             if not slots:
                 del self._admissions[key]
-                return key
-            return None
-        return None
+                return key, taken
+            return None, taken
+        return None, None
 
     def restore(self, key: str, slots: Mapping[str, Slot], now: float) -> bool:
         """`slots` of gang `key` hold their places again; whether its admission began anew (every

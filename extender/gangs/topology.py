@@ -25,9 +25,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from weakref import WeakKeyDictionary
 
+from pydantic import ValidationError
+
 from extender.api.objects import Pod
 from extender.api.scheduling import NetworkTopology, PodGroup, SubGroupPolicy
-from extender.api.topology import HYPER_NODE, NODE, HyperNode, MemberSelector, members_of
+from extender.api.topology import (
+    HYPER_NODE,
+    NODE,
+    HyperNode,
+    LabelSelector,
+    MemberSelector,
+    members_of,
+)
 from extender.cache.state import ClusterState
 
 
@@ -86,7 +95,9 @@ class Topology:
         for domain in self.domains.values():
             if domain.tier_name:
                 known = self._tiers.get(domain.tier_name)
-                self._tiers[domain.tier_name] = min(domain.tier, known or domain.tier)
+                self._tiers[domain.tier_name] = (
+                    domain.tier if known is None else min(known, domain.tier)
+                )
         # Lowest tier first, then by name: the order candidates are offered in.
         self.ordered = sorted(
             (d for d in self.domains.values() if d.nodes), key=lambda d: (d.tier, d.name)
@@ -158,11 +169,15 @@ class Within:
 
 @dataclass(frozen=True)
 class Part:
-    """One partition of a gang: the uids of its members, and where it must or should stay."""
+    """One partition of a gang: the uids of its members, and where it must or should stay;
+    `pending`, its members not on a node yet (a Domain is chosen for them all, though a plan
+    may place only some), and `anchored`, whether some member is on a node already."""
 
     name: str
     uids: frozenset[str]
     within: Within
+    pending: tuple[Pod, ...] = ()
+    anchored: bool = False
 
 
 @dataclass(frozen=True)
@@ -191,15 +206,22 @@ def reach_of(
     if spec.network_topology is not None:
         gang, problem = _within(spec.network_topology, placed.values(), topology)
     parts: list[Part] = []
+    by_uid = {pod.metadata.uid: pod for pod in pods}
     for policy in spec.sub_group_policy or ():
         if policy.network_topology is None:
             continue
         for name, uids in _partitions(policy, pods):
             anchor = [placed[uid] for uid in uids if uid in placed]
             within, why = _within(policy.network_topology, anchor, topology)
+            if gang is not None and gang.hard:  # (a partition stays inside its gang's Domain)
+                inside = [
+                    d for d in within.domains if any(d.nodes <= g.nodes for g in gang.domains)
+                ]
+                within = Within(within.hard, within.tier, tuple(inside))
             if why is not None and problem is None:
                 problem = f"partition {name}: {why}"
-            parts.append(Part(name, frozenset(uids), within))
+            pending = tuple(by_uid[uid] for uid in uids if uid not in placed)
+            parts.append(Part(name, frozenset(uids), within, pending, bool(anchor)))
     if gang is None and not parts:
         return None
     return Reach(gang, tuple(parts), problem)
@@ -225,15 +247,18 @@ def _within(
 
 
 def _partitions(policy: SubGroupPolicy, pods: Sequence[Pod]) -> list[tuple[str, list[str]]]:
-    """The policy's partitions: the pods its label selector matches, by the values of its
+    """The policy's partitions: the pods its label selector matches (every pod when it has
+    none; none when it cannot be read: the CRD keeps it as any object), by the values of its
     `matchLabelKeys` (a pod lacking one of them is in no partition)."""
-    selector = policy.label_selector or {}
-    wanted: Mapping[str, str] = selector.get("matchLabels") or {}
+    try:
+        selector = LabelSelector.model_validate(policy.label_selector or {})
+    except ValidationError:
+        return []
     keys = policy.match_label_keys or []
     found: dict[tuple[str, ...], list[str]] = defaultdict(list)
     for pod in pods:
         labels = pod.metadata.labels
-        if any(labels.get(k) != v for k, v in wanted.items()):
+        if not selector.matches(labels):
             continue
         if keys and all(key in labels for key in keys):
             found[tuple(labels[key] for key in keys)].append(pod.metadata.uid)

@@ -10,7 +10,7 @@ from extender.actions.bind import BindError
 from extender.api.wire import ExtenderBindingArgs, ExtenderBindingResult
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs, GangSettings
-from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod
+from tests.builders import PodBuilder, cluster, make_group, make_hyper_node, make_node, make_pod
 
 
 def member(index: int) -> PodBuilder:
@@ -198,5 +198,27 @@ def test_patience_ends_once_the_gang_was_admitted_the_reservation_timeout_ago() 
         results = await asyncio.gather(call(barrier, 0), call(barrier, 1))
         assert all("backing off" in r.error for r in results)
         assert bound == []
+
+    asyncio.run(main())
+
+
+def test_slots_sent_back_to_be_placed_again_keep_their_hyper_node() -> None:
+    """A gang held to one HyperNode: the slots its held members get back when the barrier sends
+    them to be placed again still keep them inside it (and they still may not go elsewhere)."""
+    state, gangs, barrier, _ = admitted(members=3, min_member=3)
+    state.upsert_node(make_node("n2").cpu("8").model())
+    state.upsert_hyper_node(make_hyper_node("s0").nodes("n1").model())
+    state.upsert_hyper_node(make_hyper_node("s1").nodes("n2").model())
+    state.upsert_pod_group(make_group("g").min_member(3).network("hard", 1).model())
+    gangs.release("default/g")
+    assert gangs.verdict(state, state.view().nodes, state.pods["g-0"]).inside == {"n1"}
+
+    async def main() -> None:
+        await asyncio.gather(call(barrier, 0), call(barrier, 1))
+        slots = gangs.admission("default/g").slots
+        assert {uid: slot.within for uid, slot in slots.items()} == dict.fromkeys(
+            ("g-0", "g-1", "g-2"), frozenset({"n1"})
+        )
+        assert gangs.verdict(state, state.view().nodes, state.pods["g-0"]).inside == {"n1"}
 
     asyncio.run(main())

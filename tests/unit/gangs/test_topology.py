@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from extender.api.scheduling import PodGroup
 from extender.cache.state import ClusterState
 from extender.framework.policy import build_policy
 from extender.framework.session import OUTSIDE, Engine
@@ -348,3 +349,132 @@ def test_a_hard_gang_refused_for_want_of_hyper_nodes_is_admitted_once_they_come(
     state.upsert_hyper_node(make_hyper_node("s0").nodes("n0", "n1").model())
     nodes, reason = admit(engine, state, pods[0])
     assert reason is None and nodes == {"n0"}
+
+
+# -- members without a slot stay where their gang is ---------------------------------------
+
+WORKER = "volcano.sh/task-spec"
+PARTITION = "volcano.sh/partition-id"
+
+
+def worker(name: str, partition: str | None = None) -> PodBuilder:
+    pod = make_pod(name).uid(name).cpu("2").group("g")
+    if partition is None:
+        return pod
+    return pod.label(WORKER, "worker").label(PARTITION, partition)
+
+
+@pytest.mark.parametrize(
+    ("group", "pods", "min_member"),
+    [
+        pytest.param(
+            make_group("g").network("hard", 1).partitions("worker", 2, mode="soft"),
+            [worker("g-0", "0"), worker("g-1", "0"), worker("g-2", "1")],
+            2,
+            id="soft-partitions-of-a-hard-gang",
+        ),
+        pytest.param(
+            make_group("g").network("hard", 1).partitions("worker", 2),
+            [worker("g-0", "0"), worker("g-1", "0"), worker("g-2")],
+            2,
+            id="a-member-in-no-partition",
+        ),
+        pytest.param(
+            make_group("g").network("hard", 1).partitions("worker", 1),
+            [worker("g-0", "0"), worker("g-1", "1")],
+            1,
+            id="a-partition-with-nothing-planned",
+        ),
+    ],
+)
+def test_a_member_beyond_the_plan_of_a_hard_gang_stays_in_its_gangs_switch(
+    engine: Engine, group: PodGroupBuilder, pods: list[PodBuilder], min_member: int
+) -> None:
+    state = fabric()
+    for pod in pods:
+        state.upsert_pod(pod.model())
+    state.upsert_pod_group(group.min_member(min_member).model())
+    nodes = sorted(state.view().nodes)
+    engine.filter(state, state.pods["g-0"], nodes, fit=True)
+    assert engine.gangs is not None
+    admission = engine.gangs.admission("default/g")
+    assert admission is not None
+    topology = Topology.of(state)
+    switch = {topology.leaf(slot.node).name for slot in admission.slots.values()}
+    assert len(switch) == 1
+    beyond = pods[-1].model().metadata.uid
+    assert beyond not in admission.slots
+    outcome = engine.filter(state, state.pods[beyond], nodes, fit=True)
+    assert outcome.passed and {topology.leaf(n).name for n in outcome.passed} == switch
+
+
+def test_a_partition_of_a_running_hard_gang_goes_where_the_gang_runs(engine: Engine) -> None:
+    """g-0 (partition 0) runs in s0; g-1, alone in partition 1, must join it there, not go to
+    the other switch (every switch is a Domain its partition may use)."""
+    state = fabric()
+    state.upsert_pod(worker("g-0", "0").on("n0").phase("Running").model())
+    state.upsert_pod(worker("g-1", "1").model())
+    group = make_group("g").min_member(1).network("hard", 1).partitions("worker", 1)
+    state.upsert_pod_group(group.model())
+    outcome = engine.filter(state, state.pods["g-1"], sorted(state.view().nodes), fit=True)
+    assert set(outcome.passed) == {"n0", "n1"}
+
+
+def test_a_partition_planned_in_part_goes_where_the_whole_of_it_fits(engine: Engine) -> None:
+    """minMember 3 of two partitions of 2: the plan places one member of partition 1, but its
+    switch must have room for both (s0 has room for one only)."""
+    state = fabric()
+    busy(state, "n0", "4")
+    busy(state, "n1", "2")
+    pods = [worker(f"g-{i}", str(i // 2)) for i in range(4)]
+    for pod in pods:
+        state.upsert_pod(pod.model())
+    state.upsert_pod_group(make_group("g").min_member(3).partitions("worker", 2).model())
+    nodes = sorted(state.view().nodes)
+    engine.filter(state, state.pods["g-0"], nodes, fit=True)
+    assert engine.gangs is not None
+    admission = engine.gangs.admission("default/g")
+    assert admission is not None
+    assert {slot.node for slot in admission.slots.values()} <= {"n2", "n3"}
+    outcome = engine.filter(state, state.pods["g-3"], nodes, fit=True)
+    assert outcome.passed and set(outcome.passed) <= {"n2", "n3"}
+
+
+@pytest.mark.parametrize(
+    ("selector", "partitions"),
+    [
+        pytest.param({"matchLabels": {WORKER: "worker"}}, 2, id="match-labels"),
+        pytest.param(
+            {"matchExpressions": [{"key": WORKER, "operator": "In", "values": ["ps"]}]},
+            0,
+            id="match-expressions-select-none",
+        ),
+        pytest.param({"matchLabels": ["not", "a", "map"]}, 0, id="unreadable-selects-none"),
+        pytest.param({}, 2, id="empty-selects-every-pod"),
+    ],
+)
+def test_a_sub_group_policy_selects_its_pods_by_its_label_selector(
+    selector: dict[str, object], partitions: int
+) -> None:
+    state = fabric()
+    for i in range(4):
+        state.upsert_pod(worker(f"g-{i}", str(i // 2)).model())
+    body = make_group("g").min_member(4).partitions("worker", 2).build()
+    body["spec"]["subGroupPolicy"][0]["labelSelector"] = selector
+    state.upsert_pod_group(PodGroup.model_validate(body))
+    reach = view_gang(state, "default/g").reach
+    assert len(reach.parts if reach is not None else ()) == partitions
+
+
+def test_a_gang_too_fragmented_for_its_members_says_so(engine: Engine) -> None:
+    """s0 has 6 cpu free, as 3 and 3: enough cpu, but not for 3 members of 2 cpu."""
+    state = fabric()
+    for node in ("n0", "n1", "n2"):
+        busy(state, node, "1")
+    busy(state, "n3", "4")
+    pods = gang(state, "g", 3, make_group("g").network("hard", 1))
+    _, reason = admit(engine, state, pods[0])
+    assert reason == (
+        "gang default/g: needs 6 cpu inside one tier-1 HyperNode; s0 has 6 cpu free, not in "
+        "pieces its members fit"
+    )
