@@ -76,6 +76,8 @@ class ClusterState:
         self.on_pod_group: list[Callable[[str], None]] = []  # a PodGroup appeared or changed
         # What queue status counts read changed: a Queue, or a PodGroup's phase or existence.
         self.on_queue_change: list[Callable[[], None]] = []
+        # What the network topology resolves to may have changed (`topology_version` moved).
+        self.on_topology_change: list[Callable[[], None]] = []
         # A gang's members changed: one joined or left, or a member's phase or node changed.
         self.on_gang_changed: list[Callable[[str], None]] = []
         # A pod held by Lahar's gate alone that names no group Lahar reads (`stray_gate`).
@@ -222,6 +224,8 @@ class ClusterState:
         for key, group in self.pod_groups.items():
             if group.spec.network_topology is not None or group.spec.sub_group_policy:
                 self._touch_gang(key)
+        for callback in self.on_topology_change:
+            callback()
         self._capacity_freed()  # (a gang that waited for a HyperNode may fit now)
 
     def gang_pods(self, key: str) -> list[Pod]:

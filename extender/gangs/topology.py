@@ -15,7 +15,11 @@ selector names that do not exist are left out.
 A Domain's candidates come lowest tier first; placement (`gangs.placement`) takes, of those that
 can hold the members, the tightest (least free cpu): binpack at the level of HyperNodes, so that
 whole switches stay free for the gangs that need one. Members already placed anchor the gang to
-the Domains that hold them. A gang that asks nothing has no Reach and is placed as always. Pure.
+the Domains that hold them. A gang that asks nothing has no Reach and is placed as always.
+
+`stale_node_counts` says which HyperNodes' `status.nodeCount` (what `kubectl get hypernodes`
+shows) is not the number of nodes under them, as Volcano counts them: directly or through member
+HyperNodes; the leader writes those (`server.hyper_node_writer`). Pure.
 """
 
 from __future__ import annotations
@@ -141,6 +145,16 @@ class Topology:
 
 
 _KEPT: WeakKeyDictionary[ClusterState, tuple[int, Topology]] = WeakKeyDictionary()
+
+
+def stale_node_counts(hyper_nodes: Mapping[str, HyperNode], topology: Topology) -> dict[str, int]:
+    """The HyperNodes of `hyper_nodes` whose `status.nodeCount` is not the number of nodes under
+    them on `topology` (none written counts as differing): name -> the count to write."""
+    return {
+        name: len(domain.nodes)
+        for name, domain in topology.domains.items()
+        if name in hyper_nodes and hyper_nodes[name].status.node_count != len(domain.nodes)
+    }
 
 
 def _hyper_node_members(

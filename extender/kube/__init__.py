@@ -4,8 +4,8 @@ Everything above this layer gets API access through these modules: a client buil
 or the pod's ServiceAccount (`client`), server-side apply of manifests (`manifests`), reads and
 deletes (`objects`), condition waits (`wait`; on pods, `pods`; on CRDs, `crds`), raw list+watch
 (`watch`, over `raw`), requests on the event loop (`aio`), what is written to pods: bindings,
-lifted gates, annotations and evictions (`binding`) and what Lahar reports back: PodGroup
-status, Queue status, the default Queue and Events (`reports`). Callers get values or a
+lifted gates, annotations and evictions (`binding`) and what Lahar reports back: PodGroup,
+Queue and HyperNode status, the default Queue and Events (`reports`). Callers get values or a
 `KubeError` naming the object and the reason; raw client exceptions do not leak upward.
 """
 
@@ -19,6 +19,7 @@ from extender.kube.pods import pod_when, unschedulable_message
 from extender.kube.reports import (
     condition,
     create_queue,
+    patch_hyper_node_status,
     patch_pod_group_status,
     patch_queue_status,
     pod_group_status,
@@ -44,6 +45,7 @@ __all__ = [
     "list_objects",
     "load_client",
     "load_manifests",
+    "patch_hyper_node_status",
     "patch_pod_group_status",
     "patch_queue_status",
     "pod_group_status",

@@ -5,7 +5,9 @@
 reads (a list such as `conditions` is replaced whole: the writer sends every condition, other
 writers' included, as it last saw them; a native PodGroup's conditions are patched by type);
 `patch_queue_status` does the same for a Queue, with whatever merge patch it is given, and when
-given a resourceVersion only onto that version of the Queue (False: it changed meanwhile).
+given a resourceVersion only onto that version of the Queue (False: it changed meanwhile);
+`patch_hyper_node_status` merge-patches a HyperNode's status (its `nodeCount`) onto that very
+HyperNode (False: it is gone, or deleted and made again meanwhile).
 `create_queue` answers False when the Queue exists already. `record_event` creates a core/v1 Event
 about an object, as `kubectl describe` shows them, from the component `lahar`. Failures raise
 `KubeError` naming the object and the server's reason. `pod_group_status` and `condition` read a
@@ -19,6 +21,7 @@ from typing import Any
 
 from kubernetes import client as k8s
 
+from extender.api import topology
 from extender.api.scheduling import API_VERSION
 from extender.kube import writes
 from extender.kube.client import KubeError
@@ -26,6 +29,7 @@ from extender.kube.objects import read
 from extender.kube.raw import ApiStatusError, send
 
 QUEUES = f"/apis/{API_VERSION}/queues"
+HYPER_NODES = f"/apis/{topology.API_VERSION}/hypernodes"
 COMPONENT = "lahar"
 
 
@@ -79,6 +83,29 @@ def patch_queue_status(
         if error.status == 409 and resource_version is not None:
             return False
         raise KubeError(f"writing status of Queue {name}: {error}") from error
+    return True
+
+
+def patch_hyper_node_status(
+    api: k8s.ApiClient, name: str, status: dict[str, Any], uid: str = ""
+) -> bool:
+    """Merge-patch HyperNode `name`'s status; with `uid`, only onto that very HyperNode. False
+    when it is gone or is another one of that name now, and nothing changed."""
+    body: dict[str, Any] = {"status": status}
+    if uid:
+        body["metadata"] = {"uid": uid}
+    try:
+        send(
+            api,
+            "PATCH",
+            f"{HYPER_NODES}/{name}/status",
+            body=body,
+            content_type="application/merge-patch+json",
+        ).read()
+    except ApiStatusError as error:
+        if error.status == 404 or (error.status == 409 and uid):
+            return False
+        raise KubeError(f"writing status of HyperNode {name}: {error}") from error
     return True
 
 

@@ -2,8 +2,8 @@
 
 The core (barrier, waker, status writer, preemptor) takes plain async functions, so it is tested
 without a cluster. Bindings, lifted gates and wake-ups (one per pod, on the scheduling path) go out
-on the event loop through `kube.AsyncApi`; the rarer writes (status, events, evictions, queues)
-run the kube layer's blocking calls in worker threads.
+on the event loop through `kube.AsyncApi`; the rarer writes (status, events, evictions, queues,
+HyperNode counts) run the kube layer's blocking calls in worker threads.
 """
 
 from __future__ import annotations
@@ -24,10 +24,12 @@ from extender.kube import (
     create_queue,
     evict_pod,
     lift_gates,
+    patch_hyper_node_status,
     patch_pod_group_status,
     patch_queue_status,
     record_event,
 )
+from extender.server.hyper_node_writer import HyperNodePatch
 from extender.server.preemptor import Evictor
 from extender.server.queue_writer import QueueCreate, QueuePatch
 from extender.server.status_writer import EventSink, StatusPatch
@@ -120,3 +122,10 @@ def api_queue_create(api: k8s.ApiClient) -> QueueCreate:
         return await asyncio.to_thread(create_queue, api, body)
 
     return create
+
+
+def api_hyper_node_patch(api: k8s.ApiClient) -> HyperNodePatch:
+    async def write(name: str, uid: str, status: dict[str, Any]) -> bool:
+        return await asyncio.to_thread(patch_hyper_node_status, api, name, status, uid)
+
+    return write

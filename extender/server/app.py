@@ -12,9 +12,10 @@ replicas deciding at once could split a gang. Standbys keep their cache warm but
 and write nothing (readiness says so, so a Service sends the scheduler to the leader only). When a
 replica starts to serve, gangs found partly bound are admitted before anything else
 (`gangs.recovery`) and reported, and every PodGroup's status is brought up to date; its writers
-(status, queues, waker, preemptor) start only then. Losing the Lease stops the process. A Lease
-it cannot take or read (no such namespace, forbidden: `Shell.lease_problem`) is no standby's wait:
-readiness and the refusals kube-scheduler shows on pods say what is wrong and what fixes it.
+(status, queues, HyperNode counts, waker, preemptor) start only then. Losing the Lease stops the
+process. A Lease it cannot take or read (no such namespace, forbidden: `Shell.lease_problem`) is
+no standby's wait: readiness and the refusals kube-scheduler shows on pods say what is wrong and
+what fixes it.
 
 The process wiring is the shell's (`extender.shell`): probes and /metrics (also on `probes`, a
 listener of their own), the informers, leadership (a Lease of its own or the scheduler's), and
@@ -49,12 +50,14 @@ from extender.server.adapters import (
     api_binder,
     api_event_sink,
     api_evictor,
+    api_hyper_node_patch,
     api_lifter,
     api_patcher,
     api_queue_create,
     api_queue_patch,
     api_status_patch,
 )
+from extender.server.hyper_node_writer import HyperNodeWriter
 from extender.server.keys import (
     BARRIER,
     BINDER,
@@ -138,6 +141,9 @@ def make_app(
         _gang_rules(app, gangs, binder)
         if api is not None and writes is not None:
             _writers(app, api, writes, gangs)
+    if api is not None:  # (with gang rules or without: the topology is the cluster's)
+        counts = HyperNodeWriter(app[STATE], api_hyper_node_patch(api), ready=app[SERVING])
+        app.cleanup_ctx.append(_background(counts))
     add_routes(app)
     return app
 
