@@ -105,25 +105,32 @@ def label_key_problem(key: str) -> str | None:
     return None
 
 
-def label_tiers(labels: Sequence[str], names: Sequence[str] = ()) -> tuple[LabelTier, ...]:
+def label_tiers(
+    labels: Sequence[str],
+    names: Sequence[str] = (),
+    *,
+    label_flag: str = "--label",
+    name_flag: str = "--tier-name",
+) -> tuple[LabelTier, ...]:
     """The tiers from `--label` (nearest first) and `--tier-name` (in the same order; a tier
-    without one is named by its label, as Volcano names it). A ValueError names the flag and
-    why."""
+    without one is named by its label, as Volcano names it). A ValueError names the flag
+    (`label_flag`, `name_flag`: the command's own names for them) and why."""
     if not labels:
-        raise ValueError("--label: give at least one node label (the nearest tier first)")
+        raise ValueError(f"{label_flag}: give at least one node label (the nearest tier first)")
     if len(names) > len(labels):
         raise ValueError(
-            f"--tier-name: {len(names)} names for {len(labels)} labels (at most one per --label)"
+            f"{name_flag}: {len(names)} names for {len(labels)} labels "
+            f"(at most one per {label_flag})"
         )
     for key in labels:
         if (problem := label_key_problem(key)) is not None:
-            raise ValueError(f"--label: {problem}")
+            raise ValueError(f"{label_flag}: {problem}")
     repeated = sorted({key for key in labels if list(labels).count(key) > 1})
     if repeated:
-        raise ValueError(f"--label: {', '.join(repeated)} given more than once")
+        raise ValueError(f"{label_flag}: {', '.join(repeated)} given more than once")
     for name in names:
         if not name or len(name) > MAX_TIER_NAME:
-            raise ValueError(f"--tier-name: {name!r} must be 1-{MAX_TIER_NAME} characters")
+            raise ValueError(f"{name_flag}: {name!r} must be 1-{MAX_TIER_NAME} characters")
     given = list(names) + list(labels[len(names) :])
     return tuple(LabelTier(key, name) for key, name in zip(labels, given, strict=True))
 

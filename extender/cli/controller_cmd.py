@@ -1,4 +1,6 @@
-"""`lahar controller`: run the Job controller (Volcano's batch.volcano.sh/v1alpha1 Jobs)."""
+"""`lahar controller`: run the Job controller (Volcano's batch.volcano.sh/v1alpha1 Jobs), and, with
+`--hypernode-labels`, keep the HyperNodes built from node labels in step with the nodes (checked
+at start: a bad label key or a tier name too many ends the command naming the flag)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import logging
 from contextlib import closing
 from typing import Any
 
+from extender.api.topology_labels import LabelTier
 from extender.cli.flags import (
     add_lease_flags,
     add_served_scheduler_flags,
@@ -15,6 +18,7 @@ from extender.cli.flags import (
     served_schedulers,
 )
 from extender.controller.app import ControllerOptions, make_app
+from extender.controller.hypernodes import parse_tiers
 from extender.kube import client_for
 from extender.shell import run
 
@@ -33,17 +37,46 @@ def register(commands: Any) -> None:
     add_served_scheduler_flags(
         parser, does="whose Jobs' pods are created behind Lahar's gate until their gang goes"
     )
+    parser.add_argument(
+        "--hypernode-labels",
+        default="",
+        metavar="LABEL,...",
+        help="keep Volcano HyperNodes built from these node labels, the nearest tier first "
+        "(e.g. rack,spine), in step with the nodes, as `lahar hypernodes build --apply` builds "
+        "them once (default: none, no HyperNodes written)",
+    )
+    parser.add_argument(
+        "--hypernode-tier-names",
+        default="",
+        metavar="NAME,...",
+        help="the tiers' names, in --hypernode-labels' order (default: each tier's label)",
+    )
     parser.set_defaults(run=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise SystemExit("lahar controller: --workers must be at least 1")
+    tiers = hypernode_tiers(args.hypernode_labels, args.hypernode_tier_names)
     api = client_for(args.kubeconfig)
     options = ControllerOptions(
-        workers=args.workers, lease=lease_options(args), gated=served_schedulers(args)
+        workers=args.workers,
+        lease=lease_options(args),
+        gated=served_schedulers(args),
+        hypernode_tiers=tiers,
     )
     app = make_app(api, options)
     log.info("serving probes and metrics on %s:%d", args.host, args.port)
     with closing(api):
         return run(app, host=args.host, port=args.port)
+
+
+def hypernode_tiers(labels: str, names: str) -> tuple[LabelTier, ...]:
+    """The tiers of --hypernode-labels and --hypernode-tier-names (none without the first);
+    exits naming the flag at fault."""
+    if not labels and not names:
+        return ()
+    try:
+        return parse_tiers(labels, names)
+    except ValueError as error:
+        raise SystemExit(f"lahar controller: {error}") from None

@@ -6,7 +6,9 @@ cache), the Lease, and the workers as a guarded task that reconciles only once t
 with a whole cache; losing the Lease, or the workers dying, ends the process. `/healthz` answers
 while the process runs, `/readyz` once it leads and its cache is whole (so a Service in front sends
 traffic only to the leader; a Lease it cannot take, `Shell.lease_problem`, is named in the 503
-with its fix), `/metrics` in Prometheus' text format.
+with its fix), `/metrics` in Prometheus' text format. With `hypernode_tiers` (`--hypernode-labels`)
+the leader also keeps the HyperNodes built from node labels (`controller.hypernodes`); without it
+the controller neither watches nodes nor writes HyperNodes.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from kubernetes import client as k8s
 
 from extender.api.batch import BATCH_API_VERSION, BUS_API_VERSION, Command, Job, JobPod
 from extender.api.scheduling import API_VERSION
+from extender.api.topology_labels import LabelTier
 from extender.cache.informer import Informers, Kind
+from extender.controller.hypernodes import keep_hyper_nodes
 from extender.controller.metrics import ControllerMetrics
 from extender.controller.reconcile import Reconciler
 from extender.controller.store import JOB_POD_SELECTOR, JobStore, OwnedGroup
@@ -72,6 +76,8 @@ class ControllerOptions:
     lease: LeaseOptions | None = None  # None: no leader election (a single replica)
     # The schedulers whose pods are created behind Lahar's gate (Lahar's profiles).
     gated: frozenset[str] = frozenset({"lahar", "volcano"})
+    # The node labels whose values make HyperNodes, the nearest tier first (none: no HyperNodes).
+    hypernode_tiers: tuple[LabelTier, ...] = ()
 
 
 STORE: web.AppKey[JobStore] = web.AppKey("store", JobStore)
@@ -103,6 +109,8 @@ def make_app(api: k8s.ApiClient, options: ControllerOptions) -> web.Application:
         await queue.run(reconciler, options.workers)
 
     app.cleanup_ctx.append(guarded(work, "reconcile workers"))
+    if options.hypernode_tiers:
+        app.cleanup_ctx.extend(keep_hyper_nodes(api, options.hypernode_tiers))
     return app
 
 

@@ -4,6 +4,7 @@
 before writing anything when a wanted name is held by a HyperNode the builder did not make, then
 applies the new and changed ones (server-side apply, nearest tier first, so a parent's members
 exist when it arrives) and deletes the ones it made before that are no longer wanted.
+`ForeignHyperNodes` (a KubeError) names the HyperNodes in the way.
 `serves_hyper_nodes` says whether the API server has the kind at all (Volcano's topology CRD is
 optional).
 """
@@ -24,6 +25,18 @@ from extender.kube.objects import delete, list_objects
 FIELD_MANAGER = "lahar-hypernodes"
 
 
+class ForeignHyperNodes(KubeError):
+    """Wanted names held by HyperNodes the builder did not make (nothing was written)."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        super().__init__(
+            f"HyperNodes {', '.join(names)} exist without the label "
+            f"{SOURCE_LABEL}={SOURCE}: they were not built from node labels; rename or delete "
+            "them first"
+        )
+        self.names = tuple(names)
+
+
 def serves_hyper_nodes(api: k8s.ApiClient) -> bool:
     """Whether the API server serves Volcano's HyperNode (its CRD is installed)."""
     try:
@@ -37,11 +50,7 @@ def sync_hyper_nodes(api: k8s.ApiClient, wanted: Sequence[dict[str, Any]]) -> Pl
     """Make the cluster's HyperNodes of this source exactly `wanted`; return what was done."""
     todo = plan(wanted, list_objects(api, API_VERSION, KIND))
     if todo.foreign:
-        raise KubeError(
-            f"HyperNodes {', '.join(todo.foreign)} exist without the label "
-            f"{SOURCE_LABEL}={SOURCE}: they were not built from node labels; rename or delete "
-            "them first"
-        )
+        raise ForeignHyperNodes(todo.foreign)
     for item in sorted((*todo.create, *todo.update), key=lambda m: m["spec"]["tier"]):
         apply_object(api, item, field_manager=FIELD_MANAGER)
     for name in todo.delete:
