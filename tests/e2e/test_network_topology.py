@@ -8,16 +8,42 @@ HyperNodes are cluster-scoped: each test names its own after its namespace.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from kubernetes import client as k8s
 
 from extender.api.batch import PARTITION_KEY
-from extender.kube import apply_object, read, wait_until
+from extender.kube import apply_object, list_objects, read, wait_until
 from tests.builders import make_group, make_hyper_node, make_job
 from tests.e2e.conftest import TEST_KEY, ClusterObject, NodeFactory, PodFactory
-from tests.e2e.gangs import bound, refused_as, wait_bound
+from tests.e2e.gangs import bound, finish, refused_as, wait_bound
 from tests.e2e.jobs import example, pods, running, submit
+
+
+@pytest.fixture(autouse=True)
+def ended(api: k8s.ApiClient, namespace: str, own_nodes: NodeFactory) -> Iterator[None]:
+    """After each test, its running pods end (while its nodes still exist, so they finish at
+    once): the gangs it leaves behind must not count for the default queue in the tests after
+    it."""
+    yield
+    running_pods = [
+        p["metadata"]["name"]
+        for p in list_objects(api, "v1", "Pod", namespace=namespace)
+        if p["status"].get("phase") == "Running"
+    ]
+    finish(api, namespace, running_pods)
+    wait_until(
+        lambda: (
+            not any(
+                p["status"].get("phase") == "Running"
+                for p in list_objects(api, "v1", "Pod", namespace=namespace)
+            )
+        ),
+        timeout=60,
+        what="the test's pods ended",
+    )
 
 
 def switches(
