@@ -4,9 +4,8 @@
 to `minMember`); `Room.place` puts members first fit onto the fullest nodes they may run on, on
 what a `Room` leaves (the free capacity a walk plans on, kept in binpack's order); `plan_slots`
 ties both to the PodGroup's `minResources`. Members whose gang asks for a network topology
-(`Planned.reach`, see `gangs.topology`) are placed by `Room.place_within`: inside the tightest
-HyperNode that holds them, each partition inside its own, and each slot keeps the nodes its member
-must stay on. Pure: the same inputs always give the same slots.
+(`Planned.reach`, see `gangs.topology`) are placed inside HyperNodes (`gangs.hyper_placement`), and
+each slot keeps the nodes its member must stay on. Pure: the same inputs always give the same slots.
 """
 
 from __future__ import annotations
@@ -14,16 +13,16 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import islice
 
 from extender.api.objects import Pod
 from extender.api.quantity import format_units
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo, Snapshot
+from extender.gangs.hyper_placement import place_within
 from extender.gangs.members import GangView, Planned, Shape
 from extender.gangs.refusals import Cause, Rejection
-from extender.gangs.topology import Domain, Part, Reach, Within
 
 QUICK_REFUSAL = Rejection(Cause.NOT_ENOUGH_RESOURCES, "")  # `plan_slots` without reasons: no room
 
@@ -73,7 +72,7 @@ def _plan_within(
 ) -> tuple[dict[str, Slot], Rejection | None]:
     """`plan_slots` for a gang whose network topology asks where its members go: each slot
     keeps the nodes of the HyperNode its member must stay in."""
-    placement = room.place_within(chosen, with_reasons=with_reasons)
+    placement = place_within(room, chosen, with_reasons=with_reasons)
     if placement.why is not None:
         message = f"gang {gang.key}: {placement.why}" if with_reasons else ""
         return {}, Rejection(Cause.NOT_ENOUGH_RESOURCES, message)
@@ -227,14 +226,14 @@ class Room:
         if self._known_not_to_fit(ordered):
             return None
         if ordered.reach is not None:
-            placed = self.place_within(ordered, with_reasons=False)
+            placed = place_within(self, ordered, with_reasons=False)
             return None if placed.why is not None else frozenset(placed.nodes.values())
         shape = ordered.shape
         if shape is not None and shape in self._nodes_for:
             return self._nodes_for[shape]
         used: set[str] = set()
         taken: dict[str, Resources] = {}
-        fail = any(self._place_run(ordered[s:e], taken, used=used) for s, e in ordered.runs)
+        fail = any(self.place_run(ordered[s:e], taken, used=used) for s, e in ordered.runs)
         found = None if fail else frozenset(used)
         if shape is not None:
             self._nodes_for[shape] = found
@@ -256,7 +255,7 @@ class Room:
         if not with_reasons and self._known_not_to_fit(ordered):
             return {}, Counter({"": len(ordered)})
         if ordered.reach is not None:
-            placed = self.place_within(ordered, with_reasons=with_reasons)
+            placed = place_within(self, ordered, with_reasons=with_reasons)
             if placed.why is None:
                 return placed.nodes, Counter()
             return {}, Counter({placed.why: len(ordered)})
@@ -270,7 +269,7 @@ class Room:
         failures: Counter[str] = Counter()
         for start, end in ordered.runs:
             run = ordered[start:end]
-            missing = self._place_run(run, taken, assignment)
+            missing = self.place_run(run, taken, assignment)
             if missing and not with_reasons:
                 failures[""] += missing
                 break
@@ -287,185 +286,7 @@ class Room:
                 self._placed[shape] = (at, Counter(failures))
         return assignment, failures
 
-    def place_within(self, members: Planned, *, with_reasons: bool = True) -> Placed:
-        """`place` for members whose gang asks for a network topology (`members.reach`, see
-        `gangs.topology`): the gang inside the tightest of its Domains that holds it whole
-        (lowest tier first, then least free cpu), each partition inside the tightest of its
-        own within that; a soft gang or partition that no Domain holds goes anywhere (within
-        its gang's Domain, for a partition). Changes nothing held."""
-        reach = members.reach
-        assert reach is not None
-        if reach.problem is not None and (reach.gang is None or reach.gang.hard):
-            return Placed(why=reach.problem if with_reasons else "")
-        gang = reach.gang
-        options: list[Domain | None] = []
-        if gang is not None:
-            options.extend(self._tightest(gang.domains, members, {}))
-        if gang is None or not gang.hard:
-            options.append(None)  # (anywhere: a soft gang no Domain holds whole)
-        why = ""
-        for domain in options:
-            placed = self._place_inside(members, reach, domain, with_reasons=with_reasons)
-            if placed.why is None:
-                return placed
-            why = why or placed.why
-        if not why and gang is not None and with_reasons:  # (no Domain of the gang's holds it)
-            why = self._too_small(gang, members)
-        return Placed(why=why)
-
-    def _place_inside(
-        self, members: Planned, reach: Reach, domain: Domain | None, *, with_reasons: bool
-    ) -> Placed:
-        """Every member inside `domain` (None: anywhere), each partition inside one of its own
-        Domains under it, one that holds all of the partition's pending members (a plan may
-        place only some: the others come to the same Domain). Why not: "" when the members
-        outside partitions do not fit in `domain` (the caller says why no Domain would do)."""
-        taken: dict[str, Resources] = {}
-        placed = Placed()
-        inside = domain.nodes if domain is not None else None
-        rest = []
-        parts: dict[str, tuple[Part, list[Pod]]] = {}
-        for pod in members:
-            part = reach.part_of(pod.metadata.uid)
-            if part is None:
-                rest.append(pod)
-            else:
-                parts.setdefault(part.name, (part, []))[1].append(pod)
-        hardest = sorted(parts.values(), key=lambda entry: -sum(p.request[CPU] for p in entry[1]))
-        for part, pods in hardest:
-            why = self._place_part(
-                part, Planned(pods), inside, taken, placed, with_reasons=with_reasons
-            )
-            if why is not None:
-                return Placed(why=why)
-        if rest:
-            ordered = Planned(rest)
-            assignment: dict[str, str] = {}
-            if self._fit_inside(ordered, inside, taken, assignment):
-                if domain is not None or not with_reasons:
-                    return Placed(why="")
-                return Placed(why=self._missing(ordered, inside))
-            placed.note(assignment, inside)
-        return placed
-
-    def _place_part(
-        self,
-        part: Part,
-        ordered: Planned,
-        inside: frozenset[str] | None,
-        taken: dict[str, Resources],
-        placed: Placed,
-        *,
-        with_reasons: bool,
-    ) -> str | None:
-        """The partition's planned members (`ordered`) inside the tightest of its Domains under
-        `inside` that holds all of its pending members, counted in `taken` and noted in
-        `placed`; or why not."""
-        whole = Planned(part.pending) if len(part.pending) > len(ordered) else ordered
-        candidates = [d for d in part.within.domains if inside is None or d.nodes <= inside]
-        for option in self._tightest(candidates, whole, taken):
-            if whole is not ordered and self._fit_inside(whole, option.nodes, dict(taken), {}):
-                continue  # (room for the members planned now, not for the whole partition)
-            trial, assignment = dict(taken), dict[str, str]()
-            if not self._fit_inside(ordered, option.nodes, trial, assignment):
-                taken.update(trial)
-                placed.note(assignment, option.nodes)
-                return None
-        if part.within.hard:
-            if not with_reasons:
-                return ""
-            return f"partition {part.name} {self._too_small(part.within, whole, taken, inside)}"
-        spread: dict[str, str] = {}  # (soft: anywhere inside its gang's)
-        if self._fit_inside(ordered, inside, taken, spread):
-            return self._missing(ordered, inside) if with_reasons else ""
-        placed.note(spread, inside)
-        return None
-
-    def _fit_inside(
-        self,
-        members: Planned,
-        inside: frozenset[str] | None,
-        taken: dict[str, Resources],
-        assignment: dict[str, str],
-    ) -> int:
-        """First fit of `members` on the nodes of `inside` (None: every node), fullest first,
-        counted in `taken` and noted in `assignment`; how many found no node."""
-        if inside is None:
-            return sum(self._place_run(members[s:e], taken, assignment) for s, e in members.runs)
-        free = self.free
-        keys = sorted(_rank(name, free[name]) for name in inside if name in free)
-        missing = 0
-        for start, end in members.runs:
-            run = members[start:end]
-            pod, request = run[0], run[0].request
-            placed = at = 0
-            while placed < len(run):
-                while at < len(keys):
-                    name = keys[at][2]
-                    left = taken[name] if name in taken else free[name]
-                    if request.shortfall(left) is None and self._allows(pod, name):
-                        break
-                    at += 1
-                if at == len(keys):
-                    missing += len(run) - placed
-                    break
-                name = keys[at][2]
-                left = taken[name] if name in taken else free[name]
-                count = min(len(run) - placed, max(request.times_in(left), 1))
-                taken[name] = left - request.times(count)
-                for member in run[placed : placed + count]:
-                    assignment[member.metadata.uid] = name
-                placed += count
-        return missing
-
-    def _tightest(
-        self, domains: Sequence[Domain], members: Sequence[Pod], taken: Mapping[str, Resources]
-    ) -> list[Domain]:
-        """Of `domains`, those with the cpu `members` ask for free (after `taken`), lowest tier
-        first and then least free cpu first: binpack at the level of HyperNodes."""
-        need = sum(pod.request[CPU] for pod in members)
-        ranked = []
-        for domain in domains:
-            free = self._free_cpu(domain, taken)
-            if free >= need:
-                ranked.append((domain.tier, free, domain.name, domain))
-        return [entry[3] for entry in sorted(ranked, key=lambda e: e[:3])]
-
-    def _free_cpu(self, domain: Domain, taken: Mapping[str, Resources] | None = None) -> int:
-        free, taken = self.free, taken or {}
-        return sum(
-            max((taken[n] if n in taken else free[n])[CPU], 0) for n in domain.nodes if n in free
-        )
-
-    def _too_small(
-        self,
-        within: Within,
-        members: Sequence[Pod],
-        taken: Mapping[str, Resources] | None = None,
-        inside: frozenset[str] | None = None,
-    ) -> str:
-        """Why no Domain of `within` (under `inside`, if given) takes the members: what they
-        need, and the largest free (or, when that is enough, that it is not in pieces they
-        fit in)."""
-        need = sum(pod.request[CPU] for pod in members)
-        wanted = f"needs {format_units(need, CPU)} cpu inside one {within.kind}"
-        domains = [d for d in within.domains if inside is None or d.nodes <= inside]
-        if not domains:
-            return f"{wanted}; there is none" + ("" if inside is None else " inside its gang's")
-        largest = max(domains, key=lambda d: (self._free_cpu(d, taken), d.name))
-        free = self._free_cpu(largest, taken)
-        shown = format_units(free, CPU)
-        if free >= need:
-            return f"{wanted}; {largest.name} has {shown} cpu free, not in pieces its members fit"
-        return f"{wanted}; the largest free is {shown} cpu in {largest.name}"
-
-    def _missing(self, members: Planned, inside: frozenset[str] | None) -> str:
-        """Why members placed without a Domain of their own found no node."""
-        return f"{len(members)} members cannot be placed: Insufficient {CPU}" + (
-            "" if inside is None else " in their HyperNode"
-        )
-
-    def _place_run(
+    def place_run(
         self,
         run: Sequence[Pod],
         taken: dict[str, Resources],
@@ -509,11 +330,12 @@ class Room:
         for index in range(max(first, start), len(keys)):
             name = keys[index][2]
             left = taken[name] if name in taken else free[name]
-            if request.shortfall(left) is None and self._allows(pod, name):  # cheap test first
+            if request.shortfall(left) is None and self.allows(pod, name):  # cheap test first
                 return index
         return -1
 
-    def _allows(self, pod: Pod, name: str) -> bool:
+    def allows(self, pod: Pod, name: str) -> bool:
+        """Whether `pod` may run on node `name` (nodeSelector, node affinity, taints)."""
         info = self.nodes[name]
         if pod.runs_anywhere and not info.taints:
             return True
@@ -526,6 +348,11 @@ class Room:
             return "no node matches its nodeSelector, node affinity and tolerations"
         return f"Insufficient {pod.request.shortfall(taken.get(roomiest, self.free[roomiest]))}"
 
+    def in_order(self, names: Iterable[str]) -> list[str]:
+        """The schedulable nodes among `names`, in binpack's order (fullest first)."""
+        free = self.free
+        return [key[2] for key in sorted(_rank(n, free[n]) for n in names if n in free)]
+
     def roomiest(self, pod: Pod, taken: Mapping[str, Resources] | None = None) -> str | None:
         """The node `pod` may run on with the most free cpu, then memory, then the first by name
         (what `taken` left on the nodes a placement used); None when it may run on none. Looks
@@ -536,13 +363,13 @@ class Room:
         found = [
             (left[CPU], left[MEMORY], name)
             for name, left in taken.items()
-            if self._allows(pod, name)
+            if self.allows(pod, name)
         ]
         first: tuple[int, int] | None = None
         for cpu, memory, name in reversed(self._keys):
             if first is not None and (cpu, memory) != first:
                 break
-            if name not in taken and self._allows(pod, name):
+            if name not in taken and self.allows(pod, name):
                 first = first or (cpu, memory)
                 found.append((cpu, memory, name))
         if not found:
@@ -572,22 +399,8 @@ class Room:
         return [
             name
             for _, _, name in islice(self._keys, first, None)
-            if request.shortfall(self.free[name]) is None and self._allows(pod, name)
+            if request.shortfall(self.free[name]) is None and self.allows(pod, name)
         ]
-
-
-@dataclass
-class Placed:
-    """What `Room.place_within` found: per member uid its node and the nodes of the Domain it
-    must stay in (None: anywhere); or why they do not fit (`why`, "" without reasons)."""
-
-    nodes: dict[str, str] = field(default_factory=dict)
-    within: dict[str, frozenset[str] | None] = field(default_factory=dict)
-    why: str | None = None
-
-    def note(self, assignment: Mapping[str, str], inside: frozenset[str] | None) -> None:
-        self.nodes.update(assignment)
-        self.within.update(dict.fromkeys(assignment, inside))
 
 
 class KeptRoom:

@@ -1,0 +1,233 @@
+"""Placing members held to HyperNodes: where a gang that asks for a network topology goes.
+
+`place_within` places the members a plan chose (`Planned`, whose `reach` says what their gang's
+`networkTopology` and partitions ask, `gangs.topology`) on what a `Room` leaves: the gang inside
+the tightest of its Domains that holds it whole (lowest tier first, then least free cpu: binpack
+at the level of HyperNodes, so that whole switches stay free for the gangs that need one), each
+partition inside the tightest of its own under that, one with room for all of the partition's
+pending members. A soft gang or partition no Domain holds goes anywhere (within its gang's
+Domain, for a partition); a hard one does not go, and `Placed.why` says what it needs and the
+largest free. First fit inside a Domain is the room's own: fullest node first, as many alike
+members on a node as fit. Changes nothing held. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from extender.api.objects import Pod
+from extender.api.quantity import format_units
+from extender.api.resources import CPU, Resources
+from extender.gangs.members import Planned
+from extender.gangs.topology import Domain, Part, Reach, Within
+
+if TYPE_CHECKING:
+    from extender.gangs.placement import Room
+
+
+@dataclass
+class Placed:
+    """What `Room.place_within` found: per member uid its node and the nodes of the Domain it
+    must stay in (None: anywhere); or why they do not fit (`why`, "" without reasons)."""
+
+    nodes: dict[str, str] = field(default_factory=dict)
+    within: dict[str, frozenset[str] | None] = field(default_factory=dict)
+    why: str | None = None
+
+    def note(self, assignment: Mapping[str, str], inside: frozenset[str] | None) -> None:
+        self.nodes.update(assignment)
+        self.within.update(dict.fromkeys(assignment, inside))
+
+
+def place_within(room: Room, members: Planned, *, with_reasons: bool = True) -> Placed:
+    """`place` for members whose gang asks for a network topology (`members.reach`, see
+    `gangs.topology`): the gang inside the tightest of its Domains that holds it whole
+    (lowest tier first, then least free cpu), each partition inside the tightest of its
+    own within that; a soft gang or partition that no Domain holds goes anywhere (within
+    its gang's Domain, for a partition). Changes nothing held."""
+    reach = members.reach
+    assert reach is not None
+    if reach.problem is not None and (reach.gang is None or reach.gang.hard):
+        return Placed(why=reach.problem if with_reasons else "")
+    gang = reach.gang
+    options: list[Domain | None] = []
+    if gang is not None:
+        options.extend(_tightest(room, gang.domains, members, {}))
+    if gang is None or not gang.hard:
+        options.append(None)  # (anywhere: a soft gang no Domain holds whole)
+    why = ""
+    for domain in options:
+        placed = _place_inside(room, members, reach, domain, with_reasons=with_reasons)
+        if placed.why is None:
+            return placed
+        why = why or placed.why
+    if not why and gang is not None and with_reasons:  # (no Domain of the gang's holds it)
+        why = _too_small(room, gang, members)
+    return Placed(why=why)
+
+
+def _place_inside(
+    room: Room, members: Planned, reach: Reach, domain: Domain | None, *, with_reasons: bool
+) -> Placed:
+    """Every member inside `domain` (None: anywhere), each partition inside one of its own
+    Domains under it, one that holds all of the partition's pending members (a plan may
+    place only some: the others come to the same Domain). Why not: "" when the members
+    outside partitions do not fit in `domain` (the caller says why no Domain would do)."""
+    taken: dict[str, Resources] = {}
+    placed = Placed()
+    inside = domain.nodes if domain is not None else None
+    rest = []
+    parts: dict[str, tuple[Part, list[Pod]]] = {}
+    for pod in members:
+        part = reach.part_of(pod.metadata.uid)
+        if part is None:
+            rest.append(pod)
+        else:
+            parts.setdefault(part.name, (part, []))[1].append(pod)
+    hardest = sorted(parts.values(), key=lambda entry: -sum(p.request[CPU] for p in entry[1]))
+    for part, pods in hardest:
+        why = _place_part(
+            room,
+            part,
+            Planned(pods),
+            inside=inside,
+            taken=taken,
+            placed=placed,
+            with_reasons=with_reasons,
+        )
+        if why is not None:
+            return Placed(why=why)
+    if rest:
+        ordered = Planned(rest)
+        assignment: dict[str, str] = {}
+        if _fit_inside(room, ordered, inside, taken, assignment):
+            if domain is not None or not with_reasons:
+                return Placed(why="")
+            return Placed(why=_missing(room, ordered, inside))
+        placed.note(assignment, inside)
+    return placed
+
+
+def _place_part(
+    room: Room,
+    part: Part,
+    ordered: Planned,
+    *,
+    inside: frozenset[str] | None,
+    taken: dict[str, Resources],
+    placed: Placed,
+    with_reasons: bool,
+) -> str | None:
+    """The partition's planned members (`ordered`) inside the tightest of its Domains under
+    `inside` that holds all of its pending members, counted in `taken` and noted in
+    `placed`; or why not."""
+    whole = Planned(part.pending) if len(part.pending) > len(ordered) else ordered
+    candidates = [d for d in part.within.domains if inside is None or d.nodes <= inside]
+    for option in _tightest(room, candidates, whole, taken):
+        if whole is not ordered and _fit_inside(room, whole, option.nodes, dict(taken), {}):
+            continue  # (room for the members planned now, not for the whole partition)
+        trial, assignment = dict(taken), dict[str, str]()
+        if not _fit_inside(room, ordered, option.nodes, trial, assignment):
+            taken.update(trial)
+            placed.note(assignment, option.nodes)
+            return None
+    if part.within.hard:
+        if not with_reasons:
+            return ""
+        return f"partition {part.name} {_too_small(room, part.within, whole, taken, inside)}"
+    spread: dict[str, str] = {}  # (soft: anywhere inside its gang's)
+    if _fit_inside(room, ordered, inside, taken, spread):
+        return _missing(room, ordered, inside) if with_reasons else ""
+    placed.note(spread, inside)
+    return None
+
+
+def _fit_inside(
+    room: Room,
+    members: Planned,
+    inside: frozenset[str] | None,
+    taken: dict[str, Resources],
+    assignment: dict[str, str],
+) -> int:
+    """First fit of `members` on the nodes of `inside` (None: every node), fullest first,
+    counted in `taken` and noted in `assignment`; how many found no node."""
+    if inside is None:
+        return sum(room.place_run(members[s:e], taken, assignment) for s, e in members.runs)
+    free = room.free
+    keys = room.in_order(inside)
+    missing = 0
+    for start, end in members.runs:
+        run = members[start:end]
+        pod, request = run[0], run[0].request
+        placed = at = 0
+        while placed < len(run):
+            while at < len(keys):
+                name = keys[at]
+                left = taken[name] if name in taken else free[name]
+                if request.shortfall(left) is None and room.allows(pod, name):
+                    break
+                at += 1
+            if at == len(keys):
+                missing += len(run) - placed
+                break
+            name = keys[at]
+            left = taken[name] if name in taken else free[name]
+            count = min(len(run) - placed, max(request.times_in(left), 1))
+            taken[name] = left - request.times(count)
+            for member in run[placed : placed + count]:
+                assignment[member.metadata.uid] = name
+            placed += count
+    return missing
+
+
+def _tightest(
+    room: Room, domains: Sequence[Domain], members: Sequence[Pod], taken: Mapping[str, Resources]
+) -> list[Domain]:
+    """Of `domains`, those with the cpu `members` ask for free (after `taken`), lowest tier
+    first and then least free cpu first: binpack at the level of HyperNodes."""
+    need = sum(pod.request[CPU] for pod in members)
+    ranked = []
+    for domain in domains:
+        free = _free_cpu(room, domain, taken)
+        if free >= need:
+            ranked.append((domain.tier, free, domain.name, domain))
+    return [entry[3] for entry in sorted(ranked, key=lambda e: e[:3])]
+
+
+def _free_cpu(room: Room, domain: Domain, taken: Mapping[str, Resources] | None = None) -> int:
+    free, taken = room.free, taken or {}
+    return sum(
+        max((taken[n] if n in taken else free[n])[CPU], 0) for n in domain.nodes if n in free
+    )
+
+
+def _too_small(
+    room: Room,
+    within: Within,
+    members: Sequence[Pod],
+    taken: Mapping[str, Resources] | None = None,
+    inside: frozenset[str] | None = None,
+) -> str:
+    """Why no Domain of `within` (under `inside`, if given) takes the members: what they
+    need, and the largest free (or, when that is enough, that it is not in pieces they
+    fit in)."""
+    need = sum(pod.request[CPU] for pod in members)
+    wanted = f"needs {format_units(need, CPU)} cpu inside one {within.kind}"
+    domains = [d for d in within.domains if inside is None or d.nodes <= inside]
+    if not domains:
+        return f"{wanted}; there is none" + ("" if inside is None else " inside its gang's")
+    largest = max(domains, key=lambda d: (_free_cpu(room, d, taken), d.name))
+    free = _free_cpu(room, largest, taken)
+    shown = format_units(free, CPU)
+    if free >= need:
+        return f"{wanted}; {largest.name} has {shown} cpu free, not in pieces its members fit"
+    return f"{wanted}; the largest free is {shown} cpu in {largest.name}"
+
+
+def _missing(room: Room, members: Planned, inside: frozenset[str] | None) -> str:
+    """Why members placed without a Domain of their own found no node."""
+    return f"{len(members)} members cannot be placed: Insufficient {CPU}" + (
+        "" if inside is None else " in their HyperNode"
+    )
