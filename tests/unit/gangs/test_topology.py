@@ -180,7 +180,7 @@ def test_a_topology_change_is_seen_and_the_topology_is_kept_between_changes() ->
         ),
     ],
 )
-def test_a_gang_is_placed_inside_the_hyper_node_its_network_topology_allows(  # noqa: PLR0917
+def test_a_gang_is_placed_inside_the_hyper_node_its_network_topology_allows(  # noqa: PLR0917 (the table's columns)
     engine: Engine,
     used: dict[str, str],
     group: PodGroupBuilder,
