@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class Placed:
-    """What `Room.place_within` found: per member uid its node and the nodes of the Domain it
+    """What `place_within` found: per member uid its node and the nodes of the Domain it
     must stay in (None: anywhere); or why they do not fit (`why`, "" without reasons)."""
 
     nodes: dict[str, str] = field(default_factory=dict)
@@ -42,7 +42,7 @@ class Placed:
 
 
 def place_within(room: Room, members: Planned, *, with_reasons: bool = True) -> Placed:
-    """`place` for members whose gang asks for a network topology (`members.reach`, see
+    """`Room.place` for members whose gang asks for a network topology (`members.reach`, see
     `gangs.topology`): the gang inside the tightest of its Domains that holds it whole
     (lowest tier first, then least free cpu), each partition inside the tightest of its
     own within that; a soft gang or partition that no Domain holds goes anywhere (within
@@ -105,7 +105,7 @@ def _place_inside(
         if _fit_inside(room, ordered, inside, taken, assignment):
             if domain is not None or not with_reasons:
                 return Placed(why="")
-            return Placed(why=_missing(room, ordered, inside))
+            return Placed(why=_missing(ordered, inside))
         placed.note(assignment, inside)
     return placed
 
@@ -139,7 +139,7 @@ def _place_part(
         return f"partition {part.name} {_too_small(room, part.within, whole, taken, inside)}"
     spread: dict[str, str] = {}  # (soft: anywhere inside its gang's)
     if _fit_inside(room, ordered, inside, taken, spread):
-        return _missing(room, ordered, inside) if with_reasons else ""
+        return _missing(ordered, inside) if with_reasons else ""
     placed.note(spread, inside)
     return None
 
@@ -226,7 +226,7 @@ def _too_small(
     return f"{wanted}; the largest free is {shown} cpu in {largest.name}"
 
 
-def _missing(room: Room, members: Planned, inside: frozenset[str] | None) -> str:
+def _missing(members: Planned, inside: frozenset[str] | None) -> str:
     """Why members placed without a Domain of their own found no node."""
     return f"{len(members)} members cannot be placed: Insufficient {CPU}" + (
         "" if inside is None else " in their HyperNode"
