@@ -197,10 +197,12 @@ def _tightest(
 
 
 def _free_cpu(room: Room, domain: Domain, taken: Mapping[str, Resources] | None = None) -> int:
-    free, taken = room.free, taken or {}
-    return sum(
-        max((taken[n] if n in taken else free[n])[CPU], 0) for n in domain.nodes if n in free
-    )
+    """The free cpu in `domain` (what the room keeps), less what `taken` already used there."""
+    found, free, nodes = room.free_cpu_in(domain.nodes), room.free, domain.nodes
+    for name, left in (taken or {}).items():
+        if name in nodes and name in free:
+            found += max(left[CPU], 0) - max(free[name][CPU], 0)
+    return found
 
 
 def _too_small(

@@ -151,9 +151,11 @@ class Room:
     of nodes stays cheap. What a placement found is kept, by the members' shape, until the room
     changes: in a walk, gangs of the same shape that do not fit one after another (most of them,
     in a full cluster) are placed once; on a room nothing is held on, once per walk. (A plan
-    places once: a placement that fits is taken, one that does not is remembered.)"""
+    places once: a placement that fits is taken, one that does not is remembered.) The free cpu
+    of a group of nodes (a HyperNode's) is summed once and then kept up to date as the nodes in
+    it change (`free_cpu_in`): a walk asks it of every HyperNode for every gang held to one."""
 
-    __slots__ = ("_keys", "_nodes_for", "_placed", "free", "nodes")
+    __slots__ = ("_free_in", "_groups_of", "_keys", "_nodes_for", "_placed", "free", "nodes")
 
     def __init__(
         self, nodes: Mapping[str, NodeInfo], held: Mapping[str, Resources] | None = None
@@ -165,6 +167,8 @@ class Room:
                 amount = held.get(name) if held else None
                 self.free[name] = info.free if amount is None else info.free - amount
         self._keys = sorted(_rank(name, free) for name, free in self.free.items())
+        self._free_in: dict[frozenset[str], int] = {}  # a group of nodes -> its free cpu
+        self._groups_of: dict[str, set[frozenset[str]]] = {}  # node -> the groups kept with it
         self._clear_memo()
 
     def _clear_memo(self) -> None:
@@ -178,6 +182,9 @@ class Room:
         made.nodes, made.free, made._keys = self.nodes, dict(self.free), list(self._keys)
         made._nodes_for = dict(self._nodes_for)
         made._placed = dict(self._placed)
+        # (the index is shared: a copy adds groups to it too, and each room adjusts only the
+        # groups it keeps)
+        made._free_in, made._groups_of = dict(self._free_in), self._groups_of
         return made
 
     def hold(self, name: str, amount: Resources) -> None:
@@ -198,6 +205,14 @@ class Room:
         keys = self._keys
         if self._nodes_for or self._placed:
             self._clear_memo()
+        if name in self._groups_of:
+            delta = (max(after[CPU], 0) if after is not None else 0) - (
+                max(before[CPU], 0) if before is not None else 0
+            )
+            kept = self._free_in
+            for group in self._groups_of[name] if delta else ():
+                if group in kept:
+                    kept[group] += delta
         if before is not None:
             del keys[bisect_left(keys, _rank(name, before))]
         if after is not None:
@@ -347,6 +362,18 @@ class Room:
         if roomiest is None:
             return "no node matches its nodeSelector, node affinity and tolerations"
         return f"Insufficient {pod.request.shortfall(taken.get(roomiest, self.free[roomiest]))}"
+
+    def free_cpu_in(self, nodes: frozenset[str]) -> int:
+        """The free cpu of the schedulable nodes among `nodes` (none counts below 0), summed the
+        first time and kept up to date as they change."""
+        found = self._free_in.get(nodes)
+        if found is None:
+            free = self.free
+            found = self._free_in[nodes] = sum(max(free[n][CPU], 0) for n in nodes if n in free)
+            groups_of = self._groups_of
+            for name in nodes:
+                groups_of.setdefault(name, set()).add(nodes)
+        return found
 
     def in_order(self, names: Iterable[str]) -> list[str]:
         """The schedulable nodes among `names`, in binpack's order (fullest first)."""

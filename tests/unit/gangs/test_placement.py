@@ -139,3 +139,37 @@ def test_most_free_cpu_is_the_roomiest_schedulable_node(
         default=-1,
     )
     assert Room(nodes, held).most_free_cpu == expected
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["hold", "copy", "ask"]),
+            st.integers(min_value=0, max_value=5),
+            st.integers(min_value=-3, max_value=6),
+        ),
+        max_size=30,
+    )
+)
+def test_the_free_cpu_a_room_keeps_per_group_of_nodes_follows_every_change(
+    steps: list[tuple[str, int, int]],
+) -> None:
+    """A group's free cpu, kept and moved along as nodes change, on the room and its copies,
+    is what summing the group's nodes again gives."""
+    nodes = {f"n{i}": make_node(f"n{i}").cpu("4").model() for i in range(6)}
+    infos = cluster(list(nodes.values())).view().nodes
+    groups = [frozenset({"n0", "n1", "n2"}), frozenset({"n2", "n3"}), frozenset(nodes)]
+    rooms = [Room(infos)]
+    for action, node, cpu in steps:
+        room = rooms[-1]
+        if action == "hold":
+            room.hold(f"n{node}", Resources({CPU: cpu * 1000}))
+        elif action == "copy":
+            rooms.append(room.copy())
+        else:
+            room.free_cpu_in(groups[node % len(groups)])
+        for kept in rooms:
+            for group in groups:
+                expected = sum(max(kept.free[n][CPU], 0) for n in group if n in kept.free)
+                assert kept.free_cpu_in(group) == expected
