@@ -11,7 +11,7 @@ INSTALLED := $(VENV)/.installed
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: demo test unit lint bench bench-webhook bench-memory bench-simulate bench-compare bench-walks bench-e2e bench-backlog bench-scaling faults controlplane clean
+.PHONY: demo test unit lint bench bench-webhook bench-memory bench-simulate bench-compare bench-walks bench-topology bench-e2e bench-backlog bench-scaling faults controlplane clean
 
 $(INSTALLED): pyproject.toml
 	@echo "lahar: setting up $(VENV) (Python packages from PyPI)"
@@ -49,6 +49,9 @@ bench-compare: $(INSTALLED)
 
 bench-walks: $(INSTALLED)
 	$(BIN)/python benchmarks/walks.py $(ARGS)
+
+bench-topology: $(INSTALLED)
+	$(BIN)/python benchmarks/topology.py $(ARGS)
 
 bench-e2e: controlplane
 	$(BIN)/python benchmarks/e2e.py $(ARGS)
