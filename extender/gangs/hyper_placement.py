@@ -7,24 +7,26 @@ at the level of HyperNodes, so that whole switches stay free for the gangs that 
 partition inside the tightest of its own under that, one with room for all of the partition's
 pending members. A soft gang or partition no Domain holds goes anywhere (within its gang's
 Domain, for a partition); a hard one does not go, and `Placed.why` says what it needs and the
-largest free. First fit inside a Domain is the room's own: fullest node first, as many alike
-members on a node as fit. Changes nothing held. Pure.
+largest free. `staying_inside` says where a member without a slot (beyond the plan, or a
+replacement) of a gang held to a HyperNode may go. First fit inside a Domain is the room's own:
+fullest node first, as many alike members on a node as fit. Changes nothing held. Pure.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from extender.api.objects import Pod
 from extender.api.quantity import format_units
 from extender.api.resources import CPU, Resources
-from extender.gangs.members import Planned
+from extender.gangs.members import GangView, Planned
 from extender.gangs.topology import Domain, Part, Reach, Within
 
 if TYPE_CHECKING:
-    from extender.gangs.placement import Room
+    from extender.gangs.placement import Room, Slot
 
 
 @dataclass
@@ -233,3 +235,42 @@ def _missing(members: Planned, inside: frozenset[str] | None) -> str:
     return f"{len(members)} members cannot be placed: Insufficient {CPU}" + (
         "" if inside is None else " in their HyperNode"
     )
+
+
+def staying_inside(
+    gang: GangView, pod: Pod, slots: Mapping[str, Slot] | None = None
+) -> frozenset[str] | None:
+    """The nodes a member without a slot of a gang held to a HyperNode (a hard network topology,
+    its gang's or its partition's) may go to; None when it is free to go anywhere.
+
+    Gang-wide: the largest Domain its gang may use that holds every node its gang's slots and
+    placed members are on (its Domains all hold the placed ones). Its partition's, when hard
+    and some member of the partition holds a slot or runs: the largest of the partition's
+    Domains inside that which holds where they are. Both bind when both are asked."""
+    reach = gang.reach
+    if reach is None:
+        return None
+    slots = slots or {}
+    inside: frozenset[str] | None = None
+    held = reach.gang
+    if held is not None and held.hard and (slots or gang.staying):
+        used = {slot.node for slot in slots.values()}
+        inside = _largest(held.domains, used, None)
+    part = reach.part_of(pod.metadata.uid)
+    if part is not None and part.within.hard:
+        used = {slot.node for uid, slot in slots.items() if uid in part.uids}
+        if used or part.anchored:
+            own = _largest(part.within.domains, used, inside)
+            inside = own if inside is None else own & inside
+    return inside
+
+
+def _largest(
+    domains: Sequence[Domain], used: AbstractSet[str], under: frozenset[str] | None
+) -> frozenset[str]:
+    """The nodes of the largest of `domains` (under `under`) that hold every node of `used`; the
+    empty set when none does (nowhere is allowed)."""
+    fitting = [d for d in domains if used <= d.nodes and (under is None or d.nodes <= under)]
+    if not fitting:
+        return frozenset()
+    return max(fitting, key=lambda d: (d.tier, len(d.nodes), d.name)).nodes

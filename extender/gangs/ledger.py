@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterator, KeysView, Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Callable, Iterator, KeysView, Mapping
 from dataclasses import dataclass, field, replace
 
 from extender.api.objects import Pod
@@ -32,6 +31,7 @@ from extender.api.scheduling import gang_key
 from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
 from extender.gangs.contending import Contending
+from extender.gangs.hyper_placement import staying_inside
 from extender.gangs.lineup import Ordering, Ranking
 from extender.gangs.members import (
     GangView,
@@ -47,7 +47,6 @@ from extender.gangs.placement import KeptRoom, Room, Slot, plan_slots
 from extender.gangs.queues import QueueTally, QueueView, account, capped_above
 from extender.gangs.refusals import Rejection, backoff_refusal
 from extender.gangs.reservations import Admission, Reservations
-from extender.gangs.topology import Domain
 from extender.gangs.turns import Run, Turn, Turns
 
 
@@ -206,7 +205,7 @@ class Gangs:
         # The walk already counted these slots as claimed: every other turn stands as it was.
         self._order = replace(order, made_at=self._state_key(state))
         own = turn.slots.get(pod.metadata.uid)
-        inside = own.within if own is not None else _staying_inside(gang, pod, turn.slots)
+        inside = own.within if own is not None else staying_inside(gang, pod, turn.slots)
         return Verdict(credit=_credit(turn.slots, pod.metadata.uid), inside=inside)
 
     def _admitted_or_standing(
@@ -225,7 +224,7 @@ class Gangs:
             if refusal is not None:
                 return Verdict(refusal.message)
         if admission is None or slot is None:
-            inside = _staying_inside(gang, pod, admission.slots if admission else None)
+            inside = staying_inside(gang, pod, admission.slots if admission else None)
             return PLAIN if inside is None else Verdict(inside=inside)
         return Verdict(credit=_credit(admission.slots, pod.metadata.uid), inside=slot.within)
 
@@ -565,45 +564,6 @@ class Gangs:
             self.release(gang.key)  # done, or lost members: plan again if it must wait
             return None
         return admission
-
-
-def _staying_inside(
-    gang: GangView, pod: Pod, slots: Mapping[str, Slot] | None = None
-) -> frozenset[str] | None:
-    """The nodes a member without a slot of a gang held to a HyperNode (a hard network topology,
-    its gang's or its partition's) may go to; None when it is free to go anywhere.
-
-    Gang-wide: the largest Domain its gang may use that holds every node its gang's slots and
-    placed members are on (its Domains all hold the placed ones). Its partition's, when hard
-    and some member of the partition holds a slot or runs: the largest of the partition's
-    Domains inside that which holds where they are. Both bind when both are asked."""
-    reach = gang.reach
-    if reach is None:
-        return None
-    slots = slots or {}
-    inside: frozenset[str] | None = None
-    held = reach.gang
-    if held is not None and held.hard and (slots or gang.staying):
-        used = {slot.node for slot in slots.values()}
-        inside = _largest(held.domains, used, None)
-    part = reach.part_of(pod.metadata.uid)
-    if part is not None and part.within.hard:
-        used = {slot.node for uid, slot in slots.items() if uid in part.uids}
-        if used or part.anchored:
-            own = _largest(part.within.domains, used, inside)
-            inside = own if inside is None else own & inside
-    return inside
-
-
-def _largest(
-    domains: Sequence[Domain], used: AbstractSet[str], under: frozenset[str] | None
-) -> frozenset[str]:
-    """The nodes of the largest of `domains` (under `under`) that hold every node of `used`; the
-    empty set when none does (nowhere is allowed)."""
-    fitting = [d for d in domains if used <= d.nodes and (under is None or d.nodes <= under)]
-    if not fitting:
-        return frozenset()
-    return max(fitting, key=lambda d: (d.tier, len(d.nodes), d.name)).nodes
 
 
 def _credit(slots: Mapping[str, Slot], uid: str) -> dict[str, Resources]:
