@@ -1,8 +1,12 @@
 # Two commands for a fresh machine, each doing all of its own set-up:
 #   make demo   run the main job on a local dev cluster (ARGS=--keep leaves it running)
-#   make test   run every test (unit, then integration against a real control plane)
-# The first run creates .venv, installs Lahar with its dev tools, and builds the control plane from
-# Go modules into ~/.cache/lahar (about 7 minutes cold on 2 cores; seconds afterwards).
+#   make test   run every test (unit, then integration against a real control plane, then
+#               end to end: Lahar's scheduler on it, and Lahar installed from manifests/ on a real
+#               node, which needs root)
+#   make image  build Lahar's image from the Dockerfile (buildah; no registry or Docker engine)
+# The first run creates .venv, installs Lahar with its dev tools, and builds the control plane and a
+# real node's kubelet and kube-proxy from Go modules into ~/.cache/lahar (about 10 minutes cold on
+# 2 cores; seconds afterwards).
 
 PYTHON ?= python3
 VENV := .venv
@@ -11,7 +15,7 @@ INSTALLED := $(VENV)/.installed
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: demo test unit lint bench bench-webhook bench-memory bench-simulate bench-compare bench-walks bench-topology bench-e2e bench-backlog bench-scaling faults controlplane clean
+.PHONY: demo test unit image lint bench bench-webhook bench-memory bench-simulate bench-compare bench-walks bench-topology bench-e2e bench-backlog bench-scaling faults controlplane clean
 
 $(INSTALLED): pyproject.toml
 	@echo "lahar: setting up $(VENV) (Python packages from PyPI)"
@@ -21,7 +25,10 @@ $(INSTALLED): pyproject.toml
 	@touch $@
 
 controlplane: $(INSTALLED)
-	$(BIN)/lahar dev-cluster build
+	$(BIN)/lahar dev-cluster build --real-node
+
+image: $(INSTALLED)
+	$(BIN)/lahar dev-cluster image
 
 demo: controlplane
 	$(BIN)/lahar demo $(ARGS)

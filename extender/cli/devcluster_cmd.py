@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from extender import devcluster
+from extender.devcluster import images, real_node
 from extender.devcluster.nodes import SPINE_LABEL, SWITCH_LABEL
 from extender.devcluster.paths import default_state_dir
 from extender.devcluster.process import is_running
@@ -24,7 +25,20 @@ def register(commands: Any) -> None:
 
     build = verbs.add_parser("build", help="build the control-plane binaries (once per version)")
     _kubernetes_flag(build)
+    build.add_argument(
+        "--real-node",
+        action="store_true",
+        help="also build a real node's kubelet and kube-proxy (for `up --real-node`, which "
+        f"runs Kubernetes {devcluster.DEFAULT_KUBERNETES})",
+    )
     build.set_defaults(run=_build)
+
+    image = verbs.add_parser(
+        "image",
+        help="build Lahar's image from the Dockerfile (buildah, with a base made from Debian "
+        "packages; no registry or Docker engine needed) and write it as a docker-archive tar",
+    )
+    image.set_defaults(run=_image)
 
     up = verbs.add_parser("up", help="start a dev cluster and wait until it takes pods")
     _state_dir_flag(up)
@@ -57,6 +71,13 @@ def register(commands: Any) -> None:
         action="store_true",
         help="also run Lahar: its extender, a kube-scheduler with policy/'s profiles and the "
         "Job controller",
+    )
+    up.add_argument(
+        "--real-node",
+        action="store_true",
+        help="also run a real node (kubelet, containerd, runc, CNI bridge, kube-proxy; needs "
+        "root) with Lahar's image imported; the pods of lahar-system run on it, so "
+        "`kubectl apply --server-side -k manifests/` runs Lahar as it ships",
     )
     up.set_defaults(run=_up)
 
@@ -97,8 +118,22 @@ def _build(args: argparse.Namespace) -> int:
     print(
         f"kube-apiserver, kube-scheduler, kube-controller-manager: {binaries.kube_apiserver.parent}"
     )
+    if args.real_node:  # (a real node runs the default version, whichever is asked for here)
+        node = devcluster.ensure_binaries(kubernetes=devcluster.DEFAULT_KUBERNETES, node=True)
+        assert node.kubelet is not None  # (asked for with node=True)
+        print(f"kubelet, kube-proxy {node.kubernetes_version}: {node.kubelet.parent}")
     print(f"etcd: {binaries.etcd.parent}")
     print(f"kwok: {binaries.kwok.parent}")
+    return 0
+
+
+def _image(args: argparse.Namespace) -> int:
+    del args
+    image = images.lahar_image()
+    print(
+        f"{image.name}: {image.archive} ({image.size / 1e6:.0f} MB, built in {image.seconds:.0f} s)"
+    )
+    print(f"  load it into a node's containerd: ctr -n k8s.io images import {image.archive}")
     return 0
 
 
@@ -116,6 +151,7 @@ def _up(args: argparse.Namespace) -> int:
         ready_timeout=args.timeout,
         with_lahar=args.lahar,
         kubernetes=args.kubernetes,
+        real_node=args.real_node,
     )
     cluster = devcluster.up(options)
     print(
@@ -124,6 +160,11 @@ def _up(args: argparse.Namespace) -> int:
     print(f"  export KUBECONFIG={cluster.kubeconfig}")
     if args.switches:
         print(f"  {_network(args.switches, args.spines, cluster.kubeconfig)}")
+    if args.real_node:
+        print(
+            f"  real node {real_node.NODE_NAME} runs the pods of {real_node.NAMESPACE}, with "
+            f"{images.LAHAR_IMAGE} imported: kubectl apply --server-side -k manifests/"
+        )
     print(f"  stop it with: lahar dev-cluster down --state-dir {state_dir}")
     return 0
 

@@ -1,6 +1,7 @@
 """Building the control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
 KWOK) and kubectl (whose `kubectl kustomize` renders `manifests/`) from the Go modules pinned under
-`tests/controlplane/`.
+`tests/controlplane/`; asked for, also a real node's kubelet and kube-proxy (`--real-node`), from
+the same Kubernetes pin as the control plane.
 
 Each Go module is built once per content of its go.mod and go.sum: the binaries go to
 `<cache>/bin/<module>-<version>-<hash>/`, written to a temporary folder first and renamed into
@@ -48,7 +49,8 @@ class GoModule:
     packages: tuple[str, ...]
     binaries: tuple[str, ...]
     version_ldflags: bool = False
-    optional: bool = False  # built only when asked for (the benchmarks' peer)
+    optional: bool = False  # built only when asked for (the benchmarks' peer, the real node)
+    part: str = ""  # names the build when one module gives two (the control plane, the node)
 
 
 # The Kubernetes minor versions the dev cluster runs, each pinned by a Go module of its own under
@@ -81,6 +83,16 @@ MODULES = (
         packages=("sigs.k8s.io/kwok/cmd/kwok",),
         binaries=("kwok",),
     ),
+    # A real node (`dev-cluster up --real-node`): kubelet and kube-proxy of the same pin.
+    GoModule(
+        folder="kubernetes",
+        pinned="k8s.io/kubernetes",
+        packages=("k8s.io/kubernetes/cmd/kubelet", "k8s.io/kubernetes/cmd/kube-proxy"),
+        binaries=("kubelet", "kube-proxy"),
+        version_ldflags=True,
+        optional=True,
+        part="node",
+    ),
     # The gang-scheduling peer of benchmarks/e2e.py: kube-scheduler with scheduler-plugins'
     # Coscheduling, at the version matching the control plane.
     GoModule(
@@ -106,6 +118,8 @@ class Binaries:
     kwok_stages: tuple[Path, ...]
     kubernetes_version: str
     coscheduling_scheduler: Path | None = None  # with ensure_binaries(peer=True)
+    kubelet: Path | None = None  # with ensure_binaries(node=True), and kube-proxy beside it
+    kube_proxy: Path | None = None
 
 
 def _go_directive(text: str, keyword: str) -> str | None:
@@ -168,7 +182,8 @@ def _build_dir(root: Path, module: GoModule) -> tuple[Path, str, str]:
         ) from exc
     version = module_version(go_mod, module.pinned)
     digest = hashlib.sha256(go_mod.encode() + go_sum + _ldflags(module, version).encode())
-    name = f"{module.folder}-{version}-{digest.hexdigest()[:12]}"
+    part = f"-{module.part}" if module.part else ""
+    name = f"{module.folder}{part}-{version}-{digest.hexdigest()[:12]}"
     return cache_dir() / "bin" / name, version, go_mod
 
 
@@ -242,19 +257,25 @@ def kubernetes_folder(version: str) -> str:
 
 
 def ensure_binaries(
-    *, quiet: bool = False, peer: bool = False, kubernetes: str | None = None
+    *, quiet: bool = False, peer: bool = False, node: bool = False, kubernetes: str | None = None
 ) -> Binaries:
     """Build whatever is not cached yet and return the binaries' paths: the control plane of
     Kubernetes `kubernetes` (a minor version of `KUBERNETES`; default `chosen_kubernetes()`),
     etcd and KWOK (with `peer`, also the benchmarks' Coscheduling scheduler, which matches
-    1.35)."""
+    1.35; with `node`, a real node's kubelet and kube-proxy)."""
     kubernetes = kubernetes or chosen_kubernetes()
     root = controlplane_source()
     folder = kubernetes_folder(kubernetes)
     modules = [replace(m, folder=folder) if m.folder == "kubernetes" else m for m in MODULES]
-    wanted = [module for module in modules if peer or not module.optional]
+    asked = {"scheduler-plugins": peer, "node": node}
+    wanted = [m for m in modules if not m.optional or asked[m.part or m.folder]]
     plans = [(module, *_build_dir(root, module)) for module in wanted]
     pinned = plans[0][2]  # (the Kubernetes module comes first)
+    if node and "k8s.io/kubernetes/cmd/kubelet" not in plans[0][3]:
+        raise DevClusterError(
+            f"Kubernetes {kubernetes}: a real node runs on {DEFAULT_KUBERNETES} only "
+            f"(tests/controlplane/{folder} pins no kubelet)"
+        )
     if not pinned.removeprefix("v").startswith(kubernetes.removeprefix("v")):
         raise DevClusterError(f"Kubernetes {kubernetes}: tests/controlplane/{folder} pins {pinned}")
     missing = [plan for plan in plans if not plan[1].is_dir()]
@@ -269,7 +290,7 @@ def ensure_binaries(
                     _build_module(go, root, module, target, version)
     elif not quiet:
         print(f"lahar: control plane binaries cached in {cache_dir() / 'bin'}", file=sys.stderr)
-    dirs = {module.folder: target for module, target, _, _ in plans}
+    dirs = {module.part or module.folder: target for module, target, _, _ in plans}
     kube = dirs[folder]
     return Binaries(
         etcd=dirs["etcd"] / "etcd",
@@ -283,4 +304,6 @@ def ensure_binaries(
         coscheduling_scheduler=(
             dirs["scheduler-plugins"] / "scheduler" if "scheduler-plugins" in dirs else None
         ),
+        kubelet=dirs["node"] / "kubelet" if "node" in dirs else None,
+        kube_proxy=dirs["node"] / "kube-proxy" if "node" in dirs else None,
     )

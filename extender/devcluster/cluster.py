@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from extender.devcluster import configs, health, lahar, pki, ports, process
+from extender.devcluster import configs, health, images, lahar, pki, ports, process, real_node
 from extender.devcluster.build import Binaries, chosen_kubernetes, ensure_binaries
 from extender.devcluster.errors import DevClusterError
 from extender.devcluster.nodes import network_labels, prepare_workloads
@@ -42,6 +42,7 @@ METRICS_OPEN = "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metr
 # finalizer; kube-scheduler for its pod-group cycle and GangScheduling plugin). 1.35 has no
 # v1beta1 of it and runs without.
 NATIVE_GANGS_SINCE = (1, 37)
+REAL_NODE_PORTS = ("kubelet", "kubelet-healthz", "kube-proxy-metrics", "kube-proxy-healthz")
 NATIVE_GANGS_GATE = "--feature-gates=GenericWorkload=true"
 NATIVE_GANGS_API = "--runtime-config=scheduling.k8s.io/v1beta1=true"
 
@@ -69,6 +70,9 @@ class ClusterOptions:
     extender_service: bool = False
     # The version to run (`build.KUBERNETES`; default `$LAHAR_KUBERNETES`, else 1.37).
     kubernetes: str = field(default_factory=chosen_kubernetes)
+    # Also a real node (kubelet, containerd, kube-proxy; needs root) that runs the pods of
+    # lahar-system, with Lahar's image and kube-scheduler's imported (see devcluster.real_node).
+    real_node: bool = False
 
 
 @dataclass
@@ -117,6 +121,8 @@ class DevCluster:
         stopped = stop_processes(self.state)
         for child in self._children.values():
             child.poll()
+        if self.state.real_node:
+            real_node.teardown(real_node.NodePaths(self.state.state_dir / "node"))
         return stopped
 
     def remove(self, *, keep_logs: bool = False) -> None:
@@ -215,11 +221,15 @@ def up(options: ClusterOptions, binaries: Binaries | None = None) -> DevCluster:
         if options.scheduler_config
         else configs.default_scheduler_config()
     )
-    if binaries is None:
-        binaries = ensure_binaries(quiet=True, kubernetes=options.kubernetes)
+    if binaries is None or (options.real_node and binaries.kubelet is None):
+        binaries = ensure_binaries(
+            quiet=True, kubernetes=options.kubernetes, node=options.real_node
+        )
+    if (state_dir / "node").exists():  # a real node a failed start left
+        real_node.teardown(real_node.NodePaths(state_dir / "node"))
     shutil.rmtree(state_dir, ignore_errors=True)  # leftovers of a failed start, no state file
     (state_dir / "logs").mkdir(parents=True)
-    names = ("etcd", "kcm", "scheduler", "kwok", "apiserver", *lahar.PORTS)
+    names = ("etcd", "kcm", "scheduler", "kwok", "apiserver", *lahar.PORTS, *REAL_NODE_PORTS)
     port = dict(zip(names, ports.free_ports(len(names)), strict=True))
     if options.apiserver_port is not None:
         port["apiserver"] = options.apiserver_port
@@ -230,6 +240,7 @@ def up(options: ClusterOptions, binaries: Binaries | None = None) -> DevCluster:
         server=server,
         kubernetes_version=binaries.kubernetes_version,
         ports=port,
+        real_node=options.real_node,
     )
     state.save()
     starter = _Starter(options, binaries, state)
@@ -237,6 +248,8 @@ def up(options: ClusterOptions, binaries: Binaries | None = None) -> DevCluster:
         _start_all(starter, scheduler_config)
     except BaseException:
         stop_processes(state)
+        if options.real_node:
+            real_node.teardown(real_node.NodePaths(state_dir / "node"))
         (state_dir / STATE_FILE).unlink(missing_ok=True)  # keep the logs the error points to
         raise
     return DevCluster(state, starter.children)
@@ -245,7 +258,9 @@ def up(options: ClusterOptions, binaries: Binaries | None = None) -> DevCluster:
 def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
     options, binaries, state = starter.options, starter.binaries, starter.state
     state_dir, port, timeout = options.state_dir, state.ports, options.ready_timeout
-    keys = pki.write_pki(state_dir / "pki")
+    keys = pki.write_pki(
+        state_dir / "pki", apiserver_ips=(real_node.GATEWAY,) if options.real_node else ()
+    )
     kubeconfigs = {
         user: configs.write_yaml(
             state_dir / f"{stem}.kubeconfig" if stem else state.kubeconfig,
@@ -256,6 +271,11 @@ def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
             ("admin", ""),
             ("system:kube-scheduler", "scheduler"),
             ("system:kube-controller-manager", "controller-manager"),
+            *(
+                (("system:node:lahar-node", "kubelet"), ("system:kube-proxy", "kube-proxy"))
+                if options.real_node
+                else ()
+            ),
         )
     }
 
@@ -279,8 +299,6 @@ def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
         [
             str(binaries.kube_apiserver),
             f"--etcd-servers={etcd_url}",
-            "--advertise-address=127.0.0.1",
-            "--bind-address=127.0.0.1",
             f"--secure-port={port['apiserver']}",
             f"--tls-cert-file={keys.serving_cert}",
             f"--tls-private-key-file={keys.serving_key}",
@@ -290,11 +308,19 @@ def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
             f"--service-account-key-file={keys.service_account_key}",
             f"--service-account-signing-key-file={keys.service_account_key}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
-            "--authorization-mode=RBAC",
             "--allow-privileged=true",
-            # No kubelet or kube-proxy runs, so nothing reads the `kubernetes` Service endpoints;
-            # reconciling them on loopback only logs an error every 10 s.
-            "--endpoint-reconciler-type=none",
+            *(
+                real_node.apiserver_args(keys.kubelet_client_cert, keys.kubelet_client_key)
+                if options.real_node
+                else [
+                    "--advertise-address=127.0.0.1",
+                    "--bind-address=127.0.0.1",
+                    "--authorization-mode=RBAC",
+                    # No kubelet or kube-proxy runs, so nothing reads the `kubernetes` Service
+                    # endpoints; reconciling them on loopback only logs an error every 10 s.
+                    "--endpoint-reconciler-type=none",
+                ]
+            ),
             "--enable-priority-and-fairness=false",
             "--max-requests-inflight=0",
             "--max-mutating-requests-inflight=0",
@@ -359,7 +385,9 @@ def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
             str(binaries.kwok),
             f"--kubeconfig={state.kubeconfig}",
             f"--config={kwok_config}",
-            "--manage-all-nodes=true",
+            # The fake nodes only (`nodes.fake_node` marks them): a real node is its kubelet's.
+            "--manage-all-nodes=false",
+            "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
             f"--cidr={POD_CIDR}",
             f"--server-address=127.0.0.1:{port['kwok']}",
         ],
@@ -372,6 +400,8 @@ def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
     )
     health.wait_healthy(kwok, f"http://127.0.0.1:{port['kwok']}/healthz", timeout=timeout)
     lahar.install_crds(starter.state.kubeconfig, manifests_dir(), starter.options.ready_timeout)
+    if options.real_node:
+        _start_real_node(starter, kubeconfigs, keys)
     if options.with_lahar:
         _start_lahar(starter, kubeconfigs, keys)
     _prepare_workloads(starter)
@@ -436,6 +466,64 @@ def _start_lahar(starter: _Starter, kubeconfigs: dict[str, Path], keys: pki.Pki)
         f"https://127.0.0.1:{port['lahar-scheduler']}/healthz",
         timeout=options.ready_timeout,
     )
+
+
+def _runs_a_cluster(state_dir: Path) -> bool:
+    try:
+        state = load_state(state_dir)
+    except DevClusterError:
+        return False
+    return state is not None and bool(state.running())
+
+
+def _start_real_node(starter: _Starter, kubeconfigs: dict[str, Path], keys: pki.Pki) -> None:
+    """containerd, the kubelet and kube-proxy, with Lahar's images; wait until the node is
+    Ready and make lahar-system's pods run on it."""
+    options, state, binaries = starter.options, starter.state, starter.binaries
+    assert binaries.kubelet is not None
+    assert binaries.kube_proxy is not None
+    paths = real_node.NodePaths(options.state_dir / "node")
+    real_node.prepare_host(paths, running=_runs_a_cluster)
+    version = binaries.kubernetes_version
+    built = [
+        images.pause_image(images.kubernetes_module_source(version)),
+        images.lahar_image(),
+        images.kube_scheduler_image(binaries.kube_scheduler, version),
+    ]
+    real_node.write_configs(
+        paths,
+        pause_image=images.PAUSE_IMAGE,
+        kubelet_kubeconfig=kubeconfigs["system:node:lahar-node"],
+        proxy_kubeconfig=kubeconfigs["system:kube-proxy"],
+        ca_cert=keys.ca_cert,
+        kubelet_port=state.ports["kubelet"],
+        kubelet_healthz_port=state.ports["kubelet-healthz"],
+        proxy_ports=(state.ports["kube-proxy-metrics"], state.ports["kube-proxy-healthz"]),
+    )
+    starter.start("containerd", real_node.containerd_argv(paths))
+    real_node.wait_runtime(paths, options.ready_timeout)
+    real_node.import_images(paths, built)
+    kubelet = starter.start(
+        "kubelet",
+        real_node.kubelet_argv(binaries.kubelet, paths, kubeconfigs["system:node:lahar-node"]),
+    )
+    proxy = starter.start("kube-proxy", real_node.proxy_argv(binaries.kube_proxy, paths))
+    health.wait_healthy(
+        kubelet,
+        f"http://127.0.0.1:{state.ports['kubelet-healthz']}/healthz",
+        timeout=options.ready_timeout,
+    )
+    health.wait_healthy(
+        proxy,
+        f"http://127.0.0.1:{state.ports['kube-proxy-healthz']}/healthz",
+        timeout=options.ready_timeout,
+    )
+    try:
+        real_node.wait_node_ready(state.kubeconfig, options.ready_timeout)
+    except (KubeError, TimeoutError) as exc:
+        raise DevClusterError(
+            f"the real node did not get Ready: {exc} (logs: {starter.logs / 'kubelet.log'})"
+        ) from exc
 
 
 def _prepare_workloads(starter: _Starter) -> None:

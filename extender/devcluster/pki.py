@@ -37,6 +37,9 @@ USERS: dict[str, tuple[str, ...]] = {
     "admin": ("system:masters",),
     "system:kube-scheduler": (),
     "system:kube-controller-manager": (),
+    # A real node's kubelet (the Node authorizer) and kube-proxy (system:node-proxier).
+    "system:node:lahar-node": ("system:nodes",),
+    "system:kube-proxy": (),
 }
 
 
@@ -78,6 +81,15 @@ class Pki:
     @property
     def scheduler_client_key(self) -> Path:
         return self.folder / "lahar-scheduler-client.key"
+
+    @property
+    def kubelet_client_cert(self) -> Path:
+        """kube-apiserver authenticates to a real node's kubelet with this (logs, exec)."""
+        return self.folder / "apiserver-kubelet-client.crt"
+
+    @property
+    def kubelet_client_key(self) -> Path:
+        return self.folder / "apiserver-kubelet-client.key"
 
     @property
     def service_account_key(self) -> Path:
@@ -123,14 +135,15 @@ def make_leaf_cert(
     return new_leaf(ca, ca_key, common_name, hosts, not_after=not_after, now=now, client=client)
 
 
-def write_pki(folder: Path) -> Pki:
-    """Create the CA, the API server's certificate, the extender's (HTTPS) and the client
-    certificate Lahar's kube-scheduler calls it with, the service-account key and the tokens."""
+def write_pki(folder: Path, *, apiserver_ips: tuple[str, ...] = ()) -> Pki:
+    """Create the CA, the API server's certificate (also valid for `apiserver_ips`), the
+    extender's (HTTPS) and the client certificates Lahar's kube-scheduler calls it with and the
+    API server calls a kubelet with, the service-account key and the tokens."""
     folder.mkdir(parents=True, exist_ok=True)
     pki = Pki(folder, {user: secrets.token_urlsafe(32) for user in USERS})
     ca, ca_key = make_ca("lahar-dev-cluster-ca")
     cert, key = make_leaf_cert(
-        ca, ca_key, "kube-apiserver", SERVER_NAMES, ("127.0.0.1", SERVICE_IP)
+        ca, ca_key, "kube-apiserver", SERVER_NAMES, ("127.0.0.1", SERVICE_IP, *apiserver_ips)
     )
     pki.ca_cert.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     _write_private(pki.ca_key, _pem_key(ca_key))
@@ -144,6 +157,10 @@ def write_pki(folder: Path) -> Pki:
         (
             (pki.scheduler_client_cert, pki.scheduler_client_key),
             ("lahar-scheduler", (), (), True),
+        ),
+        (
+            (pki.kubelet_client_cert, pki.kubelet_client_key),
+            ("kube-apiserver-kubelet-client", (), (), True),
         ),
     ):
         leaf, leaf_key = make_leaf_cert(ca, ca_key, name, hosts, ips, client=client)

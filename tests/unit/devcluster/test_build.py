@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,28 @@ def test_missing_source_tree_names_the_folder_and_the_override(
         DevClusterError, match=r"nowhere/kubernetes-1\.37 is missing .*LAHAR_CONTROLPLANE_SRC"
     ):
         build.ensure_binaries()
+
+
+def test_a_real_node_is_refused_on_a_version_that_pins_no_kubelet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """1.35's module pins the control plane only: asking it for a node says which version has one,
+    before anything is built."""
+    monkeypatch.setenv("LAHAR_CACHE_DIR", str(tmp_path / "empty-cache"))
+    with pytest.raises(DevClusterError, match=r"Kubernetes 1\.35: a real node runs on 1\.37 only"):
+        build.ensure_binaries(node=True, kubernetes="1.35")
+    assert not (tmp_path / "empty-cache" / "bin").exists()
+
+
+def test_the_node_is_built_apart_from_the_control_plane_of_the_same_pin() -> None:
+    root = build.controlplane_source()
+    kubernetes, node = (
+        replace(m, folder="kubernetes-1.37")
+        for m in build.MODULES
+        if m.pinned == "k8s.io/kubernetes"
+    )
+    assert "k8s.io/kubernetes/cmd/kubelet" in node.packages and node.optional
+    control, _, _ = build._build_dir(root, kubernetes)
+    built, _, _ = build._build_dir(root, node)
+    assert control != built
+    assert built.name.startswith("kubernetes-1.37-node-v1.37.2-")
