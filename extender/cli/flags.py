@@ -98,6 +98,17 @@ def duration_seconds(command: str, flag: str, text: str) -> float:
     return seconds
 
 
+def non_negative_seconds(text: str) -> float:
+    """An argparse type: a number of seconds, 0 or more (`20`, `2.5`)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not seconds >= 0 or seconds == float("inf"):  # (also refuses nan)
+        raise argparse.ArgumentTypeError(f"expected 0 or more seconds, got {text!r}")
+    return seconds
+
+
 def add_certificate_flags(
     parser: argparse.ArgumentParser, *, service: str, stored_in: str, serving: str
 ) -> None:

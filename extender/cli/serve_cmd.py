@@ -7,6 +7,10 @@ and metrics on `--probe-port` on every address, and it follows the scheduler's o
 runs as its own Deployment behind a Service, for a kube-scheduler whose pod is not yours: HTTPS
 with client certificates (`--tls-cert-file`, `--client-ca-file`) and a Lease of its own
 (`--leader-elect`).
+
+Following the scheduler's Lease, a ready standby evicts the pod whose scheduler holds it once that
+pod's `extender` container has not been ready for `--take-over-after` seconds (20; 0: never), so
+that a leader whose extender cannot serve does not hold gang scheduling up (`server.takeover`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from extender.cli.flags import (
     add_server_flags,
     add_tls_file_flags,
     lease_options,
+    non_negative_seconds,
     served_schedulers,
     tls_files,
 )
@@ -41,6 +46,7 @@ from extender.shell import run
 
 log = logging.getLogger("extender.serve")
 DEFAULT_POLICY = Path("/etc/lahar/policy/lahar.yaml")
+TAKE_OVER_AFTER = 20.0  # seconds a leader's extender may stay not ready (--take-over-after)
 
 
 def register(commands: Any) -> None:
@@ -95,6 +101,16 @@ def register(commands: Any) -> None:
         default=socket.gethostname(),
         help="the hostname kube-scheduler names itself by in its Lease (default: this host's "
         "name, which every container of a pod shares)",
+    )
+    parser.add_argument(
+        "--take-over-after",
+        metavar="SECONDS",
+        type=non_negative_seconds,
+        default=TAKE_OVER_AFTER,
+        help="with --follow-scheduler-lease, on a ready standby: evict the pod whose scheduler "
+        "holds the Lease once its `extender` container has not been ready for this long, so "
+        "that this replica's scheduler takes over (Eviction API; default "
+        f"{TAKE_OVER_AFTER:g}; 0: never)",
     )
     add_lease_flags(parser, lease="lahar-extender", acts="serves")
     parser.set_defaults(run=_serve)
@@ -168,6 +184,7 @@ def _serve(args: argparse.Namespace) -> int:
         follow=follow,
         schedulers=schedulers,
         probes=probes,
+        take_over_after=args.take_over_after if follow is not None else 0.0,
     )
     plugins = ", ".join(p.name for p in policy.plugins)
     log.info(

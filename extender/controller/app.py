@@ -4,17 +4,23 @@ queue's workers, and the probe and metrics endpoints.
 The process shell (`extender.shell`) runs it: informers from the start (a standby keeps a warm
 cache), the Lease, and the workers as a guarded task that reconciles only once this process leads
 with a whole cache; losing the Lease, or the workers dying, ends the process. `/healthz` answers
-while the process runs, `/readyz` once it leads and its cache is whole (so a Service in front sends
-traffic only to the leader; a Lease it cannot take, `Shell.lease_problem`, is named in the 503
-with its fix), `/metrics` in Prometheus' text format. With `hypernode_tiers` (`--hypernode-labels`)
-the leader also keeps the HyperNodes built from node labels (`controller.hypernodes`); without it
-the controller neither watches nodes nor writes HyperNodes.
+while the process runs; `/readyz` once it could serve if it led: its cache is whole and, standing
+by, it can take its Lease (the API server lets it, and an attempt read the Lease within the lease
+duration: `shell.cannot_take_over`). So a healthy standby is ready, a rollout of two replicas
+completes and a PodDisruptionBudget counts both; a Lease it cannot take (`Shell.lease_problem`) is
+named in the 503 with its fix. Nothing routes traffic by readiness: who leads is the Lease's holder
+and `lahar_leader` on /metrics, with the rest of the registry in Prometheus' text format. With
+`hypernode_tiers` (`--hypernode-labels`) the leader also keeps the HyperNodes built from node labels
+(`controller.hypernodes`), its node informer part of the cache readiness waits for; without it the
+controller neither watches nodes nor writes HyperNodes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -30,7 +36,15 @@ from extender.controller.reconcile import Reconciler
 from extender.controller.store import JOB_POD_SELECTOR, JobStore, OwnedGroup
 from extender.controller.workqueue import WorkQueue
 from extender.kube.leader import LeaseOptions
-from extender.shell import SHELL, guarded, informers, install, lead
+from extender.shell import (
+    SHELL,
+    cannot_take_over,
+    guarded,
+    informers,
+    install,
+    lead,
+    show_leading,
+)
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +104,10 @@ def make_app(api: k8s.ApiClient, options: ControllerOptions) -> web.Application:
     store.on_change = queue.add
     app[STORE] = store
     app[METRICS] = metrics = ControllerMetrics(queue, store)
-    shell = install(app, metrics.registry, lambda: _unready(app))
+    caches: list[asyncio.Event] = []  # listed before it is ready, besides the job store's
+    shell = install(app, metrics.registry, lambda: _unready(app, options.lease, caches))
     lead(app, api, lease=options.lease)
+    show_leading(metrics.leader, "controller", options.lease, shell)
 
     def build(app: web.Application) -> Informers[JobStore]:
         return Informers(api, store, asyncio.get_running_loop(), (JOBS, PODS, GROUPS, COMMANDS))
@@ -110,14 +126,23 @@ def make_app(api: k8s.ApiClient, options: ControllerOptions) -> web.Application:
 
     app.cleanup_ctx.append(guarded(work, "reconcile workers"))
     if options.hypernode_tiers:
-        app.cleanup_ctx.extend(keep_hyper_nodes(api, options.hypernode_tiers))
+        keeping, nodes_listed = keep_hyper_nodes(api, options.hypernode_tiers)
+        app.cleanup_ctx.extend(keeping)
+        caches.append(nodes_listed)
     return app
 
 
-def _unready(app: web.Application) -> str | None:
+def _unready(
+    app: web.Application, lease: LeaseOptions | None, caches: Sequence[asyncio.Event]
+) -> str | None:
+    """Why /readyz answers 503 (None: ready): ready when this replica could serve if it led.
+    Leading or not is no part of it: a standby that could take over is as ready as the leader."""
     shell = app[SHELL]
-    if shell.leading.is_set() and shell.synced.is_set():
-        return None
-    if not shell.leading.is_set() and shell.lease_problem is not None:
-        return f"not leading: this controller {shell.lease_problem}"
-    return "not leading or cache not synced"
+    leading = shell.leading.is_set()
+    if not leading and lease is not None:
+        why = cannot_take_over(shell, lease, time.monotonic())
+        if why is not None:
+            return f"not leading: this controller {why}"
+    if not (shell.synced.is_set() and all(cache.is_set() for cache in caches)):
+        return f"{'leading' if leading else 'standby'}: cache not synced"
+    return None

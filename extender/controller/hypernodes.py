@@ -226,9 +226,12 @@ class HyperNodeSync:
         return self._sync(self.api, items)
 
 
-def keep_hyper_nodes(api: k8s.ApiClient, tiers: Sequence[LabelTier]) -> list[Lifecycle]:
+def keep_hyper_nodes(
+    api: k8s.ApiClient, tiers: Sequence[LabelTier]
+) -> tuple[list[Lifecycle], asyncio.Event]:
     """The app's parts that keep the HyperNodes: the node informer (from the start, so a standby
-    has the nodes when it comes to lead) and the sync loop, a guarded task."""
+    has the nodes when it comes to lead) and the sync loop, a guarded task; and the event set
+    once the nodes are listed (part of the cache readiness waits for)."""
     keeper = HyperNodeSync(api, tiers)
 
     async def watch(app: web.Application) -> AsyncIterator[None]:
@@ -243,4 +246,4 @@ def keep_hyper_nodes(api: k8s.ApiClient, tiers: Sequence[LabelTier]) -> list[Lif
     async def work(app: web.Application) -> None:
         await keeper.run(app[SHELL].leading)
 
-    return [watch, guarded(work, "hypernode sync")]
+    return [watch, guarded(work, "hypernode sync")], keeper.synced

@@ -3,12 +3,14 @@
 The core (barrier, waker, status writer, preemptor) takes plain async functions, so it is tested
 without a cluster. Bindings, lifted gates and wake-ups (one per pod, on the scheduling path) go out
 on the event loop through `kube.AsyncApi`; the rarer writes (status, events, evictions, queues,
-HyperNode counts) run the kube layer's blocking calls in worker threads.
+HyperNode counts) run the kube layer's blocking calls in worker threads. The standby's watchdog
+also reads through here: the scheduler's Lease and its holder's pod, on the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from kubernetes import client as k8s
@@ -29,11 +31,13 @@ from extender.kube import (
     patch_queue_status,
     record_event,
 )
+from extender.kube.raw import ApiStatusError
 from extender.server.hyper_node_writer import HyperNodePatch
 from extender.server.preemptor import Evictor
 from extender.server.queue_writer import QueueCreate, QueuePatch
 from extender.server.status_writer import EventSink, StatusPatch
 from extender.server.waker import Lifter, Patcher
+from extender.server.watchdog import LeaseRead, PodRead
 
 
 def api_binder(api: AsyncApi) -> Binder:
@@ -67,6 +71,38 @@ def api_evictor(api: k8s.ApiClient) -> Evictor:
         return await asyncio.to_thread(evict_pod, api, namespace, name, uid, dry_run=dry_run)
 
     return evict
+
+
+def api_lease_reader(api: AsyncApi, namespace: str, name: str) -> LeaseRead:
+    """The Lease `namespace/name` as the API server has it, on the event loop; None: none."""
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"
+
+    async def read() -> dict[str, Any] | None:
+        return await _get(api, path)
+
+    return read
+
+
+def api_pod_reader(api: AsyncApi) -> PodRead:
+    """A pod as the API server has it (status included), on the event loop; None: none."""
+
+    async def read(namespace: str, name: str) -> dict[str, Any] | None:
+        return await _get(api, f"/api/v1/namespaces/{namespace}/pods/{name}")
+
+    return read
+
+
+async def _get(api: AsyncApi, path: str) -> dict[str, Any] | None:
+    try:
+        body = await api.request("GET", path)
+    except ApiStatusError as error:
+        if error.status == 404:
+            return None
+        raise
+    found = json.loads(body)
+    if not isinstance(found, dict):
+        raise ValueError(f"GET {path}: not an object")
+    return found
 
 
 def api_status_patch(api: k8s.ApiClient) -> StatusPatch:

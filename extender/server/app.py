@@ -15,7 +15,13 @@ replica starts to serve, gangs found partly bound are admitted before anything e
 (status, queues, HyperNode counts, waker, preemptor) start only then. Losing the Lease stops the
 process. A Lease it cannot take or read (no such namespace, forbidden: `Shell.lease_problem`) is
 no standby's wait: readiness and the refusals kube-scheduler shows on pods say what is wrong and
-what fixes it.
+what fixes it. `lahar_leader{component="extender"}` is 1 while this replica leads (`Shell.leading`,
+whatever its cache), 0 on a standby.
+
+Following the scheduler's Lease with `take_over_after` seconds, a ready standby watches the pod
+whose scheduler holds it (`server.watchdog`, deciding by `server.takeover`) and evicts it when its
+extender has not been ready for that long, so that this replica's scheduler takes over
+(`lahar_leader_evictions_total`).
 
 The process wiring is the shell's (`extender.shell`): probes and /metrics (also on `probes`, a
 listener of their own), the informers, leadership (a Lease of its own or the scheduler's), and
@@ -51,8 +57,10 @@ from extender.server.adapters import (
     api_event_sink,
     api_evictor,
     api_hyper_node_patch,
+    api_lease_reader,
     api_lifter,
     api_patcher,
+    api_pod_reader,
     api_queue_create,
     api_queue_patch,
     api_status_patch,
@@ -77,9 +85,20 @@ from extender.server.preemptor import Preemptor
 from extender.server.queue_writer import QueueWriter
 from extender.server.routes import add_routes, unready
 from extender.server.status_writer import StatusWriter
+from extender.server.takeover import Rule
 from extender.server.tls import ServerTls
 from extender.server.waker import Waker
-from extender.shell import SHELL, Lifecycle, guarded, informers, install, lead, probe_listener
+from extender.server.watchdog import Watchdog
+from extender.shell import (
+    SHELL,
+    Lifecycle,
+    guarded,
+    informers,
+    install,
+    lead,
+    probe_listener,
+    show_leading,
+)
 
 log = logging.getLogger(__name__)
 EXPIRY_INTERVAL = 5.0
@@ -96,13 +115,15 @@ def make_app(
     follow: FollowOptions | None = None,
     schedulers: Collection[str] = (),
     probes: tuple[str, int] | None = None,
+    take_over_after: float = 0.0,
 ) -> web.Application:
     """The extender's app. With `lease` (and an API client) it serves only while it holds that
     Lease; with `follow`, while the kube-scheduler beside it holds the scheduler's Lease; with
     neither, it leads at once (a single replica, tests, benchmarks). `schedulers`: the
     schedulerNames it serves (`Engine`). `probes`: also answer /healthz, /readyz and /metrics
     (and nothing else) at this host and port, for a kubelet and Prometheus when the verbs listen
-    on loopback only."""
+    on loopback only. `take_over_after`: with `follow`, evict the pod whose scheduler holds the
+    Lease once its extender has not been ready for that many seconds (0: never)."""
     app = web.Application()
     app[TLS] = tls
     app[STATE] = state if state is not None else ClusterState()
@@ -144,6 +165,7 @@ def make_app(
     if api is not None:  # (with gang rules or without: the topology is the cluster's)
         counts = HyperNodeWriter(app[STATE], api_hyper_node_patch(api), ready=app[SERVING])
         app.cleanup_ctx.append(_background(counts))
+    _watchdog(app, api, writes, follow, take_over_after)
     add_routes(app)
     return app
 
@@ -156,10 +178,34 @@ def _leadership(
 ) -> None:
     """When this replica leads: holding `lease`, while its scheduler holds `follow`'s, or at
     once with neither (`shell.lead`). It serves once it leads with a whole cache; ceasing to lead
-    it serves no more (and the process ends)."""
+    it serves no more (and the process ends). `lahar_leader` shows whether it leads."""
     app[SERVING] = asyncio.Event()
     app[FOLLOWING] = follow is not None
     lead(app, api, lease=lease, follow=follow, on_lead=_serve, on_leave=_cease)
+    show_leading(app[METRICS].leader, "extender", lease or follow, app[SHELL])
+
+
+def _watchdog(
+    app: web.Application,
+    api: k8s.ApiClient | None,
+    writes: AsyncApi | None,
+    follow: FollowOptions | None,
+    bound: float,
+) -> None:
+    """Following the scheduler's Lease with a `bound`: on a ready standby, from the start, evict
+    the leading pod whose extender has not been ready for `bound` seconds."""
+    if api is None or writes is None or follow is None or bound <= 0:
+        return
+    shell = app[SHELL]
+    dog = Watchdog(
+        Rule(follow.namespace, follow.name, follow.identity, bound),
+        standing=lambda: (shell.leading.is_set(), unready(app)),
+        read_lease=api_lease_reader(writes, follow.namespace, follow.name),
+        read_pod=api_pod_reader(writes),
+        evict=api_evictor(api),
+    )
+    dog.on_evicted = app[METRICS].leader_evictions.inc
+    app.cleanup_ctx.append(guarded(lambda app: dog.run(), "leader watchdog"))
 
 
 def _gang_rules(app: web.Application, gangs: Gangs, binder: Binder) -> None:

@@ -26,6 +26,11 @@ several apps in one process).
   with members running or waiting holds of any resource; `podgroup` is the name, kind-qualified
   for the other kinds: `podgroups.scheduling.x-k8s.io/NAME`);
   `lahar_pod_preemption_victims_total` (pods evicted for its preemptions and reclaims).
+- `lahar_leader{component="extender",lease}`: 1 on the replica that leads (its scheduler holds the
+  Lease it follows, or it holds its own), 0 on a standby (the shell's gauge,
+  `shell.leader_gauge`; the app gives it its series).
+- `lahar_leader_evictions_total`: leading pods this standby evicted because their extender had
+  not been ready for `--take-over-after` seconds (`server.watchdog`).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from prometheus_client.registry import Collector
 
 from extender.api.resources import CPU, MEMORY
 from extender.gangs.queues import QueueView
+from extender.shell import leader_gauge
 
 # Filter and prioritize sit on the scheduler's serial path: resolve well below a millisecond.
 BUCKETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -120,7 +126,8 @@ class QueueGauges(Collector):
 
 
 class ExtenderMetrics:
-    """The extender's registry: its calls, bindings, cache, gang rules and queues."""
+    """The extender's registry: its calls, bindings, cache, gang rules, queues, and whether this
+    replica leads."""
 
     def __init__(
         self,
@@ -204,5 +211,12 @@ class ExtenderMetrics:
         self.pods_in_flight = Gauge(
             "lahar_gang_pods_in_flight",
             "Members of admitted gangs not yet at the bind barrier",
+            registry=self.registry,
+        )
+        self.leader = leader_gauge(self.registry)
+        self.leader_evictions = Counter(
+            "lahar_leader_evictions",
+            "Leading scheduler pods this standby evicted because their extender had not been "
+            "ready for --take-over-after seconds",
             registry=self.registry,
         )

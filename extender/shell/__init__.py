@@ -9,7 +9,8 @@ start work with the app and end it at cleanup.
   registry, on the app and, for the extender, on a second listener;
 - guarded background tasks and informers (`background`): a task that dies logs what died and why
   and ends the process, so a replica never runs on with part of itself gone;
-- leadership (`lease`): at once, holding a Lease, or following the scheduler's;
+- leadership (`lease`): at once, holding a Lease, or following the scheduler's; whether a
+  standby could take its Lease over (its readiness), and the gauge `lahar_leader`;
 - the run itself (`process`): `install` into an app, `run` it, and exit 1 after a failed task or a
   lost Lease.
 
@@ -20,7 +21,7 @@ below the components; it imports none of them.
 
 from extender.shell.background import guarded, informers
 from extender.shell.keys import SHELL, Lifecycle, Shell
-from extender.shell.lease import lead
+from extender.shell.lease import cannot_take_over, lead, leader_gauge, show_leading
 from extender.shell.probes import add_probe_routes, probe_listener
 from extender.shell.process import install, run
 
@@ -29,10 +30,13 @@ __all__ = [
     "Lifecycle",
     "Shell",
     "add_probe_routes",
+    "cannot_take_over",
     "guarded",
     "informers",
     "install",
     "lead",
+    "leader_gauge",
     "probe_listener",
     "run",
+    "show_leading",
 ]

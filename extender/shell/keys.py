@@ -31,6 +31,10 @@ class Shell:
     # Why this process cannot take (or read) its Lease, and what fixes it; None: no such problem
     # (it leads, stands by while another holds the Lease, or has no Lease).
     lease_problem: str | None = None
+    # When (time.monotonic()) an attempt last read the Lease without a refusal: it took or
+    # renewed it, or saw another holder; None: none has yet. A standby's readiness asks that this
+    # be recent (`lease.cannot_take_over`).
+    lease_read: float | None = None
     stopping: bool = False  # the app is shutting down: nothing more may end the process
 
 

@@ -20,6 +20,15 @@ the fix (create the namespace, grant the role, or name another namespace by flag
 logged at ERROR when it appears, again at most every `REMIND_SECONDS` while it lasts
 (`ProblemNotice`), and at INFO when it clears. The elector or follower keeps trying meanwhile, so
 creating the namespace (or the role) is all it takes: the next attempt takes the Lease.
+
+A standby's readiness may ask that it could take over: each attempt that reads the Lease without
+a refusal is kept in `Shell.lease_read`, and `cannot_take_over` says why a process that does not
+lead could not take its Lease over: the problem above, or no attempt having read it for a whole
+lease duration (the API server unreachable or failing). The controller's readiness is that (its
+standby is ready); the standalone extender's is leading, since its Service must reach the leader
+only. Who leads is shown by the gauge `lahar_leader{component,lease}` (`leader_gauge`, a
+process's series from `show_leading`): 1 while `Shell.leading` is set, read at scrape time, 0 on
+a standby.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ from typing import Literal
 
 from aiohttp import web
 from kubernetes import client as k8s
+from prometheus_client import CollectorRegistry, Gauge
 
 from extender.kube.leader import (
     Elector,
@@ -116,6 +126,8 @@ def _noticer(
         patient = problem is not None and problem.status in (401, 403)
         said = notice.heard(text, time.monotonic(), patient=patient)
         shell.lease_problem = notice.said  # (a patient problem only once it is said)
+        if problem is None:  # (the API server answered about the Lease: it can be read)
+            shell.lease_read = time.monotonic()
         match said:
             case "appeared":
                 log.error("%s; retrying", shell.lease_problem)
@@ -131,6 +143,43 @@ def _noticer(
                 )
 
     return noticed
+
+
+def cannot_take_over(shell: Shell, lease: LeaseOptions, now: float) -> str | None:
+    """Why a process that does not lead could not take `lease` over at `now` if its holder
+    went (None: it could), as words to follow "this process": the API server refuses the Lease
+    (`Shell.lease_problem`), or no attempt has read it yet, or none for a whole lease duration, in
+    which a leader that went would have lost it to another replica."""
+    if shell.lease_problem is not None:
+        return shell.lease_problem
+    where = f"Lease {lease.namespace}/{lease.name}"
+    if shell.lease_read is None:
+        return f"has not read {where} yet"
+    quiet = now - shell.lease_read
+    if quiet > lease.lease_seconds:
+        return f"has not read {where} for {quiet:.0f} s: the API server is unreachable or failing"
+    return None
+
+
+def leader_gauge(registry: CollectorRegistry) -> Gauge:
+    """`lahar_leader{component,lease}` in `registry`, one definition for every component that
+    leads by a Lease; `show_leading` gives a process its series."""
+    return Gauge(
+        "lahar_leader",
+        "1 on the replica that leads (holds its Lease, or its scheduler holds the Lease it "
+        "follows), 0 on a standby",
+        ["component", "lease"],
+        registry=registry,
+    )
+
+
+def show_leading(
+    gauge: Gauge, component: str, lease: LeaseOptions | FollowOptions | None, shell: Shell
+) -> None:
+    """The series of `gauge` (`leader_gauge`) for this process: `component`, and `lease` as
+    namespace/name ("" with no Lease: it leads at once); 1 while `shell.leading` is set."""
+    name = "" if lease is None else f"{lease.namespace}/{lease.name}"
+    gauge.labels(component, name).set_function(lambda: float(shell.leading.is_set()))
 
 
 def lead(
@@ -183,6 +232,7 @@ def _following(
         shell = app[SHELL]
 
         def seen(holder: str) -> None:
+            shell.lease_read = time.monotonic()
             if follow.ours(holder):
                 if not shell.leading.is_set():
                     log.info("leading: the scheduler beside this extender holds the Lease")

@@ -2,8 +2,9 @@
 
 - `/healthz`: "ok" while the process runs (an event loop that answers is a live process);
 - `/readyz`: "ok", or HTTP 503 with the reason, by the component's own rule (`Shell.unready`: the
-  extender serves, the controller leads with a whole cache, the webhook's cache is whole and its
-  caBundle published);
+  extender serves (or follows its scheduler's Lease with a whole cache); the controller could
+  serve if it led: a whole cache and, standing by, a Lease it can take; the webhook's cache is
+  whole and its caBundle published);
 - `/metrics`: the app's registry in Prometheus' text format.
 
 `probe_listener` answers the same three (and nothing else) on a second address: the extender's

@@ -1,5 +1,6 @@
-"""Two controllers, one Lease: the standby neither reconciles nor reports ready; when the leader
-dies it takes over within the lease time and runs the jobs submitted meanwhile."""
+"""Two controllers, one Lease: the standby is ready (its cache synced, its Lease readable), as the
+leader is, but neither leads (`lahar_leader` 0) nor reconciles; when the leader dies it takes over
+within the lease time (`lahar_leader` 1) and runs the jobs submitted meanwhile."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from extender.devcluster.ports import free_ports
 from extender.kube import read, wait_until
 from tests.builders import make_job
 from tests.e2e.conftest import TEST_KEY, NodeFactory
-from tests.e2e.jobs import CONTROLLER, restart_controller, running, status, submit
+from tests.e2e.jobs import CONTROLLER, leads, restart_controller, running, status, submit
 
 LEASE_SECONDS = 15  # LeaseOptions.lease_seconds
 
@@ -52,8 +53,10 @@ def test_standby_takes_over_when_the_leader_dies(
             timeout=30,
             what="the standby to wait for the Lease",
         )
-        time.sleep(1)  # a moment in which a wrongly ready standby would say so
-        assert not _ready(port), "a standby must not report ready"
+        wait_until(lambda: _ready(port), timeout=60, what="the standby to be ready")
+        time.sleep(1)  # a moment in which a standby that wrongly took the Lease would say so
+        assert not leads(port), "a standby must not lead"
+        assert _ready(port), "a standby whose cache is synced and whose Lease works is ready"
         lease = read(api, "coordination.k8s.io/v1", "Lease", "lahar-controller", "lahar-system")
         assert lease is not None and lease["spec"]["holderIdentity"]
 
@@ -62,7 +65,8 @@ def test_standby_takes_over_when_the_leader_dies(
         submit(
             api, make_job("late").ns(namespace).task("main", 2).pinned(TEST_KEY, namespace).build()
         )
-        wait_until(lambda: _ready(port), timeout=LEASE_SECONDS + 15, what="the standby to lead")
+        wait_until(lambda: leads(port), timeout=LEASE_SECONDS + 15, what="the standby to lead")
+        assert _ready(port)
         took = time.monotonic() - died
         assert took <= LEASE_SECONDS + 5, f"takeover took {took:.1f}s"
         running(api, namespace, "late", 2)

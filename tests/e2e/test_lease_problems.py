@@ -212,10 +212,11 @@ def test_a_lease_it_cannot_take_is_an_error_until_it_is_fixed(
         die_with_parent=True,
     )
     try:
+        # (Before its first attempt at the Lease, /readyz says it has not read it yet.)
         wait_until(
-            lambda: lease_namespace in _readyz(port)[1],
+            lambda: lease_namespace in (body := _readyz(port)[1]) and " yet" not in body,
             timeout=60,
-            what=f"/readyz to name namespace {lease_namespace}",
+            what=f"/readyz to say why namespace {lease_namespace} holds no Lease for it",
         )
         status, body = _readyz(port)
         assert status == 503
@@ -237,6 +238,12 @@ def test_a_lease_it_cannot_take_is_an_error_until_it_is_fixed(
             timeout=60,
             what=f"the {case.component} to take its Lease once {lease_namespace} allows it",
         )
+        if case.leads:  # (ready is not leading: a controller that can take its Lease is ready)
+            wait_until(
+                lambda: f"leading: holding Lease {lease_namespace}/" in log.read_text(),
+                timeout=10,
+                what=f"the {case.component} to lead",
+            )
         text = log.read_text()
         assert (f"leading: holding Lease {lease_namespace}/" in text) == case.leads
         assert f"Lease {lease_namespace}/" in text and " now: its namespace exists" in text

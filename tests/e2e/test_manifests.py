@@ -37,7 +37,7 @@ EXPECTED = {  # the default install
     "ServiceAccount": 3,
     "Deployment": 3,
     "Service": 3,
-    "PodDisruptionBudget": 2,
+    "PodDisruptionBudget": 3,
     "MutatingWebhookConfiguration": 1,
     "ValidatingWebhookConfiguration": 1,
     "ConfigMap": 2,
@@ -47,7 +47,7 @@ SERVICE_FORM = {
     **EXPECTED,
     "ServiceAccount": 3,
     "Service": 4,
-    "PodDisruptionBudget": 1,
+    "PodDisruptionBudget": 2,
     "Secret": 3,
 }
 

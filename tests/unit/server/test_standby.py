@@ -1,6 +1,7 @@
 """A standby extender (leader election on, the Lease held elsewhere) is not ready and answers no
 verb: filter refuses every node saying why, preempt offers no victim, bind binds nothing, and
-`/debug/explain` answers 503 instead of reading its empty ledger."""
+`/debug/explain` answers 503 instead of reading its empty ledger; its `lahar_leader` is 0, the
+leader's 1."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from tests.builders import cluster, make_node, make_pod
 
 POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
 LEASE = LeaseOptions("lahar-extender", "lahar-system", "me")
+LEADER = 'lahar_leader{{component="extender",lease="{lease}"}} {value}'
 
 
 def test_a_standby_is_not_ready_and_answers_no_verb(monkeypatch: Any) -> None:
@@ -56,6 +58,29 @@ def test_a_standby_is_not_ready_and_answers_no_verb(monkeypatch: Any) -> None:
             assert 'lahar_extender_requests_total{result="unavailable",verb="explain"} 1.0' in (
                 metrics
             )
+            assert LEADER.format(lease="lahar-system/lahar-extender", value="0.0") in metrics
+
+    asyncio.run(main())
+
+
+def test_an_extender_that_leads_says_so_in_lahar_leader() -> None:
+    """With no Lease it leads at once; holding its Lease it leads from when it takes it."""
+    state = cluster([make_node("n1").cpu("4")], [])
+
+    async def binder(namespace: str, name: str, uid: str, node: str) -> None:
+        pass
+
+    async def main() -> None:
+        policy = load_policy(POLICY, REGISTRY)
+        alone = make_app(policy, state=state, binder=binder)
+        elected = make_app(policy, state=state, binder=binder, lease=LEASE)
+        async with TestClient(TestServer(alone)) as client:
+            metrics = await (await client.get("/metrics")).text()
+            assert LEADER.format(lease="", value="1.0") in metrics
+        async with TestClient(TestServer(elected)) as client:
+            elected[SHELL].leading.set()  # (as the elector does on taking the Lease)
+            metrics = await (await client.get("/metrics")).text()
+            assert LEADER.format(lease="lahar-system/lahar-extender", value="1.0") in metrics
 
     asyncio.run(main())
 

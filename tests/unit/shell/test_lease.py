@@ -1,7 +1,8 @@
 """When a process leads: at once without a Lease; while it holds its own; while the scheduler
-beside it holds the followed one. Losing either ends the process. The elector and the follower
-are replaced by stand-ins that report what the API server would (their own tests run against a
-real one in tests/e2e)."""
+beside it holds the followed one. Losing either ends the process. A standby could take over while
+it reads its Lease; `lahar_leader` is 1 while the process leads, 0 otherwise. The elector and the
+follower are replaced by stand-ins that report what the API server would (their own tests run
+against a real one in tests/e2e)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from extender.devcluster.ports import free_ports
 from extender.kube.leader import FollowOptions, LeaseOptions, LeaseProblem
-from extender.shell import SHELL, install, lead, lease, run
+from extender.shell import SHELL, Shell, install, lead, lease, run
 
 LEASE = LeaseOptions("lahar-controller", "lahar-system", "me")
 FOLLOW = FollowOptions("lahar-scheduler", "lahar-system", "host-a")
@@ -298,3 +299,91 @@ def test_a_refusal_on_rbac_is_a_problem_only_once_it_lasts() -> None:
     said = [notice.heard(forbidden, t, patient=True) for t in (20.0, 25.0, 30.0, 32.0)]
     assert said == [None, None, "appeared", None]
     assert notice.heard(None, 40.0) == "cleared"
+
+
+def test_an_attempt_that_reads_the_lease_is_kept(
+    api: k8s.ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Refused attempts read nothing; the one that takes the Lease read it."""
+    monkeypatch.setattr(lease, "Elector", _RefusedElector)
+    app, _ = _app()
+    reads: list[float | None] = []
+
+    def led(app: web.Application) -> None:
+        reads.append(app[SHELL].lease_read)
+        raise web.GracefulExit()
+
+    async def watch(app: web.Application) -> AsyncIterator[None]:
+        async def sample() -> None:
+            await asyncio.sleep(0.005)
+            reads.append(app[SHELL].lease_read)
+
+        task = asyncio.create_task(sample())
+        yield
+        await task
+
+    app.cleanup_ctx.append(watch)
+    lead(app, api, lease=LEASE, on_lead=led)
+    _run(app)
+    assert reads[0] is None and reads[-1] is not None
+
+
+def test_a_standby_could_take_over_while_it_reads_its_lease() -> None:
+    """Not while the API server refuses the Lease, nor before an attempt read it, nor once none
+    has for a whole lease duration (15 s)."""
+    shell = Shell(CollectorRegistry(), lambda: None)
+    where = "Lease lahar-system/lahar-controller"
+    assert lease.cannot_take_over(shell, LEASE, 100.0) == f"has not read {where} yet"
+    shell.lease_read = 90.0
+    assert lease.cannot_take_over(shell, LEASE, 100.0) is None
+    assert lease.cannot_take_over(shell, LEASE, 105.0) is None
+    assert lease.cannot_take_over(shell, LEASE, 106.0) == (
+        f"has not read {where} for 16 s: the API server is unreachable or failing"
+    )
+    shell.lease_problem = f"cannot take {where}: forbidden"
+    assert lease.cannot_take_over(shell, LEASE, 100.0) == shell.lease_problem
+
+
+@pytest.mark.parametrize(
+    ("component", "options", "lease_label"),
+    [
+        ("controller", LEASE, "lahar-system/lahar-controller"),
+        ("extender", FOLLOW, "lahar-system/lahar-scheduler"),
+    ],
+    ids=["holding", "following"],
+)
+def test_lahar_leader_is_1_while_it_leads_and_0_on_a_standby(
+    api: k8s.ApiClient,
+    monkeypatch: pytest.MonkeyPatch,
+    component: str,
+    options: LeaseOptions | FollowOptions,
+    lease_label: str,
+) -> None:
+    """Sampled at the start (a standby), on coming to lead and on ceasing to."""
+    monkeypatch.setattr(lease, "Elector", _Elector)  # (leads at once, loses it a moment later)
+    monkeypatch.setattr(lease, "LeaseFollower", _follower(["host-b_1", "host-a_2", "host-b_3"]))
+    app, _ = _app()
+    registry = app[SHELL].registry
+    lease.show_leading(lease.leader_gauge(registry), component, options, app[SHELL])
+    labels = {"component": component, "lease": lease_label}
+    values: list[float | None] = []
+
+    def sample(app: web.Application) -> None:
+        values.append(registry.get_sample_value("lahar_leader", labels))
+
+    sample(app)
+    if isinstance(options, LeaseOptions):
+        lead(app, api, lease=options, on_lead=sample, on_leave=sample)
+    else:
+        lead(app, api, follow=options, on_lead=sample, on_leave=sample)
+    assert _run(app) == 1  # (the Lease lost, or taken by another scheduler)
+    assert values == [0.0, 1.0, 0.0]
+
+
+def test_without_a_lease_lahar_leader_is_1_at_once() -> None:
+    app, _ = _app()
+    registry = app[SHELL].registry
+    lead(app, None)
+    lease.show_leading(lease.leader_gauge(registry), "extender", None, app[SHELL])
+    labels = {"component": "extender", "lease": ""}
+    assert registry.get_sample_value("lahar_leader", labels) == 1.0

@@ -49,6 +49,7 @@ def test_the_shell_record_starts_unsynced_leaderless_and_unfailed() -> None:
     shell = app[SHELL]
     assert not shell.synced.is_set() and not shell.leading.is_set()
     assert shell.failed == [] and not shell.lease_lost
+    assert shell.lease_problem is None and shell.lease_read is None
 
 
 def test_a_probe_listener_answers_the_probes_of_the_app_and_nothing_else() -> None:
