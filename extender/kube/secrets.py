@@ -13,7 +13,8 @@ from kubernetes import client as k8s
 
 from extender.kube import writes
 from extender.kube.client import KubeError
-from extender.kube.raw import ApiStatusError
+from extender.kube.raw import ApiStatusError, send
+from extender.kube.writes import object_path
 
 Step = Callable[[dict[str, bytes] | None], dict[str, bytes] | None]
 
@@ -63,6 +64,45 @@ def write_secret(
         if error.status == 409:
             return False
         raise
+    return True
+
+
+def apply_new_secret(
+    api: k8s.ApiClient,
+    namespace: str,
+    name: str,
+    data: dict[str, bytes],
+    *,
+    labels: dict[str, str],
+    manager: str,
+) -> bool:
+    """Create the Secret by a server-side apply that is not forced, as `manager`: authorized as
+    `create` of that one name (so RBAC can name it), and False when another manager's data is
+    already there (409: another writer created it first; read it)."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "data": {key: base64.b64encode(value).decode() for key, value in data.items()},
+    }
+    path = object_path("v1", "Secret", namespace, name)
+    try:
+        send(
+            api,
+            "PATCH",
+            path,
+            query=[("fieldManager", manager)],
+            body=body,
+            content_type="application/apply-patch+yaml",  # JSON is YAML
+        ).read()
+    except ApiStatusError as error:
+        if error.status == 409:
+            return False
+        hint = " (the RBAC must allow create and patch of it)" if error.status == 403 else ""
+        raise ApiStatusError(
+            f"creating Secret {namespace}/{name}: {error}{hint}", error.status, error.fields
+        ) from error
     return True
 
 

@@ -2,7 +2,8 @@
 `admission.admit.RULES`), probes and metrics, the informers the rules read, and the certificate
 keeper. All served over the one TLS listener; the process shell (`extender.shell`) gives it its
 probes, /metrics, informers, and the certificate check as a guarded task (one that dies ends the
-process). Ready once its cache is whole and the caBundle is published.
+process): every `--check-interval`, and at once when the certificates' Secret changes or is
+deleted (a watch of it). Ready once its cache is whole and the caBundle is published.
 
 The handler is a thin adapter: bytes -> AdmissionReview -> rule -> AdmissionReview, run in a
 worker thread (a large object must not stall the loop, its probes and other reviews), at most four
@@ -17,6 +18,7 @@ then reports Lahar's message instead of a failed call.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -40,6 +42,9 @@ from extender.webhook.tls import ServingCertificate
 
 log = logging.getLogger(__name__)
 MAX_BODY = 8 * 1024 * 1024  # the API server sends objects of at most ~3 MiB, twice on UPDATE
+# Seconds between two certificate checks at least: the Secret's events (this webhook's own writes
+# among them) come in bursts, and one check sees them all.
+MIN_CHECK_GAP = 0.5
 
 
 STORE: web.AppKey[WebhookStore] = web.AppKey("store", WebhookStore)
@@ -199,13 +204,25 @@ def _log(review: AdmissionReview, resource: str, outcome: Outcome) -> None:
 
 
 async def _rotation(app: web.Application) -> None:
-    """Check the certificate every `interval`: rotate when due, reload what the files hold."""
+    """Check the certificate every `interval`, and at once when the Secret changes or is deleted
+    (its watch): rotate when due, create it again when gone, reload what the files hold."""
     tls = app[TLS]
-    while True:
-        await asyncio.sleep(tls.options.interval)
-        try:
-            tls.install(await asyncio.to_thread(tls.refresh))
-        except (KubeError, *UNREACHABLE) as error:  # the API server, for a while
-            log.warning("certificate check failed (%s); serving the current one", error)
-        except Exception:  # a file, or a bug: keep serving, try again
-            log.exception("certificate check failed; serving the current one")
+    changed = asyncio.Event()
+    watch = tls.watch(asyncio.get_running_loop(), changed.set)
+    try:
+        while True:
+            await asyncio.sleep(MIN_CHECK_GAP)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    changed.wait(), max(tls.options.interval - MIN_CHECK_GAP, 0.0)
+                )
+            changed.clear()  # (what changed before the check below is seen by it)
+            try:
+                tls.install(await asyncio.to_thread(tls.refresh))
+            except (KubeError, *UNREACHABLE) as error:  # the API server, for a while
+                log.warning("certificate check failed (%s); serving the current one", error)
+            except Exception:  # a file, or a bug: keep serving, try again
+                log.exception("certificate check failed; serving the current one")
+    finally:
+        if watch is not None:
+            watch.stop()
