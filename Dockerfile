@@ -5,8 +5,8 @@
 # root filesystem (the webhook writes its serving key under /tmp: mount an emptyDir there).
 #
 # BASE is any Debian-based image with Python 3.11 and its venv module at `python3`. The default is
-# the public image of the Python the test suite runs on (3.11.7, Debian bookworm); moving it is a
-# deliberate change, tested like any other. Where no registry is reachable, `make image` builds an
+# the public image of the Python the test suite runs on (3.11.7, Debian bookworm). Where no
+# registry is reachable, `make image` builds an
 # equivalent base from Debian's packages (python3 and python3-venv of bookworm) and passes it here:
 #   buildah bud --build-arg BASE=localhost/lahar-base:bookworm -t lahar:0.1.0 .
 # To pin the public base by digest, pass it the same way:

@@ -221,19 +221,23 @@ def up(options: ClusterOptions, binaries: Binaries | None = None) -> DevCluster:
         if options.scheduler_config
         else configs.default_scheduler_config()
     )
+    node = real_node.NodePaths(state_dir / "node")
+    if options.real_node:
+        real_node.check_host(node, running=_runs_a_cluster)
     if binaries is None or (options.real_node and binaries.kubelet is None):
         binaries = ensure_binaries(
             quiet=True, kubernetes=options.kubernetes, node=options.real_node
         )
-    if (state_dir / "node").exists():  # a real node a failed start left
-        real_node.teardown(real_node.NodePaths(state_dir / "node"))
+    if node.root.exists():  # a real node a failed start left
+        real_node.teardown(node)
     shutil.rmtree(state_dir, ignore_errors=True)  # leftovers of a failed start, no state file
     (state_dir / "logs").mkdir(parents=True)
     names = ("etcd", "kcm", "scheduler", "kwok", "apiserver", *lahar.PORTS, *REAL_NODE_PORTS)
     port = dict(zip(names, ports.free_ports(len(names)), strict=True))
     if options.apiserver_port is not None:
         port["apiserver"] = options.apiserver_port
-    server = f"https://127.0.0.1:{port['apiserver']}"
+    host = real_node.GATEWAY if options.real_node else "127.0.0.1"
+    server = f"https://{host}:{port['apiserver']}"
     state = DevClusterState(
         state_dir=state_dir,
         kubeconfig=state_dir / "kubeconfig",
@@ -258,6 +262,8 @@ def up(options: ClusterOptions, binaries: Binaries | None = None) -> DevCluster:
 def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
     options, binaries, state = starter.options, starter.binaries, starter.state
     state_dir, port, timeout = options.state_dir, state.ports, options.ready_timeout
+    if options.real_node:  # (the bridge first: the API server listens on it)
+        real_node.prepare_host(real_node.NodePaths(state_dir / "node"))
     keys = pki.write_pki(
         state_dir / "pki", apiserver_ips=(real_node.GATEWAY,) if options.real_node else ()
     )
@@ -483,7 +489,6 @@ def _start_real_node(starter: _Starter, kubeconfigs: dict[str, Path], keys: pki.
     assert binaries.kubelet is not None
     assert binaries.kube_proxy is not None
     paths = real_node.NodePaths(options.state_dir / "node")
-    real_node.prepare_host(paths, running=_runs_a_cluster)
     version = binaries.kubernetes_version
     built = [
         images.pause_image(images.kubernetes_module_source(version)),
@@ -495,13 +500,18 @@ def _start_real_node(starter: _Starter, kubeconfigs: dict[str, Path], keys: pki.
         pause_image=images.PAUSE_IMAGE,
         kubelet_kubeconfig=kubeconfigs["system:node:lahar-node"],
         proxy_kubeconfig=kubeconfigs["system:kube-proxy"],
-        ca_cert=keys.ca_cert,
+        client_ca=keys.kubelet_client_ca,
         kubelet_port=state.ports["kubelet"],
         kubelet_healthz_port=state.ports["kubelet-healthz"],
         proxy_ports=(state.ports["kube-proxy-metrics"], state.ports["kube-proxy-healthz"]),
     )
-    starter.start("containerd", real_node.containerd_argv(paths))
-    real_node.wait_runtime(paths, options.ready_timeout)
+    containerd = starter.start("containerd", real_node.containerd_argv(paths))
+    real_node.wait_runtime(
+        paths,
+        options.ready_timeout,
+        lambda: process.is_running(containerd),
+        starter.logs / "containerd.log",
+    )
     real_node.import_images(paths, built)
     kubelet = starter.start(
         "kubelet",
@@ -549,6 +559,8 @@ def down(state_dir: Path) -> list[str]:
     """Stop the cluster recorded in `state_dir`, remove the directory; return what was stopped."""
     state = load_state(state_dir)
     if state is None:
+        if (state_dir / "node").exists():  # a real node whose start failed: its mounts first
+            real_node.teardown(real_node.NodePaths(state_dir / "node"))
         if state_dir.exists():
             shutil.rmtree(state_dir)  # only logs of a start that failed are left
         return []

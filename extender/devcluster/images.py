@@ -88,9 +88,12 @@ def _run(
     log: Path | None = None,
 ) -> str:
     """Run a build step; on failure one line names the step and the tail of its output."""
-    result = subprocess.run(
-        list(argv), cwd=cwd, env=env, capture_output=True, text=True, check=False
-    )
+    try:
+        result = subprocess.run(
+            list(argv), cwd=cwd, env=env, capture_output=True, text=True, check=False
+        )
+    except FileNotFoundError:
+        raise DevClusterError(f"{what} failed: {argv[0]} is not installed") from None
     if log is not None:
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text(result.stdout + result.stderr)
@@ -139,8 +142,7 @@ def _write_archive(name: str, key: str) -> Path:
     if target.is_file():
         return target
     images_dir().mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(".partial")
-    partial.unlink(missing_ok=True)
+    partial = target.with_suffix(f".partial-{os.getpid()}")  # (each writer its own)
     _run(["buildah", "push", name, f"docker-archive:{partial}:{name}"], f"writing {name} to a tar")
     for older in images_dir().glob(target.name.rsplit("-", 1)[0] + "-*.tar"):
         older.unlink()
@@ -254,7 +256,10 @@ def kubernetes_module_source(version: str) -> Path:
     modcache = _run(["go", "env", "GOMODCACHE"], "asking Go for its module cache").strip()
     source = Path(modcache) / f"k8s.io/kubernetes@{version}"
     if not source.is_dir():
-        raise DevClusterError(f"{source} is missing: run `lahar dev-cluster build` first")
+        raise DevClusterError(
+            f"{source} is missing from Go's module cache: run `go mod download` in "
+            "tests/controlplane/kubernetes-1.37 (or `lahar dev-cluster build` on a fresh machine)"
+        )
     return source
 
 

@@ -83,6 +83,12 @@ class Pki:
         return self.folder / "lahar-scheduler-client.key"
 
     @property
+    def kubelet_client_ca(self) -> Path:
+        """The CA a real node's kubelet trusts for its callers: it signs the API server's
+        kubelet client certificate and nothing else."""
+        return self.folder / "kubelet-client-ca.crt"
+
+    @property
     def kubelet_client_cert(self) -> Path:
         """kube-apiserver authenticates to a real node's kubelet with this (logs, exec)."""
         return self.folder / "apiserver-kubelet-client.crt"
@@ -137,8 +143,9 @@ def make_leaf_cert(
 
 def write_pki(folder: Path, *, apiserver_ips: tuple[str, ...] = ()) -> Pki:
     """Create the CA, the API server's certificate (also valid for `apiserver_ips`), the
-    extender's (HTTPS) and the client certificates Lahar's kube-scheduler calls it with and the
-    API server calls a kubelet with, the service-account key and the tokens."""
+    extender's (HTTPS) and the client certificate Lahar's kube-scheduler calls it with; the CA a
+    real node's kubelet trusts and the API server's client certificate of it; the
+    service-account key and the tokens."""
     folder.mkdir(parents=True, exist_ok=True)
     pki = Pki(folder, {user: secrets.token_urlsafe(32) for user in USERS})
     ca, ca_key = make_ca("lahar-dev-cluster-ca")
@@ -158,14 +165,17 @@ def write_pki(folder: Path, *, apiserver_ips: tuple[str, ...] = ()) -> Pki:
             (pki.scheduler_client_cert, pki.scheduler_client_key),
             ("lahar-scheduler", (), (), True),
         ),
-        (
-            (pki.kubelet_client_cert, pki.kubelet_client_key),
-            ("kube-apiserver-kubelet-client", (), (), True),
-        ),
     ):
         leaf, leaf_key = make_leaf_cert(ca, ca_key, name, hosts, ips, client=client)
         path.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
         _write_private(key_path, _pem_key(leaf_key))
+    kubelet_ca, kubelet_ca_key = make_ca("lahar-dev-cluster-kubelet-client-ca")
+    pki.kubelet_client_ca.write_bytes(kubelet_ca.public_bytes(serialization.Encoding.PEM))
+    leaf, leaf_key = make_leaf_cert(
+        kubelet_ca, kubelet_ca_key, "kube-apiserver-kubelet-client", (), (), client=True
+    )
+    pki.kubelet_client_cert.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
+    _write_private(pki.kubelet_client_key, _pem_key(leaf_key))
     _write_private(pki.service_account_key, _pem_key(rsa.generate_private_key(65537, 2048)))
     lines = []
     for index, (user, groups) in enumerate(USERS.items()):

@@ -15,14 +15,16 @@ beside the KWOK nodes, so Lahar's own Deployments run in real pods as a user's c
   docker-archive tars; pods use them without pulling.
 - **Network.** CNI's bridge plugin on the bridge `lahar0` (10.88.0.0/24, the host at 10.88.0.1)
   with host-local addresses; kube-proxy in iptables mode gives Services their ClusterIPs. The API
-  server listens beyond loopback and advertises 10.88.0.1, so pods reach it through the
+  server listens on 10.88.0.1 only (every client of the cluster uses that address; nothing is
+  exposed on the machine's own interfaces) and advertises it, so pods reach it through the
   `kubernetes` Service with their ServiceAccount tokens, as in any cluster.
 - **The kubelet** is built from the control plane's own Kubernetes pin. It runs on cgroup v1 with
   the cgroupfs driver under its own cgroup root (`/lahar-node`), and authenticates the API server
-  (logs, exec) by a client certificate of the cluster's CA.
+  (logs, exec) by a client certificate of a CA of its own, which signs nothing else.
 - **Teardown** undoes what starting did: processes in the node's cgroups and the runtime's shims
   are killed, mounts under the state directory and the pods' network namespaces are unmounted,
-  kube-proxy's rules are cleaned, the bridge is deleted and the kernel settings the kubelet
+  the packet-filter rules kube-proxy, the kubelet and the bridge plugin added (both families; not
+  those there before) are removed, the bridge is deleted and the kernel settings the kubelet
   changed are put back. `down` does it from a state file too, so a cluster left by an interrupted
   run is cleaned by the next `down`.
 """
@@ -142,11 +144,12 @@ def namespace_for_node() -> dict[str, Any]:
 
 
 def apiserver_args(kubelet_client_cert: Path, kubelet_client_key: Path) -> list[str]:
-    """What the API server needs for a real node: listen where pods reach it, advertise that
-    address in the `kubernetes` Service, authorize kubelets as nodes, admit the namespace's node
+    """What the API server needs for a real node: listen where pods reach it (the bridge's
+    host address only: every client of the dev cluster uses it), advertise that address in the
+    `kubernetes` Service, authorize kubelets as nodes, admit the namespace's node
     selector and tolerations, and reach kubelets by address with a client certificate."""
     return [
-        "--bind-address=0.0.0.0",
+        f"--bind-address={GATEWAY}",
         f"--advertise-address={GATEWAY}",
         "--endpoint-reconciler-type=lease",
         "--authorization-mode=Node,RBAC",
@@ -175,12 +178,17 @@ def _netns() -> set[str]:
     return {p.name for p in folder.iterdir()} if folder.is_dir() else set()
 
 
-def prepare_host(paths: NodePaths, *, running: Callable[[Path], bool]) -> None:
-    """Check the tools, clear a node an interrupted run left (refusing while another cluster
-    `running` from its state directory owns it), save what teardown puts back, and make the
-    bridge the API server advertises an address on (the bridge plugin adopts it)."""
+def check_host(paths: NodePaths, *, running: Callable[[Path], bool]) -> None:
+    """Everything a real node needs of this machine, checked before anything starts: root,
+    cgroup v1, the tools (installed from Debian when missing, as root), and no other dev
+    cluster `running` that owns the machine's one real node."""
     if os.geteuid() != 0:
         raise DevClusterError("a real node needs root (a kubelet, containerd and a bridge)")
+    if Path("/sys/fs/cgroup/cgroup.controllers").exists():
+        raise DevClusterError(
+            "a real node runs on cgroup v1 here (the kubelet's cgroupfs driver under its own "
+            "root); this machine mounts cgroup v2 only"
+        )
     host_tools(RUNTIME_TOOLS, "a real node")
     with contextlib.suppress(OSError):
         owner = Path(OWNER.read_text().strip())
@@ -189,15 +197,22 @@ def prepare_host(paths: NodePaths, *, running: Callable[[Path], bool]) -> None:
                 f"the real node already runs for the dev cluster in {owner.parent} (one per "
                 f"machine); stop it with `lahar dev-cluster down --state-dir {owner.parent}`"
             )
-        teardown(NodePaths(owner))
+
+
+def prepare_host(paths: NodePaths) -> None:
+    """Clear a node an interrupted run left, save what teardown puts back (kernel settings,
+    network namespaces and packet-filter rules there before), and make the bridge the API server
+    listens and advertises on (the bridge plugin adopts it) and the kubelet's cgroup root."""
+    with contextlib.suppress(OSError):
+        teardown(NodePaths(Path(OWNER.read_text().strip())))
     paths.root.mkdir(parents=True, exist_ok=True)
     OWNER.write_text(f"{paths.root}\n")
     saved = {
         "sysctls": {name: _read_sysctl(name) for name in SYSCTLS},
         "netns": sorted(_netns()),
+        "rules": _node_rules(),
     }
     paths.saved.write_text(json.dumps(saved))
-    _sh(["modprobe", "br_netfilter"], "loading br_netfilter", check=False)
     if _sh(["ip", "link", "show", BRIDGE], "", check=False).returncode != 0:
         _sh(["ip", "link", "add", BRIDGE, "type", "bridge"], f"creating the bridge {BRIDGE}")
     _sh(["ip", "addr", "replace", f"{GATEWAY}/24", "dev", BRIDGE], f"addressing {BRIDGE}")
@@ -232,7 +247,7 @@ def write_configs(
     pause_image: str,
     kubelet_kubeconfig: Path,
     proxy_kubeconfig: Path,
-    ca_cert: Path,
+    client_ca: Path,
     kubelet_port: int,
     kubelet_healthz_port: int,
     proxy_ports: tuple[int, int],
@@ -302,7 +317,7 @@ def write_configs(
         "authentication": {
             "anonymous": {"enabled": False},
             "webhook": {"enabled": False},
-            "x509": {"clientCAFile": str(ca_cert)},
+            "x509": {"clientCAFile": str(client_ca)},
         },
         "authorization": {"mode": "AlwaysAllow"},
         # Images exist only here (imported, never pulled): never collect them.
@@ -354,14 +369,16 @@ def proxy_argv(binary: Path, paths: NodePaths) -> list[str]:
     return [str(binary), f"--config={paths.proxy_config}", "--v=1"]
 
 
-def wait_runtime(paths: NodePaths, timeout: float) -> None:
-    """Until containerd answers on its socket."""
+def wait_runtime(paths: NodePaths, timeout: float, alive: Callable[[], bool], log: Path) -> None:
+    """Until containerd answers on its socket; fail at once when it exits (`alive`)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if _ctr(paths, ["version"], check=False).returncode == 0:
             return
+        if not alive():
+            raise DevClusterError(f"real node: containerd exited during start (log: {log})")
         time.sleep(0.2)
-    raise DevClusterError(f"real node: containerd did not answer on {paths.socket}")
+    raise DevClusterError(f"real node: containerd did not answer on {paths.socket} (log: {log})")
 
 
 def _ctr(
@@ -410,8 +427,9 @@ def teardown(paths: NodePaths) -> None:
         saved: dict[str, Any] = json.loads(paths.saved.read_text())
     except (OSError, ValueError):
         return  # this state directory never prepared the host: the node is not its own
-    for _ in range(3):  # processes can fork while being killed
-        for pid in _node_pids(paths):
+    deadline = time.monotonic() + 30
+    while (pids := _node_pids(paths)) and time.monotonic() < deadline:  # (they can fork)
+        for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.2)
@@ -424,7 +442,7 @@ def teardown(paths: NodePaths) -> None:
             _sh(["umount", "-l", f"/run/netns/{name}"], "", check=False)
             with contextlib.suppress(OSError):
                 Path("/run/netns", name).unlink()
-    _clean_iptables()
+    _clean_iptables(saved.get("rules") or {})
     _sh(["ip", "link", "delete", BRIDGE], "", check=False)
     for name, value in (saved.get("sysctls") or {}).items():
         if value is not None:
@@ -474,17 +492,42 @@ def _mounts_under(root: Path) -> list[str]:
     return mounts
 
 
-def _clean_iptables() -> None:
-    """Drop the KUBE- and CNI- chains kube-proxy, the kubelet and the bridge plugin made."""
-    for table in ("nat", "filter", "mangle"):
-        saved = _sh(["iptables-save", "-t", table], "", check=False).stdout
-        if "KUBE-" not in saved and "CNI-" not in saved:
-            continue
-        kept = [line for line in saved.splitlines() if not ("KUBE-" in line or "CNI-" in line)]
-        subprocess.run(
-            [tool("iptables-restore")],
-            input="\n".join(kept) + "\n",
-            text=True,
-            capture_output=True,
-            check=False,
-        )
+# The packet filters of both families: kube-proxy and the kubelet write IPv6 rules too where the
+# machine has IPv6.
+FILTERS = (("iptables-save", "iptables-restore"), ("ip6tables-save", "ip6tables-restore"))
+TABLES = ("nat", "filter", "mangle")
+
+
+def _ours(line: str) -> bool:
+    """A rule or chain of kube-proxy's, the kubelet's or the bridge plugin's."""
+    return "KUBE-" in line or "CNI-" in line
+
+
+def _node_rules() -> dict[str, list[str]]:
+    """The kube-proxy, kubelet and CNI lines each family's tables hold now (another cluster's
+    on this machine, if any), which teardown leaves alone."""
+    found: dict[str, list[str]] = {}
+    for save, _ in FILTERS:
+        for table in TABLES:
+            text = _sh([save, "-t", table], "", check=False).stdout
+            found[f"{save} {table}"] = [line for line in text.splitlines() if _ours(line)]
+    return found
+
+
+def _clean_iptables(before: dict[str, list[str]]) -> None:
+    """Drop the KUBE- and CNI- chains and rules the node's kube-proxy, kubelet and bridge plugin
+    made, in both families: those that were not there `before` it started."""
+    for save, restore in FILTERS:
+        for table in TABLES:
+            text = _sh([save, "-t", table], "", check=False).stdout
+            kept_before = set(before.get(f"{save} {table}", []))
+            if not any(_ours(line) and line not in kept_before for line in text.splitlines()):
+                continue
+            kept = [line for line in text.splitlines() if not _ours(line) or line in kept_before]
+            subprocess.run(
+                [tool(restore)],
+                input="\n".join(kept) + "\n",
+                text=True,
+                capture_output=True,
+                check=False,
+            )

@@ -24,7 +24,7 @@ def paths(tmp_path: Path) -> real_node.NodePaths:
         pause_image="lahar.local/pause:3.10",
         kubelet_kubeconfig=tmp_path / "kubelet.kubeconfig",
         proxy_kubeconfig=tmp_path / "kube-proxy.kubeconfig",
-        ca_cert=tmp_path / "ca.crt",
+        client_ca=tmp_path / "kubelet-client-ca.crt",
         kubelet_port=10250,
         kubelet_healthz_port=10248,
         proxy_ports=(10249, 10256),
@@ -66,7 +66,7 @@ def test_the_kubelet_is_tainted_authenticates_the_api_server_and_keeps_imported_
         {"key": real_node.NODE_LABEL, "value": "true", "effect": "NoSchedule"}
     ]
     assert kubelet["authentication"]["anonymous"]["enabled"] is False
-    assert kubelet["authentication"]["x509"]["clientCAFile"].endswith("ca.crt")
+    assert kubelet["authentication"]["x509"]["clientCAFile"].endswith("kubelet-client-ca.crt")
     assert kubelet["imageGCHighThresholdPercent"] == 100
     assert (kubelet["cgroupDriver"], kubelet["failCgroupV1"]) == ("cgroupfs", False)
     assert kubelet["address"] == real_node.GATEWAY and kubelet["readOnlyPort"] == 0
@@ -86,6 +86,7 @@ def test_lahar_system_selects_and_tolerates_the_real_node() -> None:
 def test_the_api_server_listens_where_pods_reach_it_and_admits_the_namespace_rules() -> None:
     args = real_node.apiserver_args(Path("c.crt"), Path("c.key"))
     assert f"--advertise-address={real_node.GATEWAY}" in args
+    assert f"--bind-address={real_node.GATEWAY}" in args  # nothing on the machine's interfaces
     assert "--endpoint-reconciler-type=lease" in args
     plugins = next(a for a in args if a.startswith("--enable-admission-plugins="))
     assert {"PodNodeSelector", "PodTolerationRestriction"} <= set(plugins.split("=")[1].split(","))
@@ -108,3 +109,42 @@ def test_teardown_of_a_state_directory_that_never_prepared_the_host_touches_noth
     monkeypatch.setattr(real_node.os, "kill", lambda *_: ran.append(["kill"]))
     real_node.teardown(real_node.NodePaths(tmp_path / "never"))
     assert ran == []
+
+
+def test_a_real_node_is_refused_without_root_naming_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    with pytest.raises(DevClusterError, match="a real node needs root"):
+        real_node.check_host(real_node.NodePaths(tmp_path), running=lambda _: False)
+
+
+def test_teardown_removes_only_the_rules_that_were_not_there_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another cluster's kube-proxy rules on the machine stay; the node's go, in both families."""
+    tables = {
+        "nat": "*nat\n:KUBE-OTHER - [0:0]\n:KUBE-NODE - [0:0]\n-A PREROUTING -j KUBE-NODE\nCOMMIT",
+    }
+    saved = {f"{save} nat": [":KUBE-OTHER - [0:0]"] for save, _ in real_node.FILTERS}
+    restored: list[tuple[str, str]] = []
+    monkeypatch.setattr(
+        real_node,
+        "_sh",
+        lambda argv, *_, **__: __import__("subprocess").CompletedProcess(
+            argv, 0, tables.get(argv[-1], ""), ""
+        ),
+    )
+    monkeypatch.setattr(
+        real_node.subprocess,
+        "run",
+        lambda argv, **kwargs: restored.append((argv[0], kwargs["input"])),
+    )
+    real_node._clean_iptables(saved)
+    assert [Path(command).name for command, _ in restored] == [
+        "iptables-restore",
+        "ip6tables-restore",
+    ]
+    for _, text in restored:
+        assert ":KUBE-OTHER - [0:0]" in text
+        assert "KUBE-NODE" not in text
