@@ -52,6 +52,7 @@ images:
   - {name: lahar, newName: registry.example.com/lahar, newTag: "0.1.0"}
 """
 README_APPLY = "kubectl apply --server-side -k lahar/"
+README_UNINSTALL = ("kubectl delete vcjob --all -A", "kubectl delete -k lahar/")
 README_ROLLOUT = (
     "kubectl -n lahar-system rollout status deployment lahar-scheduler lahar-controller "
     "lahar-webhook"
@@ -101,15 +102,20 @@ def kubectl(
 
 
 @pytest.fixture(scope="module")
-def installed(
-    real: devcluster.DevCluster, tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, float]:
-    """The README's install, with the image that was built here: seconds to apply and until
-    every Deployment rolled out."""
+def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder the README's commands run in: `manifests/` and the overlay `lahar/` beside it
+    (the image set to the one built here)."""
     folder = tmp_path_factory.mktemp("install")
     (folder / "manifests").symlink_to(REPO / "manifests")
     (folder / "lahar").mkdir()
     (folder / "lahar" / "kustomization.yaml").write_text(README_OVERLAY.replace(*THE_IMAGE))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def installed(real: devcluster.DevCluster, checkout: Path) -> dict[str, float]:
+    """The README's install: seconds to apply and until every Deployment rolled out."""
+    folder = checkout
     started = time.monotonic()
     kubectl(real, *README_APPLY.split()[1:], cwd=folder)
     applied = time.monotonic() - started
@@ -264,6 +270,7 @@ def test_the_readme_says_what_this_test_runs() -> None:
     assert README_OVERLAY in readme
     assert README_APPLY in readme
     assert README_ROLLOUT in readme
+    assert all(f"`{line}" in readme for line in README_UNINSTALL)
 
 
 def test_every_deployment_rolls_out_in_real_pods_standbys_ready(
@@ -549,3 +556,36 @@ def test_webhook_certificate_secret_deleted_is_regenerated_and_republished(
     took = time.monotonic() - started
     print(f"\nmeasured: webhook Secret deleted: new certificate served in {took:.1f} s")
     assert took < 30
+
+
+def test_the_readme_uninstall_leaves_nothing_of_lahar(
+    installed: dict[str, float],
+    real: devcluster.DevCluster,
+    rapi: k8s.ApiClient,
+    checkout: Path,
+    workspace: str,
+) -> None:
+    """Last: a running Job, then the README's uninstall (Jobs first, then the overlay)."""
+    tf = "tensorflow-benchmark"
+    kubectl(real, "-n", workspace, "apply", "-f", str(REPO / "examples" / "tf-dist-mnist.yaml"))
+    running(rapi, workspace, tf, 3)
+    started = time.monotonic()
+    for line in README_UNINSTALL:
+        kubectl(real, *line.split()[1:], "--timeout=5m", cwd=checkout)
+    took = time.monotonic() - started
+
+    def gone() -> bool:
+        crds = list_objects(rapi, "apiextensions.k8s.io/v1", "CustomResourceDefinition")
+        hooks = [
+            read(rapi, "admissionregistration.k8s.io/v1", kind, "lahar-webhook")
+            for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+        ]
+        return (
+            read(rapi, "v1", "Namespace", NS) is None
+            and not [c for c in crds if "volcano.sh" in c["metadata"]["name"]]
+            and hooks == [None, None]
+            and not list_objects(rapi, "v1", "Pod", namespace=workspace)
+        )
+
+    wait_until(gone, timeout=120, what="nothing of Lahar left", interval=0.5)
+    print(f"\nmeasured: the README's uninstall took {took:.1f} s")
