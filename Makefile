@@ -1,5 +1,5 @@
 # Two commands for a fresh machine, each doing all of its own set-up:
-#   make demo   run the main job on a local dev cluster (ARGS=--keep leaves it running)
+#   make demo   show Lahar at work on a local dev cluster (ARGS=--keep leaves it running)
 #   make test   run every test (unit, then integration against a real control plane, then
 #               end to end: Lahar's scheduler on it, and Lahar installed from manifests/ on a real
 #               node, which needs root)

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/webhook.py [--runs 2000]
 
-For the seeds' TensorFlow Job and for larger ones (100 and 1,000 tasks, and an UPDATE of a job
+For Volcano's TensorFlow example and for larger ones (100 and 1,000 tasks, and an UPDATE of a job
 whose templates make it about 1.5 MiB, near what etcd stores), prints the p50 and p99 time of
 the defaults (`mutate_job`) and of the rules (`validate_job`) as the webhook runs them, queue
 lookups included. These bound what an API request waits on the webhook (its timeout is 5 s).

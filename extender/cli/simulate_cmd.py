@@ -48,7 +48,7 @@ def register(commands: Any) -> None:
         "trace",
         nargs="?",
         type=Path,
-        help="a trace file (YAML or JSON, kind Trace); default: the seeds' two-job story, then "
+        help="a trace file (YAML or JSON, kind Trace); default: the two-job story, then "
         "the synthetic multi-queue trace of examples/trace-multiqueue.yaml",
     )
     parser.add_argument(
@@ -92,7 +92,7 @@ def _traces(given: Path | None) -> list[tuple[str, str, Trace]]:
         if given is not None:
             return [(str(given), given.stem, load_trace(given))]
         return [
-            ("the seeds' story", "story", story_trace()),
+            ("the two-job story", "story", story_trace()),
             ("the synthetic multi-queue trace", "multiqueue", parse_trace(generate())),
         ]
     except TraceError as error:

@@ -3,7 +3,7 @@ a live table of the Jobs (phase, pods bound of the gang's minimum, placements, w
 
 It starts a dev cluster with all of Lahar (the admission webhook, the Job controller, the extender
 and a stock kube-scheduler calling it, each with the flags and RBAC of its Deployment in
-`manifests/`), tells the stories of `demo.stories` (the seeds' TensorFlow Job; two Jobs that
+`manifests/`), tells the stories of `demo.stories` (Volcano's TensorFlow example; two Jobs that
 contend for the cluster), stops the cluster, and ends with a summary: each Job's phase, time to
 start, and whether any was ever a partial gang; per component, the errors and tracebacks its log
 holds (`demo.logs`). The exit code is 1 when the story did not hold or a component of Lahar logged

@@ -1,7 +1,7 @@
 """The demo's two stories, told with Volcano Jobs through Lahar's webhook, controller, extender
 and the stock kube-scheduler, exactly as a user submits them:
 
-1. The seeds' TensorFlow Job (`examples/tf-dist-mnist.yaml`, unchanged): placed whole, run, and
+1. Volcano's TensorFlow example (`examples/tf-dist-mnist.yaml`, unchanged): placed whole, run, and
    completed when its workers end (its TaskCompleted -> CompleteJob policy).
 2. Contention: two copies of it grown to 1 ps + 5 workers (11 cpu, minAvailable 6), submitted
    together on two 8-cpu nodes that hold one, not both. Pod by pod, the stock scheduler would
@@ -33,7 +33,7 @@ TIMEOUT = 120.0
 
 
 def tensorflow_example() -> dict[str, Any]:
-    """The seeds' TensorFlow Job as shipped in examples/, in the demo's namespace."""
+    """Volcano's TensorFlow example as shipped in examples/, in the demo's namespace."""
     job: dict[str, Any] = yaml.safe_load((repository() / EXAMPLE).read_text())
     job["metadata"]["namespace"] = NAMESPACE
     return job

@@ -47,7 +47,7 @@ def _env(pod: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_tensorflow_example_runs_unchanged(api: k8s.ApiClient, namespace: str) -> None:
-    """The seeds' TensorFlow Job: a PodGroup of 3, pods named as on Volcano with their env,
+    """Volcano's TensorFlow example: a PodGroup of 3, pods named as on Volcano with their env,
     hostfiles and annotations, gang-scheduled by Lahar, Pending -> Running -> Completed when the
     workers succeed (TaskCompleted -> CompleteJob ends the ps)."""
     with BindTimeline(api, namespace) as timeline:

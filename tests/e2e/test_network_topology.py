@@ -104,7 +104,7 @@ def topology_gang(
 def test_the_tensorflow_job_lands_inside_one_switch(
     api: k8s.ApiClient, namespace: str, own_nodes: NodeFactory, cluster_object: ClusterObject
 ) -> None:
-    """The seeds' TensorFlow Job, its workers scaled to 6 of 4 cpu (25 cpu: more than a node,
+    """Volcano's TensorFlow example, its workers scaled to 6 of 4 cpu (25 cpu: more than a node,
     less than a switch) and given `networkTopology: {mode: hard, highestTierAllowed: 1}`, runs
     whole inside one switch; a second one inside the other."""
     made = switches(namespace, own_nodes(8, cpu="8"), cluster_object)

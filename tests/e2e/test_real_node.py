@@ -1,5 +1,5 @@
 """Lahar as it ships, on a real node: the image built from the Dockerfile, `manifests/` applied as
-the README says, every Deployment rolled out in real pods (kubelet, containerd, runc), the seeds'
+the README says, every Deployment rolled out in real pods (kubelet, containerd, runc), Volcano's
 TensorFlow example run through the in-pod kube-scheduler, extender, controller and webhook, and
 each component failed over as a cluster fails it.
 

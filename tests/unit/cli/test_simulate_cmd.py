@@ -13,11 +13,11 @@ from extender.simulate.run import Progress
 
 
 def test_the_default_story_compares_lahar_and_stock(capsys: pytest.CaptureFixture[str]) -> None:
-    """With no arguments: the seeds' story, then the synthetic multi-queue trace."""
+    """With no arguments: the two-job story, then the synthetic multi-queue trace."""
     assert main(["simulate"]) == 0
     story, synthetic = capsys.readouterr().out.split("\n\n")
     lines = story.splitlines()
-    assert lines[0] == "the seeds' story: 2 jobs, 2 nodes"
+    assert lines[0] == "the two-job story: 2 jobs, 2 nodes"
     assert lines[1].split()[:4] == ["POLICY", "JOBS", "DONE", "MAKESPAN"]
     rows = {line.split()[0]: line.split() for line in lines[2:]}
     assert rows["lahar"][1:4] == ["2", "2", "20.0m"]
