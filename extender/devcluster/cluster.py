@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from extender.devcluster import configs, health, images, lahar, pki, ports, process, real_node
+from extender.devcluster import configs, health, lahar, node_host, pki, ports, process, real_node
 from extender.devcluster.build import Binaries, chosen_kubernetes, ensure_binaries
 from extender.devcluster.errors import DevClusterError
 from extender.devcluster.nodes import network_labels, prepare_workloads
@@ -122,7 +122,7 @@ class DevCluster:
         for child in self._children.values():
             child.poll()
         if self.state.real_node:
-            real_node.teardown(real_node.NodePaths(self.state.state_dir / "node"))
+            node_host.teardown(real_node.NodePaths(self.state.state_dir / "node"))
         return stopped
 
     def remove(self, *, keep_logs: bool = False) -> None:
@@ -223,13 +223,13 @@ def up(options: ClusterOptions, binaries: Binaries | None = None) -> DevCluster:
     )
     node = real_node.NodePaths(state_dir / "node")
     if options.real_node:
-        real_node.check_host(node, running=_runs_a_cluster)
+        node_host.check_host(node, running=_runs_a_cluster)
     if binaries is None or (options.real_node and binaries.kubelet is None):
         binaries = ensure_binaries(
             quiet=True, kubernetes=options.kubernetes, node=options.real_node
         )
     if node.root.exists():  # a real node a failed start left
-        real_node.teardown(node)
+        node_host.teardown(node)
     shutil.rmtree(state_dir, ignore_errors=True)  # leftovers of a failed start, no state file
     (state_dir / "logs").mkdir(parents=True)
     names = ("etcd", "kcm", "scheduler", "kwok", "apiserver", *lahar.PORTS, *REAL_NODE_PORTS)
@@ -253,7 +253,7 @@ def up(options: ClusterOptions, binaries: Binaries | None = None) -> DevCluster:
     except BaseException:
         stop_processes(state)
         if options.real_node:
-            real_node.teardown(real_node.NodePaths(state_dir / "node"))
+            node_host.teardown(real_node.NodePaths(state_dir / "node"))
         (state_dir / STATE_FILE).unlink(missing_ok=True)  # keep the logs the error points to
         raise
     return DevCluster(state, starter.children)
@@ -263,7 +263,7 @@ def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
     options, binaries, state = starter.options, starter.binaries, starter.state
     state_dir, port, timeout = options.state_dir, state.ports, options.ready_timeout
     if options.real_node:  # (the bridge first: the API server listens on it)
-        real_node.prepare_host(real_node.NodePaths(state_dir / "node"))
+        node_host.prepare_host(real_node.NodePaths(state_dir / "node"))
     keys = pki.write_pki(
         state_dir / "pki", apiserver_ips=(real_node.GATEWAY,) if options.real_node else ()
     )
@@ -407,7 +407,17 @@ def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
     health.wait_healthy(kwok, f"http://127.0.0.1:{port['kwok']}/healthz", timeout=timeout)
     lahar.install_crds(starter.state.kubeconfig, manifests_dir(), starter.options.ready_timeout)
     if options.real_node:
-        _start_real_node(starter, kubeconfigs, keys)
+        real_node.start(
+            starter.start,
+            starter.binaries,
+            real_node.NodePaths(options.state_dir / "node"),
+            ports=starter.state.ports,
+            kubeconfigs=kubeconfigs,
+            client_ca=keys.kubelet_client_ca,
+            admin=starter.state.kubeconfig,
+            timeout=options.ready_timeout,
+            logs=starter.logs,
+        )
     if options.with_lahar:
         _start_lahar(starter, kubeconfigs, keys)
     _prepare_workloads(starter)
@@ -482,60 +492,6 @@ def _runs_a_cluster(state_dir: Path) -> bool:
     return state is not None and bool(state.running())
 
 
-def _start_real_node(starter: _Starter, kubeconfigs: dict[str, Path], keys: pki.Pki) -> None:
-    """containerd, the kubelet and kube-proxy, with Lahar's images; wait until the node is
-    Ready and make lahar-system's pods run on it."""
-    options, state, binaries = starter.options, starter.state, starter.binaries
-    assert binaries.kubelet is not None
-    assert binaries.kube_proxy is not None
-    paths = real_node.NodePaths(options.state_dir / "node")
-    version = binaries.kubernetes_version
-    built = [
-        images.pause_image(images.kubernetes_module_source(version)),
-        images.lahar_image(),
-        images.kube_scheduler_image(binaries.kube_scheduler, version),
-    ]
-    real_node.write_configs(
-        paths,
-        pause_image=images.PAUSE_IMAGE,
-        kubelet_kubeconfig=kubeconfigs["system:node:lahar-node"],
-        proxy_kubeconfig=kubeconfigs["system:kube-proxy"],
-        client_ca=keys.kubelet_client_ca,
-        kubelet_port=state.ports["kubelet"],
-        kubelet_healthz_port=state.ports["kubelet-healthz"],
-        proxy_ports=(state.ports["kube-proxy-metrics"], state.ports["kube-proxy-healthz"]),
-    )
-    containerd = starter.start("containerd", real_node.containerd_argv(paths))
-    real_node.wait_runtime(
-        paths,
-        options.ready_timeout,
-        lambda: process.is_running(containerd),
-        starter.logs / "containerd.log",
-    )
-    real_node.import_images(paths, built)
-    kubelet = starter.start(
-        "kubelet",
-        real_node.kubelet_argv(binaries.kubelet, paths, kubeconfigs["system:node:lahar-node"]),
-    )
-    proxy = starter.start("kube-proxy", real_node.proxy_argv(binaries.kube_proxy, paths))
-    health.wait_healthy(
-        kubelet,
-        f"http://127.0.0.1:{state.ports['kubelet-healthz']}/healthz",
-        timeout=options.ready_timeout,
-    )
-    health.wait_healthy(
-        proxy,
-        f"http://127.0.0.1:{state.ports['kube-proxy-healthz']}/healthz",
-        timeout=options.ready_timeout,
-    )
-    try:
-        real_node.wait_node_ready(state.kubeconfig, options.ready_timeout)
-    except (KubeError, TimeoutError) as exc:
-        raise DevClusterError(
-            f"the real node did not get Ready: {exc} (logs: {starter.logs / 'kubelet.log'})"
-        ) from exc
-
-
 def _prepare_workloads(starter: _Starter) -> None:
     """Create the fake nodes; wait until they take pods and the default ServiceAccount exists."""
     options = starter.options
@@ -560,7 +516,7 @@ def down(state_dir: Path) -> list[str]:
     state = load_state(state_dir)
     if state is None:
         if (state_dir / "node").exists():  # a real node whose start failed: its mounts first
-            real_node.teardown(real_node.NodePaths(state_dir / "node"))
+            node_host.teardown(real_node.NodePaths(state_dir / "node"))
         if state_dir.exists():
             shutil.rmtree(state_dir)  # only logs of a start that failed are left
         return []

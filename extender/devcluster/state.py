@@ -25,7 +25,7 @@ class DevClusterState(BaseModel):
     kubernetes_version: str
     ports: dict[str, int]
     processes: list[ProcessRecord] = []
-    real_node: bool = False  # a kubelet and containerd run (`real_node.teardown` on `down`)
+    real_node: bool = False  # a kubelet and containerd run (`node_host.teardown` on `down`)
 
     def running(self) -> list[ProcessRecord]:
         return [record for record in self.processes if is_running(record)]

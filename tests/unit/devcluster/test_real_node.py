@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 
 from extender.devcluster import real_node
-from extender.devcluster.errors import DevClusterError
-from extender.devcluster.images import host_tools
 
 
 @pytest.fixture
@@ -91,60 +89,3 @@ def test_the_api_server_listens_where_pods_reach_it_and_admits_the_namespace_rul
     plugins = next(a for a in args if a.startswith("--enable-admission-plugins="))
     assert {"PodNodeSelector", "PodTolerationRestriction"} <= set(plugins.split("=")[1].split(","))
     assert "--authorization-mode=Node,RBAC" in args
-
-
-def test_missing_tools_are_named_with_their_packages(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("os.geteuid", lambda: 1000)  # not root: nothing is installed
-    with pytest.raises(DevClusterError, match="a real node needs the Debian packages no-such-pkg"):
-        host_tools({"no-such-command-here": "no-such-pkg"}, "a real node")
-
-
-def test_teardown_of_a_state_directory_that_never_prepared_the_host_touches_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The bridge, the cgroup root and the node are the machine's one real node: another
-    cluster's state directory must not tear them down."""
-    ran: list[list[str]] = []
-    monkeypatch.setattr(real_node, "_sh", lambda argv, *_, **__: ran.append(argv))
-    monkeypatch.setattr(real_node.os, "kill", lambda *_: ran.append(["kill"]))
-    real_node.teardown(real_node.NodePaths(tmp_path / "never"))
-    assert ran == []
-
-
-def test_a_real_node_is_refused_without_root_naming_why(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("os.geteuid", lambda: 1000)
-    with pytest.raises(DevClusterError, match="a real node needs root"):
-        real_node.check_host(real_node.NodePaths(tmp_path), running=lambda _: False)
-
-
-def test_teardown_removes_only_the_rules_that_were_not_there_before(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Another cluster's kube-proxy rules on the machine stay; the node's go, in both families."""
-    tables = {
-        "nat": "*nat\n:KUBE-OTHER - [0:0]\n:KUBE-NODE - [0:0]\n-A PREROUTING -j KUBE-NODE\nCOMMIT",
-    }
-    saved = {f"{save} nat": [":KUBE-OTHER - [0:0]"] for save, _ in real_node.FILTERS}
-    restored: list[tuple[str, str]] = []
-    monkeypatch.setattr(
-        real_node,
-        "_sh",
-        lambda argv, *_, **__: __import__("subprocess").CompletedProcess(
-            argv, 0, tables.get(argv[-1], ""), ""
-        ),
-    )
-    monkeypatch.setattr(
-        real_node.subprocess,
-        "run",
-        lambda argv, **kwargs: restored.append((argv[0], kwargs["input"])),
-    )
-    real_node._clean_iptables(saved)
-    assert [Path(command).name for command, _ in restored] == [
-        "iptables-restore",
-        "ip6tables-restore",
-    ]
-    for _, text in restored:
-        assert ":KUBE-OTHER - [0:0]" in text
-        assert "KUBE-NODE" not in text
