@@ -79,6 +79,36 @@ def host_tools(tools: dict[str, str], why: str) -> None:
         _run(command, f"installing {names}", env=env)
 
 
+def run(
+    argv: Sequence[str],
+    what: str,
+    *,
+    check: bool = True,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    log: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run a step of a build or of a node's set-up; with `check`, a failure (or a command that
+    is not installed) is one line naming the step and the tail of its output. Without it, the
+    result is returned whatever it was (127: not installed)."""
+    try:
+        result = subprocess.run(
+            list(argv), cwd=cwd, env=env, capture_output=True, text=True, check=False
+        )
+    except FileNotFoundError:
+        if check:
+            raise DevClusterError(f"{what} failed: {argv[0]} is not installed") from None
+        return subprocess.CompletedProcess(list(argv), 127, "", f"{argv[0]} is not installed")
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(result.stdout + result.stderr)
+    if check and result.returncode != 0:
+        lines = (result.stderr or result.stdout).strip().splitlines() or ["(no output)"]
+        where = f" (full output: {log})" if log else ""
+        raise DevClusterError(f"{what} failed: {lines[-1]}{where}")
+    return result
+
+
 def _run(
     argv: Sequence[str],
     what: str,
@@ -87,21 +117,8 @@ def _run(
     env: dict[str, str] | None = None,
     log: Path | None = None,
 ) -> str:
-    """Run a build step; on failure one line names the step and the tail of its output."""
-    try:
-        result = subprocess.run(
-            list(argv), cwd=cwd, env=env, capture_output=True, text=True, check=False
-        )
-    except FileNotFoundError:
-        raise DevClusterError(f"{what} failed: {argv[0]} is not installed") from None
-    if log is not None:
-        log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_text(result.stdout + result.stderr)
-    if result.returncode != 0:
-        lines = (result.stderr or result.stdout).strip().splitlines() or ["(no output)"]
-        where = f" (full output: {log})" if log else ""
-        raise DevClusterError(f"{what} failed: {lines[-1]}{where}")
-    return result.stdout
+    """`run` a build step that must succeed; its output."""
+    return run(argv, what, cwd=cwd, env=env, log=log).stdout
 
 
 def tool(command: str) -> str:

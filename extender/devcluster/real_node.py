@@ -136,16 +136,8 @@ def apiserver_args(kubelet_client_cert: Path, kubelet_client_key: Path) -> list[
 
 
 def sh(argv: list[str], what: str, *, check: bool = True) -> subprocess.CompletedProcess[str]:
-    try:
-        result = subprocess.run(argv, capture_output=True, text=True, check=False)
-    except FileNotFoundError:
-        if check:
-            raise DevClusterError(f"real node: {what} failed: {argv[0]} is not installed") from None
-        return subprocess.CompletedProcess(argv, 127, "", f"{argv[0]} is not installed")
-    if check and result.returncode != 0:
-        lines = (result.stderr or result.stdout).strip().splitlines() or ["(no output)"]
-        raise DevClusterError(f"real node: {what} failed: {lines[-1]}")
-    return result
+    """`images.run` for the node's set-up: its errors begin "real node:"."""
+    return images.run(argv, f"real node: {what}", check=check)
 
 
 def write_configs(

@@ -13,8 +13,7 @@ from kubernetes import client as k8s
 
 from extender.kube import writes
 from extender.kube.client import KubeError
-from extender.kube.raw import ApiStatusError, send
-from extender.kube.writes import object_path
+from extender.kube.raw import ApiStatusError
 
 Step = Callable[[dict[str, bytes] | None], dict[str, bytes] | None]
 
@@ -47,17 +46,10 @@ def write_secret(
     """Replace the data of the Secret as it was read (`stored`, at its resourceVersion; its type,
     labels and annotations kept), or create it when there was none; False when another writer got
     there first (it changed, or it exists now): read it again."""
-    encoded = {key: base64.b64encode(value).decode() for key, value in data.items()}
+    body = _new_secret(namespace, name, data, labels)
     if stored is None:
-        body: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "type": "Opaque",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "data": encoded,
-        }
         return writes.create(api, body)
-    body = {**stored, "apiVersion": "v1", "kind": "Secret", "data": encoded}
+    body = {**stored, "apiVersion": "v1", "kind": "Secret", "data": body["data"]}
     try:
         writes.replace(api, body)
     except ApiStatusError as error:
@@ -79,31 +71,28 @@ def apply_new_secret(
     """Create the Secret by a server-side apply that is not forced, as `manager`: authorized as
     `create` of that one name (so RBAC can name it), and False when another manager's data is
     already there (409: another writer created it first; read it)."""
-    body = {
+    try:
+        writes.apply(api, _new_secret(namespace, name, data, labels), manager=manager, force=False)
+    except ApiStatusError as error:
+        if error.status == 409:
+            return False
+        if error.status == 403:
+            hint = " (the RBAC must allow create and patch of it)"
+            raise ApiStatusError(f"{error}{hint}", error.status, error.fields) from error
+        raise
+    return True
+
+
+def _new_secret(
+    namespace: str, name: str, data: dict[str, bytes], labels: dict[str, str]
+) -> dict[str, Any]:
+    return {
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "Opaque",
         "metadata": {"name": name, "namespace": namespace, "labels": labels},
         "data": {key: base64.b64encode(value).decode() for key, value in data.items()},
     }
-    path = object_path("v1", "Secret", namespace, name)
-    try:
-        send(
-            api,
-            "PATCH",
-            path,
-            query=[("fieldManager", manager)],
-            body=body,
-            content_type="application/apply-patch+yaml",  # JSON is YAML
-        ).read()
-    except ApiStatusError as error:
-        if error.status == 409:
-            return False
-        hint = " (the RBAC must allow create and patch of it)" if error.status == 403 else ""
-        raise ApiStatusError(
-            f"creating Secret {namespace}/{name}: {error}{hint}", error.status, error.fields
-        ) from error
-    return True
 
 
 def settle(

@@ -109,16 +109,20 @@ def replace(api: k8s.ApiClient, body: Mapping[str, Any]) -> dict[str, Any]:
     return stored
 
 
-def apply(api: k8s.ApiClient, body: Mapping[str, Any]) -> None:
-    """Server-side apply `body` as the controller (it owns every field it sets)."""
+def apply(
+    api: k8s.ApiClient, body: Mapping[str, Any], *, manager: str = FIELD_MANAGER, force: bool = True
+) -> None:
+    """Server-side apply `body` as `manager` (the controller by default, which owns every field it
+    sets: forced). Not forced, a field another manager set differently is a 409."""
     meta = body["metadata"]
     path = object_path(body["apiVersion"], body["kind"], meta["namespace"], meta["name"])
+    query = [("fieldManager", manager), *([("force", "true")] if force else [])]
     try:
         send(
             api,
             "PATCH",
             path,
-            query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
+            query=query,
             body=dict(body),
             content_type="application/apply-patch+yaml",  # JSON is YAML
         ).read()
