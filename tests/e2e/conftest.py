@@ -9,7 +9,9 @@ the candidates to them before Lahar is called).
 
 from __future__ import annotations
 
+import json
 import ssl
+import urllib.parse
 import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -77,6 +79,22 @@ def pod(namespace: str) -> PodFactory:
 def extender_url(cluster: devcluster.DevCluster, path: str) -> str:
     """The extender beside Lahar's scheduler, on loopback (plain HTTP, as in its pod)."""
     return f"http://127.0.0.1:{cluster.state.ports['lahar']}{path}"
+
+
+def wait_explained(cluster: devcluster.DevCluster, gang: str, expected: str) -> str:
+    """The extender's explanation of `gang` once it says `expected`.
+
+    A pod is gated by the webhook on admission; the extender's cache sees it a moment later, so
+    its explanation is polled rather than read once.
+    """
+    url = extender_url(cluster, "/debug/explain?" + urllib.parse.urlencode({"gang": gang}))
+
+    def said() -> str | None:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            text = "\n".join(json.loads(answer.read())["lines"])
+        return text if expected in text else None
+
+    return wait_until(said, timeout=30, what=f"the extender to explain {gang}: {expected!r}")
 
 
 def metric(url: str, sample: str, context: ssl.SSLContext | None = None, **labels: str) -> float:

@@ -6,16 +6,19 @@ difference is the reason Lahar exists.
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.request
 
 from kubernetes import client as k8s
 
 from extender import devcluster
 from extender.kube import apply_object, condition, pod_when, wait_until
 from tests.builders import make_group
-from tests.e2e.conftest import NodeFactory, PodFactory, extender_url, lahar_metric
+from tests.e2e.conftest import (
+    NodeFactory,
+    PodFactory,
+    lahar_metric,
+    wait_explained,
+)
 from tests.e2e.gangs import (
     bound,
     finish,
@@ -124,13 +127,8 @@ def test_a_pod_whose_pod_group_never_appears_says_so(
     own_nodes(1, cpu="4")
     [name] = submit_gang(api, namespace, pod, "ghost", 1, group=False)
     pod_when(api, namespace, name, "to wait behind Lahar's gate", held_by_lahar)
-    url = extender_url(dev_cluster, f"/debug/explain?gang={namespace}/ghost")
-    with urllib.request.urlopen(url, timeout=10) as answer:
-        lines = json.loads(answer.read())["lines"]
-    assert (
-        f"waiting: gang {namespace}/ghost: PodGroup {namespace}/ghost does not exist"
-        in "\n".join(lines)
-    )
+    ghost = f"{namespace}/ghost"
+    wait_explained(dev_cluster, ghost, f"waiting: gang {ghost}: PodGroup {ghost} does not exist")
     assert bound(api, namespace, [name]) == []
 
 

@@ -10,10 +10,7 @@ there); on 1.35 their cases are skipped, saying so.
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -30,8 +27,8 @@ from tests.e2e.conftest import (
     NodeFactory,
     PodFactory,
     events,
-    extender_url,
     priority_class,
+    wait_explained,
 )
 from tests.e2e.gangs import (
     BindTimeline,
@@ -265,10 +262,7 @@ def test_pods_whose_group_never_appears_wait_and_say_so(
     [name] = submit_gang(api, namespace, pod, "ghost", 1, group=False, kind=kind)
     pod_when(api, namespace, name, "to wait behind Lahar's gate", held_by_lahar)
     key = kind.key(namespace, "ghost")
-    query = urllib.parse.urlencode({"gang": key})
-    with urllib.request.urlopen(extender_url(dev_cluster, f"/debug/explain?{query}")) as answer:
-        lines = json.loads(answer.read())["lines"]
-    assert f"gang {key}: PodGroup {key} does not exist" in "\n".join(lines)
+    wait_explained(dev_cluster, key, f"gang {key}: PodGroup {key} does not exist")
     assert bound(api, namespace, [name]) == []
 
 
