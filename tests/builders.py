@@ -470,6 +470,10 @@ class QueueBuilder:
         self._queue["spec"]["reclaimable"] = value
         return self
 
+    def annotate(self, key: str, value: str) -> Self:
+        self._queue["metadata"].setdefault("annotations", {})[key] = value
+        return self
+
     def parent(self, name: str) -> Self:
         """`spec.parent`: the queue it hangs under in the queue tree."""
         self._queue["spec"]["parent"] = name

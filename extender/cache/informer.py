@@ -10,9 +10,9 @@ then watch from the list's resourceVersion; every event and bookmark moves the v
 a watch the server ends, or a dropped connection, resumes where it stopped. A 410 Gone lists again.
 Errors (the API server restarting, a network fault) are logged and retried with capped exponential
 backoff, never fatal. A kind only some clusters serve (`Kind.optional`: Coscheduling's CRD, the
-native PodGroups of Kubernetes 1.37) that answers 404 when first listed counts as listed and
-empty, and is looked for again every `ABSENT_RECHECK` seconds; once listed, it is dropped only
-when the 404s last that long.
+native PodGroups of Kubernetes 1.37, Cluster Autoscaler's ProvisioningRequests) that answers 404
+when first listed counts as listed and empty, and is looked for again every `ABSENT_RECHECK`
+seconds; once listed, it is dropped only when the 404s last that long.
 """
 
 from __future__ import annotations
@@ -34,6 +34,10 @@ from extender.api.coscheduling import CoschedulingPodGroup
 from extender.api.native_groups import API_VERSION as NATIVE_API
 from extender.api.native_groups import NativePodGroup
 from extender.api.objects import KubeModel, Node, Pod, PriorityClass
+from extender.api.provisioning import API_VERSION as PROVISIONING_API
+from extender.api.provisioning import GROUP as PROVISIONING_GROUP
+from extender.api.provisioning import MANAGED_BY, ProvisioningRequest
+from extender.api.provisioning import RESOURCE as PROVISIONING_RESOURCE
 from extender.api.scheduling import API_VERSION, GroupKind, PodGroup, Queue
 from extender.api.topology import API_VERSION as TOPOLOGY_API
 from extender.api.topology import HyperNode
@@ -178,6 +182,16 @@ NATIVE_GROUPS: Kind[ClusterState, NativePodGroup] = Kind(
     _delete_group,
     optional=True,
 )
+PROVISIONING_REQUESTS = Kind(
+    f"{PROVISIONING_RESOURCE}.{PROVISIONING_GROUP}",
+    f"/apis/{PROVISIONING_API}/{PROVISIONING_RESOURCE}",
+    ProvisioningRequest,
+    ClusterState.replace_provisioning_requests,
+    ClusterState.upsert_provisioning_request,
+    lambda state, request: state.delete_provisioning_request(request.key),
+    selector="=".join(MANAGED_BY),  # (only the ones Lahar made)
+    optional=True,  # (Cluster Autoscaler's CRD: only clusters that run it serve the kind)
+)
 KINDS: tuple[Kind[ClusterState, Any], ...] = (
     NODES,
     PODS,
@@ -187,6 +201,7 @@ KINDS: tuple[Kind[ClusterState, Any], ...] = (
     NATIVE_GROUPS,
     QUEUES,
     HYPER_NODES,
+    PROVISIONING_REQUESTS,
 )
 ABSENT_RECHECK = 60.0  # seconds between looks for an optional kind the API server does not serve
 

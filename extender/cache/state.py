@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from cachetools import TTLCache
 
 from extender.api.objects import Node, Pod, PriorityClass
+from extender.api.provisioning import ProvisioningRequest
 from extender.api.resources import EMPTY, Resources
 from extender.api.scheduling import GroupKind, PodGroup, Queue, gang_key, stray_gate
 from extender.api.topology import HyperNode
@@ -52,6 +53,8 @@ class ClusterState:
         self.pod_groups: dict[str, PodGroup] = {}  # by namespace/name
         self.queues: dict[str, Queue] = {}
         self.hyper_nodes: dict[str, HyperNode] = {}  # by name (cluster-scoped)
+        # The ProvisioningRequests Lahar made (its label), by namespace/name.
+        self.provisioning_requests: dict[str, ProvisioningRequest] = {}
         # Moves when what the network topology resolves to may have changed: a HyperNode's spec,
         # a node added or removed, or a node's labels (a HyperNode's labelMatch reads them).
         self.topology_version = 0
@@ -82,6 +85,8 @@ class ClusterState:
         self.on_gang_changed: list[Callable[[str], None]] = []
         # A pod held by Lahar's gate alone that names no group Lahar reads (`stray_gate`).
         self.on_stray_gate: list[Callable[[Pod], None]] = []
+        # One of Lahar's ProvisioningRequests appeared, changed or went (its key).
+        self.on_provisioning_request: list[Callable[[str], None]] = []
         self._changes = ChangeLog()
         self._membership = 0
         self._snapshot: Snapshot | None = None
@@ -227,6 +232,26 @@ class ClusterState:
         for callback in self.on_topology_change:
             callback()
         self._capacity_freed()  # (a gang that waited for a HyperNode may fit now)
+
+    # -- ProvisioningRequests ------------------------------------------------------------------
+
+    def upsert_provisioning_request(self, request: ProvisioningRequest) -> None:
+        self.provisioning_requests[request.key] = request
+        for callback in self.on_provisioning_request:
+            callback(request.key)
+
+    def delete_provisioning_request(self, key: str) -> None:
+        if self.provisioning_requests.pop(key, None) is not None:
+            for callback in self.on_provisioning_request:
+                callback(key)
+
+    def replace_provisioning_requests(self, requests: Iterable[ProvisioningRequest]) -> None:
+        listed = {request.key: request for request in requests}
+        for key in set(self.provisioning_requests) - set(listed):
+            self.delete_provisioning_request(key)
+        for request in listed.values():
+            if self.provisioning_requests.get(request.key) != request:
+                self.upsert_provisioning_request(request)
 
     def gang_pods(self, key: str) -> list[Pod]:
         """The pods that name gang `key`, by name (finished ones included)."""

@@ -36,6 +36,7 @@ from extender.gangs.members import GangView, view_gang
 from extender.gangs.placement import Room
 from extender.gangs.queues import QueueView
 from extender.gangs.refusals import Rejection
+from extender.gangs.scale_up import Mode, queue_mode, wants_nodes
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,7 @@ def _waiting(
         lines.append("waiting: its pods wait behind Lahar's gate for the gang's turn")
     else:
         lines.append("waiting: the scheduler has not asked Lahar about its pods yet")
+    lines += scale_up_lines(state, gangs, gang)
     remaining = _backoff_left(gangs, key)
     if remaining > 0:
         lines.append(f"backing off for {remaining:.0f}s more (its members did not all bind)")
@@ -120,7 +122,7 @@ def condition_message(
 ) -> str:
     """The summary a waiting gang's PodGroup condition carries; `wall` is the time now (epoch
     seconds), to say when a backoff ends."""
-    parts = [rejection.message]
+    parts = [rejection.message, *scale_up_lines(state, gangs, gang, wall)]
     remaining = _backoff_left(gangs, gang.key)
     if remaining > 0:
         until = datetime.fromtimestamp(wall + remaining, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -131,6 +133,36 @@ def condition_message(
     parts += _network(gang, nodes, gangs)
     parts += _queue(state, gangs, gang)
     return ". ".join(parts)
+
+
+def scale_up_lines(
+    state: ClusterState, gangs: Gangs, gang: GangView, wall: float | None = None
+) -> list[str]:
+    """What a waiting gang asks of an autoscaler (`gangs.scale_up`), or why it asks nothing
+    though its queue's mode would: a rule of its queue refuses it, or gangs ahead take its
+    turn. `wall`: say times as UTC times (a PodGroup condition)."""
+    mode, problem = queue_mode(state.queues, gang.queue, gangs.settings.scale_up.default)
+    lines = [problem] if problem else []
+    if mode is Mode.NONE:
+        return lines
+    said = gangs.scale_ups.describe(gang.key, gangs.clock(), wall)
+    if said is not None:
+        return [*lines, said]
+    if gangs.shown(gang.key):
+        lines.append(
+            "waiting for nodes: its queue's scale-up mode is unschedulable, so its pods are "
+            "refused at the scheduler and marked Unschedulable for an autoscaler to add nodes; "
+            "the gang binds whole once it fits"
+        )
+        return lines
+    refusal = gangs.refusal(gang.key)
+    if refusal is not None and not wants_nodes(refusal.rejection.cause):
+        lines.append(
+            f"no nodes are asked for (scale-up mode {mode}): it waits for "
+            f"{refusal.rejection.cause}, not for capacity the cluster lacks, and no node is "
+            "bought for pods a queue may not run yet"
+        )
+    return lines
 
 
 def _backoff_left(gangs: Gangs, key: str) -> float:

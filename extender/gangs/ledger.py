@@ -47,6 +47,7 @@ from extender.gangs.placement import KeptRoom, Room, Slot, plan_slots
 from extender.gangs.queues import QueueTally, QueueView, account, capped_above
 from extender.gangs.refusals import Rejection, backoff_refusal
 from extender.gangs.reservations import Admission, Reservations
+from extender.gangs.scale_up import Mode, ScaleUps, ScaleUpSettings, queue_mode, wants_nodes
 from extender.gangs.turns import Run, Turn, Turns
 
 
@@ -59,6 +60,8 @@ class GangSettings:
     # by Lahar's gate is let in: what kube-scheduler's queue holds of gangs at once, so that an
     # admitted gang's members reach the barrier together however long the backlog.
     max_pods_in_flight: int = 256
+    # What a gang that fits its queue but not the cluster does to get nodes (`gangs.scale_up`).
+    scale_up: ScaleUpSettings = field(default_factory=ScaleUpSettings)
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,13 @@ class Gangs:
     _held: Marked = field(default_factory=lambda: Marked(held))  # members Lahar's gate holds
     _parked: Marked = field(default_factory=lambda: Marked(parked))  # members the scheduler parked
     _room: KeptRoom = field(default_factory=KeptRoom)  # the nodes' free capacity, walk to walk
+    # Gangs refused for want of capacity whose gate is lifted for the autoscaler to see them
+    # (their queue's scale-up mode is `unschedulable`).
+    _shown: set[str] = field(default_factory=set)
+    scale_ups: ScaleUps = field(init=False)  # what was asked of the autoscaler, per gang
+
+    def __post_init__(self) -> None:
+        self.scale_ups = ScaleUps(self.settings.scale_up)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -133,6 +143,12 @@ class Gangs:
         """Whether Lahar's gate holds members of gang `key` (as last seen): the scheduler cannot
         ask about them, Lahar answers for the gang (`let_in`)."""
         return key in self._held
+
+    def shown(self, key: str) -> bool:
+        """Whether gang `key` was refused for want of capacity in a queue whose scale-up mode is
+        `unschedulable`: its gate is lifted so that the scheduler marks its members
+        Unschedulable and an autoscaler adds nodes for them (it is not admitted)."""
+        return key in self._shown
 
     def refused(self) -> KeysView[str]:
         """The keys of the gangs refused and waiting."""
@@ -452,6 +468,7 @@ class Gangs:
         self._contending.touch(key)
         self._targets.pop(key, None)
         self._let_in_since.pop(key, None)
+        self._shown.discard(key)
 
     # -- changing ------------------------------------------------------------------------------
 
@@ -515,9 +532,40 @@ class Gangs:
             if going:  # the walk counted their slots as claimed: every other turn stands
                 self._order = replace(order, made_at=self._state_key(state))
         for key in keys:
-            if self._reservations.get(key) is not None or view_gang(state, key).stands:
+            admitted = self._reservations.get(key) is not None
+            if admitted or key in self._shown or view_gang(state, key).stands:
                 going[key] = None
         return list(going)
+
+    def want_nodes(self, state: ClusterState, nodes: Mapping[str, NodeInfo]) -> list[str]:
+        """The gangs that wait for capacity the cluster lacks in a queue whose scale-up mode is
+        not `none` (`gangs.scale_up`), in the fair order: refused for want of capacity, not for
+        a rule of their queue, wherever the walk put them (past the point where nothing fits
+        too: a full cluster is where nodes are wanted most). Their refusals are remembered (so
+        the PodGroup, explain and the provisioner read them); those held by Lahar's gate in a
+        queue whose mode is `unschedulable` are let go to the scheduler (`let_in` returns them)
+        to be refused there and marked Unschedulable."""
+        default = self.settings.scale_up.default
+        modes: dict[str, Mode] = {}
+        for name in state.queues:
+            modes[name] = queue_mode(state.queues, name, default)[0]
+        if default is Mode.NONE and all(mode is Mode.NONE for mode in modes.values()):
+            return []
+        order = self.order(state, nodes)
+        held = set(self._held.keys(state))
+        wanting: list[str] = []
+        for key, turn in order.turns.items():
+            if turn.rejection is None or turn.slots:
+                continue
+            gang = view_gang(state, key)
+            mode = modes.get(gang.queue, default)
+            if mode is Mode.NONE or gang.group is None or not wants_nodes(turn.rejection.cause):
+                continue
+            self._refused_anew(key, turn.rejection, order.number)
+            wanting.append(key)
+            if mode is Mode.UNSCHEDULABLE and key in held:
+                self._shown.add(key)
+        return wanting
 
     def holding(self, state: ClusterState) -> bool:
         """Whether Lahar's gate holds members of some gang."""

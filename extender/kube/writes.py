@@ -33,6 +33,8 @@ PLURALS = {
     "Queue": "queues",
     "MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
     "ValidatingWebhookConfiguration": "validatingwebhookconfigurations",
+    "PodTemplate": "podtemplates",
+    "ProvisioningRequest": "provisioningrequests",
 }
 FIELD_MANAGER = "lahar-controller"
 

@@ -9,6 +9,11 @@ this plugin switches them on and carries their timing, from the policy file:
         gang.backoffSeconds: 10             # a gang whose barrier timed out waits this long
         gang.reservationTimeoutSeconds: 60  # an admitted gang holding capacity without progress
         gang.maxPodsInFlight: 256           # admitted members not yet at the barrier, at most
+        gang.scaleUp: none                  # none | provisioningRequest | unschedulable
+        gang.scaleUpRetrySeconds: 60        # after a ProvisioningRequest ended, doubling
+
+`gang.scaleUp` is the cluster's default for how a gang that fits its queue but not the cluster
+gets nodes (`gangs.scale_up`); a Queue's annotation `lahar.io/scale-up` sets its own.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from collections.abc import Mapping
 
 from extender.framework.plugin import Argument
 from extender.gangs.ledger import GangSettings
+from extender.gangs.scale_up import ScaleUpSettings, parse_mode
 from extender.plugins.arguments import reject_unknown, seconds, weight
 
 NAME = "gang"
@@ -26,6 +32,8 @@ KEYS = {
     "gang.reservationTimeoutSeconds": "reservation_timeout",
 }
 IN_FLIGHT = "gang.maxPodsInFlight"
+SCALE_UP = "gang.scaleUp"
+RETRY = "gang.scaleUpRetrySeconds"
 
 
 class Gang:
@@ -36,7 +44,7 @@ class Gang:
 
 
 def configure(arguments: Mapping[str, Argument]) -> Gang:
-    reject_unknown(arguments, [*KEYS, IN_FLIGHT], NAME)
+    reject_unknown(arguments, [*KEYS, IN_FLIGHT, SCALE_UP, RETRY], NAME)
     defaults = GangSettings()
     values = {
         field: seconds(arguments, key, getattr(defaults, field)) for key, field in KEYS.items()
@@ -44,4 +52,9 @@ def configure(arguments: Mapping[str, Argument]) -> Gang:
     in_flight = weight(arguments, IN_FLIGHT, defaults.max_pods_in_flight)
     if in_flight < 1:
         raise ValueError(f"{IN_FLIGHT}: must be a whole number >= 1, got {in_flight!r}")
-    return Gang(GangSettings(**values, max_pods_in_flight=in_flight))
+    scale_defaults = ScaleUpSettings()
+    scale_up = ScaleUpSettings(
+        default=parse_mode(arguments.get(SCALE_UP, scale_defaults.default.value), SCALE_UP),
+        retry=seconds(arguments, RETRY, scale_defaults.retry),
+    )
+    return Gang(GangSettings(**values, max_pods_in_flight=in_flight, scale_up=scale_up))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from kubernetes import client as k8s
@@ -30,10 +31,12 @@ from extender.kube import (
     patch_pod_group_status,
     patch_queue_status,
     record_event,
+    scale_up,
 )
 from extender.kube.raw import ApiStatusError
 from extender.server.hyper_node_writer import HyperNodePatch
 from extender.server.preemptor import Evictor
+from extender.server.provisioner import ScaleUpApi
 from extender.server.queue_writer import QueueCreate, QueuePatch
 from extender.server.status_writer import EventSink, StatusPatch
 from extender.server.waker import Lifter, Patcher
@@ -50,6 +53,31 @@ def api_binder(api: AsyncApi) -> Binder:
             raise BindError(str(error)) from error
 
     return binder
+
+
+class _ScaleUpWrites:
+    """What the provisioner writes, on the event loop (`kube.scale_up`)."""
+
+    def __init__(self, api: AsyncApi) -> None:
+        self.api = api
+
+    async def create(self, body: Mapping[str, Any]) -> bool:
+        return await scale_up.create(self.api, body)
+
+    async def delete(
+        self, api_version: str, kind: str, namespace: str, name: str, *, uid: str
+    ) -> bool:
+        return await scale_up.delete(self.api, api_version, kind, namespace, name, uid=uid)
+
+    async def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return await scale_up.read_pod(self.api, namespace, name)
+
+    async def annotate(self, namespace: str, name: str, values: Mapping[str, str | None]) -> None:
+        await scale_up.set_annotations(self.api, namespace, name, values)
+
+
+def api_scale_up(api: AsyncApi) -> ScaleUpApi:
+    return _ScaleUpWrites(api)
 
 
 def api_patcher(api: AsyncApi) -> Patcher:

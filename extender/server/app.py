@@ -42,7 +42,7 @@ from kubernetes import client as k8s
 from extender.actions.barrier import Barrier, BarrierObserver
 from extender.actions.bind import Binder
 from extender.api.candidates import CandidateParser
-from extender.cache.informer import Informers
+from extender.cache.informer import PROVISIONING_REQUESTS, Informers
 from extender.cache.state import ClusterState
 from extender.framework.policy import Policy
 from extender.framework.session import Engine
@@ -63,6 +63,7 @@ from extender.server.adapters import (
     api_pod_reader,
     api_queue_create,
     api_queue_patch,
+    api_scale_up,
     api_status_patch,
 )
 from extender.server.hyper_node_writer import HyperNodeWriter
@@ -82,6 +83,7 @@ from extender.server.keys import (
 )
 from extender.server.metrics import ExtenderMetrics, QueueFigures, QueueGauges
 from extender.server.preemptor import Preemptor
+from extender.server.provisioner import Provisioner
 from extender.server.queue_writer import QueueWriter
 from extender.server.routes import add_routes, unready
 from extender.server.status_writer import StatusWriter
@@ -242,6 +244,18 @@ def _writers(app: web.Application, api: k8s.ApiClient, writes: AsyncApi, gangs: 
         app[STATE], gangs, api_queue_patch(api), api_queue_create(api), ready=app[SERVING]
     )
     app.cleanup_ctx.append(_background(queues))
+    provisioner = Provisioner(
+        app[STATE],
+        app[ENGINE],
+        api_scale_up(writes),
+        served=lambda: _served(app, PROVISIONING_REQUESTS.name),
+        changed=writer.mark,
+        ready=app[SERVING],
+    )
+    provisioner.on_created = metrics.provisioning_requests_created.inc
+    provisioner.on_deleted = metrics.provisioning_requests_deleted.inc
+    metrics.provisioning_requests.set_function(lambda: len(gangs.scale_ups.asking()))
+    app.cleanup_ctx.append(_background(provisioner))
     preemption = app[ENGINE].preemption
     if preemption is not None:
         app[PREEMPTOR] = preemptor = Preemptor(
@@ -279,6 +293,14 @@ def _queue_figures(state: ClusterState, gangs: Gangs) -> QueueFigures:
             namespace, _, name = key.partition("/")
             shares[(namespace, name, gang.queue)] = dominant_share(gang.allocated, total)
     return QueueFigures(views, waiting, shares)
+
+
+def _served(app: web.Application, kind: str) -> bool:
+    """Whether the API server serves the (optional) kind the informer named `kind` reads."""
+    running = app[INFORMERS]
+    if running is None:
+        return False
+    return any(i.kind.name == kind and i.synced and not i.absent for i in running.items)
 
 
 def _informer_counts(app: web.Application) -> list[tuple[str, int, int]]:

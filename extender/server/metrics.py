@@ -18,6 +18,9 @@ several apps in one process).
   `lahar_gang_gates_lifted_total` (pods whose gang was let in), `lahar_gang_barrier_retries_total`
   (barriers that timed out while the missing members waited in the scheduler's queue),
   `lahar_gang_pods_in_flight` (admitted members not yet at the barrier).
+- Autoscaling: `lahar_provisioning_requests_created_total`, `..._deleted_total` (Cluster
+  Autoscaler's ProvisioningRequests Lahar made for gangs waiting for nodes, and removed),
+  `lahar_provisioning_requests` (those standing now, one per gang).
 - Queues, read from the fair order at scrape time (Volcano's names with Lahar's prefix):
   `lahar_queue_allocated_{milli_cpu,memory_bytes}{queue}`, `lahar_queue_deserved_*`,
   `lahar_queue_capacity_*` (capability; absent when uncapped), `lahar_queue_share{queue}`,
@@ -211,6 +214,21 @@ class ExtenderMetrics:
         self.pods_in_flight = Gauge(
             "lahar_gang_pods_in_flight",
             "Members of admitted gangs not yet at the bind barrier",
+            registry=self.registry,
+        )
+        self.provisioning_requests_created = Counter(
+            "lahar_provisioning_requests_created",
+            "ProvisioningRequests Lahar made to ask Cluster Autoscaler for a gang's nodes",
+            registry=self.registry,
+        )
+        self.provisioning_requests_deleted = Counter(
+            "lahar_provisioning_requests_deleted",
+            "ProvisioningRequests Lahar deleted (their gang ran, went, or wanted no nodes)",
+            registry=self.registry,
+        )
+        self.provisioning_requests = Gauge(
+            "lahar_provisioning_requests",
+            "ProvisioningRequests of Lahar's standing now (one per gang waiting for nodes)",
             registry=self.registry,
         )
         self.leader = leader_gauge(self.registry)

@@ -17,6 +17,11 @@ touches the annotation `lahar.io/retry` of their parked members, most deserving 
 requeues them at once; so does a gang admitted at filter time. Passes are debounced; a pod is
 touched at most once per `min_interval`, and a gate is lifted once (again if the call failed).
 
+A gang that waits for nodes in a queue whose scale-up mode is `unschedulable` (`gangs.scale_up`)
+has its gate lifted too, without being admitted: the scheduler tries its members, Lahar refuses
+them, they are marked Unschedulable, and an autoscaler adds nodes for them; the gang is admitted,
+and bound whole, only once it fits.
+
 A pod held by Lahar's gate that names no group Lahar reads (`stray_gate`: the API server dropped
 the `spec.schedulingGroup` the webhook saw, on a cluster without the native gang API) has its gate
 lifted at once: nothing else would ever lift it.
@@ -149,6 +154,7 @@ class Waker:
     def _look(self) -> None:
         self._pass = None
         nodes = self.state.view().nodes
+        self.gangs.want_nodes(self.state, nodes)  # (gangs shown to an autoscaler go in let_in)
         for key in self.gangs.let_in(self.state, nodes):
             self.wake_gang(key)
         for key in self.gangs.admissible(self.state, nodes):
@@ -174,9 +180,18 @@ class Waker:
             key = await self._queue.get()
             gang = view_gang(self.state, key)
             # (let in, or placed already)
-            going = self.gangs.admission(key) is not None or gang.stands
+            shown = self.gangs.shown(key)
+            going = self.gangs.admission(key) is not None or gang.stands or shown
             held = [p for p in gang.held if going and p.metadata.uid not in self._lifting]
-            if held:
+            if held and shown and self.gangs.admission(key) is None:
+                log.info(
+                    "gang %s waits for nodes, its queue's scale-up mode is unschedulable: lifting "
+                    "the gate of %d pods so that an autoscaler sees them (they bind only once "
+                    "the whole gang fits)",
+                    key,
+                    len(held),
+                )
+            elif held:
                 log.info("gang %s is let in: lifting the gate of %d pods", key, len(held))
             for pod in held:
                 self._lifting.add(pod.metadata.uid)

@@ -9,6 +9,7 @@ import pytest
 
 from extender.framework.policy import PolicyError, build_policy, load_policy
 from extender.gangs.ledger import GangSettings
+from extender.gangs.scale_up import Mode, ScaleUpSettings
 from extender.plugins import REGISTRY
 from extender.plugins.binpack import Binpack
 from extender.plugins.predicates import Predicates
@@ -52,12 +53,25 @@ def test_the_shipped_policy_loads() -> None:
         ({"gang.backoffSeconds": 0}, "gang.backoffSeconds: must be a number of seconds > 0, got 0"),
         ({"gang.barrierTimeoutSeconds": "5s"}, "gang.barrierTimeoutSeconds: must be a number"),
         ({"gang.timeout": 5}, "gang.timeout: unknown argument of plugin gang"),
+        (
+            {"gang.scaleUp": "atomic"},
+            "gang.scaleUp: 'atomic' is not a scale-up mode (one of none, provisioningRequest, "
+            "unschedulable)",
+        ),
+        ({"gang.scaleUpRetrySeconds": -1}, "gang.scaleUpRetrySeconds: must be a number of sec"),
     ],
 )
 def test_gang_arguments_are_checked(arguments: dict[str, object], expected: str) -> None:
     with pytest.raises(PolicyError) as error:
         build_policy(policy([{"name": "gang", "arguments": arguments}]), REGISTRY)
     assert f"tiers.0.plugins.0.arguments.{expected}" in str(error.value)
+
+
+def test_the_scale_up_mode_is_read_from_the_gang_arguments() -> None:
+    arguments = {"gang.scaleUp": "provisioningRequest", "gang.scaleUpRetrySeconds": 30}
+    built = build_policy(policy([{"name": "gang", "arguments": arguments}]), REGISTRY)
+    assert built.gang_settings is not None
+    assert built.gang_settings.scale_up == ScaleUpSettings(Mode.PROVISIONING_REQUEST, retry=30)
 
 
 def test_without_the_gang_plugin_there_are_no_gang_rules() -> None:

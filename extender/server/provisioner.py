@@ -1,0 +1,242 @@
+"""Asking Cluster Autoscaler for a gang's nodes: the leader's provisioner carries out the plan
+`gangs.provisioning` makes, one pass at a time.
+
+A pass runs after a change that may move a gang's need for nodes (a gang refused anew, its pods or
+PodGroup changed, a Queue changed, one of Lahar's ProvisioningRequests changed) and every
+`interval` seconds (an ended request's next attempt comes due with no event). It brings the book
+of what was asked (`gangs.scale_up.ScaleUps`) up to date from the requests the cache holds, then:
+
+- creates, for each gang that wants nodes and has no request standing, the PodTemplates of its
+  pod sets (each from one member as the API server has it) and then the ProvisioningRequest that
+  names them (a name that exists already, made before a restart, is taken as made);
+- deletes the requests whose gangs run, are gone or want nodes no more (their templates go with
+  them: they are owned by the PodGroup and deleted by name too);
+- annotates the pending members with the request they consume (and takes the annotation off when
+  the request goes for a gang that still waits, so an autoscaler sees its pods again);
+- admits a gang whose request is Provisioned, onto the new capacity ahead of the fair order
+  (`Engine.admit_provisioned`); one that does not fit yet (the nodes not Ready) is tried again at
+  the next pass.
+
+A cluster that does not serve ProvisioningRequests (Cluster Autoscaler's CRD is not installed) gets
+no request and no error: each gang that wants one says why none was made (its PodGroup condition,
+`lahar explain`). A write that fails is logged and tried at the next pass. The cache lists Lahar's
+requests before this replica serves, so a restarted extender finds the request it made before and
+makes no second one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from extender.api.objects import Pod
+from extender.api.provisioning import (
+    API_VERSION,
+    ATOMIC_CLASS,
+    CLASS_ANNOTATION,
+    CONSUME_ANNOTATION,
+    KIND,
+)
+from extender.api.scheduling import PodGroup
+from extender.cache.state import ClusterState
+from extender.framework.session import Engine
+from extender.gangs.ledger import Gangs
+from extender.gangs.members import view_gang
+from extender.gangs.provisioning import (
+    Create,
+    Delete,
+    pod_sets,
+    request_body,
+    template_body,
+    template_name,
+)
+from extender.gangs.provisioning import plan as make_plan
+from extender.kube.raw import ApiStatusError
+
+log = logging.getLogger(__name__)
+NOT_SERVED = (
+    "this cluster does not serve autoscaling.x-k8s.io/v1 ProvisioningRequests (Cluster "
+    "Autoscaler installs the CRD; run it with --enable-provisioning-requests)"
+)
+
+
+class ScaleUpApi(Protocol):
+    """The writes the provisioner makes (`kube.scale_up` on the extender's async client)."""
+
+    async def create(self, body: Mapping[str, Any]) -> bool: ...
+
+    async def delete(
+        self, api_version: str, kind: str, namespace: str, name: str, *, uid: str
+    ) -> bool: ...
+
+    async def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    async def annotate(
+        self, namespace: str, name: str, values: Mapping[str, str | None]
+    ) -> None: ...
+
+
+class Provisioner:
+    def __init__(
+        self,
+        state: ClusterState,
+        engine: Engine,
+        api: ScaleUpApi,
+        *,
+        served: Callable[[], bool],
+        changed: Callable[[str], None] = lambda key: None,
+        ready: asyncio.Event | None = None,
+        delay: float = 0.2,
+        interval: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """`served`: whether the cluster serves ProvisioningRequests now; `changed(key)`: what
+        the provisioner tells of gang `key` changed (its PodGroup's condition says it)."""
+        assert engine.gangs is not None  # (made only with the gang rules on)
+        self.state, self.engine, self.gangs, self.api = state, engine, engine.gangs, api
+        self.served, self.changed, self.ready = served, changed, ready
+        self.delay, self.interval, self.clock = delay, interval, clock
+        self._wake = asyncio.Event()
+        self.on_created: Callable[[], None] = lambda: None
+        self.on_deleted: Callable[[], None] = lambda: None
+
+    def attach(self) -> None:
+        """Listen to the gang rules and the state (call on the event loop)."""
+        gangs: Gangs = self.gangs
+        gangs.on_rejected.append(lambda key, why: self.poke())
+        gangs.on_admitted.append(lambda key: self.poke())
+        gangs.on_released.append(lambda key: self.poke())
+        self.state.on_gang_changed.append(lambda key: self.poke())
+        self.state.on_pod_group.append(lambda key: self.poke())
+        self.state.on_queue_change.append(self.poke)
+        self.state.on_provisioning_request.append(lambda key: self.poke())
+
+    def poke(self) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        if self.ready is not None:
+            await self.ready.wait()
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.interval)
+            await asyncio.sleep(self.delay)  # (what else happens meanwhile joins the pass)
+            self._wake.clear()
+            try:
+                await self.step()
+            except Exception:  # a bug must not end the provisioner: say so, try next pass
+                log.exception("a pass of the provisioner failed; trying again at the next one")
+
+    async def step(self) -> None:
+        """One pass: the book brought up to date, then the plan carried out."""
+        gangs, now = self.gangs, self.clock()
+        before = {key: gangs.scale_ups.describe(key, now) for key in gangs.refused()}
+        done = make_plan(self.state, gangs, gangs.scale_ups, self.state.provisioning_requests, now)
+        for deletion in done.delete:
+            await self._delete(deletion)
+        if done.create and not self.served():
+            for made in done.create:
+                gangs.scale_ups.not_asked(made.gang, NOT_SERVED)
+        else:
+            for made in done.create:
+                await self._create(made)
+        for namespace, name, request in done.annotate:
+            await self._annotate(namespace, name, request)
+        for key in done.admit:
+            refusal = self.engine.admit_provisioned(self.state, key)
+            if refusal is None:
+                log.info("gang %s: its ProvisioningRequest is Provisioned; admitted onto it", key)
+            else:
+                log.info(
+                    "gang %s: its ProvisioningRequest is Provisioned but it does not fit yet: %s",
+                    key,
+                    refusal.message,
+                )
+        for key, said in before.items():
+            if gangs.scale_ups.describe(key, now) != said:
+                self.changed(key)
+        for made in done.create:
+            self.changed(made.gang)
+
+    async def _create(self, made: Create) -> None:
+        gang = view_gang(self.state, made.gang)
+        group = gang.group
+        if group is None or not gang.pending:
+            return
+        try:
+            sets = await self._templates(group, made.name, pod_sets(gang))
+            if not sets:
+                return
+            created = await self.api.create(request_body(group, made.name, made.attempt, sets))
+        except ApiStatusError as error:
+            if error.status == 404:  # (the CRD went away between the watch and the write)
+                self.gangs.scale_ups.not_asked(made.gang, NOT_SERVED)
+                return
+            self.gangs.scale_ups.not_asked(made.gang, f"creating it failed: {error}")
+            log.warning("gang %s: could not create ProvisioningRequest: %s", made.gang, error)
+            return
+        except Exception as error:  # an API hiccup: the next pass tries again
+            self.gangs.scale_ups.not_asked(made.gang, f"creating it failed: {error}")
+            log.warning("gang %s: could not create ProvisioningRequest: %s", made.gang, error)
+            return
+        total = sum(count for _, count in sets)
+        if created:
+            self.on_created()
+            log.info(
+                "gang %s: asked Cluster Autoscaler for the nodes of %d pods at once: "
+                "ProvisioningRequest %s/%s (attempt %d)",
+                made.gang,
+                total,
+                group.metadata.namespace,
+                made.name,
+                made.attempt,
+            )
+
+    async def _templates(
+        self, group: PodGroup, request: str, sets: list[tuple[Pod, int]]
+    ) -> list[tuple[str, int]]:
+        """Create the PodTemplate of each pod set (from one member as the API server has it);
+        the (template name, count) of each made or found."""
+        made: list[tuple[str, int]] = []
+        for index, (member, count) in enumerate(sets):
+            raw = await self.api.read_pod(member.metadata.namespace, member.metadata.name)
+            if raw is None:  # (gone meanwhile: the next pass plans without it)
+                return []
+            name = template_name(request, index)
+            await self.api.create(template_body(group, name, raw, request))
+            made.append((name, count))
+        return made
+
+    async def _delete(self, deletion: Delete) -> None:
+        request = deletion.request
+        meta = request.metadata
+        try:
+            gone = await self.api.delete(API_VERSION, KIND, meta.namespace, meta.name, uid=meta.uid)
+            for index, _ in enumerate(request.spec.pod_sets):
+                template = request.spec.pod_sets[index].pod_template_ref.name
+                if template:
+                    await self.api.delete("v1", "PodTemplate", meta.namespace, template, uid="")
+        except Exception as error:
+            log.warning("could not delete ProvisioningRequest %s: %s", request.key, error)
+            return
+        if gone:
+            self.on_deleted()
+            log.info(
+                "deleted ProvisioningRequest %s of gang %s: %s",
+                request.key,
+                request.gang,
+                deletion.why,
+            )
+
+    async def _annotate(self, namespace: str, name: str, request: str | None) -> None:
+        values: dict[str, str | None] = {CONSUME_ANNOTATION: request, CLASS_ANNOTATION: None}
+        if request is not None:
+            values[CLASS_ANNOTATION] = ATOMIC_CLASS
+        try:
+            await self.api.annotate(namespace, name, values)
+        except Exception as error:  # a deleted pod, an API hiccup: the next pass tries again
+            log.info("could not annotate pod %s/%s: %s", namespace, name, error)
