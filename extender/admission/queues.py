@@ -5,7 +5,8 @@ are not negative and whole for resources counted whole (extended ones, pods), an
 guarantee <= deserved <= capability, a guaranteed resource deserved too (a resource capability
 does not name is not capped); `status.state`, when given, is one Kubernetes operators expect
 (Open, Closed, Closing, Unknown); `dequeueStrategy` and `type` as Volcano's schema has them; the
-hierarchy annotations have a weight above 0 per queue of the path; the root queue's resources do
+hierarchy annotations have a weight above 0 per queue of the path; Lahar's scale-up annotation
+(`lahar.io/scale-up`) names a mode (`gangs.scale_up`); the root queue's resources do
 not change; and the queue's place and resources fit the queue tree (`admission.queue_tree`).
 Work (a Job, a PodGroup) goes in a leaf queue that is Open under Open ancestors
 (`work_queue_problems`).
@@ -44,6 +45,7 @@ from extender.admission.queue_tree import (
     tree_problems,
 )
 from extender.api.scheduling import DEFAULT_QUEUE, Queue
+from extender.gangs.scale_up import MODES, SCALE_UP_ANNOTATION
 
 STATES = ("Open", "Closed", "Closing", "Unknown")
 MAX_WEIGHT = 65535
@@ -139,6 +141,7 @@ def check_queue(
     problems += _schema_fields(raw)
     problems += _resources(raw)
     problems += _hierarchy(queue.metadata.annotations)
+    problems += _scale_up(queue.metadata.annotations)
     problems += tree_problems(queue, raw, view, None if old is None else mapping(old.get("spec")))
     if old is not None and queue.metadata.name == ROOT_QUEUE:
         problems += _root_unchanged(raw, mapping(old.get("spec")))
@@ -234,6 +237,15 @@ def _hierarchy(annotations: Mapping[str, str]) -> list[Problem]:
         if not number > 0:
             return [Problem(at, f"{shown(weight)} must be more than 0")]
     return []
+
+
+def _scale_up(annotations: Mapping[str, str]) -> list[Problem]:
+    """Lahar's scale-up mode for the queue, when it names one: one of the modes."""
+    text = annotations.get(SCALE_UP_ANNOTATION)
+    if text is None or text in MODES.split(", "):
+        return []
+    at = field("metadata", "annotations", SCALE_UP_ANNOTATION)
+    return [Problem(at, f"{shown(text)} is not a scale-up mode (one of {MODES})")]
 
 
 def _go_float(text: str) -> float | None:

@@ -1057,6 +1057,13 @@ QUEUE = [
         "'two' is not a number",
     ),
     (
+        "queue-scale-up-mode",
+        queue().annotate("lahar.io/scale-up", "provisioningRequest"),
+        queue().annotate("lahar.io/scale-up", "atomic"),
+        "metadata.annotations.lahar.io/scale-up",
+        "'atomic' is not a scale-up mode (one of none, provisioningRequest, unschedulable)",
+    ),
+    (
         "queue-parent-dns-subdomain",
         queue().set("spec.parent", "research"),
         queue().set("spec.parent", "Research"),
