@@ -21,6 +21,8 @@ from kubernetes import client as k8s
 from extender import devcluster
 from extender.kube import apply_object, connect, delete, read, wait_until
 
+AUTOSCALER_CRD = Path(__file__).parent / "autoscaler" / "provisioningrequests.yaml"
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests under tests/integration and tests/e2e run on the shared real dev cluster."""
@@ -38,6 +40,8 @@ def dev_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devcluster
         die_with_parent=True,
         with_lahar=True,
         kubernetes=version,
+        # Cluster Autoscaler's ProvisioningRequest, served as when it runs (tests.autoscaler)
+        extra_crds=(AUTOSCALER_CRD,),
     )
     cluster = devcluster.up(options, binaries)
     try:

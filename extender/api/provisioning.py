@@ -3,9 +3,12 @@ it to ask for the nodes a whole gang needs.
 
 A ProvisioningRequest names pod sets (a PodTemplate in its namespace and a count); the class
 `best-effort-atomic-scale-up.autoscaling.x-k8s.io` asks Cluster Autoscaler for all of the nodes
-they need, or none. Cluster Autoscaler answers in conditions: `Accepted`, `Provisioned` (the nodes
-exist; the capacity is booked for the consuming pods for a while, 10 minutes by default),
-`Failed`, `BookingExpired`, `CapacityRevoked`. Pods that consume a request carry its name and
+they need, or none. Cluster Autoscaler answers in conditions: `Accepted`; `Provisioned` True once
+it found the capacity or asked the cloud for all of it (the nodes come a little later), False
+while it finds none (`CapacityIsNotFound`: it tries again by itself); the capacity is then booked
+for the consuming pods for a while (10 minutes by default), ending with `BookingExpired`
+(`CapacityBookingConsumed` once they are all scheduled); `Failed` (its pod templates missing,
+for one); `CapacityRevoked`. Pods that consume a request carry its name and
 class in annotations, so Cluster Autoscaler neither scales up for them one by one nor counts them
 twice. The CRD is Cluster Autoscaler's (installed with it, served with
 `--enable-provisioning-requests`); a cluster without it has no requests, and Lahar says so.
@@ -93,6 +96,27 @@ class ProvisioningRequest(KubeModel):
             if condition.type == kind and condition.status == "True":
                 return condition
         return None
+
+    @property
+    def said(self) -> str:
+        """What the autoscaler says of where it stands: "reason: message" of the phase's
+        condition (while Accepted, of a Provisioned condition that is False: why no capacity
+        was found yet); "" for nothing to say."""
+        phase = self.phase
+        if phase == ACCEPTED:
+            found = next(
+                (
+                    c
+                    for c in self.status.conditions
+                    if c.type == PROVISIONED and c.status == "False"
+                ),
+                None,
+            )
+        else:
+            found = self.condition(phase)
+        if found is None:
+            return ""
+        return ": ".join(part for part in (found.reason, found.message) if part)
 
     @property
     def phase(self) -> str:

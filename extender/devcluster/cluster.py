@@ -73,6 +73,9 @@ class ClusterOptions:
     # Also a real node (kubelet, containerd, kube-proxy; needs root) that runs the pods of
     # lahar-system, with Lahar's image and kube-scheduler's imported (see devcluster.real_node).
     real_node: bool = False
+    # More CRD files the cluster serves from the start, beside Lahar's and Volcano's (tests
+    # install Cluster Autoscaler's ProvisioningRequest so, before Lahar lists the kinds).
+    extra_crds: tuple[Path, ...] = ()
 
 
 @dataclass
@@ -405,7 +408,12 @@ def _start_all(starter: _Starter, scheduler_config: dict[str, Any]) -> None:
         scheduler, f"https://127.0.0.1:{port['scheduler']}/healthz", timeout=timeout
     )
     health.wait_healthy(kwok, f"http://127.0.0.1:{port['kwok']}/healthz", timeout=timeout)
-    lahar.install_crds(starter.state.kubeconfig, manifests_dir(), starter.options.ready_timeout)
+    lahar.install_crds(
+        starter.state.kubeconfig,
+        manifests_dir(),
+        starter.options.ready_timeout,
+        extra=options.extra_crds,
+    )
     if options.real_node:
         real_node.start(
             starter.start,

@@ -66,10 +66,13 @@ TOKEN_SECONDS = 30 * 24 * 3600  # a dev cluster kept up (`--keep`) lives days, n
 WEBHOOK_FILE = "base/webhook.yaml"
 
 
-def install_crds(kubeconfig: Path, manifests: Path, timeout: float) -> None:
+def install_crds(
+    kubeconfig: Path, manifests: Path, timeout: float, *, extra: tuple[Path, ...] = ()
+) -> None:
     """The CRDs every dev cluster serves (Volcano's PodGroup, Queue, Job and Command, and
-    Coscheduling's PodGroup), Established before anyone watches, and Lahar's namespace."""
-    crds = load_manifests(*(manifests / name for name in CRD_FILES))
+    Coscheduling's PodGroup) and the `extra` ones, Established before anyone watches, and
+    Lahar's namespace."""
+    crds = load_manifests(*(manifests / name for name in CRD_FILES), *extra)
     with connect(kubeconfig) as api:
         for item in [*load_manifests(manifests / NAMESPACE_FILE), *crds]:
             apply_object(api, item.body, source=item.source)

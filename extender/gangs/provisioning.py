@@ -258,11 +258,8 @@ def _review(
         book.forget(key)
         done.annotate += _annotations(gang, None)
         return
-    phase = request.phase
-    condition = request.condition(phase) if phase != "Pending" else None
-    message = condition.message if condition is not None else ""
-    meta = request.metadata
-    book.seen(key, Asked(meta.namespace, meta.name, request.attempt, phase, now, message), now)
+    phase, said, meta = request.phase, request.said, request.metadata
+    book.seen(key, Asked(meta.namespace, meta.name, request.attempt, phase, now, said), now)
     if phase in ENDED:
         book.ended(key, request.attempt, now)
         if wanted and book.next_attempt(key, now) is not None:

@@ -14,8 +14,8 @@ of what was asked (`gangs.scale_up.ScaleUps`) up to date from the requests the c
 - annotates the pending members with the request they consume (and takes the annotation off when
   the request goes for a gang that still waits, so an autoscaler sees its pods again);
 - admits a gang whose request is Provisioned, onto the new capacity ahead of the fair order
-  (`Engine.admit_provisioned`); one that does not fit yet (the nodes not Ready) is tried again at
-  the next pass.
+  (`Engine.admit_provisioned`); Cluster Autoscaler says Provisioned once it asked the cloud for
+  the nodes, so one that does not fit yet is tried again as nodes come (and every `interval`).
 
 A cluster that does not serve ProvisioningRequests (Cluster Autoscaler's CRD is not installed) gets
 no request and no error: each gang that wants one says why none was made (its PodGroup condition,
@@ -114,6 +114,7 @@ class Provisioner:
         self.state.on_pod_group.append(lambda key: self.poke())
         self.state.on_queue_change.append(self.poke)
         self.state.on_provisioning_request.append(lambda key: self.poke())
+        self.state.on_capacity_freed.append(self.poke)  # (the nodes of a Provisioned request)
 
     def poke(self) -> None:
         self._wake.set()

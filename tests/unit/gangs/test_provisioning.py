@@ -103,7 +103,7 @@ def test_an_ended_request_is_asked_again_after_the_backoff() -> None:
     failed = request(1, "Failed", "max size reached")
     first = plan(state, gangs, gangs.scale_ups, {failed.key: failed}, now=0.0)
     assert first.create == [] and first.delete == []
-    assert "Failed (max size reached); asking again in 60 s" in str(
+    assert "Failed (R: max size reached); asking again in 60 s" in str(
         gangs.scale_ups.describe(KEY, now=0.0)
     )
     later = plan(state, gangs, gangs.scale_ups, {failed.key: failed}, now=61.0)

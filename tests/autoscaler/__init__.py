@@ -1,0 +1,1 @@
+"""A stand-in for Cluster Autoscaler, for tests against a real cluster (see `provisioner`)."""

@@ -1,0 +1,249 @@
+"""Gangs in an autoscaled cluster, with Lahar's scheduler on the real control plane and an
+autoscaler that adds KWOK nodes (`tests.autoscaler`: a stand-in for Cluster Autoscaler that speaks
+only its public API; `LAHAR_CLUSTER_AUTOSCALER` is not needed).
+
+A queue whose scale-up mode is `provisioningRequest` has a gang that fits it but not the cluster
+ask for all of its nodes with one ProvisioningRequest, and bind whole once they exist; the pool
+at its maximum leaves the next gang waiting whole, saying why; a gang its queue refuses asks for
+nothing; a gang deleted takes its request with it; a restarted extender makes no second request.
+A queue whose mode is `unschedulable` lets the gang's pods be marked Unschedulable, so the
+autoscaler adds nodes pod by pod, and the gang still binds whole only once all of it fits.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from extender import devcluster
+from extender.api.provisioning import API_VERSION, CONSUME_ANNOTATION
+from extender.api.scheduling import API_VERSION as SCHEDULING_API
+from extender.devcluster.nodes import fake_node
+from extender.gangs.scale_up import SCALE_UP_ANNOTATION
+from extender.kube import condition, delete, list_objects, read, wait_until
+from extender.kube.reports import pod_group_status
+from tests.autoscaler.provisioner import NodePool, Provisioner
+from tests.builders import make_queue
+from tests.e2e.conftest import (
+    TEST_KEY,
+    ClusterObject,
+    NodeFactory,
+    PodFactory,
+    restart_lahar,
+)
+from tests.e2e.gangs import BindTimeline, bound, submit_gang, wait_bound
+
+CPU = "4"  # every node, and every member: one member per node
+
+
+@contextmanager
+def autoscaler(
+    api: k8s.ApiClient, namespace: str, *, max_nodes: int, delay: float = 2.0
+) -> Iterator[Provisioner]:
+    """The stand-in for Cluster Autoscaler, adding nodes only this test's pods may use."""
+
+    def template(name: str) -> dict[str, Any]:
+        taint = {"key": TEST_KEY, "value": namespace, "effect": "NoSchedule"}
+        return fake_node(name, cpu=CPU, memory="16Gi", labels={TEST_KEY: namespace}, taints=[taint])
+
+    with Provisioner(api, namespace, NodePool(template, max_nodes, delay)) as running:
+        yield running
+
+
+def scaled_queue(make: ClusterObject, namespace: str, mode: str, **capability: str) -> str:
+    queue = make_queue(f"{namespace}-q").annotate(SCALE_UP_ANNOTATION, mode)
+    return make((queue.capability(**capability) if capability else queue).build())
+
+
+def requests(api: k8s.ApiClient, namespace: str) -> list[dict[str, Any]]:
+    return list_objects(api, API_VERSION, "ProvisioningRequest", namespace=namespace)
+
+
+def says(api: k8s.ApiClient, namespace: str, gang: str, *words: str) -> Callable[[], str | None]:
+    """A check: the message of the gang's Unschedulable condition, once it says all `words`."""
+
+    def check() -> str | None:
+        status = pod_group_status(api, namespace, gang)
+        message = str(condition(status, "Unschedulable").get("message", ""))
+        return message if all(word in message for word in words) else None
+
+    return check
+
+
+def stamp(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def first_bound_after_last_node(api: k8s.ApiClient, namespace: str, nodes: list[str]) -> None:
+    """No member was bound before every node the autoscaler added existed (the API's second
+    resolution: node creation against each pod's PodScheduled transition)."""
+    made = [
+        stamp((read(api, "v1", "Node", n) or {})["metadata"]["creationTimestamp"]) for n in nodes
+    ]
+    pods = list_objects(api, "v1", "Pod", namespace=namespace)
+    placed = [stamp(condition(p["status"], "PodScheduled")["lastTransitionTime"]) for p in pods]
+    assert min(placed) >= max(made), "a member was bound before all the nodes existed"
+
+
+def test_a_gang_that_does_not_fit_asks_for_all_of_its_nodes_at_once(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    pod: PodFactory,
+    cluster_object: ClusterObject,
+) -> None:
+    own_nodes(2, cpu=CPU)
+    queue = scaled_queue(cluster_object, namespace, "provisioningRequest")
+    with (
+        autoscaler(api, namespace, max_nodes=6) as scaler,
+        BindTimeline(api, namespace) as bindings,
+    ):
+        names = submit_gang(api, namespace, pod, "big", 8, cpu=CPU, queue=queue)
+        [made] = wait_until(lambda: requests(api, namespace), timeout=60, what="its request")
+        wait_bound(api, namespace, names, 8, "the gang bound whole on the nodes it asked for")
+        first_bound_after_last_node(api, namespace, scaler.nodes)
+    assert made["metadata"]["name"] == "big-1"
+    assert sum(s["count"] for s in made["spec"]["podSets"]) == 8
+    assert len(scaler.nodes) == 6
+    assert bindings.partial() == []
+    consumed = {
+        p["metadata"]["annotations"].get(CONSUME_ANNOTATION) for p in pods_of(api, namespace)
+    }
+    assert consumed == {"big-1"}
+    wait_until(lambda: not requests(api, namespace), timeout=30, what="the request deleted")
+
+
+def pods_of(api: k8s.ApiClient, namespace: str) -> list[dict[str, Any]]:
+    return list_objects(api, "v1", "Pod", namespace=namespace)
+
+
+def test_at_the_pools_maximum_the_next_gang_waits_whole_and_says_why(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    pod: PodFactory,
+    cluster_object: ClusterObject,
+) -> None:
+    own_nodes(2, cpu=CPU)
+    queue = scaled_queue(cluster_object, namespace, "provisioningRequest")
+    with autoscaler(api, namespace, max_nodes=6, delay=1) as scaler:
+        first = submit_gang(api, namespace, pod, "a", 8, cpu=CPU, queue=queue)
+        wait_bound(api, namespace, first, 8, "the first gang bound on 6 new nodes")
+        second = submit_gang(api, namespace, pod, "b", 4, cpu=CPU, queue=queue)
+        message = wait_until(
+            says(
+                api,
+                namespace,
+                "b",
+                f"ProvisioningRequest {namespace}/b-1 Accepted",
+                "CapacityIsNotFound",
+            ),
+            timeout=60,
+            what="gang b to say the autoscaler found no capacity",
+        )
+        print(message)
+        assert bound(api, namespace, second) == []
+        assert len(scaler.nodes) == 6
+
+
+def test_a_gang_over_its_queues_capability_asks_for_nothing(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    pod: PodFactory,
+    cluster_object: ClusterObject,
+) -> None:
+    own_nodes(1, cpu=CPU)
+    queue = scaled_queue(cluster_object, namespace, "provisioningRequest", cpu="8")
+    with autoscaler(api, namespace, max_nodes=6) as scaler:
+        submit_gang(api, namespace, pod, "capped", 4, cpu=CPU, queue=queue)
+        message = wait_until(
+            says(api, namespace, "capped", "no nodes are asked for", "QueueCapability"),
+            timeout=60,
+            what="the capped gang to say why it asks for no nodes",
+        )
+        print(message)
+        assert requests(api, namespace) == []
+        assert scaler.nodes == []
+
+
+def test_a_gang_deleted_while_its_request_is_pending_takes_the_request_with_it(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    pod: PodFactory,
+    cluster_object: ClusterObject,
+) -> None:
+    own_nodes(1, cpu=CPU)
+    queue = scaled_queue(cluster_object, namespace, "provisioningRequest")
+    names = submit_gang(api, namespace, pod, "gone", 3, cpu=CPU, queue=queue)
+    wait_until(lambda: requests(api, namespace), timeout=60, what="the gang's request")
+    delete(api, SCHEDULING_API, "PodGroup", "gone", namespace)
+    for name in names:
+        delete(api, "v1", "Pod", name, namespace)
+    wait_until(lambda: not requests(api, namespace), timeout=60, what="the request deleted")
+
+
+def test_a_restarted_extender_makes_no_second_request_and_admits_on_provisioned(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    pod: PodFactory,
+    cluster_object: ClusterObject,
+    *,
+    dev_cluster: devcluster.DevCluster,
+) -> None:
+    own_nodes(1, cpu=CPU)
+    queue = scaled_queue(cluster_object, namespace, "provisioningRequest")
+    names = submit_gang(api, namespace, pod, "kept", 3, cpu=CPU, queue=queue)
+    [before] = wait_until(lambda: requests(api, namespace), timeout=60, what="the gang's request")
+    dev_cluster.stop_component("lahar", kill=True)
+    restart_lahar(dev_cluster)
+    uid = before["metadata"]["uid"]
+    deadline = time.monotonic() + 8  # (more than a pass of the restarted provisioner)
+    while time.monotonic() < deadline:
+        assert [r["metadata"]["uid"] for r in requests(api, namespace)] == [uid]
+        time.sleep(0.5)
+    with autoscaler(api, namespace, max_nodes=2) as scaler:
+        wait_bound(api, namespace, names, 3, "the gang bound on the nodes its request got")
+        assert len(scaler.nodes) == 2
+
+
+def test_an_unschedulable_queues_gang_is_seen_pod_by_pod_and_bound_whole(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    pod: PodFactory,
+    cluster_object: ClusterObject,
+) -> None:
+    own_nodes(1, cpu=CPU)
+    queue = scaled_queue(cluster_object, namespace, "unschedulable")
+    with (
+        autoscaler(api, namespace, max_nodes=3, delay=3) as scaler,
+        BindTimeline(api, namespace) as bindings,
+    ):
+        names = submit_gang(api, namespace, pod, "seen", 4, cpu=CPU, queue=queue)
+        wait_bound(api, namespace, names, 4, "the gang bound whole once all of it fits")
+        first_bound_after_last_node(api, namespace, scaler.nodes)
+    per_pod = [entry for entry in scaler.log if entry[0] == "node"]
+    assert len(per_pod) == 3 and len({entry[2] for entry in per_pod}) == 3
+    assert requests(api, namespace) == []
+    assert bindings.partial() == []
+
+
+@pytest.fixture(autouse=True)
+def _no_nodes_left(api: k8s.ApiClient, namespace: str) -> Iterator[None]:
+    """The autoscaler's nodes go with the test (the stand-in deletes them; this checks)."""
+    yield
+    left = [
+        node["metadata"]["name"]
+        for node in list_objects(api, "v1", "Node")
+        if node["metadata"]["name"].startswith(f"{namespace}-ca")
+    ]
+    assert left == []
