@@ -121,6 +121,7 @@ class Gangs:
     # (their queue's scale-up mode is `unschedulable`).
     _shown: set[str] = field(default_factory=set)
     scale_ups: ScaleUps = field(init=False)  # what was asked of the autoscaler, per gang
+    _wanting: tuple[int, tuple[str, ...]] | None = None  # the walk `want_nodes` answered for
 
     def __post_init__(self) -> None:
         self.scale_ups = ScaleUps(self.settings.scale_up)
@@ -544,7 +545,9 @@ class Gangs:
         too: a full cluster is where nodes are wanted most). Their refusals are remembered (so
         the PodGroup, explain and the provisioner read them); those held by Lahar's gate in a
         queue whose mode is `unschedulable` are let go to the scheduler (`let_in` returns them)
-        to be refused there and marked Unschedulable."""
+        to be refused there and marked Unschedulable. Every turn of the walk is read (a
+        refusal past the point where nothing fits is worked out then), once per walk, and only
+        when some queue's mode is not `none`."""
         default = self.settings.scale_up.default
         modes: dict[str, Mode] = {}
         for name in state.queues:
@@ -552,6 +555,8 @@ class Gangs:
         if default is Mode.NONE and all(mode is Mode.NONE for mode in modes.values()):
             return []
         order = self.order(state, nodes)
+        if self._wanting is not None and self._wanting[0] == order.number:
+            return list(self._wanting[1])  # (the same order: the same answer)
         held = set(self._held.keys(state))
         wanting: list[str] = []
         for key, turn in order.turns.items():
@@ -565,6 +570,7 @@ class Gangs:
             wanting.append(key)
             if mode is Mode.UNSCHEDULABLE and key in held:
                 self._shown.add(key)
+        self._wanting = (order.number, tuple(wanting))
         return wanting
 
     def holding(self, state: ClusterState) -> bool:
