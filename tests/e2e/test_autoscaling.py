@@ -1,6 +1,6 @@
 """Gangs in an autoscaled cluster, with Lahar's scheduler on the real control plane and an
-autoscaler that adds KWOK nodes (`tests.autoscaler`: a stand-in for Cluster Autoscaler that speaks
-only its public API; `LAHAR_CLUSTER_AUTOSCALER` is not needed).
+autoscaler that adds KWOK nodes (`tests.autoscaler.provisioner`: a stand-in for Cluster
+Autoscaler that speaks only its public API).
 
 A queue whose scale-up mode is `provisioningRequest` has a gang that fits it but not the cluster
 ask for all of its nodes with one ProvisioningRequest, and bind whole once they exist; the pool
@@ -8,15 +8,18 @@ at its maximum leaves the next gang waiting whole, saying why; a gang its queue 
 nothing; a gang deleted takes its request with it; a restarted extender makes no second request.
 A queue whose mode is `unschedulable` lets the gang's pods be marked Unschedulable, so the
 autoscaler adds nodes pod by pod, and the gang still binds whole only once all of it fits.
+
+With `LAHAR_CLUSTER_AUTOSCALER` naming a Cluster Autoscaler binary built with its kwok provider,
+the same tests run against it instead of the stand-in (`tests.autoscaler.cluster_autoscaler`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 import pytest
 from kubernetes import client as k8s
@@ -28,6 +31,7 @@ from extender.devcluster.nodes import fake_node
 from extender.gangs.scale_up import SCALE_UP_ANNOTATION
 from extender.kube import condition, delete, list_objects, read, wait_until
 from extender.kube.reports import pod_group_status
+from tests.autoscaler.cluster_autoscaler import ClusterAutoscaler, binary
 from tests.autoscaler.provisioner import NodePool, Provisioner
 from tests.builders import make_queue
 from tests.e2e.conftest import (
@@ -35,25 +39,50 @@ from tests.e2e.conftest import (
     ClusterObject,
     NodeFactory,
     PodFactory,
+    events,
     restart_lahar,
 )
 from tests.e2e.gangs import BindTimeline, bound, submit_gang, wait_bound
 
-CPU = "4"  # every node, and every member: one member per node
+CPU = "4"  # every member, and the test's own nodes: one member per node
+# The nodes the autoscaler adds: a member and the kube-proxy pod Cluster Autoscaler's kwok
+# provider counts on every new node (100m), still one member per node.
+POOL_CPU = "4100m"
 
 
-@contextmanager
-def autoscaler(
-    api: k8s.ApiClient, namespace: str, *, max_nodes: int, delay: float = 2.0
-) -> Iterator[Provisioner]:
-    """The stand-in for Cluster Autoscaler, adding nodes only this test's pods may use."""
+class Autoscaler(Protocol):
+    """The stand-in, or the real Cluster Autoscaler (`tests.autoscaler.cluster_autoscaler`)."""
+
+    @property
+    def nodes(self) -> list[str]: ...
+
+    def __enter__(self) -> Autoscaler: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+ScaleUp = Callable[..., Autoscaler]  # the `autoscaler` fixture
+
+
+@pytest.fixture
+def autoscaler(api: k8s.ApiClient, namespace: str, kubeconfig: Path, tmp_path: Path) -> ScaleUp:
+    """`autoscaler(max_nodes=6, delay=2)`: an autoscaler adding nodes only this test's pods may
+    use: the stand-in, or the real Cluster Autoscaler when `$LAHAR_CLUSTER_AUTOSCALER` names
+    its binary (its log in the test's tmp_path)."""
 
     def template(name: str) -> dict[str, Any]:
         taint = {"key": TEST_KEY, "value": namespace, "effect": "NoSchedule"}
-        return fake_node(name, cpu=CPU, memory="16Gi", labels={TEST_KEY: namespace}, taints=[taint])
+        labels = {TEST_KEY: namespace}
+        return fake_node(name, cpu=POOL_CPU, memory="16Gi", labels=labels, taints=[taint])
 
-    with Provisioner(api, namespace, NodePool(template, max_nodes, delay)) as running:
-        yield running
+    def make(*, max_nodes: int, delay: float = 2.0) -> Autoscaler:
+        pool = NodePool(template, max_nodes, delay)
+        if binary() is not None:
+            log = tmp_path / "cluster-autoscaler.log"
+            return ClusterAutoscaler(api, kubeconfig, namespace, pool, log=log)
+        return Provisioner(api, namespace, pool)
+
+    return make
 
 
 def scaled_queue(make: ClusterObject, namespace: str, mode: str, **capability: str) -> str:
@@ -97,20 +126,19 @@ def test_a_gang_that_does_not_fit_asks_for_all_of_its_nodes_at_once(
     own_nodes: NodeFactory,
     pod: PodFactory,
     cluster_object: ClusterObject,
+    *,
+    autoscaler: ScaleUp,
 ) -> None:
     own_nodes(2, cpu=CPU)
     queue = scaled_queue(cluster_object, namespace, "provisioningRequest")
-    with (
-        autoscaler(api, namespace, max_nodes=6) as scaler,
-        BindTimeline(api, namespace) as bindings,
-    ):
+    with autoscaler(max_nodes=6) as scaler, BindTimeline(api, namespace) as bindings:
         names = submit_gang(api, namespace, pod, "big", 8, cpu=CPU, queue=queue)
         [made] = wait_until(lambda: requests(api, namespace), timeout=60, what="its request")
         wait_bound(api, namespace, names, 8, "the gang bound whole on the nodes it asked for")
+        assert len(scaler.nodes) == 6
         first_bound_after_last_node(api, namespace, scaler.nodes)
     assert made["metadata"]["name"] == "big-1"
     assert sum(s["count"] for s in made["spec"]["podSets"]) == 8
-    assert len(scaler.nodes) == 6
     assert bindings.partial() == []
     consumed = {
         p["metadata"]["annotations"].get(CONSUME_ANNOTATION) for p in pods_of(api, namespace)
@@ -129,10 +157,12 @@ def test_at_the_pools_maximum_the_next_gang_waits_whole_and_says_why(
     own_nodes: NodeFactory,
     pod: PodFactory,
     cluster_object: ClusterObject,
+    *,
+    autoscaler: ScaleUp,
 ) -> None:
     own_nodes(2, cpu=CPU)
     queue = scaled_queue(cluster_object, namespace, "provisioningRequest")
-    with autoscaler(api, namespace, max_nodes=6, delay=1) as scaler:
+    with autoscaler(max_nodes=6, delay=1) as scaler:
         first = submit_gang(api, namespace, pod, "a", 8, cpu=CPU, queue=queue)
         wait_bound(api, namespace, first, 8, "the first gang bound on 6 new nodes")
         second = submit_gang(api, namespace, pod, "b", 4, cpu=CPU, queue=queue)
@@ -158,10 +188,12 @@ def test_a_gang_over_its_queues_capability_asks_for_nothing(
     own_nodes: NodeFactory,
     pod: PodFactory,
     cluster_object: ClusterObject,
+    *,
+    autoscaler: ScaleUp,
 ) -> None:
     own_nodes(1, cpu=CPU)
     queue = scaled_queue(cluster_object, namespace, "provisioningRequest", cpu="8")
-    with autoscaler(api, namespace, max_nodes=6) as scaler:
+    with autoscaler(max_nodes=6) as scaler:
         submit_gang(api, namespace, pod, "capped", 4, cpu=CPU, queue=queue)
         message = wait_until(
             says(api, namespace, "capped", "no nodes are asked for", "QueueCapability"),
@@ -198,6 +230,7 @@ def test_a_restarted_extender_makes_no_second_request_and_admits_on_provisioned(
     cluster_object: ClusterObject,
     *,
     dev_cluster: devcluster.DevCluster,
+    autoscaler: ScaleUp,
 ) -> None:
     own_nodes(1, cpu=CPU)
     queue = scaled_queue(cluster_object, namespace, "provisioningRequest")
@@ -210,7 +243,7 @@ def test_a_restarted_extender_makes_no_second_request_and_admits_on_provisioned(
     while time.monotonic() < deadline:
         assert [r["metadata"]["uid"] for r in requests(api, namespace)] == [uid]
         time.sleep(0.5)
-    with autoscaler(api, namespace, max_nodes=2) as scaler:
+    with autoscaler(max_nodes=2) as scaler:
         wait_bound(api, namespace, names, 3, "the gang bound on the nodes its request got")
         assert len(scaler.nodes) == 2
 
@@ -221,29 +254,30 @@ def test_an_unschedulable_queues_gang_is_seen_pod_by_pod_and_bound_whole(
     own_nodes: NodeFactory,
     pod: PodFactory,
     cluster_object: ClusterObject,
+    *,
+    autoscaler: ScaleUp,
 ) -> None:
     own_nodes(1, cpu=CPU)
     queue = scaled_queue(cluster_object, namespace, "unschedulable")
-    with (
-        autoscaler(api, namespace, max_nodes=3, delay=3) as scaler,
-        BindTimeline(api, namespace) as bindings,
-    ):
+    with autoscaler(max_nodes=3, delay=3) as scaler, BindTimeline(api, namespace) as bindings:
         names = submit_gang(api, namespace, pod, "seen", 4, cpu=CPU, queue=queue)
         wait_bound(api, namespace, names, 4, "the gang bound whole once all of it fits")
+        assert len(scaler.nodes) == 3  # one for each member the first node had no room for
         first_bound_after_last_node(api, namespace, scaler.nodes)
-    per_pod = [entry for entry in scaler.log if entry[0] == "node"]
-    assert len(per_pod) == 3 and len({entry[2] for entry in per_pod}) == 3
+    refused = {
+        event["involvedObject"]["name"]
+        for event in events(api, namespace, reason="FailedScheduling", kind="Pod")
+        if f"gang {namespace}/seen:" in event["message"]
+    }
+    assert refused, "no member was tried and refused: the autoscaler could not have seen them"
     assert requests(api, namespace) == []
     assert bindings.partial() == []
 
 
 @pytest.fixture(autouse=True)
 def _no_nodes_left(api: k8s.ApiClient, namespace: str) -> Iterator[None]:
-    """The autoscaler's nodes go with the test (the stand-in deletes them; this checks)."""
+    """The autoscaler's nodes go with the test (after the test's own nodes went: this fixture
+    is set up first, so it ends last)."""
     yield
-    left = [
-        node["metadata"]["name"]
-        for node in list_objects(api, "v1", "Node")
-        if node["metadata"]["name"].startswith(f"{namespace}-ca")
-    ]
-    assert left == []
+    left = list_objects(api, "v1", "Node", label_selector=f"{TEST_KEY}={namespace}")
+    assert [node["metadata"]["name"] for node in left] == []
