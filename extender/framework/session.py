@@ -26,9 +26,7 @@ from extender.framework.policy import Policy
 from extender.framework.status import Code, insufficient
 from extender.framework.table import NodeTable, Tables
 from extender.gangs.ledger import PLAIN, Gangs, Verdict
-from extender.gangs.members import view_gang
 from extender.gangs.recovery import Recovery, recover
-from extender.gangs.refusals import Rejection
 
 # Past this many nodes holding reservations, the candidates are decoded into a set once instead
 # of each such node being looked up among them.
@@ -150,13 +148,13 @@ class Engine:
             return {}
         return self.session(view).held_reasons(pod, offered, reserved, verdict)
 
-    def admit_provisioned(self, state: ClusterState, key: str) -> Rejection | None:
-        """Gang `key`'s ProvisioningRequest is Provisioned: admit it onto the new capacity ahead
-        of the fair order (the nodes were bought for it); why not, when it does not fit yet (the
-        nodes not Ready, or taken meanwhile)."""
+    def admit_provisioned(self, state: ClusterState) -> list[str]:
+        """Admit the gangs whose ProvisioningRequest is Provisioned onto the new capacity, ahead
+        of the fair order, the longest provisioned first, as soon as each fits
+        (`Gangs.admit_provisioned`); the keys admitted."""
         if self.gangs is None:
-            return None
-        return self.gangs.admit_ahead(state, state.view().nodes, view_gang(state, key))
+            return []
+        return self.gangs.admit_provisioned(state, state.view().nodes)
 
     def recover(self, state: ClusterState) -> list[Recovery]:
         """After a restart, before any filter call: admit the partly bound gangs that can be

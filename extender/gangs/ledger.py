@@ -429,6 +429,23 @@ class Gangs:
         self._order = None  # it claimed capacity the last walk gave others
         return None
 
+    def admit_provisioned(self, state: ClusterState, nodes: Mapping[str, NodeInfo]) -> list[str]:
+        """Admit, ahead of the fair order, the gangs whose ProvisioningRequest is Provisioned
+        (`scale_ups`: the nodes were bought for them), the longest provisioned first, each once
+        it fits (the autoscaler says Provisioned when it has asked for the nodes, before they
+        are there); the keys admitted. Asked before the fair order lets anyone in, so the gang
+        the nodes were bought for is the first to have them when they come."""
+        admitted: list[str] = []
+        for key in self.scale_ups.provisioned():
+            if self._reservations.get(key) is not None:
+                continue
+            gang = view_gang(state, key)
+            if gang.group is None or gang.stands or not gang.pending:
+                continue
+            if self.admit_ahead(state, nodes, gang) is None:
+                admitted.append(key)
+        return admitted
+
     def blocked(self, gang: GangView) -> Rejection | None:
         """Why the gang waits before any plan: no PodGroup, or backing off (None: neither)."""
         until = self._backoff_until.get(gang.key)

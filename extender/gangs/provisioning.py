@@ -14,8 +14,9 @@ Cluster Autoscaler reads, so it does not also scale up for them one pod at a tim
 `plan` compares what should stand with the requests Lahar's watch shows and says what to do:
 create a request (when none stands and the backoff after an ended one is over), delete one
 (its gang stands, is gone, or no longer wants nodes: its queue refuses it, or its mode changed;
-an ended one when the next attempt is due), admit a gang whose request is Provisioned (onto the
-new capacity, ahead of the fair order: `Engine.admit_provisioned`), and annotate members.
+an ended one when the next attempt is due), name the gangs whose request is Provisioned and
+who wait to be admitted onto the new capacity (`Gangs.admit_provisioned` admits them, ahead of
+the fair order, before it lets anyone else in), and annotate members.
 """
 
 from __future__ import annotations
@@ -166,7 +167,9 @@ class Delete:
 class Plan:
     create: list[Create] = field(default_factory=list)
     delete: list[Delete] = field(default_factory=list)
-    admit: list[str] = field(default_factory=list)  # gangs whose request is Provisioned
+    # Gangs whose request is Provisioned and who are not admitted yet (`Gangs.admit_provisioned`
+    # admits them as soon as they fit).
+    admit: list[str] = field(default_factory=list)
     # (namespace, pod name, request name or None to take the annotations off)
     annotate: list[tuple[str, str, str | None]] = field(default_factory=list)
 

@@ -126,6 +126,14 @@ class ScaleUps:
         """The gangs a request stands for."""
         return list(self._asked)
 
+    def provisioned(self) -> list[str]:
+        """The gangs whose request is Provisioned, the longest provisioned first (the autoscaler
+        buys in that order, so their nodes come in that order)."""
+        found = [
+            (asked.since, key) for key, asked in self._asked.items() if asked.phase == "Provisioned"
+        ]
+        return [key for _, key in sorted(found)]
+
     def seen(self, key: str, asked: Asked, now: float) -> None:
         """The request for gang `key` is `asked` now (its `since` kept while the phase is the
         same)."""

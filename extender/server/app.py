@@ -250,6 +250,7 @@ def _writers(app: web.Application, api: k8s.ApiClient, writes: AsyncApi, gangs: 
         api_scale_up(writes),
         served=lambda: _served(app, PROVISIONING_REQUESTS.name),
         changed=writer.mark,
+        provisioned=waker.poke,
         ready=app[SERVING],
     )
     provisioner.on_created = metrics.provisioning_requests_created.inc

@@ -13,9 +13,10 @@ of what was asked (`gangs.scale_up.ScaleUps`) up to date from the requests the c
   them: they are owned by the PodGroup and deleted by name too);
 - annotates the pending members with the request they consume (and takes the annotation off when
   the request goes for a gang that still waits, so an autoscaler sees its pods again);
-- admits a gang whose request is Provisioned, onto the new capacity ahead of the fair order
-  (`Engine.admit_provisioned`); Cluster Autoscaler says Provisioned once it asked the cloud for
-  the nodes, so one that does not fit yet is tried again as nodes come (and every `interval`).
+- tells the waker when a gang's request is Provisioned: the waker's passes admit such gangs onto
+  the new capacity ahead of the fair order, before it lets anyone else in
+  (`Gangs.admit_provisioned`); Cluster Autoscaler says Provisioned once it asked the cloud for
+  the nodes, so a gang that does not fit yet is tried again as nodes come.
 
 A cluster that does not serve ProvisioningRequests (Cluster Autoscaler's CRD is not installed) gets
 no request and no error: each gang that wants one says why none was made (its PodGroup condition,
@@ -89,16 +90,20 @@ class Provisioner:
         *,
         served: Callable[[], bool],
         changed: Callable[[str], None] = lambda key: None,
+        provisioned: Callable[[], None] = lambda: None,
         ready: asyncio.Event | None = None,
         delay: float = 0.2,
         interval: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """`served`: whether the cluster serves ProvisioningRequests now; `changed(key)`: what
-        the provisioner tells of gang `key` changed (its PodGroup's condition says it)."""
+        the provisioner tells of gang `key` changed (its PodGroup's condition says it);
+        `provisioned()`: a gang's request is Provisioned and it waits to be admitted (the
+        waker's next pass admits it, `Gangs.admit_provisioned`)."""
         assert engine.gangs is not None  # (made only with the gang rules on)
         self.state, self.engine, self.gangs, self.api = state, engine, engine.gangs, api
-        self.served, self.changed, self.ready = served, changed, ready
+        self.served, self.changed, self.provisioned = served, changed, provisioned
+        self.ready = ready
         self.delay, self.interval, self.clock = delay, interval, clock
         self._wake = asyncio.Event()
         self.on_created: Callable[[], None] = lambda: None
@@ -147,16 +152,8 @@ class Provisioner:
                 await self._create(made)
         for namespace, name, request in done.annotate:
             await self._annotate(namespace, name, request)
-        for key in done.admit:
-            refusal = self.engine.admit_provisioned(self.state, key)
-            if refusal is None:
-                log.info("gang %s: its ProvisioningRequest is Provisioned; admitted onto it", key)
-            else:
-                log.info(
-                    "gang %s: its ProvisioningRequest is Provisioned but it does not fit yet: %s",
-                    key,
-                    refusal.message,
-                )
+        if done.admit:  # (the waker admits them onto the new nodes, before anyone else)
+            self.provisioned()
         for key, said in before.items():
             if gangs.scale_ups.describe(key, now) != said:
                 self.changed(key)

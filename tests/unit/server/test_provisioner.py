@@ -14,7 +14,7 @@ from extender.cache.state import ClusterState
 from extender.framework.policy import build_policy
 from extender.framework.session import Engine
 from extender.gangs.provisioning import request_body
-from extender.gangs.scale_up import SCALE_UP_ANNOTATION
+from extender.gangs.scale_up import SCALE_UP_ANNOTATION, Asked
 from extender.plugins import REGISTRY
 from extender.server.provisioner import NOT_SERVED, Provisioner
 from tests.builders import cluster, make_group, make_node, make_pod, make_queue
@@ -100,7 +100,32 @@ def test_the_gang_of_a_provisioned_request_is_admitted_onto_the_new_nodes() -> N
     for index in (2, 3):  # the nodes the autoscaler added
         state.upsert_node(make_node(f"n{index}").cpu("4").model())
     api = FakeApi()
-    asyncio.run(Provisioner(state, engine, api, served=lambda: True).step())
+    told: list[str] = []
+    provisioner = Provisioner(
+        state, engine, api, served=lambda: True, provisioned=lambda: told.append("waker")
+    )
+    asyncio.run(provisioner.step())
+    assert told == ["waker"]  # (its pass admits the gang, before the fair order's)
+    assert engine.admit_provisioned(state) == [KEY]
     assert engine.gangs is not None and engine.gangs.admission(KEY) is not None
     assert api.annotated == dict.fromkeys((f"big-{i}" for i in range(4)), "big-1")
     assert api.calls == []  # (nothing made, nothing deleted)
+
+
+def test_the_gang_provisioned_first_has_the_first_nodes() -> None:
+    """Two gangs Provisioned, room come for one: the one provisioned first takes it."""
+    state, engine = waiting(nodes=0)
+    assert engine.gangs is not None
+    book = engine.gangs.scale_ups
+    for name, since in (("late", 5.0), ("big", 1.0)):
+        group = make_group(name).min_member(4).queue("q").model()
+        state.upsert_pod_group(group)
+        for index in range(4):
+            pod = make_pod(f"{name}-{index}").uid(f"{name}-{index}").cpu("4").group(name)
+            state.upsert_pod(pod.scheduler("lahar").gated(GANG_GATE).model())
+        key = f"default/{name}"
+        book.seen(key, Asked("default", f"{name}-1", 1, "Provisioned", since), now=since)
+    for index in range(4):
+        state.upsert_node(make_node(f"n{index}").cpu("4").model())
+    assert engine.admit_provisioned(state) == [KEY]
+    assert engine.gangs.admission("default/late") is None
