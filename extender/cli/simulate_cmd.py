@@ -2,7 +2,11 @@
 Lahar's policies and the stock scheduler's way on a simulated cluster (side by side, on the
 machine's cores), one table row per policy (and, when the trace's queues form a tree, a table of
 the shares per tree level; when it has a network topology, a table of the gangs' placement in
-it), and with --out an HTML report with plots."""
+it), and with --out an HTML report with plots.
+
+A trace with an autoscaled pool plays each policy with gangs twice, once per scale-up mode that
+buys nodes (`NAME-atomic`: every queue `provisioningRequest`; `NAME-unschedulable`: every queue
+`unschedulable`), the stock way once, and adds the table of what the pool cost each run."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from typing import Any
 from extender.cli import kubectl
 from extender.cli.serve_cmd import default_policy
 from extender.framework.policy import Policy, load_policy
+from extender.gangs.scale_up import Mode
 from extender.plugins import REGISTRY
 from extender.simulate import html
 from extender.simulate.defaults import STOCK, stock_policy, story_trace
@@ -24,6 +29,8 @@ from extender.simulate.report import (
     level_notes,
     level_table,
     notes,
+    pool_notes,
+    pool_table,
     progress,
     row,
     topology_notes,
@@ -31,7 +38,7 @@ from extender.simulate.report import (
 )
 from extender.simulate.run import Progress
 from extender.simulate.side_by_side import WorkerDied, play
-from extender.simulate.summary import summarize
+from extender.simulate.summary import Summary, summarize
 from extender.simulate.synthetic import generate
 from extender.simulate.trace import Trace, TraceError, load_trace, parse_trace
 
@@ -42,7 +49,8 @@ def register(commands: Any) -> None:
         help="play a job trace against Lahar's policy and the stock scheduler's, on virtual time",
         description="Runs Lahar's real plugins (the extender's own code) over a simulated "
         "cluster and a job trace, for each policy, and prints makespan, job wait, utilisation, "
-        "fairness over queue weights, partial gangs and preemptions.",
+        "fairness over queue weights, partial gangs and preemptions; on a trace with an "
+        "autoscaled pool, Lahar's policy in each scale-up mode and the node-hours each run bought.",
     )
     parser.add_argument(
         "trace",
@@ -86,6 +94,30 @@ def _policies(names: list[str]) -> list[tuple[str, Policy]]:
     return chosen
 
 
+# On a trace with an autoscaled pool: the modes a policy with gangs is played in, by suffix.
+SCALE_UP_RUNS = (("atomic", Mode.PROVISIONING_REQUEST), ("unschedulable", Mode.UNSCHEDULABLE))
+
+
+def _runs(
+    policies: list[tuple[str, Policy]], trace: Trace
+) -> tuple[list[tuple[str, Policy]], dict[str, Mode]]:
+    """The runs to play on `trace` and the scale-up mode of each that has one: the policies as
+    they are, or, on a trace with an autoscaled pool, each policy with gangs once per mode of
+    `SCALE_UP_RUNS` (`NAME-atomic`, `NAME-unschedulable`)."""
+    if trace.autoscaling is None:
+        return policies, {}
+    runs: list[tuple[str, Policy]] = []
+    modes: dict[str, Mode] = {}
+    for name, policy in policies:
+        if policy.gang_settings is None:
+            runs.append((name, policy))
+            continue
+        for suffix, mode in SCALE_UP_RUNS:
+            runs.append((f"{name}-{suffix}", policy))
+            modes[f"{name}-{suffix}"] = mode
+    return runs, modes
+
+
 def _traces(given: Path | None) -> list[tuple[str, str, Trace]]:
     """(what it is, report name, trace): the one given, else the story and the synthetic trace."""
     try:
@@ -109,28 +141,15 @@ def _simulate(args: argparse.Namespace) -> int:
             gap = "\n" if number else ""
             print(f"{gap}{label}: {len(trace.jobs)} jobs, {trace.node_count} nodes")
         shown = _progress_shown()
+        runs, modes = _runs(policies, trace)
         try:
-            outcomes = play(trace, policies, seed=args.seed, on_progress=shown)
+            outcomes = play(trace, runs, seed=args.seed, on_progress=shown, modes=modes)
         except WorkerDied as error:
             raise SystemExit(f"lahar simulate: {error}") from None
         if shown is not None:
             sys.stderr.write("\r\033[K")  # the last progress line goes
         summaries = [summarize(outcome) for outcome in outcomes]
-        print(kubectl.table(HEADERS, [row(s) for s in summaries]))
-        for note in notes(summaries):
-            print(note)
-        headers, levels = level_table(summaries)
-        if levels:  # the queues form a tree: the shares per level
-            print()
-            print(kubectl.table(headers, levels))
-            for note in level_notes(summaries):
-                print(note)
-        headers, placed = topology_table(summaries)
-        if placed:  # the trace has a network topology: the gangs' placement in it
-            print()
-            print(kubectl.table(headers, placed))
-            for note in topology_notes(summaries):
-                print(note)
+        _print_tables(summaries)
         sys.stdout.flush()
         if args.out is not None:
             try:
@@ -139,6 +158,24 @@ def _simulate(args: argparse.Namespace) -> int:
                 raise SystemExit(f"lahar simulate: {error}") from None
             print(f"report: {path}")
     return 0
+
+
+def _print_tables(summaries: list[Summary]) -> None:
+    """The table of the runs, its notes, and the tables the trace calls for."""
+    print(kubectl.table(HEADERS, [row(s) for s in summaries]))
+    for note in notes(summaries):
+        print(note)
+    for table, table_notes in (
+        (level_table, level_notes),  # the queues form a tree: the shares per level
+        (topology_table, topology_notes),  # a network topology: the gangs' placement in it
+        (pool_table, pool_notes),  # an autoscaled pool: what it cost each run
+    ):
+        headers, rows = table(summaries)
+        if rows:
+            print()
+            print(kubectl.table(headers, rows))
+            for note in table_notes(summaries):
+                print(note)
 
 
 def _progress_shown() -> Callable[[Progress], None] | None:

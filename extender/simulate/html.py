@@ -11,7 +11,11 @@ the cpu per tree level: a row of panels per level (level 1: the top-level queues
 children...), a column per policy, a line per queue labelled by its path and weight, a parent's
 line the sum of its children's (`series.tree_cpu`), a dotted one at a queue's cpu capability.
 When the trace has a network topology, the page has the table of the gangs' placement in it
-(`report.topology_table`). A flat trace's page is as it was.
+(`report.topology_table`). When it has an autoscaled pool, the page has the table of what the pool
+cost each run (`report.pool_table`) and the pool's nodes over time per run (bought, and of those
+joined: `node_hours.node_counts`), and utilisation is drawn in cores beside each run's cluster
+cores (a share of a cluster that grows and shrinks would hide both). A flat trace's page is as
+it was.
 """
 
 from __future__ import annotations
@@ -24,12 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from extender.api.resources import Resources
-from extender.simulate import series
+from extender.simulate import node_hours, series
 from extender.simulate.report import (
     HEADERS,
     level_notes,
     level_table,
     notes,
+    pool_notes,
+    pool_table,
     row,
     topology_notes,
     topology_table,
@@ -70,15 +76,20 @@ def write(
         (f"Per-node timeline (first {NODES_SHOWN} nodes)", _timeline(plt, outcomes)),
     ]
     trace = outcomes[0].trace
+    if trace.autoscaling is not None:
+        figures[0] = ("Utilisation over time", _usage_cores(plt, outcomes))
+        figures.insert(1, ("Nodes in the autoscaled pool over time", _nodes(plt, outcomes)))
     if trace.hierarchical:
         figures.insert(2, ("CPU per level of the queue tree", _levels(plt, outcomes)))
         _, paths, _ = series.tree_queues(trace)
         queues = ", ".join(f"{paths[q.name]} (weight {q.weight})" for q in trace.queues)
     else:
         queues = ", ".join(f"{q.name} (weight {q.weight})" for q in trace.queues) or "default"
+    pool = trace.autoscaling
+    grows = f", up to {pool.max_nodes} more of {pool.nodes.cpu} cpu" if pool is not None else ""
     heading = (
         (f"{label}: " if label else "")
-        + f"{len(trace.jobs)} jobs, {trace.node_count} nodes ({trace.cores:g} cores), "
+        + f"{len(trace.jobs)} jobs, {trace.node_count} nodes ({trace.cores:g} cores{grows}), "
         f"queues: {queues}"
     )
     page = _page(heading, summaries, figures)
@@ -110,6 +121,42 @@ def _usage(plt: Any, outcomes: Sequence[SimulationOutcome]) -> str:
     axes.set_xlabel("time (s)")
     axes.set_ylabel("% of the cluster's cpu")
     axes.set_title("solid: pods of started jobs; dashed: every bound pod")
+    axes.legend()
+    return _png(plt, figure)
+
+
+def _usage_cores(plt: Any, outcomes: Sequence[SimulationOutcome]) -> str:
+    """Utilisation in cores, each run's cluster cores beside it (a pool that grows and shrinks)."""
+    figure, axes = plt.subplots(figsize=(10, 4))
+    for index, outcome in enumerate(outcomes):
+        used = series.usage(outcome)
+        color = f"C{index}"
+        axes.step(used.times, used.useful, where="post", color=color, label=outcome.policy)
+        axes.step(used.times, used.held, where="post", color=color, linestyle="--", alpha=0.6)
+        pool = outcome.pool
+        times, _, joined = node_hours.node_counts(outcome)
+        if pool is not None:
+            starting = outcome.trace.cores
+            cores = [starting + (count - pool.starting) * pool.cores for count in joined]
+            axes.step(times, cores, where="post", color=color, linestyle=":", alpha=0.8)
+    axes.set_xlabel("time (s)")
+    axes.set_ylabel("cores")
+    axes.set_title("solid: pods of started jobs; dashed: every bound pod; dotted: the cluster")
+    axes.legend()
+    return _png(plt, figure)
+
+
+def _nodes(plt: Any, outcomes: Sequence[SimulationOutcome]) -> str:
+    """The pool's nodes over time per run: bought and not removed, and of those joined."""
+    figure, axes = plt.subplots(figsize=(10, 4))
+    for index, outcome in enumerate(outcomes):
+        times, billed, joined = node_hours.node_counts(outcome)
+        color = f"C{index}"
+        axes.step(times, billed, where="post", color=color, label=outcome.policy)
+        axes.step(times, joined, where="post", color=color, linestyle="--", alpha=0.6)
+    axes.set_xlabel("time (s)")
+    axes.set_ylabel("nodes")
+    axes.set_title("solid: nodes bought and not removed; dashed: of those, joined")
     axes.legend()
     return _png(plt, figure)
 
@@ -220,6 +267,7 @@ def _page(heading: str, summaries: Sequence[Summary], figures: list[tuple[str, s
     shares += _table(
         "Gangs in the network topology", *topology_table(summaries), topology_notes(summaries)
     )
+    shares += _table("The autoscaled pool", *pool_table(summaries), pool_notes(summaries))
     images = "".join(
         f'<h2>{html.escape(title)}</h2><img alt="{html.escape(title)}" '
         f'src="data:image/png;base64,{data}">'

@@ -9,13 +9,19 @@ its siblings'), then per policy its share of its parent's cpu while the parent w
 A trace with a network topology gets `topology_table`: a row per policy, the gangs placed, those
 spread under more than one lowest-tier HyperNode, the gangs asking for a topology and how many
 and what part of them were spread, the hard ones and those placed beyond their tier
-(`fragmentation`); `topology_notes` says what the columns count."""
+(`fragmentation`); `topology_notes` says what the columns count.
+
+A trace with an autoscaled pool gets `pool_table`: a row per run, the node-hours bought and idle
+waiting for the rest of a gang (and their part of those bought), the nodes added, the most in
+the pool at once, the ProvisioningRequests made, and the jobs' figures beside them (done,
+makespan, waits); `pool_notes` says what the columns count (`node_hours`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from extender.simulate.fragmentation import Fragmentation
+from extender.simulate.node_hours import PoolFigures
 from extender.simulate.run import Progress
 from extender.simulate.summary import LevelShare, Summary
 
@@ -179,4 +185,66 @@ def topology_notes(summaries: Sequence[Summary]) -> list[str]:
         "lowest-tier HyperNode; ASKING: gangs with a networkTopology (the job's or a "
         "partition's); HARD: with a hard one; BEYOND: hard gangs (or partitions) placed outside "
         "the tier they allow"
+    ]
+
+
+POOL_HEADERS = (
+    "POLICY",
+    "NODE-HOURS",
+    "IDLE WAITING",
+    "ADDED",
+    "PEAK",
+    "REQUESTS",
+    "DONE",
+    "MAKESPAN",
+    "MEAN WAIT",
+    "P95 WAIT",
+)
+
+
+def pool_table(summaries: Sequence[Summary]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """(headers, rows) of what the autoscaled pool cost each run; no rows without a pool."""
+    rows = []
+    for summary in summaries:
+        figures = summary.pool
+        if figures is not None:
+            mark = PARTIAL_WAITS if _partial_waits(summary) else ""
+            rows.append(
+                (
+                    summary.policy,
+                    *_pool(figures),
+                    f"{summary.finished}/{summary.jobs}",
+                    _seconds(summary.makespan) if summary.makespan is not None else "never",
+                    _seconds(summary.mean_wait) + mark,
+                    _seconds(summary.p95_wait) + mark,
+                )
+            )
+    return POOL_HEADERS, rows
+
+
+def _pool(figures: PoolFigures) -> tuple[str, ...]:
+    share = figures.idle_share
+    idle = f"{figures.idle_waiting_hours:.2f}" + (f" ({share:.0%})" if share is not None else "")
+    return (
+        f"{figures.bought_hours:.2f}",
+        idle,
+        str(figures.added),
+        str(figures.peak),
+        str(figures.requests) if figures.requests else "-",
+    )
+
+
+def pool_notes(summaries: Sequence[Summary]) -> list[str]:
+    """What the pool table's columns count, when it has rows."""
+    pools = [s.pool for s in summaries if s.pool is not None]
+    if not pools:
+        return []
+    pool = pools[0]
+    return [
+        f"The pool: {pool.starting} starting nodes, up to {pool.max_nodes} added. NODE-HOURS: "
+        "of the nodes added, from bought to removed; IDLE WAITING: of those, after joining, "
+        "the part of a node's cpu held by pods of jobs not started yet, and its free cpu while "
+        "a job it was bought for waited to start (and their part of NODE-HOURS); ADDED: nodes "
+        "bought; PEAK: the most nodes in the pool at once; REQUESTS: ProvisioningRequests "
+        "made; DONE: jobs finished"
     ]

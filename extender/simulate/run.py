@@ -16,6 +16,12 @@ The run ends when every job has ended, or when nothing moved (no bind, end or ev
 left are stuck (pods bound part of a gang wait for the rest forever under the stock policy), and
 the run counts as ending `idle_limit` after the last move.
 
+A trace with an autoscaled pool runs its autoscaler (`simulate.autoscaler`) beside the scheduler:
+told of every move and every pod the scheduler parks, of each pod bound to a node and leaving
+it, and asked at the end what it bought (`SimulationOutcome.pool`). `scale_up` is the scale-up
+mode every queue of the run carries (`lahar.io/scale-up`; None: the queues say nothing and the
+policy's `gang.scaleUp` holds).
+
 A long run says how far it got: `on_progress` is handed a `Progress` at most every
 `progress_every` wall seconds, when something moves, and once where the run ended (`lahar
 simulate` shows it on a terminal).
@@ -36,9 +42,11 @@ from extender.api.scheduling import task_of
 from extender.cache.state import ClusterState
 from extender.framework.policy import Policy
 from extender.framework.session import Engine
+from extender.gangs.scale_up import Mode
 from extender.preemption.loop import PreemptionLoop
 from extender.preemption.plan import Preemption
 from extender.simulate import world
+from extender.simulate.autoscaler import Autoscaler, PoolRecord
 from extender.simulate.clock import Clock, run, watched
 from extender.simulate.scheduler import Scheduler, binder_of
 from extender.simulate.trace import Trace, TraceJob
@@ -54,7 +62,9 @@ class SimulatedJob:
     finished: float | None = None
     restarts: int = 0
     incarnation: int = 0
-    running: set[str] = field(default_factory=set)  # uids of its pods on nodes now
+    # Uids of its pods on nodes now, in the order they were bound (their ends, due at one
+    # moment when the job starts, are set in that order: a run does not hang on hashing).
+    running: dict[str, None] = field(default_factory=dict)
     succeeded: int = 0
     started_now: bool = False  # the current incarnation has started
     bound_now: list[Interval] = field(default_factory=list)  # the current incarnation's pods
@@ -100,6 +110,7 @@ class SimulationOutcome:
     end: float
     attempts: int  # scheduling attempts (pods tried)
     seconds: float  # wall-clock time the simulation took
+    pool: PoolRecord | None = None  # what the autoscaler bought (a trace with a pool)
 
     @property
     def stuck(self) -> list[str]:
@@ -131,6 +142,7 @@ class Simulation:
         idle_limit: float = 3600,
         on_progress: Callable[[Progress], None] | None = None,
         progress_every: float = 2.0,
+        scale_up: Mode | None = None,
     ) -> None:
         self.trace, self.name, self.idle_limit = trace, name, idle_limit
         self.on_progress, self.progress_every = on_progress, progress_every
@@ -157,10 +169,21 @@ class Simulation:
             self.state.upsert_node(node)
         for hyper_node in world.hyper_nodes(trace):
             self.state.upsert_hyper_node(hyper_node)
-        for queue in world.queues(trace):
+        for queue in world.queues(trace, scale_up):
             self.state.upsert_queue(queue)
         for priority_class in world.priority_classes(trace):
             self.state.upsert_priority_class(priority_class)
+        self.autoscaler: Autoscaler | None = None
+        if trace.autoscaling is not None:
+            self.autoscaler = autoscaler = Autoscaler(
+                trace.autoscaling,
+                trace.node_names,
+                self.state,
+                self.engine,
+                self.scheduler,
+                joined=self._joined,
+            )
+            self.scheduler.on_parked.append(lambda pod: autoscaler.poke())
 
     def run(self) -> SimulationOutcome:
         self._began = self._reported = time.perf_counter()
@@ -180,6 +203,7 @@ class Simulation:
             end,
             self.scheduler.attempts,
             time.perf_counter() - self._began,
+            self.autoscaler.record(end) if self.autoscaler is not None else None,
         )
 
     async def _main(self) -> None:
@@ -220,6 +244,8 @@ class Simulation:
     def _moved(self) -> None:
         self.progress += 1
         self._moved_at = self.clock.now
+        if self.autoscaler is not None:
+            self.autoscaler.poke()
         if self.on_progress is not None:
             wall = time.perf_counter()
             if wall - self._reported >= self.progress_every:
@@ -243,6 +269,11 @@ class Simulation:
         )
 
     # -- the API server and the kubelets --------------------------------------------------------
+
+    def _joined(self) -> None:
+        """A node the autoscaler bought joined: a move, and a cluster event for parked pods."""
+        self._moved()
+        self.scheduler.requeue()
 
     def _arrive(self, job: TraceJob) -> None:
         self._arrivals -= 1
@@ -276,7 +307,9 @@ class Simulation:
             pod=pod.metadata.name,
         )
         self.intervals.append(interval)
-        record.running.add(uid)
+        if self.autoscaler is not None:
+            self.autoscaler.bound(node)
+        record.running[uid] = None
         record.bound_now.append(interval)
         self._moved()
         if record.started_now:
@@ -314,7 +347,9 @@ class Simulation:
     def _close(self, uid: str) -> None:
         interval = self._open.pop(uid)
         interval.end = self.clock.now
-        self.jobs[self._job_of[uid]].running.discard(uid)
+        if self.autoscaler is not None:
+            self.autoscaler.left(interval.node)
+        self.jobs[self._job_of[uid]].running.pop(uid, None)
 
     def _finish(self, record: SimulatedJob) -> None:
         if record.finished is None:
@@ -403,8 +438,15 @@ def simulate(
     seed: int = 0,
     on_progress: Callable[[Progress], None] | None = None,
     progress_every: float = 2.0,
+    scale_up: Mode | None = None,
 ) -> SimulationOutcome:
     simulation = Simulation(
-        trace, policy, name, seed=seed, on_progress=on_progress, progress_every=progress_every
+        trace,
+        policy,
+        name,
+        seed=seed,
+        on_progress=on_progress,
+        progress_every=progress_every,
+        scale_up=scale_up,
     )
     return simulation.run()

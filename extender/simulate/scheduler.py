@@ -11,7 +11,9 @@ event (a pod ends or is evicted, a held gang is released, a gang's backoff ends:
 requeues pods an extender rejected on any cluster event, Lahar's waker on its own) and its own
 backoff (1 s, doubling per failed attempt, at most 10 s) are over. A bind that fails (the
 barrier released the gang) goes back after its backoff without waiting for an event, as
-kube-scheduler retries a pod after an error.
+kube-scheduler retries a pod after an error. A pod an attempt failed for is what kube-scheduler
+marks Unschedulable (PodScheduled False), which an autoscaler reads: `unschedulable` lists those
+still pending, and `on_parked` is told of each parked pod.
 
 Not modelled: in-tree filters beyond resources (the simulated nodes have no taints or labels),
 the API server's latency, and kube-scheduler 1.33+'s `SchedulerPopFromBackoffQ` (an idle
@@ -60,6 +62,8 @@ class Scheduler:
         self._queued: set[str] = set()
         self.parked: dict[str, Pod] = {}
         self._failures: dict[str, int] = {}  # failed attempts per pod (its backoff)
+        self._marked: dict[str, None] = {}  # pods an attempt failed for, until they are placed
+        self.on_parked: list[Callable[[Pod], None]] = []
         self._tried_at: dict[str, float] = {}
         self._backing_off: list[tuple[float, int, Pod]] = []  # (ready at, order, pod)
         self._flush: asyncio.TimerHandle | None = None
@@ -92,11 +96,26 @@ class Scheduler:
         1 s doubling per failed attempt up to 10 s) before it is tried again."""
         self._failed(pod)
         self.parked[pod.metadata.uid] = pod
+        for callback in self.on_parked:
+            callback(pod)
+
+    def unschedulable(self) -> list[Pod]:
+        """The pending pods an attempt failed for (marked Unschedulable), in the order they were
+        first marked."""
+        found = []
+        for uid in list(self._marked):
+            pod = self.state.pods.get(uid)
+            if pod is None or pod.spec.node_name or self.state.placed_on(uid) is not None:
+                del self._marked[uid]  # (gone, bound or at the barrier: no longer marked)
+                continue
+            found.append(pod)
+        return found
 
     def _failed(self, pod: Pod) -> None:
         """An attempt at the pod failed: one failure more (its backoff), tried now."""
         uid = pod.metadata.uid
         self._failures[uid] = self._failures.get(uid, 0) + 1
+        self._marked[uid] = None
         now = asyncio.get_running_loop().time()
         self._tried_at[uid] = now
         # Its place in line: when it failed last, after the pods that failed before it at the

@@ -9,7 +9,8 @@ policies go to the workers pickled and the outcomes come back the same way, in t
 order; a worker's error is raised here, and a worker that dies (killed, out of memory) is
 `WorkerDied`, naming the policies whose runs it stopped. Progress reports come back through a
 queue and are handed to `on_progress` in this process as they arrive. One policy, or one core:
-played here, in turn.
+played here, in turn. `modes` gives a run, by its name, the scale-up mode its queues carry (on a
+trace with an autoscaled pool, Lahar's policy is played once per mode).
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ import contextlib
 import multiprocessing
 import os
 import queue
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from extender.framework.policy import Policy
+from extender.gangs.scale_up import Mode
 from extender.simulate.run import Progress, SimulationOutcome, simulate
 from extender.simulate.trace import Trace
 
@@ -50,9 +52,11 @@ def play(
     on_progress: Callable[[Progress], None] | None = None,
     progress_every: float = 2.0,
     workers: int | None = None,
+    modes: Mapping[str, Mode] | None = None,
 ) -> list[SimulationOutcome]:
     """`simulate` for each (name, policy), up to `workers` (default: `cores()`) at once."""
     at_once = min(len(policies), workers if workers is not None else cores())
+    modes = modes or {}
     if at_once <= 1:
         return [
             simulate(
@@ -62,6 +66,7 @@ def play(
                 seed=seed,
                 on_progress=on_progress,
                 progress_every=progress_every,
+                scale_up=modes.get(name),
             )
             for name, policy in policies
         ]
@@ -71,7 +76,7 @@ def play(
         at_once, mp_context=context, initializer=_serve, initargs=(reports,)
     ) as pool:
         runs = [
-            pool.submit(_run, trace, policy, name, seed, progress_every)
+            pool.submit(_run, trace, policy, name, seed, progress_every, mode=modes.get(name))
             for name, policy in policies
         ]
         if on_progress is None:
@@ -111,8 +116,12 @@ def _serve(reports: Any) -> None:
     _worker["reports"] = reports
 
 
-def _run(trace: Trace, policy: Policy, name: str, seed: int, every: float) -> SimulationOutcome:
+def _run(
+    trace: Trace, policy: Policy, name: str, seed: int, every: float, *, mode: Mode | None
+) -> SimulationOutcome:
     """One simulation in a worker process."""
     reports = _worker.get("reports")
     shown = reports.put if reports is not None else None
-    return simulate(trace, policy, name, seed=seed, on_progress=shown, progress_every=every)
+    return simulate(
+        trace, policy, name, seed=seed, on_progress=shown, progress_every=every, scale_up=mode
+    )

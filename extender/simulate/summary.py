@@ -25,7 +25,11 @@
   come close; a capability below the weighted share holds a queue below it;
 - fragmentation, for a trace with a network topology (none without one): the gangs placed under
   more than one lowest-tier HyperNode, and the hard ones placed beyond their tier
-  (`fragmentation`).
+  (`fragmentation`);
+- the pool, for a trace with an autoscaled pool (none without one): node-hours bought and idle
+  waiting for the rest of a gang, nodes added, peak (`node_hours`). With a pool, the cluster's
+  cpu that utilisation is taken over is what it had at each moment: the starting nodes, and
+  each added node from joining to removal.
 Pure.
 """
 
@@ -36,6 +40,7 @@ from dataclasses import dataclass
 
 from extender.gangs.queue_tree import ROOT
 from extender.simulate.fragmentation import Fragmentation, fragmentation
+from extender.simulate.node_hours import PoolFigures, capacity, pool_figures
 from extender.simulate.run import Interval, SimulationOutcome
 from extender.simulate.series import tree_queues, usage
 from extender.simulate.trace import Trace
@@ -58,6 +63,7 @@ class Summary:
     seconds: float
     levels: tuple[LevelShare, ...] = ()  # (a flat trace: none)
     fragmentation: Fragmentation | None = None  # (a trace with no topology: none)
+    pool: PoolFigures | None = None  # (a trace with no autoscaled pool: none)
 
 
 @dataclass(frozen=True)
@@ -81,7 +87,7 @@ def summarize(outcome: SimulationOutcome) -> Summary:
     )
     horizon = outcome.end
     held, useful = usage(outcome).core_seconds()
-    area = outcome.trace.cores * horizon
+    area = capacity(outcome, horizon)
     return Summary(
         policy=outcome.policy,
         jobs=len(outcome.jobs),
@@ -98,6 +104,7 @@ def summarize(outcome: SimulationOutcome) -> Summary:
         seconds=outcome.seconds,
         levels=level_shares(outcome) if outcome.trace.hierarchical else (),
         fragmentation=fragmentation(outcome),
+        pool=pool_figures(outcome),
     )
 
 

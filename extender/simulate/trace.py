@@ -27,6 +27,12 @@ A trace is data (YAML or JSON), validated like the policy: an error names the fi
       # hyperNodes:
       #   - {name: s0, tier: 1, tierName: switch, nodes: [node-0, node-1]}
       #   - {name: top, tier: 2, hyperNodes: [s0, s1]}
+    autoscaling:                 # optional: the nodes above are the starting nodes of a pool
+      nodes: {cpu: "8", memory: 32Gi}   # each node the autoscaler adds (gpu too, if any)
+      maxNodes: 16               # the most nodes added beyond the starting ones, at once
+      provisioningDelay: 120     # seconds from buying a node to its joining the cluster
+      scaleDownAfter: 600        # seconds an added node stays with no pod (default 600)
+      name: scaled               # added nodes are scaled-0, scaled-1... (default scaled)
 
 A job may ask to stay within one HyperNode, as a Volcano Job does: `networkTopology: {mode:
 hard, highestTierAllowed: 1}` (or `highestTierName: switch`; mode `soft` prefers it, `hard` waits
@@ -42,6 +48,10 @@ Queues form a tree by `parent` as Volcano's do by `spec.parent`: a queue naming 
 `root`) is a top-level one, under the implicit `root`, which the trace does not list. A parent is
 a queue of the trace (`default` included), the parents lead up to root without a loop, and jobs go
 in leaf queues only: the core would never admit a job in a queue with children.
+An autoscaled pool (`autoscaling`) grows from the trace's nodes by nodes of its template, up to
+`maxNodes` added, and loses an added node that held no pod for `scaleDownAfter` seconds (never a
+starting one); `simulate.autoscaler` plays the autoscaler. Its name is not a node group's, and a
+trace with a topology cannot autoscale (an added node would be under no HyperNode).
 Pure: no I/O but reading the file it is given.
 """
 
@@ -120,12 +130,11 @@ class _Amounts(_Strict):
         return Resources.parse(quantities)
 
 
-class NodeGroup(_Amounts):
-    count: int = Field(ge=1)
-    name: str = Field(default="node", pattern=NAME)  # nodes are named <name>-<index>
+class NodeShape(_Amounts):
+    """What one node offers: a node group's nodes, or each node an autoscaled pool adds."""
 
     @model_validator(mode="after")
-    def _has_cpu(self) -> NodeGroup:
+    def _has_cpu(self) -> NodeShape:
         if self.resources["cpu"] <= 0:  # (utilisation is cpu over the cluster's cpu)
             raise ValueError(f"cpu: a node needs some cpu, got {self.cpu!r}")
         return self
@@ -133,6 +142,25 @@ class NodeGroup(_Amounts):
     @property
     def allocatable(self) -> Resources:
         return self.resources
+
+
+class NodeGroup(NodeShape):
+    count: int = Field(ge=1)
+    name: str = Field(default="node", pattern=NAME)  # nodes are named <name>-<index>
+
+
+class Autoscaling(_Strict):
+    """An autoscaled node pool: the trace's nodes are its starting nodes; the autoscaler adds
+    nodes of shape `nodes`, at most `max_nodes` of them at once beyond the starting ones, each
+    joining the cluster `provisioning_delay` seconds after it was bought, and removes an added
+    node that held no pod for `scale_down_after` seconds (Cluster Autoscaler's
+    scale-down-unneeded-time, 10 minutes by default)."""
+
+    nodes: NodeShape
+    max_nodes: int = Field(ge=1)
+    provisioning_delay: float = Field(ge=0)
+    scale_down_after: float = Field(default=600.0, gt=0)
+    name: str = Field(default="scaled", pattern=NAME)  # added nodes are <name>-<number>
 
 
 class TraceQueue(_Strict):
@@ -331,6 +359,7 @@ class Trace(_Strict):
     queues: tuple[TraceQueue, ...] = ()
     jobs: tuple[TraceJob, ...] = ()
     topology: TraceTopology | None = None
+    autoscaling: Autoscaling | None = None
 
     @model_validator(mode="after")
     def _references(self) -> Trace:
@@ -366,7 +395,25 @@ class Trace(_Strict):
         if len(set(groups)) != len(groups):
             raise ValueError(f"nodes: node group names repeat: {', '.join(groups)}")
         self._topology_holds()
+        self._pool_holds()
         return self
+
+    def _pool_holds(self) -> None:
+        """An autoscaled pool's nodes are named apart from the node groups', and the trace has
+        no topology for them to be outside of."""
+        pool = self.autoscaling
+        if pool is None:
+            return
+        if any(group.name == pool.name for group in self.nodes):
+            raise ValueError(
+                f"autoscaling.name: {pool.name!r} is the name of a node group; the nodes added "
+                "need a name of their own"
+            )
+        if self.topology is not None:
+            raise ValueError(
+                "autoscaling: a trace with a topology cannot autoscale (the nodes added would be "
+                "under no HyperNode)"
+            )
 
     def _topology_holds(self) -> None:
         """The listed HyperNodes form a forest over the trace's nodes, and the jobs' network

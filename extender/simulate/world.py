@@ -1,14 +1,15 @@
 """The Kubernetes objects a trace stands for, as Volcano's controller would make them.
 
-Nodes `<group>-<index>`; one Queue per trace queue, its `spec.parent` the trace's parent (a
-top-level queue names none, so the core hangs it under `root` and a trace with no parents is the
-flat case); per job a PodGroup (`minMember` = the job's
-minAvailable, its queue and PriorityClass) and its pods `<job>-<task>-<index>` with the group
-annotation, the task annotation and the job's priority, in namespace `sim`. A restarted job's
-pods get new uids (a new incarnation), as recreated pods do. The trace's topology is one
-HyperNode each (`topology.volcano.sh/v1alpha1`, every member by exactMatch). A job's
-networkTopology goes in its PodGroup's `spec.networkTopology`, and each partitioned task is a
-`subGroupPolicy` as Volcano's controller makes it (the task's pods by their
+Nodes `<group>-<index>` (an autoscaled pool's added nodes `<pool>-<number>`, made by `node`);
+one Queue per trace queue, its `spec.parent` the trace's parent (a top-level queue names none, so
+the core hangs it under `root` and a trace with no parents is the flat case), annotated with the
+scale-up mode a run gives every queue (`lahar.io/scale-up`, when it gives one); per job a
+PodGroup (`minMember` = the job's minAvailable, its queue and PriorityClass) and its pods
+`<job>-<task>-<index>` with the group annotation, the task annotation and the job's priority, in
+namespace `sim`. A restarted job's pods get new uids (a new incarnation), as recreated pods do.
+The trace's topology is one HyperNode each (`topology.volcano.sh/v1alpha1`, every member by
+exactMatch). A job's networkTopology goes in its PodGroup's `spec.networkTopology`, and each
+partitioned task is a `subGroupPolicy` as Volcano's controller makes it (the task's pods by their
 `volcano.sh/task-spec` label, split by `volcano.sh/partition-id` into groups of partitionSize),
 its pods labelled with both. Pure.
 """
@@ -19,6 +20,7 @@ from typing import Any
 
 from extender.api.batch import PARTITION_KEY, TASK_SPEC_KEY
 from extender.api.objects import Node, Pod, PriorityClass
+from extender.api.resources import Resources
 from extender.api.scheduling import (
     DEFAULT_QUEUE,
     GROUP_ANNOTATION,
@@ -28,6 +30,7 @@ from extender.api.scheduling import (
     default_queue,
 )
 from extender.api.topology import HyperNode
+from extender.gangs.scale_up import SCALE_UP_ANNOTATION, Mode
 from extender.simulate.trace import Task, Trace, TraceJob, TraceNetworkTopology
 
 NAMESPACE = "sim"
@@ -36,28 +39,30 @@ PODS_PER_NODE = 110  # the kubelet's default
 
 
 def nodes(trace: Trace) -> list[Node]:
-    made = []
-    for group in trace.nodes:
-        allocatable = {**group.allocatable.quantities(), "pods": str(PODS_PER_NODE)}
-        for index in range(group.count):
-            name = f"{group.name}-{index}"
-            made.append(
-                Node.model_validate(
-                    {
-                        "metadata": {"name": name, "uid": f"node-{name}"},
-                        "status": {"allocatable": allocatable},
-                    }
-                )
-            )
-    return made
+    """The trace's nodes (an autoscaled pool's starting nodes)."""
+    return [
+        node(f"{group.name}-{index}", group.allocatable)
+        for group in trace.nodes
+        for index in range(group.count)
+    ]
 
 
-def queues(trace: Trace) -> list[Queue]:
-    """The trace's queues, and the default queue unless the trace lists it."""
+def node(name: str, allocatable: Resources) -> Node:
+    """A node offering `allocatable` and the kubelet's default pod count."""
+    offered = {**allocatable.quantities(), "pods": str(PODS_PER_NODE)}
+    return Node.model_validate(
+        {"metadata": {"name": name, "uid": f"node-{name}"}, "status": {"allocatable": offered}}
+    )
+
+
+def queues(trace: Trace, scale_up: Mode | None = None) -> list[Queue]:
+    """The trace's queues, and the default queue unless the trace lists it; each annotated with
+    `scale_up` when given (else they say nothing: the policy's `gang.scaleUp` holds)."""
+    annotations = {SCALE_UP_ANNOTATION: scale_up.value} if scale_up is not None else {}
     listed = [
         Queue.model_validate(
             {
-                "metadata": {"name": queue.name},
+                "metadata": {"name": queue.name, "annotations": annotations},
                 "spec": {
                     "weight": queue.weight,
                     "capability": queue.capability,
@@ -69,7 +74,12 @@ def queues(trace: Trace) -> list[Queue]:
         for queue in trace.queues
     ]
     if all(queue.name != DEFAULT_QUEUE for queue in trace.queues):
-        listed.append(default_queue())
+        made = default_queue()
+        listed.append(
+            made.model_copy(
+                update={"metadata": made.metadata.model_copy(update={"annotations": annotations})}
+            )
+        )
     return listed
 
 
