@@ -11,8 +11,9 @@ a watch the server ends, or a dropped connection, resumes where it stopped. A 41
 Errors (the API server restarting, a network fault) are logged and retried with capped exponential
 backoff, never fatal. A kind only some clusters serve (`Kind.optional`: Coscheduling's CRD, the
 native PodGroups of Kubernetes 1.37, Cluster Autoscaler's ProvisioningRequests) that answers 404
-when first listed counts as listed and empty, and is looked for again every `ABSENT_RECHECK`
-seconds; once listed, it is dropped only when the 404s last that long.
+(or 403: the role does not grant it) when first listed counts as listed and empty, and is looked
+for again every `ABSENT_RECHECK` seconds; once listed, it is dropped only when the 404s last that
+long.
 """
 
 from __future__ import annotations
@@ -274,7 +275,7 @@ class Informer(Generic[S, M]):
                 if self._stop.is_set():
                     return
                 if self._not_served(error):
-                    self._absent()
+                    self._absent(error)
                     continue
                 self.reconnects += 1
                 log.warning(
@@ -291,8 +292,14 @@ class Informer(Generic[S, M]):
         """Whether `error` says this optional kind is not served: a 404 before it was ever
         listed, or 404s lasting `absent_recheck` seconds since (an API server that has just
         restarted answers 404 for a CRD's objects until it has read the CRDs again: the kind's
-        objects are kept through that)."""
-        if not (self.kind.optional and isinstance(error, ApiStatusError) and error.status == 404):
+        objects are kept through that); or a 403, a role that does not grant it yet (an upgrade
+        whose RBAC was not applied must not keep the replica from ever serving)."""
+        if not (self.kind.optional and isinstance(error, ApiStatusError)):
+            self._missing_since = None
+            return False
+        if error.status == 403:  # (a role from before the kind was read: go on without it)
+            return True
+        if error.status != 404:
             self._missing_since = None
             return False
         if not self.synced or self.absent:
@@ -302,10 +309,18 @@ class Informer(Generic[S, M]):
             self._missing_since = now
         return now - self._missing_since >= self.absent_recheck
 
-    def _absent(self) -> None:
-        """The API server does not serve this optional kind: it holds nothing; look again
-        later (a CRD installed, an API enabled)."""
-        if not self.absent:
+    def _absent(self, error: Exception) -> None:
+        """The API server does not serve this optional kind (or does not let Lahar read it): it
+        holds nothing; look again later (a CRD installed, an API enabled, the role granted)."""
+        if not self.absent and isinstance(error, ApiStatusError) and error.status == 403:
+            log.warning(
+                "not allowed to list %s (%s): going on without them; apply the role in "
+                "manifests/ to have Lahar read them (checked every %.0fs)",
+                self.kind.name,
+                error,
+                self.absent_recheck,
+            )
+        elif not self.absent:
             log.info(
                 "%s are not served by this cluster; Lahar reads them once they are "
                 "(checked every %.0fs)",

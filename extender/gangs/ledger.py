@@ -117,8 +117,8 @@ class Gangs:
     _held: Marked = field(default_factory=lambda: Marked(held))  # members Lahar's gate holds
     _parked: Marked = field(default_factory=lambda: Marked(parked))  # members the scheduler parked
     _room: KeptRoom = field(default_factory=KeptRoom)  # the nodes' free capacity, walk to walk
-    # Gangs refused for want of capacity whose gate is lifted for the autoscaler to see them
-    # (their queue's scale-up mode is `unschedulable`).
+    # Gangs refused for want of capacity in a queue whose scale-up mode is `unschedulable`, as
+    # the last walk `want_nodes` read says: their held members go to the scheduler.
     _shown: set[str] = field(default_factory=set)
     scale_ups: ScaleUps = field(init=False)  # what was asked of the autoscaler, per gang
     _wanting: tuple[int, tuple[str, ...]] | None = None  # the walk `want_nodes` answered for
@@ -433,14 +433,23 @@ class Gangs:
         """Admit, ahead of the fair order, the gangs whose ProvisioningRequest is Provisioned
         (`scale_ups`: the nodes were bought for them), the longest provisioned first, each once
         it fits (the autoscaler says Provisioned when it has asked for the nodes, before they
-        are there); the keys admitted. Asked before the fair order lets anyone in, so the gang
-        the nodes were bought for is the first to have them when they come."""
+        are there), while they still wait for capacity (as the last walk says: not refused by
+        their queue since) in a queue whose mode is still `provisioningRequest`; the keys
+        admitted. The waker asks this before its fair order lets any held gang in."""
         admitted: list[str] = []
+        default = self.settings.scale_up.default
         for key in self.scale_ups.provisioned():
             if self._reservations.get(key) is not None:
                 continue
             gang = view_gang(state, key)
             if gang.group is None or gang.stands or not gang.pending:
+                continue
+            # Still what it was bought for: waiting for capacity (not refused by its queue
+            # since, as the last walk says), in a queue that still asks for nodes so.
+            refusal = self._waiting.get(key)
+            if refusal is not None and not wants_nodes(refusal.rejection.cause):
+                continue
+            if queue_mode(state.queues, gang.queue, default)[0] is not Mode.PROVISIONING_REQUEST:
                 continue
             if self.admit_ahead(state, nodes, gang) is None:
                 admitted.append(key)
@@ -559,34 +568,40 @@ class Gangs:
         """The gangs that wait for capacity the cluster lacks in a queue whose scale-up mode is
         not `none` (`gangs.scale_up`), in the fair order: refused for want of capacity, not for
         a rule of their queue, wherever the walk put them (past the point where nothing fits
-        too: a full cluster is where nodes are wanted most). Their refusals are remembered (so
-        the PodGroup, explain and the provisioner read them); those held by Lahar's gate in a
-        queue whose mode is `unschedulable` are let go to the scheduler (`let_in` returns them)
-        to be refused there and marked Unschedulable. Every turn of the walk is read (a
-        refusal past the point where nothing fits is worked out then), once per walk, and only
-        when some queue's mode is not `none`."""
+        too: a full cluster is where nodes are wanted most). The refusal of every waiting gang
+        in such a queue is remembered as the walk has it now (so a gang its queue refuses since
+        asks for nothing more, and the PodGroup, explain and the provisioner say so). Those in a
+        queue whose mode is `unschedulable` are *shown*: `let_in` lets their held members go to
+        the scheduler, to be refused there and marked Unschedulable (a gate lifted cannot be put
+        back: those stay in the scheduler's queue). Every turn of the walk is read (a refusal
+        past the point where nothing fits is worked out then), once per walk, and only when
+        some queue's mode is not `none`."""
         default = self.settings.scale_up.default
         modes: dict[str, Mode] = {}
         for name in state.queues:
             modes[name] = queue_mode(state.queues, name, default)[0]
         if default is Mode.NONE and all(mode is Mode.NONE for mode in modes.values()):
+            self._shown = set()
             return []
         order = self.order(state, nodes)
         if self._wanting is not None and self._wanting[0] == order.number:
             return list(self._wanting[1])  # (the same order: the same answer)
-        held = set(self._held.keys(state))
         wanting: list[str] = []
+        shown: set[str] = set()
         for key, turn in order.turns.items():
             if turn.rejection is None or turn.slots:
                 continue
             gang = view_gang(state, key)
             mode = modes.get(gang.queue, default)
-            if mode is Mode.NONE or gang.group is None or not wants_nodes(turn.rejection.cause):
+            if mode is Mode.NONE or gang.group is None:
                 continue
             self._refused_anew(key, turn.rejection, order.number)
+            if not wants_nodes(turn.rejection.cause):
+                continue
             wanting.append(key)
-            if mode is Mode.UNSCHEDULABLE and key in held:
-                self._shown.add(key)
+            if mode is Mode.UNSCHEDULABLE:
+                shown.add(key)
+        self._shown = shown
         self._wanting = (order.number, tuple(wanting))
         return wanting
 

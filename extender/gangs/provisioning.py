@@ -40,7 +40,7 @@ from extender.api.provisioning import (
     PROVISIONED,
     ProvisioningRequest,
 )
-from extender.api.scheduling import GroupKind, PodGroup, task_of
+from extender.api.scheduling import GroupKind, PodGroup, gang_key, task_of
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
 from extender.gangs.members import GangView, view_gang
@@ -71,11 +71,19 @@ def template_name(request: str, index: int) -> str:
     return f"{request}-p{index}"
 
 
+def asking_for(gang: GangView) -> list[Pod]:
+    """The members a request asks room for: those its admission plans (each task's
+    `minTaskMember` first, then up to `minMember`), the all-or-nothing part; members beyond it
+    go to the scheduler, and an autoscaler, pod by pod once the gang stands."""
+    planned, _ = gang.to_plan
+    return list(planned)
+
+
 def pod_sets(gang: GangView) -> list[tuple[Pod, int]]:
-    """The gang's pending members in sets of one task and shape: one member of each set (the
-    template's source) and how many the set has, in the order the members come."""
+    """The members a request asks for (`asking_for`) in sets of one task and shape: one member
+    of each set (the template's source) and how many the set has, in the order they come."""
     sets: dict[tuple[object, ...], list[Pod]] = {}
-    for pod in gang.pending:
+    for pod in asking_for(gang):
         spec = pod.spec
         shape = (
             task_of(pod),
@@ -218,9 +226,10 @@ def plan(
         if last is not None:
             attempt = max(attempt, last.attempt + 1)
         done.create.append(Create(key, request_name(group, attempt), attempt))
-    for key in book.asking():
+    for key in book.known():
         if key not in standing and key not in wanted:
             book.forget(key)
+    done.annotate = _annotations(state, standing, done)
     return done
 
 
@@ -259,7 +268,6 @@ def _review(
     if not wanted and not _keep(gangs, gang, request):
         done.delete.append(Delete(request, _why_not_wanted(gangs, gang)))
         book.forget(key)
-        done.annotate += _annotations(gang, None)
         return
     phase, said, meta = request.phase, request.said, request.metadata
     book.seen(key, Asked(meta.namespace, meta.name, request.attempt, phase, now, said), now)
@@ -271,7 +279,6 @@ def _review(
         return
     if phase == PROVISIONED and gangs.admission(key) is None and not gang.stands:
         done.admit.append(key)
-    done.annotate += _annotations(gang, meta.name)
 
 
 def _keep(gangs: Gangs, gang: GangView, request: ProvisioningRequest) -> bool:
@@ -296,10 +303,40 @@ def _why_not_wanted(gangs: Gangs, gang: GangView) -> str:
     return "its gang wants no nodes now (its queue's scale-up mode changed)"
 
 
-def _annotations(gang: GangView, request: str | None) -> list[tuple[str, str, str | None]]:
-    """The pending members whose consume annotation must change to `request` (None: off)."""
+def _annotations(
+    state: ClusterState, standing: Mapping[str, ProvisioningRequest], done: Plan
+) -> list[tuple[str, str, str | None]]:
+    """The pending gang pods whose consume annotation must change: the members a standing
+    request asks for name it (an ended one too, until the next attempt: Cluster Autoscaler
+    must not scale up for them pod by pod meanwhile); any other pending member that names a
+    request Lahar made for its gang has it taken off (Cluster Autoscaler never scales up for a
+    pod that names a request, even one that is gone). Annotations Lahar did not write are left
+    as they are."""
+    going = {deletion.request.key for deletion in done.delete}
+    expected: dict[str, str] = {}
+    for key, request in standing.items():
+        if request.key in going:
+            continue
+        for pod in asking_for(view_gang(state, key)):
+            expected[pod.metadata.uid] = request.metadata.name
     changes: list[tuple[str, str, str | None]] = []
-    for pod in gang.pending:
-        if pod.metadata.annotations.get(CONSUME_ANNOTATION) != request:
-            changes.append((pod.metadata.namespace, pod.metadata.name, request))
+    for pod in state.pods.values():
+        meta = pod.metadata
+        now = meta.annotations.get(CONSUME_ANNOTATION)
+        wanted = expected.get(meta.uid)
+        if now == wanted or pod.spec.node_name or pod.finished or meta.deletion_timestamp:
+            continue
+        if wanted is None:
+            gang = gang_key(pod)
+            group = state.pod_groups.get(gang) if gang is not None else None
+            if now is None or group is None or not _made_for(group, now):
+                continue
+        changes.append((meta.namespace, meta.name, wanted))
     return changes
+
+
+def _made_for(group: PodGroup, name: str) -> bool:
+    """Whether `name` is one Lahar gives the requests it makes for `group`'s gang."""
+    stem = request_name(group, 1).rsplit("-", 1)[0]
+    rest = name.removeprefix(f"{stem}-")
+    return rest != name and rest.isdigit()

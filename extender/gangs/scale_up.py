@@ -126,6 +126,10 @@ class ScaleUps:
         """The gangs a request stands for."""
         return list(self._asked)
 
+    def known(self) -> list[str]:
+        """Every gang the book says anything of."""
+        return list(self._asked.keys() | self._retry_at.keys() | self._not_asked.keys())
+
     def provisioned(self) -> list[str]:
         """The gangs whose request is Provisioned, the longest provisioned first (the autoscaler
         buys in that order, so their nodes come in that order)."""

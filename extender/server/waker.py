@@ -17,12 +17,13 @@ touches the annotation `lahar.io/retry` of their parked members, most deserving 
 requeues them at once; so does a gang admitted at filter time. Passes are debounced; a pod is
 touched at most once per `min_interval`, and a gate is lifted once (again if the call failed).
 
-A pass first admits the gangs whose ProvisioningRequest is Provisioned, as soon as the nodes
-bought for them are there (`Gangs.admit_provisioned`), so nobody the fair order lets in takes
-them first. A gang that waits for nodes in a queue whose scale-up mode is `unschedulable`
-has its gate lifted too, without being admitted: the scheduler tries its members, Lahar refuses
-them, they are marked Unschedulable, and an autoscaler adds nodes for them; the gang is admitted,
-and bound whole, only once it fits.
+A pass admits the gangs whose ProvisioningRequest is Provisioned, as soon as the nodes bought
+for them are there (`Gangs.admit_provisioned`), before the fair order lets any held gang in (a
+gang already ungated may still take them at a filter call first). A gang that waits for nodes
+in a queue whose scale-up mode is `unschedulable` (`gangs.scale_up`) has its gate lifted too,
+without being admitted: the scheduler tries its members, Lahar refuses them, they are marked
+Unschedulable, and an autoscaler adds nodes for them; the gang is admitted, and bound whole,
+only once it fits.
 
 A pod held by Lahar's gate that names no group Lahar reads (`stray_gate`: the API server dropped
 the `spec.schedulingGroup` the webhook saw, on a cluster without the native gang API) has its gate
@@ -156,10 +157,11 @@ class Waker:
     def _look(self) -> None:
         self._pass = None
         nodes = self.state.view().nodes
-        # The gangs whose nodes were bought for them first, then the fair order (gangs shown to
-        # an autoscaler go with the ones it lets in).
-        self.gangs.admit_provisioned(self.state, nodes)
+        # Who waits for nodes, as the walk says now (gangs shown to an autoscaler go with the
+        # ones the fair order lets in); then the gangs whose nodes were bought for them, before
+        # the fair order lets any held gang in.
         self.gangs.want_nodes(self.state, nodes)
+        self.gangs.admit_provisioned(self.state, nodes)
         for key in self.gangs.let_in(self.state, nodes):
             self.wake_gang(key)
         for key in self.gangs.admissible(self.state, nodes):

@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client as k8s
 
 from extender.cache import informer as informer_module
-from extender.cache.informer import COSCHEDULING_GROUPS, PODS, Informer
+from extender.cache.informer import COSCHEDULING_GROUPS, PODS, PROVISIONING_REQUESTS, Informer
 from extender.cache.state import ClusterState
 from extender.kube.raw import ApiStatusError
 from tests.builders import make_pod
@@ -70,4 +70,11 @@ def test_a_kind_listed_before_is_dropped_only_when_its_404s_last() -> None:
     following.absent_recheck = 0.0
     assert following._not_served(not_found)
     assert not Informer(k8s.ApiClient(), PODS, ClusterState(), loop)._not_served(not_found)
+    # A role that does not grant the kind yet (an upgrade whose RBAC was not applied): going on
+    # without it beats never serving.
+    forbidden = ApiStatusError("forbidden", 403)
+    assert Informer(k8s.ApiClient(), PROVISIONING_REQUESTS, ClusterState(), loop)._not_served(
+        forbidden
+    )
+    assert not Informer(k8s.ApiClient(), PODS, ClusterState(), loop)._not_served(forbidden)
     loop.close()

@@ -23,7 +23,7 @@ from extender.gangs.provisioning import (
     request_name,
     template_body,
 )
-from extender.gangs.scale_up import SCALE_UP_ANNOTATION, ScaleUpSettings
+from extender.gangs.scale_up import SCALE_UP_ANNOTATION, Asked, ScaleUpSettings
 from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod, make_queue
 
 KEY = "default/big"
@@ -177,8 +177,16 @@ def test_members_of_one_task_and_shape_make_one_pod_set() -> None:
     state = waiting()
     state.upsert_pod(member(8, task="ps", cpu="1").model())
     state.upsert_pod(member(9, task="ps", cpu="1").model())
+    group = group_of_ten = make_group("big").min_member(10).queue("q").model()
+    state.upsert_pod_group(group_of_ten)
     sets = pod_sets(view_gang(state, KEY))
     assert [(pod.metadata.name, count) for pod, count in sets] == [("big-0", 8), ("big-8", 2)]
+    # A request asks for what the gang needs at once, minMember; the rest go pod by pod.
+    state.upsert_pod_group(
+        group.model_copy(update={"spec": group.spec.model_copy(update={"min_member": 6})})
+    )
+    sets = pod_sets(view_gang(state, KEY))
+    assert [(pod.metadata.name, count) for pod, count in sets] == [("big-0", 6)]
 
 
 def test_a_template_is_the_member_less_where_it_was_placed_and_its_gate() -> None:
@@ -194,3 +202,46 @@ def test_a_template_is_the_member_less_where_it_was_placed_and_its_gate() -> Non
     made = request_body(group(), "big-1", 1, [("big-1-p0", 8)])
     assert made["spec"]["provisioningClassName"] == ATOMIC_CLASS
     assert made["spec"]["podSets"] == [{"podTemplateRef": {"name": "big-1-p0"}, "count": 8}]
+
+
+def test_a_gang_its_queue_refuses_since_in_a_full_cluster_gives_its_request_up() -> None:
+    """Past the point where nothing fits, the walk's refusal is read anew: the queue's."""
+    state = waiting()
+    for node in ("n1", "n2"):  # (the cluster full: the walk gives runs of refusals)
+        filler = make_pod(f"fill-{node}").uid(f"fill-{node}").cpu("4").on(node)
+        state.upsert_pod(filler.phase("Running").model())
+    gangs = ledger(state)
+    made = request(1, "Accepted")
+    for index in range(8):
+        state.upsert_pod(member(index).annotate(CONSUME_ANNOTATION, "big-1").model())
+    capped = (
+        make_queue("q").annotate(SCALE_UP_ANNOTATION, "provisioningRequest").capability(cpu="16")
+    )
+    state.upsert_queue(capped.model())
+    assert gangs.want_nodes(state, state.view().nodes) == []
+    done = plan(state, gangs, gangs.scale_ups, {made.key: made}, now=0.0)
+    assert [d.request.key for d in done.delete] == ["default/big-1"]
+    assert sorted(done.annotate) == sorted(("default", f"big-{i}", None) for i in range(8))
+    # ... and is not admitted ahead of the fair order onto capacity bought before.
+    gangs.scale_ups.seen(KEY, Asked("default", "big-1", 1, "Provisioned", 0.0), 0.0)
+    for index in range(3, 10):
+        state.upsert_node(make_node(f"n{index}").cpu("4").model())
+    assert gangs.admit_provisioned(state, state.view().nodes) == []
+
+
+def test_annotations_lahar_did_not_write_are_left_alone() -> None:
+    state = waiting()
+    gangs = ledger(state)
+    state.upsert_pod(member(0).annotate(CONSUME_ANNOTATION, "someone-elses").model())
+    state.upsert_pod(member(1).annotate(CONSUME_ANNOTATION, "big-3").model())
+    done = plan(state, gangs, gangs.scale_ups, {}, now=0.0)
+    assert done.annotate == [("default", "big-1", None)]  # (Lahar's name for this gang)
+
+
+def test_the_book_forgets_a_gang_that_wants_no_nodes() -> None:
+    state = waiting()
+    gangs = ledger(state)
+    gangs.scale_ups.not_asked(KEY, "this cluster does not serve them")
+    state.upsert_queue(make_queue("q").model())  # (its mode none now)
+    plan(state, gangs, gangs.scale_ups, {}, now=0.0)
+    assert gangs.scale_ups.known() == []

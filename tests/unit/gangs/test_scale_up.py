@@ -156,3 +156,14 @@ def test_the_policy_default_applies_to_queues_that_say_nothing() -> None:
     settings = GangSettings(scale_up=ScaleUpSettings(Mode.UNSCHEDULABLE))
     gangs = Gangs(settings, schedulers={"lahar"})
     assert gangs.want_nodes(state, state.view().nodes) == ["default/big"]
+
+
+def test_a_gang_is_shown_only_while_its_queue_says_so() -> None:
+    state = waiting_cluster("unschedulable")
+    gangs = Gangs(schedulers={"lahar"})
+    gangs.want_nodes(state, state.view().nodes)
+    assert gangs.shown("default/big")
+    state.upsert_queue(make_queue("q").model())  # (mode none now)
+    gangs.want_nodes(state, state.view().nodes)
+    assert not gangs.shown("default/big")
+    assert gangs.let_in(state, state.view().nodes) == []
