@@ -182,6 +182,12 @@ class Provisioner:
             log.warning("gang %s: could not create ProvisioningRequest: %s", made.gang, error)
             return
         total = sum(count for _, count in sets)
+        found = self.state.provisioning_requests.get(f"{group.metadata.namespace}/{made.name}")
+        if not created and (found is None or found.gang != made.gang):
+            why = f"a ProvisioningRequest named {made.name} exists and is not this gang's"
+            self.gangs.scale_ups.not_asked(made.gang, why)
+            log.warning("gang %s: %s", made.gang, why)
+            return
         if created:
             self.on_created()
             log.info(

@@ -129,3 +129,20 @@ def test_the_gang_provisioned_first_has_the_first_nodes() -> None:
         state.upsert_node(make_node(f"n{index}").cpu("4").model())
     assert engine.admit_provisioned(state) == [KEY]
     assert engine.gangs.admission("default/late") is None
+
+
+def test_a_request_of_that_name_made_for_someone_else_is_said() -> None:
+    state, engine = waiting()
+
+    class Taken(FakeApi):
+        async def create(self, body: Mapping[str, Any]) -> bool:
+            await super().create(body)
+            return body["kind"] != "ProvisioningRequest"  # (one of that name exists)
+
+    asyncio.run(Provisioner(state, engine, Taken(), served=lambda: True).step())
+    assert engine.gangs is not None
+    said = engine.gangs.scale_ups.describe(KEY, 0.0)
+    assert said == (
+        "waiting for nodes: no ProvisioningRequest was made: a ProvisioningRequest named big-1 "
+        "exists and is not this gang's"
+    )
