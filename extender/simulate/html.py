@@ -77,7 +77,6 @@ def write(
     ]
     trace = outcomes[0].trace
     if trace.autoscaling is not None:
-        figures[0] = ("Utilisation over time", _usage_cores(plt, outcomes))
         figures.insert(1, ("Nodes in the autoscaled pool over time", _nodes(plt, outcomes)))
     if trace.hierarchical:
         figures.insert(2, ("CPU per level of the queue tree", _levels(plt, outcomes)))
@@ -109,39 +108,28 @@ def _png(plt: Any, figure: Any) -> str:
 
 
 def _usage(plt: Any, outcomes: Sequence[SimulationOutcome]) -> str:
+    """Utilisation over time per run: as a share of the cluster's cpu, or, for a trace with an
+    autoscaled pool (the cluster grows and shrinks), in cores beside each run's cluster cores."""
+    pooled = outcomes[0].trace.autoscaling is not None
     figure, axes = plt.subplots(figsize=(10, 4))
     for index, outcome in enumerate(outcomes):
-        capacity = outcome.trace.cores
         used = series.usage(outcome)
+        scale = 1.0 if pooled else 100 / outcome.trace.cores
         color = f"C{index}"
-        percent = [100 * v / capacity for v in used.useful]
-        axes.step(used.times, percent, where="post", color=color, label=f"{outcome.policy}")
-        held = [100 * v / capacity for v in used.held]
+        useful = [scale * v for v in used.useful]
+        axes.step(used.times, useful, where="post", color=color, label=outcome.policy)
+        held = [scale * v for v in used.held]
         axes.step(used.times, held, where="post", color=color, linestyle="--", alpha=0.6)
-    axes.set_xlabel("time (s)")
-    axes.set_ylabel("% of the cluster's cpu")
-    axes.set_title("solid: pods of started jobs; dashed: every bound pod")
-    axes.legend()
-    return _png(plt, figure)
-
-
-def _usage_cores(plt: Any, outcomes: Sequence[SimulationOutcome]) -> str:
-    """Utilisation in cores, each run's cluster cores beside it (a pool that grows and shrinks)."""
-    figure, axes = plt.subplots(figsize=(10, 4))
-    for index, outcome in enumerate(outcomes):
-        used = series.usage(outcome)
-        color = f"C{index}"
-        axes.step(used.times, used.useful, where="post", color=color, label=outcome.policy)
-        axes.step(used.times, used.held, where="post", color=color, linestyle="--", alpha=0.6)
         pool = outcome.pool
-        times, _, joined = node_hours.node_counts(outcome)
         if pool is not None:
+            times, _, joined = node_hours.node_counts(outcome)
             starting = outcome.trace.cores
             cores = [starting + (count - pool.starting) * pool.cores for count in joined]
             axes.step(times, cores, where="post", color=color, linestyle=":", alpha=0.8)
     axes.set_xlabel("time (s)")
-    axes.set_ylabel("cores")
-    axes.set_title("solid: pods of started jobs; dashed: every bound pod; dotted: the cluster")
+    axes.set_ylabel("cores" if pooled else "% of the cluster's cpu")
+    title = "solid: pods of started jobs; dashed: every bound pod"
+    axes.set_title(f"{title}; dotted: the cluster" if pooled else title)
     axes.legend()
     return _png(plt, figure)
 
