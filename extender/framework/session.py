@@ -27,6 +27,7 @@ from extender.framework.status import Code, insufficient
 from extender.framework.table import NodeTable, Tables
 from extender.gangs.ledger import PLAIN, Gangs, Verdict
 from extender.gangs.recovery import Recovery, recover
+from extender.gangs.wanting import admit_provisioned, want_nodes
 
 # Past this many nodes holding reservations, the candidates are decoded into a set once instead
 # of each such node being looked up among them.
@@ -148,13 +149,20 @@ class Engine:
             return {}
         return self.session(view).held_reasons(pod, offered, reserved, verdict)
 
+    def want_nodes(self, state: ClusterState) -> list[str]:
+        """The gangs that wait for capacity the cluster lacks in a queue that buys nodes, in the
+        fair order, the ones to show to an autoscaler noted (`gangs.wanting`)."""
+        if self.gangs is None:
+            return []
+        return want_nodes(self.gangs, state, state.view().nodes)
+
     def admit_provisioned(self, state: ClusterState) -> list[str]:
         """Admit the gangs whose ProvisioningRequest is Provisioned onto the new capacity, ahead
         of the fair order, the longest provisioned first, as soon as each fits
-        (`Gangs.admit_provisioned`); the keys admitted."""
+        (`gangs.wanting`); the keys admitted."""
         if self.gangs is None:
             return []
-        return self.gangs.admit_provisioned(state, state.view().nodes)
+        return admit_provisioned(self.gangs, state, state.view().nodes)
 
     def recover(self, state: ClusterState) -> list[Recovery]:
         """After a restart, before any filter call: admit the partly bound gangs that can be

@@ -47,7 +47,7 @@ from extender.gangs.placement import KeptRoom, Room, Slot, plan_slots
 from extender.gangs.queues import QueueTally, QueueView, account, capped_above
 from extender.gangs.refusals import Rejection, backoff_refusal
 from extender.gangs.reservations import Admission, Reservations
-from extender.gangs.scale_up import Mode, ScaleUps, ScaleUpSettings, queue_mode, wants_nodes
+from extender.gangs.scale_up import ScaleUps, ScaleUpSettings
 from extender.gangs.turns import Run, Turn, Turns
 
 
@@ -117,11 +117,7 @@ class Gangs:
     _held: Marked = field(default_factory=lambda: Marked(held))  # members Lahar's gate holds
     _parked: Marked = field(default_factory=lambda: Marked(parked))  # members the scheduler parked
     _room: KeptRoom = field(default_factory=KeptRoom)  # the nodes' free capacity, walk to walk
-    # Gangs refused for want of capacity in a queue whose scale-up mode is `unschedulable`, as
-    # the last walk `want_nodes` read says: their held members go to the scheduler.
-    _shown: set[str] = field(default_factory=set)
     scale_ups: ScaleUps = field(init=False)  # what was asked of the autoscaler, per gang
-    _wanting: tuple[int, tuple[str, ...]] | None = None  # the walk `want_nodes` answered for
 
     def __post_init__(self) -> None:
         self.scale_ups = ScaleUps(self.settings.scale_up)
@@ -149,7 +145,7 @@ class Gangs:
         """Whether gang `key` was refused for want of capacity in a queue whose scale-up mode is
         `unschedulable`: its gate is lifted so that the scheduler marks its members
         Unschedulable and an autoscaler adds nodes for them (it is not admitted)."""
-        return key in self._shown
+        return key in self.scale_ups.shown
 
     def refused(self) -> KeysView[str]:
         """The keys of the gangs refused and waiting."""
@@ -387,7 +383,7 @@ class Gangs:
                 if turn.slots:
                     found.append(key)
                 elif turn.rejection is not None and key in self._waiting:
-                    self._refused_anew(key, turn.rejection, order.number)
+                    self.refused_anew(key, turn.rejection, order.number)
                 if not wanted:
                     break
         return found
@@ -429,32 +425,6 @@ class Gangs:
         self._order = None  # it claimed capacity the last walk gave others
         return None
 
-    def admit_provisioned(self, state: ClusterState, nodes: Mapping[str, NodeInfo]) -> list[str]:
-        """Admit, ahead of the fair order, the gangs whose ProvisioningRequest is Provisioned
-        (`scale_ups`: the nodes were bought for them), the longest provisioned first, each once
-        it fits (the autoscaler says Provisioned when it has asked for the nodes, before they
-        are there), while they still wait for capacity (as the last walk says: not refused by
-        their queue since) in a queue whose mode is still `provisioningRequest`; the keys
-        admitted. The waker asks this before its fair order lets any held gang in."""
-        admitted: list[str] = []
-        default = self.settings.scale_up.default
-        for key in self.scale_ups.provisioned():
-            if self._reservations.get(key) is not None:
-                continue
-            gang = view_gang(state, key)
-            if gang.group is None or gang.stands or not gang.pending:
-                continue
-            # Still what it was bought for: waiting for capacity (not refused by its queue
-            # since, as the last walk says), in a queue that still asks for nodes so.
-            refusal = self._waiting.get(key)
-            if refusal is not None and not wants_nodes(refusal.rejection.cause):
-                continue
-            if queue_mode(state.queues, gang.queue, default)[0] is not Mode.PROVISIONING_REQUEST:
-                continue
-            if self.admit_ahead(state, nodes, gang) is None:
-                admitted.append(key)
-        return admitted
-
     def blocked(self, gang: GangView) -> Rejection | None:
         """Why the gang waits before any plan: no PodGroup, or backing off (None: neither)."""
         until = self._backoff_until.get(gang.key)
@@ -479,10 +449,10 @@ class Gangs:
                 callback(key, rejection)
         return Verdict(rejection.message)
 
-    def _refused_anew(self, key: str, rejection: Rejection, refused_in: int) -> None:
-        """Remember the walk's refusal of a gang nobody asked about, when it is new or for a new
-        cause (a queue deleted under a gang that waited for room): its PodGroup and `explain`
-        say why it waits now, not why it waited before."""
+    def refused_anew(self, key: str, rejection: Rejection, refused_in: int) -> None:
+        """Remember the walk's refusal (walk number `refused_in`) of a gang nobody asked about,
+        when it is new or for a new cause (a queue deleted under a gang that waited for room):
+        its PodGroup and `explain` say why it waits now, not why it waited before."""
         previous = self._waiting.get(key)
         if previous is None or previous.rejection.cause != rejection.cause:
             self._reject(key, rejection.settled(), refused_in)
@@ -495,7 +465,7 @@ class Gangs:
         self._contending.touch(key)
         self._targets.pop(key, None)
         self._let_in_since.pop(key, None)
-        self._shown.discard(key)
+        self.scale_ups.shown.discard(key)
 
     # -- changing ------------------------------------------------------------------------------
 
@@ -547,7 +517,7 @@ class Gangs:
                 if key not in self._held:
                     continue
                 if turn.rejection is not None:
-                    self._refused_anew(key, turn.rejection, order.number)
+                    self.refused_anew(key, turn.rejection, order.number)
                     continue
                 if not turn.slots:
                     continue
@@ -560,50 +530,9 @@ class Gangs:
                 self._order = replace(order, made_at=self._state_key(state))
         for key in keys:
             admitted = self._reservations.get(key) is not None
-            if admitted or key in self._shown or view_gang(state, key).stands:
+            if admitted or key in self.scale_ups.shown or view_gang(state, key).stands:
                 going[key] = None
         return list(going)
-
-    def want_nodes(self, state: ClusterState, nodes: Mapping[str, NodeInfo]) -> list[str]:
-        """The gangs that wait for capacity the cluster lacks in a queue whose scale-up mode is
-        not `none` (`gangs.scale_up`), in the fair order: refused for want of capacity, not for
-        a rule of their queue, wherever the walk put them (past the point where nothing fits
-        too: a full cluster is where nodes are wanted most). The refusal of every waiting gang
-        in such a queue is remembered as the walk has it now (so a gang its queue refuses since
-        asks for nothing more, and the PodGroup, explain and the provisioner say so). Those in a
-        queue whose mode is `unschedulable` are *shown*: `let_in` lets their held members go to
-        the scheduler, to be refused there and marked Unschedulable (a gate lifted cannot be put
-        back: those stay in the scheduler's queue). Every turn of the walk is read (a refusal
-        past the point where nothing fits is worked out then), once per walk, and only when
-        some queue's mode is not `none`."""
-        default = self.settings.scale_up.default
-        modes: dict[str, Mode] = {}
-        for name in state.queues:
-            modes[name] = queue_mode(state.queues, name, default)[0]
-        if default is Mode.NONE and all(mode is Mode.NONE for mode in modes.values()):
-            self._shown = set()
-            return []
-        order = self.order(state, nodes)
-        if self._wanting is not None and self._wanting[0] == order.number:
-            return list(self._wanting[1])  # (the same order: the same answer)
-        wanting: list[str] = []
-        shown: set[str] = set()
-        for key, turn in order.turns.items():
-            if turn.rejection is None or turn.slots:
-                continue
-            gang = view_gang(state, key)
-            mode = modes.get(gang.queue, default)
-            if mode is Mode.NONE or gang.group is None:
-                continue
-            self._refused_anew(key, turn.rejection, order.number)
-            if not wants_nodes(turn.rejection.cause):
-                continue
-            wanting.append(key)
-            if mode is Mode.UNSCHEDULABLE:
-                shown.add(key)
-        self._shown = shown
-        self._wanting = (order.number, tuple(wanting))
-        return wanting
 
     def holding(self, state: ClusterState) -> bool:
         """Whether Lahar's gate holds members of some gang."""

@@ -15,7 +15,7 @@ Cluster Autoscaler reads, so it does not also scale up for them one pod at a tim
 create a request (when none stands and the backoff after an ended one is over), delete one
 (its gang stands, is gone, or no longer wants nodes: its queue refuses it, or its mode changed;
 an ended one when the next attempt is due), name the gangs whose request is Provisioned and
-who wait to be admitted onto the new capacity (`Gangs.admit_provisioned` admits them, ahead of
+who wait to be admitted onto the new capacity (`gangs.wanting` admits them, ahead of
 the fair order, before it lets anyone else in), and annotate members.
 """
 
@@ -175,7 +175,7 @@ class Delete:
 class Plan:
     create: list[Create] = field(default_factory=list)
     delete: list[Delete] = field(default_factory=list)
-    # Gangs whose request is Provisioned and who are not admitted yet (`Gangs.admit_provisioned`
+    # Gangs whose request is Provisioned and who are not admitted yet (`gangs.wanting`
     # admits them as soon as they fit).
     admit: list[str] = field(default_factory=list)
     # (namespace, pod name, request name or None to take the annotations off)

@@ -20,11 +20,13 @@ not run. A Queue chooses its mode with the annotation `lahar.io/scale-up`, for i
 queues under it; a queue that says nothing takes its parent's, and the top the policy's
 `gang.scaleUp`.
 
-`ScaleUps` is the book of the requests made: per gang, the request standing for it (name,
-attempt, phase and since when), when the next attempt may be made after one ended (`Failed`,
-`BookingExpired`, `CapacityRevoked`: doubling from `retry` up to `retry_max`), and why no request
-was made for a gang that wants nodes (the cluster does not serve the API, a write failed). The
-server's provisioner fills it; `lahar explain` and the PodGroup condition read `describe`.
+`gangs.wanting` reads the fair order's walk for the gangs that want nodes, and admits those whose
+request is Provisioned. `ScaleUps` is the book of what was asked: per gang, the request standing
+for it (name, attempt, phase and since when), when the next attempt may be made after one ended
+(`Failed`, `BookingExpired`, `CapacityRevoked`: doubling from `retry` up to `retry_max`), why no
+request was made for a gang that wants nodes (the cluster does not serve the API, a write
+failed), and the gangs shown to the scheduler. The server's provisioner fills it; `lahar
+explain` and the PodGroup condition read `describe`.
 """
 
 from __future__ import annotations
@@ -118,6 +120,11 @@ class ScaleUps:
     _asked: dict[str, Asked] = field(default_factory=dict)
     _retry_at: dict[str, tuple[int, float]] = field(default_factory=dict)  # next attempt, when
     _not_asked: dict[str, str] = field(default_factory=dict)  # why no request was made
+    # Gangs refused for want of capacity in a queue whose mode is `unschedulable`, as the last
+    # reading of the walk says (`gangs.wanting`): their held members go to the scheduler.
+    shown: set[str] = field(default_factory=set)
+    # The walk last read (its number) and the gangs it said want nodes.
+    read: tuple[int, tuple[str, ...]] | None = None
 
     def asked(self, key: str) -> Asked | None:
         return self._asked.get(key)

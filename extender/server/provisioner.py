@@ -15,7 +15,7 @@ of what was asked (`gangs.scale_up.ScaleUps`) up to date from the requests the c
   the request goes for a gang that still waits, so an autoscaler sees its pods again);
 - tells the waker when a gang's request is Provisioned: the waker's passes admit such gangs onto
   the new capacity ahead of the fair order, before it lets anyone else in
-  (`Gangs.admit_provisioned`); Cluster Autoscaler says Provisioned once it asked the cloud for
+  (`gangs.wanting`); Cluster Autoscaler says Provisioned once it asked the cloud for
   the nodes, so a gang that does not fit yet is tried again as nodes come.
 
 A cluster that does not serve ProvisioningRequests (Cluster Autoscaler's CRD is not installed) gets
@@ -99,7 +99,7 @@ class Provisioner:
         """`served`: whether the cluster serves ProvisioningRequests now; `changed(key)`: what
         the provisioner tells of gang `key` changed (its PodGroup's condition says it);
         `provisioned()`: a gang's request is Provisioned and it waits to be admitted (the
-        waker's next pass admits it, `Gangs.admit_provisioned`)."""
+        waker's next pass admits it, `gangs.wanting`)."""
         assert engine.gangs is not None  # (made only with the gang rules on)
         self.state, self.engine, self.gangs, self.api = state, engine, engine.gangs, api
         self.served, self.changed, self.provisioned = served, changed, provisioned

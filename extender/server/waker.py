@@ -18,7 +18,7 @@ requeues them at once; so does a gang admitted at filter time. Passes are deboun
 touched at most once per `min_interval`, and a gate is lifted once (again if the call failed).
 
 A pass admits the gangs whose ProvisioningRequest is Provisioned, as soon as the nodes bought
-for them are there (`Gangs.admit_provisioned`), before the fair order lets any held gang in (a
+for them are there (`gangs.wanting`), before the fair order lets any held gang in (a
 gang already ungated may still take them at a filter call first). A gang that waits for nodes
 in a queue whose scale-up mode is `unschedulable` (`gangs.scale_up`) has its gate lifted too,
 without being admitted: the scheduler tries its members, Lahar refuses them, they are marked
@@ -47,6 +47,7 @@ from extender.api.scheduling import gang_key, stray_gate
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
 from extender.gangs.members import view_gang
+from extender.gangs.wanting import admit_provisioned, want_nodes
 
 log = logging.getLogger(__name__)
 RETRY_ANNOTATION = "lahar.io/retry"
@@ -160,8 +161,8 @@ class Waker:
         # Who waits for nodes, as the walk says now (gangs shown to an autoscaler go with the
         # ones the fair order lets in); then the gangs whose nodes were bought for them, before
         # the fair order lets any held gang in.
-        self.gangs.want_nodes(self.state, nodes)
-        self.gangs.admit_provisioned(self.state, nodes)
+        want_nodes(self.gangs, self.state, nodes)
+        admit_provisioned(self.gangs, self.state, nodes)
         for key in self.gangs.let_in(self.state, nodes):
             self.wake_gang(key)
         for key in self.gangs.admissible(self.state, nodes):

@@ -9,7 +9,7 @@ node's scale-down); a tick where nothing changed is skipped (the fair order movi
 alone comes back through the scheduler's own reminders, as parked pods), so a run still goes
 straight to its next arrival. A pass:
 
-1. asks the engine which gangs want nodes (`Gangs.want_nodes`, as the extender's waker does:
+1. asks the engine which gangs want nodes (`Engine.want_nodes`, as the extender's waker does:
    their refusals are remembered for the provisioner; those in an `unschedulable` queue are
    *shown*, the gangs whose gate the waker would lift);
 2. runs Lahar's provisioner (`simulate.provisioner`): requests made for gangs that want nodes,
@@ -231,7 +231,7 @@ class Autoscaler:
         admitted: list[str] = []
         if gangs is not None and self.provisioner is not None:
             default = gangs.settings.scale_up.default
-            for key in gangs.want_nodes(self.state, self.state.view().nodes):
+            for key in self.engine.want_nodes(self.state):
                 queue = view_gang(self.state, key).queue
                 if queue_mode(self.state.queues, queue, default)[0] is Mode.UNSCHEDULABLE:
                     shown.add(key)

@@ -24,6 +24,7 @@ from extender.gangs.provisioning import (
     template_body,
 )
 from extender.gangs.scale_up import SCALE_UP_ANNOTATION, Asked, ScaleUpSettings
+from extender.gangs.wanting import admit_provisioned, want_nodes
 from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod, make_queue
 
 KEY = "default/big"
@@ -65,7 +66,7 @@ def request(attempt: int = 1, phase: str | None = None, message: str = "") -> Pr
 
 def ledger(state: ClusterState) -> Gangs:
     gangs = Gangs(GangSettings(scale_up=ScaleUpSettings(retry=60)), schedulers={"lahar"})
-    assert gangs.want_nodes(state, state.view().nodes) == [KEY]
+    assert want_nodes(gangs, state, state.view().nodes) == [KEY]
     return gangs
 
 
@@ -218,7 +219,7 @@ def test_a_gang_its_queue_refuses_since_in_a_full_cluster_gives_its_request_up()
         make_queue("q").annotate(SCALE_UP_ANNOTATION, "provisioningRequest").capability(cpu="16")
     )
     state.upsert_queue(capped.model())
-    assert gangs.want_nodes(state, state.view().nodes) == []
+    assert want_nodes(gangs, state, state.view().nodes) == []
     done = plan(state, gangs, gangs.scale_ups, {made.key: made}, now=0.0)
     assert [d.request.key for d in done.delete] == ["default/big-1"]
     assert sorted(done.annotate) == sorted(("default", f"big-{i}", None) for i in range(8))
@@ -226,7 +227,7 @@ def test_a_gang_its_queue_refuses_since_in_a_full_cluster_gives_its_request_up()
     gangs.scale_ups.seen(KEY, Asked("default", "big-1", 1, "Provisioned", 0.0), 0.0)
     for index in range(3, 10):
         state.upsert_node(make_node(f"n{index}").cpu("4").model())
-    assert gangs.admit_provisioned(state, state.view().nodes) == []
+    assert admit_provisioned(gangs, state, state.view().nodes) == []
 
 
 def test_annotations_lahar_did_not_write_are_left_alone() -> None:

@@ -15,6 +15,7 @@ from extender.gangs.scale_up import (
     ScaleUpSettings,
     queue_mode,
 )
+from extender.gangs.wanting import want_nodes
 from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod, make_queue
 
 
@@ -119,7 +120,7 @@ def test_a_gang_in_an_unschedulable_queue_goes_to_the_scheduler_unadmitted(busy:
     state = waiting_cluster("unschedulable", busy=busy)
     gangs = Gangs(schedulers={"lahar"})
     nodes = state.view().nodes
-    assert gangs.want_nodes(state, nodes) == ["default/big"]
+    assert want_nodes(gangs, state, nodes) == ["default/big"]
     assert gangs.let_in(state, nodes) == ["default/big"]  # its gate goes
     assert gangs.shown("default/big") and gangs.admission("default/big") is None
     refusal = gangs.refusal("default/big")
@@ -130,7 +131,7 @@ def test_a_gang_its_queue_refuses_wants_no_nodes() -> None:
     state = waiting_cluster("unschedulable", capability="16")
     gangs = Gangs(schedulers={"lahar"})
     nodes = state.view().nodes
-    assert gangs.want_nodes(state, nodes) == []
+    assert want_nodes(gangs, state, nodes) == []
     assert gangs.let_in(state, nodes) == []
     assert not gangs.shown("default/big")
     refusal = gangs.refusal("default/big")
@@ -145,7 +146,7 @@ def test_other_modes_keep_the_gate(mode: str, wanted: list[str], shown: bool) ->
     state = waiting_cluster(mode)
     gangs = Gangs(GangSettings(), schedulers={"lahar"})
     nodes = state.view().nodes
-    assert gangs.want_nodes(state, nodes) == wanted
+    assert want_nodes(gangs, state, nodes) == wanted
     assert gangs.let_in(state, nodes) == []
     assert gangs.shown("default/big") is shown
 
@@ -155,15 +156,15 @@ def test_the_policy_default_applies_to_queues_that_say_nothing() -> None:
     state.upsert_queue(make_queue("q").model())  # (no annotation now)
     settings = GangSettings(scale_up=ScaleUpSettings(Mode.UNSCHEDULABLE))
     gangs = Gangs(settings, schedulers={"lahar"})
-    assert gangs.want_nodes(state, state.view().nodes) == ["default/big"]
+    assert want_nodes(gangs, state, state.view().nodes) == ["default/big"]
 
 
 def test_a_gang_is_shown_only_while_its_queue_says_so() -> None:
     state = waiting_cluster("unschedulable")
     gangs = Gangs(schedulers={"lahar"})
-    gangs.want_nodes(state, state.view().nodes)
+    want_nodes(gangs, state, state.view().nodes)
     assert gangs.shown("default/big")
     state.upsert_queue(make_queue("q").model())  # (mode none now)
-    gangs.want_nodes(state, state.view().nodes)
+    want_nodes(gangs, state, state.view().nodes)
     assert not gangs.shown("default/big")
     assert gangs.let_in(state, state.view().nodes) == []

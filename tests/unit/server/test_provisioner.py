@@ -63,7 +63,7 @@ def waiting(nodes: int = 2) -> tuple[ClusterState, Engine]:
         state.upsert_pod(pod.scheduler("lahar").gated(GANG_GATE).model())
     engine = Engine(build_policy(POLICY, REGISTRY), schedulers=["lahar"])
     assert engine.gangs is not None
-    engine.gangs.want_nodes(state, state.view().nodes)
+    engine.want_nodes(state)
     return state, engine
 
 
