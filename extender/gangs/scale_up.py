@@ -90,6 +90,11 @@ def queue_mode(queues: Mapping[str, Queue], name: str, default: Mode) -> tuple[M
     return default, problem
 
 
+def queue_modes(queues: Mapping[str, Queue], default: Mode) -> dict[str, Mode]:
+    """Every queue's mode (`queue_mode`), by name."""
+    return {name: queue_mode(queues, name, default)[0] for name in queues}
+
+
 def wants_nodes(cause: Cause) -> bool:
     """Whether a gang refused for `cause` waits for capacity the cluster lacks (not for a rule of
     its queue, nor behind gangs ahead of it): what an autoscaler could help."""

@@ -26,7 +26,7 @@ from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
 from extender.gangs.members import view_gang
-from extender.gangs.scale_up import Mode, queue_mode, wants_nodes
+from extender.gangs.scale_up import Mode, queue_mode, queue_modes, wants_nodes
 
 
 def want_nodes(gangs: Gangs, state: ClusterState, nodes: Mapping[str, NodeInfo]) -> list[str]:
@@ -35,7 +35,7 @@ def want_nodes(gangs: Gangs, state: ClusterState, nodes: Mapping[str, NodeInfo])
     ones among them in an `unschedulable` queue."""
     book = gangs.scale_ups
     default = gangs.settings.scale_up.default
-    modes = {name: queue_mode(state.queues, name, default)[0] for name in state.queues}
+    modes = queue_modes(state.queues, default)
     if default is Mode.NONE and all(mode is Mode.NONE for mode in modes.values()):
         book.shown = set()
         return []

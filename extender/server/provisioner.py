@@ -56,6 +56,7 @@ from extender.gangs.provisioning import (
     template_name,
 )
 from extender.gangs.provisioning import plan as make_plan
+from extender.gangs.scale_up import Mode, queue_modes
 from extender.kube.raw import ApiStatusError
 
 log = logging.getLogger(__name__)
@@ -106,6 +107,7 @@ class Provisioner:
         self.ready = ready
         self.delay, self.interval, self.clock = delay, interval, clock
         self._wake = asyncio.Event()
+        self._annotated = False  # the last pass changed some pod's annotation
         self.on_created: Callable[[], None] = lambda: None
         self.on_deleted: Callable[[], None] = lambda: None
 
@@ -137,8 +139,25 @@ class Provisioner:
             except Exception:  # a bug must not end the provisioner: say so, try next pass
                 log.exception("a pass of the provisioner failed; trying again at the next one")
 
+    def _idle(self) -> bool:
+        """Whether a pass has nothing to do (as shipped, every queue's mode `none`): no queue
+        asks for ProvisioningRequests, none of Lahar's stands, the book says nothing and the
+        last pass changed no pod's annotation. A pass reads every waiting gang and pod."""
+        gangs = self.gangs
+        default = gangs.settings.scale_up.default
+        asks = default is Mode.PROVISIONING_REQUEST or any(
+            mode is Mode.PROVISIONING_REQUEST
+            for mode in queue_modes(self.state.queues, default).values()
+        )
+        return not (
+            asks or self.state.provisioning_requests or gangs.scale_ups.known() or self._annotated
+        )
+
     async def step(self) -> None:
-        """One pass: the book brought up to date, then the plan carried out."""
+        """One pass: the book brought up to date, then the plan carried out (none while there
+        is nothing to do)."""
+        if self._idle():
+            return
         gangs, now = self.gangs, self.clock()
         before = {key: gangs.scale_ups.describe(key, now) for key in gangs.refused()}
         done = make_plan(self.state, gangs, gangs.scale_ups, self.state.provisioning_requests, now)
@@ -152,6 +171,7 @@ class Provisioner:
                 await self._create(made)
         for namespace, name, request in done.annotate:
             await self._annotate(namespace, name, request)
+        self._annotated = bool(done.annotate)  # (the next pass sees them done, or redoes them)
         if done.admit:  # (the waker admits them onto the new nodes, before anyone else)
             self.provisioned()
         for key, said in before.items():

@@ -146,3 +146,13 @@ def test_a_request_of_that_name_made_for_someone_else_is_said() -> None:
         "waiting for nodes: no ProvisioningRequest was made: a ProvisioningRequest named big-1 "
         "exists and is not this gang's"
     )
+
+
+def test_with_every_queue_asking_nothing_a_pass_does_nothing() -> None:
+    """As shipped (mode `none`): the pass reads no gang and no pod."""
+    state, engine = waiting()
+    state.upsert_queue(make_queue("q").model())  # (no annotation: the default, none)
+    api = FakeApi()
+    asyncio.run(Provisioner(state, engine, api, served=lambda: True).step())
+    assert api.calls == [] and api.annotated == {}
+    assert engine.gangs is not None and engine.gangs.scale_ups.known() == []
