@@ -229,7 +229,7 @@ def plan(
     for key in book.known():
         if key not in standing and key not in wanted:
             book.forget(key)
-    done.annotate = _annotations(state, standing, done)
+    done.annotate = _annotations(state, gangs, standing, done)
     return done
 
 
@@ -304,14 +304,15 @@ def _why_not_wanted(gangs: Gangs, gang: GangView) -> str:
 
 
 def _annotations(
-    state: ClusterState, standing: Mapping[str, ProvisioningRequest], done: Plan
+    state: ClusterState, gangs: Gangs, standing: Mapping[str, ProvisioningRequest], done: Plan
 ) -> list[tuple[str, str, str | None]]:
     """The pending gang pods whose consume annotation must change: the members a standing
     request asks for name it (an ended one too, until the next attempt: Cluster Autoscaler
-    must not scale up for them pod by pod meanwhile); any other pending member that names a
-    request Lahar made for its gang has it taken off (Cluster Autoscaler never scales up for a
-    pod that names a request, even one that is gone). Annotations Lahar did not write are left
-    as they are."""
+    must not scale up for them pod by pod meanwhile); a pending member of a gang that still
+    waits, unadmitted, that names a request Lahar made for its gang has it taken off (Cluster
+    Autoscaler never scales up for a pod that names a request, even one that is gone; the
+    members of a gang admitted or standing are on their way to the nodes bought for them, and
+    keep the name). Annotations Lahar did not write are left as they are."""
     going = {deletion.request.key for deletion in done.delete}
     expected: dict[str, str] = {}
     for key, request in standing.items():
@@ -330,6 +331,8 @@ def _annotations(
             gang = gang_key(pod)
             group = state.pod_groups.get(gang) if gang is not None else None
             if now is None or group is None or not _made_for(group, now):
+                continue
+            if gangs.admission(group.key) is not None or view_gang(state, group.key).stands:
                 continue
         changes.append((meta.namespace, meta.name, wanted))
     return changes

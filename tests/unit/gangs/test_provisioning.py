@@ -246,3 +246,19 @@ def test_the_book_forgets_a_gang_that_wants_no_nodes() -> None:
     state.upsert_queue(make_queue("q").model())  # (its mode none now)
     plan(state, gangs, gangs.scale_ups, {}, now=0.0)
     assert gangs.scale_ups.known() == []
+
+
+def test_the_members_of_a_gang_admitted_keep_the_request_they_consume() -> None:
+    """Cluster Autoscaler may end the booking (all of them scheduled) before Lahar's cache sees
+    the last of them bound: the request goes, the names stay on the way to the nodes."""
+    state = waiting()
+    for index in range(8):
+        state.upsert_pod(member(index).annotate(CONSUME_ANNOTATION, "big-1").model())
+    for index in range(3, 10):
+        state.upsert_node(make_node(f"n{index}").cpu("4").model())
+    gangs = Gangs(GangSettings(scale_up=ScaleUpSettings(retry=60)), schedulers={"lahar"})
+    assert gangs.let_in(state, state.view().nodes) == [KEY]  # (admitted)
+    ended = request(1, "BookingExpired", "Capacity booking consumed: all pods scheduled")
+    done = plan(state, gangs, gangs.scale_ups, {ended.key: ended}, now=0.0)
+    assert [d.request.key for d in done.delete] == ["default/big-1"]
+    assert done.annotate == []
