@@ -15,8 +15,12 @@ dropped, as the protocol asks):
   A gang waiting for another reason than capacity, or for which no valid victims exist, gets
   nothing: preempting would not let it in, or would break the rules.
 - for a pod outside any PodGroup: the scheduler's candidates whose victims are all outside
-  PodGroups too (evicting a gang member would break its gang for a pod no queue accounts for),
+  PodGroups too (evicting a gang member would break its gang for a pod no queue accounts for)
+  and none protected (`volcano.sh/preemptable` false, or Volcano's conformance: `api.preemptable`),
   the cheapest of them (fewest pods, then cpu, then memory).
+
+Without the preempt plugin in the policy (as shipped, like Volcano's shipped configuration) the
+answer is always empty: nothing is evicted, for a gang's pod or any other.
 
 A victim the cache does not know is a case Lahar cannot decide: its node is dropped, never
 guessed. Both request forms (full pods or UIDs) are read; the answer is in the meta form.
@@ -28,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from extender.api.objects import Pod
+from extender.api.preemptable import pod_protection
 from extender.api.scheduling import gang_key
 from extender.api.wire import (
     ExtenderPreemptionArgs,
@@ -63,10 +68,11 @@ def preempt(
 ) -> PreemptDecision:
     candidates = {node: victims for node, victims in args.meta_victims().items() if victims.pods}
     key = gang_key(args.pod)
-    if key is None:
+    if rules is None or (key is not None and gangs is None):
+        what = f"gang {key}" if key is not None else f"pod {args.pod.key}"
+        return PreemptDecision(NOTHING, f"{what}: preemption is off in Lahar's policy")
+    if key is None or gangs is None:
         return _for_plain_pod(args.pod, candidates, state)
-    if gangs is None or rules is None:
-        return PreemptDecision(NOTHING, f"gang {key}: preemption is off in Lahar's policy")
     gang = view_gang(state, key)
     # Admitted or standing: its capacity is held or used already.
     settled = gangs.admission(key) is not None or gang.stands
@@ -121,12 +127,16 @@ def _for_plain_pod(
     valid: dict[str, tuple[int, int, int]] = {}
     for node, victims in candidates.items():
         known = [state.pods.get(victim.uid) for victim in victims.pods]
-        plain = [p for p in known if p is not None and gang_key(p) is None]
-        if len(plain) == len(known):  # else unknown to the cache, or a gang member: not Lahar's
+        plain = [
+            p for p in known if p is not None and gang_key(p) is None and not pod_protection(p)
+        ]
+        if len(plain) == len(known):  # else unknown, a gang member or protected: not to evict
             valid[node] = cost(plain)
     if not valid:
         return PreemptDecision(
-            NOTHING, f"pod {pod.key}: every proposed victim set breaks a gang or is unknown"
+            NOTHING,
+            f"pod {pod.key}: every proposed victim set breaks a gang, is protected "
+            "(volcano.sh/preemptable, conformance) or is unknown",
         )
     cheapest = min(valid.values())
     kept = {node: candidates[node] for node, cost in valid.items() if cost == cheapest}

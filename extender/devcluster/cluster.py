@@ -102,12 +102,20 @@ class DevCluster:
         if (child := self._children.get(record.pid)) is not None:
             child.poll()
 
-    def start_component(self, name: str, *, die_with_parent: bool = False) -> process.ProcessRecord:
-        """Start a stopped component again with the same command line and log file."""
+    def argv_of(self, name: str) -> list[str]:
+        """The command line a component was last started with."""
+        return list(self._record(name).argv)
+
+    def start_component(
+        self, name: str, *, die_with_parent: bool = False, argv: list[str] | None = None
+    ) -> process.ProcessRecord:
+        """Start a stopped component again with the same log file and command line, or `argv`
+        (which later starts then keep)."""
         old = self._record(name)
         if process.is_running(old):
             raise DevClusterError(f"{name} is still running (pid {old.pid})")
-        record, popen = process.start(name, old.argv, old.log, die_with_parent=die_with_parent)
+        command = old.argv if argv is None else argv
+        record, popen = process.start(name, command, old.log, die_with_parent=die_with_parent)
         self._children[record.pid] = popen
         self.state.processes[self.state.processes.index(old)] = record
         self.state.save()

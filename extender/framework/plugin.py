@@ -13,8 +13,13 @@ request shape and recompute only the nodes that changed (`framework.table`):
 - `QueueShares`: present, queues are ordered by their share of what they deserve.
 - `StarvationGuard.starving_after`: seconds after which a waiting gang starves (goes first and
   drains capacity).
-- `Preempts.preempt_interval`: present, Lahar evicts whole gangs for gangs that cannot fit: of
-  lower priority with `PreemptsByPriority`, from overused queues with `QueueShares`.
+- `Preempts.preempt_interval`: present, Lahar evicts whole gangs for gangs that cannot fit, by
+  the actions `preempts_within_queue` (of lower priority, with `PreemptsByPriority`) and
+  `reclaims_between_queues` (from overused queues, with `QueueShares`).
+- `SparesGangCores` and `KeepsVictimShares`: each has a rule on whom preempt may evict
+  (Volcano's preemptableFn), on unless the plugin's policy entry says `enablePreemptable: false`:
+  only members beyond a gang's minMember; only while the victim's gang keeps a dominant share at
+  least the preemptor's. `enablePreemptable` on a plugin with neither is an error.
 
 A plugin is built from its policy arguments by a `PluginFactory`, which validates them and raises
 `ValueError("<argument>: <reason>")` on bad input.
@@ -31,7 +36,7 @@ from extender.framework.status import Status
 from extender.gangs.ledger import GangSettings
 from extender.gangs.lineup import WaitingGang
 
-Argument = str | int | float | bool
+Argument = str | int | float | bool | list[str]  # (a list: a YAML list of words)
 
 
 @runtime_checkable
@@ -84,9 +89,28 @@ class PreemptsByPriority(Plugin, Protocol):
 
 @runtime_checkable
 class Preempts(Plugin, Protocol):
-    """Turns on Lahar-initiated preemption and reclaim, at most one every `preempt_interval` s."""
+    """Turns on Lahar-initiated preemption and reclaim, at most one every `preempt_interval` s:
+    within a queue by priority (`preempts_within_queue`), between queues by their shares
+    (`reclaims_between_queues`)."""
 
     preempt_interval: float
+    preempts_within_queue: bool
+    reclaims_between_queues: bool
+
+
+@runtime_checkable
+class SparesGangCores(Plugin, Protocol):
+    """Its preemptable rule: preempt takes only members a gang has beyond its minMember."""
+
+    spares_gang_cores: bool
+
+
+@runtime_checkable
+class KeepsVictimShares(Plugin, Protocol):
+    """Its preemptable rule: preempt takes a unit only while the victim's gang keeps a dominant
+    share at least the preemptor's once placed."""
+
+    keeps_victim_shares: bool
 
 
 PluginFactory = Callable[[Mapping[str, Argument]], Plugin]

@@ -10,10 +10,19 @@ The file (`policy/lahar.yaml`) reads like Volcano's scheduler configuration:
       - plugins:
           - name: binpack
             arguments: {binpack.weight: 10, binpack.cpu: 1}
+          - name: drf
+            enablePreemptable: false
 
 Plugins are looked up in a registry handed in by the caller (the framework does not know the
 plugins); each factory validates its own arguments. Every problem is a `PolicyError` naming the
 file, the key (`tiers.1.plugins.0.arguments.binpack.cpu`) and the reason.
+
+`enablePreemptable` is Volcano's switch beside a plugin's name and arguments: it turns the
+plugin's rule on whom preempt may evict (`SparesGangCores`: gang's; `KeepsVictimShares`: drf's)
+off when false; absent, the rule is on (as in Volcano). On a plugin without such a rule it is an
+error. `Policy.preemption` gathers what preemption runs by: the preempt plugin's interval and
+actions (`preempt` with the priority plugin, `reclaim` with proportion) and the rules left on
+(`preemption.victims.Rules`); without the gang (or drf) plugin, no such rule.
 """
 
 from __future__ import annotations
@@ -24,13 +33,14 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 from extender.api.wire import describe_invalid
 from extender.framework.plugin import (
     Argument,
     GangRules,
     JobOrder,
+    KeepsVictimShares,
     NodeFilter,
     NodeScorer,
     Plugin,
@@ -38,6 +48,7 @@ from extender.framework.plugin import (
     Preempts,
     PreemptsByPriority,
     QueueShares,
+    SparesGangCores,
     StarvationGuard,
 )
 from extender.gangs.ledger import GangSettings
@@ -59,6 +70,8 @@ class _Strict(BaseModel):
 
 class PluginEntry(_Strict):
     name: str = Field(min_length=1)
+    # Volcano's switch of the plugin's rule on whom preempt may evict (None: unset, on).
+    enable_preemptable: StrictBool | None = Field(default=None, alias="enablePreemptable")
     arguments: dict[str, Argument] = {}
 
 
@@ -78,6 +91,8 @@ class Policy:
 
     source: str
     tiers: tuple[tuple[Plugin, ...], ...]
+    # The plugins whose entry says `enablePreemptable: false`: their rule on victims is off.
+    unpreemptable: frozenset[str] = frozenset()
 
     @property
     def plugins(self) -> list[Plugin]:
@@ -99,15 +114,21 @@ class Policy:
     @property
     def preemption(self) -> PreemptionSettings | None:
         """Seconds between preemptions and who may be evicted, with the preempt plugin; else
-        None."""
-        interval = next((p.preempt_interval for p in self.plugins if isinstance(p, Preempts)), None)
-        if interval is None:
+        None. Preempt needs its `preempt` action and the priority plugin, reclaim its `reclaim`
+        action and proportion; gang's and drf's rules on victims hold unless switched off."""
+        preempts = next((p for p in self.plugins if isinstance(p, Preempts)), None)
+        if preempts is None:
             return None
+        on = [p for p in self.plugins if p.name not in self.unpreemptable]
         return PreemptionSettings(
-            interval,
+            preempts.preempt_interval,
             Rules(
-                preempt=any(isinstance(p, PreemptsByPriority) for p in self.plugins),
-                reclaim=any(isinstance(p, QueueShares) for p in self.plugins),
+                preempt=preempts.preempts_within_queue
+                and any(isinstance(p, PreemptsByPriority) for p in self.plugins),
+                reclaim=preempts.reclaims_between_queues
+                and any(isinstance(p, QueueShares) for p in self.plugins),
+                spare_members_only=any(isinstance(p, SparesGangCores) for p in on),
+                keeps_share=any(isinstance(p, KeepsVictimShares) for p in on),
             ),
         )
 
@@ -149,6 +170,7 @@ def build_policy(
     except ValidationError as exc:
         raise PolicyError(f"{source}: {describe_invalid(exc, root='(top level)')}") from exc
     seen: dict[str, str] = {}
+    unpreemptable: set[str] = set()
     tiers = []
     for t, tier in enumerate(parsed.tiers):
         built = []
@@ -167,8 +189,34 @@ def build_policy(
                 )
             seen[entry.name] = where
             try:
-                built.append(factory(entry.arguments))
+                plugin = factory(entry.arguments)
             except ValueError as exc:
                 raise PolicyError(f"{source}: {where}.arguments.{exc}") from exc
+            if entry.enable_preemptable is not None and not _limits_victims(plugin):
+                raise PolicyError(
+                    f"{source}: {where}.enablePreemptable: plugin {entry.name!r} has no rule on "
+                    f"whom preempt may evict to switch (plugins with one: {_with_rules(registry)})"
+                )
+            if entry.enable_preemptable is False:
+                unpreemptable.add(entry.name)
+            built.append(plugin)
         tiers.append(tuple(built))
-    return Policy(source=source, tiers=tuple(tiers))
+    return Policy(source=source, tiers=tuple(tiers), unpreemptable=frozenset(unpreemptable))
+
+
+def _limits_victims(plugin: Plugin) -> bool:
+    """Whether the plugin has a rule on whom preempt may evict (`enablePreemptable` switches)."""
+    return isinstance(plugin, SparesGangCores | KeepsVictimShares)
+
+
+def _with_rules(registry: Mapping[str, PluginFactory]) -> str:
+    """The plugins of `registry` with a rule on victims, named (each built with its defaults)."""
+    names = []
+    for name, factory in sorted(registry.items()):
+        try:
+            plugin = factory({})
+        except ValueError:
+            continue
+        if _limits_victims(plugin):
+            names.append(name)
+    return ", ".join(names) or "none"

@@ -53,6 +53,15 @@ def scorer_arguments(arguments: Mapping[str, Argument], prefix: str) -> tuple[in
     return weight(arguments, f"{prefix}.weight"), weights
 
 
+def words(arguments: Mapping[str, Argument], key: str, default: str) -> list[str]:
+    """A list of words: comma-separated ("preempt, reclaim"), or a YAML list of them."""
+    value = arguments.get(key, default)
+    parts = value.split(",") if isinstance(value, str) else value
+    if not isinstance(parts, list):
+        raise ValueError(f"{key}: must be a comma-separated list of words, got {value!r}")
+    return [part.strip() for part in parts if part.strip()]
+
+
 def seconds(arguments: Mapping[str, Argument], key: str, default: float) -> float:
     """A number of seconds > 0."""
     value = arguments.get(key, default)

@@ -4,7 +4,13 @@ A job's share is the largest fraction of any cluster resource its placed members
 memory, GPUs, ...; the pod count aside). Among jobs of the same queue that earlier job-order
 plugins do not tell apart, the lower share goes first; then the older job.
 
+With the `preempt` plugin, drf's rule on whom preempt may evict (Volcano's preemptableFn) is on
+unless the entry says `enablePreemptable: false` (absent means true, as in Volcano): a gang or
+member is a victim only if its gang's share once it is evicted is at least the preemptor's once
+placed (within 1e-6), so preemption never leaves a victim's job smaller than the preemptor's.
+
     - name: drf
+      enablePreemptable: false   # Volcano's shipped configuration
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ NAME = "drf"
 
 class Drf:
     name = NAME
+    keeps_victim_shares = True  # (`enablePreemptable` switches it)
 
     def job_key(self, gang: WaitingGang) -> float:
         return gang.dominant_share

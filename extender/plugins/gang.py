@@ -14,6 +14,11 @@ this plugin switches them on and carries their timing, from the policy file:
 
 `gang.scaleUp` is the cluster's default for how a gang that fits its queue but not the cluster
 gets nodes (`gangs.scale_up`); a Queue's annotation `lahar.io/scale-up` sets its own.
+
+With the `preempt` plugin, gang's rule on whom preempt may evict (Volcano's preemptableFn) is
+on unless the entry says `enablePreemptable: false` (beside `name`, as in Volcano; absent means
+true): then only members a gang has beyond its minMember are victims, never a whole gang
+(Lahar never evicts part of a gang's minMember either way). Off, whole gangs may be too.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ RETRY = "gang.scaleUpRetrySeconds"
 
 class Gang:
     name = NAME
+    spares_gang_cores = True  # (`enablePreemptable` switches it)
 
     def __init__(self, settings: GangSettings) -> None:
         self.settings = settings

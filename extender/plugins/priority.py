@@ -2,8 +2,10 @@
 
 The gang's priority is its PodGroup's `priorityClassName` (the PriorityClass's value), else the
 highest priority among its pods (the apiserver sets a pod's from its class). In the fair order it
-ranks jobs in tier order with the other job-order plugins; with the `preempt` plugin, a gang may
-evict whole gangs of lower priority in its own queue.
+ranks jobs in tier order with the other job-order plugins; with the `preempt` plugin's `preempt`
+action, a gang may evict whole gangs (or spare members) of lower priority in its own queue, within
+gang's and drf's rules on victims and never a protected pod (`volcano.sh/preemptable: false`,
+Volcano's conformance).
 
     - name: priority
 """

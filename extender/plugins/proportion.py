@@ -3,8 +3,9 @@
 Each queue deserves a water-filled share of the schedulable capacity (`gangs.fairness`): by
 weight, within its capability, no more than it asks for, no less than its guarantee; `deserved`
 in the Queue's spec fixes it. In the fair order the queue least far into its deserved share goes
-first; with the `preempt` plugin, a queue below its share may reclaim whole gangs from reclaimable
-queues above theirs.
+first; with the `preempt` plugin's `reclaim` action, a queue below its share may reclaim whole
+gangs (or spare members) from reclaimable queues above theirs, never a protected pod
+(`volcano.sh/preemptable: false`, Volcano's conformance).
 
     - name: proportion
 """

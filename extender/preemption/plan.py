@@ -4,20 +4,29 @@ kube-scheduler's preemption cannot help a gang: its dry run uses only in-tree fi
 is Lahar's) and knows nothing of gangs or queues. So Lahar decides itself, like Volcano's preempt
 and reclaim actions: for the gangs the fair order refused for want of capacity (`wanting`, most
 deserving first), `victims_for` picks the fewest whole victim gangs (or spare members) that let
-the whole gang fit (`preemption.victims`; in a queue tree, from the closest kin first), from a
-`Pool` gathered once per pass. Capacity that
-terminating pods are about to free counts as free, so victims already evicted are not replaced
-by more. The server evicts them and reports. Pure.
+the whole gang fit (`preemption.victims`: by the rules the policy turns on, never a protected
+pod; in a queue tree, from the closest kin first), from a `Pool` gathered once per pass.
+Capacity that terminating pods are about to free counts as free, so victims already evicted are
+not replaced by more. The server evicts them and reports.
+
+When no victims are found but protected units would have made room (a pod or PodGroup with
+`volcano.sh/preemptable: false`, a pod conformance keeps), a second search counting them says
+which (`Protected`): the last such verdict per gang is kept with the cluster state, held weakly,
+for `lahar explain` (`protected_victims`); a search that finds victims, or nothing to say,
+drops it. Otherwise pure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from weakref import WeakKeyDictionary
 
+from extender.api.objects import Pod
 from extender.api.resources import EMPTY, Resources
 from extender.cache.state import ClusterState
+from extender.gangs.fairness import dominant_share
 from extender.gangs.ledger import Gangs
 from extender.gangs.members import GangView, MemoSlot, Shape, gang_priority, view_gang
 from extender.gangs.order import Order
@@ -30,7 +39,7 @@ from extender.preemption.victims import (
     Unit,
     by_kinship,
     choose,
-    eligible,
+    sift,
     units_of,
 )
 
@@ -51,6 +60,19 @@ class Preemption:
 
 
 @dataclass(frozen=True)
+class Protected:
+    """Why nobody is evicted for a gang although evictions would make room: the victims a search
+    counting protected units too would take, each named by its gang with why it is protected."""
+
+    victims: tuple[tuple[str, str], ...]  # (victim gang, why it may not be evicted)
+
+    @property
+    def message(self) -> str:
+        named = ", ".join(f"{key} ({why})" for key, why in self.victims)
+        return f"preemption: the only victims that would make room are not preemptable: {named}"
+
+
+@dataclass(frozen=True)
 class Pool:
     """What a preemption pass may take, gathered once per pass: every running gang's victim
     units (gangs with a member already terminating are being evicted: not again; gangs whose
@@ -59,15 +81,19 @@ class Pool:
 
     units: list[Unit]
     freeing: dict[str, Resources]
+    total: Resources = EMPTY  # what the schedulable nodes offer together (drf's denominator)
     _rooms: dict[tuple[int, int], Rooms] = field(default_factory=dict, compare=False, repr=False)
-    # The units a gang with none of its own in the pool may take, per queue, priority and rules,
-    # with the queue figures they were chosen by.
-    _eligible: dict[tuple[str, int, Rules], tuple[Mapping[str, QueueView], list[Unit]]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    # The units a gang with none of its own in the pool may take, and those only their
+    # protection keeps out (`victims.sift`), per queue, priority, rules and (with drf's rule)
+    # share, with the queue figures they were chosen by.
+    _sifted: dict[
+        tuple[str, int, Rules, float | None],
+        tuple[Mapping[str, QueueView], tuple[list[Unit], list[Unit]]],
+    ] = field(default_factory=dict, compare=False, repr=False)
     # Searches that found no victims, by what they depend on besides the rooms (forgotten
-    # when the rooms are built anew: `alike`), with the queue figures they searched.
-    _fruitless: dict[tuple[object, ...], Mapping[str, QueueView]] = field(
+    # when the rooms are built anew: `alike`), with the queue figures they searched and what
+    # protected units would have made room.
+    _fruitless: dict[tuple[object, ...], tuple[Mapping[str, QueueView], Protected | None]] = field(
         default_factory=dict, compare=False, repr=False
     )
 
@@ -82,24 +108,34 @@ class Pool:
         for key in state.pod_groups:
             if gangs.admission(key) is None:
                 units += _units(state, view_gang(state, key))
-        return cls(units, freeing)
+        return cls(units, freeing, state.capacity())
 
-    def eligible(
-        self, key: str, queue: str, priority: int, queues: Mapping[str, QueueView], rules: Rules
-    ) -> list[Unit]:
-        """The units gang `key` of `queue` and `priority` may take (`victims.eligible`), its own
+    def sift(
+        self,
+        key: str,
+        queue: str,
+        priority: int,
+        queues: Mapping[str, QueueView],
+        rules: Rules,
+        *,
+        share_of: float = 0.0,
+    ) -> tuple[list[Unit], list[Unit]]:
+        """The units gang `key` of `queue` and `priority` (and dominant share `share_of` once
+        placed) may take, and those only their protection keeps out (`victims.sift`), its own
         left out; listed once per queue and priority for the gangs that have none here (most
         gangs wanting capacity have nothing running)."""
         if key in self._owners:
             others = [unit for unit in self.units if unit.key != key]
-            return eligible(others, queue, priority, queues, rules)
-        others = self.units
-        kept = self._eligible.get((queue, priority, rules))
+            return sift(others, queue, priority, queues, rules, share_of=share_of, total=self.total)
+        index = (queue, priority, rules, share_of if rules.keeps_share else None)
+        kept = self._sifted.get(index)
         if kept is not None and kept[0] is queues:
             return kept[1]
-        allowed = eligible(others, queue, priority, queues, rules)
-        self._eligible[(queue, priority, rules)] = (queues, allowed)
-        return allowed
+        sifted = sift(
+            self.units, queue, priority, queues, rules, share_of=share_of, total=self.total
+        )
+        self._sifted[index] = (queues, sifted)
+        return sifted
 
     def alike(
         self,
@@ -109,24 +145,38 @@ class Pool:
         queue: str,
         priority: int,
         rules: Rules,
+        share_of: float = 0.0,
     ) -> tuple[object, ...] | None:
         """What a victim search for gang `key` depends on besides the rooms and queue figures,
         when another gang's search says what it finds: its members' shape (None: they do not
-        run anywhere), queue, priority and the rules, with no units of its own in the pool."""
+        run anywhere), queue, priority, the rules and (with drf's rule) its share once placed,
+        with no units of its own in the pool."""
         if shape is None or key in self._owners:
             return None
-        return (shape, queue, priority, rules)
+        return (shape, queue, priority, rules, share_of if rules.keeps_share else None)
 
     def fruitless(self, alike: tuple[object, ...] | None, queues: Mapping[str, QueueView]) -> bool:
         """Whether a search alike found no victims on these rooms and queue figures."""
-        return alike is not None and self._fruitless.get(alike) is queues
+        if alike is None:
+            return False
+        kept = self._fruitless.get(alike)
+        return kept is not None and kept[0] is queues
 
     def found_nothing(
-        self, alike: tuple[object, ...] | None, queues: Mapping[str, QueueView]
+        self,
+        alike: tuple[object, ...] | None,
+        queues: Mapping[str, QueueView],
+        protected: Protected | None = None,
     ) -> None:
-        """A search alike found no victims on these rooms and queue figures: so will the next."""
+        """A search alike found no victims on these rooms and queue figures (and `protected`
+        would have made room): so will the next."""
         if alike is not None:
-            self._fruitless[alike] = queues
+            self._fruitless[alike] = (queues, protected)
+
+    def protected_alike(self, alike: tuple[object, ...] | None) -> Protected | None:
+        """What protected units would have made room for a search alike that found nothing."""
+        kept = self._fruitless.get(alike) if alike is not None else None
+        return kept[1] if kept is not None else None
 
     @cached_property
     def _owners(self) -> frozenset[str]:
@@ -198,19 +248,26 @@ def victims_for(
     rules: Rules,
 ) -> Preemption | None:
     """Whom to evict so that gang `key` fits whole; None when nobody may be, or when the pods
-    already terminating will make room for it."""
+    already terminating will make room for it. When nobody may be but protected units would
+    have made room, which ones is kept for `protected_victims`."""
     gang = view_gang(state, key)
     members, _ = members_to_plan(gang)
     if not members:
+        _note(state, key, None)
         return None
     rooms = pool.rooms(state, gangs)
     if rooms.base.fits(members):
+        _note(state, key, None)
         return None  # it fits once the terminating pods are gone: wait for them
     priority = gang_priority(state, gang)
-    alike = pool.alike(key, members.shape, queue=gang.queue, priority=priority, rules=rules)
+    share_of = _share_once_placed(gang, members, pool.total) if rules.keeps_share else 0.0
+    alike = pool.alike(
+        key, members.shape, queue=gang.queue, priority=priority, rules=rules, share_of=share_of
+    )
     if pool.fruitless(alike, order.queues):
+        _note(state, key, pool.protected_alike(alike))
         return None
-    allowed = pool.eligible(key, gang.queue, priority, order.queues, rules)
+    allowed, kept = pool.sift(key, gang.queue, priority, order.queues, rules, share_of=share_of)
     victims = None
     for units in by_kinship(allowed, gang.queue, order.queues):  # the closest kin first
         victims = choose(
@@ -224,9 +281,71 @@ def victims_for(
         )
         if victims:
             break
+    protected = None
     if not victims:
-        pool.found_nothing(alike, order.queues)
+        protected = _protecting(
+            members, allowed, kept, rooms=rooms, queues=order.queues, own=gang.queue
+        )
+        pool.found_nothing(alike, order.queues, protected)
+    _note(state, key, protected)
     return Preemption(gang, victims) if victims else None
+
+
+def _share_once_placed(gang: GangView, members: Sequence[Pod], total: Resources) -> float:
+    """The gang's dominant share once the members a preemption makes room for are placed."""
+    return dominant_share(gang.allocated + sum((pod.request for pod in members), EMPTY), total)
+
+
+def _protecting(
+    members: Sequence[Pod],
+    allowed: list[Unit],
+    kept: list[Unit],
+    *,
+    rooms: Rooms,
+    queues: Mapping[str, QueueView],
+    own: str,
+) -> Protected | None:
+    """When protected units (`kept`) with the `allowed` ones would make room for `members`, the
+    protected ones of the cheapest such set; None when there are none, or they would not do."""
+    if not kept:
+        return None
+    units = sorted([*allowed, *kept], key=lambda u: (u.cost, u.priority, u.key))
+    found = choose(
+        members,
+        units,
+        rooms.base.nodes,
+        rooms.reserved,
+        queues=queues,
+        preemptor_queue=own,
+        rooms=rooms,
+    )
+    named: dict[str, str] = {}
+    for unit in found or ():
+        if unit.protected:
+            named.setdefault(unit.key, unit.protected)
+    return Protected(tuple(sorted(named.items()))) if named else None
+
+
+# Per cluster state (held weakly), the last search's `Protected` per gang (`protected_victims`).
+_PROTECTED: WeakKeyDictionary[ClusterState, dict[str, Protected]] = WeakKeyDictionary()
+
+
+def _note(state: ClusterState, key: str, protected: Protected | None) -> None:
+    kept = _PROTECTED.get(state)
+    if protected is not None:
+        if kept is None:
+            kept = _PROTECTED[state] = {}
+        kept[key] = protected
+    elif kept is not None:
+        kept.pop(key, None)
+
+
+def protected_victims(state: ClusterState, key: str) -> Protected | None:
+    """Why the last victim search for gang `key` found nobody although evictions would make
+    room: the protected victims (None: it found victims, had nothing to say, or never ran, as
+    without the preempt plugin)."""
+    kept = _PROTECTED.get(state)
+    return kept.get(key) if kept is not None else None
 
 
 def candidates(

@@ -10,8 +10,9 @@ from extender.preemption.victims import Rules
 
 @dataclass(frozen=True)
 class PreemptionSettings:
-    """At most one preemption per `interval` seconds, and who may be evicted (`rules`: by
-    priority, by queue shares)."""
+    """At most one preemption per `interval` seconds, and who may be evicted (`rules`: the
+    preempt plugin's actions, by priority and by queue shares, and gang's and drf's rules on
+    victims as `enablePreemptable` leaves them; protected pods never, whatever the rules)."""
 
     interval: float
     rules: Rules

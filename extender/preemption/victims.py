@@ -4,14 +4,31 @@ A victim is a `Unit`: a whole running gang, or one member a gang has beyond its 
 (taking it leaves the gang standing); never part of a gang's core, so no victim gang is left
 below `minMember`. Which units are eligible (`eligible`):
 
-- *preempt*: gangs of lower priority in the preemptor's own queue;
-- *reclaim*: gangs of other queues that are reclaimable and hold more than they deserve, while
-  the preemptor's queue holds less than it deserves; each such queue may be taken below its
-  deserved share by at most one unit (its last). In a queue tree the lowest common ancestor of
-  the two queues decides (`sides`): every queue on the victim's side below it is reclaimable and
-  holds more than it deserves, and every queue on the preemptor's side holds less; the rule of
-  the last unit holds for each queue on the victim's side. Units of the closest kin are tried
-  first (`kinship`): a starved leaf reclaims from its siblings before its cousins.
+- *preempt* (`Rules.preempt`: the preempt plugin's `preempt` action, with the priority plugin):
+  gangs of lower priority in the preemptor's own queue;
+- *reclaim* (`Rules.reclaim`: its `reclaim` action, with the proportion plugin): gangs of other
+  queues that are reclaimable and hold more than they deserve, while the preemptor's queue holds
+  less than it deserves; each such queue may be taken below its deserved share by at most one
+  unit (its last). In a queue tree the lowest common ancestor of the two queues decides
+  (`sides`): every queue on the victim's side below it is reclaimable and holds more than it
+  deserves, and every queue on the preemptor's side holds less; the rule of the last unit holds
+  for each queue on the victim's side. Units of the closest kin are tried first (`kinship`): a
+  starved leaf reclaims from its siblings before its cousins.
+
+Never eligible, whatever the rules, a unit with a *protected* pod (`Unit.protected`, read by
+`api.preemptable`): a pod whose `volcano.sh/preemptable` (annotation, else label) is false or
+unreadable, a pod of a PodGroup whose own says so, or a pod Volcano's conformance keeps (in
+`kube-system`, or of priorityClassName `system-cluster-critical` or `system-node-critical`).
+`sift` also lists the units that only their protection keeps out, for saying why nobody may be
+evicted.
+
+The victim rules of the gang and drf plugins, on unless their policy entry says
+`enablePreemptable: false` (Volcano's preemptableFns, which its preempt action asks and its
+reclaim action does not: so here they narrow *preempt*'s victims, within the queue, only):
+
+- gang (`Rules.spare_members_only`): only members beyond a gang's minMember, never a whole gang;
+- drf (`Rules.keeps_share`): a unit only while its gang's dominant share once it is evicted is at
+  least the preemptor's once placed (within `SHARE_DELTA`), each unit judged on its own.
 
 `choose` finds the cheapest set (fewest pods, then least cpu, then memory) that lets the
 preemptor's members all be placed: greedy by cost and then pruned gives a first answer (always
@@ -26,18 +43,20 @@ import itertools
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 
 from extender.api.objects import Pod
+from extender.api.preemptable import group_protection, pod_protection
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo
-from extender.gangs.fairness import overused, share
+from extender.gangs.fairness import dominant_share, overused, share
 from extender.gangs.members import GangView, Planned
 from extender.gangs.placement import Room, at_least_zero
 from extender.gangs.queues import QueueView
 
 SEARCH_BUDGET = 1_000  # placement tries of the exact search before it settles for greedy's
 ENUMERATION_LIMIT = 50_000  # sets of one size listed at most
+SHARE_DELTA = 1e-6  # drf's rule: shares this close count as equal (Volcano's shareDelta)
 
 
 @dataclass(frozen=True)
@@ -47,6 +66,8 @@ class Unit:
     priority: int
     pods: tuple[tuple[Pod, str], ...]  # each with its node
     whole: bool  # the whole gang (else one spare member)
+    held: Resources = EMPTY  # what the whole gang's placed members hold (drf's rule)
+    protected: str = ""  # why it may never be evicted ("" when it may): `api.preemptable`
 
     @cached_property
     def request(self) -> Resources:
@@ -67,20 +88,31 @@ class Unit:
 
 @dataclass(frozen=True)
 class Rules:
+    """Who may be evicted: the preempt plugin's actions (each with the plugin it needs), and
+    the victim rules of the plugins whose `enablePreemptable` is on (for preempt's victims)."""
+
     preempt: bool = True  # lower priority, same queue
     reclaim: bool = True  # overused reclaimable queues, for a queue below its share
+    spare_members_only: bool = False  # gang's rule: never a whole gang
+    keeps_share: bool = False  # drf's rule: a victim's gang keeps a share >= the preemptor's
 
 
 def units_of(gang: GangView, priority: int, node_of: Mapping[str, str]) -> list[Unit]:
-    """The ways to evict from a running gang: whole, or each member beyond minMember."""
+    """The ways to evict from a running gang: whole, or each member beyond minMember (the
+    unprotected members first), each unit protected when its PodGroup or one of its pods is."""
     placed = tuple((pod, node_of[pod.metadata.uid]) for pod in gang.placed)
     if not placed:
         return []
-    units = [Unit(gang.key, gang.queue, priority, placed, whole=True)]
+    unit = partial(Unit, gang.key, gang.queue, priority, held=gang.allocated)
+    group = group_protection(gang.group.metadata) if gang.group is not None else ""
+    why = {pod.metadata.uid: group or pod_protection(pod) for pod, _ in placed}
+    units = [unit(placed, whole=True, protected=next(filter(None, why.values()), ""))]
     spare = gang.ready - max(gang.min_member, 1)
     if spare > 0 and not (gang.group and gang.group.spec.min_task_member):
-        for member in sorted(placed, key=lambda p: p[0].metadata.name, reverse=True)[:spare]:
-            units.append(Unit(gang.key, gang.queue, priority, (member,), whole=False))
+        by_name = sorted(placed, key=lambda p: p[0].metadata.name, reverse=True)
+        members = sorted(by_name, key=lambda p: bool(why[p[0].metadata.uid]))  # (stable)
+        for member in members[:spare]:
+            units.append(unit((member,), whole=False, protected=why[member[0].metadata.uid]))
     return units
 
 
@@ -90,15 +122,39 @@ def eligible(
     priority: int,
     queues: Mapping[str, QueueView],
     rules: Rules,
+    *,
+    share_of: float = 0.0,
+    total: Mapping[str, int] = EMPTY,
 ) -> list[Unit]:
-    """The units a gang of `priority` in `queue` may take (see the module docstring)."""
+    """The units a gang of `priority` in `queue` may take (see the module docstring), cheapest
+    first; `share_of`: its dominant share once placed, of the cluster's `total` (drf's rule)."""
+    return sift(units, queue, priority, queues, rules, share_of=share_of, total=total)[0]
+
+
+def sift(
+    units: Iterable[Unit],
+    queue: str,
+    priority: int,
+    queues: Mapping[str, QueueView],
+    rules: Rules,
+    *,
+    share_of: float = 0.0,
+    total: Mapping[str, int] = EMPTY,
+) -> tuple[list[Unit], list[Unit]]:
+    """The units a gang of `priority` in `queue` may take (`eligible`), and those the rules
+    would let it take but their protection keeps out (`Unit.protected`); each cheapest first."""
     own = queues.get(queue)
-    chosen = []
+    chosen: list[Unit] = []
+    kept: list[Unit] = []
     verdicts: dict[str, bool] = {}  # per other queue, whether it may be reclaimed from
     for unit in units:
         if unit.queue == queue:
-            if rules.preempt and unit.priority < priority:
-                chosen.append(unit)
+            if (
+                rules.preempt
+                and unit.priority < priority
+                and _preemptable(unit, rules, share_of, total)
+            ):
+                (kept if unit.protected else chosen).append(unit)
             continue
         if not rules.reclaim or own is None or own.overused:
             continue
@@ -107,8 +163,22 @@ def eligible(
             other = queues.get(unit.queue)
             allowed = verdicts[unit.queue] = other is not None and _reclaimable(own, other)
         if allowed:
-            chosen.append(unit)
-    return sorted(chosen, key=lambda u: (u.cost, u.priority, u.key))
+            (kept if unit.protected else chosen).append(unit)
+    return _by_cost(chosen), _by_cost(kept)
+
+
+def _by_cost(units: list[Unit]) -> list[Unit]:
+    return sorted(units, key=lambda u: (u.cost, u.priority, u.key))
+
+
+def _preemptable(unit: Unit, rules: Rules, share_of: float, total: Mapping[str, int]) -> bool:
+    """Whether the victim rules of gang and drf (those on) let preempt take `unit`."""
+    if rules.spare_members_only and unit.whole:
+        return False
+    if rules.keeps_share:
+        left = dominant_share(unit.held - unit.request, total)
+        return left >= share_of - SHARE_DELTA
+    return True
 
 
 def sides(own: QueueView, other: QueueView) -> tuple[list[QueueView], list[QueueView]]:

@@ -9,12 +9,14 @@ the candidates to them before Lahar is called).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import ssl
 import urllib.parse
 import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +27,7 @@ from extender import devcluster
 from extender.api.scheduling import API_VERSION, QUEUE_ANNOTATION, GroupKind
 from extender.devcluster.lahar import wait_ready
 from extender.devcluster.nodes import fake_node, is_schedulable
+from extender.devcluster.paths import policy_dir
 from extender.kube import KubeError, apply_object, delete, list_objects, read, wait_until
 from extender.kube.raw import ApiStatusError, send
 from tests.builders import PodBuilder, make_pod
@@ -113,10 +116,33 @@ def lahar_metric(cluster: devcluster.DevCluster, sample: str, **labels: str) -> 
     return metric(extender_url(cluster, "/metrics"), sample, **labels)
 
 
-def restart_lahar(cluster: devcluster.DevCluster) -> None:
-    """Start the stopped extender again and wait until its cache is whole (/readyz)."""
-    record = cluster.start_component("lahar", die_with_parent=True)
+def restart_lahar(cluster: devcluster.DevCluster, argv: list[str] | None = None) -> None:
+    """Start the stopped extender again (with `argv`, else as before) and wait until its cache is
+    whole (/readyz)."""
+    record = cluster.start_component("lahar", die_with_parent=True, argv=argv)
     wait_ready(record, cluster.state.ports["lahar"], timeout=60)
+
+
+@contextlib.contextmanager
+def lahar_policy(cluster: devcluster.DevCluster, policy: Path) -> Iterator[None]:
+    """The extender restarted with `policy` for the duration, then with its own again."""
+    shipped = cluster.argv_of("lahar")
+    chosen = [f"--policy={policy}" if a.startswith("--policy=") else a for a in shipped]
+    cluster.stop_component("lahar")
+    restart_lahar(cluster, chosen)
+    try:
+        yield
+    finally:
+        cluster.stop_component("lahar")
+        restart_lahar(cluster, shipped)
+
+
+@pytest.fixture
+def preempting(dev_cluster: devcluster.DevCluster) -> Iterator[None]:
+    """Preemption and reclaim on for the test: the extender runs `policy/preemption.yaml` (the
+    shipped `policy/lahar.yaml` evicts nothing, as Volcano's shipped configuration)."""
+    with lahar_policy(dev_cluster, policy_dir() / "preemption.yaml"):
+        yield
 
 
 def events(

@@ -196,6 +196,7 @@ def test_three_kinds_in_one_queue_never_bind_part_of_a_gang(
     assert timeline.partial() == []
 
 
+@pytest.mark.usefixtures("preempting")
 def test_a_high_priority_gang_of_each_kind_preempts_a_whole_lower_one(
     api: k8s.ApiClient,
     namespace: str,
@@ -225,6 +226,7 @@ def test_a_high_priority_gang_of_each_kind_preempts_a_whole_lower_one(
     assert left == [0, 2]  # one whole gang preempted, the other untouched
 
 
+@pytest.mark.usefixtures("preempting")
 def test_a_group_in_the_queue_its_annotation_names_reclaims_from_another(
     api: k8s.ApiClient,
     namespace: str,

@@ -8,6 +8,7 @@ parent must exist when it is created).
 
 from __future__ import annotations
 
+import pytest
 from kubernetes import client as k8s
 
 from extender.api.scheduling import API_VERSION
@@ -105,6 +106,7 @@ def test_each_level_of_a_saturated_tree_holds_its_share_by_weight(
     assert events(api, namespace, reason="Preempted") == []  # by admission, not by evicting
 
 
+@pytest.mark.usefixtures("preempting")
 def test_a_starved_leaf_reclaims_from_its_sibling_before_its_cousin(
     api: k8s.ApiClient,
     namespace: str,

@@ -69,6 +69,46 @@ def test_a_closed_queue_admits_nothing(
     assert bound(api, namespace, names) == []
 
 
+@pytest.mark.parametrize("reclaim", [False, True], ids=["preempt", "reclaim"])
+def test_the_shipped_policy_evicts_nothing_as_volcanos_shipped_configuration(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    pod: PodFactory,
+    cluster_object: ClusterObject,
+    *,
+    reclaim: bool,
+) -> None:
+    """Volcano's shipped actions (enqueue, allocate, backfill) evict nothing; nor does the shipped
+    policy: a gang of higher priority in the same queue, or of a queue below its share, that
+    policy/preemption.yaml would make room for, waits whole and says why."""
+    own_nodes(2, cpu="4")
+    low, high = f"{namespace}-low", f"{namespace}-high"
+    for name, value in ((low, 10), (high, 1000)):
+        cluster_object(priority_class(name, value))
+    held_queue = wanting_queue = ""
+    if reclaim:
+        wanting_queue = cluster_object(make_queue(f"{namespace}-a").build())
+        held_queue = cluster_object(make_queue(f"{namespace}-b").deserved(cpu="2").build())
+    held = [
+        submit_gang(
+            api, namespace, pod, f"held{i}", 2, cpu="2", priority_class=low, queue=held_queue
+        )
+        for i in range(2)
+    ]
+    for members in held:
+        wait_bound(api, namespace, members, 2, "the running gang bound")
+    waiting = submit_gang(
+        api, namespace, pod, "urgent", 2, cpu="2", priority_class=high, queue=wanting_queue
+    )
+    pod_when(api, namespace, waiting[0], "refused", refused_as(api, namespace, "urgent"))
+    time.sleep(12)  # more than two of policy/preemption.yaml's preemption intervals
+    assert [alive(api, namespace, members) for members in held] == held
+    assert bound(api, namespace, waiting) == []
+    assert not events(api, namespace, reason="Preempting")
+
+
+@pytest.mark.usefixtures("preempting")
 def test_a_high_priority_gang_preempts_the_fewest_whole_lower_priority_gangs(
     api: k8s.ApiClient,
     namespace: str,
@@ -102,6 +142,7 @@ def test_a_high_priority_gang_preempts_the_fewest_whole_lower_priority_gangs(
     assert events(api, namespace, reason="Preempted", kind="PodGroup", name=gone[0])
 
 
+@pytest.mark.usefixtures("preempting")
 def test_a_queue_below_its_share_reclaims_from_one_above_it(
     api: k8s.ApiClient,
     namespace: str,

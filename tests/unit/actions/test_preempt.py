@@ -3,6 +3,10 @@ Lahar's own preemptor; a case it cannot decide gets no candidate."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from extender.actions.preempt import preempt
 from extender.api.wire import ExtenderPreemptionArgs
 from extender.cache.state import ClusterState
@@ -60,7 +64,34 @@ def test_a_plain_pod_keeps_the_cheapest_proposals_that_break_no_gang() -> None:
 
 def test_a_victim_the_cache_does_not_know_is_not_guessed() -> None:
     kept, reason, _ = ask(plain_scene(), "new", {"n1": ["ghost"], "n3": ["g-0"]})
-    assert kept == {} and "breaks a gang or is unknown" in reason
+    assert kept == {} and "breaks a gang, is protected" in reason and "is unknown" in reason
+
+
+@pytest.mark.parametrize(
+    "protect",
+    [
+        pytest.param(lambda pod: pod.annotate("volcano.sh/preemptable", "false"), id="annotation"),
+        pytest.param(lambda pod: pod.label("volcano.sh/preemptable", "no"), id="unreadable label"),
+        pytest.param(lambda pod: pod.ns("kube-system"), id="kube-system"),
+        pytest.param(
+            lambda pod: pod.priority_class("system-node-critical"), id="critical PriorityClass"
+        ),
+    ],
+)
+def test_a_plain_pod_never_takes_a_protected_one(protect: Any) -> None:
+    state = plain_scene()
+    state.upsert_pod(protect(make_pod("p1").cpu("4").on("n1").phase("Running").uid("p1")).model())
+    kept, _, _ = ask(state, "new", {"n1": ["p1"], "n2": ["p2a", "p2b"]})
+    assert kept == {"n2": ["p2a", "p2b"]}  # the dearer set: the cheaper one is protected
+
+
+@pytest.mark.parametrize("pod", ["new", "urgent-0"])
+def test_without_the_preempt_plugin_nothing_is_evicted_for_any_pod(pod: str) -> None:
+    state = plain_scene()
+    waiting(state, "urgent", 1, cpu="4", priority=100)
+    kept, reason, hand_off = ask(state, pod, {"n1": ["p1"], "n2": ["p2a", "p2b"]}, rules=None)
+    assert (kept, hand_off) == ({}, False)
+    assert reason.endswith("preemption is off in Lahar's policy")
 
 
 def gang_scene() -> ClusterState:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from extender.framework.policy import PolicyError, build_policy, load_policy
 from extender.gangs.ledger import GangSettings
@@ -13,8 +14,6 @@ from extender.gangs.scale_up import Mode, ScaleUpSettings
 from extender.plugins import REGISTRY
 from extender.plugins.binpack import Binpack
 from extender.plugins.predicates import Predicates
-from extender.preemption.settings import PreemptionSettings
-from extender.preemption.victims import Rules
 
 REPO_POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
 
@@ -27,24 +26,33 @@ def policy(*tiers: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def test_the_shipped_policy_loads() -> None:
+def test_the_shipped_policy_loads_and_evicts_nothing() -> None:
     loaded = load_policy(REPO_POLICY, REGISTRY)
     assert [p.name for p in loaded.plugins] == [
         "sla",
         "priority",
         "gang",
         "predicates",
-        "preempt",
         "drf",
         "proportion",
         "binpack",
     ]
     assert loaded.ordering.starving_after == 120
     assert loaded.ordering.by_queue_share
-    assert loaded.preemption == PreemptionSettings(5.0, Rules(preempt=True, reclaim=True))
+    assert loaded.preemption is None  # as Volcano's shipped actions: enqueue, allocate, backfill
     assert loaded.gang_settings == GangSettings(
         barrier_timeout=20, backoff=10, reservation_timeout=60
     )
+
+
+def test_the_preemption_policy_is_the_shipped_one_with_the_preempt_plugin() -> None:
+    shipped = yaml.safe_load(REPO_POLICY.read_text())
+    preempting = yaml.safe_load(REPO_POLICY.with_name("preemption.yaml").read_text())
+    first = preempting["tiers"][0]["plugins"]
+    [preempt] = [p for p in first if p["name"] == "preempt"]
+    first.remove(preempt)
+    assert preempting == shipped
+    assert preempt["arguments"]["preempt.actions"] == "preempt, reclaim"
 
 
 @pytest.mark.parametrize(

@@ -21,10 +21,11 @@ from extender.server.app import make_app
 from tests.builders import cluster, make_group, make_node, make_pod, make_queue
 
 POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
+PREEMPTING = POLICY.with_name("preemption.yaml")  # the shipped policy evicts nothing
 Scenario = Callable[[TestClient[Any, Any], ClusterState, list[tuple[str, ...]]], Awaitable[None]]
 
 
-def run(scenario: Scenario, refuse: str = "") -> None:
+def run(scenario: Scenario, refuse: str = "", policy: Path = POLICY) -> None:
     state = cluster(
         [make_node("empty").cpu("8"), make_node("busy").cpu("8"), make_node("tiny").cpu("1")],
         [make_pod("a").cpu("6").on("busy").uid("a"), make_pod("new").cpu("1").uid("new")],
@@ -37,7 +38,7 @@ def run(scenario: Scenario, refuse: str = "") -> None:
         bound.append((namespace, name, uid, node))
 
     async def main() -> None:
-        app = make_app(load_policy(POLICY, REGISTRY), state=state, binder=binder)
+        app = make_app(load_policy(policy, REGISTRY), state=state, binder=binder)
         async with TestClient(TestServer(app)) as client:
             await scenario(client, state, bound)
 
@@ -135,7 +136,20 @@ def test_prioritize_binpacks(objects: bool) -> None:
     run(scenario)
 
 
-def test_preempt_returns_the_candidates_with_victims_in_meta_form() -> None:
+@pytest.mark.parametrize(
+    ("policy", "victims"),
+    [
+        pytest.param(
+            PREEMPTING,
+            {"busy": {"Pods": [{"UID": "a"}], "NumPDBViolations": 0}},
+            id="policy/preemption.yaml",
+        ),
+        pytest.param(POLICY, {}, id="the shipped policy evicts nothing"),
+    ],
+)
+def test_preempt_returns_the_candidates_with_victims_in_meta_form(
+    policy: Path, victims: dict[str, Any]
+) -> None:
     async def scenario(client: TestClient[Any, Any], *_: object) -> None:
         body = {
             "Pod": make_pod("p").build(),
@@ -145,11 +159,9 @@ def test_preempt_returns_the_candidates_with_victims_in_meta_form() -> None:
             },
         }
         reply = await (await client.post("/preempt", json=body)).json()
-        assert reply == {
-            "NodeNameToMetaVictims": {"busy": {"Pods": [{"UID": "a"}], "NumPDBViolations": 0}}
-        }
+        assert reply == {"NodeNameToMetaVictims": victims}
 
-    run(scenario)
+    run(scenario, policy=policy)
 
 
 def test_bind_counts_the_pod_at_once() -> None:

@@ -19,11 +19,17 @@ from extender.simulate.summary import summarize
 from extender.simulate.trace import Trace, parse_trace
 
 POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
+PREEMPTING = POLICY.with_name("preemption.yaml")  # the shipped policy evicts nothing
 
 
 @pytest.fixture(scope="module")
 def lahar() -> Policy:
     return load_policy(POLICY, REGISTRY)
+
+
+@pytest.fixture(scope="module")
+def preempting() -> Policy:
+    return load_policy(PREEMPTING, REGISTRY)
 
 
 def _job(name: str, pods: int, cpu: str, seconds: float, **fields: Any) -> dict[str, Any]:
@@ -105,7 +111,27 @@ def test_a_job_arriving_in_unix_time_is_played_at_once(lahar: Policy) -> None:
     assert later.started == pytest.approx(1.7e9) and later.finished == pytest.approx(1.7e9 + 60)
 
 
-def test_a_high_priority_gang_preempts_a_whole_low_priority_job(lahar: Policy) -> None:
+def test_a_high_priority_gang_preempts_a_whole_low_priority_job(preempting: Policy) -> None:
+    trace = parse_trace(
+        {
+            "nodes": [{"count": 2, "cpu": "4", "memory": "8Gi"}],
+            "jobs": [
+                _job("low", 2, "4", 1000, priority=0),
+                _job("high", 2, "4", 100, arrival=50, priority=100),
+            ],
+        }
+    )
+    outcome = simulate(trace, preempting, "lahar")
+    assert outcome.preemptions == 1
+    high, low = outcome.jobs["high"], outcome.jobs["low"]
+    assert high.started is not None and 50 <= high.started < 70
+    assert low.restarts == 1
+    assert low.started == 0.0  # its first start; it ran again after high ended
+    assert low.finished == pytest.approx(high.finished + 1000)
+    assert summarize(outcome).partial_gangs == 0
+
+
+def test_the_shipped_policy_evicts_nothing_the_high_priority_gang_waits(lahar: Policy) -> None:
     trace = parse_trace(
         {
             "nodes": [{"count": 2, "cpu": "4", "memory": "8Gi"}],
@@ -116,16 +142,11 @@ def test_a_high_priority_gang_preempts_a_whole_low_priority_job(lahar: Policy) -
         }
     )
     outcome = simulate(trace, lahar, "lahar")
-    assert outcome.preemptions == 1
-    high, low = outcome.jobs["high"], outcome.jobs["low"]
-    assert high.started is not None and 50 <= high.started < 70
-    assert low.restarts == 1
-    assert low.started == 0.0  # its first start; it ran again after high ended
-    assert low.finished == pytest.approx(high.finished + 1000)
-    assert summarize(outcome).partial_gangs == 0
+    assert outcome.preemptions == 0
+    assert _times(outcome) == {"low": (0.0, 1000.0), "high": (1000.0, 1100.0)}
 
 
-def test_work_a_restarted_job_had_done_is_not_counted_as_useful(lahar: Policy) -> None:
+def test_work_a_restarted_job_had_done_is_not_counted_as_useful(preempting: Policy) -> None:
     """Job low's ps ends at 10 s, its worker runs on; high preempts low at 50 s and low restarts
     whole (ps too): the ps's first 10 s were thrown away with the worker's 50 s."""
     ps = {"name": "ps", "replicas": 1, "cpu": "4", "memory": "1Gi", "duration": 10}
@@ -139,7 +160,7 @@ def test_work_a_restarted_job_had_done_is_not_counted_as_useful(lahar: Policy) -
             ],
         }
     )
-    outcome = simulate(trace, lahar, "lahar")
+    outcome = simulate(trace, preempting, "lahar")
     assert outcome.preemptions == 1 and outcome.jobs["low"].restarts == 1
     first = [i for i in outcome.intervals if i.job == "low" and i.incarnation == 0]
     assert len(first) == 2 and all(i.evicted for i in first)
@@ -208,7 +229,7 @@ class _Broken(Exception):
 
 
 def test_a_fault_in_the_preemptor_stops_the_simulation_instead_of_skewing_it(
-    lahar: Policy, monkeypatch: pytest.MonkeyPatch
+    preempting: Policy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise _Broken("victim search failed")
@@ -225,7 +246,7 @@ def test_a_fault_in_the_preemptor_stops_the_simulation_instead_of_skewing_it(
     )
     before = gc.get_threshold()
     with pytest.raises(_Broken, match="victim search failed"):
-        simulate(trace, lahar, "lahar")
+        simulate(trace, preempting, "lahar")
     assert gc.get_threshold() == before
 
 
@@ -273,8 +294,10 @@ def _tree_trace() -> Trace:
 
 
 @pytest.fixture(scope="module")
-def tree_run(lahar: Policy) -> SimulationOutcome:
-    return simulate(_tree_trace(), lahar, "lahar")
+def tree_run(preempting: Policy) -> SimulationOutcome:
+    """With reclaim: a leaf that filled the cluster before its siblings arrived gives back what
+    it holds beyond its share (the shipped policy only orders, so shares come closer slowly)."""
+    return simulate(_tree_trace(), preempting, "lahar")
 
 
 def test_each_level_of_a_queue_tree_shares_its_parents_cpu_by_weight(
