@@ -2,16 +2,27 @@
 operation. The webhook routes each path to one of these; a request for another resource, or an
 operation a rule set does not handle, is refused with the reason (the webhook configurations
 never send them, so seeing one means the configuration is wrong).
+
+Jobs and gang pods are the business of the schedulers this webhook serves (`Settings`, from
+`lahar webhook --scheduler-name`), and only theirs: a Job whose `spec.schedulerName` names
+another scheduler (a Volcano Job where Lahar serves only `lahar`) is admitted untouched, no
+defaults and no rules, and so is such a pod. A Job naming no scheduler is the first served
+scheduler's (the mutating webhook writes that name into it), and on UPDATE a Job is the webhook's
+when the stored one or the new one is (so moving a Job to or from another scheduler is refused as
+the change of a fixed field). Queues, PodGroups and HyperNodes belong to no scheduler: they are
+always checked.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from extender.admission import hypernodes, jobs, podgroups, pods, queues
 from extender.admission.job_defaults import job_defaults
 from extender.admission.job_update import check_update, unchanged
+from extender.admission.names import MAX_LABEL
 from extender.admission.problems import AdmissionDecision, Problem, denial_message, in_field_order
 from extender.admission.queue_defaults import queue_defaults
 from extender.admission.queue_tree import QueueLookup
@@ -29,9 +40,35 @@ HYPER_NODES = ("topology.volcano.sh", "hypernodes")
 class Settings:
     """What the rules are told of the installation."""
 
-    scheduler_name: str = "lahar"  # what a Job naming no scheduler gets
-    # The schedulers Lahar serves: their gang pods are created behind Lahar's gate.
+    scheduler_name: str = "lahar"  # what a Job naming no scheduler gets: one of `served`
+    # The schedulers this webhook serves: their gang pods are created behind Lahar's gate, their
+    # Jobs get Volcano's defaults and rules.
     served: frozenset[str] = frozenset({"lahar", "volcano"})
+
+    def __post_init__(self) -> None:
+        if self.scheduler_name not in self.served:
+            raise ValueError(
+                f"the default scheduler name {self.scheduler_name!r} must be one of those "
+                f"served ({', '.join(sorted(self.served))})"
+            )
+
+    @classmethod
+    def serving(cls, names: Sequence[str]) -> Settings:
+        """Serving `names` (at least one): a Job naming no scheduler gets the first."""
+        if not names:
+            raise ValueError("at least one scheduler name must be served")
+        return cls(names[0], frozenset(names))
+
+    def serves_job(self, job: Mapping[str, Any] | None) -> bool:
+        """Whether a Job object (as sent, not yet read) is for a scheduler served: its
+        `spec.schedulerName`, the default when it names none. A name no Job may have (not a
+        string, or longer than Volcano's schema allows, which it refuses whatever the scheduler)
+        is taken as served, so the rules say what is wrong with it."""
+        spec = job.get("spec") if isinstance(job, Mapping) else None
+        name = spec.get("schedulerName") if isinstance(spec, Mapping) else None
+        if not isinstance(name, str) or len(name) > MAX_LABEL:
+            return True
+        return (name or self.scheduler_name) in self.served
 
 
 @dataclass(frozen=True)
@@ -83,9 +120,16 @@ def _expect(
     return []
 
 
+def _not_served(request: AdmissionRequest, settings: Settings) -> bool:
+    """A Job of another scheduler: not the new object's, nor (UPDATE) the stored one's."""
+    if settings.serves_job(request.object):
+        return False
+    return request.operation != Operation.UPDATE or not settings.serves_job(request.old_object)
+
+
 def mutate_job(request: AdmissionRequest, view: QueueLookup, settings: Settings) -> Outcome:
     problems = _expect(request, JOBS, (Operation.CREATE, Operation.UPDATE))
-    if problems:
+    if problems or _not_served(request, settings):
         return _outcome("Job", request, problems)
     job, problems = jobs.parse_job(request.object)
     if job is None:
@@ -100,7 +144,7 @@ def mutate_job(request: AdmissionRequest, view: QueueLookup, settings: Settings)
 
 def validate_job(request: AdmissionRequest, view: QueueLookup, settings: Settings) -> Outcome:
     problems = _expect(request, JOBS, (Operation.CREATE, Operation.UPDATE))
-    if problems:
+    if problems or _not_served(request, settings):
         return _outcome("Job", request, problems)
     job, problems = jobs.parse_job(request.object)
     if job is None or request.object is None:

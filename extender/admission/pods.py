@@ -8,8 +8,14 @@ Lahar's gate (`GANG_GATE`) added: kube-scheduler leaves it alone until Lahar adm
 its gang and lifts the gate, so the gang's pods enter the scheduler's queue together however many
 other gangs wait, and a gang that cannot run yet costs the scheduler nothing. Pods already gated by
 Lahar, pods bound at creation (`nodeName`: a gate is not allowed there) and every other pod are
-left as they are. The patch appends to the pod's gates, so gates other controllers set stay. A pod
-naming two different groups (`naming_problems`) is refused: it could only ever join one of them.
+left as they are. The patch appends to the pod's gates, so gates other controllers set stay.
+
+A pod that names a group in two of those ways, or all three, is refused (`naming_problems`), with
+the same name or different ones: a pod joins one PodGroup, the one of the first field Lahar reads
+(`api.group_fields`), and a pod moved from one scheduler to another that kept the old field would
+otherwise wait for ever for a group of the kind its user does not use. The message names the
+fields and which to keep for which kind of PodGroup. Only pods of the schedulers served are
+gated or refused: any other pod is left as it is.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from extender.admission.problems import Problem
+from extender.admission.problems import Problem, shown
+from extender.api.group_fields import Naming, fields_of
 from extender.api.scheduling import GANG_GATE, named_groups
 
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -42,24 +49,36 @@ def gate_patch(pod: Mapping[str, Any] | None, served: Collection[str]) -> list[d
 
 
 def naming_problems(pod: Mapping[str, Any] | None, served: Collection[str]) -> list[Problem]:
-    """A pod of a scheduler in `served` naming two different groups, in any two of the three
-    ways, is refused."""
+    """A pod of a scheduler in `served` naming a group in more than one way (the same group or
+    not) is refused, naming the fields and which to keep."""
     if not isinstance(pod, Mapping):
         return []
     if (_mapping(pod, "spec").get("schedulerName") or DEFAULT_SCHEDULER) not in served:
         return []
-    names = _names(pod)
-    if len(set(names.values())) <= 1:
+    naming = fields_of(_names(pod))
+    if len(naming) <= 1:
         return []
-    first, *others = names.items()
-    return [
-        Problem(
-            field,
-            f"names group {name!r} but {first[0]} names {first[1]!r}: a pod belongs to one group",
-        )
-        for field, name in others
-        if name != first[1]
+    return [Problem(_listed([field.path for field, _ in naming]), two_groups(naming))]
+
+
+def two_groups(naming: Naming) -> str:
+    """Why a pod naming groups in the fields of `naming` (two or three) is refused, and what to
+    keep: "they name 'a' and 'b': a pod joins one PodGroup; keep the annotation for a
+    scheduling.volcano.sh PodGroup or the label for a scheduling.x-k8s.io one"."""
+    names = [name for _, name in naming]
+    if len(set(names)) == 1:
+        said = f"{'both' if len(names) == 2 else 'all'} name {shown(names[0])}"
+    else:
+        said = f"they name {_listed([shown(name) for name in names])}"
+    keep = [
+        f"{field.short} for a {field.group} {'PodGroup' if i == 0 else 'one'}"
+        for i, (field, _) in enumerate(naming)
     ]
+    return f"{said}: a pod joins one PodGroup; keep {_listed(keep, 'or')}"
+
+
+def _listed(items: list[str], last: str = "and") -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {last} {items[-1]}"
 
 
 def _names(pod: Mapping[str, Any]) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""`lahar explain JOB|PODGROUP`: why a gang is where it is, in plain words.
+"""`lahar explain JOB|PODGROUP|pod/NAME`: why a gang is where it is, in plain words.
 
 By default from the API alone, so any user who may read the namespace can ask: the PodGroup's
 phase and the condition Lahar's extender wrote (for a waiting gang, the summary of
@@ -15,6 +15,12 @@ NAME is a Job (its PodGroup is the one the controller made for it) or else a Pod
 names it, `podgroups.scheduling.x-k8s.io/NAME` or `podgroups.scheduling.k8s.io/NAME`: the first
 says why its gang waits in Events (its schema has no conditions), the latest Lahar recorded; the
 second in Lahar's condition `lahar.io/GangScheduled`.
+
+`pod/NAME` says which group the pod waits for, the field that names it and, when it names groups
+in more than one field (a pod the webhook did not see), which field wins and why; then explains
+that group. Explaining a group from the API also says which of the pods naming it wait for
+another group instead, and which of its members name another one too (`framework.explain`'s
+`group_naming`, which the extender's live answer carries as well).
 """
 
 from __future__ import annotations
@@ -28,12 +34,15 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from pydantic import ValidationError
 
 from extender.api.batch import BATCH_API_VERSION, JOB_NAME_KEY
 from extender.api.coscheduling import API_VERSION as COSCHEDULING_API
+from extender.api.group_fields import FIELDS, Naming, pod_fields, split_key
 from extender.api.native_groups import API_VERSION as NATIVE_API
 from extender.api.native_groups import CONDITION as NATIVE_CONDITION
 from extender.api.native_groups import lahars_condition
+from extender.api.objects import Pod
 from extender.api.scheduling import (
     API_VERSION,
     COSCHEDULING_LABEL,
@@ -43,9 +52,13 @@ from extender.api.scheduling import (
     GroupKind,
 )
 from extender.cli import job_cmd, kubectl, rows
+from extender.framework.explain import group_naming
 from extender.kube import KubeError, list_objects, read, unschedulable_message
 
 KINDS = {
+    "pod": "Pod",
+    "pods": "Pod",
+    "po": "Pod",
     "job": "Job",
     "jobs": "Job",
     "podgroup": "PodGroup",
@@ -68,13 +81,13 @@ LAHAR_GATE = (
 
 def register(commands: Any) -> None:
     parser = commands.add_parser(
-        "explain", help="why a Job's or PodGroup's gang is pending, in plain words"
+        "explain", help="why a Job's, PodGroup's or pod's gang is pending, in plain words"
     )
     parser.add_argument(
         "name",
         help="JOB or PODGROUP (job/NAME, podgroup/NAME to say which; "
         "podgroups.scheduling.x-k8s.io/NAME or podgroups.scheduling.k8s.io/NAME for the other "
-        "kinds of PodGroup)",
+        "kinds of PodGroup; pod/NAME for the group a pod waits for)",
     )
     kubectl.add_connection_flags(parser, namespaced=True)
     parser.add_argument(
@@ -95,8 +108,15 @@ def register(commands: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     wanted, given = target(args.name)
+    if wanted == "Pod":
+        return _run_pod(args, given)
+    return _explain(args, wanted, given, [])
+
+
+def _explain(args: argparse.Namespace, wanted: str | None, given: str, asked: list[str]) -> int:
+    """Explain the Job or PodGroup `given` (`asked`: what to say first of the pod asked about)."""
     if wanted in OTHER_GROUPS:
-        return _run_other(args, GroupKind(wanted), given)
+        return _run_other(args, GroupKind(wanted), given, asked)
     with kubectl.connect(args) as cluster:
         namespace = cluster.namespace
         job, name, group = _resolve(cluster, wanted, given)
@@ -111,6 +131,7 @@ def _run(args: argparse.Namespace) -> int:
                 for pod in list_objects(cluster.api, "v1", "Pod", namespace=namespace)
                 if _annotation(pod, GROUP_ANNOTATION) == name
             ]
+        naming = [] if args.extender else _naming(cluster, f"{namespace}/{name}", pods)
     if args.extender:
         extender = Extender(args.extender, args.cert, args.key, args.cacert, args.tls_server_name)
         lines = from_extender(extender, f"{namespace}/{name}")
@@ -119,10 +140,85 @@ def _run(args: argparse.Namespace) -> int:
         lines = from_group(group) if group else ["no PodGroup yet: the controller makes it"]
         source = "PodGroup status written by Lahar's extender"
     phase = ((group or {}).get("status") or {}).get("phase") or "Pending"
-    return _answer(args, f"{namespace}/{name}", job, phase, source, lines, pods)
+    return _answer(
+        args, f"{namespace}/{name}", job, phase, source, lines, pods, asked=asked, naming=naming
+    )
 
 
-def _run_other(args: argparse.Namespace, kind: GroupKind, name: str) -> int:
+def _run_pod(args: argparse.Namespace, name: str) -> int:
+    """`lahar explain pod/NAME`: the group the pod waits for and why, then that group's
+    explanation (or, when that group does not exist, that it waits until it is made)."""
+    with kubectl.connect(args) as cluster:
+        namespace = cluster.namespace
+        found = read(cluster.api, "v1", "Pod", name, namespace)
+        if found is None:
+            raise KubeError(f"Pod {namespace}/{name} not found")
+        try:
+            naming = pod_fields(Pod.model_validate(found))
+        except ValidationError as error:
+            raise KubeError(f"pod {namespace}/{name} does not read as a pod: {error}") from None
+        if not naming:
+            ways = ", ".join(field.said for field in FIELDS)
+            raise KubeError(
+                f"pod {namespace}/{name} names no PodGroup (by {ways}): it is placed alone"
+            )
+        field, group = naming[0]
+        exists = _exists(cluster, field.kind.key(namespace, group))
+    asked = pod_group_lines(f"{namespace}/{name}", naming, exists=exists)
+    if exists:
+        wanted = "PodGroup" if field.kind is GroupKind.VOLCANO else field.kind.value
+        return _explain(args, wanted, group, asked)
+    key = field.kind.key(namespace, group)
+    return _answer(args, key, None, "NotFound", f"pod {namespace}/{name}", [], [found], asked=asked)
+
+
+def pod_group_lines(pod: str, naming: Naming, *, exists: bool = True) -> list[str]:
+    """What `lahar explain pod/NAME` says first: the group the pod waits for, by which field,
+    and, when it names groups in more than one, which field wins and why (pure)."""
+    namespace = pod.partition("/")[0]
+    (field, group), *others = naming
+    line = (
+        f"pod {pod} waits for the {field.kind_name} {namespace}/{group}, named by its {field.said}"
+    )
+    if others:
+        lost = " and ".join(
+            f"its {other.said} naming the {other.kind_name} {namespace}/{named}"
+            for other, named in others
+        )
+        ways = ", ".join(f.short for f in FIELDS[:-1]) + f" or {FIELDS[-1].short}"
+        line += (
+            f", which wins over {lost}: a pod joins one PodGroup, the one named by the first of "
+            f"{ways} it carries (the webhook refuses a pod that names two)"
+        )
+    lines = [line]
+    if not exists:
+        missing = f"the {field.kind_name} {namespace}/{group} does not exist"
+        lines.append(f"{missing}: the pod waits until it is made")
+    return lines
+
+
+def _naming(cluster: kubectl.Connection, key: str, pods: list[PodObject]) -> list[str]:
+    """What the pods naming gang `key`'s group say of it when they name another group too
+    (`group_naming`); a pod that does not read as one is left out."""
+    read_pods = []
+    for pod in pods:
+        try:
+            read_pods.append(Pod.model_validate(pod))
+        except ValidationError:
+            continue
+    return group_naming(key, read_pods, lambda other: _exists(cluster, other))
+
+
+def _exists(cluster: kubectl.Connection, key: str) -> bool:
+    """Whether the group of gang `key` exists (True when that cannot be read: not said missing)."""
+    namespace, kind, name = split_key(key)
+    try:
+        return read(cluster.api, kind.api_version, "PodGroup", name, namespace) is not None
+    except KubeError:
+        return True
+
+
+def _run_other(args: argparse.Namespace, kind: GroupKind, name: str, asked: list[str]) -> int:
     """`lahar explain` of a Coscheduling or native PodGroup."""
     api_version = OTHER_GROUPS[kind.value]
     with kubectl.connect(args) as cluster:
@@ -144,7 +240,8 @@ def _run_other(args: argparse.Namespace, kind: GroupKind, name: str) -> int:
                 == name
             ]
             said = None
-    key = kind.key(namespace, name)
+        key = kind.key(namespace, name)
+        naming = [] if args.extender else _naming(cluster, key, pods)
     if args.extender:
         extender = Extender(args.extender, args.cert, args.key, args.cacert, args.tls_server_name)
         lines = from_extender(extender, key)
@@ -155,7 +252,8 @@ def _run_other(args: argparse.Namespace, kind: GroupKind, name: str) -> int:
     else:
         lines = from_native_group(group)
         source = f"condition {NATIVE_CONDITION} written by Lahar's extender"
-    return _answer(args, key, None, _other_phase(kind, group), source, lines, pods)
+    phase = _other_phase(kind, group)
+    return _answer(args, key, None, phase, source, lines, pods, asked=asked, naming=naming)
 
 
 def _answer(  # noqa: PLR0917 (the fields of the answer)
@@ -166,14 +264,21 @@ def _answer(  # noqa: PLR0917 (the fields of the answer)
     source: str,
     lines: list[str],
     pods: list[PodObject],
+    *,
+    asked: list[str],
+    naming: list[str] | None = None,
 ) -> int:
-    """Print the answer as asked (`text`, or the JSON or YAML of its fields)."""
+    """Print the answer as asked (`text`, or the JSON or YAML of its fields): `asked`, what is
+    said of the pod asked about (`pod/NAME`), `naming` what the pods naming the group say of it
+    when they name another group too."""
     answer = {
+        "pod": asked,
         "gang": gang,
         "job": job,
         "phase": phase,
         "source": source,
         "lines": lines,
+        "naming": naming or [],
         "pods": [pod_row(p) for p in sorted(pods, key=lambda p: p["metadata"]["name"])],
     }
     if args.output == "text":
@@ -251,11 +356,11 @@ def from_native_group(group: dict[str, Any]) -> list[str]:
 
 
 def target(given: str) -> tuple[str | None, str]:
-    """The kind asked for (Job, PodGroup, or None: either) and the name, from NAME, job/NAME or
-    podgroup/NAME; refused before any call when it names no object."""
+    """The kind asked for (Job, PodGroup, Pod, or None: Job or PodGroup) and the name, from NAME,
+    job/NAME, podgroup/NAME or pod/NAME; refused before any call when it names no object."""
     kind, _, name = given.rpartition("/")
     if kind and kind.lower() not in KINDS:
-        raise KubeError(f"{given}: expected JOB, PODGROUP, job/NAME or podgroup/NAME")
+        raise KubeError(f"{given}: expected JOB, PODGROUP, job/NAME, podgroup/NAME or pod/NAME")
     try:
         kubectl.object_name(name)
     except argparse.ArgumentTypeError as error:
@@ -362,8 +467,11 @@ def pod_row(pod: PodObject) -> dict[str, str]:
 def text(answer: dict[str, Any]) -> list[str]:
     """The lines `lahar explain` prints (pure)."""
     job = f" (Job {answer['job']})" if answer["job"] else ""
-    lines = [f"PodGroup {answer['gang']}{job}: {answer['phase']}", f"From the {answer['source']}:"]
-    lines += ["  " + line for line in answer["lines"]]
+    lines = [*answer.get("pod", ()), f"PodGroup {answer['gang']}{job}: {answer['phase']}"]
+    if answer["lines"]:
+        lines.append(f"From the {answer['source']}:")
+        lines += ["  " + line for line in answer["lines"]]
+    lines += answer.get("naming", ())
     pods = answer["pods"]
     if pods:
         lines.append("Pods:")

@@ -3,6 +3,12 @@
 By default it manages its own certificates (a CA and a serving certificate in a Secret every
 replica shares, the CA published into the webhook configurations, rotated before they end); with
 `--tls-cert-file` and `--tls-key-file` it serves those files instead (reloaded when they change).
+
+`--scheduler-name` (repeatable, as Volcano's webhook-manager has it) names the schedulers it
+serves, by default `lahar` and `volcano`, the profiles Lahar ships: their gang pods are gated and
+their Jobs defaulted and checked, a Job naming no scheduler gets the first name, and the pod
+webhook's `matchConditions` are kept to these names (`webhook.conditions`), so the API server
+calls it for their pods only. A name is a DNS subdomain, as Kubernetes asks of a schedulerName.
 """
 
 from __future__ import annotations
@@ -17,14 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from extender.admission.admit import Settings
+from extender.admission.names import dns_subdomain
 from extender.cli.flags import (
+    SCHEDULERS,
     add_certificate_flags,
-    add_served_scheduler_flags,
     add_server_flags,
     add_tls_file_flags,
     certificate_hosts,
     duration_seconds,
-    served_schedulers,
     tls_files,
 )
 from extender.kube import KubeError, client_for
@@ -43,11 +49,16 @@ def register(commands: Any) -> None:
     add_server_flags(parser, port=8443, serves="the webhook, /healthz, /readyz and /metrics")
     parser.add_argument(
         "--scheduler-name",
-        default="lahar",
-        help="schedulerName given to Jobs without one (default lahar)",
-    )
-    add_served_scheduler_flags(
-        parser, does="whose gang pods are created behind Lahar's gate until their gang goes"
+        "--served-scheduler",
+        action="append",
+        dest="scheduler_names",
+        metavar="NAME",
+        help="a schedulerName this webhook serves (repeatable; default: "
+        f"{' and '.join(SCHEDULERS)}, the profiles of policy/kube-scheduler-config.yaml): "
+        "their gang pods are created behind Lahar's gate, their Jobs get Volcano's defaults "
+        "and rules, a Job naming no scheduler gets the first name; pods and Jobs of any other "
+        "scheduler are admitted untouched. The pod webhook's matchConditions are kept to these "
+        "names. (--served-scheduler is the same flag.)",
     )
     parser.add_argument(
         "--namespace",
@@ -62,7 +73,8 @@ def register(commands: Any) -> None:
         "--webhook-configuration",
         default="lahar-webhook",
         help="name of the Mutating and Validating webhook configurations whose caBundle "
-        "this webhook keeps (default lahar-webhook)",
+        "and scheduler names (matchCondition lahar-scheduler) this webhook keeps (default "
+        "lahar-webhook)",
     )
     parser.add_argument(
         "--check-interval", default="1m", help="how often certificates are checked (default 1m)"
@@ -86,6 +98,28 @@ def _duration(flag: str, text: str) -> datetime.timedelta:
     return datetime.timedelta(seconds=duration_seconds("webhook", flag, text))
 
 
+def scheduler_names(args: argparse.Namespace) -> tuple[str, ...]:
+    """The schedulers served, in the order given (repeats dropped), the defaults when none is
+    given; exits naming a name that is not a DNS subdomain."""
+    names = tuple(dict.fromkeys(args.scheduler_names or SCHEDULERS))
+    for name in names:
+        if (reason := dns_subdomain(name)) is not None:
+            raise SystemExit(
+                f"lahar webhook: --scheduler-name {name!r}: {reason} (a schedulerName is a DNS "
+                "subdomain)"
+            )
+    return names
+
+
+def configurations(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
+    """(kind, name) of the webhook configurations this webhook keeps."""
+    config = args.webhook_configuration
+    return (
+        ("MutatingWebhookConfiguration", config),
+        ("ValidatingWebhookConfiguration", config),
+    )
+
+
 def tls_options(args: argparse.Namespace) -> TlsOptions:
     pair = tls_files(args, "webhook")
     hosts = certificate_hosts(args, "webhook")
@@ -101,14 +135,10 @@ def tls_options(args: argparse.Namespace) -> TlsOptions:
             seconds=duration_seconds("webhook", "trust-grace", args.trust_grace)
         ),
     )
-    config = args.webhook_configuration
     return TlsOptions(
         certs=certs,
         stored_in=(args.namespace, args.secret_name),
-        configurations=(
-            ("MutatingWebhookConfiguration", config),
-            ("ValidatingWebhookConfiguration", config),
-        ),
+        configurations=configurations(args),
         cert_file=pair[0] if pair else None,
         key_file=pair[1] if pair else None,
         ca_file=args.ca_bundle_file,
@@ -130,15 +160,23 @@ def _first_certificate(tls: ServingCertificate) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    names = scheduler_names(args)
     options = tls_options(args)
     api = client_for(args.kubeconfig)
     with closing(api):
         tls = ServingCertificate(api, options)
         try:
             _first_certificate(tls)
-            settings = Settings(args.scheduler_name, served_schedulers(args))
+            settings = Settings.serving(names)
             app = make_app(api, tls, settings)
-            log.info("serving admission reviews over TLS on %s:%d", args.host, args.port)
+            log.info(
+                "serving admission reviews over TLS on %s:%d for the schedulers %s (a Job naming "
+                "none gets %s)",
+                args.host,
+                args.port,
+                ", ".join(names),
+                names[0],
+            )
             return run(app, host=args.host, port=args.port, ssl_context=tls.context)
         finally:
             tls.close()

@@ -20,10 +20,11 @@ the seconds left, so the message stays the same while nothing about the gang cha
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from extender.api.group_fields import GroupField, pod_fields, split_key
 from extender.api.objects import Pod
 from extender.api.quantity import format_units
 from extender.api.resources import CPU, EMPTY, PODS, Resources
@@ -35,8 +36,9 @@ from extender.gangs.ledger import Gangs
 from extender.gangs.members import GangView, view_gang
 from extender.gangs.placement import Room
 from extender.gangs.queues import QueueView
-from extender.gangs.refusals import Rejection
+from extender.gangs.refusals import WANTS_CAPACITY, Rejection
 from extender.gangs.scale_up import Mode, queue_mode, wants_nodes
+from extender.preemption.plan import protected_victims
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ def explain(state: ClusterState, gangs: Gangs, key: str) -> Explanation:
         f"gang {key}: {gang.ready} of {gang.min_member} members placed, "
         f"{len(gang.pending)} pending (queue {gang.queue})"
     ]
+    lines += naming_lines(state, key)
     if gang.stands:
         verdict = "Standing"
         lines.append("it stands: minMember members are placed; more members bind as they fit")
@@ -106,6 +109,7 @@ def _waiting(
     else:
         lines.append("waiting: the scheduler has not asked Lahar about its pods yet")
     lines += scale_up_lines(state, gangs, gang)
+    lines += unpreemptable_lines(state, gangs, gang)
     remaining = _backoff_left(gangs, key)
     if remaining > 0:
         lines.append(f"backing off for {remaining:.0f}s more (its members did not all bind)")
@@ -163,6 +167,19 @@ def scale_up_lines(
             "bought for pods a queue may not run yet"
         )
     return lines
+
+
+def unpreemptable_lines(state: ClusterState, gangs: Gangs, gang: GangView) -> list[str]:
+    """For a gang waiting for capacity, when preemption (on with the preempt plugin) last found
+    nobody to evict for it although evicting protected pods would make room, which gangs those
+    are and why each is protected (`volcano.sh/preemptable`, Volcano's conformance)."""
+    protected = protected_victims(state, gang.key)
+    if protected is None:
+        return []
+    turn = gangs.order(state, state.view().nodes).turns.get(gang.key)
+    if turn is None or turn.rejection is None or turn.rejection.cause not in WANTS_CAPACITY:
+        return []
+    return [protected.message]
 
 
 def _backoff_left(gangs: Gangs, key: str) -> float:
@@ -268,3 +285,62 @@ def _at_capability(view: QueueView) -> str:
     capability = view.queue.spec.capability
     full = {r: cap for r, cap in capability.items() if view.allocated.get(r, 0) >= cap}
     return Resources(full).describe()
+
+
+def naming_lines(state: ClusterState, key: str) -> list[str]:
+    """Which group the pods naming gang `key`'s group in some field wait for, and why
+    (`group_naming`), of the pods of the namespace's gangs."""
+    namespace = split_key(key)[0]
+    pods = [
+        state.pods[uid]
+        for gang, uids in state.members.items()
+        if gang.startswith(f"{namespace}/")
+        for uid in uids
+        if uid in state.pods
+    ]
+    return group_naming(key, pods, state.pod_groups.__contains__)
+
+
+def group_naming(
+    key: str, pods: Iterable[Pod], exists: Callable[[str], bool] | None = None
+) -> list[str]:
+    """What the unfinished `pods` that name gang `key`'s group and another one too say of it. A
+    pod naming groups in several fields (created while the webhook was down, or before it refused
+    them) joins the group of the first field Lahar reads (`api.group_fields`): pods naming this
+    group by a field another wins over wait for that other group (and `exists(its key)`, when
+    given, tells whether it does), while this gang's own members are told which field made them
+    members. Pure: `lahar explain` says the same from the API."""
+    namespace, kind, name = split_key(key)
+    away: dict[tuple[GroupField, GroupField, str], list[str]] = {}  # -> the pods another takes
+    kept: dict[tuple[GroupField, GroupField, str], list[str]] = {}  # -> the pods this one keeps
+    for pod in sorted(pods, key=lambda pod: pod.metadata.name):
+        naming = pod_fields(pod)
+        if pod.finished or pod.metadata.namespace != namespace or len(naming) < 2:
+            continue
+        mine = next((f for f, named in naming if f.kind is kind and named == name), None)
+        if mine is None:
+            continue
+        (first, first_name), *others = naming
+        if first is not mine:
+            away.setdefault((mine, first, first_name), []).append(pod.metadata.key)
+        for other, other_name in others if first is mine else ():
+            kept.setdefault((mine, other, other_name), []).append(pod.metadata.key)
+    lines = []
+    for (mine, first, first_name), keys in away.items():
+        one = len(keys) == 1
+        gone = ""
+        if exists is not None and not exists(first.kind.key(namespace, first_name)):
+            gone = f" (it does not exist: {'it waits' if one else 'they wait'} until it is made)"
+        lines.append(
+            f"{'pod' if one else 'pods'} {_few(keys)} {'names' if one else 'name'} this group by "
+            f"{mine.said}, but also the {first.kind_name} {namespace}/{first_name} by "
+            f"{first.said}, which wins: {'it waits' if one else 'they wait'} for that one{gone}"
+        )
+    for (mine, other, other_name), keys in kept.items():
+        one = len(keys) == 1
+        lines.append(
+            f"{'pod' if one else 'pods'} {_few(keys)} {'joins' if one else 'join'} this group by "
+            f"{mine.said}, which wins over {'its' if one else 'their'} {other.said} naming the "
+            f"{other.kind_name} {namespace}/{other_name}"
+        )
+    return lines

@@ -3,7 +3,9 @@
 keeper. All served over the one TLS listener; the process shell (`extender.shell`) gives it its
 probes, /metrics, informers, and the certificate check as a guarded task (one that dies ends the
 process): every `--check-interval`, and at once when the certificates' Secret changes or is
-deleted (a watch of it). Ready once its cache is whole and the caBundle is published.
+deleted (a watch of it). At start and at each certificate check it also writes the schedulers it
+serves into the pod webhook's `matchConditions` (`webhook.conditions`). Ready once its cache is
+whole, the caBundle is published and the scheduler names are written.
 
 The handler is a thin adapter: bytes -> AdmissionReview -> rule -> AdmissionReview, run in a
 worker thread (a large object must not stall the loop, its probes and other reviews), at most four
@@ -36,6 +38,7 @@ from extender.cache.informer import Informers
 from extender.kube.client import UNREACHABLE, KubeError
 from extender.kube.objects import read
 from extender.shell import SHELL, guarded, informers, install
+from extender.webhook.conditions import SchedulerNames
 from extender.webhook.metrics import WebhookMetrics
 from extender.webhook.store import KINDS, WebhookStore
 from extender.webhook.tls import ServingCertificate
@@ -53,6 +56,7 @@ METRICS = web.AppKey("metrics", WebhookMetrics)
 # Reviews read and checked at once: bounds memory (each body is at most MAX_BODY).
 ADMITTING = web.AppKey("admitting", asyncio.Semaphore)
 OPTIONS: web.AppKey[Settings] = web.AppKey("options", Settings)
+NAMES: web.AppKey[SchedulerNames] = web.AppKey("names", SchedulerNames)
 
 
 def make_app(api: k8s.ApiClient, tls: ServingCertificate, options: Settings) -> web.Application:
@@ -62,6 +66,7 @@ def make_app(api: k8s.ApiClient, tls: ServingCertificate, options: Settings) -> 
     app[METRICS] = WebhookMetrics(tls)
     app[ADMITTING] = asyncio.Semaphore(4)
     app[OPTIONS] = options
+    app[NAMES] = SchedulerNames(api, tls.options.configurations, options.served)
     install(app, app[METRICS].registry, lambda: _unready(app))
 
     def build(app: web.Application) -> Informers[WebhookStore]:
@@ -78,9 +83,16 @@ def make_app(api: k8s.ApiClient, tls: ServingCertificate, options: Settings) -> 
 
 
 def _unready(app: web.Application) -> str | None:
-    if app[SHELL].synced.is_set() and app[TLS].published:
-        return None
-    return "cache not synced or caBundle not published"
+    missing = [
+        what
+        for what, done in (
+            ("cache not synced", app[SHELL].synced.is_set()),
+            ("caBundle not published", app[TLS].published),
+            ("scheduler names not written to the webhook configurations", app[NAMES].published),
+        )
+        if not done
+    ]
+    return "; ".join(missing) or None
 
 
 def _queue_reader(api: k8s.ApiClient) -> Callable[[str], Queue | None]:
@@ -205,11 +217,13 @@ def _log(review: AdmissionReview, resource: str, outcome: Outcome) -> None:
 
 async def _rotation(app: web.Application) -> None:
     """Check the certificate every `interval`, and at once when the Secret changes or is deleted
-    (its watch): rotate when due, create it again when gone, reload what the files hold."""
+    (its watch): rotate when due, create it again when gone, reload what the files hold. The
+    scheduler names are written at start and checked with it."""
     tls = app[TLS]
     changed = asyncio.Event()
     watch = tls.watch(asyncio.get_running_loop(), changed.set)
     try:
+        await _write_names(app[NAMES])
         while True:
             await asyncio.sleep(MIN_CHECK_GAP)
             with contextlib.suppress(TimeoutError):
@@ -223,6 +237,20 @@ async def _rotation(app: web.Application) -> None:
                 log.warning("certificate check failed (%s); serving the current one", error)
             except Exception:  # a file, or a bug: keep serving, try again
                 log.exception("certificate check failed; serving the current one")
+            await _write_names(app[NAMES])
     finally:
         if watch is not None:
             watch.stop()
+
+
+async def _write_names(names: SchedulerNames) -> None:
+    """Write the scheduler names into the configurations; a failure is logged and tried again at
+    the next check (the rules check the names themselves meanwhile)."""
+    try:
+        await asyncio.to_thread(names.publish)
+    except (KubeError, *UNREACHABLE) as error:
+        log.warning(
+            "writing the scheduler names failed (%s); trying again at the next check", error
+        )
+    except Exception:  # a bug: keep serving, try again
+        log.exception("writing the scheduler names failed; trying again at the next check")

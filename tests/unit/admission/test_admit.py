@@ -3,6 +3,7 @@ operations, and a denial's message names the object and lists every problem."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -20,7 +21,7 @@ from extender.admission.admit import (
     validate_pod_group,
     validate_queue,
 )
-from extender.admission.problems import SHOWN, Problem
+from extender.admission.problems import SHOWN, AdmissionDecision, Problem
 from extender.api.scheduling import GroupKind
 from tests.builders import (
     JobBuilder,
@@ -425,7 +426,6 @@ GATE = {"name": "lahar.io/gang"}
         (make_pod("w").group("tf").scheduler("lahar").on("n1"), None),
         (make_pod("w").group("tf", GroupKind.COSCHEDULING).scheduler("lahar"), [GATE]),
         (make_pod("w").group("tf", GroupKind.NATIVE).scheduler("volcano"), [GATE]),
-        (make_pod("w").group("tf").group("tf", GroupKind.COSCHEDULING).scheduler("lahar"), [GATE]),
     ],
     ids=[
         "gang-pod",
@@ -436,7 +436,6 @@ GATE = {"name": "lahar.io/gang"}
         "bound",
         "coscheduling",
         "native",
-        "one-name-two-ways",
     ],
 )
 def test_gang_pods_of_lahar_schedulers_are_created_behind_its_gate(
@@ -453,23 +452,17 @@ def test_gang_pods_of_lahar_schedulers_are_created_behind_its_gate(
         assert outcome.decision.patch == ()
 
 
-def test_a_pod_naming_two_groups_is_refused_naming_the_fields() -> None:
-    body = (
-        make_pod("w")
-        .group("a")
-        .group("b", GroupKind.COSCHEDULING)
-        .group("c", GroupKind.NATIVE)
-        .scheduler("lahar")
-        .build()
-    )
+def test_a_pod_naming_its_group_two_ways_is_refused_naming_both_fields() -> None:
+    pod = make_pod("w").ns("ml").scheduler("volcano").group("tf")
+    body = pod.group("tf", GroupKind.COSCHEDULING).build()
     outcome = run(mutate_pod, make_review(body))
     assert not outcome.decision.allowed
-    annotation = "metadata.annotations[scheduling.k8s.io/group-name]"
-    label = "metadata.labels[scheduling.x-k8s.io/pod-group]"
-    said = f"{label}: names group 'b' but {annotation} names 'a': a pod belongs to one group"
-    assert said in outcome.message
-    assert f"spec.schedulingGroup.podGroupName: names group 'c' but {annotation} names 'a'" in (
-        outcome.message
+    assert outcome.decision.patch == ()
+    assert outcome.message == (
+        "Pod ml/w is invalid: metadata.annotations[scheduling.k8s.io/group-name] and "
+        "metadata.labels[scheduling.x-k8s.io/pod-group]: both name 'tf': a pod joins one "
+        "PodGroup; keep the annotation for a scheduling.volcano.sh PodGroup or the label for a "
+        "scheduling.x-k8s.io one"
     )
 
 
@@ -530,3 +523,139 @@ def test_hyper_node_create_and_update(
     outcome = run(validate_hyper_node, review)
     assert outcome.decision.allowed is (not message)
     assert (outcome.message, outcome.warnings) == (message, warnings)
+
+
+# -- the schedulers served ----------------------------------------------------------------------
+
+ONLY_LAHAR = Settings.serving(("lahar",))
+BROKEN = tf().queue("no-such-queue").set("spec.tasks[1].minAvailable", 9)  # two rules broken
+
+
+def served_by(settings: Settings, rule: Rule, review: ReviewBuilder) -> Outcome:
+    return rule(review.request(), cluster_queues(), settings)
+
+
+@pytest.mark.parametrize(
+    ("names", "default", "served"),
+    [
+        (("lahar", "volcano"), "lahar", {"lahar", "volcano"}),
+        (("volcano", "lahar"), "volcano", {"lahar", "volcano"}),
+        (("lahar",), "lahar", {"lahar"}),
+        (
+            ("coscheduling", "lahar", "volcano"),
+            "coscheduling",
+            {"coscheduling", "lahar", "volcano"},
+        ),
+    ],
+    ids=["shipped", "volcano-first", "lahar-only", "coscheduling-too"],
+)
+def test_a_job_naming_no_scheduler_gets_the_first_served(
+    names: tuple[str, ...], default: str, served: set[str]
+) -> None:
+    settings = Settings.serving(names)
+    assert settings.scheduler_name == default
+    assert set(settings.served) == served
+    outcome = served_by(settings, mutate_job, make_review(tf().build()))
+    assert {"op": "add", "path": "/spec/schedulerName", "value": default} in (
+        outcome.decision.patch
+    )
+
+
+def test_the_default_settings_serve_the_shipped_profiles() -> None:
+    assert Settings().scheduler_name == "lahar"
+    assert set(Settings().served) == {"lahar", "volcano"}
+
+
+@pytest.mark.parametrize(
+    ("make", "error"),
+    [
+        (lambda: Settings.serving(()), "at least one scheduler name must be served"),
+        (
+            lambda: Settings("volcano", frozenset({"lahar"})),
+            "the default scheduler name 'volcano' must be one of those served (lahar)",
+        ),
+    ],
+    ids=["none", "default-not-served"],
+)
+def test_settings_that_cannot_be_are_refused(make: Any, error: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(error)):
+        make()
+
+
+@pytest.mark.parametrize(
+    ("review", "acts"),
+    [
+        (make_review(BROKEN.scheduler_name("volcano").build()), False),
+        (make_review(BROKEN.scheduler_name("default-scheduler").build()), False),
+        (make_review(BROKEN.scheduler_name("lahar").build()), True),
+        (make_review(BROKEN.build()), True),  # (none: the first served, lahar)
+        (
+            make_review(BROKEN.scheduler_name("volcano").build()).update(
+                stored().scheduler_name("volcano").build()
+            ),
+            False,
+        ),
+        (
+            make_review(stored().scheduler_name("volcano").build()).update(stored().build()),
+            True,
+        ),
+        (
+            make_review(stored().build()).update(stored().scheduler_name("volcano").build()),
+            True,
+        ),
+        (make_review(tf().set("spec.schedulerName", 7).build()), True),
+        (make_review(BROKEN.scheduler_name("s" * 64).build()), True),  # (Volcano's schema too)
+    ],
+    ids=[
+        "volcano-job",
+        "default-scheduler-job",
+        "lahar-job",
+        "job-naming-none",
+        "volcano-job-update",
+        "moved-away-from-lahar",
+        "moved-to-lahar",
+        "scheduler-name-not-a-string",
+        "scheduler-name-no-job-may-have",
+    ],
+)
+def test_only_jobs_of_the_schedulers_served_are_defaulted_and_checked(
+    review: ReviewBuilder, acts: bool
+) -> None:
+    """Serving `lahar` alone: a Job of another scheduler is admitted untouched (allowed, no
+    patch, no warning), however broken; one of lahar's, or naming none, is defaulted and checked;
+    an UPDATE moving a Job to or from lahar is lahar's (and refused: the scheduler is fixed)."""
+    mutated = served_by(ONLY_LAHAR, mutate_job, review)
+    validated = served_by(ONLY_LAHAR, validate_job, review)
+    untouched = Outcome(AdmissionDecision())
+    if acts:
+        assert mutated.decision.patch or not validated.decision.allowed
+    else:
+        assert (mutated, validated) == (untouched, untouched)
+
+
+def test_moving_a_job_between_schedulers_is_refused_as_a_fixed_field() -> None:
+    review = make_review(stored().scheduler_name("volcano").build()).update(stored().build())
+    outcome = served_by(ONLY_LAHAR, validate_job, review)
+    assert "spec.schedulerName: cannot change once the job exists" in outcome.message
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "settings", "gated"),
+    [
+        ("volcano", ONLY_LAHAR, False),
+        ("lahar", ONLY_LAHAR, True),
+        ("coscheduling", Settings.serving(("lahar", "volcano", "coscheduling")), True),
+        ("coscheduling", Settings(), False),
+        ("volcano", Settings(), True),
+    ],
+    ids=["volcano-not-served", "lahar", "coscheduling-served", "coscheduling-not", "shipped"],
+)
+def test_only_gang_pods_of_the_schedulers_served_are_gated_or_refused(
+    scheduler: str, settings: Settings, gated: bool
+) -> None:
+    body = make_pod("w").group("tf").scheduler(scheduler).build()
+    outcome = served_by(settings, mutate_pod, make_review(body))
+    assert outcome.decision.allowed
+    assert bool(outcome.decision.patch) is gated
+    both = make_pod("w").group("a").group("b", GroupKind.COSCHEDULING).scheduler(scheduler)
+    assert served_by(settings, mutate_pod, make_review(both.build())).decision.allowed is not gated

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from extender.api.group_fields import BY_KIND
 from extender.api.scheduling import GroupKind
 from extender.cli.explain_cmd import (
     Extender,
@@ -15,6 +16,7 @@ from extender.cli.explain_cmd import (
     from_extender,
     from_group,
     from_native_group,
+    pod_group_lines,
     pod_row,
     target,
     text,
@@ -95,6 +97,8 @@ def test_the_other_kinds_say_why_from_their_event_or_lahars_condition() -> None:
         ("pg/tf", ("PodGroup", "tf")),
         ("podgroups.scheduling.x-k8s.io/tf", (GroupKind.COSCHEDULING.value, "tf")),
         ("podgroups.scheduling.k8s.io/tf", (GroupKind.NATIVE.value, "tf")),
+        ("pod/tf-0", ("Pod", "tf-0")),
+        ("po/tf-0", ("Pod", "tf-0")),
     ],
 )
 def test_explain_takes_each_kind_by_kubectls_name(given: str, wanted: tuple[Any, str]) -> None:
@@ -152,3 +156,67 @@ def test_a_bad_extender_address_or_certificate_is_named(
 ) -> None:
     with pytest.raises(KubeError, match=error.replace("?", r"\?").replace("+", r"\+")):
         from_extender(Extender(url, cert, key), "ns/big")
+
+
+V, C, N = (BY_KIND[kind] for kind in (GroupKind.VOLCANO, GroupKind.COSCHEDULING, GroupKind.NATIVE))
+WINS = (
+    "a pod joins one PodGroup, the one named by the first of the annotation, the label or "
+    "spec.schedulingGroup it carries (the webhook refuses a pod that names two)"
+)
+
+
+@pytest.mark.parametrize(
+    ("naming", "exists", "said"),
+    [
+        (
+            [(C, "p")],
+            True,
+            [
+                "pod ml/p-0 waits for the Coscheduling PodGroup ml/p, named by its label "
+                "scheduling.x-k8s.io/pod-group"
+            ],
+        ),
+        (
+            [(V, "p"), (C, "p")],
+            False,
+            [
+                "pod ml/p-0 waits for the Volcano PodGroup ml/p, named by its annotation "
+                "scheduling.k8s.io/group-name, which wins over its label "
+                f"scheduling.x-k8s.io/pod-group naming the Coscheduling PodGroup ml/p: {WINS}",
+                "the Volcano PodGroup ml/p does not exist: the pod waits until it is made",
+            ],
+        ),
+        (
+            [(C, "a"), (N, "b")],
+            True,
+            [
+                "pod ml/p-0 waits for the Coscheduling PodGroup ml/a, named by its label "
+                "scheduling.x-k8s.io/pod-group, which wins over its "
+                f"spec.schedulingGroup.podGroupName naming the native PodGroup ml/b: {WINS}"
+            ],
+        ),
+    ],
+    ids=["one-field", "annotation-wins-missing-group", "label-wins"],
+)
+def test_a_pod_is_told_its_group_the_field_and_why(
+    naming: Any, exists: bool, said: list[str]
+) -> None:
+    assert pod_group_lines("ml/p-0", naming, exists=exists) == said
+
+
+def test_the_text_says_the_pod_asked_about_first_and_the_naming_after_the_status() -> None:
+    answer = {
+        "pod": ["pod ml/p-0 waits for the Volcano PodGroup ml/p"],
+        "gang": "ml/p",
+        "job": None,
+        "phase": "NotFound",
+        "source": "pod ml/p-0",
+        "lines": [],
+        "naming": ["pods ml/p-0 join this group by annotation"],
+        "pods": [],
+    }
+    assert text(answer) == [
+        "pod ml/p-0 waits for the Volcano PodGroup ml/p",
+        "PodGroup ml/p: NotFound",
+        "pods ml/p-0 join this group by annotation",
+    ]

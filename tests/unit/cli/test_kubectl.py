@@ -45,7 +45,7 @@ def test_a_name_that_names_no_object_is_refused_before_any_call(
     [
         ("job/", "job/: resource name may not be empty"),
         ("podgroup/..", "podgroup/..: resource name may not be '..'"),
-        ("pods/x", "pods/x: expected JOB, PODGROUP, job/NAME or podgroup/NAME"),
+        ("nodes/x", "nodes/x: expected JOB, PODGROUP, job/NAME, podgroup/NAME or pod/NAME"),
     ],
 )
 def test_explain_refuses_a_target_naming_no_object_before_any_call(

@@ -1,6 +1,6 @@
 """The webhook's probes, on a real aiohttp test server: with an API server it cannot reach, its
-cache never syncs and no caBundle is published, so it is alive but not ready, saying why; /metrics
-has its registry."""
+cache never syncs, no caBundle is published and no scheduler names are written, so it is alive but
+not ready, saying why; /metrics has its registry."""
 
 from __future__ import annotations
 
@@ -28,7 +28,9 @@ def unreachable() -> Iterator[k8s.ApiClient]:
 
 
 def test_alive_but_not_ready_until_its_cache_syncs(unreachable: k8s.ApiClient) -> None:
-    tls = ServingCertificate(unreachable, TlsOptions(CertOptions(hosts=("lahar-webhook",))))
+    configurations = (("MutatingWebhookConfiguration", "lahar-webhook"),)
+    options = TlsOptions(CertOptions(hosts=("lahar-webhook",)), configurations=configurations)
+    tls = ServingCertificate(unreachable, options)
 
     async def main() -> None:
         app = make_app(unreachable, tls, Settings("lahar", frozenset({"lahar"})))
@@ -37,7 +39,10 @@ def test_alive_but_not_ready_until_its_cache_syncs(unreachable: k8s.ApiClient) -
             assert (health.status, await health.text()) == (200, "ok")
             ready = await client.get("/readyz")
             assert ready.status == 503
-            assert await ready.text() == "cache not synced or caBundle not published"
+            assert await ready.text() == (
+                "cache not synced; caBundle not published; scheduler names not written to the "
+                "webhook configurations"
+            )
             metrics = await (await client.get("/metrics")).text()
             assert "lahar_webhook_certificate_expiry_timestamp_seconds 0.0" in metrics
 
