@@ -9,7 +9,10 @@ by, it can take its Lease (the API server lets it, and an attempt read the Lease
 duration: `shell.cannot_take_over`). So a healthy standby is ready, a rollout of two replicas
 completes and a PodDisruptionBudget counts both; a Lease it cannot take (`Shell.lease_problem`) is
 named in the 503 with its fix. Nothing routes traffic by readiness: who leads is the Lease's holder
-and `lahar_leader` on /metrics, with the rest of the registry in Prometheus' text format. With
+and `lahar_leader` on /metrics, with the rest of the registry in Prometheus' text format. Jobs are
+reconciled only for the scheduler names served (`scheduler_names`, `--scheduler-name`); the
+Commands aimed at a Queue have a work queue and one worker of their own (`queue_commands`),
+started with the Job workers. With
 `hypernode_tiers` (`--hypernode-labels`) the leader also keeps the HyperNodes built from node labels
 (`controller.hypernodes`), its node informer part of the cache readiness waits for; without it the
 controller neither watches nodes nor writes HyperNodes.
@@ -32,7 +35,9 @@ from extender.api.topology_labels import LabelTier
 from extender.cache.informer import Informers, Kind
 from extender.controller.hypernodes import keep_hyper_nodes
 from extender.controller.metrics import ControllerMetrics
+from extender.controller.queue_commands import QueueCommandRunner
 from extender.controller.reconcile import Reconciler
+from extender.controller.served import SCHEDULER_NAMES, Served
 from extender.controller.store import JOB_POD_SELECTOR, JobStore, OwnedGroup
 from extender.controller.workqueue import WorkQueue
 from extender.kube.leader import LeaseOptions
@@ -90,6 +95,8 @@ class ControllerOptions:
     lease: LeaseOptions | None = None  # None: no leader election (a single replica)
     # The schedulers whose pods are created behind Lahar's gate (Lahar's profiles).
     gated: frozenset[str] = frozenset({"lahar", "volcano"})
+    # The schedulerNames whose Jobs are reconciled (a Job naming none counts as the first).
+    scheduler_names: tuple[str, ...] = SCHEDULER_NAMES
     # The node labels whose values make HyperNodes, the nearest tier first (none: no HyperNodes).
     hypernode_tiers: tuple[LabelTier, ...] = ()
 
@@ -100,8 +107,9 @@ METRICS = web.AppKey("metrics", ControllerMetrics)
 
 def make_app(api: k8s.ApiClient, options: ControllerOptions) -> web.Application:
     app = web.Application()
-    store, queue = JobStore(), WorkQueue()
+    store, queue, queue_commands = JobStore(), WorkQueue(), WorkQueue()
     store.on_change = queue.add
+    store.queue_commands.on_change = queue_commands.add
     app[STORE] = store
     app[METRICS] = metrics = ControllerMetrics(queue, store)
     caches: list[asyncio.Event] = []  # listed before it is ready, besides the job store's
@@ -116,15 +124,27 @@ def make_app(api: k8s.ApiClient, options: ControllerOptions) -> web.Application:
         log.info("cache synced: %d jobs", len(store.jobs))
 
     app.cleanup_ctx.append(informers(build, synced))
-    reconciler = metrics.timed(Reconciler(api, store, options.gated))
+    served = Served(options.scheduler_names)
+    reconciler = metrics.timed(Reconciler(api, store, options.gated, served))
+    performer = QueueCommandRunner(api, store.queue_commands)
 
     async def work(app: web.Application) -> None:
         await shell.leading.wait()
         await shell.synced.wait()
-        log.info("reconciling jobs with %d workers", options.workers)
+        log.info(
+            "reconciling jobs for schedulers %s with %d workers",
+            ", ".join(served.names),
+            options.workers,
+        )
         await queue.run(reconciler, options.workers)
 
+    async def commands(app: web.Application) -> None:
+        await shell.leading.wait()
+        await shell.synced.wait()
+        await queue_commands.run(performer, 1)  # one at a time, in the order they came
+
     app.cleanup_ctx.append(guarded(work, "reconcile workers"))
+    app.cleanup_ctx.append(guarded(commands, "queue commands"))
     if options.hypernode_tiers:
         keeping, nodes_listed = keep_hyper_nodes(api, options.hypernode_tiers)
         app.cleanup_ctx.extend(keeping)

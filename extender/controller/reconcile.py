@@ -5,7 +5,9 @@ The store is touched only here, never from the thread: before the writes the pod
 recorded as the controller's own (so their deletion is not taken for an eviction); afterwards the
 resourceVersion written is recorded (so the next reconcile waits until the cache shows it) and
 deletions never sent are forgotten. A job the controller cannot run (an unknown plugin, no tasks,
-two tasks of one name) is Failed at once, with the reason in its status and an Event.
+two tasks of one name) is Failed at once, with the reason in its status and an Event. A job for a
+scheduler the controller does not serve (`served`) is not looked at: nothing is written, its
+Commands stay, and only DEBUG says so.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from extender.api.batch import Action, Command, Job, Phase
 from extender.controller import lifecycle
 from extender.controller.lifecycle import Plan
 from extender.controller.objects import build_pod_group, volume_claims
+from extender.controller.served import Served
 from extender.controller.store import JobStore
 from extender.controller.writer import JobWriter, Writes
 from extender.jobplugins import make_plugins
@@ -40,16 +43,22 @@ def problems(job: Job) -> list[str]:
 
 
 class Reconciler:
-    def __init__(self, api: k8s.ApiClient, store: JobStore, gated: Collection[str] = ()) -> None:
+    def __init__(
+        self,
+        api: k8s.ApiClient,
+        store: JobStore,
+        gated: Collection[str] = (),
+        served: Served | None = None,
+    ) -> None:
         self.store = store
         self.writer = JobWriter(api, gated)
+        self.served = served or Served()
 
     async def __call__(self, key: str) -> float | None:
         store = self.store
         job = store.jobs.get(key)
-        if job is None:
-            self.writer.forget(key)
-            store.take_evicted(key)  # its pods going with it evicted nothing
+        if job is None or not self.served.serves(job):
+            self._leave(key, job)
             return None
         if not store.fresh(key):
             return 0.05  # our last write is not in the cache yet: never act on an older copy
@@ -85,6 +94,20 @@ class Reconciler:
                 store.wrote(key, work.written)
         waits = [d for d in (plan.requeue_after, work.recheck_after) if d is not None]
         return min(waits) if waits else None
+
+    def _leave(self, key: str, job: Job | None) -> None:
+        """Nothing to do for `key`: the job is gone (forget its objects), or it is for a
+        scheduler not served here. Either way its pods' going evicted nothing this controller
+        must act on."""
+        self.store.take_evicted(key)
+        if job is None:
+            self.writer.forget(key)
+        else:
+            log.debug(
+                "job %s: for scheduler %s, not served here; left alone",
+                key,
+                self.served.scheduler_of(job),
+            )
 
     def _prepare(self, job: Job, plan: Plan) -> Writes:
         """The objects the job's pods need, while it may have pods: its PodGroup when it is

@@ -11,6 +11,9 @@ finds the job gone drops them). The controller
 records the uids it deletes itself (`expect_deletion`), so its own kills are never mistaken for
 evictions. A pod found already terminating at start-up counts as evicted unless it is of an older
 job version (the controller deletes those itself).
+
+Commands are filed by the job they are for; those aimed at a Queue (`vcctl queue operate`) are
+handed to `queue_commands`, which performs them apart from any job.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from extender.api.batch import JOB_NAME_KEY, Command, Job, JobMeta, JobPod
 from extender.api.model import KubeModel
 from extender.api.scheduling import PodGroupSpec
 from extender.controller.policies import made_for
+from extender.controller.queue_commands import QueueCommands, queue_target
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +48,7 @@ class JobStore:
         self.pods: dict[str, dict[str, JobPod]] = {}  # job key -> pod name -> pod
         self.groups: dict[str, dict[str, OwnedGroup]] = {}  # job key -> name -> PodGroup
         self.commands: dict[str, dict[str, Command]] = {}  # job key -> name -> Command
+        self.queue_commands = QueueCommands()  # the Commands aimed at a Queue
         self.on_change: Callable[[str], None] = lambda key: None
         self._evicted: dict[str, dict[str, JobPod]] = {}  # job key -> uid -> pod
         self._noted: set[str] = set()  # uids already noted as evicted (each is told once)
@@ -225,6 +230,7 @@ class JobStore:
         for command in commands:
             if (key := command.job_key) is not None:
                 self.commands.setdefault(key, {})[command.metadata.name] = command
+        self.queue_commands.replace([c for c in commands if queue_target(c) is not None])
         for key in before | set(self.commands):
             self.on_change(key)
 
@@ -232,8 +238,12 @@ class JobStore:
         if (key := command.job_key) is not None:
             self.commands.setdefault(key, {})[command.metadata.name] = command
             self.on_change(key)
+        elif queue_target(command) is not None:
+            self.queue_commands.upsert(command)
 
     def delete_command(self, command: Command) -> None:
+        if queue_target(command) is not None:
+            self.queue_commands.delete(command)
         key = command.job_key
         if key is not None and command.metadata.name in self.commands.get(key, {}):
             del self.commands[key][command.metadata.name]
