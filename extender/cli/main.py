@@ -22,6 +22,7 @@ from extender.cli import (
     hypernodes_cmd,
     job_cmd,
     podgroup_cmd,
+    policy_cmd,
     queue_cmd,
     serve_cmd,
     simulate_cmd,
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain_cmd.register(commands)
     crds_cmd.register(commands)
     hypernodes_cmd.register(commands)
+    policy_cmd.register(commands)
     return parser
 
 
