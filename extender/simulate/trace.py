@@ -16,6 +16,7 @@ A trace is data (YAML or JSON), validated like the policy: an error names the fi
         arrival: 0               # seconds from the start
         queue: research          # a leaf queue: one no queue names as parent
         priority: 0              # a PriorityClass value; higher goes first in its queue
+        preemptable: true        # false: never evicted (its PodGroup's volcano.sh/preemptable)
         minAvailable: 6          # default: every replica
         tasks:
           - {name: ps, replicas: 1, cpu: "1", memory: 1Gi, duration: 60}
@@ -306,6 +307,7 @@ class TraceJob(_Strict):
     arrival: float = Field(default=0.0, ge=0)
     queue: str = DEFAULT_QUEUE
     priority: int = 0
+    preemptable: bool = True
     min_available: int | None = Field(default=None, ge=1)
     network_topology: TraceNetworkTopology | None = None
     tasks: Annotated[tuple[Task, ...], AfterValidator(_some)]

@@ -20,6 +20,7 @@ from typing import Any
 
 from extender.api.batch import PARTITION_KEY, TASK_SPEC_KEY
 from extender.api.objects import Node, Pod, PriorityClass
+from extender.api.preemptable import PREEMPTABLE
 from extender.api.resources import Resources
 from extender.api.scheduling import (
     DEFAULT_QUEUE,
@@ -124,12 +125,10 @@ def pod_group(job: TraceJob) -> PodGroup:
     sub_groups = [_sub_group(task) for task in job.tasks if task.partition_policy is not None]
     if sub_groups:
         spec["subGroupPolicy"] = sub_groups
-    return PodGroup.model_validate(
-        {
-            "metadata": {"name": job.name, "namespace": NAMESPACE, "uid": f"pg-{job.name}"},
-            "spec": spec,
-        }
-    )
+    metadata: dict[str, Any] = {"name": job.name, "namespace": NAMESPACE, "uid": f"pg-{job.name}"}
+    if not job.preemptable:
+        metadata["annotations"] = {PREEMPTABLE: "false"}
+    return PodGroup.model_validate({"metadata": metadata, "spec": spec})
 
 
 def _sub_group(task: Task) -> dict[str, Any]:

@@ -131,6 +131,21 @@ def test_a_high_priority_gang_preempts_a_whole_low_priority_job(preempting: Poli
     assert summarize(outcome).partial_gangs == 0
 
 
+def test_a_job_marked_not_preemptable_is_never_a_victim(preempting: Policy) -> None:
+    trace = parse_trace(
+        {
+            "nodes": [{"count": 2, "cpu": "4", "memory": "8Gi"}],
+            "jobs": [
+                _job("low", 2, "4", 1000, priority=0, preemptable=False),
+                _job("high", 2, "4", 100, arrival=50, priority=100),
+            ],
+        }
+    )
+    outcome = simulate(trace, preempting, "lahar")
+    assert outcome.preemptions == 0
+    assert _times(outcome) == {"low": (0.0, 1000.0), "high": (1000.0, 1100.0)}
+
+
 def test_the_shipped_policy_evicts_nothing_the_high_priority_gang_waits(lahar: Policy) -> None:
     trace = parse_trace(
         {
