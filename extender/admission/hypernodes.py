@@ -8,7 +8,7 @@ UPDATE, every problem at once, each naming its field:
 - an exactMatch name is not empty and is a DNS subdomain (a node's or a HyperNode's name);
 - a regexMatch pattern is not empty and compiles.
 
-Lahar's CRD (`manifests/base/crd-topology.yaml`) refuses most of these before the webhook is
+Lahar's CRD (`manifests/crds/crd-topology.yaml`) refuses most of these before the webhook is
 called, as Volcano's does; the webhook words them and reports every one, and checks what no schema
 can (a pattern that compiles), also where Volcano's own CRD, which lacks some of the checks in
 older releases, is installed.

@@ -1,4 +1,4 @@
-"""Lahar's Volcano CRDs, generated from the models: `manifests/base/crd-batch.yaml` (Job),
+"""Lahar's Volcano CRDs, generated from the models: `manifests/crds/crd-batch.yaml` (Job),
 `crd-scheduling.yaml` (PodGroup, Queue), `crd-bus.yaml` (Command) and `crd-topology.yaml`
 (HyperNode). `lahar crds --write` writes them, `lahar crds --check` says which differ, and
 `tests/unit/api/test_crds.py` fails while the committed files are not what the models make.
@@ -183,7 +183,7 @@ HYPER_NODE = Definition(
 
 @dataclass(frozen=True)
 class CrdFile:
-    name: str  # under manifests/base/
+    name: str  # under manifests/crds/
     header: str  # said in comments at its top
     definitions: tuple[Definition, ...]
 

@@ -1,5 +1,5 @@
 """`lahar crds [--write | --check] [--dir DIR]`: Lahar's Volcano CRDs as its models make them
-(`api.crds`): printed, written into `manifests/base/`, or checked against the files there (exit 1
+(`api.crds`): printed, written into `manifests/crds/`, or checked against the files there (exit 1
 naming each file that differs, with the difference; `make lint` runs it).
 """
 
@@ -30,13 +30,13 @@ def register(commands: Any) -> None:
         "--dir",
         type=Path,
         default=None,
-        help=f"the folder of the CRD files (default {manifests_dir() / 'base'})",
+        help=f"the folder of the CRD files (default {manifests_dir() / 'crds'})",
     )
     parser.set_defaults(run=_crds)
 
 
 def _crds(args: argparse.Namespace) -> int:
-    folder: Path = args.dir or manifests_dir() / "base"
+    folder: Path = args.dir or manifests_dir() / "crds"
     files = rendered()
     if args.write:
         for name, text in files.items():

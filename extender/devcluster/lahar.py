@@ -35,11 +35,11 @@ from extender.kube.tokens import service_account_token
 
 PORTS = ("lahar", "lahar-probes", "lahar-scheduler", "lahar-controller", "lahar-webhook")
 CRD_FILES = (
-    "base/crd-scheduling.yaml",
-    "base/crd-coscheduling.yaml",
-    "base/crd-batch.yaml",
-    "base/crd-bus.yaml",
-    "base/crd-topology.yaml",
+    "crds/crd-scheduling.yaml",
+    "crds/crd-coscheduling.yaml",
+    "crds/crd-batch.yaml",
+    "crds/crd-bus.yaml",
+    "crds/crd-topology.yaml",
 )
 NAMESPACE_FILE = "base/namespace.yaml"
 NAMESPACE = "lahar-system"

@@ -30,7 +30,7 @@ import extender
 from extender import devcluster
 from extender.devcluster import real_node
 from extender.kube import KubeError, apply_object, connect, delete, list_objects, read, wait_until
-from tests.builders import make_group, make_pod
+from tests.builders import make_group, make_pod, make_queue
 from tests.e2e.gangs import BindTimeline, finish
 from tests.e2e.jobs import running, wait_job
 
@@ -51,8 +51,14 @@ resources:
 images:
   - {name: lahar, newName: registry.example.com/lahar, newTag: "0.1.0"}
 """
+README_CRDS = "kubectl apply --server-side -k manifests/crds/"
 README_APPLY = "kubectl apply --server-side -k lahar/"
-README_UNINSTALL = ("kubectl delete vcjob --all -A", "kubectl delete -k lahar/")
+README_UNINSTALL = "kubectl delete -k lahar/"  # the work stays
+README_REMOVE_WORK = (
+    "kubectl delete vcjob --all -A",
+    README_UNINSTALL,
+    "kubectl delete -k manifests/crds/",
+)
 README_ROLLOUT = (
     "kubectl -n lahar-system rollout status deployment lahar-scheduler lahar-controller "
     "lahar-webhook"
@@ -117,6 +123,7 @@ def installed(real: devcluster.DevCluster, checkout: Path) -> dict[str, float]:
     """The README's install: seconds to apply and until every Deployment rolled out."""
     folder = checkout
     started = time.monotonic()
+    kubectl(real, *README_CRDS.split()[1:], cwd=folder)
     kubectl(real, *README_APPLY.split()[1:], cwd=folder)
     applied = time.monotonic() - started
     kubectl(real, *README_ROLLOUT.split()[1:], "--timeout=5m", cwd=folder)
@@ -268,9 +275,9 @@ def workspace(rapi: k8s.ApiClient, request: pytest.FixtureRequest) -> Iterator[s
 def test_the_readme_says_what_this_test_runs() -> None:
     readme = (REPO / "README.md").read_text()
     assert README_OVERLAY in readme
-    assert README_APPLY in readme
+    assert f"{README_CRDS}\n{README_APPLY}\n" in readme
     assert README_ROLLOUT in readme
-    assert all(f"`{line}" in readme for line in README_UNINSTALL)
+    assert all(f"`{line}" in readme for line in README_REMOVE_WORK)
 
 
 def test_every_deployment_rolls_out_in_real_pods_standbys_ready(
@@ -558,34 +565,61 @@ def test_webhook_certificate_secret_deleted_is_regenerated_and_republished(
     assert took < 30
 
 
-def test_the_readme_uninstall_leaves_nothing_of_lahar(
+def test_the_readme_uninstall_keeps_the_work_and_removing_the_work_leaves_nothing(
     installed: dict[str, float],
     real: devcluster.DevCluster,
     rapi: k8s.ApiClient,
     checkout: Path,
     workspace: str,
 ) -> None:
-    """Last: a running Job, then the README's uninstall (Jobs first, then the overlay)."""
+    """Last: a running Job, a PodGroup and a Queue; the README's uninstall keeps all of them (the
+    CRDs stay); then the README's removal of the work too (Jobs, Lahar, the CRDs) leaves nothing."""
     tf = "tensorflow-benchmark"
     kubectl(real, "-n", workspace, "apply", "-f", str(REPO / "examples" / "tf-dist-mnist.yaml"))
     running(rapi, workspace, tf, 3)
+    apply_object(rapi, make_queue("kept").build())
+    apply_object(rapi, make_group("kept").ns(workspace).min_member(2).build())
+    kept = {
+        (api_version, kind, name, namespace): (read(rapi, api_version, kind, name, namespace) or {})
+        .get("metadata", {})
+        .get("uid")
+        for api_version, kind, name, namespace in (
+            ("batch.volcano.sh/v1alpha1", "Job", tf, workspace),
+            ("scheduling.volcano.sh/v1beta1", "PodGroup", "kept", workspace),
+            ("scheduling.volcano.sh/v1beta1", "Queue", "kept", None),
+            ("scheduling.volcano.sh/v1beta1", "Queue", "default", None),
+        )
+    }
+    pods = {p["metadata"]["uid"] for p in list_objects(rapi, "v1", "Pod", namespace=workspace)}
+    assert None not in kept.values() and len(pods) == 3
     started = time.monotonic()
-    for line in README_UNINSTALL:
-        kubectl(real, *line.split()[1:], "--timeout=5m", cwd=checkout)
+    kubectl(real, *README_UNINSTALL.split()[1:], "--timeout=5m", cwd=checkout)
     took = time.monotonic() - started
 
-    def gone() -> bool:
-        crds = list_objects(rapi, "apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    def lahar_gone() -> bool:
         hooks = [
             read(rapi, "admissionregistration.k8s.io/v1", kind, "lahar-webhook")
             for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
         ]
-        return (
-            read(rapi, "v1", "Namespace", NS) is None
-            and not [c for c in crds if "volcano.sh" in c["metadata"]["name"]]
-            and hooks == [None, None]
-            and not list_objects(rapi, "v1", "Pod", namespace=workspace)
+        return read(rapi, "v1", "Namespace", NS) is None and hooks == [None, None]
+
+    wait_until(lahar_gone, timeout=120, what="Lahar removed", interval=0.5)
+    print(f"\nmeasured: the README's uninstall took {took:.1f} s")
+    for (api_version, kind, name, namespace), uid in kept.items():
+        found = read(rapi, api_version, kind, name, namespace) or {}
+        assert found.get("metadata", {}).get("uid") == uid, f"{kind} {name} kept"
+    assert {p["metadata"]["uid"] for p in list_objects(rapi, "v1", "Pod", namespace=workspace)} == (
+        pods
+    )
+
+    for line in README_REMOVE_WORK:
+        extra = ["--ignore-not-found"] if line == README_UNINSTALL else []  # (already removed)
+        kubectl(real, *line.split()[1:], *extra, "--timeout=5m", cwd=checkout)
+
+    def gone() -> bool:
+        crds = list_objects(rapi, "apiextensions.k8s.io/v1", "CustomResourceDefinition")
+        return not [c for c in crds if "volcano.sh" in c["metadata"]["name"]] and not (
+            list_objects(rapi, "v1", "Pod", namespace=workspace)
         )
 
-    wait_until(gone, timeout=120, what="nothing of Lahar left", interval=0.5)
-    print(f"\nmeasured: the README's uninstall took {took:.1f} s")
+    wait_until(gone, timeout=120, what="nothing of the work left", interval=0.5)

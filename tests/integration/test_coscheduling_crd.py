@@ -1,4 +1,4 @@
-"""Coscheduling's PodGroup CRD (manifests/base/crd-coscheduling.yaml) on a real kube-apiserver: a
+"""Coscheduling's PodGroup CRD (manifests/crds/crd-coscheduling.yaml) on a real kube-apiserver: a
 PodGroup as scheduler-plugins' users write it is stored as written, its status (the fields
 Coscheduling's controller writes) goes through the status subresource only, the short name is
 pgs alone (Volcano's PodGroup has pg), and a minMember below 1 is refused."""
@@ -16,7 +16,7 @@ from extender.kube import KubeError, apply_object, load_manifests, read, wait_es
 from extender.kube.raw import send
 
 ROOT = Path(__file__).resolve().parents[2]
-CRD_FILE = ROOT / "manifests" / "base" / "crd-coscheduling.yaml"
+CRD_FILE = ROOT / "manifests" / "crds" / "crd-coscheduling.yaml"
 API_VERSION = "scheduling.x-k8s.io/v1alpha1"
 CONTENT_TYPE = "application/merge-patch+json"
 

@@ -23,7 +23,7 @@ from extender.kube import apply_object, delete, list_objects, load_manifests, wa
 from tests.builders import make_hyper_node
 
 ROOT = Path(__file__).resolve().parents[2]
-CRD_FILE = ROOT / "manifests" / "base" / "crd-topology.yaml"
+CRD_FILE = ROOT / "manifests" / "crds" / "crd-topology.yaml"
 HAND_MADE = "hand-made"
 KEEP_OFF = {"key": "lahar.io/hypernodes-test", "value": "true", "effect": "NoSchedule"}
 

@@ -1,4 +1,4 @@
-"""Volcano's Job CRD (manifests/base/crd-batch.yaml) on a real kube-apiserver: the TensorFlow
+"""Volcano's Job CRD (manifests/crds/crd-batch.yaml) on a real kube-apiserver: the TensorFlow
 example applies unchanged and reads back as written plus the defaults (pod templates are kept
 whole), Volcano's newer fields (a task's partitionPolicy, networkTopology) are stored intact, not
 pruned, and reach the PodGroup the controller makes, with a Warning Event naming each field Lahar
@@ -31,7 +31,7 @@ from extender.kube import (
 from extender.kube.raw import send
 
 ROOT = Path(__file__).resolve().parents[2]
-CRD_FILE = ROOT / "manifests" / "base" / "crd-batch.yaml"
+CRD_FILE = ROOT / "manifests" / "crds" / "crd-batch.yaml"
 EXAMPLE_FILE = ROOT / "examples" / "tf-dist-mnist.yaml"
 
 

@@ -26,13 +26,13 @@ from extender.api.resources import EMPTY
 from extender.api.schema import Crd, Int32, Opaque
 from extender.cli.main import main
 
-BASE = Path(__file__).resolve().parents[3] / "manifests" / "base"
+BASE = Path(__file__).resolve().parents[3] / "manifests" / "crds"
 
 
 @pytest.mark.parametrize("crd_file", FILES, ids=lambda f: f.name)
 def test_the_committed_crds_are_what_the_models_make(crd_file: CrdFile) -> None:
     assert (BASE / crd_file.name).read_text() == render(crd_file), (
-        f"manifests/base/{crd_file.name} differs from the models: run `lahar crds --write`"
+        f"manifests/crds/{crd_file.name} differs from the models: run `lahar crds --write`"
     )
 
 
