@@ -237,7 +237,12 @@ def _writers(app: web.Application, api: k8s.ApiClient, writes: AsyncApi, gangs: 
     waker.on_lifted = metrics.gates_lifted.inc
     app.cleanup_ctx.append(_background(waker))
     app[STATUS] = writer = StatusWriter(
-        app[STATE], gangs, api_status_patch(api), api_event_sink(api), ready=app[SERVING]
+        app[STATE],
+        gangs,
+        api_status_patch(api),
+        api_event_sink(api),
+        ready=app[SERVING],
+        schedulers=frozenset(gangs.schedulers) or None,  # (none named: every group is ours)
     )
     app.cleanup_ctx.append(_background(writer))
     queues = QueueWriter(

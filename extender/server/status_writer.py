@@ -13,6 +13,13 @@ cached PodGroup at once, so the next pass compares against it before the watch d
 watch event carrying an older status can still cause one rewrite and repeat its events). No pass
 runs before `ready` (the cache is whole): a status derived from PodGroups listed before their pods
 would be wrong.
+
+Given the scheduler names the extender serves (`schedulers`), a PodGroup whose pods all name
+other schedulers is another scheduler's (Volcano's `volcano`, while both run during a migration):
+its status is left to that scheduler. A PodGroup with no pods yet says nothing of whose it is: a
+Volcano one is left alone unless `volcano` is served (Volcano's scheduler enqueues every Volcano
+PodGroup, and Volcano's job controller creates a Job's pods only once its PodGroup is no longer
+Pending), a group of another kind is written.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 from cachetools import LRUCache
@@ -48,6 +55,7 @@ SHOWN_PHASE = {
     GroupKind.NATIVE: native_groups.volcano_phase,
 }
 EventSink = Callable[[PodGroup, PodGroupEvent], Awaitable[None]]
+VOLCANO_SCHEDULER = "volcano"  # the schedulerName of Volcano's own scheduler
 
 
 class StatusWriter(Coalesced):
@@ -63,9 +71,12 @@ class StatusWriter(Coalesced):
         retry_after: float = 5.0,
         now: Callable[[], str] = utc_now,
         wall: Callable[[], float] = time.time,
+        schedulers: Collection[str] | None = None,
     ) -> None:
+        """`schedulers`: the scheduler names served (None: every PodGroup is Lahar's)."""
         super().__init__(ready=ready, interval=interval, retry_after=retry_after)
         self.state, self.gangs, self.write, self.record = state, gangs, write, record
+        self.schedulers = None if schedulers is None else frozenset(schedulers)
         self.now, self.wall = now, wall
         self._dirty: set[str] = set()
         # Holder -> waiting gangs whose condition names it as holding a reservation: rewritten
@@ -119,6 +130,8 @@ class StatusWriter(Coalesced):
         if group is None:
             return
         gang = view_gang(self.state, key)
+        if not self._served(gang):
+            return
         admitted = self.gangs.admission(key) is not None
         rejection = self._why_waiting(gang, admitted)
         volcano = group.group_kind is GroupKind.VOLCANO
@@ -160,6 +173,16 @@ class StatusWriter(Coalesced):
             self.state.upsert_pod_group(current.model_copy(update=update))
         for event in events(previous, wanted, key):
             await self._record(key, group, event)
+
+    def _served(self, gang: GangView) -> bool:
+        """Whether the gang is Lahar's to write (see the module docstring)."""
+        if self.schedulers is None:
+            return True
+        pods = [*gang.pending, *gang.placed, *gang.succeeded, *gang.failed]
+        if pods:
+            return any(pod.spec.scheduler_name in self.schedulers for pod in pods)
+        volcano = gang.group is not None and gang.group.group_kind is GroupKind.VOLCANO
+        return not volcano or VOLCANO_SCHEDULER in self.schedulers
 
     def _why_waiting(self, gang: GangView, admitted: bool) -> Rejection | None:
         """Why the gang waits, with the message its condition says; None: it does not."""

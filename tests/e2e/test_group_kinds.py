@@ -313,6 +313,8 @@ def test_a_pod_naming_two_groups_is_refused_naming_both(
     body = pod("torn").group("a").group("b", GroupKind.COSCHEDULING).build()
     with pytest.raises(KubeError) as refused:
         apply_object(api, body)
-    assert "metadata.labels[scheduling.x-k8s.io/pod-group]: names group 'b' but" in str(
-        refused.value
-    )
+    assert (
+        "metadata.annotations[scheduling.k8s.io/group-name] and "
+        "metadata.labels[scheduling.x-k8s.io/pod-group]: they name 'a' and 'b': a pod joins one "
+        "PodGroup"
+    ) in str(refused.value)

@@ -31,9 +31,9 @@ from extender.kube import KubeError, apply_object, connect, read, wait_until
 from extender.kube.tokens import service_account_token
 from extender.server.tls import ServerTls, TlsFiles
 
-EXPECTED = {  # the default install
+EXPECTED = {  # the default install (the CRDs are manifests/crds/, kept when Lahar is removed)
     "Namespace": 1,
-    "CustomResourceDefinition": 6,
+    "CustomResourceDefinition": 0,
     "ServiceAccount": 3,
     "Deployment": 3,
     "Service": 3,
@@ -92,6 +92,64 @@ def test_the_kustomization_renders_every_part_of_the_install(
     }
 
 
+def test_the_crds_are_a_kustomization_of_their_own_with_every_served_api() -> None:
+    crds = render(manifests_dir() / "crds")
+    assert {doc["kind"] for doc in crds} == {"CustomResourceDefinition"}
+    assert sorted(doc["metadata"]["name"] for doc in crds) == [
+        "commands.bus.volcano.sh",
+        "hypernodes.topology.volcano.sh",
+        "jobs.batch.volcano.sh",
+        "podgroups.scheduling.volcano.sh",
+        "podgroups.scheduling.x-k8s.io",
+        "queues.scheduling.volcano.sh",
+    ]
+
+
+# docs/migrating.md's overlay for Lahar beside a running Volcano (the image set, the component).
+BESIDE_VOLCANO = """\
+resources:
+  - ../manifests
+components:
+  - ../manifests/beside-volcano
+images:
+  - {name: lahar, newName: registry.example.com/lahar, newTag: "0.1.0"}
+"""
+
+
+@pytest.fixture(scope="module")
+def beside_volcano(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    folder = tmp_path_factory.mktemp("beside-volcano")
+    (folder / "manifests").symlink_to(manifests_dir())
+    (folder / "lahar").mkdir()
+    (folder / "lahar" / "kustomization.yaml").write_text(BESIDE_VOLCANO)
+    return render(folder / "lahar")
+
+
+def test_beside_volcano_lahar_answers_to_lahar_only_and_leaves_jobs_to_volcano(
+    beside_volcano: list[dict[str, Any]], rendered: list[dict[str, Any]]
+) -> None:
+    assert BESIDE_VOLCANO in (manifests_dir().parent / "docs" / "migrating.md").read_text()
+    deployments = _deployments(beside_volcano)
+    assert deployments["lahar-controller"]["spec"]["replicas"] == 0
+    webhook = deployments["lahar-webhook"]["spec"]["template"]["spec"]["containers"][0]
+    assert webhook["args"] == ["webhook", "--scheduler-name=lahar"]
+    (config_map,) = [
+        d for d in beside_volcano if d["metadata"]["name"].startswith("lahar-scheduler-conf")
+    ]
+    config = yaml.safe_load(config_map["data"]["kube-scheduler-config.yaml"])
+    assert [p["schedulerName"] for p in config["profiles"]] == ["lahar"]
+    (shipped_map,) = [
+        d for d in rendered if d["metadata"]["name"].startswith("lahar-scheduler-conf")
+    ]
+    shipped = yaml.safe_load(shipped_map["data"]["kube-scheduler-config.yaml"])
+    # the shipped configuration but for the profile `volcano`
+    assert config == {
+        **shipped,
+        "profiles": [p for p in shipped["profiles"] if p["schedulerName"] != "volcano"],
+    }
+    assert {d["kind"] for d in beside_volcano} == {d["kind"] for d in rendered}
+
+
 def test_the_extender_beside_the_scheduler_listens_on_loopback_and_follows_its_lease(
     rendered: list[dict[str, Any]],
 ) -> None:
@@ -126,7 +184,7 @@ def _fresh(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "metadata": metadata}
 
 
-@pytest.mark.parametrize("form", ["rendered", "service_form"])
+@pytest.mark.parametrize("form", ["rendered", "service_form", "beside_volcano"])
 def test_the_api_server_accepts_every_object(
     dev_cluster: devcluster.DevCluster,
     request: pytest.FixtureRequest,

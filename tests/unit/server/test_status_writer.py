@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
+
+import pytest
 
 from extender.api.native_groups import NativePodGroup
 from extender.api.scheduling import GroupKind, PodGroup
@@ -272,3 +275,38 @@ def test_a_native_group_gets_lahars_condition_and_keeps_kube_schedulers() -> Non
         assert again.events == []
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("schedulers", "pods", "written"),
+    [
+        pytest.param({"lahar"}, ["volcano", "volcano"], False, id="all pods another scheduler's"),
+        pytest.param({"lahar"}, ["volcano", "lahar"], True, id="one pod ours"),
+        pytest.param({"lahar"}, [], False, id="no pods yet, Volcano's scheduler not served"),
+        pytest.param({"lahar", "volcano"}, [], True, id="no pods yet, volcano served"),
+        pytest.param(None, ["volcano"], True, id="no names given: every group"),
+    ],
+)
+def test_a_group_whose_pods_all_name_another_scheduler_is_left_to_it(
+    schedulers: set[str] | None, pods: list[str], written: bool
+) -> None:
+    async def scenario() -> bool:
+        members = [
+            make_pod(f"g-{i}").group("g").scheduler(name).on("n1").phase("Running")
+            for i, name in enumerate(pods)
+        ]
+        state = cluster([make_node("n1").cpu("4")], members)
+        state.upsert_pod_group(make_group("g").min_member(max(len(pods), 1)).model())
+        sink = Sink()
+        writer = StatusWriter(
+            state, Gangs(), sink.write, sink.record, interval=0.01, schedulers=schedulers
+        )
+        writer.attach()
+        task = asyncio.create_task(writer.run())
+        writer.mark("default/g")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(sink.written.wait(), 0.5)
+        task.cancel()
+        return bool(sink.writes)
+
+    assert asyncio.run(scenario()) is written
