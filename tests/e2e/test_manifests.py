@@ -8,6 +8,7 @@ certs`, as the extender's and kube-scheduler's ServiceAccounts) carry mutual TLS
 
 from __future__ import annotations
 
+import re
 import socket
 import ssl
 import subprocess
@@ -148,6 +149,22 @@ def test_beside_volcano_lahar_answers_to_lahar_only_and_leaves_jobs_to_volcano(
         "profiles": [p for p in shipped["profiles"] if p["schedulerName"] != "volcano"],
     }
     assert {d["kind"] for d in beside_volcano} == {d["kind"] for d in rendered}
+
+
+def test_the_documented_overlay_runs_the_preemption_policy(tmp_path: Path) -> None:
+    guide = (manifests_dir().parent / "docs" / "operations.md").read_text()
+    found = re.search(r"\*\*Preemption, opt-in\.\*\*.*?```yaml\n(.*?)```", guide, re.S)
+    assert found is not None
+    (tmp_path / "manifests").symlink_to(manifests_dir())
+    (tmp_path / "lahar").mkdir()
+    (tmp_path / "lahar" / "kustomization.yaml").write_text(found.group(1))
+    rendered = render(tmp_path / "lahar")
+    spec = _deployments(rendered)["lahar-scheduler"]["spec"]["template"]["spec"]
+    extender = next(c for c in spec["containers"] if c["name"] == "extender")
+    assert "--policy=/etc/lahar/policy/preemption.yaml" in extender["args"]
+    assert not [a for a in extender["args"] if a == "--policy=/etc/lahar/policy/lahar.yaml"]
+    (policies,) = [d for d in rendered if d["metadata"]["name"].startswith("lahar-policy")]
+    assert sorted(policies["data"]) == ["lahar.yaml", "preemption.yaml"]
 
 
 def test_the_extender_beside_the_scheduler_listens_on_loopback_and_follows_its_lease(
