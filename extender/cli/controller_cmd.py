@@ -10,16 +10,16 @@ import logging
 from contextlib import closing
 from typing import Any
 
-from extender.admission.names import dns_subdomain
 from extender.api.topology_labels import LabelTier
 from extender.cli.flags import (
     add_lease_flags,
+    add_scheduler_name_flags,
     add_server_flags,
     lease_options,
+    scheduler_names,
 )
 from extender.controller.app import ControllerOptions, make_app
 from extender.controller.hypernodes import parse_tiers
-from extender.controller.served import SCHEDULER_NAMES
 from extender.kube import client_for
 from extender.shell import run
 
@@ -35,19 +35,14 @@ def register(commands: Any) -> None:
         "--workers", type=int, default=4, help="jobs reconciled at the same time (default 4)"
     )
     add_lease_flags(parser, lease="lahar-controller", acts="reconciles")
-    parser.add_argument(
-        "--scheduler-name",
-        "--served-scheduler",
-        action="append",
-        dest="scheduler_names",
-        metavar="NAME",
-        help="a schedulerName this controller serves (repeatable; default: "
-        f"{' and '.join(SCHEDULER_NAMES)}, the profiles of policy/kube-scheduler-config.yaml): it "
-        "reconciles only the Jobs of these names, and creates their pods behind Lahar's gate "
-        "until their gang goes; a Job naming no scheduler counts as the first NAME, which the "
-        "webhook given the same names writes into it; a Job for another scheduler gets no pods, "
-        "PodGroup or status, and its Commands are left alone (Commands aimed at a Queue are "
-        "performed whatever the names). (--served-scheduler is the same flag.)",
+    add_scheduler_name_flags(
+        parser,
+        what="this controller",
+        does="it reconciles only the Jobs of these names and creates their pods behind Lahar's "
+        "gate until their gang goes; a Job naming no scheduler counts as the first name, which "
+        "the webhook given the same names writes into it; a Job for another scheduler gets no "
+        "pods, PodGroup or status, and its Commands are left alone (Commands aimed at a Queue "
+        "are performed whatever the names)",
     )
     parser.add_argument(
         "--hypernode-labels",
@@ -70,7 +65,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise SystemExit("lahar controller: --workers must be at least 1")
     tiers = hypernode_tiers(args.hypernode_labels, args.hypernode_tier_names)
-    names = scheduler_names(args.scheduler_names)
+    names = scheduler_names(args, "controller")
     api = client_for(args.kubeconfig)
     options = ControllerOptions(
         workers=args.workers,
@@ -83,16 +78,6 @@ def _run(args: argparse.Namespace) -> int:
     log.info("serving probes and metrics on %s:%d", args.host, args.port)
     with closing(api):
         return run(app, host=args.host, port=args.port)
-
-
-def scheduler_names(given: list[str] | None) -> tuple[str, ...]:
-    """The names of --scheduler-name in the order given (repeats dropped), the defaults when none
-    is given; exits naming one that is not a DNS subdomain (which a schedulerName is)."""
-    names = tuple(dict.fromkeys(given or SCHEDULER_NAMES))
-    for name in names:
-        if (reason := dns_subdomain(name)) is not None:
-            raise SystemExit(f"lahar controller: --scheduler-name {name!r}: {reason}")
-    return names
 
 
 def hypernode_tiers(labels: str, names: str) -> tuple[LabelTier, ...]:

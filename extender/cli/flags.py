@@ -8,6 +8,7 @@ import os
 import socket
 from pathlib import Path
 
+from extender.admission.names import dns_subdomain
 from extender.api.duration import parse_duration
 from extender.kube.leader import LeaseOptions
 from extender.pki import service_hosts
@@ -70,6 +71,34 @@ def add_served_scheduler_flags(parser: argparse.ArgumentParser, *, does: str) ->
 
 def served_schedulers(args: argparse.Namespace) -> frozenset[str]:
     return frozenset(args.served_schedulers or SCHEDULERS)
+
+
+def add_scheduler_name_flags(parser: argparse.ArgumentParser, *, what: str, does: str) -> None:
+    """--scheduler-name (repeatable; --served-scheduler is the same flag), as Volcano's
+    components have it: the schedulerNames `what` serves, for which it `does`."""
+    parser.add_argument(
+        "--scheduler-name",
+        "--served-scheduler",
+        action="append",
+        dest="scheduler_names",
+        metavar="NAME",
+        help=f"a schedulerName {what} serves (repeatable; default: {' and '.join(SCHEDULERS)}, "
+        f"the profiles of policy/kube-scheduler-config.yaml): {does}. (--served-scheduler is "
+        "the same flag.)",
+    )
+
+
+def scheduler_names(args: argparse.Namespace, command: str) -> tuple[str, ...]:
+    """The names of --scheduler-name in the order given (repeats dropped), the defaults when none
+    is given; exits naming one that is not a DNS subdomain (which a schedulerName is)."""
+    names = tuple(dict.fromkeys(args.scheduler_names or SCHEDULERS))
+    for name in names:
+        if (reason := dns_subdomain(name)) is not None:
+            raise SystemExit(
+                f"lahar {command}: --scheduler-name {name!r}: {reason} (a schedulerName is a DNS "
+                "subdomain)"
+            )
+    return names
 
 
 def add_tls_file_flags(parser: argparse.ArgumentParser, *, serves: str) -> None:

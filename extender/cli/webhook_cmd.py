@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from extender.admission.admit import Settings
-from extender.admission.names import dns_subdomain
 from extender.cli.flags import (
-    SCHEDULERS,
     add_certificate_flags,
+    add_scheduler_name_flags,
     add_server_flags,
     add_tls_file_flags,
     certificate_hosts,
     duration_seconds,
+    scheduler_names,
     tls_files,
 )
 from extender.kube import KubeError, client_for
@@ -47,18 +47,13 @@ def register(commands: Any) -> None:
         "webhook", help="run the admission webhook (Jobs, Queues, PodGroups; gang pods' gate)"
     )
     add_server_flags(parser, port=8443, serves="the webhook, /healthz, /readyz and /metrics")
-    parser.add_argument(
-        "--scheduler-name",
-        "--served-scheduler",
-        action="append",
-        dest="scheduler_names",
-        metavar="NAME",
-        help="a schedulerName this webhook serves (repeatable; default: "
-        f"{' and '.join(SCHEDULERS)}, the profiles of policy/kube-scheduler-config.yaml): "
-        "their gang pods are created behind Lahar's gate, their Jobs get Volcano's defaults "
+    add_scheduler_name_flags(
+        parser,
+        what="this webhook",
+        does="their gang pods are created behind Lahar's gate, their Jobs get Volcano's defaults "
         "and rules, a Job naming no scheduler gets the first name; pods and Jobs of any other "
         "scheduler are admitted untouched. The pod webhook's matchConditions are kept to these "
-        "names. (--served-scheduler is the same flag.)",
+        "names",
     )
     parser.add_argument(
         "--namespace",
@@ -96,19 +91,6 @@ def register(commands: Any) -> None:
 
 def _duration(flag: str, text: str) -> datetime.timedelta:
     return datetime.timedelta(seconds=duration_seconds("webhook", flag, text))
-
-
-def scheduler_names(args: argparse.Namespace) -> tuple[str, ...]:
-    """The schedulers served, in the order given (repeats dropped), the defaults when none is
-    given; exits naming a name that is not a DNS subdomain."""
-    names = tuple(dict.fromkeys(args.scheduler_names or SCHEDULERS))
-    for name in names:
-        if (reason := dns_subdomain(name)) is not None:
-            raise SystemExit(
-                f"lahar webhook: --scheduler-name {name!r}: {reason} (a schedulerName is a DNS "
-                "subdomain)"
-            )
-    return names
 
 
 def configurations(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
@@ -160,7 +142,7 @@ def _first_certificate(tls: ServingCertificate) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    names = scheduler_names(args)
+    names = scheduler_names(args, "webhook")
     options = tls_options(args)
     api = client_for(args.kubeconfig)
     with closing(api):

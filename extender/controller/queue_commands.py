@@ -37,10 +37,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from kubernetes import client as k8s
 
@@ -48,15 +46,13 @@ from extender.api.batch import BUS_API_VERSION, Command
 from extender.api.scheduling import API_VERSION, Queue
 from extender.gangs.queue_status import CLOSED, CLOSING, OPEN
 from extender.gangs.queue_tree import ROOT
-from extender.kube import KubeError, apply_object, patch_queue_status, writes
-from extender.kube.reports import COMPONENT, utc_now
+from extender.kube import KubeError, patch_queue_status, writes
+from extender.kube.reports import record_event
 
 log = logging.getLogger(__name__)
 
 GROUP = API_VERSION.split("/", maxsplit=1)[0]  # scheduling.volcano.sh
 OPEN_QUEUE, CLOSE_QUEUE = "OpenQueue", "CloseQueue"
-EVENT_NAMESPACE = "default"  # where Events about a cluster-scoped object go, as client-go puts them
-FIELD_MANAGER = "lahar-controller"
 MAX_DEPTH = 64  # queues read above a queue at most (the webhook allows 5 levels; a loop stops here)
 
 
@@ -248,35 +244,18 @@ class QueueCommandRunner:
 
     def _event(self, queue: Queue, kind: str, reason: str, message: str) -> None:
         try:
-            event = queue_event(queue, kind, reason, message)
-            apply_object(self.api, event, field_manager=FIELD_MANAGER)
+            record_event(self.api, involved(queue), kind, reason, message)
         except KubeError as error:
             log.warning(
                 "Queue %s: could not record event %s: %s", queue.metadata.name, reason, error
             )
 
 
-def queue_event(queue: Queue, kind: str, reason: str, message: str) -> dict[str, Any]:
-    """A core/v1 Event about the cluster-scoped `queue`: in namespace `default`, its involved
-    object in none, as client-go records one (so `kubectl describe queue` shows it)."""
-    now = utc_now()
-    name = queue.metadata.name
+def involved(queue: Queue) -> dict[str, str]:
+    """The involved object of an Event about the cluster-scoped `queue` (no namespace)."""
     return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": EVENT_NAMESPACE},
-        "involvedObject": {
-            "apiVersion": API_VERSION,
-            "kind": "Queue",
-            "name": name,
-            "uid": queue.metadata.uid,
-        },
-        "type": kind,
-        "reason": reason,
-        "message": message[:1024],
-        "source": {"component": COMPONENT},
-        "reportingComponent": COMPONENT,
-        "firstTimestamp": now,
-        "lastTimestamp": now,
-        "count": 1,
+        "apiVersion": API_VERSION,
+        "kind": "Queue",
+        "name": queue.metadata.name,
+        "uid": queue.metadata.uid,
     }

@@ -114,6 +114,9 @@ def create_queue(api: k8s.ApiClient, body: dict[str, Any]) -> bool:
     return writes.create(api, body)
 
 
+CLUSTER_EVENTS = "default"  # the namespace of Events about cluster-scoped objects
+
+
 def record_event(
     api: k8s.ApiClient,
     involved: dict[str, str],
@@ -121,13 +124,18 @@ def record_event(
     reason: str,
     message: str,
 ) -> None:
-    """An Event about `involved` (apiVersion, kind, namespace, name, uid)."""
-    namespace, name = involved["namespace"], involved["name"]
+    """An Event about `involved` (apiVersion, kind, namespace, name, uid). One about a
+    cluster-scoped object (no namespace: a Queue) goes in namespace `default`, its involved
+    object in none, as client-go records it (where `kubectl describe` looks)."""
+    namespace, name = involved.get("namespace") or "", involved["name"]
+    where = namespace or CLUSTER_EVENTS
+    if not namespace:
+        involved = {key: value for key, value in involved.items() if key != "namespace"}
     now = utc_now()
     body = {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"generateName": f"{name}.", "namespace": namespace},
+        "metadata": {"generateName": f"{name}.", "namespace": where},
         "involvedObject": involved,
         "type": event_type,
         "reason": reason,
@@ -139,9 +147,10 @@ def record_event(
         "count": 1,
     }
     try:
-        send(api, "POST", f"/api/v1/namespaces/{namespace}/events", body=body).read()
+        send(api, "POST", f"/api/v1/namespaces/{where}/events", body=body).read()
     except ApiStatusError as error:
-        raise KubeError(f"recording event {reason} on {namespace}/{name}: {error}") from error
+        what = f"{namespace}/{name}" if namespace else name
+        raise KubeError(f"recording event {reason} on {what}: {error}") from error
 
 
 def pod_group_status(api: k8s.ApiClient, namespace: str, name: str) -> dict[str, Any]:

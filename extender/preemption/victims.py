@@ -2,7 +2,7 @@
 
 A victim is a `Unit`: a whole running gang, or one member a gang has beyond its `minMember`
 (taking it leaves the gang standing); never part of a gang's core, so no victim gang is left
-below `minMember`. Which units are eligible (`eligible`):
+below `minMember`. Which units are eligible (`sift`):
 
 - *preempt* (`Rules.preempt`: the preempt plugin's `preempt` action, with the priority plugin):
   gangs of lower priority in the preemptor's own queue;
@@ -116,21 +116,6 @@ def units_of(gang: GangView, priority: int, node_of: Mapping[str, str]) -> list[
     return units
 
 
-def eligible(
-    units: Iterable[Unit],
-    queue: str,
-    priority: int,
-    queues: Mapping[str, QueueView],
-    rules: Rules,
-    *,
-    share_of: float = 0.0,
-    total: Mapping[str, int] = EMPTY,
-) -> list[Unit]:
-    """The units a gang of `priority` in `queue` may take (see the module docstring), cheapest
-    first; `share_of`: its dominant share once placed, of the cluster's `total` (drf's rule)."""
-    return sift(units, queue, priority, queues, rules, share_of=share_of, total=total)[0]
-
-
 def sift(
     units: Iterable[Unit],
     queue: str,
@@ -141,8 +126,9 @@ def sift(
     share_of: float = 0.0,
     total: Mapping[str, int] = EMPTY,
 ) -> tuple[list[Unit], list[Unit]]:
-    """The units a gang of `priority` in `queue` may take (`eligible`), and those the rules
-    would let it take but their protection keeps out (`Unit.protected`); each cheapest first."""
+    """The units a gang of `priority` in `queue` may take (see the module docstring), and those
+    the rules would let it take but their protection keeps out (`Unit.protected`); each cheapest
+    first. `share_of`: its dominant share once placed, of the cluster's `total` (drf's rule)."""
     own = queues.get(queue)
     chosen: list[Unit] = []
     kept: list[Unit] = []

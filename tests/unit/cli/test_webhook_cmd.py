@@ -6,12 +6,13 @@ from __future__ import annotations
 import pytest
 
 from extender.admission.admit import Settings
+from extender.cli.flags import scheduler_names
 from extender.cli.main import build_parser
-from extender.cli.webhook_cmd import configurations, scheduler_names
+from extender.cli.webhook_cmd import configurations
 
 
 def parsed(*flags: str) -> tuple[str, ...]:
-    return scheduler_names(build_parser().parse_args(["webhook", *flags]))
+    return scheduler_names(build_parser().parse_args(["webhook", *flags]), "webhook")
 
 
 @pytest.mark.parametrize(

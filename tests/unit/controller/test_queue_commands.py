@@ -21,7 +21,7 @@ from extender.controller.queue_commands import (
     QueueCommands,
     QueueRef,
     decide,
-    queue_event,
+    involved,
     queue_target,
 )
 from extender.controller.store import JobStore
@@ -235,10 +235,11 @@ class FakeApi:
         self.calls.append(("patch", name, status["state"]))
         return True
 
-    def apply(self, api: object, body: dict[str, Any], field_manager: str = "") -> dict[str, Any]:
-        self.events.append(body)
-        self.calls.append(("event", body["involvedObject"]["name"], body["reason"]))
-        return body
+    def record(
+        self, api: object, involved: dict[str, str], kind: str, reason: str, message: str
+    ) -> None:
+        self.events.append({"involvedObject": involved, "type": kind, "reason": reason})
+        self.calls.append(("event", involved["name"], reason))
 
     def delete(
         self, api: object, api_version: str, kind: str, namespace: str, name: str, *, uid: str
@@ -257,7 +258,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeApi:
 
     monkeypatch.setattr(queue_commands, "writes", Writes)
     monkeypatch.setattr(queue_commands, "patch_queue_status", api.patch)
-    monkeypatch.setattr(queue_commands, "apply_object", api.apply)
+    monkeypatch.setattr(queue_commands, "record_event", api.record)
     return api
 
 
@@ -328,15 +329,12 @@ def test_a_failed_write_leaves_the_command_for_a_retry(
 
 
 def test_the_event_is_about_the_cluster_scoped_queue() -> None:
-    """In namespace default, its involved object in none: as client-go records an Event about a
-    cluster-scoped object, which is where `kubectl describe queue` looks."""
-    event = queue_event(queue("q"), "Normal", CLOSE_QUEUE, "Open -> Closing")
-    assert event["metadata"]["namespace"] == "default"
-    assert event["metadata"]["name"].startswith("q.")
-    assert event["involvedObject"] == {
+    """Its involved object has no namespace: `kube.reports.record_event` then records it in
+    namespace default, as client-go records an Event about a cluster-scoped object, which is
+    where `kubectl describe queue` looks."""
+    assert involved(queue("q")) == {
         "apiVersion": API_VERSION,
         "kind": "Queue",
         "name": "q",
         "uid": "u-q",
     }
-    assert (event["type"], event["reason"]) == ("Normal", "CloseQueue")

@@ -30,7 +30,7 @@ from extender.gangs.queues import account
 from extender.preemption.loop import PreemptionLoop
 from extender.preemption.plan import Pool, Preemption, protected_victims, victims_for
 from extender.preemption.settings import PreemptionSettings
-from extender.preemption.victims import Rules, Unit, choose, eligible
+from extender.preemption.victims import Rules, Unit, choose, sift
 from tests.builders import (
     PodBuilder,
     PodGroupBuilder,
@@ -291,7 +291,7 @@ def drf_scene() -> ClusterState:
 def drf_candidates(state: ClusterState, rules: Rules, share_of: float) -> list[Unit]:
     queues = account(state, {})
     units = [u for u in Pool.of(state, Gangs()).units if u.key == "default/big"]
-    return eligible(units, "default", 9, queues, rules, share_of=share_of, total=state.capacity())
+    return sift(units, "default", 9, queues, rules, share_of=share_of, total=state.capacity())[0]
 
 
 @pytest.mark.parametrize(
@@ -381,7 +381,7 @@ def test_a_chosen_set_never_holds_a_protected_pod(state: ClusterState, spares: b
     queues = account(state, {})
     preemptor = view_gang(state, "default/p")
     units = Pool.of(state, Gangs()).units
-    allowed = eligible(units, preemptor.queue, 5, queues, rules)
+    allowed = sift(units, preemptor.queue, 5, queues, rules)[0]
     assert not any(_protected_pod(state, unit) for unit in allowed)
     chosen = choose(
         preemptor.pending, allowed, state.view().nodes, {}, queues=queues, preemptor_queue="default"

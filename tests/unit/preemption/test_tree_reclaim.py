@@ -292,5 +292,5 @@ def test_a_leaf_never_reclaims_from_a_queue_above_it() -> None:
         make_queue("ml").reclaimable(False), make_queue("team-a").parent("ml"), make_queue("web")
     )
     units = [_unit("ml"), _unit("web")]
-    allowed = victims.eligible(units, "team-a", 0, views, Rules())
+    allowed = victims.sift(units, "team-a", 0, views, Rules())[0]
     assert "ml" not in {unit.queue for unit in allowed}

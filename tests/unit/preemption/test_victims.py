@@ -19,7 +19,7 @@ from extender.gangs.queues import QueueView, account
 from extender.preemption import plan as preemption
 from extender.preemption import victims
 from extender.preemption.plan import Pool, victims_for, wanting
-from extender.preemption.victims import Rules, Unit, choose, eligible
+from extender.preemption.victims import Rules, Unit, choose, sift
 from tests.builders import cluster, make_node, make_pod, make_queue, running, waiting
 
 BOTH = Rules()
@@ -32,7 +32,7 @@ def candidates(state: ClusterState, preemptor: str, rules: Rules = BOTH) -> list
     gang = view_gang(state, f"default/{preemptor}")
     units = [unit for unit in Pool.of(state, Gangs()).units if unit.key != gang.key]
     priority = max(p.spec.priority for p in gang.pending)
-    return eligible(units, gang.queue, priority, queues, rules)
+    return sift(units, gang.queue, priority, queues, rules)[0]
 
 
 def decide(state: ClusterState, preemptor: str, rules: Rules = BOTH) -> list[str] | None:
