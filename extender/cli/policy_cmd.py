@@ -158,10 +158,13 @@ class _Dumper(yaml.SafeDumper):
         super().increase_indent(flow, False)
 
 
+SOURCE_LINE = "# Lahar's policy imported from Volcano's scheduler configuration "
+
+
 def rendered(imported: Imported, source: str) -> str:
     """The policy file: a header naming the source, then the policy as YAML."""
     header = (
-        f"# Lahar's policy imported from Volcano's scheduler configuration {source}\n"
+        f"{SOURCE_LINE}{source}\n"
         f"# by `lahar policy import`: import again rather than edit (`--check` tells when this\n"
         "# file is no longer what the configuration imports to). What each Volcano setting\n"
         "# became: docs/policy-import.md; what each plugin does: policy/lahar.yaml.\n"
@@ -186,7 +189,7 @@ def _check(out: Path, text: str, source: str, again: str) -> int:
     except OSError as exc:
         print(f"{PREFIX}: {out}: cannot read it: {exc.strerror}", file=sys.stderr)
         return 2
-    if found == text:
+    if _past_source(found) == _past_source(text):
         print(f"{out} is what {source} imports to")
         return 0
     print(f"{out} is not what {source} imports to: run `{again}`", file=sys.stderr)
@@ -200,3 +203,10 @@ def _check(out: Path, text: str, source: str, again: str) -> int:
     if len(diff) > SHOWN_LINES:
         print(f"  ... and {len(diff) - SHOWN_LINES} more lines", file=sys.stderr)
     return 1
+
+
+def _past_source(text: str) -> str:
+    """The file but for the header's line naming where it was imported from (a path as typed, or
+    stdin): `--check` holds the policy to the configuration, wherever either is read from."""
+    first, _, rest = text.partition("\n")
+    return rest if first.startswith(SOURCE_LINE) else text

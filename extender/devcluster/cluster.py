@@ -102,6 +102,10 @@ class DevCluster:
         if (child := self._children.get(record.pid)) is not None:
             child.poll()
 
+    def is_running(self, name: str) -> bool:
+        """Whether the component is running now."""
+        return process.is_running(self._record(name))
+
     def argv_of(self, name: str) -> list[str]:
         """The command line a component was last started with."""
         return list(self._record(name).argv)

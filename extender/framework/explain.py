@@ -6,10 +6,14 @@ condition), how long a backoff still lasts, which gangs come before it in the fa
 which hold reservations; for each kind of pending member (task and request) on how many nodes
 one would fit now, or why none (what the roomiest node it may run on lacks); for a gang with a
 network topology, the HyperNode it must stay in and the free cpu of the roomiest it may use; and
-its queue's
-allocation against what it deserves, and each parent's up the queue tree, by path
-(`root/ml/team-a`), with the resources a queue holds all its capability of. Reads the gang
-rules' ledger and walks the fair order as the waker does; changes nothing else. Pure.
+its queue's allocation against what it deserves, and each parent's up the queue tree, by path
+(`root/ml/team-a`), with the resources a queue holds all its capability of; with preemption on,
+when the only victims that would make room are protected (`volcano.sh/preemptable`, Volcano's
+conformance), which and why (`unpreemptable_lines`, from the last victim search's note,
+`preemption.plan.protected_victims`); and which group its pods wait for when some name a group
+two ways, by which field and why the one read wins (`naming_lines`, `group_naming`). Reads the
+gang rules' ledger and the preemption's note, and walks the fair order as the waker does;
+changes nothing.
 
 `condition_message` is the same summary for a waiting gang's PodGroup condition, on one line: the
 gang rules' reason, the backoff's end as a time, the gangs holding reservations, what each kind of

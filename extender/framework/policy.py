@@ -19,10 +19,12 @@ file, the key (`tiers.1.plugins.0.arguments.binpack.cpu`) and the reason.
 
 `enablePreemptable` is Volcano's switch beside a plugin's name and arguments: it turns the
 plugin's rule on whom preempt may evict (`SparesGangCores`: gang's; `KeepsVictimShares`: drf's)
-off when false; absent, the rule is on (as in Volcano). On a plugin without such a rule it is an
-error. `Policy.preemption` gathers what preemption runs by: the preempt plugin's interval and
-actions (`preempt` with the priority plugin, `reclaim` with proportion) and the rules left on
-(`preemption.victims.Rules`); without the gang (or drf) plugin, no such rule.
+off when false; absent, the rule is on (as in Volcano). `enableReclaimable` does the same for
+reclaim's victims (gang's rule, which Volcano's gang plugin also gives its reclaim action). On a
+plugin without such a rule either is an error. `Policy.preemption` gathers what preemption runs
+by: the preempt plugin's interval and actions (`preempt` with the priority plugin, `reclaim` with
+proportion) and the rules left on (`preemption.victims.Rules`); without the gang (or drf)
+plugin, no such rule.
 """
 
 from __future__ import annotations
@@ -70,8 +72,10 @@ class _Strict(BaseModel):
 
 class PluginEntry(_Strict):
     name: str = Field(min_length=1)
-    # Volcano's switch of the plugin's rule on whom preempt may evict (None: unset, on).
+    # Volcano's switches of the plugin's rules on whom preempt, and reclaim, may evict (None:
+    # unset, on).
     enable_preemptable: StrictBool | None = Field(default=None, alias="enablePreemptable")
+    enable_reclaimable: StrictBool | None = Field(default=None, alias="enableReclaimable")
     arguments: dict[str, Argument] = {}
 
 
@@ -91,8 +95,10 @@ class Policy:
 
     source: str
     tiers: tuple[tuple[Plugin, ...], ...]
-    # The plugins whose entry says `enablePreemptable: false`: their rule on victims is off.
+    # The plugins whose entry says `enablePreemptable: false` (`enableReclaimable: false`):
+    # their rule on preempt's (reclaim's) victims is off.
     unpreemptable: frozenset[str] = frozenset()
+    unreclaimable: frozenset[str] = frozenset()
 
     @property
     def plugins(self) -> list[Plugin]:
@@ -120,6 +126,7 @@ class Policy:
         if preempts is None:
             return None
         on = [p for p in self.plugins if p.name not in self.unpreemptable]
+        reclaim_on = [p for p in self.plugins if p.name not in self.unreclaimable]
         return PreemptionSettings(
             preempts.preempt_interval,
             Rules(
@@ -128,6 +135,7 @@ class Policy:
                 reclaim=preempts.reclaims_between_queues
                 and any(isinstance(p, QueueShares) for p in self.plugins),
                 spare_members_only=any(isinstance(p, SparesGangCores) for p in on),
+                reclaims_spares_only=any(isinstance(p, SparesGangCores) for p in reclaim_on),
                 keeps_share=any(isinstance(p, KeepsVictimShares) for p in on),
             ),
         )
@@ -171,6 +179,7 @@ def build_policy(
         raise PolicyError(f"{source}: {describe_invalid(exc, root='(top level)')}") from exc
     seen: dict[str, str] = {}
     unpreemptable: set[str] = set()
+    unreclaimable: set[str] = set()
     tiers = []
     for t, tier in enumerate(parsed.tiers):
         built = []
@@ -199,9 +208,21 @@ def build_policy(
                 )
             if entry.enable_preemptable is False:
                 unpreemptable.add(entry.name)
+            if entry.enable_reclaimable is not None and not isinstance(plugin, SparesGangCores):
+                raise PolicyError(
+                    f"{source}: {where}.enableReclaimable: plugin {entry.name!r} has no rule on "
+                    "whom reclaim may evict to switch (the plugin with one: gang)"
+                )
+            if entry.enable_reclaimable is False:
+                unreclaimable.add(entry.name)
             built.append(plugin)
         tiers.append(tuple(built))
-    return Policy(source=source, tiers=tuple(tiers), unpreemptable=frozenset(unpreemptable))
+    return Policy(
+        source=source,
+        tiers=tuple(tiers),
+        unpreemptable=frozenset(unpreemptable),
+        unreclaimable=frozenset(unreclaimable),
+    )
 
 
 def _limits_victims(plugin: Plugin) -> bool:

@@ -48,6 +48,7 @@ from extender.plugins.volcano_names import (
     BINPACK_PREFIX,
     CAPACITY_ARGUMENTS,
     CARRIES_PREEMPTABLE,
+    CARRIES_RECLAIMABLE,
     DROPPED,
     EVICTING_ACTIONS,
     GATED,
@@ -60,6 +61,8 @@ from extender.plugins.volcano_names import (
     PREEMPTABLE,
     PREEMPTABLE_MEANS,
     PROPORTIONAL_PREFIX,
+    RECLAIMABLE,
+    RECLAIMABLE_MEANS,
     SAME_PLUGINS,
     SHARES_QUEUES,
     SWITCHED_OFF,
@@ -417,11 +420,12 @@ class _Importer:
         evicting = any(name in actions for names in EVICTING_ACTIONS.values() for name in names)
         for key, value in option.switches.items():
             path = f"{option.path}.{key}"
+            idle = "" if evicting else "; nothing is evicted without preempt or reclaim in actions"
             if key == PREEMPTABLE and lahar in CARRIES_PREEMPTABLE:
-                idle = (
-                    "" if evicting else "; nothing is evicted without preempt or reclaim in actions"
-                )
                 self.note("mapped", path, f"kept: {PREEMPTABLE_MEANS[lahar, value]}{idle}")
+                continue
+            if key == RECLAIMABLE and lahar in CARRIES_RECLAIMABLE:
+                self.note("mapped", path, f"kept: {RECLAIMABLE_MEANS[lahar, value]}{idle}")
                 continue
             if value == (key not in OFF_UNLESS_SET):
                 continue  # Volcano's default
@@ -460,6 +464,8 @@ class _Importer:
         entry: dict[str, Any] = {"name": name}
         if name in CARRIES_PREEMPTABLE and PREEMPTABLE in option.switches:
             entry[PREEMPTABLE] = option.switches[PREEMPTABLE]
+        if name in CARRIES_RECLAIMABLE and RECLAIMABLE in option.switches:
+            entry[RECLAIMABLE] = option.switches[RECLAIMABLE]
         if arguments:
             entry["arguments"] = dict(arguments)
         return entry

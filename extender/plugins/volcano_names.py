@@ -1,10 +1,10 @@
 """Volcano's scheduler vocabulary, and what Lahar does for each name.
 
 Volcano's actions, plugins, plugin arguments, action arguments and `PluginOption` switches, as
-Volcano's source had them when these tables were written (its `pkg/scheduler/conf`, and each
-plugin's and action's arguments), with the names of earlier releases Volcano still accepts in old
-files (the reservation plugin, the elect and reserve actions, predicates' GPU arguments). Beside
-each name stands Lahar's answer, as a note kind and the note's text:
+Volcano's source has them at commit ed72c7c81 of volcano-sh/volcano (its `pkg/scheduler/conf`,
+and each plugin's and action's arguments), with the names of earlier releases Volcano still
+accepts in old files (the reservation plugin, the elect and reserve actions, predicates' GPU
+arguments). Beside each name stands Lahar's answer, as a note kind and the note's text:
 
 - mapped: honoured, possibly under another name or in another place;
 - kube-scheduler: left to kube-scheduler and its profile;
@@ -27,6 +27,8 @@ from extender.plugins import preempt
 TOP_KEYS = ("actions", "tiers", "configurations", "metrics")
 PREEMPTABLE = "enablePreemptable"
 CARRIES_PREEMPTABLE = ("gang", "drf")  # Lahar's plugins that take Volcano's switch
+RECLAIMABLE = "enableReclaimable"
+CARRIES_RECLAIMABLE = ("gang",)  # Lahar's plugin that takes this one
 
 # Volcano's PluginOption switches: what each turns on in a plugin, and its value when unset.
 SWITCHES: Mapping[str, str] = {
@@ -423,7 +425,7 @@ SWITCHED_OFF: Mapping[tuple[str, str], tuple[str, str]] = {
             "Lahar reclaims from any queue above its deserved share whose Queue is reclaimable "
             "(spec.reclaimable); this plugin's part cannot be switched off",
         )
-        for name in ("gang", "drf", "proportion", "capacity")
+        for name in ("drf", "proportion", "capacity")
     },
     **{
         (name, "enableQueueOrder"): (
@@ -454,10 +456,14 @@ SWITCHED_OFF: Mapping[tuple[str, str], tuple[str, str]] = {
     },
 }
 
-# What enablePreemptable, kept on Lahar's gang and drf, means there.
+# What enablePreemptable (enableReclaimable), kept on Lahar's gang and drf (gang), means there.
 PREEMPTABLE_MEANS: Mapping[tuple[str, bool], str] = {
     ("gang", True): "only members beyond minMember are victims, never a whole gang",
     ("gang", False): "whole gangs may be victims too (never part of a gang's minMember)",
     ("drf", True): "a victim's gang keeps a dominant share at least the preemptor's",
     ("drf", False): "no dominant-share rule for victims",
+}
+RECLAIMABLE_MEANS: Mapping[tuple[str, bool], str] = {
+    ("gang", True): "reclaim takes only members beyond minMember, never a whole gang",
+    ("gang", False): "reclaim may take whole gangs too (never part of a gang's minMember)",
 }

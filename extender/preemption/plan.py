@@ -331,10 +331,13 @@ _PROTECTED: WeakKeyDictionary[ClusterState, dict[str, Protected]] = WeakKeyDicti
 
 
 def _note(state: ClusterState, key: str, protected: Protected | None) -> None:
+    """Keep (or drop) gang `key`'s note; a new note drops those of gangs gone since."""
     kept = _PROTECTED.get(state)
     if protected is not None:
         if kept is None:
             kept = _PROTECTED[state] = {}
+        for gone in [k for k in kept if k not in state.pod_groups]:
+            del kept[gone]
         kept[key] = protected
     elif kept is not None:
         kept.pop(key, None)

@@ -22,13 +22,16 @@ unreadable, a pod of a PodGroup whose own says so, or a pod Volcano's conformanc
 `sift` also lists the units that only their protection keeps out, for saying why nobody may be
 evicted.
 
-The victim rules of the gang and drf plugins, on unless their policy entry says
-`enablePreemptable: false` (Volcano's preemptableFns, which its preempt action asks and its
-reclaim action does not: so here they narrow *preempt*'s victims, within the queue, only):
+The victim rules of the gang and drf plugins, on unless their policy entry switches them off as
+Volcano's does (its preemptableFns, which its preempt action asks, and reclaimableFns, which its
+reclaim action asks):
 
-- gang (`Rules.spare_members_only`): only members beyond a gang's minMember, never a whole gang;
-- drf (`Rules.keeps_share`): a unit only while its gang's dominant share once it is evicted is at
-  least the preemptor's once placed (within `SHARE_DELTA`), each unit judged on its own.
+- gang, for preempt (`Rules.spare_members_only`, `enablePreemptable`) and for reclaim
+  (`Rules.reclaims_spares_only`, `enableReclaimable`): only members beyond a gang's minMember,
+  never a whole gang;
+- drf, for preempt (`Rules.keeps_share`, `enablePreemptable`): a unit only while its gang's
+  dominant share once it is evicted is at least the preemptor's once placed (within
+  `SHARE_DELTA`), each unit judged on its own.
 
 `choose` finds the cheapest set (fewest pods, then least cpu, then memory) that lets the
 preemptor's members all be placed: greedy by cost and then pruned gives a first answer (always
@@ -93,7 +96,8 @@ class Rules:
 
     preempt: bool = True  # lower priority, same queue
     reclaim: bool = True  # overused reclaimable queues, for a queue below its share
-    spare_members_only: bool = False  # gang's rule: never a whole gang
+    spare_members_only: bool = False  # gang's rule, for preempt: never a whole gang
+    reclaims_spares_only: bool = False  # gang's rule, for reclaim (its enableReclaimable)
     keeps_share: bool = False  # drf's rule: a victim's gang keeps a share >= the preemptor's
 
 
@@ -148,7 +152,7 @@ def sift(
         if allowed is None:
             other = queues.get(unit.queue)
             allowed = verdicts[unit.queue] = other is not None and _reclaimable(own, other)
-        if allowed:
+        if allowed and not (rules.reclaims_spares_only and unit.whole):
             (kept if unit.protected else chosen).append(unit)
     return _by_cost(chosen), _by_cost(kept)
 

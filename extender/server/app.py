@@ -242,7 +242,7 @@ def _writers(app: web.Application, api: k8s.ApiClient, writes: AsyncApi, gangs: 
         api_status_patch(api),
         api_event_sink(api),
         ready=app[SERVING],
-        schedulers=frozenset(gangs.schedulers) or None,  # (none named: every group is ours)
+        schedulers=gangs.schedulers or None,  # (none named: every group is ours)
     )
     app.cleanup_ctx.append(_background(writer))
     queues = QueueWriter(

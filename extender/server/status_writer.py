@@ -73,10 +73,11 @@ class StatusWriter(Coalesced):
         wall: Callable[[], float] = time.time,
         schedulers: Collection[str] | None = None,
     ) -> None:
-        """`schedulers`: the scheduler names served (None: every PodGroup is Lahar's)."""
+        """`schedulers`: the scheduler names served, read as they are at each pass (the gang
+        rules learn more from the calls); None: every PodGroup is Lahar's."""
         super().__init__(ready=ready, interval=interval, retry_after=retry_after)
         self.state, self.gangs, self.write, self.record = state, gangs, write, record
-        self.schedulers = None if schedulers is None else frozenset(schedulers)
+        self.schedulers = schedulers
         self.now, self.wall = now, wall
         self._dirty: set[str] = set()
         # Holder -> waiting gangs whose condition names it as holding a reservation: rewritten

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import ssl
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections import Counter
@@ -116,25 +117,61 @@ def lahar_metric(cluster: devcluster.DevCluster, sample: str, **labels: str) -> 
     return metric(extender_url(cluster, "/metrics"), sample, **labels)
 
 
-def restart_lahar(cluster: devcluster.DevCluster, argv: list[str] | None = None) -> None:
-    """Start the stopped extender again (with `argv`, else as before) and wait until its cache is
-    whole (/readyz)."""
-    record = cluster.start_component("lahar", die_with_parent=True, argv=argv)
+def restart_lahar(cluster: devcluster.DevCluster) -> None:
+    """Start the stopped extender again and wait until its cache is whole (/readyz)."""
+    record = cluster.start_component("lahar", die_with_parent=True)
     wait_ready(record, cluster.state.ports["lahar"], timeout=60)
+
+
+CONTROLLER_LEASE = "lahar-system/lahar-controller"  # (as `lahar_leader` labels it)
+
+
+def controller_leads(port: int) -> bool:
+    """Whether the controller at `port` holds its Lease (`lahar_leader` on its /metrics; a
+    standby is ready too, so readiness does not tell)."""
+    url = f"http://127.0.0.1:{port}/metrics"
+    try:
+        return metric(url, "lahar_leader", component="controller", lease=CONTROLLER_LEASE) == 1.0
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def start_as(cluster: devcluster.DevCluster, component: str, argv: list[str]) -> None:
+    """Stop the dev cluster's `component` (`lahar`, `lahar-webhook`, `lahar-controller`) and
+    start it with `argv`; wait until it is ready (its cache whole) and, the controller, leads."""
+    cluster.stop_component(component)
+    record = cluster.start_component(component, die_with_parent=True, argv=argv)
+    port = cluster.state.ports[component]
+    wait_ready(record, port, timeout=60, tls=component == "lahar-webhook")
+    if component == "lahar-controller":
+        wait_until(lambda: controller_leads(port), timeout=60, what="the controller to lead")
+
+
+@contextlib.contextmanager
+def started_as(
+    cluster: devcluster.DevCluster, changes: dict[str, list[str]]
+) -> Iterator[dict[str, list[str]]]:
+    """The components named in `changes` run with those command lines for the duration, then as
+    before (also when starting one failed); yields the command lines they had before."""
+    before = {component: cluster.argv_of(component) for component in changes}
+    try:
+        for component, argv in changes.items():
+            assert argv != before[component], f"{component} would start as it runs"
+            start_as(cluster, component, argv)
+        yield before
+    finally:
+        for component, argv in before.items():
+            if cluster.argv_of(component) != argv or not cluster.is_running(component):
+                start_as(cluster, component, argv)
 
 
 @contextlib.contextmanager
 def lahar_policy(cluster: devcluster.DevCluster, policy: Path) -> Iterator[None]:
-    """The extender restarted with `policy` for the duration, then with its own again."""
+    """The extender running with `policy` for the duration, then with its own again."""
     shipped = cluster.argv_of("lahar")
     chosen = [f"--policy={policy}" if a.startswith("--policy=") else a for a in shipped]
-    cluster.stop_component("lahar")
-    restart_lahar(cluster, chosen)
-    try:
+    with started_as(cluster, {"lahar": chosen}):
         yield
-    finally:
-        cluster.stop_component("lahar")
-        restart_lahar(cluster, shipped)
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ or `end_pod`)."""
 
 from __future__ import annotations
 
-import urllib.error
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +14,10 @@ from extender import devcluster
 from extender.api.batch import BATCH_API_VERSION, JOB_NAME_KEY
 from extender.devcluster.lahar import wait_ready
 from extender.kube import apply_object, list_objects, read, wait_until
-from tests.e2e.conftest import metric
+from tests.e2e.conftest import controller_leads
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CONTROLLER = "lahar-controller"
-LEASE = "lahar-system/lahar-controller"  # (the controller's Lease, as `lahar_leader` labels it)
 
 
 def example(name: str, namespace: str) -> dict[str, Any]:
@@ -93,20 +91,10 @@ def running(api: k8s.ApiClient, namespace: str, name: str, count: int) -> dict[s
     return result
 
 
-def leads(port: int) -> bool:
-    """Whether the controller at `port` holds its Lease (`lahar_leader` on its /metrics; a
-    standby is ready too, so readiness does not tell)."""
-    url = f"http://127.0.0.1:{port}/metrics"
-    try:
-        return metric(url, "lahar_leader", component="controller", lease=LEASE) == 1.0
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 def restart_controller(cluster: devcluster.DevCluster) -> None:
     """Start the stopped controller again; wait until it is ready (its cache whole) and leads
     (once the Lease of the one stopped has expired)."""
     record = cluster.start_component(CONTROLLER, die_with_parent=True)
     port = cluster.state.ports[CONTROLLER]
     wait_ready(record, port, timeout=60)
-    wait_until(lambda: leads(port), timeout=60, what="the restarted controller to lead")
+    wait_until(lambda: controller_leads(port), timeout=60, what="the restarted controller to lead")

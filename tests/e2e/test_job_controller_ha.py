@@ -17,8 +17,8 @@ from extender.devcluster.lahar import controller_argv
 from extender.devcluster.ports import free_ports
 from extender.kube import read, wait_until
 from tests.builders import make_job
-from tests.e2e.conftest import TEST_KEY, NodeFactory
-from tests.e2e.jobs import CONTROLLER, leads, restart_controller, running, status, submit
+from tests.e2e.conftest import TEST_KEY, NodeFactory, controller_leads
+from tests.e2e.jobs import CONTROLLER, restart_controller, running, status, submit
 
 LEASE_SECONDS = 15  # LeaseOptions.lease_seconds
 
@@ -55,7 +55,7 @@ def test_standby_takes_over_when_the_leader_dies(
         )
         wait_until(lambda: _ready(port), timeout=60, what="the standby to be ready")
         time.sleep(1)  # a moment in which a standby that wrongly took the Lease would say so
-        assert not leads(port), "a standby must not lead"
+        assert not controller_leads(port), "a standby must not lead"
         assert _ready(port), "a standby whose cache is synced and whose Lease works is ready"
         lease = read(api, "coordination.k8s.io/v1", "Lease", "lahar-controller", "lahar-system")
         assert lease is not None and lease["spec"]["holderIdentity"]
@@ -65,7 +65,9 @@ def test_standby_takes_over_when_the_leader_dies(
         submit(
             api, make_job("late").ns(namespace).task("main", 2).pinned(TEST_KEY, namespace).build()
         )
-        wait_until(lambda: leads(port), timeout=LEASE_SECONDS + 15, what="the standby to lead")
+        wait_until(
+            lambda: controller_leads(port), timeout=LEASE_SECONDS + 15, what="the standby to lead"
+        )
         assert _ready(port)
         took = time.monotonic() - died
         assert took <= LEASE_SECONDS + 5, f"takeover took {took:.1f}s"

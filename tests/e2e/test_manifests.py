@@ -31,6 +31,7 @@ from extender.devcluster.pki import Pki
 from extender.kube import KubeError, apply_object, connect, read, wait_until
 from extender.kube.tokens import service_account_token
 from extender.server.tls import ServerTls, TlsFiles
+from extender.webhook.conditions import CONDITION, expression
 
 EXPECTED = {  # the default install (the CRDs are manifests/crds/, kept when Lahar is removed)
     "Namespace": 1,
@@ -149,6 +150,11 @@ def test_beside_volcano_lahar_answers_to_lahar_only_and_leaves_jobs_to_volcano(
         "profiles": [p for p in shipped["profiles"] if p["schedulerName"] != "volcano"],
     }
     assert {d["kind"] for d in beside_volcano} == {d["kind"] for d in rendered}
+    # The pod webhook's names as the webhook itself writes them: no apply conflicts with it.
+    (hooks,) = [d for d in beside_volcano if d["kind"] == "MutatingWebhookConfiguration"]
+    conditions = [c for h in hooks["webhooks"] for c in h.get("matchConditions") or []]
+    (names,) = [c["expression"] for c in conditions if c["name"] == CONDITION]
+    assert names == expression(["lahar"])
 
 
 def test_the_documented_overlay_runs_the_preemption_policy(tmp_path: Path) -> None:

@@ -1,9 +1,11 @@
 """docs/migrating.md, run: the Coscheduling and Kueue examples as the guide gives them, and Lahar
 beside Volcano, then taking Volcano's Jobs over.
 
-Beside Volcano, the dev cluster's webhook and controller run as `manifests/beside-volcano/`
-configures them (`--scheduler-name=lahar`): a Job for `volcano` is stored as sent and never
-written to (no defaults, no PodGroup, no pods, no status), while Lahar's own Jobs run. Volcano's
+Beside Volcano, the dev cluster's webhook runs as `manifests/beside-volcano/` configures it
+(`--scheduler-name=lahar`), and its controller is limited to `lahar` by the same flag (the
+component runs none, since Volcano's controller reconciles every Job; limited, it leaves
+Volcano's alone all the same): a Job for `volcano` is stored as sent and never written to (no
+defaults, no PodGroup, no pods, no status), while Lahar's own Jobs run. Volcano's
 job controller is not here to make that Job's pods; the test makes them as it would (the same
 PodGroup and pods, from `extender.controller.objects`, whose names, labels and annotations are
 Volcano's) and the dev cluster's `volcano` profile binds them. Then the controller runs as Lahar's
@@ -24,13 +26,12 @@ from extender import devcluster
 from extender.api.batch import Job
 from extender.api.scheduling import API_VERSION
 from extender.controller.objects import build_pod, build_pod_group
-from extender.devcluster.lahar import wait_ready
 from extender.devcluster.paths import manifests_dir
 from extender.kube import apply_object, list_objects, pod_when, wait_until
 from tests.builders import make_job
-from tests.e2e.conftest import TEST_KEY, NodeFactory
+from tests.e2e.conftest import TEST_KEY, NodeFactory, start_as, started_as
 from tests.e2e.gangs import BindTimeline, bound
-from tests.e2e.jobs import CONTROLLER, job, leads, pods, running, submit, wait_job
+from tests.e2e.jobs import CONTROLLER, job, pods, running, submit, wait_job
 from tests.e2e.webhook import WEBHOOK
 
 GUIDE = manifests_dir().parent / "docs" / "migrating.md"
@@ -59,28 +60,15 @@ def test_the_guides_examples_bind_whole(api: k8s.ApiClient, namespace: str, bloc
     assert timeline.partial() == []
 
 
-def _restart(cluster: devcluster.DevCluster, component: str, argv: list[str]) -> None:
-    cluster.stop_component(component)
-    record = cluster.start_component(component, die_with_parent=True, argv=argv)
-    port = cluster.state.ports[component]
-    wait_ready(record, port, timeout=60, tls=component == WEBHOOK)
-    if component == CONTROLLER:
-        wait_until(lambda: leads(port), timeout=60, what="the restarted controller to lead")
-
-
 @pytest.fixture
 def beside_volcano(dev_cluster: devcluster.DevCluster) -> Iterator[dict[str, list[str]]]:
     """The webhook and the controller serving `lahar` alone for the test (as beside a running
     Volcano); as shipped again after it. Yields each one's shipped command line."""
-    shipped = {name: dev_cluster.argv_of(name) for name in (WEBHOOK, CONTROLLER)}
-    for name, argv in shipped.items():
-        _restart(dev_cluster, name, [*argv, *BESIDE_VOLCANO])
-    try:
+    changes = {
+        name: [*dev_cluster.argv_of(name), *BESIDE_VOLCANO] for name in (WEBHOOK, CONTROLLER)
+    }
+    with started_as(dev_cluster, changes) as shipped:
         yield shipped
-    finally:
-        for name, argv in shipped.items():
-            if dev_cluster.argv_of(name) != argv:
-                _restart(dev_cluster, name, argv)
 
 
 def _volcano_job(namespace: str, name: str) -> dict[str, Any]:
@@ -160,7 +148,7 @@ def test_switching_over_lahar_carries_volcanos_job_on_with_the_pods_it_found(
     assert not (job(api, namespace, "carried").get("status") or {}).get("state")  # nobody's yet
 
     # Volcano removed: the controller as Lahar's own install runs it (lahar and volcano).
-    _restart(dev_cluster, CONTROLLER, beside_volcano[CONTROLLER])
+    start_as(dev_cluster, CONTROLLER, beside_volcano[CONTROLLER])
     status = wait_job(api, namespace, "carried", "Running")
     assert status["running"] == 2
     after = {name: p["metadata"]["uid"] for name, p in pods(api, namespace, "carried").items()}

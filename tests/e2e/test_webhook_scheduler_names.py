@@ -19,14 +19,13 @@ from kubernetes import client as k8s
 from extender import devcluster
 from extender.api.scheduling import GANG_GATE, GroupKind
 from extender.cli.main import main
-from extender.devcluster.lahar import wait_ready
 from extender.kube import apply_object, wait_until
 from extender.kube.raw import ApiStatusError
 from extender.kube.webhooks import ADMISSION_REGISTRATION
 from extender.kube.writes import get
 from extender.webhook.conditions import CONDITION
 from tests.builders import make_group, make_job, make_pod
-from tests.e2e.conftest import wait_explained
+from tests.e2e.conftest import started_as, wait_explained
 from tests.e2e.webhook import WEBHOOK, create, restart_webhook
 
 SHIPPED = "object.spec.schedulerName in ['lahar', 'volcano']"
@@ -41,25 +40,16 @@ def _pod_condition(api: k8s.ApiClient) -> str:
     return str(condition["expression"])
 
 
-def _restart(cluster: devcluster.DevCluster, argv: list[str]) -> None:
-    cluster.stop_component(WEBHOOK)
-    record = cluster.start_component(WEBHOOK, die_with_parent=True, argv=argv)
-    wait_ready(record, cluster.state.ports[WEBHOOK], timeout=60, tls=True)
-
-
 @pytest.fixture
 def lahar_only(dev_cluster: devcluster.DevCluster, api: k8s.ApiClient) -> Iterator[None]:
     """The dev cluster's webhook serving `lahar` alone for the test, then as shipped again."""
-    shipped = dev_cluster.argv_of(WEBHOOK)
     assert _pod_condition(api) == SHIPPED
-    _restart(dev_cluster, [*shipped, "--scheduler-name=lahar"])
-    try:
+    lahar = [*dev_cluster.argv_of(WEBHOOK), "--scheduler-name=lahar"]
+    with started_as(dev_cluster, {WEBHOOK: lahar}):
         # (ready means written; the API server reads its configurations a moment later)
         assert _pod_condition(api) == LAHAR_ONLY
         yield
-    finally:
-        _restart(dev_cluster, shipped)
-        assert _pod_condition(api) == SHIPPED
+    assert _pod_condition(api) == SHIPPED
 
 
 def _gates(pod: dict[str, Any]) -> list[str]:

@@ -141,6 +141,25 @@ def test_output_is_written_and_checked(
     assert "enablePreemptable: true" in out.read_text()  # --check writes nothing
 
 
+def test_a_policy_written_from_the_configmap_on_stdin_checks_against_the_file(
+    conf_file: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """docs/migrating.md's way: written from the cluster's ConfigMap, checked in CI against the
+    file in the repository (the header's source line aside, the two are the same)."""
+    out = tmp_path / "lahar.yaml"
+    monkeypatch.setattr("sys.stdin", io.StringIO(configmap(CI_CONF)))
+    assert main(["policy", "import", "-", "-o", str(out)]) == 0
+    assert out.read_text().startswith(
+        "# Lahar's policy imported from Volcano's scheduler configuration stdin\n"
+    )
+    capsys.readouterr()
+    assert main(["policy", "import", str(conf_file), "-o", str(out), "--check"]) == 0
+    assert capsys.readouterr().out == f"{out} is what {conf_file} imports to\n"
+
+
 @pytest.mark.parametrize(
     ("text", "code", "says"),
     [

@@ -100,8 +100,32 @@ def test_enable_preemptable_switches_gangs_and_drfs_rules(
         policy(switched(GANG, gang), switched(DRF, drf), preempt(), PRIORITY, PROPORTION),
         REGISTRY,
     )
-    rules = Rules(spare_members_only=spares, keeps_share=shares)
+    # (gang's rule holds for reclaim too unless enableReclaimable says otherwise)
+    rules = Rules(spare_members_only=spares, reclaims_spares_only=True, keeps_share=shares)
     assert built.preemption == PreemptionSettings(5.0, rules)
+
+
+@pytest.mark.parametrize(
+    ("reclaimable", "spares"),
+    [(None, True), (True, True), (False, False)],
+    ids=["absent: on, as in Volcano", "on", "off: whole gangs reclaimed"],
+)
+def test_enable_reclaimable_switches_gangs_rule_for_reclaim(
+    reclaimable: bool | None, spares: bool
+) -> None:
+    gang = GANG if reclaimable is None else {**GANG, "enableReclaimable": reclaimable}
+    built = build_policy(policy(gang, preempt(), PRIORITY, PROPORTION), REGISTRY)
+    assert built.preemption is not None
+    assert built.preemption.rules.reclaims_spares_only is spares
+
+
+def test_enable_reclaimable_elsewhere_is_an_error() -> None:
+    with pytest.raises(PolicyError) as error:
+        build_policy(policy({"name": "drf", "enableReclaimable": False}), REGISTRY, source="p.yaml")
+    assert str(error.value) == (
+        "p.yaml: tiers.0.plugins.0.enableReclaimable: plugin 'drf' has no rule on whom reclaim "
+        "may evict to switch (the plugin with one: gang)"
+    )
 
 
 def test_without_gang_or_drf_there_is_no_rule_of_theirs() -> None:
@@ -109,7 +133,9 @@ def test_without_gang_or_drf_there_is_no_rule_of_theirs() -> None:
     assert built.preemption == PreemptionSettings(5.0, Rules(preempt=True, reclaim=True))
     only_gang = build_policy(policy(GANG, preempt(), PRIORITY), REGISTRY)
     assert only_gang.preemption is not None
-    assert only_gang.preemption.rules == Rules(reclaim=False, spare_members_only=True)
+    assert only_gang.preemption.rules == Rules(
+        reclaim=False, spare_members_only=True, reclaims_spares_only=True
+    )
 
 
 def test_without_the_preempt_plugin_the_switch_changes_nothing() -> None:
@@ -144,10 +170,12 @@ def test_enable_preemptable_elsewhere_or_not_a_boolean_is_an_error(
 
 def test_the_preemption_policy_keeps_volcanos_shipped_switches() -> None:
     """policy/preemption.yaml: both actions, gang and drf `enablePreemptable: false` (whole gangs
-    may be victims, no share rule), as Volcano's shipped configuration."""
+    may be victims, no share rule), as Volcano's shipped configuration; and gang's
+    `enableReclaimable: false` (whole gangs reclaimed too), which Volcano leaves on."""
     path = POLICIES / "preemption.yaml"
     if not path.exists():
         pytest.skip("no policy/preemption.yaml in this checkout")
     loaded = load_policy(path, REGISTRY)
     assert loaded.preemption == PreemptionSettings(5.0, Rules(preempt=True, reclaim=True))
     assert loaded.unpreemptable == frozenset({"gang", "drf"})
+    assert loaded.unreclaimable == frozenset({"gang"})

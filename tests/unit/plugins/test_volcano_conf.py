@@ -410,6 +410,12 @@ def test_every_plugin_volcano_ships_imports(name: str) -> None:
             {"name": "drf", "enablePreemptable": False},
             NoteKind.MAPPED,
         ),
+        (
+            plugin("gang", enableReclaimable=False),
+            {"name": "gang", "enableReclaimable": False},
+            NoteKind.MAPPED,
+        ),
+        (plugin("drf", enableReclaimable=False), {"name": "drf"}, NoteKind.DIFFERS),
         (plugin("priority", enablePreemptable=False), {"name": "priority"}, NoteKind.DIFFERS),
         (plugin("capacity", enablePreemptable=False), {"name": "proportion"}, NoteKind.DIFFERS),
         (plugin("gang", enableJobReady=False), {"name": "gang"}, NoteKind.DIFFERS),
