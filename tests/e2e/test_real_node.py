@@ -577,8 +577,12 @@ def test_the_readme_uninstall_keeps_the_work_and_removing_the_work_leaves_nothin
     tf = "tensorflow-benchmark"
     kubectl(real, "-n", workspace, "apply", "-f", str(REPO / "examples" / "tf-dist-mnist.yaml"))
     running(rapi, workspace, tf, 3)
-    apply_object(rapi, make_queue("kept").build())
-    apply_object(rapi, make_group("kept").ns(workspace).min_member(2).build())
+    for body in (
+        make_queue("kept").build(),
+        make_group("kept").ns(workspace).min_member(2).build(),
+    ):
+        # (the webhook replicas may still be taking up the certificate the test before renewed)
+        wait_until(lambda body=body: _applied(rapi, body), timeout=120, what="the object admitted")
     kept = {
         (api_version, kind, name, namespace): (read(rapi, api_version, kind, name, namespace) or {})
         .get("metadata", {})
@@ -623,3 +627,11 @@ def test_the_readme_uninstall_keeps_the_work_and_removing_the_work_leaves_nothin
         )
 
     wait_until(gone, timeout=120, what="nothing of the work left", interval=0.5)
+
+
+def _applied(api: k8s.ApiClient, body: dict[str, Any]) -> bool:
+    try:
+        apply_object(api, body)
+    except KubeError:
+        return False
+    return True
