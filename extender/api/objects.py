@@ -24,7 +24,16 @@ from extender.api.affinity import Affinity
 from extender.api.model import Interned, InternedMap, KubeModel, Shared
 from extender.api.resources import EMPTY, ONE_POD, Resources
 
-__all__ = ["KubeModel", "Node", "Pod", "PriorityClass", "ResourceList", "Taint", "Toleration"]
+__all__ = [
+    "KubeModel",
+    "MinResources",
+    "Node",
+    "Pod",
+    "PriorityClass",
+    "ResourceList",
+    "Taint",
+    "Toleration",
+]
 
 
 def _resources(value: Any) -> Resources:
@@ -41,6 +50,26 @@ ResourceList = Annotated[
     Resources,
     PlainValidator(_resources),
     PlainSerializer(Resources.quantities, return_type=dict[str, str]),  # as the API writes it
+]
+
+
+# Names a ResourceQuota counts usage by, not names of resources: Volcano's job controller fills a
+# PodGroup's minResources from its pods' quota usage (`count/pods`, `requests.cpu`, `limits.memory`
+# beside `pods`, `cpu`, `memory`), and Volcano's scheduler reads only the resources themselves.
+QUOTA_USAGE_PREFIXES = ("count/", "requests.", "limits.")
+
+
+def _min_resources(value: Any) -> Resources:
+    if isinstance(value, dict):
+        value = {n: q for n, q in value.items() if not str(n).startswith(QUOTA_USAGE_PREFIXES)}
+    return _resources(value)
+
+
+# A Volcano PodGroup's minResources, read as Volcano's scheduler reads it (quota usage left out).
+MinResources = Annotated[
+    Resources,
+    PlainValidator(_min_resources),
+    PlainSerializer(Resources.quantities, return_type=dict[str, str]),
 ]
 
 

@@ -31,7 +31,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from extender.api.duration import parse_duration
-from extender.api.objects import KubeModel, ObjectMeta, Pod, ResourceList
+from extender.api.objects import KubeModel, MinResources, ObjectMeta, Pod, ResourceList
 from extender.api.resources import EMPTY
 from extender.api.schema import Count, Crd, Int32, Opaque, Time
 
@@ -130,7 +130,7 @@ class PodGroupSpec(PodGroupRefSpec):
     """Per task (annotation volcano.sh/task-spec), the pods needed of it."""
     priority_class_name: str = ""
     """The PriorityClass of the group."""
-    min_resources: ResourceList = EMPTY
+    min_resources: MinResources = EMPTY
     """Resources the gang needs at least, as a ResourceList."""
     # Volcano's network-topology fields (the Job controller copies them from the Job), honoured
     # by placement (`gangs.topology`). None when unset, so a group without them costs the cache

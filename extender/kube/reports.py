@@ -38,6 +38,11 @@ def utc_now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+class NoStatusSubresource(KubeError):
+    """The PodGroup exists but its CRD serves no status subresource (Volcano's own CRD: Volcano's
+    scheduler writes a PodGroup's status with an update of the whole object)."""
+
+
 def patch_pod_group_status(
     api: k8s.ApiClient,
     namespace: str,
@@ -47,20 +52,32 @@ def patch_pod_group_status(
     *,
     api_version: str = API_VERSION,
     strategic: bool = False,
+    on_object: bool = False,
 ) -> None:
     """Write the status of the PodGroup of `api_version` (Volcano's unless told); with `uid`,
     only onto that very PodGroup (the server refuses the patch when the one of that name now is
     another: deleted and created again meanwhile). `strategic`: a strategic merge patch (a
-    built-in kind's conditions merge by type) instead of a merge patch."""
-    path = f"/apis/{api_version}/namespaces/{namespace}/podgroups/{name}/status"
+    built-in kind's conditions merge by type) instead of a merge patch. Where the CRD serves no
+    status subresource (Volcano's), the status is patched onto the object itself with
+    `on_object`; without, `NoStatusSubresource` says so."""
+    path = f"/apis/{api_version}/namespaces/{namespace}/podgroups/{name}"
     body: dict[str, Any] = {"status": status}
     if uid:
         body["metadata"] = {"uid": uid}
-    patch = "strategic-merge-patch" if strategic else "merge-patch"
+    patch = f"application/{'strategic-merge-patch' if strategic else 'merge-patch'}+json"
+    what = f"status of PodGroup {namespace}/{name}"
     try:
-        send(api, "PATCH", path, body=body, content_type=f"application/{patch}+json").read()
+        send(api, "PATCH", path + "/status", body=body, content_type=patch).read()
+        return
     except ApiStatusError as error:
-        raise KubeError(f"writing status of PodGroup {namespace}/{name}: {error}") from error
+        if error.status != 404 or read(api, api_version, "PodGroup", name, namespace) is None:
+            raise KubeError(f"writing {what}: {error}") from error
+    if not on_object:
+        raise NoStatusSubresource(f"writing {what}: its CRD serves no status subresource")
+    try:
+        send(api, "PATCH", path, body=body, content_type=patch).read()
+    except ApiStatusError as error:
+        raise KubeError(f"writing {what} onto the object: {error}") from error
 
 
 def patch_queue_status(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubernetes import client as k8s
@@ -133,7 +133,12 @@ async def _get(api: AsyncApi, path: str) -> dict[str, Any] | None:
     return found
 
 
-def api_status_patch(api: k8s.ApiClient) -> StatusPatch:
+def api_status_patch(
+    api: k8s.ApiClient, on_object: Callable[[], bool] = lambda: False
+) -> StatusPatch:
+    """Writes a PodGroup's status; where its CRD serves no status subresource (Volcano's), onto
+    the object itself while `on_object()` says so."""
+
     async def write(group: PodGroup, status: dict[str, Any]) -> None:
         meta = group.metadata
         await asyncio.to_thread(
@@ -145,6 +150,7 @@ def api_status_patch(api: k8s.ApiClient) -> StatusPatch:
             meta.uid,
             api_version=group.group_kind.api_version,
             strategic=group.group_kind is GroupKind.NATIVE,
+            on_object=on_object(),
         )
 
     return write

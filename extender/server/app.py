@@ -86,7 +86,7 @@ from extender.server.preemptor import Preemptor
 from extender.server.provisioner import Provisioner
 from extender.server.queue_writer import QueueWriter
 from extender.server.routes import add_routes, unready
-from extender.server.status_writer import StatusWriter
+from extender.server.status_writer import VOLCANO_SCHEDULER, StatusWriter
 from extender.server.takeover import Rule
 from extender.server.tls import ServerTls
 from extender.server.waker import Waker
@@ -239,7 +239,9 @@ def _writers(app: web.Application, api: k8s.ApiClient, writes: AsyncApi, gangs: 
     app[STATUS] = writer = StatusWriter(
         app[STATE],
         gangs,
-        api_status_patch(api),
+        # (a CRD without the status subresource is Volcano's: with Volcano's scheduler gone, as
+        # when Lahar answers to `volcano`, the status goes onto the object itself)
+        api_status_patch(api, on_object=lambda: VOLCANO_SCHEDULER in gangs.schedulers),
         api_event_sink(api),
         ready=app[SERVING],
         schedulers=gangs.schedulers or None,  # (none named: every group is ours)

@@ -19,7 +19,11 @@ other schedulers is another scheduler's (Volcano's `volcano`, while both run dur
 its status is left to that scheduler. A PodGroup with no pods yet says nothing of whose it is: a
 Volcano one is left alone unless `volcano` is served (Volcano's scheduler enqueues every Volcano
 PodGroup, and Volcano's job controller creates a Job's pods only once its PodGroup is no longer
-Pending), a group of another kind is written.
+Pending), a group of another kind is written. Volcano's own PodGroup CRD serves no status
+subresource (Volcano's scheduler writes the whole object): while Volcano's scheduler runs (Lahar
+does not answer to `volcano`), a status Lahar cannot write there is left to it, said once per
+group; with Lahar answering to `volcano`, the writer puts it onto the object itself
+(`server.adapters.api_status_patch`).
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from extender.gangs.ledger import Gangs
 from extender.gangs.members import GangView, view_gang
 from extender.gangs.refusals import Rejection
 from extender.gangs.shown_status import shown_status, status_patch
-from extender.kube.reports import utc_now
+from extender.kube.reports import NoStatusSubresource, utc_now
 from extender.server.coalesce import Coalesced
 
 log = logging.getLogger(__name__)
@@ -86,6 +90,8 @@ class StatusWriter(Coalesced):
         self._tasks: set[asyncio.Task[None]] = set()
         # PodGroup uid -> the status last derived for a group of another kind than Volcano's
         self._derived: LRUCache[str, PodGroupStatus] = LRUCache(maxsize=65536)
+        # PodGroup uids whose CRD serves no status subresource, said once each
+        self._left: LRUCache[str, bool] = LRUCache(maxsize=65536)
 
     def attach(self) -> None:
         """Listen to the gang rules and the state (call on the event loop)."""
@@ -151,13 +157,8 @@ class StatusWriter(Coalesced):
         kind, shown = group.group_kind, group.shown
         status = shown_status(kind, wanted, gang, admitted=admitted, shown=shown, now=self.now())
         patch = status if volcano else status_patch(kind, status, shown)
-        if patch is not None:
-            try:
-                await self.write(group, patch)
-            except Exception as error:  # an API hiccup: try again later; a deleted group is skipped
-                log.warning("could not write status of PodGroup %s: %s", key, error)
-                self._retry(key)
-                return
+        if patch is not None and not await self._written(key, group, patch):
+            return
         if wanted.phase != previous.phase:
             log.info("PodGroup %s: phase %s -> %s", key, previous.phase or "-", wanted.phase)
         if not volcano:
@@ -174,6 +175,22 @@ class StatusWriter(Coalesced):
             self.state.upsert_pod_group(current.model_copy(update=update))
         for event in events(previous, wanted, key):
             await self._record(key, group, event)
+
+    async def _written(self, key: str, group: PodGroup, patch: dict[str, Any]) -> bool:
+        """Write `patch`; False when it was not (tried again later, unless the status is left to
+        Volcano's scheduler)."""
+        try:
+            await self.write(group, patch)
+        except NoStatusSubresource as error:  # Volcano's CRD, Volcano's scheduler running
+            if group.metadata.uid not in self._left:
+                self._left[group.metadata.uid] = True
+                log.info("PodGroup %s: status left to Volcano's scheduler (%s)", key, error)
+            return False
+        except Exception as error:  # an API hiccup: try again later; a deleted group is skipped
+            log.warning("could not write status of PodGroup %s: %s", key, error)
+            self._retry(key)
+            return False
+        return True
 
     def _served(self, gang: GangView) -> bool:
         """Whether the gang is Lahar's to write (see the module docstring)."""

@@ -8,7 +8,8 @@ Volcano's alone all the same): a Job for `volcano` is stored as sent and never w
 defaults, no PodGroup, no pods, no status), while Lahar's own Jobs run. Volcano's
 job controller is not here to make that Job's pods; the test makes them as it would (the same
 PodGroup and pods, from `extender.controller.objects`, whose names, labels and annotations are
-Volcano's) and the dev cluster's `volcano` profile binds them. Then the controller runs as Lahar's
+Volcano's; minResources with the quota names Volcano's controller adds) and the dev cluster's
+`volcano` profile binds them. Then the controller runs as Lahar's
 own install has it (both names) and carries the Job on with the pods it found: none recreated.
 """
 
@@ -27,7 +28,7 @@ from extender.api.batch import Job
 from extender.api.scheduling import API_VERSION
 from extender.controller.objects import build_pod, build_pod_group
 from extender.devcluster.paths import manifests_dir
-from extender.kube import apply_object, list_objects, pod_when, wait_until
+from extender.kube import apply_object, delete, list_objects, pod_when, wait_until
 from tests.builders import make_job
 from tests.e2e.conftest import TEST_KEY, NodeFactory, start_as, started_as
 from tests.e2e.gangs import BindTimeline, bound
@@ -121,7 +122,13 @@ def _as_volcano_made_them(api: k8s.ApiClient, body: dict[str, Any]) -> list[str]
     """The PodGroup and pods Volcano's job controller makes of the Job (ungated: Volcano's
     scheduler has no gate to lift); the pods' names."""
     model = Job.model_validate(body)
-    apply_object(api, build_pod_group(model))
+    group = build_pod_group(model)
+    # Volcano's controller fills minResources from the pods' quota usage, quota names included.
+    needs = group["spec"]["minResources"]
+    quota = {f"requests.{name}": amount for name, amount in needs.items() if "/" not in name}
+    pods = str(model.spec.min_available)
+    group["spec"]["minResources"] = {**needs, **quota, "pods": pods, "count/pods": pods}
+    apply_object(api, group)
     names = []
     for task in model.spec.tasks:
         for index in range(task.replicas):
@@ -153,3 +160,9 @@ def test_switching_over_lahar_carries_volcanos_job_on_with_the_pods_it_found(
     assert status["running"] == 2
     after = {name: p["metadata"]["uid"] for name, p in pods(api, namespace, "carried").items()}
     assert after == before  # the pods Volcano made, none recreated
+    # A pod gone is made again by Lahar's controller and its gang let in, whatever the quota
+    # names in the minResources Volcano's controller wrote.
+    gone = sorted(before)[0]
+    delete(api, "v1", "Pod", gone, namespace)
+    again = running(api, namespace, "carried", 2)
+    assert again[gone]["metadata"]["uid"] != before[gone]

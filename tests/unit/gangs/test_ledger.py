@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from extender.api.scheduling import GANG_GATE, Queue
+from extender.api.scheduling import GANG_GATE, PodGroup, Queue
 from extender.cache.state import ClusterState
 from extender.framework.policy import build_policy
 from extender.framework.session import Engine, FilterOutcome
@@ -124,6 +124,26 @@ def test_min_resources_count_only_nodes_the_members_may_run_on(engine: Engine) -
     outcome = filter_pod(engine, state, pods[0])
     assert outcome.passed == []
     assert "minResources need cpu 6, 4 free on the nodes" in outcome.failed["n1"]
+
+
+def test_min_resources_as_volcanos_controller_fills_them_are_read_as_volcanos_scheduler_does(
+    engine: Engine,
+) -> None:
+    """Volcano's job controller fills minResources from the pods' quota usage; its scheduler
+    reads only the resources (`count/*`, `requests.*`, `limits.*` are quota names)."""
+    pods = [member("g", i, cpu="1") for i in (0, 1)]
+    state = two_node_cluster(*pods)
+    group = make_group("g").min_member(2)
+    group.min_resources(
+        count_pods="2", pods="2", cpu="2", requests_cpu="2", limits_memory="4Gi"
+    )  # (builder names: `_` for `.`; `count_pods` is written below)
+    body = group.build()
+    body["spec"]["minResources"]["count/pods"] = body["spec"]["minResources"].pop("count.pods")
+    model = PodGroup.model_validate(body)
+    assert dict(model.spec.min_resources.quantities()) == {"cpu": "2", "pods": "2"}
+    state.upsert_pod_group(model)
+    outcome = filter_pod(engine, state, pods[0])
+    assert outcome.passed  # admitted: nothing of the quota names is asked of the nodes
 
 
 def test_members_in_one_cluster_state_share_one_plan(

@@ -37,6 +37,19 @@ def _job(name: str, pods: int, cpu: str, seconds: float, **fields: Any) -> dict[
     return {"name": name, "tasks": [task], **fields}
 
 
+def _low_then_high(**low: Any) -> Trace:
+    """Two 8-cpu jobs on 8 cpu: low (priority 0) from 0 s for 1000 s, high (100) from 50 s."""
+    return parse_trace(
+        {
+            "nodes": [{"count": 2, "cpu": "4", "memory": "8Gi"}],
+            "jobs": [
+                _job("low", 2, "4", 1000, priority=0, **low),
+                _job("high", 2, "4", 100, arrival=50, priority=100),
+            ],
+        }
+    )
+
+
 def _times(outcome: SimulationOutcome) -> dict[str, tuple[float | None, float | None]]:
     return {name: (r.started, r.finished) for name, r in outcome.jobs.items()}
 
@@ -112,15 +125,7 @@ def test_a_job_arriving_in_unix_time_is_played_at_once(lahar: Policy) -> None:
 
 
 def test_a_high_priority_gang_preempts_a_whole_low_priority_job(preempting: Policy) -> None:
-    trace = parse_trace(
-        {
-            "nodes": [{"count": 2, "cpu": "4", "memory": "8Gi"}],
-            "jobs": [
-                _job("low", 2, "4", 1000, priority=0),
-                _job("high", 2, "4", 100, arrival=50, priority=100),
-            ],
-        }
-    )
+    trace = _low_then_high()
     outcome = simulate(trace, preempting, "lahar")
     assert outcome.preemptions == 1
     high, low = outcome.jobs["high"], outcome.jobs["low"]
@@ -132,30 +137,14 @@ def test_a_high_priority_gang_preempts_a_whole_low_priority_job(preempting: Poli
 
 
 def test_a_job_marked_not_preemptable_is_never_a_victim(preempting: Policy) -> None:
-    trace = parse_trace(
-        {
-            "nodes": [{"count": 2, "cpu": "4", "memory": "8Gi"}],
-            "jobs": [
-                _job("low", 2, "4", 1000, priority=0, preemptable=False),
-                _job("high", 2, "4", 100, arrival=50, priority=100),
-            ],
-        }
-    )
+    trace = _low_then_high(preemptable=False)
     outcome = simulate(trace, preempting, "lahar")
     assert outcome.preemptions == 0
     assert _times(outcome) == {"low": (0.0, 1000.0), "high": (1000.0, 1100.0)}
 
 
 def test_the_shipped_policy_evicts_nothing_the_high_priority_gang_waits(lahar: Policy) -> None:
-    trace = parse_trace(
-        {
-            "nodes": [{"count": 2, "cpu": "4", "memory": "8Gi"}],
-            "jobs": [
-                _job("low", 2, "4", 1000, priority=0),
-                _job("high", 2, "4", 100, arrival=50, priority=100),
-            ],
-        }
-    )
+    trace = _low_then_high()
     outcome = simulate(trace, lahar, "lahar")
     assert outcome.preemptions == 0
     assert _times(outcome) == {"low": (0.0, 1000.0), "high": (1000.0, 1100.0)}
@@ -250,15 +239,7 @@ def test_a_fault_in_the_preemptor_stops_the_simulation_instead_of_skewing_it(
         raise _Broken("victim search failed")
 
     monkeypatch.setattr("extender.preemption.loop.candidates", broken)
-    trace = parse_trace(
-        {
-            "nodes": [{"count": 2, "cpu": "4", "memory": "8Gi"}],
-            "jobs": [
-                _job("low", 2, "4", 1000, priority=0),
-                _job("high", 2, "4", 100, arrival=50, priority=100),
-            ],
-        }
-    )
+    trace = _low_then_high()
     before = gc.get_threshold()
     with pytest.raises(_Broken, match="victim search failed"):
         simulate(trace, preempting, "lahar")
