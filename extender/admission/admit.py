@@ -28,6 +28,7 @@ from extender.admission.queue_defaults import queue_defaults
 from extender.admission.queue_tree import QueueLookup
 from extender.admission.unhonoured import queue_warnings
 from extender.api.admission import AdmissionRequest, Operation
+from extender.api.scheduling import SERVED_SCHEDULERS
 
 JOBS = ("batch.volcano.sh", "jobs")
 QUEUES = ("scheduling.volcano.sh", "queues")
@@ -43,7 +44,7 @@ class Settings:
     scheduler_name: str = "lahar"  # what a Job naming no scheduler gets: one of `served`
     # The schedulers this webhook serves: their gang pods are created behind Lahar's gate, their
     # Jobs get Volcano's defaults and rules.
-    served: frozenset[str] = frozenset({"lahar", "volcano"})
+    served: frozenset[str] = frozenset(SERVED_SCHEDULERS)
 
     def __post_init__(self) -> None:
         if self.scheduler_name not in self.served:

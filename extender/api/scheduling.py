@@ -40,6 +40,10 @@ GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 TASK_ANNOTATION = "volcano.sh/task-spec"
 DEFAULT_QUEUE = "default"
 SLA_ANNOTATION = "sla-waiting-time"  # Volcano's per-job starvation limit, a Go duration
+VOLCANO_SCHEDULER = "volcano"  # the schedulerName of Volcano's own scheduler
+# The schedulerNames Lahar serves unless told others: the profiles of
+# policy/kube-scheduler-config.yaml (Volcano's name among them, so Volcano's YAML runs as is).
+SERVED_SCHEDULERS = ("lahar", VOLCANO_SCHEDULER)
 GANG_GATE = "lahar.io/gang"  # the scheduling gate Lahar lifts when it admits the pod's gang
 
 log = logging.getLogger(__name__)

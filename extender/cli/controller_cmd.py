@@ -70,7 +70,6 @@ def _run(args: argparse.Namespace) -> int:
     options = ControllerOptions(
         workers=args.workers,
         lease=lease_options(args),
-        gated=frozenset(names),
         scheduler_names=names,
         hypernode_tiers=tiers,
     )

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from extender.admission.names import dns_subdomain
 from extender.api.duration import parse_duration
+from extender.api.scheduling import SERVED_SCHEDULERS
 from extender.kube.leader import LeaseOptions
 from extender.pki import service_hosts
 
@@ -54,9 +55,6 @@ def lease_options(args: argparse.Namespace) -> LeaseOptions | None:
     return LeaseOptions(args.lease_name, args.lease_namespace, identity)
 
 
-SCHEDULERS = ("lahar", "volcano")  # the profiles of policy/kube-scheduler-config.yaml
-
-
 def add_served_scheduler_flags(parser: argparse.ArgumentParser, *, does: str) -> None:
     """--served-scheduler (repeatable): the schedulerNames Lahar serves, for which `does`."""
     parser.add_argument(
@@ -65,12 +63,12 @@ def add_served_scheduler_flags(parser: argparse.ArgumentParser, *, does: str) ->
         dest="served_schedulers",
         metavar="NAME",
         help=f"a schedulerName Lahar's kube-scheduler answers to, {does} (repeatable; default: "
-        f"{', '.join(SCHEDULERS)}, the profiles of policy/kube-scheduler-config.yaml)",
+        f"{', '.join(SERVED_SCHEDULERS)}, the profiles of policy/kube-scheduler-config.yaml)",
     )
 
 
 def served_schedulers(args: argparse.Namespace) -> frozenset[str]:
-    return frozenset(args.served_schedulers or SCHEDULERS)
+    return frozenset(args.served_schedulers or SERVED_SCHEDULERS)
 
 
 def add_scheduler_name_flags(parser: argparse.ArgumentParser, *, what: str, does: str) -> None:
@@ -82,16 +80,16 @@ def add_scheduler_name_flags(parser: argparse.ArgumentParser, *, what: str, does
         action="append",
         dest="scheduler_names",
         metavar="NAME",
-        help=f"a schedulerName {what} serves (repeatable; default: {' and '.join(SCHEDULERS)}, "
-        f"the profiles of policy/kube-scheduler-config.yaml): {does}. (--served-scheduler is "
-        "the same flag.)",
+        help=f"a schedulerName {what} serves (repeatable; default: "
+        f"{' and '.join(SERVED_SCHEDULERS)}, the profiles of policy/kube-scheduler-config.yaml): "
+        f"{does}. (--served-scheduler is the same flag.)",
     )
 
 
 def scheduler_names(args: argparse.Namespace, command: str) -> tuple[str, ...]:
     """The names of --scheduler-name in the order given (repeats dropped), the defaults when none
     is given; exits naming one that is not a DNS subdomain (which a schedulerName is)."""
-    names = tuple(dict.fromkeys(args.scheduler_names or SCHEDULERS))
+    names = tuple(dict.fromkeys(args.scheduler_names or SERVED_SCHEDULERS))
     for name in names:
         if (reason := dns_subdomain(name)) is not None:
             raise SystemExit(

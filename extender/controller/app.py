@@ -30,14 +30,14 @@ from aiohttp import web
 from kubernetes import client as k8s
 
 from extender.api.batch import BATCH_API_VERSION, BUS_API_VERSION, Command, Job, JobPod
-from extender.api.scheduling import API_VERSION
+from extender.api.scheduling import API_VERSION, SERVED_SCHEDULERS
 from extender.api.topology_labels import LabelTier
 from extender.cache.informer import Informers, Kind
 from extender.controller.hypernodes import keep_hyper_nodes
 from extender.controller.metrics import ControllerMetrics
 from extender.controller.queue_commands import QueueCommandRunner
 from extender.controller.reconcile import Reconciler
-from extender.controller.served import SCHEDULER_NAMES, Served
+from extender.controller.served import Served
 from extender.controller.store import JOB_POD_SELECTOR, JobStore, OwnedGroup
 from extender.controller.workqueue import WorkQueue
 from extender.kube.leader import LeaseOptions
@@ -93,10 +93,9 @@ COMMANDS: Kind[JobStore, Command] = Kind(
 class ControllerOptions:
     workers: int = 4
     lease: LeaseOptions | None = None  # None: no leader election (a single replica)
-    # The schedulers whose pods are created behind Lahar's gate (Lahar's profiles).
-    gated: frozenset[str] = frozenset({"lahar", "volcano"})
-    # The schedulerNames whose Jobs are reconciled (a Job naming none counts as the first).
-    scheduler_names: tuple[str, ...] = SCHEDULER_NAMES
+    # The schedulerNames whose Jobs are reconciled (a Job naming none counts as the first), and
+    # whose pods are created behind Lahar's gate.
+    scheduler_names: tuple[str, ...] = SERVED_SCHEDULERS
     # The node labels whose values make HyperNodes, the nearest tier first (none: no HyperNodes).
     hypernode_tiers: tuple[LabelTier, ...] = ()
 
@@ -125,7 +124,7 @@ def make_app(api: k8s.ApiClient, options: ControllerOptions) -> web.Application:
 
     app.cleanup_ctx.append(informers(build, synced))
     served = Served(options.scheduler_names)
-    reconciler = metrics.timed(Reconciler(api, store, options.gated, served))
+    reconciler = metrics.timed(Reconciler(api, store, frozenset(served.names), served))
     performer = QueueCommandRunner(api, store.queue_commands)
 
     async def work(app: web.Application) -> None:

@@ -15,15 +15,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from extender.api.batch import Job
-
-SCHEDULER_NAMES: tuple[str, ...] = ("lahar", "volcano")  # policy/kube-scheduler-config.yaml
+from extender.api.scheduling import SERVED_SCHEDULERS
 
 
 class Served:
     """The scheduler names this controller serves, in the order given (the first is the one a Job
     naming none counts as)."""
 
-    def __init__(self, names: Sequence[str] = SCHEDULER_NAMES) -> None:
+    def __init__(self, names: Sequence[str] = SERVED_SCHEDULERS) -> None:
         ordered = tuple(dict.fromkeys(names))
         if not ordered:
             raise ValueError("at least one scheduler name is served")

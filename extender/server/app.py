@@ -42,6 +42,7 @@ from kubernetes import client as k8s
 from extender.actions.barrier import Barrier, BarrierObserver
 from extender.actions.bind import Binder
 from extender.api.candidates import CandidateParser
+from extender.api.scheduling import VOLCANO_SCHEDULER
 from extender.cache.informer import PROVISIONING_REQUESTS, Informers
 from extender.cache.state import ClusterState
 from extender.framework.policy import Policy
@@ -86,7 +87,7 @@ from extender.server.preemptor import Preemptor
 from extender.server.provisioner import Provisioner
 from extender.server.queue_writer import QueueWriter
 from extender.server.routes import add_routes, unready
-from extender.server.status_writer import VOLCANO_SCHEDULER, StatusWriter
+from extender.server.status_writer import StatusWriter
 from extender.server.takeover import Rule
 from extender.server.tls import ServerTls
 from extender.server.waker import Waker

@@ -38,7 +38,7 @@ from typing import Any
 from cachetools import LRUCache
 
 from extender.api import coscheduling, native_groups
-from extender.api.scheduling import GroupKind, PodGroup, PodGroupStatus
+from extender.api.scheduling import VOLCANO_SCHEDULER, GroupKind, PodGroup, PodGroupStatus
 from extender.cache.state import ClusterState
 from extender.framework.explain import condition_message
 from extender.gangs.group_status import PodGroupEvent, events, group_status, same_status
@@ -59,7 +59,6 @@ SHOWN_PHASE = {
     GroupKind.NATIVE: native_groups.volcano_phase,
 }
 EventSink = Callable[[PodGroup, PodGroupEvent], Awaitable[None]]
-VOLCANO_SCHEDULER = "volcano"  # the schedulerName of Volcano's own scheduler
 
 
 class StatusWriter(Coalesced):

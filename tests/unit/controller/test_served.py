@@ -12,8 +12,9 @@ import pytest
 from kubernetes import client as k8s
 
 from extender.api.batch import Command
+from extender.api.scheduling import SERVED_SCHEDULERS as SCHEDULER_NAMES
 from extender.controller.reconcile import Reconciler
-from extender.controller.served import SCHEDULER_NAMES, Served
+from extender.controller.served import Served
 from extender.controller.store import JobStore
 from tests.builders import make_job, make_job_pod
 

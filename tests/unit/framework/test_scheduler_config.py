@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from extender.cli.flags import SCHEDULERS
+from extender.api.scheduling import SERVED_SCHEDULERS as SCHEDULERS
 from extender.framework.policy import load_policy
 from extender.framework.scheduler_config import config_problems, fit_arguments, profile_names
 from extender.plugins import REGISTRY
