@@ -89,6 +89,13 @@ def test_killing_lahar_mid_run_loses_no_pod_and_binds_none_twice(
         apply_object(api, pod(name).cpu("1").build())
     for name in names[:6]:
         bound_node(api, namespace, name)
+    # (a pod shows its node once the extender has bound it, a moment before the scheduler has its
+    # answer: killed in that moment, the scheduler would never record the pod Scheduled)
+    wait_until(
+        lambda: set(scheduled_counts(api, namespace)) == set(names[:6]),
+        timeout=30,
+        what="the scheduler to record the first pods Scheduled",
+    )
 
     dev_cluster.stop_component("lahar", kill=True)
     try:
