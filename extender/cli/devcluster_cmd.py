@@ -31,6 +31,12 @@ def register(commands: Any) -> None:
         help="also build a real node's kubelet and kube-proxy (for `up --real-node`, which "
         f"runs Kubernetes {devcluster.DEFAULT_KUBERNETES})",
     )
+    build.add_argument(
+        "--tools",
+        action="store_true",
+        help="also build the tools that check what Lahar ships: Helm (the chart) and "
+        "Prometheus with promtool (the alert rules and dashboards)",
+    )
     build.set_defaults(run=_build)
 
     image = verbs.add_parser(
@@ -124,6 +130,9 @@ def _build(args: argparse.Namespace) -> int:
         print(f"kubelet, kube-proxy {node.kubernetes_version}: {node.kubelet.parent}")
     print(f"etcd: {binaries.etcd.parent}")
     print(f"kwok: {binaries.kwok.parent}")
+    if args.tools:
+        for tool in devcluster.TOOLS:
+            print(f"{tool}: {devcluster.ensure_tool(tool)}")
     return 0
 
 

@@ -1,7 +1,8 @@
 """Building the control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
 KWOK) and kubectl (whose `kubectl kustomize` renders `manifests/`) from the Go modules pinned under
 `tests/controlplane/`; asked for, also a real node's kubelet and kube-proxy (`--real-node`), from
-the same Kubernetes pin as the control plane.
+the same Kubernetes pin as the control plane; and the tools that check what Lahar ships (Helm for
+the chart, Prometheus and promtool for the alert rules and dashboards), each its own module.
 
 Each Go module is built once per content of its go.mod and go.sum: the binaries go to
 `<cache>/bin/<module>-<version>-<hash>/`, written to a temporary folder first and renamed into
@@ -102,7 +103,30 @@ MODULES = (
         binaries=("scheduler",),
         optional=True,
     ),
+    # The tools that check what Lahar ships: Helm lints and renders charts/lahar; promtool checks
+    # and unit-tests the alert rules and parses the dashboards' queries; Prometheus scrapes the
+    # dev cluster in an end-to-end test.
+    GoModule(
+        folder="helm",
+        pinned="helm.sh/helm/v3",
+        packages=("helm.sh/helm/v3/cmd/helm",),
+        binaries=("helm",),
+        optional=True,
+    ),
+    GoModule(
+        folder="prometheus",
+        pinned="github.com/prometheus/prometheus",
+        packages=(
+            "github.com/prometheus/prometheus/cmd/prometheus",
+            "github.com/prometheus/prometheus/cmd/promtool",
+        ),
+        binaries=("prometheus", "promtool"),
+        optional=True,
+    ),
 )
+
+# The optional modules that build tools rather than a cluster's parts.
+TOOLS = ("helm", "prometheus")
 
 
 @dataclass(frozen=True)
@@ -267,7 +291,7 @@ def ensure_binaries(
     root = controlplane_source()
     folder = kubernetes_folder(kubernetes)
     modules = [replace(m, folder=folder) if m.folder == "kubernetes" else m for m in MODULES]
-    asked = {"scheduler-plugins": peer, "node": node}
+    asked = {"scheduler-plugins": peer, "node": node, **dict.fromkeys(TOOLS, False)}
     wanted = [m for m in modules if not m.optional or asked[m.part or m.folder]]
     plans = [(module, *_build_dir(root, module)) for module in wanted]
     pinned = plans[0][2]  # (the Kubernetes module comes first)
@@ -307,3 +331,18 @@ def ensure_binaries(
         kubelet=dirs["node"] / "kubelet" if "node" in dirs else None,
         kube_proxy=dirs["node"] / "kube-proxy" if "node" in dirs else None,
     )
+
+
+def ensure_tool(name: str) -> Path:
+    """The folder holding the binaries of tool module `name` (one of `TOOLS`: `helm` holds
+    `helm`, `prometheus` holds `prometheus` and `promtool`), built first when not cached."""
+    if name not in TOOLS:
+        raise DevClusterError(f"no tool {name!r}: the tools built are {', '.join(TOOLS)}")
+    (module,) = (m for m in MODULES if m.folder == name)
+    target, version, go_mod = _build_dir(controlplane_source(), module)
+    if not target.is_dir():
+        go = check_go(_go_directive(go_mod, "go") or "1.0")
+        with _build_lock():
+            if not target.is_dir():
+                _build_module(go, controlplane_source(), module, target, version)
+    return target

@@ -23,6 +23,8 @@ SOURCE = Path(__file__).resolve().parents[3] / "tests" / "controlplane"
         ("kubernetes-1.37", "k8s.io/kubernetes", "v1.37.2"),
         ("etcd", "go.etcd.io/etcd/server/v3", "v3.6.13"),
         ("kwok", "sigs.k8s.io/kwok", "v0.8.0"),
+        ("helm", "helm.sh/helm/v3", "v3.22.0"),
+        ("prometheus", "github.com/prometheus/prometheus", "v0.316.0"),
     ],
 )
 def test_committed_go_modules_pin_the_verified_versions(
@@ -172,3 +174,22 @@ def test_the_node_is_built_apart_from_the_control_plane_of_the_same_pin() -> Non
     built, _, _ = build._build_dir(root, node)
     assert control != built
     assert built.name.startswith("kubernetes-1.37-node-v1.37.2-")
+
+
+def test_a_tool_not_built_is_one_line_naming_those_that_are() -> None:
+    with pytest.raises(DevClusterError, match="no tool 'kustomize': the tools built are helm, "):
+        build.ensure_tool("kustomize")
+
+
+def test_tools_are_optional_modules_and_fail_without_go_before_building(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tools are modules `ensure_binaries` skips (optional, never asked for there), and
+    `ensure_tool` without Go fails in one line before writing anything."""
+    tools = [m for m in build.MODULES if m.folder in build.TOOLS]
+    assert [m.folder for m in tools] == list(build.TOOLS) and all(m.optional for m in tools)
+    monkeypatch.setenv("LAHAR_CACHE_DIR", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("PATH", str(tmp_path / "no-go-here"))
+    with pytest.raises(DevClusterError, match="Go is not installed"):
+        build.ensure_tool("helm")
+    assert not (tmp_path / "empty-cache" / "bin").exists()
