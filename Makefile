@@ -15,7 +15,7 @@ INSTALLED := $(VENV)/.installed
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: demo test unit image lint bench bench-webhook bench-memory bench-simulate bench-compare bench-walks bench-topology bench-e2e bench-backlog bench-scaling faults controlplane clean
+.PHONY: demo test unit image lint bench bench-webhook bench-memory bench-simulate bench-compare bench-walks bench-topology bench-e2e bench-backlog bench-scaling faults controlplane dist clean
 
 $(INSTALLED): pyproject.toml
 	@echo "lahar: setting up $(VENV) (Python packages from PyPI)"
@@ -25,7 +25,7 @@ $(INSTALLED): pyproject.toml
 	@touch $@
 
 controlplane: $(INSTALLED)
-	$(BIN)/lahar dev-cluster build --real-node
+	$(BIN)/lahar dev-cluster build --real-node --tools
 
 image: $(INSTALLED)
 	$(BIN)/lahar dev-cluster image
@@ -79,6 +79,11 @@ lint: $(INSTALLED)
 	$(BIN)/lint-imports
 	$(BIN)/lahar crds --check
 	$(BIN)/hadolint Dockerfile
+
+# The sdist and the wheel (built from the sdist) into dist/: `pip install dist/lahar-*.whl`
+# puts `lahar` and `kubectl-lahar` (the kubectl plugin: `kubectl lahar ...`) on PATH.
+dist: $(INSTALLED)
+	$(BIN)/python -m build --quiet --outdir dist .
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info

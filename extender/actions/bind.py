@@ -19,6 +19,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from extender.api.log_fields import about_pod
 from extender.api.objects import Pod
 from extender.api.wire import ExtenderBindingArgs, ExtenderBindingResult
 from extender.cache.state import ClusterState
@@ -56,7 +57,7 @@ async def bind(
     if pod is None:
         note = " (not yet in Lahar's cache: counted when the watch shows it)"
     elif (why := no_room(state, pod, args.node)) is not None:
-        log.info("refused to bind: %s", why)
+        log.info("refused to bind: %s", why, extra=about_pod(pod.key))
         return ExtenderBindingResult(error=why)
     else:
         state.assume(pod, args.node)
@@ -74,7 +75,9 @@ async def create_binding(
         await binder(args.pod_namespace, args.pod_name, args.pod_uid, args.node)
     except BindError as error:
         state.forget(args.pod_uid)
-        log.warning("bind of pod %s to node %s refused: %s", key, args.node, error)
+        log.warning(
+            "bind of pod %s to node %s refused: %s", key, args.node, error, extra=about_pod(key)
+        )
         return str(error)
     took = (time.monotonic() - started) * 1000
     # One line per pod at debug, as kube-scheduler logs its own binds only at -v=2: at hundreds

@@ -38,7 +38,8 @@ class NodeList(BaseModel):
     @classmethod
     def _named(cls, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for index, item in enumerate(items):
-            name = (item.get("metadata") or {}).get("name")
+            metadata = item.get("metadata")
+            name = metadata.get("name") if isinstance(metadata, dict) else None
             if not isinstance(name, str) or not name:
                 raise ValueError(f"item {index}: metadata.name is missing or not a string")
         return items

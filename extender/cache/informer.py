@@ -19,6 +19,7 @@ long.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 import time
@@ -32,6 +33,7 @@ from pydantic import BaseModel, ValidationError
 
 from extender.api.coscheduling import API_VERSION as COSCHEDULING_API
 from extender.api.coscheduling import CoschedulingPodGroup
+from extender.api.log_fields import Extra, about
 from extender.api.native_groups import API_VERSION as NATIVE_API
 from extender.api.native_groups import NativePodGroup
 from extender.api.objects import KubeModel, Node, Pod, PriorityClass
@@ -364,10 +366,13 @@ class Informer(Generic[S, M]):
                 try:
                     event = self._events.model_validate_json(line)
                 except ValidationError as error:
-                    log.error(
-                        "watch of %s: skipping an event Lahar cannot read: %s",
+                    name, subject = self._unreadable(_object_of(line))
+                    log.warning(
+                        "watch of %s: skipping %s, which Lahar cannot read: %s",
                         self.kind.name,
+                        name,
                         error,
+                        extra=subject,
                     )
                     continue
                 self.version = event.object.metadata.resource_version or self.version
@@ -400,8 +405,27 @@ class Informer(Generic[S, M]):
             try:
                 yield self.kind.model.model_validate(item)
             except ValidationError as error:
-                name = (item.get("metadata") or {}).get("name", "?")
-                log.error("skipping %s %s that Lahar cannot read: %s", self.kind.name, name, error)
+                name, subject = self._unreadable(item)
+                log.warning(
+                    "skipping %s %s, which Lahar cannot read: %s",
+                    self.kind.name,
+                    name,
+                    error,
+                    extra=subject,
+                )
+
+    def _unreadable(self, item: object) -> tuple[str, Extra]:
+        """An object that does not parse, as a log line names it: its `namespace/name` (`?`
+        when even that cannot be read) and its `extra`. Such an object is its author's mistake
+        (a field of a type the CRD's schema lets through): a WARNING, it is left out."""
+        metadata = item.get("metadata") if isinstance(item, dict) else None
+        fields = metadata if isinstance(metadata, dict) else {}
+        name, namespace = fields.get("name"), fields.get("namespace")
+        if not isinstance(name, str) or not name:
+            return "?", {}
+        key = f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name
+        kind = item.get("kind") if isinstance(item, dict) else None
+        return key, about(kind if isinstance(kind, str) and kind else self.kind.name, key)
 
     def _post(self, apply: Callable[[S, Any], None], value: Any) -> None:
         try:
@@ -454,3 +478,12 @@ class Informers(Generic[S]):
             informer.request_stop()
         for informer in self.items:
             informer.stop()
+
+
+def _object_of(line: bytes) -> object:
+    """The object of a watch event as plain JSON (None when the line is not JSON)."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event.get("object") if isinstance(event, dict) else None

@@ -2,14 +2,22 @@
 
 Errors a user can act on (DevClusterError, KubeError, PolicyError) become one line on stderr and
 exit code 2.
+
+Installed twice, as `lahar` and as `kubectl-lahar`: kubectl runs an executable named
+`kubectl-NAME` on PATH as `kubectl NAME`, so the program names itself after how it was invoked
+(`kubectl lahar job list`); the commands are the same.
+
+`--log-format text|json` and `--log-level` set up the log (`shell.logs`) for every command: given
+before the command, or after it for the long-running ones (`serve`, `controller`, `webhook`),
+whose `--help` shows them, as a container's `args` list them. `-v` is `--log-level=debug`.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from extender import __version__
 from extender.cli import (
@@ -31,16 +39,49 @@ from extender.cli import (
 from extender.devcluster import DevClusterError
 from extender.framework.policy import PolicyError
 from extender.kube import KubeError
+from extender.shell import logs
+
+PROGRAM = "lahar"
+PLUGIN = "kubectl-lahar"  # the executable kubectl runs for `kubectl lahar`
+LONG_RUNNING = ("serve", "controller", "webhook")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def program(argv0: str) -> str:
+    """The program's name as the user invoked it: `kubectl lahar` through kubectl's plugin
+    mechanism, else `lahar`."""
+    return "kubectl lahar" if Path(argv0).stem == PLUGIN else PROGRAM
+
+
+def add_log_flags(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    """`--log-format` and `--log-level`; without `defaults`, a value is set only when given
+    (a command's flags then leave the values given before the command in place)."""
+    group = parser.add_argument_group("logging")
+    group.add_argument(
+        "--log-format",
+        choices=logs.FORMATS,
+        default="text" if defaults else argparse.SUPPRESS,
+        help="text (default): one line a record; json: one JSON object a line, with the object "
+        "the line is about (kind, namespace, name, gang, queue)",
+    )
+    group.add_argument(
+        "--log-level",
+        choices=tuple(logs.LEVELS),
+        default="info" if defaults else argparse.SUPPRESS,
+        help="the least severe level logged (default info); error is kept for Lahar being wrong",
+    )
+
+
+def build_parser(prog: str = PROGRAM) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="lahar",
+        prog=prog,
         description="Gang scheduling, fair queues and whole-job preemption for the stock "
         "kube-scheduler.",
     )
     parser.add_argument("--version", action="version", version=f"lahar {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log debug details (--log-level=debug)"
+    )
+    add_log_flags(parser, defaults=True)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve_cmd.register(commands)
     controller_cmd.register(commands)
@@ -56,22 +97,22 @@ def build_parser() -> argparse.ArgumentParser:
     crds_cmd.register(commands)
     hypernodes_cmd.register(commands)
     policy_cmd.register(commands)
+    for name in LONG_RUNNING:
+        add_log_flags(commands.choices[name], defaults=False)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    prog = program(sys.argv[0])
+    args = build_parser(prog).parse_args(argv)
+    logs.configure(args.log_format, "debug" if args.verbose else args.log_level)
     try:
         code: int = args.run(args)
     except (DevClusterError, KubeError, PolicyError) as error:
-        print(f"lahar: error: {error}", file=sys.stderr)
+        print(f"{prog}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("lahar: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
         return 130
     return code
 

@@ -106,7 +106,7 @@ METRICS = web.AppKey("metrics", ControllerMetrics)
 
 def make_app(api: k8s.ApiClient, options: ControllerOptions) -> web.Application:
     app = web.Application()
-    store, queue, queue_commands = JobStore(), WorkQueue(), WorkQueue()
+    store, queue, queue_commands = JobStore(), WorkQueue("Job"), WorkQueue("Command")
     store.on_change = queue.add
     store.queue_commands.on_change = queue_commands.add
     app[STORE] = store

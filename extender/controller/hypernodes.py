@@ -30,6 +30,7 @@ from typing import Any
 from aiohttp import web
 from kubernetes import client as k8s
 
+from extender.api.log_fields import about
 from extender.api.objects import Node
 from extender.api.topology_labels import (
     SOURCE_LABEL,
@@ -195,6 +196,7 @@ class HyperNodeSync:
                 item["metadata"]["name"],
                 _built_from(item),
                 len(item["spec"]["members"]),
+                extra=about("HyperNode", item["metadata"]["name"]),
             )
         for item in done.update:
             log.info(
@@ -202,9 +204,14 @@ class HyperNodeSync:
                 item["metadata"]["name"],
                 _built_from(item),
                 len(item["spec"]["members"]),
+                extra=about("HyperNode", item["metadata"]["name"]),
             )
         for name in done.delete:
-            log.info("hypernode %s deleted: no node's labels describe it any more", name)
+            log.info(
+                "hypernode %s deleted: no node's labels describe it any more",
+                name,
+                extra=about("HyperNode", name),
+            )
         return RESYNC_SECONDS
 
     def _write(self, items: Sequence[dict[str, Any]]) -> Plan | None:

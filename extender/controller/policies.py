@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from extender.api.batch import Action, Event, Job, JobPod, LifecyclePolicy, TaskSpec
 from extender.api.duration import parse_duration
+from extender.api.log_fields import about_job
 from extender.api.times import parse_time
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,10 @@ def pending_timeout(job: Job, task: TaskSpec) -> float | None:
                 timeouts.append(parse_duration(policy.timeout))
             except ValueError:
                 log.warning(
-                    "job %s: PodPending timeout %r is not a duration", job.key, policy.timeout
+                    "job %s: PodPending timeout %r is not a duration",
+                    job.key,
+                    policy.timeout,
+                    extra=about_job(job.key),
                 )
     return min(timeouts) if timeouts else None
 

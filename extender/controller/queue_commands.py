@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from kubernetes import client as k8s
 
 from extender.api.batch import BUS_API_VERSION, Command
+from extender.api.log_fields import about_queue
 from extender.api.scheduling import API_VERSION, Queue
 from extender.gangs.queue_status import CLOSED, CLOSING, OPEN
 from extender.gangs.queue_tree import ROOT
@@ -236,6 +237,7 @@ class QueueCommandRunner:
             decision.said,
             meta.key,
             command.action or "no action",
+            extra=about_queue(ref.name),
         )
         if queue is not None and decision.event is not None:
             kind, message = decision.event
@@ -247,7 +249,11 @@ class QueueCommandRunner:
             record_event(self.api, involved(queue), kind, reason, message)
         except KubeError as error:
             log.warning(
-                "Queue %s: could not record event %s: %s", queue.metadata.name, reason, error
+                "Queue %s: could not record event %s: %s",
+                queue.metadata.name,
+                reason,
+                error,
+                extra=about_queue(queue.metadata.name),
             )
 
 

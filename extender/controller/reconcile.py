@@ -23,6 +23,7 @@ from kubernetes import client as k8s
 from extender.admission.jobs import runnable_problems
 from extender.admission.unhonoured import job_fields
 from extender.api.batch import Action, Command, Job, Phase
+from extender.api.log_fields import about_job
 from extender.controller import lifecycle
 from extender.controller.lifecycle import Plan
 from extender.controller.objects import build_pod_group, volume_claims
@@ -107,6 +108,7 @@ class Reconciler:
                 "job %s: for scheduler %s, not served here; left alone",
                 key,
                 self.served.scheduler_of(job),
+                extra=about_job(key),
             )
 
     def _prepare(self, job: Job, plan: Plan) -> Writes:
@@ -157,6 +159,7 @@ def command_action(job: Job, command: Command | None) -> Action | None:
             job.key,
             command.metadata.name,
             target.uid,
+            extra=about_job(job.key),
         )
         return None
     try:
@@ -167,5 +170,6 @@ def command_action(job: Job, command: Command | None) -> Action | None:
             job.key,
             command.metadata.name,
             command.action,
+            extra=about_job(job.key),
         )
         return None

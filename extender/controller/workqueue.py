@@ -8,6 +8,11 @@
   a success forgets the failures. A handler may also ask to be called again after a delay (a
   timeout that has not expired yet), which is not a failure.
 - Bounded concurrency: `run(handler, workers)` starts exactly `workers` workers.
+
+A handler's failure is logged by what it means: an API call that failed (`KubeError`: refused,
+conflicting) or an API server out of reach is the cluster's, a WARNING line naming the object and
+the reason; any other exception is a bug in Lahar, an ERROR with its traceback. Either is retried.
+The keys are objects of one `kind` (`Job`, `Command`), which the log lines name.
 """
 
 from __future__ import annotations
@@ -16,13 +21,22 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from extender.api.log_fields import Extra, about
+from extender.kube import KubeError
+from extender.kube.client import UNREACHABLE
+
 log = logging.getLogger(__name__)
+# What a handler may meet from the cluster, not a fault of its own: said in one line, retried.
+CLUSTER_FAILURES = (KubeError, *UNREACHABLE)
 
 Handler = Callable[[str], Awaitable[float | None]]  # returns: call again after N seconds, or None
 
 
 class WorkQueue:
-    def __init__(self, *, base_delay: float = 0.25, max_delay: float = 60.0) -> None:
+    def __init__(
+        self, kind: str = "", *, base_delay: float = 0.25, max_delay: float = 60.0
+    ) -> None:
+        self.kind = kind
         self.base_delay, self.max_delay = base_delay, max_delay
         self._ready: asyncio.Queue[str] = asyncio.Queue()
         self._queued: set[str] = set()
@@ -95,13 +109,20 @@ class WorkQueue:
             key = await self.get()
             try:
                 again = await handler(key)
-            except Exception as error:
+            except CLUSTER_FAILURES as error:
                 delay = self.retry(key)
-                log.warning("%s: %s; retrying in %.1fs", key, error, delay)
-                log.debug("%s: reconcile failed", key, exc_info=True)
+                log.warning("%s: %s; retrying in %.1fs", key, error, delay, extra=self._about(key))
+            except Exception:
+                delay = self.retry(key)
+                log.exception(
+                    "%s: reconcile failed; retrying in %.1fs", key, delay, extra=self._about(key)
+                )
             else:
                 self.forget(key)
                 if again is not None:
                     self.add_after(key, again)
             finally:
                 self.done(key)
+
+    def _about(self, key: str) -> Extra:
+        return about(self.kind, key) if self.kind else {}

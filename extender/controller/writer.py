@@ -39,6 +39,7 @@ from kubernetes import client as k8s
 
 from extender.admission.unhonoured import REASON as UNHONOURED
 from extender.api.batch import BATCH_API_VERSION, BUS_API_VERSION, Command, Job, JobStatus, Phase
+from extender.api.log_fields import about_job
 from extender.controller import lifecycle
 from extender.controller.lifecycle import Plan
 from extender.controller.objects import build_pod
@@ -55,8 +56,9 @@ NAMESAKE_GRACE = 60.0  # seconds after the namesake's pods and PodGroup went: it
 REFUSED = (400, 403, 404, 422)  # the server will refuse this body again: report, do not retry hot
 
 
-class PodsRefused(Exception):
-    """The API server refused to create some of the job's pods (reported on the job)."""
+class PodsRefused(KubeError):
+    """The API server refused to create some of the job's pods (reported on the job): an API
+    call that failed, as the work queue counts it (a WARNING, retried)."""
 
 
 @dataclass
@@ -124,7 +126,13 @@ class JobWriter:
             meta = pod.metadata
             writes.delete(self.api, "v1", "Pod", meta.namespace, meta.name, uid=meta.uid)
             work.deleted.add(meta.uid)
-            log.info("job %s: deleted pod %s (%s)", job.key, pod.name, plan.phase)
+            log.info(
+                "job %s: deleted pod %s (%s)",
+                job.key,
+                pod.name,
+                plan.phase,
+                extra=about_job(job.key),
+            )
         if work.command is not None:
             self._done(job, work.command, plan)
         # While an object made once may still be an earlier namesake's (its ssh keys), no pod is
@@ -149,7 +157,7 @@ class JobWriter:
         message = "; ".join(invalid)
         if job.phase == Phase.FAILED and job.status.state.message == message:
             return None
-        log.warning("job %s: cannot run: %s", job.key, message)
+        log.warning("job %s: cannot run: %s", job.key, message, extra=about_job(job.key))
         status = lifecycle.problem(
             job.status, "InvalidJob", message, time.time(), phase=Phase.FAILED
         )
@@ -184,6 +192,7 @@ class JobWriter:
                 new.phase,
                 new.reason,
                 told,
+                extra=about_job(job.key),
             )
             self._event(job, "Normal", new.reason or new.phase, f"{new.phase}: {new.message}")
         return str((stored.get("metadata") or {}).get("resourceVersion", ""))
@@ -205,6 +214,7 @@ class JobWriter:
                 "job %s: deleted, %ss after it finished (ttlSecondsAfterFinished)",
                 job.key,
                 job.spec.ttl_seconds_after_finished,
+                extra=about_job(job.key),
             )
 
     def _done(self, job: Job, command: Command, plan: Plan) -> None:
@@ -212,7 +222,14 @@ class JobWriter:
         writes.delete(self.api, BUS_API_VERSION, "Command", meta.namespace, meta.name, uid=meta.uid)
         taken = plan.decision.action.value == command.action
         outcome = "performed" if taken else f"ignored in phase {job.phase}"
-        log.info("job %s: Command %s (%s) %s", job.key, meta.name, command.action, outcome)
+        log.info(
+            "job %s: Command %s (%s) %s",
+            job.key,
+            meta.name,
+            command.action,
+            outcome,
+            extra=about_job(job.key),
+        )
 
     def _warn_unhonoured(self, job: Job, messages: list[str]) -> None:
         """A Warning Event for each field of the job Lahar does not act on yet, once."""
@@ -222,7 +239,7 @@ class JobWriter:
                 if key in self._made:
                     continue
                 self._made.add(key)
-            log.info("job %s: %s", job.key, message)
+            log.info("job %s: %s", job.key, message, extra=about_job(job.key))
             self._event(job, "Warning", UNHONOURED, message)
 
     def _ensure_objects(self, work: Writes) -> None:
@@ -246,7 +263,7 @@ class JobWriter:
             body = build()
             kind, name = body["kind"], body["metadata"]["name"]
             if writes.create(self.api, body):
-                log.info("job %s: created %s %s", job.key, kind, name)
+                log.info("job %s: created %s %s", job.key, kind, name, extra=about_job(job.key))
             elif wary:
                 log.info(
                     "job %s: %s %s exists, perhaps still the one of an earlier job of this name; "
@@ -255,6 +272,7 @@ class JobWriter:
                     kind,
                     name,
                     NAMESAKE_RECHECK,
+                    extra=about_job(job.key),
                 )
                 work.recheck_after = NAMESAKE_RECHECK
                 continue
@@ -268,7 +286,13 @@ class JobWriter:
             try:
                 if writes.create(self.api, body):
                     name, version = body["metadata"]["name"], job.status.version
-                    log.info("job %s: created pod %s (version %d)", job.key, name, version)
+                    log.info(
+                        "job %s: created pod %s (version %d)",
+                        job.key,
+                        name,
+                        version,
+                        extra=about_job(job.key),
+                    )
             except ApiStatusError as error:
                 if error.status not in REFUSED:
                     raise
@@ -283,7 +307,7 @@ class JobWriter:
         written, and whether the job failed."""
         first = str(refused[0])
         message = first if len(refused) == 1 else f"{first} (and {len(refused) - 1} more)"
-        log.warning("job %s: %s", job.key, message)
+        log.warning("job %s: %s", job.key, message, extra=about_job(job.key))
         self._event(job, "Warning", "FailedCreatePod", message)
         # A webhook's or a policy's denial (400, or 422 naming no field) may be lifted.
         invalid = all(error.status == INVALID and error.fields for error in refused)
@@ -294,7 +318,12 @@ class JobWriter:
         try:
             return self.write_status(job, reported), failed
         except KubeError as error:
-            log.warning("job %s: could not record the refused pods: %s", job.key, error)
+            log.warning(
+                "job %s: could not record the refused pods: %s",
+                job.key,
+                error,
+                extra=about_job(job.key),
+            )
             return None, False
 
     def _event(self, job: Job, kind: str, reason: str, message: str) -> None:
@@ -308,7 +337,13 @@ class JobWriter:
         try:
             record_event(self.api, involved, kind, reason, message)
         except KubeError as error:
-            log.warning("job %s: could not record event %s: %s", job.key, reason, error)
+            log.warning(
+                "job %s: could not record event %s: %s",
+                job.key,
+                reason,
+                error,
+                extra=about_job(job.key),
+            )
 
 
 def _with(job: Job, status: JobStatus, version: str) -> Job:

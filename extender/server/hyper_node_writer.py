@@ -22,6 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from extender.api.log_fields import about
 from extender.api.topology import HyperNode
 from extender.cache.state import ClusterState
 from extender.gangs.topology import Topology, stale_node_counts
@@ -65,17 +66,27 @@ class HyperNodeWriter(Coalesced):
         try:
             done = await self.write(name, hyper_node.metadata.uid, {"nodeCount": count})
         except Exception as error:  # an API hiccup (or no permission): the next pass tries again
-            log.warning("could not write the node count of HyperNode %s: %s", name, error)
+            log.warning(
+                "could not write the node count of HyperNode %s: %s",
+                name,
+                error,
+                extra=about("HyperNode", name),
+            )
             self.later(self.poke)
             return
         if not done:  # its deletion (or successor) arrives by the watch and wakes the next pass
-            log.info("HyperNode %s was deleted before its node count was written", name)
+            log.info(
+                "HyperNode %s was deleted before its node count was written",
+                name,
+                extra=about("HyperNode", name),
+            )
             return
         log.info(
             "HyperNode %s: nodeCount %s -> %d",
             name,
             "-" if previous is None else previous,
             count,
+            extra=about("HyperNode", name),
         )
         if self.state.hyper_nodes.get(name) is hyper_node:  # else the watch moved on meanwhile
             status = hyper_node.status.model_copy(update={"node_count": count})

@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from extender.api.log_fields import about, about_gang, about_pod
 from extender.api.objects import Pod
 from extender.api.provisioning import (
     API_VERSION,
@@ -195,18 +196,28 @@ class Provisioner:
                 self.gangs.scale_ups.not_asked(made.gang, NOT_SERVED)
                 return
             self.gangs.scale_ups.not_asked(made.gang, f"creating it failed: {error}")
-            log.warning("gang %s: could not create ProvisioningRequest: %s", made.gang, error)
+            log.warning(
+                "gang %s: could not create ProvisioningRequest: %s",
+                made.gang,
+                error,
+                extra=about_gang(made.gang),
+            )
             return
         except Exception as error:  # an API hiccup: the next pass tries again
             self.gangs.scale_ups.not_asked(made.gang, f"creating it failed: {error}")
-            log.warning("gang %s: could not create ProvisioningRequest: %s", made.gang, error)
+            log.warning(
+                "gang %s: could not create ProvisioningRequest: %s",
+                made.gang,
+                error,
+                extra=about_gang(made.gang),
+            )
             return
         total = sum(count for _, count in sets)
         found = self.state.provisioning_requests.get(f"{group.metadata.namespace}/{made.name}")
         if not created and (found is None or found.gang != made.gang):
             why = f"a ProvisioningRequest named {made.name} exists and is not this gang's"
             self.gangs.scale_ups.not_asked(made.gang, why)
-            log.warning("gang %s: %s", made.gang, why)
+            log.warning("gang %s: %s", made.gang, why, extra=about_gang(made.gang))
             return
         if created:
             self.on_created()
@@ -218,6 +229,7 @@ class Provisioner:
                 group.metadata.namespace,
                 made.name,
                 made.attempt,
+                extra=about_gang(made.gang),
             )
 
     async def _templates(
@@ -245,7 +257,12 @@ class Provisioner:
                 if template:
                     await self.api.delete("v1", "PodTemplate", meta.namespace, template, uid="")
         except Exception as error:
-            log.warning("could not delete ProvisioningRequest %s: %s", request.key, error)
+            log.warning(
+                "could not delete ProvisioningRequest %s: %s",
+                request.key,
+                error,
+                extra=about("ProvisioningRequest", request.key, gang=request.gang),
+            )
             return
         if gone:
             self.on_deleted()
@@ -254,6 +271,7 @@ class Provisioner:
                 request.key,
                 request.gang,
                 deletion.why,
+                extra=about("ProvisioningRequest", request.key, gang=request.gang),
             )
 
     async def _annotate(self, namespace: str, name: str, request: str | None) -> None:
@@ -263,4 +281,10 @@ class Provisioner:
         try:
             await self.api.annotate(namespace, name, values)
         except Exception as error:  # a deleted pod, an API hiccup: the next pass tries again
-            log.info("could not annotate pod %s/%s: %s", namespace, name, error)
+            log.info(
+                "could not annotate pod %s/%s: %s",
+                namespace,
+                name,
+                error,
+                extra=about_pod(f"{namespace}/{name}"),
+            )

@@ -30,6 +30,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from extender.api.log_fields import about_queue
 from extender.api.resources import Resources
 from extender.api.scheduling import DEFAULT_QUEUE, Queue, QueueStatus
 from extender.cache.state import ClusterState
@@ -106,19 +107,31 @@ class QueueWriter(Coalesced):
     def _say_strays(self, tree: QueueTree) -> None:
         for name, why in tree.strays.items():
             if self._strays.get(name) != why:
-                log.warning("Queue %s shares the cluster as a top-level queue: %s", name, why)
+                log.warning(
+                    "Queue %s shares the cluster as a top-level queue: %s",
+                    name,
+                    why,
+                    extra=about_queue(name),
+                )
         self._strays = dict(tree.strays)
 
     async def _create_default(self) -> bool:
         try:
             created = await self.create(DEFAULT_QUEUE)
         except Exception as error:  # an API hiccup (or no permission): say so, try again later
-            log.warning("could not create the %s Queue: %s", DEFAULT_QUEUE, error)
+            log.warning(
+                "could not create the %s Queue: %s",
+                DEFAULT_QUEUE,
+                error,
+                extra=about_queue(DEFAULT_QUEUE),
+            )
             self.later(self.poke)
             return False
         if created:
             log.info(
-                "created Queue %s: none existed, PodGroups without a queue go there", DEFAULT_QUEUE
+                "created Queue %s: none existed, PodGroups without a queue go there",
+                DEFAULT_QUEUE,
+                extra=about_queue(DEFAULT_QUEUE),
             )
         return created
 
@@ -131,16 +144,28 @@ class QueueWriter(Coalesced):
         try:
             done = await self.write(name, patch, version)
         except Exception as error:  # an API hiccup: the next pass tries again
-            log.warning("could not write status of Queue %s: %s", name, error)
+            log.warning(
+                "could not write status of Queue %s: %s", name, error, extra=about_queue(name)
+            )
             self.later(self.poke)
             return
         if not done:  # the watch brings the newer Queue, and with it the next pass
-            log.info("Queue %s changed while its status was written: deriving it again", name)
+            log.info(
+                "Queue %s changed while its status was written: deriving it again",
+                name,
+                extra=about_queue(name),
+            )
             self.later(self.poke)
             return
         if "deserved" in patch:
             self._deserved[name] = wanted.deserved
         if wanted.state != written.state:
-            log.info("Queue %s: state %s -> %s", name, written.state or "-", wanted.state)
+            log.info(
+                "Queue %s: state %s -> %s",
+                name,
+                written.state or "-",
+                wanted.state,
+                extra=about_queue(name),
+            )
         if self.state.queues.get(name) is queue:  # else the watch moved on during the write
             self.state.upsert_queue(queue.model_copy(update={"status": wanted}))

@@ -1,7 +1,11 @@
 """HTTP handlers: parse the wire body, call the action, write the reply. Nothing else.
 
 A body that is not valid JSON or does not match the verb's type is answered with HTTP 400 and one
-line naming the field and the reason (the scheduler logs it); never a 500 with a stack trace.
+line naming the field and the reason (the scheduler logs it); a body over aiohttp's size limit
+with 413 and the limit; never a 500 with a stack trace. Each such request is the caller's mistake:
+one WARNING line says which call, from where, and what was wrong, without a traceback; a path or a
+method no verb takes is one such line too (`shell.unrouted`). Only an exception nobody expected (a
+bug in Lahar) is an ERROR, with its traceback, and a 500 saying so.
 Filter and bind wait (up to `SYNC_WAIT`) until the cache holds the whole cluster; past that, the
 filter fails every node and the bind is refused, saying so, and the scheduler retries.
 """
@@ -24,6 +28,8 @@ from extender.actions.filter import filter_nodes, refuse_all
 from extender.actions.preempt import preempt
 from extender.actions.prioritize import prioritize
 from extender.api.candidates import Candidates
+from extender.api.log_fields import about_pod
+from extender.api.scheduling import gang_key
 from extender.api.wire import (
     ExtenderArgs,
     ExtenderBindingArgs,
@@ -48,6 +54,7 @@ from extender.server.keys import (
 )
 from extender.server.tls import client_certified
 from extender.shell import SHELL
+from extender.shell.unrouted import log_unrouted
 
 log = logging.getLogger(__name__)
 W = TypeVar("W", bound=BaseModel)
@@ -60,7 +67,12 @@ NO_CLIENT_CERT = "a client certificate signed by the extender's client CA is req
 
 
 class BadRequest(Exception):
-    """A body that is not the verb's wire type: answered with HTTP 400 and the reason."""
+    """A request the caller got wrong (a body that is not the verb's wire type, or too large):
+    answered with `status` (400, or 413 for the size) and the reason."""
+
+    def __init__(self, reason: str, status: int = 400) -> None:
+        super().__init__(reason)
+        self.status = status
 
 
 class Unavailable(Exception):
@@ -69,8 +81,14 @@ class Unavailable(Exception):
 
 
 async def _read(request: web.Request, what: str, parse: Callable[[bytes], T]) -> T:
-    """The request body parsed by `parse`; a validation error is a 400 naming the field."""
-    body = await request.read()
+    """The request body parsed by `parse`; a validation error is a 400 naming the field, a body
+    over the size limit a 413."""
+    try:
+        body = await request.read()
+    except web.HTTPRequestEntityTooLarge as error:
+        declared = request.content_length
+        size = f" (this one declares {declared} bytes)" if declared is not None else ""
+        raise BadRequest(f"{request.path}: {error.text}{size}", status=413) from None
     try:
         return parse(body)
     except ValidationError as error:
@@ -107,17 +125,20 @@ def _verb(
         try:
             body = await handle(request)
         except BadRequest as error:
-            log.warning("rejected a %s call: %s", name, error)
+            log.warning("rejected a %s call from %s: %s", name, request.remote, error)
             bad.inc()
-            return web.Response(status=400, text=str(error))
+            return web.Response(status=error.status, text=str(error))
         except Unavailable as error:
             log.info("could not answer a %s call: %s", name, error)
             unavailable.inc()
             return web.Response(status=503, text=str(error))
-        except Exception:
+        except Exception as error:  # a bug: said once, with its traceback
             log.exception("%s call failed", name)
             failed.inc()
-            raise  # aiohttp answers 500
+            why = (
+                f"Lahar's extender failed on this {name} call ({type(error).__name__}); see its log"
+            )
+            return web.Response(status=500, text=why)
         ok.inc()
         latency.observe(time.perf_counter() - started)
         return web.Response(body=body, content_type=JSON)
@@ -143,13 +164,15 @@ async def _prioritize(request: web.Request) -> bytes:
 
 async def _preempt(request: web.Request) -> bytes:
     args = await _parse(request, ExtenderPreemptionArgs)
+    subject = about_pod(args.pod.key, gang=gang_key(args.pod))
     if not request.app[SERVING].is_set():  # a standby (or a half cache) evicts nobody
-        log.info("preempt for pod %s: none (%s)", args.pod.key, _not_serving(request.app))
+        why = _not_serving(request.app)
+        log.info("preempt for pod %s: none (%s)", args.pod.key, why, extra=subject)
         return ExtenderPreemptionResult().dump()
     engine, preemptor = request.app[ENGINE], request.app[PREEMPTOR]
     rules = engine.preemption.rules if engine.preemption is not None else None
     decision = preempt(args, request.app[STATE], engine.gangs, rules)
-    log.info("preempt for pod %s: %s", args.pod.key, decision.reason)
+    log.info("preempt for pod %s: %s", args.pod.key, decision.reason, extra=subject)
     if preemptor is not None and decision.hand_off:
         preemptor.wake()
     if preemptor is not None and decision.proposed is not None:
@@ -223,6 +246,7 @@ def unready(app: web.Application) -> str | None:
 
 
 def add_routes(app: web.Application) -> None:
+    log_unrouted(app, log)
     app.router.add_post("/filter", _verb("filter", _filter, app))
     app.router.add_post("/prioritize", _verb("prioritize", _prioritize, app))
     app.router.add_post("/preempt", _verb("preempt", _preempt, app))

@@ -38,6 +38,7 @@ from typing import Any
 from cachetools import LRUCache
 
 from extender.api import coscheduling, native_groups
+from extender.api.log_fields import about_gang
 from extender.api.scheduling import VOLCANO_SCHEDULER, GroupKind, PodGroup, PodGroupStatus
 from extender.cache.state import ClusterState
 from extender.framework.explain import condition_message
@@ -125,7 +126,11 @@ class StatusWriter(Coalesced):
             try:
                 await self._sync(key)
             except Exception:  # a bug must not end the writer: say so, try the gang again later
-                log.exception("could not bring the status of PodGroup %s up to date", key)
+                log.exception(
+                    "could not bring the status of PodGroup %s up to date",
+                    key,
+                    extra=about_gang(key),
+                )
                 self._retry(key)
 
     def _retry(self, key: str) -> None:
@@ -159,7 +164,13 @@ class StatusWriter(Coalesced):
         if patch is not None and not await self._written(key, group, patch):
             return
         if wanted.phase != previous.phase:
-            log.info("PodGroup %s: phase %s -> %s", key, previous.phase or "-", wanted.phase)
+            log.info(
+                "PodGroup %s: phase %s -> %s",
+                key,
+                previous.phase or "-",
+                wanted.phase,
+                extra=about_gang(key),
+            )
         if not volcano:
             self._derived[group.metadata.uid] = wanted
         current = self.state.pod_groups.get(key)  # the watch may have moved on during the write
@@ -183,10 +194,17 @@ class StatusWriter(Coalesced):
         except NoStatusSubresource as error:  # Volcano's CRD, Volcano's scheduler running
             if group.metadata.uid not in self._left:
                 self._left[group.metadata.uid] = True
-                log.info("PodGroup %s: status left to Volcano's scheduler (%s)", key, error)
+                log.info(
+                    "PodGroup %s: status left to Volcano's scheduler (%s)",
+                    key,
+                    error,
+                    extra=about_gang(key),
+                )
             return False
         except Exception as error:  # an API hiccup: try again later; a deleted group is skipped
-            log.warning("could not write status of PodGroup %s: %s", key, error)
+            log.warning(
+                "could not write status of PodGroup %s: %s", key, error, extra=about_gang(key)
+            )
             self._retry(key)
             return False
         return True
@@ -221,4 +239,10 @@ class StatusWriter(Coalesced):
         try:
             await self.record(group, event)
         except Exception as error:  # events are best effort: the status and the log say it too
-            log.warning("could not record event %s of %s: %s", event.reason, key, error)
+            log.warning(
+                "could not record event %s of %s: %s",
+                event.reason,
+                key,
+                error,
+                extra=about_gang(key),
+            )

@@ -42,6 +42,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterable
 
+from extender.api.log_fields import about_gang, about_pod
 from extender.api.objects import Pod
 from extender.api.scheduling import gang_key, stray_gate
 from extender.cache.state import ClusterState
@@ -116,6 +117,7 @@ class Waker:
             "pod %s holds Lahar's gate but names no PodGroup Lahar reads (a field the API "
             "server dropped when it created the pod?): lifting it, the pod is placed on its own",
             pod.key,
+            extra=about_pod(pod.key),
         )
         self._lifting.add(pod.metadata.uid)
         self._spawn(self._lift_stray(pod))
@@ -166,7 +168,11 @@ class Waker:
         for key in self.gangs.let_in(self.state, nodes):
             self.wake_gang(key)
         for key in self.gangs.admissible(self.state, nodes):
-            log.info("gang %s is let in by the fair order now: waking its pending pods", key)
+            log.info(
+                "gang %s is let in by the fair order now: waking its pending pods",
+                key,
+                extra=about_gang(key),
+            )
             self.wake_gang(key)
 
     async def run(self) -> None:
@@ -198,9 +204,15 @@ class Waker:
                     "the whole gang fits)",
                     key,
                     len(held),
+                    extra=about_gang(key, queue=gang.queue),
                 )
             elif held:
-                log.info("gang %s is let in: lifting the gate of %d pods", key, len(held))
+                log.info(
+                    "gang %s is let in: lifting the gate of %d pods",
+                    key,
+                    len(held),
+                    extra=about_gang(key, queue=gang.queue),
+                )
             for pod in held:
                 self._lifting.add(pod.metadata.uid)
                 self._spawn(self._lift(pod))
@@ -241,7 +253,12 @@ class Waker:
                 self.on_lifted()
             except Exception as error:  # a deleted pod, an API hiccup: the next pass retries
                 self._lifting.discard(pod.metadata.uid)
-                log.info("could not lift the gate of pod %s: %s", pod.key, error)
+                log.info(
+                    "could not lift the gate of pod %s: %s",
+                    pod.key,
+                    error,
+                    extra=about_pod(pod.key),
+                )
                 self.poke()
 
     async def _touch(self, namespace: str, name: str) -> None:
@@ -253,7 +270,13 @@ class Waker:
             await self.patch(namespace, name, {RETRY_ANNOTATION: f"{time.time():.3f}"})
             self.on_woken()
         except Exception as error:  # a deleted pod, an API hiccup: the flush still retries
-            log.info("could not wake pod %s/%s: %s", namespace, name, error)
+            log.info(
+                "could not wake pod %s/%s: %s",
+                namespace,
+                name,
+                error,
+                extra=about_pod(f"{namespace}/{name}"),
+            )
         if len(self._touched) > 10_000:
             cutoff = now - self.min_interval
             self._touched = {k: t for k, t in self._touched.items() if t >= cutoff}

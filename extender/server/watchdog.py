@@ -18,6 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from extender.api.log_fields import about_pod
 from extender.server.preemptor import Evictor
 from extender.server.takeover import (
     Look,
@@ -128,15 +129,25 @@ class Watchdog:
 
     async def _take_over(self, outcome: TakeOver) -> None:
         where = f"{outcome.namespace}/{outcome.pod}"
-        log.warning("%s", outcome.message)
+        log.warning("%s", outcome.message, extra=about_pod(where))
         try:
             done = await self.evict(outcome.namespace, outcome.pod, outcome.uid, False)
         except Exception as error:  # a PodDisruptionBudget (429), the API server
-            log.warning("cannot evict %s: %s; trying again in %g s", where, error, self.rule.retry)
+            log.warning(
+                "cannot evict %s: %s; trying again in %g s",
+                where,
+                error,
+                self.rule.retry,
+                extra=about_pod(where),
+            )
             self.watch = refused(self.rule, self.watch, self.clock())
             return
         if not done:
-            log.info("%s is gone already: its scheduler no longer holds the Lease", where)
+            log.info(
+                "%s is gone already: its scheduler no longer holds the Lease",
+                where,
+                extra=about_pod(where),
+            )
             self.watch = gone(self.watch)
             return
         self.watch = evicted(self.rule, self.watch, outcome.uid, self.clock())

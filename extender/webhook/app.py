@@ -11,10 +11,12 @@ The handler is a thin adapter: bytes -> AdmissionReview -> rule -> AdmissionRevi
 worker thread (a large object must not stall the loop, its probes and other reviews), at most four
 at once (so at most four bodies are held). What is not an AdmissionReview v1 (not JSON, nested too
 deep, no request uid, an unknown operation) is a 400 with the reason; a body declared over
-`MAX_BODY` is a 413 before it is read (aiohttp stops reading an undeclared one there too). An
-object nested too deeply to compare is denied saying so; a rule that raises (a bug) is logged with
-its traceback, counted as `error` and answered as a denial saying so, never a 500: the API server
-then reports Lahar's message instead of a failed call.
+`MAX_BODY` is a 413 before it is read (aiohttp stops reading an undeclared one there too, and the
+answer is the same). Each of these is the caller's mistake: one WARNING line names it, without a
+traceback, as does a path no rule is served at (`shell.unrouted`). An object nested too deeply to
+compare is denied saying so; a rule that raises (a bug) is logged at ERROR with its traceback,
+counted as `error` and answered as a denial saying so, never a 500: the API server then reports
+Lahar's message instead of a failed call.
 """
 
 from __future__ import annotations
@@ -32,12 +34,14 @@ from pydantic import ValidationError
 
 from extender.admission.admit import RULES, Outcome, Rule, Settings
 from extender.admission.problems import AdmissionDecision, Problem, from_validation
-from extender.api.admission import AdmissionReview, response
+from extender.api.admission import AdmissionRequest, AdmissionReview, response
+from extender.api.log_fields import Extra, about, about_gang, about_queue
 from extender.api.scheduling import API_VERSION, Queue
 from extender.cache.informer import Informers
 from extender.kube.client import UNREACHABLE, KubeError
 from extender.kube.objects import read
 from extender.shell import SHELL, guarded, informers, install
+from extender.shell.unrouted import log_unrouted
 from extender.webhook.conditions import SchedulerNames
 from extender.webhook.metrics import WebhookMetrics
 from extender.webhook.store import KINDS, WebhookStore
@@ -77,6 +81,7 @@ def make_app(api: k8s.ApiClient, tls: ServingCertificate, options: Settings) -> 
 
     app.cleanup_ctx.append(informers(build, synced))
     app.cleanup_ctx.append(guarded(_rotation, "certificate rotation"))
+    log_unrouted(app, log)
     for path, (resource, rule) in RULES.items():
         app.router.add_post(path, _handler(resource, rule))
     return app
@@ -103,7 +108,12 @@ def _queue_reader(api: k8s.ApiClient) -> Callable[[str], Queue | None]:
             found = read(api, API_VERSION, "Queue", name)
             return Queue.model_validate(found) if found is not None else None
         except (KubeError, ValidationError, *UNREACHABLE) as error:
-            log.warning("queue %s: not in the cache, and reading it failed: %s", name, error)
+            log.warning(
+                "queue %s: not in the cache, and reading it failed: %s",
+                name,
+                error,
+                extra=about_queue(name),
+            )
             return None
 
     return fetch
@@ -113,23 +123,32 @@ def _handler(resource: str, rule: Rule) -> Callable[[web.Request], Awaitable[web
     async def admit(request: web.Request) -> web.Response:
         started = time.perf_counter()
         app = request.app
+        too_large = f"the body is over {MAX_BODY} bytes"
         if (request.content_length or 0) > MAX_BODY:
-            app[METRICS].admissions.labels(resource, "unknown", "bad_request").inc()
-            return web.Response(status=413, text=f"the body is over {MAX_BODY} bytes\n")
+            return _refused(request, resource, 413, too_large)
         async with app[ADMITTING]:  # bounds the bodies held in memory at once
-            body = await request.read()
+            try:
+                body = await request.read()
+            except web.HTTPRequestEntityTooLarge:  # (a body that did not declare its length)
+                return _refused(request, resource, 413, too_large)
             try:
                 answer, operation, result = await asyncio.to_thread(
                     _answer, body, resource, rule, app[STORE], app[OPTIONS]
                 )
             except _BadReview as error:
-                app[METRICS].admissions.labels(resource, "unknown", "bad_request").inc()
-                return web.Response(status=400, text=f"not an AdmissionReview v1: {error}\n")
+                return _refused(request, resource, 400, f"not an AdmissionReview v1: {error}")
         app[METRICS].admissions.labels(resource, operation, result).inc()
         app[METRICS].seconds.labels(resource).observe(time.perf_counter() - started)
         return web.Response(body=answer, content_type="application/json")
 
     return admit
+
+
+def _refused(request: web.Request, resource: str, status: int, reason: str) -> web.Response:
+    """The answer to a request that is not a review Lahar can read: the caller's mistake."""
+    log.warning("refused a review of %s from %s: %s", resource, request.remote, reason)
+    request.app[METRICS].admissions.labels(resource, "unknown", "bad_request").inc()
+    return web.Response(status=status, text=f"{reason}\n")
 
 
 def _answer(
@@ -153,7 +172,7 @@ def _answer(
         outcome, result = _deep(resource, request.uid), "denied"
         encoded = _denial(request.uid, outcome.message)
     except Exception as error:  # a bug: say so, never a 500
-        log.exception("admission of %s %s failed", resource, request.name)
+        log.exception("admission of %s %s failed", resource, request.name, extra=_subject(request))
         outcome, result = _bug(resource, error), "error"
         encoded = _denial(request.uid, outcome.message)
     _log(review, resource, outcome)
@@ -207,12 +226,28 @@ def _result(outcome: Outcome) -> str:
 
 def _log(review: AdmissionReview, resource: str, outcome: Outcome) -> None:
     request = review.request
-    name = f"{request.namespace}/{request.name}" if request.namespace else request.name
+    name = _key(request)
+    subject = _subject(request)
     if not outcome.decision.allowed:
-        log.info("%s %s %s denied: %s", request.operation, resource, name, outcome.message)
+        denied = outcome.message
+        log.info("%s %s %s denied: %s", request.operation, resource, name, denied, extra=subject)
     elif outcome.decision.patch:
         paths = ", ".join(op["path"] for op in outcome.decision.patch)
-        log.info("%s %s %s defaulted: %s", request.operation, resource, name, paths)
+        log.info("%s %s %s defaulted: %s", request.operation, resource, name, paths, extra=subject)
+
+
+def _key(request: AdmissionRequest) -> str:
+    return f"{request.namespace}/{request.name}" if request.namespace else request.name
+
+
+def _subject(request: AdmissionRequest) -> Extra:
+    """The object a review is about, for the log: a PodGroup is a gang, a Queue a queue."""
+    kind, key = request.kind.kind, _key(request)
+    if kind == "PodGroup":
+        return about_gang(key)
+    if kind == "Queue":
+        return about_queue(key)
+    return about(kind, key)
 
 
 async def _rotation(app: web.Application) -> None:
