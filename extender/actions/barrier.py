@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from extender.actions.bind import Binder, bind, create_binding
+from extender.api.log_fields import about_gang
 from extender.api.objects import Pod
 from extender.api.scheduling import gang_key
 from extender.api.wire import ExtenderBindingArgs, ExtenderBindingResult
@@ -51,6 +52,7 @@ class BarrierObserver:
     timed_out: Callable[[str], None] = lambda key: None
     waited_on: Callable[[str], None] = lambda key: None  # timed out, members still coming
     partial: Callable[[str], None] = lambda key: None
+    stood: Callable[[str], None] = lambda key: None  # its minMember-th member bound: it stands
 
 
 @dataclass
@@ -100,6 +102,8 @@ class Barrier:
         gang = view_gang(self.state, key)
         if gate is None and gang.stands:  # this member makes it stand (minMember 1): at once
             error = await create_binding(self.state, self.binder, args, note=" (gang stands)")
+            if not error:
+                self.observer.stood(key)
             return ExtenderBindingResult(error=error)
         if gate is None:
             loop = asyncio.get_running_loop()
@@ -150,7 +154,12 @@ class Barrier:
             self._fail(key, held, f"gang {key}: member {', '.join(gone)} was deleted while held")
             self.gangs.release(key)
             return
-        log.info("gang %s stands: creating %d held bindings together", key, len(held))
+        log.info(
+            "gang %s stands: creating %d held bindings together",
+            key,
+            len(held),
+            extra=about_gang(key),
+        )
         errors = await asyncio.gather(
             *(create_binding(self.state, self.binder, h.args, note=" (gang)") for h in held)
         )
@@ -158,12 +167,15 @@ class Barrier:
         for h, error in zip(held, errors, strict=True):
             if not h.result.done():
                 h.result.set_result(error)
+        if not failed:
+            self.observer.stood(key)
         if failed and len(failed) < len(held):
             self.observer.partial(key)
             log.error(
                 "gang %s is partly bound: %s refused after the others were bound",
                 key,
                 ", ".join(f"{h.pod.key} ({e})" for h, e in failed),
+                extra=about_gang(key),
             )
 
     def _gather_timeout(self, key: str) -> float:
@@ -225,7 +237,7 @@ class Barrier:
     def _fail(
         self, key: str, held: list[_Held], error: str, *, level: int = logging.WARNING
     ) -> None:
-        log.log(level, "%s (releasing %d held members)", error, len(held))
+        log.log(level, "%s (releasing %d held members)", error, len(held), extra=about_gang(key))
         for h in held:
             self.state.forget(h.pod.metadata.uid)
             if not h.result.done():

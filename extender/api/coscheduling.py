@@ -18,12 +18,13 @@ from typing import Any
 
 from pydantic import Field
 
-from extender.api.objects import KubeModel, ObjectMeta, ResourceList
+from extender.api.objects import KubeModel, ResourceList
 from extender.api.resources import EMPTY
 from extender.api.scheduling import (
     DEFAULT_QUEUE,
     QUEUE_ANNOTATION,
     GroupKind,
+    GroupMeta,
     PodGroup,
     PodGroupSpec,
     PodGroupStatus,
@@ -52,7 +53,7 @@ class CoschedulingSpec(KubeModel):
 
 
 class CoschedulingPodGroup(KubeModel):
-    metadata: ObjectMeta = ObjectMeta()
+    metadata: GroupMeta = GroupMeta()
     spec: CoschedulingSpec = CoschedulingSpec()
     status: dict[str, Any] = Field(default_factory=dict)
 

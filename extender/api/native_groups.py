@@ -17,11 +17,12 @@ from typing import Any
 
 from pydantic import Field
 
-from extender.api.objects import KubeModel, ObjectMeta
+from extender.api.objects import KubeModel
 from extender.api.scheduling import (
     DEFAULT_QUEUE,
     QUEUE_ANNOTATION,
     GroupKind,
+    GroupMeta,
     PodGroup,
     PodGroupCondition,
     PodGroupSpec,
@@ -48,7 +49,7 @@ class NativeSpec(KubeModel):
 
 
 class NativePodGroup(KubeModel):
-    metadata: ObjectMeta = ObjectMeta()
+    metadata: GroupMeta = GroupMeta()
     spec: NativeSpec = NativeSpec()
     status: dict[str, Any] = Field(default_factory=dict)
 

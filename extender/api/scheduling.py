@@ -31,6 +31,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from extender.api.duration import parse_duration
+from extender.api.log_fields import about_gang
 from extender.api.objects import KubeModel, MinResources, ObjectMeta, Pod, ResourceList
 from extender.api.resources import EMPTY
 from extender.api.schema import Count, Crd, Int32, Opaque, Time
@@ -82,11 +83,18 @@ class PodGroupRefSpec(KubeModel):
     """The Queue the group is scheduled from."""
 
 
+class GroupMeta(ObjectMeta):
+    """A group's metadata, with when it was made (which a pod's leaves out: a field per pod in a
+    cache of every pod): how long its gang waited is counted from then (`server.metrics`)."""
+
+    creation_timestamp: Time = ""
+
+
 class PodGroupRef(KubeModel):
     """A PodGroup by name and queue only, for readers that need no more (the webhook): one whose
     other fields do not parse still names its queue."""
 
-    metadata: ObjectMeta = ObjectMeta()
+    metadata: GroupMeta = GroupMeta()
     spec: PodGroupRefSpec = PodGroupRefSpec()
 
     @property
@@ -196,7 +204,13 @@ class PodGroup(PodGroupRef):
         try:
             seconds = parse_duration(text)
         except ValueError as error:
-            log.warning("PodGroup %s: annotation %s ignored: %s", self.key, SLA_ANNOTATION, error)
+            log.warning(
+                "PodGroup %s: annotation %s ignored: %s",
+                self.key,
+                SLA_ANNOTATION,
+                error,
+                extra=about_gang(self.key),
+            )
             return None
         return seconds if seconds > 0 else None
 

@@ -151,6 +151,17 @@ class Gangs:
         """The keys of the gangs refused and waiting."""
         return self._waiting.keys()
 
+    def unasked(self) -> dict[str, float]:
+        """The gangs the last walk lined up that were neither refused nor admitted: the
+        scheduler has not asked about them yet (or, held by Lahar's gate, no walk reached them).
+        Since when each was first seen (the clock's time)."""
+        contending, admitted = self._contending, self._reservations.keys()
+        return {
+            key: since
+            for key, since in contending.pending_since.items()
+            if key in contending.contenders and key not in self._waiting and key not in admitted
+        }
+
     def backoff_ends(self, key: str) -> float | None:
         """When the gang's backoff ends (the clock's time; None: it was not backed off)."""
         return self._backoff_until.get(key)

@@ -42,6 +42,7 @@ from kubernetes import client as k8s
 from extender.actions.barrier import Barrier, BarrierObserver
 from extender.actions.bind import Binder
 from extender.api.candidates import CandidateParser
+from extender.api.log_fields import about_gang, about_pod
 from extender.api.scheduling import VOLCANO_SCHEDULER
 from extender.cache.informer import PROVISIONING_REQUESTS, Informers
 from extender.cache.state import ClusterState
@@ -82,7 +83,13 @@ from extender.server.keys import (
     STATUS,
     TLS,
 )
-from extender.server.metrics import ExtenderMetrics, QueueFigures, QueueGauges
+from extender.server.metrics import (
+    ExtenderMetrics,
+    QueueFigures,
+    QueueGauges,
+    gang_waits,
+    request_states,
+)
 from extender.server.preemptor import Preemptor
 from extender.server.provisioner import Provisioner
 from extender.server.queue_writer import QueueWriter
@@ -213,20 +220,22 @@ def _watchdog(
 
 def _gang_rules(app: web.Application, gangs: Gangs, binder: Binder) -> None:
     """The bind barrier, and the gang rules' metrics."""
-    metrics = app[METRICS]
+    metrics, groups = app[METRICS], app[STATE].pod_groups
     observer = BarrierObserver(
         waited=metrics.barrier_wait.observe,
         timed_out=lambda key: metrics.barrier_timeouts.inc(),
         waited_on=lambda key: metrics.barrier_retries.inc(),
         partial=lambda key: metrics.partial_gangs.inc(),
+        stood=lambda key: metrics.stood(groups.get(key)),
     )
     app[BARRIER] = barrier = Barrier(app[STATE], gangs, binder, observer)
     metrics.members_held.set_function(barrier.holding)
-    gangs.on_admitted.append(lambda key: metrics.gangs_admitted.inc())
+    gangs.on_admitted.append(lambda key: metrics.admitted(groups.get(key)))
     gangs.on_rejected.append(lambda key, why: metrics.gang_rejections.labels(why.cause).inc())
     metrics.pending_gangs.set_function(lambda: len(gangs.refused()))
     metrics.pods_in_flight.set_function(gangs.in_flight)
-    metrics.registry.register(QueueGauges(lambda: _queue_figures(app[STATE], gangs)))
+    figures = QueueGauges(lambda: _queue_figures(app[STATE], gangs, metrics.clock()))
+    metrics.registry.register(figures)
 
 
 def _writers(app: web.Application, api: k8s.ApiClient, writes: AsyncApi, gangs: Gangs) -> None:
@@ -263,14 +272,15 @@ def _writers(app: web.Application, api: k8s.ApiClient, writes: AsyncApi, gangs: 
     )
     provisioner.on_created = metrics.provisioning_requests_created.inc
     provisioner.on_deleted = metrics.provisioning_requests_deleted.inc
-    metrics.provisioning_requests.set_function(lambda: len(gangs.scale_ups.asking()))
+    metrics.provisioning_requests.read = lambda: request_states(gangs.scale_ups)
     app.cleanup_ctx.append(_background(provisioner))
     preemption = app[ENGINE].preemption
     if preemption is not None:
         app[PREEMPTOR] = preemptor = Preemptor(
             app[STATE], gangs, preemption, api_evictor(api), writer.announce, ready=app[SERVING]
         )
-        preemptor.on_evicted = metrics.preemption_victims.inc
+        victims = metrics.preemption_victims
+        preemptor.on_evicted = lambda reason, pods: victims.labels(reason).inc(pods)
         app.cleanup_ctx.append(_background(preemptor))
 
 
@@ -288,7 +298,8 @@ def _reloading(tls: ServerTls) -> Lifecycle:
     return guarded(loop, "TLS reload")
 
 
-def _queue_figures(state: ClusterState, gangs: Gangs) -> QueueFigures:
+def _queue_figures(state: ClusterState, gangs: Gangs, now: float) -> QueueFigures:
+    """The queues' figures, and the gangs that wait (`now`: the wall clock)."""
     views = gangs.queues(state)
     total = state.capacity()
     waiting: Counter[str] = Counter()
@@ -301,7 +312,7 @@ def _queue_figures(state: ClusterState, gangs: Gangs) -> QueueFigures:
             # (the podgroup label: its name, kind-qualified for Coscheduling's and native ones)
             namespace, _, name = key.partition("/")
             shares[(namespace, name, gang.queue)] = dominant_share(gang.allocated, total)
-    return QueueFigures(views, waiting, shares)
+    return QueueFigures(views, waiting, shares, gang_waits(state, gangs, now))
 
 
 def _served(app: web.Application, kind: str) -> bool:
@@ -357,7 +368,8 @@ def _recover(app: web.Application) -> None:
         sizes["pod_groups"],
     )
     for outcome in engine.recover(state):
-        log.warning("%s", outcome.message)
+        gang = outcome.gang
+        log.warning("%s", outcome.message, extra=about_gang(gang.key, queue=gang.queue))
         if writer is not None:
             writer.announce(
                 outcome.gang.key, PodGroupEvent("Warning", "PartlyBound", outcome.message)
@@ -390,11 +402,14 @@ async def _expire(state: ClusterState, gangs: Gangs | None) -> None:
         await asyncio.sleep(EXPIRY_INTERVAL)
         for key in gangs.expire() if gangs is not None else ():
             log.warning(
-                "gang %s held its reservation without progress; released it and backing off", key
+                "gang %s held its reservation without progress; released it and backing off",
+                key,
+                extra=about_gang(key),
             )
         for uid in state.expire_assumed():
             pod = state.pods.get(uid)
             log.warning(
                 "assumed binding of pod %s was never seen by the watch; no longer counted",
                 pod.key if pod else uid,
+                extra=about_pod(pod.key) if pod else {},
             )

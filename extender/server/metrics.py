@@ -1,5 +1,7 @@
 """Prometheus metrics of the extender, in a registry per app (so tests and benchmarks can run
-several apps in one process).
+several apps in one process). What needs a walk over the gangs or the queues is worked out at
+scrape time, by collectors (`QueueGauges`, `RequestStates`), so filter, prioritize and bind pay
+no more than a counter's increment or a histogram's observation for any of it.
 
 - `lahar_extender_requests_total{verb,result}`: calls per verb; result is ok, bad_request, error,
   forbidden or unavailable.
@@ -11,6 +13,13 @@ several apps in one process).
 - `lahar_cache_relists_total{kind}`, `lahar_cache_watch_reconnects_total{kind}`: informer health.
 - Gangs: `lahar_gangs_admitted_total`, `lahar_gang_rejections_total{cause}` (one per new verdict
   on a waiting gang: rejected anew, or for a new cause; not one per member asked),
+  `lahar_gang_time_to_admission_seconds{queue}` and `lahar_gang_time_to_bound_seconds{queue}`
+  (histograms from the PodGroup's creationTimestamp, on the wall clock, to its admission and to
+  the moment its minMember-th member is bound: observed once per admission, where admission and
+  binding happen, so a gang admitted again after losing its reservation observes again, from its
+  creation), `lahar_gangs_waiting{queue,cause}` and `lahar_gangs_waiting_oldest_seconds` (the
+  waiting gangs by the cause of their latest rejection, `NotAskedYet` for those the fair order
+  holds a turn for that were never judged; read at scrape time, `gang_waits`),
   `lahar_gang_barrier_wait_seconds` (histogram per held member),
   `lahar_gang_barrier_timeouts_total`, `lahar_partial_gangs_total` (must stay 0),
   `lahar_pending_gangs` (gangs waiting for admission), `lahar_gang_members_held` (bind calls
@@ -20,15 +29,21 @@ several apps in one process).
   `lahar_gang_pods_in_flight` (admitted members not yet at the barrier).
 - Autoscaling: `lahar_provisioning_requests_created_total`, `..._deleted_total` (Cluster
   Autoscaler's ProvisioningRequests Lahar made for gangs waiting for nodes, and removed),
-  `lahar_provisioning_requests` (those standing now, one per gang).
+  `lahar_provisioning_requests{state}` (those standing now, one per gang, by the state Cluster
+  Autoscaler's conditions give it: every state, 0 when none is in it; read at scrape time).
 - Queues, read from the fair order at scrape time (Volcano's names with Lahar's prefix):
   `lahar_queue_allocated_{milli_cpu,memory_bytes}{queue}`, `lahar_queue_deserved_*`,
-  `lahar_queue_capacity_*` (capability; absent when uncapped), `lahar_queue_share{queue}`,
+  `lahar_queue_capacity_*` (capability; absent when uncapped), `lahar_queue_guarantee_*` (absent
+  when nothing is guaranteed), and every other resource (`pods`, GPUs, extended resources) in its
+  own units as `lahar_queue_{allocated,deserved,capacity,guarantee}_scalar_resources{queue,
+  resource}` (allocated and deserved: each resource the queue holds or deserves, so a queue's
+  GPUs read 0 rather than nothing once its jobs end), `lahar_queue_share{queue}`,
   `lahar_queue_weight{queue}`, `lahar_queue_overused{queue}` (0/1), `lahar_queue_pending_gangs`;
   `lahar_job_share{namespace,podgroup,queue}` (DRF: the largest fraction of the cluster a gang
   with members running or waiting holds of any resource; `podgroup` is the name, kind-qualified
   for the other kinds: `podgroups.scheduling.x-k8s.io/NAME`);
-  `lahar_pod_preemption_victims_total` (pods evicted for its preemptions and reclaims).
+  `lahar_pod_preemption_victims_total{reason}` (pods evicted for its preemptions, `preempt`: a
+  victim of the preemptor's own queue, and reclaims, `reclaim`: of another queue).
 - `lahar_leader{component="extender",lease}`: 1 on the replica that leads (its scheduler holds the
   Lease it follows, or it holds its own), 0 on a standby (the shell's gauge,
   `shell.leader_gauge`; the app gives it its series).
@@ -38,19 +53,35 @@ several apps in one process).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import collections
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from extender.api.resources import CPU, MEMORY
+from extender.api.provisioning import ACCEPTED, ENDED, PROVISIONED
+from extender.api.resources import CPU, MEMORY, Resources
+from extender.api.scheduling import DEFAULT_QUEUE, PodGroup
+from extender.api.times import parse_time
+from extender.cache.state import ClusterState
+from extender.gangs.ledger import Gangs
 from extender.gangs.queues import QueueView
+from extender.gangs.scale_up import ScaleUps
 from extender.shell import leader_gauge
 
 # Filter and prioritize sit on the scheduler's serial path: resolve well below a millisecond.
 BUCKETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+# A batch gang waits from seconds (an idle cluster) to a day (a queue far past its share).
+_SECONDS, _MINUTES, _HOURS = (1, 2, 5, 10, 20, 30), (1, 2, 5, 10, 15, 30), (1, 2, 4, 8, 12, 24)
+WAIT_BUCKETS = (*_SECONDS, *(60 * m for m in _MINUTES), *(3600 * h for h in _HOURS))
+# The cause of a gang that waits for a turn the fair order holds for it, but was never judged:
+# the scheduler has not asked about it yet (or, behind Lahar's gate, no walk reached it).
+NOT_ASKED_YET = "NotAskedYet"
+# The states of a ProvisioningRequest, as its conditions give them (`ProvisioningRequest.phase`).
+REQUEST_STATES = ("Pending", ACCEPTED, PROVISIONED, *ENDED)
 
 
 class _Gauges(Collector):
@@ -77,11 +108,56 @@ class _Gauges(Collector):
         return [objects, relists, reconnects]
 
 
+def since_made(group: PodGroup, now: float) -> float | None:
+    """Seconds from the group's creationTimestamp to `now` (wall clock; 0 when the clocks
+    disagree the other way), None when it has none."""
+    made = parse_time(group.metadata.creation_timestamp)
+    return None if made is None else max(now - made, 0.0)
+
+
+@dataclass(frozen=True)
+class Wait:
+    """A gang waiting for admission: its queue, the cause of its latest rejection, and how long
+    it has waited."""
+
+    queue: str
+    cause: str
+    seconds: float
+
+
+def gang_waits(state: ClusterState, gangs: Gangs, now: float) -> list[Wait]:
+    """Every gang waiting for admission: those refused (by the cause of their latest rejection)
+    and those the fair order holds a turn for that were never judged (`NOT_ASKED_YET`). Each has
+    waited since its PodGroup was made (`now`: the wall clock), or, with no PodGroup (or one with
+    no creationTimestamp), since Lahar first saw it wait."""
+    ticks = gangs.clock()
+    found: list[tuple[str, float, str]] = []
+    for key in gangs.refused():
+        refusal = gangs.refusal(key)
+        if refusal is not None:
+            found.append((key, refusal.since, str(refusal.rejection.cause)))
+    found += [(key, since, NOT_ASKED_YET) for key, since in gangs.unasked().items()]
+    waits = []
+    for key, since, cause in found:
+        group = state.pod_groups.get(key)
+        seconds = since_made(group, now) if group is not None else None
+        if seconds is None:
+            seconds = max(ticks - since, 0.0)
+        waits.append(Wait(group.queue if group is not None else DEFAULT_QUEUE, cause, seconds))
+    return waits
+
+
+def request_states(book: ScaleUps) -> list[str]:
+    """The state of each ProvisioningRequest standing for a gang (`REQUEST_STATES`)."""
+    return [asked.phase for key in book.asking() if (asked := book.asked(key)) is not None]
+
+
 @dataclass(frozen=True)
 class QueueFigures:
     views: Mapping[str, QueueView]
     waiting: Mapping[str, int]  # gangs waiting for admission, by queue
     job_shares: Mapping[tuple[str, str, str], float]  # (namespace, podgroup, queue) -> share
+    waits: Sequence[Wait] = ()  # every gang waiting for admission
 
 
 _UNITS = ((CPU, "milli_cpu"), (MEMORY, "memory_bytes"))
@@ -98,26 +174,36 @@ class QueueGauges(Collector):
         views, waiting = figures.views, figures.waiting
         families: dict[str, GaugeMetricFamily] = {}
 
-        def gauge(name: str, text: str, queue: str, value: float) -> None:
+        def gauge(name: str, text: str, labels: list[str], value: float) -> None:
             if name not in families:
-                families[name] = GaugeMetricFamily(f"lahar_{name}", text, labels=["queue"])
-            families[name].add_metric([queue], value)
+                names = ["queue", "resource"][: len(labels)]
+                families[name] = GaugeMetricFamily(f"lahar_{name}", text, labels=names)
+            families[name].add_metric(labels, value)
 
         for view in views.values():
             name = view.name
-            for field, amounts in (
-                ("allocated", view.allocated),
-                ("deserved", view.deserved),
-                ("capacity", view.queue.spec.capability),
+            spec = view.queue.spec
+            held = {*view.allocated, *view.deserved} - {CPU, MEMORY}
+            for field, amounts, scalars in (
+                ("allocated", view.allocated, held),
+                ("deserved", view.deserved, held),
+                ("capacity", spec.capability, _scalars(spec.capability)),
+                ("guarantee", spec.guarantee.resource, _scalars(spec.guarantee.resource)),
             ):
                 for resource, unit in _UNITS:
-                    if field != "capacity" or resource in amounts:  # uncapped: no sample
+                    # (uncapped, or nothing guaranteed: no sample)
+                    if field in ("allocated", "deserved") or resource in amounts:
                         text = f"Queue {field}: {resource}"
-                        gauge(f"queue_{field}_{unit}", text, name, amounts[resource])
-            gauge("queue_share", "Allocated / deserved (max over resources)", name, view.share)
-            gauge("queue_weight", "Queue weight", name, view.queue.spec.weight)
-            gauge("queue_overused", "1 when holding more than deserved", name, view.overused)
-            gauge("queue_pending_gangs", "Gangs waiting for admission", name, waiting.get(name, 0))
+                        gauge(f"queue_{field}_{unit}", text, [name], amounts[resource])
+                text = f"Queue {field}: each resource but cpu and memory, in its own units"
+                for resource in sorted(scalars):
+                    metric = f"queue_{field}_scalar_resources"
+                    gauge(metric, text, [name, resource], amounts[resource])
+            gauge("queue_share", "Allocated / deserved (max over resources)", [name], view.share)
+            gauge("queue_weight", "Queue weight", [name], spec.weight)
+            gauge("queue_overused", "1 when holding more than deserved", [name], view.overused)
+            pending = waiting.get(name, 0)
+            gauge("queue_pending_gangs", "Gangs waiting for admission", [name], pending)
         jobs = GaugeMetricFamily(
             "lahar_job_share",
             "DRF share of a gang: the largest fraction of the cluster it holds of any resource",
@@ -125,7 +211,57 @@ class QueueGauges(Collector):
         )
         for labels, value in sorted(figures.job_shares.items()):
             jobs.add_metric(list(labels), value)
-        return [*families.values(), jobs]
+        return [*families.values(), jobs, *_waiting(figures.waits)]
+
+
+def _scalars(amounts: Resources) -> set[str]:
+    return set(amounts) - {CPU, MEMORY}
+
+
+def _waiting(waits: Iterable[Wait]) -> list[Metric]:
+    """How many gangs wait, and the longest wait, by queue and cause (no sample where none
+    waits)."""
+    counts: collections.Counter[tuple[str, str]] = collections.Counter()
+    oldest: dict[tuple[str, str], float] = {}
+    for wait in waits:
+        labels = (wait.queue, wait.cause)
+        counts[labels] += 1
+        oldest[labels] = max(oldest.get(labels, 0.0), wait.seconds)
+    many = GaugeMetricFamily(
+        "lahar_gangs_waiting",
+        "Gangs waiting for admission, by queue and the cause of their latest rejection",
+        labels=["queue", "cause"],
+    )
+    longest = GaugeMetricFamily(
+        "lahar_gangs_waiting_oldest_seconds",
+        "How long the oldest gang waiting for admission, by queue and cause, has waited since "
+        "its PodGroup was made",
+        labels=["queue", "cause"],
+    )
+    for labels in sorted(counts):
+        many.add_metric(list(labels), counts[labels])
+        longest.add_metric(list(labels), oldest[labels])
+    return [many, longest]
+
+
+class RequestStates(Collector):
+    """The ProvisioningRequests standing now by state: every state, 0 when none is in it.
+    `read` gives the state of each (none until the server's provisioner sets it)."""
+
+    def __init__(self) -> None:
+        self.read: Callable[[], Iterable[str]] = lambda: ()
+
+    def collect(self) -> Iterable[Metric]:
+        counts = collections.Counter(self.read())
+        family = GaugeMetricFamily(
+            "lahar_provisioning_requests",
+            "ProvisioningRequests of Lahar's standing now (one per gang waiting for nodes), by "
+            "the state Cluster Autoscaler's conditions give them",
+            labels=["state"],
+        )
+        for state in (*REQUEST_STATES, *sorted(counts.keys() - set(REQUEST_STATES))):
+            family.add_metric([state], counts.get(state, 0))
+        return [family]
 
 
 class ExtenderMetrics:
@@ -136,8 +272,11 @@ class ExtenderMetrics:
         self,
         sizes: Callable[[], Mapping[str, int]],
         informers: Callable[[], Iterable[tuple[str, int, int]]] = lambda: (),
+        *,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.registry = CollectorRegistry()
+        self.clock = clock  # the wall clock, which creationTimestamps are read against
         self.requests = Counter(
             "lahar_extender_requests",
             "Extender calls by verb and result (ok, bad_request, error, forbidden, unavailable)",
@@ -163,6 +302,21 @@ class ExtenderMetrics:
             "lahar_gang_rejections",
             "Gangs rejected anew or for a new cause, by cause",
             ["cause"],
+            registry=self.registry,
+        )
+        self.time_to_admission = Histogram(
+            "lahar_gang_time_to_admission_seconds",
+            "Time from a gang's PodGroup creation to its admission (capacity reserved), by queue",
+            ["queue"],
+            buckets=WAIT_BUCKETS,
+            registry=self.registry,
+        )
+        self.time_to_bound = Histogram(
+            "lahar_gang_time_to_bound_seconds",
+            "Time from a gang's PodGroup creation to the binding of its minMember-th member, by "
+            "queue",
+            ["queue"],
+            buckets=WAIT_BUCKETS,
             registry=self.registry,
         )
         self.barrier_wait = Histogram(
@@ -194,9 +348,13 @@ class ExtenderMetrics:
         )
         self.preemption_victims = Counter(
             "lahar_pod_preemption_victims",
-            "Pods evicted for Lahar's preemptions and reclaims",
+            "Pods evicted for Lahar's preemptions (preempt: of the preemptor's queue) and "
+            "reclaims (reclaim: of another queue)",
+            ["reason"],
             registry=self.registry,
         )
+        for reason in ("preempt", "reclaim"):
+            self.preemption_victims.labels(reason)  # (both series from the start, at 0)
         self.wakes = Counter(
             "lahar_gang_wakes", "Parked pods Lahar had the scheduler retry", registry=self.registry
         )
@@ -226,11 +384,8 @@ class ExtenderMetrics:
             "ProvisioningRequests Lahar deleted (their gang ran, went, or wanted no nodes)",
             registry=self.registry,
         )
-        self.provisioning_requests = Gauge(
-            "lahar_provisioning_requests",
-            "ProvisioningRequests of Lahar's standing now (one per gang waiting for nodes)",
-            registry=self.registry,
-        )
+        self.provisioning_requests = RequestStates()
+        self.registry.register(self.provisioning_requests)
         self.leader = leader_gauge(self.registry)
         self.leader_evictions = Counter(
             "lahar_leader_evictions",
@@ -238,3 +393,18 @@ class ExtenderMetrics:
             "ready for --take-over-after seconds",
             registry=self.registry,
         )
+
+    def admitted(self, group: PodGroup | None) -> None:
+        """A gang was admitted: counted, and the time since its PodGroup `group` was made
+        observed (nothing when the group is gone or says no creationTimestamp)."""
+        self.gangs_admitted.inc()
+        self._since_made(self.time_to_admission, group)
+
+    def stood(self, group: PodGroup | None) -> None:
+        """A gang's minMember-th member was bound: the time since its PodGroup was made."""
+        self._since_made(self.time_to_bound, group)
+
+    def _since_made(self, histogram: Histogram, group: PodGroup | None) -> None:
+        seconds = since_made(group, self.clock()) if group is not None else None
+        if group is not None and seconds is not None:
+            histogram.labels(group.queue).observe(seconds)

@@ -11,6 +11,8 @@ the preempt verb hands a gang over, and every `interval` seconds; at most one pr
   (Preempting) and on each victim's (Preempted) say what was evicted, after the fact.
 
 Victims being evicted count as capacity about to be free, so a gang is not preempted for twice.
+`on_evicted` hears how many pods went, and why: `preempt` for a victim of the preemptor's own
+queue, `reclaim` for one of another queue (as Volcano's preempt and reclaim actions divide them).
 An error in a pass is logged; the loop goes on.
 """
 
@@ -21,6 +23,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from extender.api.log_fields import about_gang
 from extender.cache.state import ClusterState
 from extender.gangs.group_status import PodGroupEvent
 from extender.gangs.ledger import Gangs
@@ -47,7 +50,7 @@ class Preemptor:
         ready: asyncio.Event,
     ) -> None:
         self.evict, self.announce, self.ready = evict, announce, ready
-        self.on_evicted: Callable[[int], None] = lambda pods: None
+        self.on_evicted: Callable[[str, int], None] = lambda reason, pods: None
         self.passes = PreemptionLoop(
             state,
             gangs,
@@ -73,6 +76,7 @@ class Preemptor:
         """Evict the victims (all or none, as far as a dry run can tell); report what happened.
         Whether they were evicted (False: a dry run was refused, nobody was)."""
         key = preemption.preemptor.key
+        subject = about_gang(key, queue=preemption.preemptor.queue)
         try:
             for unit in preemption.victims:
                 for pod, _ in unit.pods:
@@ -80,12 +84,11 @@ class Preemptor:
                     await self.evict(meta.namespace, meta.name, meta.uid, True)
         except Exception as error:  # a PDB, or the API: nothing evicted
             message = f"gang {key}: cannot preempt: {error}"
-            log.warning("%s", message)
+            log.warning("%s", message, extra=subject)
             self.announce(key, PodGroupEvent("Warning", "PreemptionBlocked", message))
             return False
-        log.info("gang %s: %s", key, preemption.message)
+        log.info("gang %s: %s", key, preemption.message, extra=subject)
         self.announce(key, PodGroupEvent("Normal", "Preempting", preemption.message))
-        evicted = 0
         for unit in preemption.victims:
             done = 0
             for pod, _ in unit.pods:
@@ -93,22 +96,24 @@ class Preemptor:
                 try:
                     done += await self.evict(meta.namespace, meta.name, meta.uid, False)
                 except Exception as error:  # allowed a moment ago: stop on this gang, say so
-                    log.warning("gang %s: evicting victim %s failed: %s", key, pod.key, error)
+                    log.warning(
+                        "gang %s: evicting victim %s failed: %s", key, pod.key, error, extra=subject
+                    )
                     break
-            evicted += done
+            self.on_evicted(_reason(preemption, unit), done)
             self._preempted(unit, f"{done} of {len(unit.pods)} pods evicted", key)
-        self.on_evicted(evicted)
         return True
 
     def proposed(self, preemption: Preemption) -> None:
         """The preempt verb answered the scheduler with these victims: it evicts them; say so."""
         key = preemption.preemptor.key
         message = f"{preemption.message} (through the scheduler's preemption)"
-        log.info("gang %s: %s", key, message)
+        subject = about_gang(key, queue=preemption.preemptor.queue)
+        log.info("gang %s: %s", key, message, extra=subject)
         self.announce(key, PodGroupEvent("Normal", "Preempting", message))
         for unit in preemption.victims:
             self._preempted(unit, f"{len(unit.pods)} pods preempted by the scheduler", key)
-        self.on_evicted(sum(len(unit.pods) for unit in preemption.victims))
+            self.on_evicted(_reason(preemption, unit), len(unit.pods))
 
     def _preempted(self, unit: Unit, done: str, key: str) -> None:
         what = "whole" if unit.whole else "one member beyond its minMember"
@@ -116,6 +121,11 @@ class Preemptor:
             unit.key,
             PodGroupEvent("Warning", "Preempted", f"{done} ({what}) so that gang {key} fits"),
         )
+
+
+def _reason(preemption: Preemption, unit: Unit) -> str:
+    """`preempt` when the victim is of the preemptor's queue, else `reclaim`."""
+    return "preempt" if unit.queue == preemption.preemptor.queue else "reclaim"
 
 
 def _logged(error: Exception) -> None:
