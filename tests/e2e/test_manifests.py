@@ -2,19 +2,27 @@
 `manifests/extender-service/` (the standalone extender behind a Service, over mutual TLS) render
 with `kubectl kustomize` (kubectl built from the same Go module as the control plane), the real
 API server accepts every object (server-side dry-run: no kubelet runs the Deployments here), the
-pod templates are hardened, the dev cluster runs the components with the flags the Deployments
-give them, and the certificates the standalone form's init containers issue and fetch (`lahar
-certs`, as the extender's and kube-scheduler's ServiceAccounts) carry mutual TLS between them."""
+pod templates are hardened (every pod admitted into a namespace enforcing Pod Security's
+`restricted` standard, with its priority class), the NetworkPolicies let in only what each
+component needs, the dev cluster runs the components with the flags the Deployments give them,
+and the certificates the standalone form's init containers issue and fetch (`lahar certs`, as the
+extender's and kube-scheduler's ServiceAccounts) carry mutual TLS between them.
+
+The Helm chart's tests (test_chart.py) render and check the chart with the helpers here."""
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import re
+import secrets
 import socket
 import ssl
 import subprocess
 import sys
 import threading
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +36,7 @@ from extender import devcluster
 from extender.devcluster import lahar
 from extender.devcluster.paths import manifests_dir
 from extender.devcluster.pki import Pki
-from extender.kube import KubeError, apply_object, connect, read, wait_until
+from extender.kube import KubeError, apply_object, connect, delete, read, wait_until
 from extender.kube.tokens import service_account_token
 from extender.server.tls import ServerTls, TlsFiles
 from extender.webhook.conditions import CONDITION, expression
@@ -44,6 +52,7 @@ EXPECTED = {  # the default install (the CRDs are manifests/crds/, kept when Lah
     "ValidatingWebhookConfiguration": 1,
     "ConfigMap": 2,
     "Secret": 1,
+    "NetworkPolicy": 3,
 }
 SERVICE_FORM = {
     **EXPECTED,
@@ -51,6 +60,14 @@ SERVICE_FORM = {
     "Service": 4,
     "PodDisruptionBudget": 2,
     "Secret": 3,
+    "NetworkPolicy": 3,
+}
+PRIORITY_CLASS = "system-cluster-critical"  # every component's: without any of them, no gang runs
+POD_SECURITY = {  # the namespace's labels: Pod Security Admission's restricted standard, enforced
+    "pod-security.kubernetes.io/enforce": "restricted",
+    "pod-security.kubernetes.io/enforce-version": "latest",
+    "pod-security.kubernetes.io/audit": "restricted",
+    "pod-security.kubernetes.io/warn": "restricted",
 }
 
 
@@ -72,7 +89,7 @@ def service_form() -> list[dict[str, Any]]:
     return render(manifests_dir() / "extender-service")
 
 
-def _deployments(rendered: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def deployments(rendered: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {d["metadata"]["name"]: d for d in rendered if d["kind"] == "Deployment"}
 
 
@@ -81,13 +98,13 @@ def test_the_kustomization_renders_every_part_of_the_install(
 ) -> None:
     kinds = Counter(doc["kind"] for doc in rendered)
     assert {kind: kinds[kind] for kind in EXPECTED} == EXPECTED
-    assert set(_deployments(rendered)) == {"lahar-controller", "lahar-webhook", "lahar-scheduler"}
+    assert set(deployments(rendered)) == {"lahar-controller", "lahar-webhook", "lahar-scheduler"}
     config = next(d for d in rendered if d["metadata"]["name"].startswith("lahar-scheduler-conf"))
     policy = (manifests_dir() / "base" / "policy" / "kube-scheduler-config.yaml").read_text()
     assert config["data"]["kube-scheduler-config.yaml"] == policy
     kinds = Counter(doc["kind"] for doc in service_form)
     assert {kind: kinds[kind] for kind in SERVICE_FORM} == SERVICE_FORM
-    assert set(_deployments(service_form)) == {
+    assert set(deployments(service_form)) == {
         "lahar-controller",
         "lahar-webhook",
         "lahar-extender",
@@ -131,9 +148,9 @@ def test_beside_volcano_lahar_answers_to_lahar_only_and_leaves_jobs_to_volcano(
     beside_volcano: list[dict[str, Any]], rendered: list[dict[str, Any]]
 ) -> None:
     assert BESIDE_VOLCANO in (manifests_dir().parent / "docs" / "migrating.md").read_text()
-    deployments = _deployments(beside_volcano)
-    assert deployments["lahar-controller"]["spec"]["replicas"] == 0
-    webhook = deployments["lahar-webhook"]["spec"]["template"]["spec"]["containers"][0]
+    beside = deployments(beside_volcano)
+    assert beside["lahar-controller"]["spec"]["replicas"] == 0
+    webhook = beside["lahar-webhook"]["spec"]["template"]["spec"]["containers"][0]
     assert webhook["args"] == ["webhook", "--scheduler-name=lahar"]
     (config_map,) = [
         d for d in beside_volcano if d["metadata"]["name"].startswith("lahar-scheduler-conf")
@@ -165,7 +182,7 @@ def test_the_documented_overlay_runs_the_preemption_policy(tmp_path: Path) -> No
     (tmp_path / "lahar").mkdir()
     (tmp_path / "lahar" / "kustomization.yaml").write_text(found.group(1))
     rendered = render(tmp_path / "lahar")
-    spec = _deployments(rendered)["lahar-scheduler"]["spec"]["template"]["spec"]
+    spec = deployments(rendered)["lahar-scheduler"]["spec"]["template"]["spec"]
     extender = next(c for c in spec["containers"] if c["name"] == "extender")
     assert "--policy=/etc/lahar/policy/preemption.yaml" in extender["args"]
     assert not [a for a in extender["args"] if a == "--policy=/etc/lahar/policy/lahar.yaml"]
@@ -176,7 +193,7 @@ def test_the_documented_overlay_runs_the_preemption_policy(tmp_path: Path) -> No
 def test_the_extender_beside_the_scheduler_listens_on_loopback_and_follows_its_lease(
     rendered: list[dict[str, Any]],
 ) -> None:
-    spec = _deployments(rendered)["lahar-scheduler"]["spec"]["template"]["spec"]
+    spec = deployments(rendered)["lahar-scheduler"]["spec"]["template"]["spec"]
     scheduler, extender = spec["containers"]
     assert spec["serviceAccountName"] == "lahar-scheduler"  # (the extender runs with it too)
     args = dict(a.split("=", 1) for a in extender["args"][1:])
@@ -197,7 +214,7 @@ def test_the_extender_beside_the_scheduler_listens_on_loopback_and_follows_its_l
     assert _flags(scheduler["command"]) >= {"--config"}
 
 
-def _fresh(doc: dict[str, Any]) -> dict[str, Any]:
+def fresh(doc: dict[str, Any]) -> dict[str, Any]:
     """`doc` as a first install would create it: the dev cluster's webhook configurations call
     loopback URLs (nothing routes Services here), and an apply over them would merge the
     manifest's Service into their URL, so those two are tried under another name."""
@@ -207,21 +224,18 @@ def _fresh(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "metadata": metadata}
 
 
-@pytest.mark.parametrize("form", ["rendered", "service_form", "beside_volcano"])
-def test_the_api_server_accepts_every_object(
-    dev_cluster: devcluster.DevCluster,
-    request: pytest.FixtureRequest,
-    form: str,
-    tmp_path: Path,
-) -> None:
-    documents: list[dict[str, Any]] = request.getfixturevalue(form)
+def server_dry_run(
+    cluster: devcluster.DevCluster, documents: list[dict[str, Any]], folder: Path
+) -> subprocess.CompletedProcess[str]:
+    """`kubectl apply --server-side --dry-run=server` of `documents` (each `fresh`) on `cluster`:
+    the API server validates and admits every object as it would on an install."""
     kubectl = devcluster.ensure_binaries(quiet=True).kubectl
-    bundle = tmp_path / "lahar.yaml"
-    bundle.write_text(yaml.safe_dump_all([_fresh(doc) for doc in documents]))
-    result = subprocess.run(
+    bundle = folder / "lahar.yaml"
+    bundle.write_text(yaml.safe_dump_all([fresh(doc) for doc in documents]))
+    return subprocess.run(
         [
             str(kubectl),
-            f"--kubeconfig={dev_cluster.kubeconfig}",
+            f"--kubeconfig={cluster.kubeconfig}",
             "apply",
             "--server-side",
             "--dry-run=server",
@@ -233,9 +247,190 @@ def test_the_api_server_accepts_every_object(
         text=True,
         check=False,
     )
+
+
+@pytest.mark.parametrize("form", ["rendered", "service_form", "beside_volcano"])
+def test_the_api_server_accepts_every_object(
+    dev_cluster: devcluster.DevCluster,
+    request: pytest.FixtureRequest,
+    form: str,
+    tmp_path: Path,
+) -> None:
+    documents: list[dict[str, Any]] = request.getfixturevalue(form)
+    result = server_dry_run(dev_cluster, documents, tmp_path)
     assert result.returncode == 0, result.stderr
     accepted = [line for line in result.stdout.splitlines() if "(server dry run)" in line]
     assert len(accepted) == len(documents), result.stdout
+
+
+@contextlib.contextmanager
+def namespace_like(api: k8s.ApiClient, documents: list[dict[str, Any]], name: str) -> Iterator[str]:
+    """A new namespace `name` labelled as `documents`' Namespace, with their ServiceAccounts (a
+    pod naming a ServiceAccount that does not exist is refused before Pod Security is asked)."""
+    (shipped,) = [d for d in documents if d["kind"] == "Namespace"]
+    labels = shipped["metadata"]["labels"]
+    apply_object(
+        api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+    )
+    try:
+        for account in (d for d in documents if d["kind"] == "ServiceAccount"):
+            apply_object(api, {**account, "metadata": {**account["metadata"], "namespace": name}})
+        yield name
+    finally:
+        delete(api, "v1", "Namespace", name)
+
+
+def pod_answers(
+    api: k8s.ApiClient, documents: list[dict[str, Any]], namespace: str
+) -> dict[str, str]:
+    """What the API server answers to a create (server-side dry run) of each Deployment's pod in
+    `namespace`: Pod Security Admission and priority admission run as on a real create. Per
+    Deployment, "admitted, priority N" or the refusal."""
+    answers = {}
+    for name, deployment in deployments(documents).items():
+        template = deployment["spec"]["template"]
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": template["metadata"]["labels"],
+            },
+            "spec": template["spec"],
+        }
+        try:
+            stored = apply_object(api, pod, dry_run=True)
+        except KubeError as error:
+            answers[name] = str(error)
+            continue
+        answers[name] = f"admitted, priority {stored['spec'].get('priority')}"
+    return answers
+
+
+def as_root(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`documents` with every pod running as root, which the restricted standard forbids."""
+    changed = copy.deepcopy(documents)
+    for doc in changed:
+        if doc["kind"] == "Deployment":
+            doc["spec"]["template"]["spec"]["securityContext"] = {"runAsUser": 0}
+    return changed
+
+
+CRITICAL = "admitted, priority 2000000000"  # system-cluster-critical's value
+
+
+@pytest.mark.parametrize(
+    ("form", "root", "expected"),
+    [
+        (
+            "rendered",
+            False,
+            dict.fromkeys(["lahar-controller", "lahar-webhook", "lahar-scheduler"], CRITICAL),
+        ),
+        (
+            "service_form",
+            False,
+            dict.fromkeys(["lahar-controller", "lahar-webhook", "lahar-extender"], CRITICAL),
+        ),
+        # The check can fail: the same pods as root are refused, naming the standard.
+        (
+            "rendered",
+            True,
+            dict.fromkeys(
+                ["lahar-controller", "lahar-webhook", "lahar-scheduler"],
+                'violates PodSecurity "restricted:latest"',
+            ),
+        ),
+    ],
+)
+def test_every_pod_passes_the_restricted_pod_security_standard_with_its_priority_class(
+    api: k8s.ApiClient,
+    request: pytest.FixtureRequest,
+    form: str,
+    root: bool,
+    expected: dict[str, str],
+) -> None:
+    documents: list[dict[str, Any]] = request.getfixturevalue(form)
+    (shipped,) = [d for d in documents if d["kind"] == "Namespace"]
+    assert shipped["metadata"]["labels"].items() >= POD_SECURITY.items()
+    name = f"pod-security-{secrets.token_hex(3)}"
+    with namespace_like(api, documents, name):
+        answers = pod_answers(api, as_root(documents) if root else documents, name)
+    found = {
+        pod: next((e for e in expected.values() if e in answer), answer)
+        for pod, answer in answers.items()
+    }
+    assert found == expected, answers
+
+
+PROMETHEUS = "Prometheus"  # the pods labelled app.kubernetes.io/name=prometheus, in any namespace
+ANYWHERE = "any address"
+INGRESS = {  # (form, Deployment) -> each port its pods accept connections on, and from whom
+    ("rendered", "lahar-controller"): {8080: PROMETHEUS},  # /metrics
+    ("rendered", "lahar-webhook"): {8443: ANYWHERE},  # the API server's calls, /metrics
+    ("rendered", "lahar-scheduler"): {8889: PROMETHEUS},  # the extender's /metrics
+    ("service_form", "lahar-controller"): {8080: PROMETHEUS},
+    ("service_form", "lahar-webhook"): {8443: ANYWHERE},
+    ("service_form", "lahar-extender"): {8888: ANYWHERE},  # kube-scheduler (mTLS), /metrics
+}
+PROMETHEUS_PEER = [
+    {
+        "namespaceSelector": {},
+        "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
+    }
+]
+
+
+def admitted(documents: list[dict[str, Any]], labels: dict[str, str]) -> dict[int, str]:
+    """The ports the NetworkPolicies of `documents` open on a pod labelled `labels`, and to whom."""
+    ports: dict[int, str] = {}
+    for policy in (d for d in documents if d["kind"] == "NetworkPolicy"):
+        selector = policy["spec"]["podSelector"]["matchLabels"]
+        if not selector.items() <= labels.items():
+            continue
+        assert policy["spec"]["policyTypes"] == ["Ingress"], policy  # egress open: the API server
+        for rule in policy["spec"]["ingress"]:
+            peers = rule.get("from")
+            who = (
+                ANYWHERE
+                if peers is None
+                else PROMETHEUS
+                if peers == PROMETHEUS_PEER
+                else str(peers)
+            )
+            for port in rule["ports"]:
+                assert port["protocol"] == "TCP"
+                ports[port["port"]] = who
+    return ports
+
+
+@pytest.mark.parametrize(("form", "name"), sorted(INGRESS))
+def test_the_network_policies_let_in_only_what_each_component_needs(
+    request: pytest.FixtureRequest, form: str, name: str
+) -> None:
+    documents: list[dict[str, Any]] = request.getfixturevalue(form)
+    template = deployments(documents)[name]["spec"]["template"]
+    ports = admitted(documents, template["metadata"]["labels"])
+    assert ports == INGRESS[form, name]
+    listening = {
+        p["containerPort"] for c in template["spec"]["containers"] for p in c.get("ports", [])
+    }
+    assert set(ports) <= listening
+    assert int(template["metadata"]["annotations"]["prometheus.io/port"]) in ports  # scraped
+    # Each Service in front of these pods reaches a port open to its callers.
+    for service in (d for d in documents if d["kind"] == "Service"):
+        if service["spec"]["selector"].items() <= template["metadata"]["labels"].items():
+            for port in service["spec"]["ports"]:
+                target = _named_port(template, port["targetPort"])
+                assert target in ports, (service["metadata"]["name"], port)
+
+
+def _named_port(template: dict[str, Any], name: str) -> int:
+    containers = template["spec"]["containers"]
+    return next(
+        int(p["containerPort"]) for c in containers for p in c.get("ports", []) if p["name"] == name
+    )
 
 
 def _containers(deployment: dict[str, Any]) -> list[dict[str, Any]]:
@@ -255,9 +450,10 @@ def _containers(deployment: dict[str, Any]) -> list[dict[str, Any]]:
 def test_every_pod_is_hardened_probed_and_sized(
     request: pytest.FixtureRequest, form: str, name: str
 ) -> None:
-    deployment = _deployments(request.getfixturevalue(form))[name]
+    deployment = deployments(request.getfixturevalue(form))[name]
     spec = deployment["spec"]["template"]["spec"]
     assert spec["serviceAccountName"] == name
+    assert spec["priorityClassName"] == PRIORITY_CLASS
     assert spec["securityContext"]["runAsNonRoot"] is True
     assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     assert deployment["spec"]["replicas"] >= 2
@@ -330,7 +526,7 @@ def test_the_dev_cluster_runs_each_component_as_its_deployment_does(
     container: str,
     process: str,
 ) -> None:
-    shipped = _container(_deployments(rendered)[deployment], container)
+    shipped = _container(deployments(rendered)[deployment], container)
     running = next(p.argv for p in dev_cluster.state.processes if p.name == process)
     command = running[running.index("extender.cli.main") + 1]
     assert command == shipped["args"][0]
@@ -342,7 +538,7 @@ def test_the_service_form_runs_as_its_deployment_does(
     service_form: list[dict[str, Any]],
 ) -> None:
     """The standalone extender's flags, as `lahar dev-cluster` and the e2e tests run it."""
-    shipped = _container(_deployments(service_form)["lahar-extender"], "extender")
+    shipped = _container(deployments(service_form)["lahar-extender"], "extender")
     keys = Pki(Path("/pki"), {})
     argv = lahar.extender_argv(
         Path("k"), Path("p"), 1, probes=2, scheduler_config=Path("c"), keys=keys

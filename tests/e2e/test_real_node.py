@@ -1,7 +1,8 @@
 """Lahar as it ships, on a real node: the image built from the Dockerfile, `manifests/` applied as
-the README says, every Deployment rolled out in real pods (kubelet, containerd, runc), Volcano's
-TensorFlow example run through the in-pod kube-scheduler, extender, controller and webhook, and
-each component failed over as a cluster fails it.
+the README says, every Deployment rolled out in real pods (kubelet, containerd, runc) in a namespace
+enforcing Pod Security's restricted standard, Volcano's TensorFlow example run through the in-pod
+kube-scheduler, extender, controller and webhook, and each component failed over as a cluster
+fails it; last, the Helm chart installed, rolled out and uninstalled as its README says.
 
 The cluster is a dev cluster of its own (`dev-cluster up --real-node`): the real node runs the
 pods of lahar-system, KWOK nodes take every workload. Tests run in file order and share the one
@@ -28,7 +29,7 @@ from kubernetes import client as k8s
 
 import extender
 from extender import devcluster
-from extender.devcluster import real_node
+from extender.devcluster import ensure_tool, real_node
 from extender.kube import KubeError, apply_object, connect, delete, list_objects, read, wait_until
 from tests.builders import make_group, make_pod, make_queue
 from tests.e2e.gangs import BindTimeline, finish
@@ -64,6 +65,16 @@ README_ROLLOUT = (
     "lahar-webhook"
 )
 THE_IMAGE = ("registry.example.com/lahar", "localhost/lahar")  # README's name -> the built one
+# The Helm chart's install (charts/lahar/README.md), as the last test runs it once the kustomize
+# install and the work are removed: `test_the_chart_readme_says_what_this_test_runs` holds the
+# chart's README to these lines.
+CHART_README = REPO / "charts" / "lahar" / "README.md"
+HELM_NAMESPACE = "kubectl create namespace lahar-system"
+HELM_INSTALL = (
+    "helm install lahar charts/lahar --namespace lahar-system --take-ownership "
+    "--set image.repository=registry.example.com/lahar"
+)
+HELM_UNINSTALL = "helm uninstall lahar --namespace lahar-system"
 
 
 @pytest.fixture(scope="module")
@@ -627,6 +638,91 @@ def test_the_readme_uninstall_keeps_the_work_and_removing_the_work_leaves_nothin
         )
 
     wait_until(gone, timeout=120, what="nothing of the work left", interval=0.5)
+
+
+def test_the_chart_readme_says_what_this_test_runs() -> None:
+    readme = CHART_README.read_text()
+    assert f"{HELM_NAMESPACE}\n{HELM_INSTALL}\n{README_ROLLOUT}\n" in readme
+    assert f"{HELM_UNINSTALL}\n" in readme
+
+
+def helm(cluster: devcluster.DevCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    binary = ensure_tool("helm") / "helm"
+    result = subprocess.run(
+        [str(binary), f"--kubeconfig={cluster.kubeconfig}", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert result.returncode == 0, f"helm {' '.join(args)}: {result.stderr.strip()}"
+    return result
+
+
+def test_the_chart_installs_as_its_readme_says_and_uninstalls_keeping_the_crds(
+    real: devcluster.DevCluster, rapi: k8s.ApiClient, workspace: str
+) -> None:
+    """Last, on the cluster the uninstall test left bare (no Lahar, no CRDs): the chart's README
+    install (its CRDs from crds/, the namespace taken over and labelled: Pod Security restricted
+    enforced), every Deployment rolled out in real pods on the real node, the webhook answering;
+    `helm uninstall` removes Lahar and keeps the CRDs and the work."""
+    started = time.monotonic()
+    # The README's `kubectl create namespace`, as the dev cluster makes it for the real node (its
+    # pods placed there, not on KWOK's nodes); the chart takes it over and labels it.
+    wait_until(
+        lambda: (
+            (read(rapi, "v1", "Namespace", NS) or {}).get("status", {}).get("phase")
+            != "Terminating"
+        ),
+        timeout=120,
+        what=f"namespace {NS} not terminating",
+    )
+    apply_object(rapi, real_node.namespace_for_node())
+    installed = helm(real, *HELM_INSTALL.replace(*THE_IMAGE).split()[1:])
+    assert README_ROLLOUT in installed.stdout  # (the chart's notes say how to wait)
+    kubectl(real, *README_ROLLOUT.split()[1:], "--timeout=5m")
+    took = time.monotonic() - started
+    print(f"\nmeasured: helm install to every Deployment rolled out {took:.1f} s")
+    labels = (read(rapi, "v1", "Namespace", NS) or {})["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+    for name in DEPLOYMENTS:
+        status = (read(rapi, "apps/v1", "Deployment", name, NS) or {}).get("status") or {}
+        assert status.get("readyReplicas") == 2, name
+    pods = list_objects(rapi, "v1", "Pod", namespace=NS)
+    assert len(pods) == 6 and all(p["spec"]["nodeName"] == real_node.NODE_NAME for p in pods)
+    crds = {
+        c["metadata"]["name"]
+        for c in list_objects(rapi, "apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    }
+    chart_crds = {
+        doc["metadata"]["name"]
+        for path in (REPO / "charts" / "lahar" / "crds").glob("*.yaml")
+        for doc in yaml.safe_load_all(path.read_text())
+        if doc
+    }
+    assert chart_crds <= crds
+    # The webhook in the chart's pods admits a Job (once its certificate is published).
+    wait_until(
+        lambda: _applied(rapi, job_body("helm", workspace)), timeout=120, what="a Job admitted"
+    )
+
+    helm(real, *HELM_UNINSTALL.split()[1:])
+
+    def lahar_gone() -> bool:
+        hooks = [
+            read(rapi, "admissionregistration.k8s.io/v1", kind, "lahar-webhook")
+            for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+        ]
+        return read(rapi, "v1", "Namespace", NS) is None and hooks == [None, None]
+
+    wait_until(lahar_gone, timeout=120, what="Lahar removed", interval=0.5)
+    kept = {
+        c["metadata"]["name"]
+        for c in list_objects(rapi, "apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    }
+    assert chart_crds <= kept
+    assert read(rapi, "batch.volcano.sh/v1alpha1", "Job", "helm", workspace) is not None
 
 
 def _applied(api: k8s.ApiClient, body: dict[str, Any]) -> bool:
