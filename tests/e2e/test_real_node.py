@@ -289,6 +289,7 @@ def test_the_readme_says_what_this_test_runs() -> None:
     assert f"{README_CRDS}\n{README_APPLY}\n" in readme
     assert README_ROLLOUT in readme
     assert all(f"`{line}" in readme for line in README_REMOVE_WORK)
+    assert f"{HELM_NAMESPACE}\n{HELM_INSTALL}\n{README_ROLLOUT}\n" in readme
 
 
 def test_every_deployment_rolls_out_in_real_pods_standbys_ready(
