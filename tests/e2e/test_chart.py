@@ -240,6 +240,7 @@ PROMETHEUS_PEER = {
     "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
 }
 TOLERATION = {"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}
+LOG_FLAGS = ["--log-format=json", "--log-level=debug"]
 NODE_AFFINITY = {
     "requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [
@@ -611,6 +612,36 @@ EFFECTS = [
         ),
         {"serviceMonitor": {"enabled": True}},
     ),
+    Effect(
+        "logs",
+        {"logs": {"format": "json", "level": "debug"}},
+        COMPONENTS,
+        (
+            (
+                CONTROLLER,
+                container("controller", "args"),
+                ["controller", "--leader-elect", *LOG_FLAGS],
+            ),
+            (WEBHOOK, container("webhook", "args"), ["webhook", *LOG_FLAGS]),
+            (SCHEDULER, container("extender", "args", -2), LOG_FLAGS[0]),
+            (SCHEDULER, container("extender", "args", -1), LOG_FLAGS[1]),
+        ),
+    ),
+    Effect(
+        "logs, standalone extender",
+        {"logs": {"format": "json"}},
+        frozenset({CONTROLLER, WEBHOOK, EXTENDER}),
+        (
+            (EXTENDER, container("extender", "args", -1), "--log-format=json"),
+            (
+                EXTENDER,
+                pod("initContainers", {"name": "issue-certs"}, "args"),
+                ["--log-format=json", "certs", "issue", "--out", "/run/lahar/tls"],
+            ),
+            (EXTENDER, container("renew-certs", "args", 0), "--log-format=json"),
+        ),
+        SERVICE,
+    ),
 ]
 
 
@@ -730,6 +761,8 @@ BAD = [  # values -> what the refusal names
         "at '/scheduler/kubeScheduler/featureGates/GenericWorkload'",
     ),
     ({"serviceMonitor": {"interval": "often"}}, "at '/serviceMonitor/interval'"),
+    ({"logs": {"format": "xml"}}, "at '/logs/format'"),
+    ({"logs": {"level": "trace"}}, "at '/logs/level'"),
     ({"imagePullSecrets": ["registry"]}, "at '/imagePullSecrets/0'"),
     ({"besideVolcano": True, "schedulerNames": ["volcano"]}, "schedulerNames: besideVolcano"),
     ({"policy": {"lahar": "- a list"}}, "policy.lahar: not a YAML mapping"),

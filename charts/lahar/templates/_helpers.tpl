@@ -188,3 +188,17 @@ and its Lease in the release's namespace. */}}
 {{- end -}}
 {{- toYaml (list $peer) -}}
 {{- end }}
+
+{{/* The log flags every Lahar container takes, as a JSON list: none for the defaults (text,
+info), so that the default render is manifests/' own. */}}
+{{- define "lahar.logFlags" -}}
+{{- $logs := .Values.logs | default dict -}}
+{{- $flags := list -}}
+{{- if and $logs.format (ne $logs.format "text") -}}
+{{- $flags = append $flags (printf "--log-format=%s" $logs.format) -}}
+{{- end -}}
+{{- if and $logs.level (ne $logs.level "info") -}}
+{{- $flags = append $flags (printf "--log-level=%s" $logs.level) -}}
+{{- end -}}
+{{- toJson $flags -}}
+{{- end }}
