@@ -14,6 +14,15 @@ native PodGroups of Kubernetes 1.37, Cluster Autoscaler's ProvisioningRequests) 
 (or 403: the role does not grant it) when first listed counts as listed and empty, and is looked
 for again every `ABSENT_RECHECK` seconds; once listed, it is dropped only when the 404s last that
 long.
+
+An object the informer cannot read is skipped, the others applied, with one line naming it by its
+Kind (`Pod default/w-0`, from a list as from a watch) and the field. Its level says whose fault it
+is. A built-in kind's object (a Pod, Node or PriorityClass: `Kind.built_in`) was validated by
+kube-apiserver against the kind's whole schema, so Lahar's model refusing it is a bug in Lahar,
+and a costly one (a pod left out is capacity counted free; a DELETED event skipped leaves a pod
+that is gone in the cache): an ERROR. A CRD's object (a Volcano PodGroup, Queue or HyperNode) was
+checked only against the CRD's schema, which lets through what Lahar's model refuses: its author's
+mistake, a WARNING.
 """
 
 from __future__ import annotations
@@ -92,6 +101,20 @@ class Kind(Generic[S, M]):
     # Served only by some clusters (a CRD not installed, a beta API not enabled): while the API
     # server answers 404, the kind counts as listed and empty, and is looked for again.
     optional: bool = False
+    # The Kind of its objects (`Pod`), which log lines name them by: a list's items do not say it
+    # (the API server leaves `kind` out of them). "": the object's own `kind`, else `name`.
+    object_kind: str = ""
+
+    @property
+    def built_in(self) -> bool:
+        """Whether kube-apiserver serves the kind itself, not a CRD: the core API (`/api/v1`), or a
+        group Kubernetes keeps for its own APIs (`apps`, `scheduling.k8s.io`: no dot, or ending in
+        `.k8s.io`; `.x-k8s.io` is the SIG projects' CRDs'). Lahar watches no CRD in such a group."""
+        root, _, rest = self.path.strip("/").partition("/")
+        if root == "api":
+            return True
+        group = rest.partition("/")[0]
+        return "." not in group or (group.endswith(".k8s.io") and not group.endswith(".x-k8s.io"))
 
 
 NODES = Kind(
@@ -101,6 +124,7 @@ NODES = Kind(
     ClusterState.replace_nodes,
     ClusterState.upsert_node,
     lambda state, node: state.delete_node(node.metadata.name),
+    object_kind="Node",
 )
 PODS = Kind(
     "pods",
@@ -109,6 +133,7 @@ PODS = Kind(
     ClusterState.replace_pods,
     ClusterState.upsert_pod,
     lambda state, pod: state.delete_pod(pod.metadata.uid),
+    object_kind="Pod",
 )
 PRIORITY_CLASSES = Kind(
     "priorityclasses",
@@ -117,6 +142,7 @@ PRIORITY_CLASSES = Kind(
     ClusterState.replace_priority_classes,
     ClusterState.upsert_priority_class,
     lambda state, pc: state.delete_priority_class(pc.metadata.name),
+    object_kind="PriorityClass",
 )
 POD_GROUPS = Kind(
     "podgroups",
@@ -125,6 +151,7 @@ POD_GROUPS = Kind(
     ClusterState.replace_pod_groups,
     ClusterState.upsert_pod_group,
     lambda state, group: state.delete_pod_group(group.key),
+    object_kind="PodGroup",
 )
 QUEUES = Kind(
     "queues",
@@ -133,6 +160,7 @@ QUEUES = Kind(
     ClusterState.replace_queues,
     ClusterState.upsert_queue,
     lambda state, queue: state.delete_queue(queue.metadata.name),
+    object_kind="Queue",
 )
 
 HYPER_NODES = Kind(
@@ -143,6 +171,7 @@ HYPER_NODES = Kind(
     ClusterState.upsert_hyper_node,
     lambda state, hyper_node: state.delete_hyper_node(hyper_node.name),
     optional=True,  # (a cluster without Volcano's topology CRD has no network topology)
+    object_kind="HyperNode",
 )
 
 
@@ -175,6 +204,7 @@ COSCHEDULING_GROUPS: Kind[ClusterState, CoschedulingPodGroup] = Kind(
     _upsert_group,
     _delete_group,
     optional=True,
+    object_kind="PodGroup",
 )
 NATIVE_GROUPS: Kind[ClusterState, NativePodGroup] = Kind(
     "podgroups.scheduling.k8s.io",
@@ -184,6 +214,7 @@ NATIVE_GROUPS: Kind[ClusterState, NativePodGroup] = Kind(
     _upsert_group,
     _delete_group,
     optional=True,
+    object_kind="PodGroup",
 )
 PROVISIONING_REQUESTS = Kind(
     f"{PROVISIONING_RESOURCE}.{PROVISIONING_GROUP}",
@@ -194,6 +225,7 @@ PROVISIONING_REQUESTS = Kind(
     lambda state, request: state.delete_provisioning_request(request.key),
     selector="=".join(MANAGED_BY),  # (only the ones Lahar made)
     optional=True,  # (Cluster Autoscaler's CRD: only clusters that run it serve the kind)
+    object_kind="ProvisioningRequest",
 )
 KINDS: tuple[Kind[ClusterState, Any], ...] = (
     NODES,
@@ -207,6 +239,12 @@ KINDS: tuple[Kind[ClusterState, Any], ...] = (
     PROVISIONING_REQUESTS,
 )
 ABSENT_RECHECK = 60.0  # seconds between looks for an optional kind the API server does not serve
+# What becomes of an object Lahar cannot read, by the event that carried it (a list's: ADDED).
+SKIPPED = {
+    "ADDED": "it is left out of the cache",
+    "MODIFIED": "the cache keeps its previous version",
+    "DELETED": "the cache keeps it, though it is gone",
+}
 
 
 class Informer(Generic[S, M]):
@@ -366,14 +404,8 @@ class Informer(Generic[S, M]):
                 try:
                     event = self._events.model_validate_json(line)
                 except ValidationError as error:
-                    name, subject = self._unreadable(_object_of(line))
-                    log.warning(
-                        "watch of %s: skipping %s, which Lahar cannot read: %s",
-                        self.kind.name,
-                        name,
-                        error,
-                        extra=subject,
-                    )
+                    happened, item = _event_of(line)
+                    self._skip("watch", item, error, SKIPPED.get(happened, "the event is skipped"))
                     continue
                 self.version = event.object.metadata.resource_version or self.version
                 if event.type in ("ADDED", "MODIFIED"):
@@ -405,27 +437,49 @@ class Informer(Generic[S, M]):
             try:
                 yield self.kind.model.model_validate(item)
             except ValidationError as error:
-                name, subject = self._unreadable(item)
-                log.warning(
-                    "skipping %s %s, which Lahar cannot read: %s",
-                    self.kind.name,
-                    name,
-                    error,
-                    extra=subject,
-                )
+                self._skip("list", item, error, SKIPPED["ADDED"])
+
+    def _skip(self, where: str, item: object, error: ValidationError, outcome: str) -> None:
+        """Log the object `item` (plain JSON) that Lahar's model refuses with `error`, skipped by
+        the `where` (`list`, `watch`) of this kind with `outcome` (see the module's docstring for
+        the level)."""
+        named, subject = self._unreadable(item)
+        if self.kind.built_in:
+            log.error(
+                "%s of %s: Lahar's model refuses %s, which the API server accepted (a bug in "
+                "Lahar); %s: %s",
+                where,
+                self.kind.name,
+                named,
+                outcome,
+                error,
+                extra=subject,
+            )
+        else:
+            log.warning(
+                "%s of %s: skipping %s, which Lahar cannot read (its author's mistake: the "
+                "CRD's schema let it through); %s: %s",
+                where,
+                self.kind.name,
+                named,
+                outcome,
+                error,
+                extra=subject,
+            )
 
     def _unreadable(self, item: object) -> tuple[str, Extra]:
-        """An object that does not parse, as a log line names it: its `namespace/name` (`?`
-        when even that cannot be read) and its `extra`. Such an object is its author's mistake
-        (a field of a type the CRD's schema lets through): a WARNING, it is left out."""
-        metadata = item.get("metadata") if isinstance(item, dict) else None
-        fields = metadata if isinstance(metadata, dict) else {}
-        name, namespace = fields.get("name"), fields.get("namespace")
+        """An object that does not parse, as a log line names it: its Kind and `namespace/name`
+        (`Pod default/w-0`; only the Kind when even the name cannot be read), and its `extra`."""
+        fields = item if isinstance(item, dict) else {}
+        own = fields.get("kind")
+        kind = self.kind.object_kind or (own if isinstance(own, str) and own else self.kind.name)
+        metadata = fields.get("metadata")
+        meta = metadata if isinstance(metadata, dict) else {}
+        name, namespace = meta.get("name"), meta.get("namespace")
         if not isinstance(name, str) or not name:
-            return "?", {}
+            return f"a {kind} whose name cannot be read", about(kind, "")
         key = f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name
-        kind = item.get("kind") if isinstance(item, dict) else None
-        return key, about(kind if isinstance(kind, str) and kind else self.kind.name, key)
+        return f"{kind} {key}", about(kind, key)
 
     def _post(self, apply: Callable[[S, Any], None], value: Any) -> None:
         try:
@@ -480,10 +534,13 @@ class Informers(Generic[S]):
             informer.stop()
 
 
-def _object_of(line: bytes) -> object:
-    """The object of a watch event as plain JSON (None when the line is not JSON)."""
+def _event_of(line: bytes) -> tuple[str, object]:
+    """The type and the object of a watch event as plain JSON ("" and None when not there)."""
     try:
         event = json.loads(line)
     except ValueError:
-        return None
-    return event.get("object") if isinstance(event, dict) else None
+        return "", None
+    if not isinstance(event, dict):
+        return "", None
+    kind = event.get("type")
+    return kind if isinstance(kind, str) else "", event.get("object")

@@ -69,6 +69,7 @@ PODS: Kind[JobStore, JobPod] = Kind(
     JobStore.upsert_pod,
     JobStore.delete_pod,
     selector=JOB_POD_SELECTOR,
+    object_kind="Pod",
 )
 GROUPS: Kind[JobStore, OwnedGroup] = Kind(
     "podgroups",

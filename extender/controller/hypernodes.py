@@ -111,6 +111,7 @@ def node_kind(tiers: Sequence[LabelTier]) -> Kind[NodeLabels, Node]:
         NodeLabels.upsert,
         NodeLabels.delete,
         selector=tiers[0].label,
+        object_kind="Node",
     )
 
 

@@ -4,13 +4,16 @@
   in local time, with a traceback under the line that has one. `demo.logs` reads this format.
 - `json`: one JSON object a line, for a log pipeline: `time` (RFC 3339, UTC, milliseconds),
   `level`, `logger`, `message` (formatted), the object the line is about as the call's `extra`
-  gives it (`api.log_fields`: `kind`, `namespace`, `name`, `gang`, `queue`), and `exception` (the
-  formatted traceback) when there is one. A traceback stays inside its line (JSON escapes its line
+  gives it (`api.log_fields`: `kind`, `namespace`, `name`, `gang`, `queue`), `exception` (the
+  formatted traceback) when there is one, and `stack` (the call stack) when the logging call asked
+  for it (`stack_info=True`). A traceback or a stack stays inside its line (JSON escapes its line
   breaks), so one record is always one line.
 
 Levels are `debug`, `info` (the default), `warning` and `error`. ERROR means Lahar itself is wrong
-(a bug, a broken invariant): a caller's mistake (a malformed request, an object Lahar cannot read)
-or the API server failing for a while is a WARNING naming what was wrong, without a traceback.
+(a bug, a broken invariant, a built-in object the API server accepted that Lahar's model refuses):
+a caller's mistake (a malformed request, a CRD's object its schema let through that Lahar cannot
+read) or the API server failing for a while is a WARNING naming what was wrong, without a
+traceback.
 Built on the standard library's `logging` only: the formatter is a `logging.Formatter`.
 """
 

@@ -171,7 +171,16 @@ def _other_groups(kind: GroupKind) -> Kind[WebhookStore, AnnotatedGroupRef]:
         store.delete_key(key(group))
 
     path = f"/apis/{kind.api_version}/podgroups"
-    return Kind(kind.value, path, AnnotatedGroupRef, replace, upsert, delete, optional=True)
+    return Kind(
+        kind.value,
+        path,
+        AnnotatedGroupRef,
+        replace,
+        upsert,
+        delete,
+        optional=True,
+        object_kind="PodGroup",
+    )
 
 
 QUEUES: Kind[WebhookStore, Queue] = Kind(

@@ -122,6 +122,22 @@ def test_a_traceback_stays_in_its_line_as_the_exception_field() -> None:
     assert second["level"] == "WARNING" and "exception" not in second
 
 
+def test_a_stack_asked_for_stays_in_its_line_as_the_stack_field() -> None:
+    logger = logging.getLogger("extender.test")
+    stream = io.StringIO()
+    out = handler("json", stream)
+    logger.addHandler(out)
+    try:
+        logger.warning("watch of %s: slow", "pods", stack_info=True)
+    finally:
+        logger.removeHandler(out)
+    [line] = stream.getvalue().splitlines()
+    parsed = json.loads(line)
+    assert parsed["message"] == "watch of pods: slow" and "exception" not in parsed
+    assert parsed["stack"].startswith("Stack (most recent call last):")
+    assert "test_a_stack_asked_for_stays_in_its_line_as_the_stack_field" in parsed["stack"]
+
+
 @pytest.mark.parametrize(
     "message",
     [
