@@ -154,7 +154,8 @@ class Gangs:
     def unasked(self) -> dict[str, float]:
         """The gangs the last walk lined up that were neither refused nor admitted: the
         scheduler has not asked about them yet (or, held by Lahar's gate, no walk reached them).
-        Since when each was first seen (the clock's time)."""
+        Since when each was first seen (the clock's time). As of the last walk, as `refused` is:
+        a gang deleted since is still here until the next one."""
         contending, admitted = self._contending, self._reservations.keys()
         return {
             key: since

@@ -85,6 +85,7 @@ from extender.server.keys import (
 )
 from extender.server.metrics import (
     ExtenderMetrics,
+    GangHistory,
     QueueFigures,
     QueueGauges,
     gang_waits,
@@ -220,21 +221,21 @@ def _watchdog(
 
 def _gang_rules(app: web.Application, gangs: Gangs, binder: Binder) -> None:
     """The bind barrier, and the gang rules' metrics."""
-    metrics, groups = app[METRICS], app[STATE].pod_groups
+    metrics, state = app[METRICS], app[STATE]
     observer = BarrierObserver(
         waited=metrics.barrier_wait.observe,
         timed_out=lambda key: metrics.barrier_timeouts.inc(),
         waited_on=lambda key: metrics.barrier_retries.inc(),
         partial=lambda key: metrics.partial_gangs.inc(),
-        stood=lambda key: metrics.stood(groups.get(key)),
+        stood=lambda key: metrics.stood(view_gang(state, key)),
     )
     app[BARRIER] = barrier = Barrier(app[STATE], gangs, binder, observer)
     metrics.members_held.set_function(barrier.holding)
-    gangs.on_admitted.append(lambda key: metrics.admitted(groups.get(key)))
+    gangs.on_admitted.append(lambda key: metrics.admitted(view_gang(state, key)))
     gangs.on_rejected.append(lambda key, why: metrics.gang_rejections.labels(why.cause).inc())
     metrics.pending_gangs.set_function(lambda: len(gangs.refused()))
     metrics.pods_in_flight.set_function(gangs.in_flight)
-    figures = QueueGauges(lambda: _queue_figures(app[STATE], gangs, metrics.clock()))
+    figures = QueueGauges(lambda: _queue_figures(state, gangs, metrics.clock(), metrics.history))
     metrics.registry.register(figures)
 
 
@@ -279,8 +280,7 @@ def _writers(app: web.Application, api: k8s.ApiClient, writes: AsyncApi, gangs: 
         app[PREEMPTOR] = preemptor = Preemptor(
             app[STATE], gangs, preemption, api_evictor(api), writer.announce, ready=app[SERVING]
         )
-        victims = metrics.preemption_victims
-        preemptor.on_evicted = lambda reason, pods: victims.labels(reason).inc(pods)
+        metrics.count_victims(preemptor)
         app.cleanup_ctx.append(_background(preemptor))
 
 
@@ -298,7 +298,9 @@ def _reloading(tls: ServerTls) -> Lifecycle:
     return guarded(loop, "TLS reload")
 
 
-def _queue_figures(state: ClusterState, gangs: Gangs, now: float) -> QueueFigures:
+def _queue_figures(
+    state: ClusterState, gangs: Gangs, now: float, history: GangHistory
+) -> QueueFigures:
     """The queues' figures, and the gangs that wait (`now`: the wall clock)."""
     views = gangs.queues(state)
     total = state.capacity()
@@ -312,7 +314,7 @@ def _queue_figures(state: ClusterState, gangs: Gangs, now: float) -> QueueFigure
             # (the podgroup label: its name, kind-qualified for Coscheduling's and native ones)
             namespace, _, name = key.partition("/")
             shares[(namespace, name, gang.queue)] = dominant_share(gang.allocated, total)
-    return QueueFigures(views, waiting, shares, gang_waits(state, gangs, now))
+    return QueueFigures(views, waiting, shares, gang_waits(state, gangs, now, history))
 
 
 def _served(app: web.Application, kind: str) -> bool:

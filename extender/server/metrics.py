@@ -5,8 +5,8 @@ no more than a counter's increment or a histogram's observation for any of it.
 
 - `lahar_extender_requests_total{verb,result}`: calls per verb; result is ok, bad_request, error,
   forbidden or unavailable.
-- `lahar_extender_request_duration_seconds{verb}`: latency histogram per verb, from request read to
-  reply written.
+- `lahar_extender_request_duration_seconds{verb}`: latency histogram per verb, for every result,
+  from the handler's start to its reply built (`server.routes`).
 - `lahar_binds_total{result}`: bindings created or refused.
 - `lahar_cache_objects{kind}`: objects in the cache (nodes, pods, assumed_pods, priority_classes),
   read from the state at scrape time.
@@ -14,10 +14,9 @@ no more than a counter's increment or a histogram's observation for any of it.
 - Gangs: `lahar_gangs_admitted_total`, `lahar_gang_rejections_total{cause}` (one per new verdict
   on a waiting gang: rejected anew, or for a new cause; not one per member asked),
   `lahar_gang_time_to_admission_seconds{queue}` and `lahar_gang_time_to_bound_seconds{queue}`
-  (histograms from the PodGroup's creationTimestamp, on the wall clock, to its admission and to
-  the moment its minMember-th member is bound: observed once per admission, where admission and
-  binding happen, so a gang admitted again after losing its reservation observes again, from its
-  creation), `lahar_gangs_waiting{queue,cause}` and `lahar_gangs_waiting_oldest_seconds` (the
+  (histograms from the PodGroup's creationTimestamp, on the wall clock, to its first admission
+  and to the first moment its minMember-th member is bound, observed where admission and binding
+  happen), `lahar_gangs_waiting{queue,cause}` and `lahar_gangs_waiting_oldest_seconds` (the
   waiting gangs by the cause of their latest rejection, `NotAskedYet` for those the fair order
   holds a turn for that were never judged; read at scrape time, `gang_waits`),
   `lahar_gang_barrier_wait_seconds` (histogram per held member),
@@ -43,12 +42,32 @@ no more than a counter's increment or a histogram's observation for any of it.
   with members running or waiting holds of any resource; `podgroup` is the name, kind-qualified
   for the other kinds: `podgroups.scheduling.x-k8s.io/NAME`);
   `lahar_pod_preemption_victims_total{reason}` (pods evicted for its preemptions, `preempt`: a
-  victim of the preemptor's own queue, and reclaims, `reclaim`: of another queue).
+  victim of the preemptor's own queue, and reclaims, `reclaim`: of another queue; each pod once,
+  `server.preemptor`).
 - `lahar_leader{component="extender",lease}`: 1 on the replica that leads (its scheduler holds the
   Lease it follows, or it holds its own), 0 on a standby (the shell's gauge,
   `shell.leader_gauge`; the app gives it its series).
 - `lahar_leader_evictions_total`: leading pods this standby evicted because their extender had
   not been ready for `--take-over-after` seconds (`server.watchdog`).
+
+How long a gang waits is a new Job's question (how long until it starts), so the two histograms
+observe a PodGroup once: its first admission and its first stand, each from its creation. A gang
+that waits again (a member evicted, its node lost, its Job restarted; an admission released by the
+barrier's timeout) observes nothing more: from its creation that wait would read as the Job's whole
+age, and its own start is not always known (a gang admitted at the first call about its
+replacement pod was never seen waiting). A label telling first waits from later ones would split
+every series, and the plain `sum by (le)` queries would mix the two. A wait again shows while it
+lasts, in `lahar_gangs_waiting_oldest_seconds`: a gang that stood before is dated from when the
+ledger saw this wait begin (its refusal's `since`, or when first seen pending), one that never
+stood from its PodGroup's creation, however often it was admitted and released (so a gang that
+backs off again and again still ages).
+
+Which gangs were admitted and which stood is `GangHistory`'s: a bounded LRU by PodGroup UID, and
+what it forgot, or a restart emptied, is read from the cluster: a gang with a member bound or
+finished has stood before. So across a restart a gang that ran before and waits again is still
+dated from this wait (from when this process first saw it, not before), and its next admission
+and stand observe nothing; only a gang none of whose pods are left bound or finished (a Job
+restarted whole) reads as new: its wait from its creation, its admission and stand observed again.
 """
 
 from __future__ import annotations
@@ -58,18 +77,22 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from cachetools import LRUCache
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from extender.api.provisioning import ACCEPTED, ENDED, PROVISIONED
 from extender.api.resources import CPU, MEMORY, Resources
-from extender.api.scheduling import DEFAULT_QUEUE, PodGroup
+from extender.api.scheduling import PodGroup
 from extender.api.times import parse_time
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
+from extender.gangs.members import GangView, view_gang
 from extender.gangs.queues import QueueView
+from extender.gangs.refusals import Cause
 from extender.gangs.scale_up import ScaleUps
+from extender.server.preemptor import Preemptor
 from extender.shell import leader_gauge
 
 # Filter and prioritize sit on the scheduler's serial path: resolve well below a millisecond.
@@ -82,6 +105,9 @@ WAIT_BUCKETS = (*_SECONDS, *(60 * m for m in _MINUTES), *(3600 * h for h in _HOU
 NOT_ASKED_YET = "NotAskedYet"
 # The states of a ProvisioningRequest, as its conditions give them (`ProvisioningRequest.phase`).
 REQUEST_STATES = ("Pending", ACCEPTED, PROVISIONED, *ENDED)
+# PodGroups `GangHistory` remembers, the most recently admitted or standing (an entry is a UID
+# and a word, some hundred bytes: a few MB in all); one it forgot is judged by its pods.
+HISTORY_SIZE = 16384
 
 
 class _Gauges(Collector):
@@ -115,6 +141,52 @@ def since_made(group: PodGroup, now: float) -> float | None:
     return None if made is None else max(now - made, 0.0)
 
 
+class GangHistory:
+    """Which gangs this extender saw admitted, and which stood, by PodGroup UID (its key when it
+    has none): their first admission and first stand are timed, and a gang that stood before is
+    dated, while it waits again, from when that wait began. A bounded LRU (`HISTORY_SIZE`);
+    what it does not know is read from the gang's pods: a member bound or finished means it
+    stood before (members bind only once their gang stands)."""
+
+    _ADMITTED, _STOOD = "admitted", "stood"
+
+    def __init__(self, size: int = HISTORY_SIZE) -> None:
+        self._seen: LRUCache[str, str] = LRUCache(maxsize=size)
+
+    def first_admission(self, gang: GangView) -> bool:
+        """The gang was admitted: whether for the first time (neither admitted nor stood
+        before, as remembered or as its pods show); remembered."""
+        name = _identity(gang)
+        if name in self._seen:
+            self._seen[name] = self._seen[name]  # (used: kept longer)
+            return False
+        self._seen[name] = self._STOOD if _ran(gang) else self._ADMITTED
+        return self._seen[name] == self._ADMITTED
+
+    def first_stand(self, gang: GangView) -> bool:
+        """The gang's minMember-th member was bound: whether it stands for the first time after
+        a first admission this extender saw (not after a restart in between); remembered."""
+        name = _identity(gang)
+        first = self._seen.get(name) == self._ADMITTED
+        self._seen[name] = self._STOOD
+        return first
+
+    def stood_before(self, gang: GangView) -> bool:
+        """Whether the gang stood before, as remembered or as its pods show."""
+        return self._seen.get(_identity(gang)) == self._STOOD or _ran(gang)
+
+
+def _identity(gang: GangView) -> str:
+    uid = gang.group.metadata.uid if gang.group is not None else ""
+    return uid or gang.key
+
+
+def _ran(gang: GangView) -> bool:
+    """Whether a member of the gang is bound to a node or finished (not merely assumed at the
+    bind barrier)."""
+    return bool(gang.succeeded or gang.failed or any(pod.spec.node_name for pod in gang.placed))
+
+
 @dataclass(frozen=True)
 class Wait:
     """A gang waiting for admission: its queue, the cause of its latest rejection, and how long
@@ -125,25 +197,34 @@ class Wait:
     seconds: float
 
 
-def gang_waits(state: ClusterState, gangs: Gangs, now: float) -> list[Wait]:
-    """Every gang waiting for admission: those refused (by the cause of their latest rejection)
-    and those the fair order holds a turn for that were never judged (`NOT_ASKED_YET`). Each has
-    waited since its PodGroup was made (`now`: the wall clock), or, with no PodGroup (or one with
-    no creationTimestamp), since Lahar first saw it wait."""
+def gang_waits(state: ClusterState, gangs: Gangs, now: float, history: GangHistory) -> list[Wait]:
+    """Every gang waiting for admission, once each: those refused (by the cause of their latest
+    rejection) and those the fair order holds a turn for that were never judged
+    (`NOT_ASKED_YET`), in its queue. The ledger's lists are as of its last walk: a gang with
+    nothing pending any more, or whose PodGroup was deleted (it waits for none unless it never
+    had one: `NoPodGroup`), is left out before the next walk drops it.
+
+    A gang that stood before (`history`) has waited since the ledger saw this wait begin (its
+    clock's time, read back against `now`, the wall clock); any other since its PodGroup was made,
+    or since the ledger first saw it wait when that is longer (its pods came first) or the
+    PodGroup says nothing."""
     ticks = gangs.clock()
-    found: list[tuple[str, float, str]] = []
+    found: dict[str, tuple[float, str]] = {}
     for key in gangs.refused():
         refusal = gangs.refusal(key)
         if refusal is not None:
-            found.append((key, refusal.since, str(refusal.rejection.cause)))
-    found += [(key, since, NOT_ASKED_YET) for key, since in gangs.unasked().items()]
+            found[key] = (refusal.since, str(refusal.rejection.cause))
+    for key, since in gangs.unasked().items():
+        found.setdefault(key, (since, NOT_ASKED_YET))
     waits = []
-    for key, since, cause in found:
-        group = state.pod_groups.get(key)
-        seconds = since_made(group, now) if group is not None else None
-        if seconds is None:
-            seconds = max(ticks - since, 0.0)
-        waits.append(Wait(group.queue if group is not None else DEFAULT_QUEUE, cause, seconds))
+    for key, (since, cause) in found.items():
+        gang = view_gang(state, key)
+        if not gang.pending or (gang.group is None and cause != Cause.NO_POD_GROUP):
+            continue
+        seconds = max(ticks - since, 0.0)  # this wait, as the ledger saw it
+        if gang.group is not None and not history.stood_before(gang):
+            seconds = max(seconds, since_made(gang.group, now) or 0.0)
+        waits.append(Wait(gang.queue, cause, seconds))
     return waits
 
 
@@ -234,8 +315,8 @@ def _waiting(waits: Iterable[Wait]) -> list[Metric]:
     )
     longest = GaugeMetricFamily(
         "lahar_gangs_waiting_oldest_seconds",
-        "How long the oldest gang waiting for admission, by queue and cause, has waited since "
-        "its PodGroup was made",
+        "How long the oldest gang waiting for admission, by queue and cause, has waited: since "
+        "its PodGroup was made, or, when it stood before, since this wait began",
         labels=["queue", "cause"],
     )
     for labels in sorted(counts):
@@ -277,6 +358,7 @@ class ExtenderMetrics:
     ) -> None:
         self.registry = CollectorRegistry()
         self.clock = clock  # the wall clock, which creationTimestamps are read against
+        self.history = GangHistory()
         self.requests = Counter(
             "lahar_extender_requests",
             "Extender calls by verb and result (ok, bad_request, error, forbidden, unavailable)",
@@ -306,15 +388,16 @@ class ExtenderMetrics:
         )
         self.time_to_admission = Histogram(
             "lahar_gang_time_to_admission_seconds",
-            "Time from a gang's PodGroup creation to its admission (capacity reserved), by queue",
+            "Time from a gang's PodGroup creation to its first admission (capacity reserved), by "
+            "queue",
             ["queue"],
             buckets=WAIT_BUCKETS,
             registry=self.registry,
         )
         self.time_to_bound = Histogram(
             "lahar_gang_time_to_bound_seconds",
-            "Time from a gang's PodGroup creation to the binding of its minMember-th member, by "
-            "queue",
+            "Time from a gang's PodGroup creation to the first binding of its minMember-th member, "
+            "by queue",
             ["queue"],
             buckets=WAIT_BUCKETS,
             registry=self.registry,
@@ -349,7 +432,7 @@ class ExtenderMetrics:
         self.preemption_victims = Counter(
             "lahar_pod_preemption_victims",
             "Pods evicted for Lahar's preemptions (preempt: of the preemptor's queue) and "
-            "reclaims (reclaim: of another queue)",
+            "reclaims (reclaim: of another queue), each once",
             ["reason"],
             registry=self.registry,
         )
@@ -394,17 +477,25 @@ class ExtenderMetrics:
             registry=self.registry,
         )
 
-    def admitted(self, group: PodGroup | None) -> None:
-        """A gang was admitted: counted, and the time since its PodGroup `group` was made
-        observed (nothing when the group is gone or says no creationTimestamp)."""
+    def admitted(self, gang: GangView) -> None:
+        """A gang was admitted: counted; its first admission timed from its creation."""
         self.gangs_admitted.inc()
-        self._since_made(self.time_to_admission, group)
+        if self.history.first_admission(gang):
+            self._since_made(self.time_to_admission, gang.group)
 
-    def stood(self, group: PodGroup | None) -> None:
-        """A gang's minMember-th member was bound: the time since its PodGroup was made."""
-        self._since_made(self.time_to_bound, group)
+    def stood(self, gang: GangView) -> None:
+        """A gang's minMember-th member was bound: its first stand timed from its creation."""
+        if self.history.first_stand(gang):
+            self._since_made(self.time_to_bound, gang.group)
+
+    def count_victims(self, preemptor: Preemptor) -> None:
+        """Count the victims the preemptor reports (`Preemptor.on_evicted`), by reason."""
+        victims = self.preemption_victims
+        preemptor.on_evicted = lambda reason, pods: victims.labels(reason).inc(pods)
 
     def _since_made(self, histogram: Histogram, group: PodGroup | None) -> None:
+        """Observe the time since the group was made (nothing when the group is gone or says no
+        creationTimestamp)."""
         seconds = since_made(group, self.clock()) if group is not None else None
         if group is not None and seconds is not None:
             histogram.labels(group.queue).observe(seconds)

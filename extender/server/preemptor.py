@@ -13,6 +13,10 @@ the preempt verb hands a gang over, and every `interval` seconds; at most one pr
 Victims being evicted count as capacity about to be free, so a gang is not preempted for twice.
 `on_evicted` hears how many pods went, and why: `preempt` for a victim of the preemptor's own
 queue, `reclaim` for one of another queue (as Volcano's preempt and reclaim actions divide them).
+It hears of each pod once, whether Lahar evicted it or proposed it to the scheduler, which
+deletes it: the scheduler calls the preempt verb again for each member of a gang and retries
+while the victims terminate, and each answer names them again. The victims told of are kept by
+UID in a bounded LRU (`TOLD`), far more than one preemption's victims and its repeats.
 An error in a pass is logged; the loop goes on.
 """
 
@@ -21,7 +25,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+
+from cachetools import LRUCache
 
 from extender.api.log_fields import about_gang
 from extender.cache.state import ClusterState
@@ -36,6 +42,7 @@ log = logging.getLogger(__name__)
 # namespace, name, uid, dry_run -> whether the pod was evicted (False: it was already gone)
 Evictor = Callable[[str, str, str, bool], Awaitable[bool]]
 Announce = Callable[[str, PodGroupEvent], None]  # an Event on a gang's PodGroup
+TOLD = 4096  # victims remembered as counted, by pod UID
 
 
 class Preemptor:
@@ -51,6 +58,7 @@ class Preemptor:
     ) -> None:
         self.evict, self.announce, self.ready = evict, announce, ready
         self.on_evicted: Callable[[str, int], None] = lambda reason, pods: None
+        self._told: LRUCache[str, None] = LRUCache(maxsize=TOLD)  # victims counted, by UID
         self.passes = PreemptionLoop(
             state,
             gangs,
@@ -90,18 +98,19 @@ class Preemptor:
         log.info("gang %s: %s", key, preemption.message, extra=subject)
         self.announce(key, PodGroupEvent("Normal", "Preempting", preemption.message))
         for unit in preemption.victims:
-            done = 0
+            evicted: list[str] = []
             for pod, _ in unit.pods:
                 meta = pod.metadata
                 try:
-                    done += await self.evict(meta.namespace, meta.name, meta.uid, False)
+                    if await self.evict(meta.namespace, meta.name, meta.uid, False):
+                        evicted.append(meta.uid)
                 except Exception as error:  # allowed a moment ago: stop on this gang, say so
                     log.warning(
                         "gang %s: evicting victim %s failed: %s", key, pod.key, error, extra=subject
                     )
                     break
-            self.on_evicted(_reason(preemption, unit), done)
-            self._preempted(unit, f"{done} of {len(unit.pods)} pods evicted", key)
+            self._count(_reason(preemption, unit), evicted)
+            self._preempted(unit, f"{len(evicted)} of {len(unit.pods)} pods evicted", key)
         return True
 
     def proposed(self, preemption: Preemption) -> None:
@@ -113,7 +122,15 @@ class Preemptor:
         self.announce(key, PodGroupEvent("Normal", "Preempting", message))
         for unit in preemption.victims:
             self._preempted(unit, f"{len(unit.pods)} pods preempted by the scheduler", key)
-            self.on_evicted(_reason(preemption, unit), len(unit.pods))
+            self._count(_reason(preemption, unit), (pod.metadata.uid for pod, _ in unit.pods))
+
+    def _count(self, reason: str, uids: Iterable[str]) -> None:
+        """Tell `on_evicted` of the victims not told of before."""
+        new = [uid for uid in uids if uid not in self._told]
+        for uid in new:
+            self._told[uid] = None
+        if new:
+            self.on_evicted(reason, len(new))
 
     def _preempted(self, unit: Unit, done: str, key: str) -> None:
         what = "whole" if unit.whole else "one member beyond its minMember"

@@ -2,10 +2,14 @@
 
 A body that is not valid JSON or does not match the verb's type is answered with HTTP 400 and one
 line naming the field and the reason (the scheduler logs it); a body over aiohttp's size limit
-with 413 and the limit; never a 500 with a stack trace. Each such request is the caller's mistake:
-one WARNING line says which call, from where, and what was wrong, without a traceback; a path or a
-method no verb takes is one such line too (`shell.unrouted`). Only an exception nobody expected (a
-bug in Lahar) is an ERROR, with its traceback, and a 500 saying so.
+with 413 and the limit; never a 500 with a stack trace. Each such request is one WARNING line
+saying which call, from where, and what was wrong, without a traceback, and counts as a
+`bad_request`: most often the caller's mistake (a caller that is not kube-scheduler), though a field
+kube-scheduler sends that Lahar's model refuses would be Lahar's bug, which the process cannot tell
+apart; so the alert `LaharExtenderBadRequests` fires on their rate and sends the operator to these
+lines. A path or a method no verb takes is such a line too, at most one a minute per caller and
+path (`shell.unrouted`). Only an exception nobody expected (a bug in Lahar) is an ERROR, with its
+traceback, and a 500 saying so.
 Filter and bind wait (up to `SYNC_WAIT`) until the cache holds the whole cluster; past that, the
 filter fails every node and the bind is refused, saying so, and the scheduler retries.
 """
@@ -67,7 +71,7 @@ NO_CLIENT_CERT = "a client certificate signed by the extender's client CA is req
 
 
 class BadRequest(Exception):
-    """A request the caller got wrong (a body that is not the verb's wire type, or too large):
+    """A request refused as malformed (a body that is not the verb's wire type, or too large):
     answered with `status` (400, or 413 for the size) and the reason."""
 
     def __init__(self, reason: str, status: int = 400) -> None:
@@ -116,8 +120,7 @@ def _verb(
     tls = app[TLS]
     certified_only = tls is not None and tls.requires_client
 
-    async def handler(request: web.Request) -> web.Response:
-        started = time.perf_counter()
+    async def answer(request: web.Request) -> web.Response:
         if certified_only and not client_certified(request):
             log.warning("refused a %s call from %s: no client certificate", name, request.remote)
             unauthorized.inc()
@@ -140,8 +143,14 @@ def _verb(
             )
             return web.Response(status=500, text=why)
         ok.inc()
-        latency.observe(time.perf_counter() - started)
         return web.Response(body=body, content_type=JSON)
+
+    async def handler(request: web.Request) -> web.Response:
+        started = time.perf_counter()
+        try:
+            return await answer(request)
+        finally:  # every result, and a call the scheduler gave up on: it waited that long too
+            latency.observe(time.perf_counter() - started)
 
     return handler
 
