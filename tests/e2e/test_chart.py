@@ -15,7 +15,6 @@ import difflib
 import json
 import re
 import secrets
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,7 @@ from kubernetes import client as k8s
 
 import extender
 from extender import devcluster
-from extender.devcluster import ensure_tool
-from extender.devcluster.paths import manifests_dir, repository
+from extender.devcluster.paths import manifests_dir
 from extender.framework.policy import load_policy
 from extender.framework.scheduler_config import config_problems, profile_names
 from extender.plugins import REGISTRY
@@ -41,23 +39,7 @@ from tests.e2e.test_manifests import (
     render,
     server_dry_run,
 )
-
-CHART = repository() / "charts" / "lahar"
-NAMESPACE = "lahar-system"
-Objects = list[dict[str, Any]]
-
-
-def helm(*args: str) -> subprocess.CompletedProcess[str]:
-    binary = ensure_tool("helm") / "helm"
-    return subprocess.run(
-        [str(binary), *args], capture_output=True, text=True, check=False, timeout=120
-    )
-
-
-def template(*flags: str, namespace: str = NAMESPACE) -> Objects:
-    done = helm("template", "lahar", str(CHART), "--namespace", namespace, *flags)
-    assert done.returncode == 0, done.stderr
-    return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
+from tests.helm import CHART, NAMESPACE, Objects, helm, template
 
 
 def with_values(values: dict[str, Any], folder: Path, *flags: str) -> Objects:

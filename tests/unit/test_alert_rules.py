@@ -8,19 +8,17 @@ manifests/alerts/ carry these same rules."""
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from extender.devcluster import ensure_tool
+from tests.helm import CHART, template
 from tests.metrics_reference import reference
 from tests.unit.promql import lahar_names, promtool, undocumented, unknown_labels
 
 REPO = Path(__file__).resolve().parents[2]
-CHART = REPO / "charts" / "lahar"
 RULES = CHART / "files" / "alerts" / "rules.yaml"
 RULE_TESTS = REPO / "tests" / "data" / "alerts" / "rules_test.yaml"
 RUNBOOK = REPO / "docs" / "alerts.md"
@@ -42,18 +40,6 @@ def _anchors(markdown: str) -> set[str]:
     spaces made dashes."""
     headings = re.findall(r"^#{1,6} +(.+?) *$", markdown, flags=re.MULTILINE)
     return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
-
-
-def _helm_template(*flags: str) -> list[dict[str, Any]]:
-    helm = ensure_tool("helm") / "helm"
-    done = subprocess.run(
-        [str(helm), "template", "lahar", str(CHART), "--namespace", "lahar-system", *flags],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
 
 
 def test_promtool_finds_the_rules_valid() -> None:
@@ -137,7 +123,7 @@ def test_manifests_alerts_carry_the_canonical_rules() -> None:
 def test_the_chart_renders_the_canonical_rules_when_enabled(
     flags: list[str], labels: dict[str, str] | None
 ) -> None:
-    found = [doc for doc in _helm_template(*flags) if doc["kind"] == "PrometheusRule"]
+    found = [doc for doc in template(*flags) if doc["kind"] == "PrometheusRule"]
     if labels is None:
         assert found == []
         return

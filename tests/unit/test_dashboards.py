@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,12 +16,11 @@ from typing import Any
 import pytest
 import yaml
 
-from extender.devcluster import ensure_tool
+from tests.helm import CHART, template
 from tests.metrics_reference import reference
 from tests.unit.promql import lahar_names, promtool, undocumented, unknown_labels
 
 REPO = Path(__file__).resolve().parents[2]
-CHART = REPO / "charts" / "lahar"
 DASHBOARDS = sorted((CHART / "files" / "dashboards").glob("*.json"))
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 
@@ -151,18 +149,9 @@ def test_every_metric_and_label_a_query_reads_is_in_the_metrics_reference(path: 
 
 
 def _configmaps(*flags: str) -> list[dict[str, Any]]:
-    helm = ensure_tool("helm") / "helm"
-    done = subprocess.run(
-        [str(helm), "template", "lahar", str(CHART), "--namespace", "lahar-system", *flags],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    documents = [doc for doc in yaml.safe_load_all(done.stdout) if doc]
     return [
         doc
-        for doc in documents
+        for doc in template(*flags)
         if doc["kind"] == "ConfigMap" and doc["metadata"]["name"].startswith("lahar-dashboard-")
     ]
 
