@@ -68,6 +68,7 @@ from extender.server.adapters import (
     api_scale_up,
     api_status_patch,
 )
+from extender.server.gang_waits import GangHistory, gang_waits
 from extender.server.hyper_node_writer import HyperNodeWriter
 from extender.server.keys import (
     BARRIER,
@@ -83,14 +84,7 @@ from extender.server.keys import (
     STATUS,
     TLS,
 )
-from extender.server.metrics import (
-    ExtenderMetrics,
-    GangHistory,
-    QueueFigures,
-    QueueGauges,
-    gang_waits,
-    request_states,
-)
+from extender.server.metrics import ExtenderMetrics, QueueFigures, QueueGauges, request_states
 from extender.server.preemptor import Preemptor
 from extender.server.provisioner import Provisioner
 from extender.server.queue_writer import QueueWriter

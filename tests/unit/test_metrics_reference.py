@@ -17,7 +17,8 @@ from extender.controller.store import JobStore
 from extender.controller.workqueue import WorkQueue
 from extender.gangs.members import GangView
 from extender.gangs.queues import QueueView
-from extender.server.metrics import ExtenderMetrics, QueueFigures, QueueGauges, Wait
+from extender.server.gang_waits import Wait
+from extender.server.metrics import ExtenderMetrics, QueueFigures, QueueGauges
 from extender.webhook.metrics import WebhookMetrics
 from tests.batch_builders import make_job
 from tests.builders import make_group, make_pod, make_queue

@@ -40,14 +40,13 @@ from extender.preemption.plan import Preemption
 from extender.preemption.settings import PreemptionSettings
 from extender.preemption.victims import Rules, Unit
 from extender.server.app import make_app
+from extender.server.gang_waits import GangHistory, gang_waits
 from extender.server.keys import ENGINE
 from extender.server.metrics import (
     ExtenderMetrics,
-    GangHistory,
     QueueFigures,
     QueueGauges,
     RequestStates,
-    gang_waits,
     request_states,
 )
 from extender.server.preemptor import Preemptor
