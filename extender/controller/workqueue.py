@@ -12,11 +12,8 @@
 A handler's failure is logged by what it means: an API call that failed (`KubeError`: refused,
 conflicting) or an API server out of reach is the cluster's, a WARNING line naming the object and
 the reason; any other exception is a bug in Lahar, an ERROR with its traceback. Either is retried.
-"Out of reach" is what the kubernetes client raises when no answer came (`OUT_OF_REACH`): urllib3's
-retries exhausted (`MaxRetryError`, wrapping a refused or timed-out connection), a connection that
-broke mid-answer (`ProtocolError`), a timeout (`urllib3.exceptions.TimeoutError`: a read not
-retried), or the socket's own `ConnectionError` and `TimeoutError`. Not every `OSError`: a file
-Lahar cannot open (`FileNotFoundError`, `PermissionError`) is Lahar's own fault, an ERROR.
+"Out of reach" is `kube.client.OUT_OF_REACH`: what the kubernetes client raises when no answer
+came, not every `OSError` (a file Lahar cannot open is Lahar's own fault, an ERROR).
 The keys are objects of one `kind` (`Job`, `Command`), which the log lines name.
 """
 
@@ -26,20 +23,11 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-import urllib3
-
 from extender.api.log_fields import Extra, about
 from extender.kube import KubeError
+from extender.kube.client import OUT_OF_REACH
 
 log = logging.getLogger(__name__)
-# What the kubernetes client raises when the API server gave no answer (see the docstring).
-OUT_OF_REACH: tuple[type[Exception], ...] = (
-    urllib3.exceptions.MaxRetryError,
-    urllib3.exceptions.ProtocolError,
-    urllib3.exceptions.TimeoutError,
-    ConnectionError,
-    TimeoutError,
-)
 # What a handler may meet from the cluster, not a fault of its own: said in one line, retried.
 CLUSTER_FAILURES: tuple[type[Exception], ...] = (KubeError, *OUT_OF_REACH)
 

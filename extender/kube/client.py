@@ -21,6 +21,19 @@ from kubernetes import config as k8s_config
 # What a call raises when it never got an answer from the API server (restarting, a cut
 # connection): the caller's retry, not a refusal to report.
 UNREACHABLE = (urllib3.exceptions.HTTPError, OSError)
+# The narrow form, where telling the cluster's fault from Lahar's matters (a handler's failure
+# logged as a WARNING or as an ERROR with its traceback): only what the client raises when no
+# answer came. urllib3's retries exhausted (`MaxRetryError`), a connection broken mid-answer
+# (`ProtocolError`), a read timed out (`urllib3.exceptions.TimeoutError`), and the socket's own
+# `ConnectionError` and `TimeoutError`; not every `OSError`, since a file Lahar cannot open
+# (`FileNotFoundError`, `PermissionError`) is Lahar's own fault.
+OUT_OF_REACH: tuple[type[Exception], ...] = (
+    urllib3.exceptions.MaxRetryError,
+    urllib3.exceptions.ProtocolError,
+    urllib3.exceptions.TimeoutError,
+    ConnectionError,
+    TimeoutError,
+)
 
 
 class KubeError(Exception):
