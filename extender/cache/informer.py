@@ -444,28 +444,28 @@ class Informer(Generic[S, M]):
         the `where` (`list`, `watch`) of this kind with `outcome` (see the module's docstring for
         the level)."""
         named, subject = self._unreadable(item)
-        if self.kind.built_in:
-            log.error(
-                "%s of %s: Lahar's model refuses %s, which the API server accepted (a bug in "
-                "Lahar); %s: %s",
-                where,
-                self.kind.name,
-                named,
-                outcome,
-                error,
-                extra=subject,
+        level, why = (
+            (
+                logging.ERROR,
+                "Lahar's model refuses %s, which the API server accepted (a bug in Lahar)",
             )
-        else:
-            log.warning(
-                "%s of %s: skipping %s, which Lahar cannot read (its author's mistake: the "
-                "CRD's schema let it through); %s: %s",
-                where,
-                self.kind.name,
-                named,
-                outcome,
-                error,
-                extra=subject,
+            if self.kind.built_in
+            else (
+                logging.WARNING,
+                "skipping %s, which Lahar cannot read (its author's mistake: the CRD's schema let "
+                "it through)",
             )
+        )
+        log.log(
+            level,
+            f"%s of %s: {why}; %s: %s",
+            where,
+            self.kind.name,
+            named,
+            outcome,
+            error,
+            extra=subject,
+        )
 
     def _unreadable(self, item: object) -> tuple[str, Extra]:
         """An object that does not parse, as a log line names it: its Kind and `namespace/name`
