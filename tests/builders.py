@@ -174,6 +174,14 @@ class PodBuilder:
         self._pod["spec"]["priorityClassName"] = name
         return self
 
+    def owned_by(self, api_version: str, kind: str, name: str) -> Self:
+        """A controller owns the pod (its controlling owner reference)."""
+        owner = {"apiVersion": api_version, "kind": kind, "name": name, "uid": f"uid-{name}"}
+        self._pod["metadata"].setdefault("ownerReferences", []).append(
+            {**owner, "controller": True}
+        )
+        return self
+
     def gated(self, gate: str) -> Self:
         """A scheduling gate: the scheduler leaves the pod alone until the gate is removed."""
         self._pod["spec"].setdefault("schedulingGates", []).append({"name": gate})

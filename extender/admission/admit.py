@@ -42,8 +42,8 @@ class Settings:
     """What the rules are told of the installation."""
 
     scheduler_name: str = "lahar"  # what a Job naming no scheduler gets: one of `served`
-    # The schedulers this webhook serves: their gang pods are created behind Lahar's gate, their
-    # Jobs get Volcano's defaults and rules.
+    # The schedulers this webhook serves: their gang pods (but a Volcano Job's) are created
+    # behind Lahar's gate, their Jobs get Volcano's defaults and rules.
     served: frozenset[str] = frozenset(SERVED_SCHEDULERS)
 
     def __post_init__(self) -> None:

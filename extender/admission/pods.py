@@ -1,5 +1,5 @@
 """Gang pods others create (Kubeflow's training operator, Spark, a user's own) wait behind Lahar's
-scheduling gate, as the pods of Lahar's own Jobs do.
+scheduling gate until their gang is admitted, as Volcano Jobs' pods wait to be created.
 
 A pod naming a PodGroup for one of the schedulers Lahar serves (a Volcano one through the
 annotation `scheduling.k8s.io/group-name`, a Coscheduling one through the label
@@ -7,8 +7,10 @@ annotation `scheduling.k8s.io/group-name`, a Coscheduling one through the label
 Lahar's gate (`GANG_GATE`) added: kube-scheduler leaves it alone until Lahar admits
 its gang and lifts the gate, so the gang's pods enter the scheduler's queue together however many
 other gangs wait, and a gang that cannot run yet costs the scheduler nothing. Pods already gated by
-Lahar, pods bound at creation (`nodeName`: a gate is not allowed there) and every other pod are
-left as they are. The patch appends to the pod's gates, so gates other controllers set stay.
+Lahar, pods bound at creation (`nodeName`: a gate is not allowed there), pods a Volcano Job owns
+(`of_volcano_job`: its controller creates them once their gang is admitted, the gate's work done
+with one status write) and every other pod are left as they are. The patch appends to the pod's
+gates, so gates other controllers set stay.
 
 A pod that names a group in two of those ways, or all three, is refused (`naming_problems`), with
 the same name or different ones: a pod joins one PodGroup, the one of the first field Lahar reads
@@ -24,10 +26,12 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from extender.admission.problems import Problem, shown
+from extender.api.batch import BATCH_API_VERSION
 from extender.api.group_fields import Naming, fields_of
 from extender.api.scheduling import GANG_GATE, named_groups
 
 DEFAULT_SCHEDULER = "default-scheduler"
+BATCH_GROUP = BATCH_API_VERSION.split("/")[0]
 
 
 def gate_patch(pod: Mapping[str, Any] | None, served: Collection[str]) -> list[dict[str, object]]:
@@ -36,7 +40,7 @@ def gate_patch(pod: Mapping[str, Any] | None, served: Collection[str]) -> list[d
     if not isinstance(pod, Mapping):
         return []
     spec = _mapping(pod, "spec")
-    if not _names(pod) or spec.get("nodeName"):
+    if not _names(pod) or spec.get("nodeName") or of_volcano_job(pod):
         return []
     if (spec.get("schedulerName") or DEFAULT_SCHEDULER) not in served:
         return []
@@ -46,6 +50,18 @@ def gate_patch(pod: Mapping[str, Any] | None, served: Collection[str]) -> list[d
     if any(isinstance(g, Mapping) and g.get("name") == GANG_GATE for g in gates):
         return []
     return [{"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": GANG_GATE}}]
+
+
+def of_volcano_job(pod: Mapping[str, Any]) -> bool:
+    """A Volcano Job owns the pod: its controller creates its pods once the gang is admitted
+    (the PodGroup left Pending), or behind Lahar's gate itself."""
+    owners = _mapping(pod, "metadata").get("ownerReferences")
+    return isinstance(owners, list) and any(
+        isinstance(owner, Mapping)
+        and owner.get("kind") == "Job"
+        and str(owner.get("apiVersion", "")).startswith(f"{BATCH_GROUP}/")
+        for owner in owners
+    )
 
 
 def naming_problems(pod: Mapping[str, Any] | None, served: Collection[str]) -> list[Problem]:

@@ -14,10 +14,11 @@ which carries its `group_kind`, and a gang's key names the kind unless it is Vol
 kubectl takes), so two kinds' groups of one name never meet. A group the engine cannot take as it
 is (minMember below 1) carries its `problem`, which the gang's condition says.
 
-A gang's pods are created with the scheduling gate `lahar.io/gang` (by the Job controller, and by
-the admission webhook for pods others create) and Lahar lifts it when it admits their gang, so a
-gang's members enter kube-scheduler's queue together and pods of gangs that cannot run yet cost
-the scheduler nothing. `held_by_lahar` tells such a pod.
+A gang's pods reach kube-scheduler only once Lahar admits the gang, so that its members enter the
+scheduler's queue together and pods of gangs that cannot run yet cost the scheduler nothing: a
+Volcano Job's pods are created once its PodGroup leaves Pending (`api.job_pods`); pods others
+create carry the scheduling gate `lahar.io/gang` (the admission webhook adds it), which Lahar
+lifts when it admits their gang. `held_by_lahar` tells such a pod.
 """
 
 from __future__ import annotations

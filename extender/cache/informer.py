@@ -40,6 +40,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import RESTResponse
 from pydantic import BaseModel, ValidationError
 
+from extender.api.batch import BATCH_API_VERSION, Job
 from extender.api.coscheduling import API_VERSION as COSCHEDULING_API
 from extender.api.coscheduling import CoschedulingPodGroup
 from extender.api.log_fields import Extra, about
@@ -227,6 +228,17 @@ PROVISIONING_REQUESTS = Kind(
     optional=True,  # (Cluster Autoscaler's CRD: only clusters that run it serve the kind)
     object_kind="ProvisioningRequest",
 )
+# Volcano's Jobs: the pods a Job waiting for its gang's admission will have (`cache.expected`).
+JOBS = Kind(
+    "jobs",
+    f"/apis/{BATCH_API_VERSION}/jobs",
+    Job,
+    ClusterState.replace_jobs,
+    ClusterState.upsert_job,
+    lambda state, job: state.delete_job(job.key),
+    optional=True,  # (a cluster running Coscheduling's or native gangs alone has no Job CRD)
+    object_kind="Job",
+)
 KINDS: tuple[Kind[ClusterState, Any], ...] = (
     NODES,
     PODS,
@@ -237,6 +249,7 @@ KINDS: tuple[Kind[ClusterState, Any], ...] = (
     QUEUES,
     HYPER_NODES,
     PROVISIONING_REQUESTS,
+    JOBS,
 )
 ABSENT_RECHECK = 60.0  # seconds between looks for an optional kind the API server does not serve
 # What becomes of an object Lahar cannot read, by the event that carried it (a list's: ADDED).

@@ -9,6 +9,10 @@ just bound is *assumed*: it counts on its node at once, before the watch shows t
 watch then confirms it (the count stays, never doubled); an assumption the watch never confirms
 expires after `assume_ttl` seconds, so a binding lost in flight cannot leak capacity forever. A
 bind that returns after the watch showed its pod deleted assumes nothing: the pod stays gone.
+
+A gang's pods (`gang_pods`) include those its Volcano Job will have once Lahar admits it
+(`cache.expected`), which the Job's controller has not created yet. A pod kube-scheduler asks
+about before the watch has shown it (`learn`) is taken from the scheduler's copy.
 """
 
 from __future__ import annotations
@@ -19,11 +23,13 @@ from dataclasses import dataclass
 
 from cachetools import TTLCache
 
+from extender.api.batch import Job
 from extender.api.objects import Node, Pod, PriorityClass
 from extender.api.provisioning import ProvisioningRequest
 from extender.api.resources import EMPTY, Resources
 from extender.api.scheduling import GroupKind, PodGroup, Queue, gang_key, stray_gate
 from extender.api.topology import HyperNode
+from extender.cache.expected import ExpectedPods
 from extender.cache.snapshot import ChangeLog, NodeInfo, Snapshot
 
 
@@ -59,6 +65,8 @@ class ClusterState:
         # a node added or removed, or a node's labels (a HyperNode's labelMatch reads them).
         self.topology_version = 0
         self.members: dict[str, set[str]] = {}  # gang key -> uids of its pods
+        # The pods Jobs waiting for their gang's admission will have (`cache.expected`).
+        self.expected = ExpectedPods()
         # Gang key -> the order in which the cache first saw the gang (its PodGroup or a pod):
         # the watch delivers objects in the order they were written, so gangs created within
         # the same second (creationTimestamp's resolution) still line up first come, first served.
@@ -254,9 +262,43 @@ class ClusterState:
                 self.upsert_provisioning_request(request)
 
     def gang_pods(self, key: str) -> list[Pod]:
-        """The pods that name gang `key`, by name (finished ones included)."""
-        pods = (self.pods[uid] for uid in self.members.get(key, ()) if uid in self.pods)
+        """The pods that name gang `key`, by name (finished ones included), and the pods its
+        Job will have that are not created yet (`cache.expected`)."""
+        pods = [self.pods[uid] for uid in self.members.get(key, ()) if uid in self.pods]
+        expected = self.expected.of(key)
+        if expected:
+            names = {pod.metadata.name for pod in pods}
+            pods += [pod for name, pod in expected.items() if name not in names]
         return sorted(pods, key=lambda pod: pod.metadata.name)
+
+    # -- Jobs ----------------------------------------------------------------------------------
+
+    def upsert_job(self, job: Job) -> None:
+        self._expected_changed(self.expected.upsert(job, self._priority_of))
+
+    def delete_job(self, key: str) -> None:
+        self._expected_changed(self.expected.delete(key))
+
+    def replace_jobs(self, jobs: Iterable[Job]) -> None:
+        for key in self.expected.replace(jobs, self._priority_of):
+            self._expected_changed(key)
+
+    def _priority_of(self, name: str) -> int:
+        """The priority the API server gives a pod of PriorityClass `name` ("": none)."""
+        if name:
+            known = self.priority_classes.get(name)
+            return known.value if known is not None else 0
+        default = (c.value for c in self.priority_classes.values() if c.global_default)
+        return next(default, 0)
+
+    def _expected_changed(self, key: str | None) -> None:
+        """The pods gang `key` expects changed: a change of its members."""
+        if key is None:
+            return
+        self._touch_gang(key)
+        self.groups_version += 1
+        for callback in self.on_gang_changed:
+            callback(key)
 
     def known_pod(self, uid: str, resource_version: str) -> Pod | None:
         """The pod `uid` as the cache holds it, if at exactly `resource_version`."""
@@ -292,6 +334,15 @@ class ClusterState:
             elif current is not None and current.assumed_at is not None:
                 wanted = current  # the watch has not caught up with our binding yet
         self._place(uid, wanted)
+
+    def learn(self, pod: Pod) -> None:
+        """A pod kube-scheduler asks about before the watch has shown it (created a moment ago):
+        taken as the scheduler's copy shows it, so that its gang counts it at once and its bind
+        waits at the barrier with the others (the watch's events for it apply as usual); not a
+        pod the watch showed deleted."""
+        uid = pod.metadata.uid
+        if uid and uid not in self.pods and uid not in self._deleted:
+            self.upsert_pod(pod)
 
     def delete_pod(self, uid: str) -> None:
         self._deleted[uid] = True

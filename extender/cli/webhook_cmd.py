@@ -50,7 +50,8 @@ def register(commands: Any) -> None:
     add_scheduler_name_flags(
         parser,
         what="this webhook",
-        does="their gang pods are created behind Lahar's gate, their Jobs get Volcano's defaults "
+        does="their gang pods (but a Volcano Job's) are created behind Lahar's gate, their Jobs "
+        "get Volcano's defaults "
         "and rules, a Job naming no scheduler gets the first name; pods and Jobs of any other "
         "scheduler are admitted untouched. The pod webhook's matchConditions are kept to these "
         "names",

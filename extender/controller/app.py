@@ -95,7 +95,7 @@ class ControllerOptions:
     workers: int = 4
     lease: LeaseOptions | None = None  # None: no leader election (a single replica)
     # The schedulerNames whose Jobs are reconciled (a Job naming none counts as the first), and
-    # whose pods are created behind Lahar's gate.
+    # whose pods are created once Lahar admits their gang (`api.job_pods.waits_for_admission`).
     scheduler_names: tuple[str, ...] = SERVED_SCHEDULERS
     # The node labels whose values make HyperNodes, the nearest tier first (none: no HyperNodes).
     hypernode_tiers: tuple[LabelTier, ...] = ()

@@ -6,38 +6,27 @@ minResources, the job's networkTopology (one tier: highestTierAllowed over highe
 per task with a partition policy, a `subGroupPolicy` (the task's pods by label, split by their
 partition label `volcano.sh/partition-id` into groups of partitionSize).
 
-Pure. A pod is the task's template with the job's names, labels and annotations added (Volcano's
-keys, so tools written for Volcano find them), the job's scheduler and PriorityClass where the
-template names none, the job's volumes mounted, an owner reference to the job (garbage collection
-removes the pods with it) and then each plugin's changes. Template fields Lahar does not know pass
-through untouched; the API server validates them. A pod for one of the schedulers Lahar serves is
-created behind Lahar's scheduling gate (`GANG_GATE`): kube-scheduler leaves it alone until Lahar
-admits its gang and lifts the gate, so the gang's pods reach the scheduler together.
+Pure. A pod is the task's template as `api.job_pods.member_pod` builds it (the job's names,
+labels and annotations, its scheduler and PriorityClass, an owner reference to the job, so garbage
+collection removes the pods with it), the job's volumes mounted and then each plugin's changes.
+Template fields Lahar does not know pass through untouched; the API server validates them. The
+pods of a job that waits for its PodGroup's admission (`api.job_pods.waits_for_admission`) are
+created only once it is admitted, ungated; a job of one of the schedulers Lahar serves whose tasks
+depend on each other has its pods created behind Lahar's scheduling gate (`GANG_GATE`), which
+Lahar lifts when it admits the gang.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from extender.api.batch import (
-    JOB_NAME_KEY,
-    JOB_NAMESPACE_KEY,
-    JOB_VERSION_KEY,
-    PARTITION_KEY,
-    QUEUE_NAME_KEY,
-    RETRY_COUNT_KEY,
-    TASK_INDEX_KEY,
-    TASK_SPEC_KEY,
-    TEMPLATE_UID_KEY,
-    Job,
-    TaskSpec,
-    pod_name,
-)
+from extender.api.batch import JOB_NAME_KEY, PARTITION_KEY, TASK_SPEC_KEY, Job, TaskSpec
+from extender.api.job_pods import member_pod
 from extender.api.objects import Pod
 from extender.api.resources import EMPTY, PODS, Resources
-from extender.api.scheduling import API_VERSION, GANG_GATE, GROUP_ANNOTATION, NetworkTopology
+from extender.api.scheduling import API_VERSION, GANG_GATE, NetworkTopology
 from extender.jobplugins import JobPlugin
 from extender.jobplugins._pods import mount
 
@@ -57,52 +46,12 @@ def build_pod(
     index: int,
     plugins: Sequence[JobPlugin],
     *,
-    gated: Collection[str] = (),
+    gated: bool = False,
 ) -> dict[str, Any]:
-    """The pod of replica `index` of `task`; behind Lahar's gate when its scheduler is one of
-    `gated`."""
-    template = copy.deepcopy(task.template)
-    meta = template.get("metadata") or {}
-    spec: dict[str, Any] = template.get("spec") or {}
-    name, namespace = job.metadata.name, job.metadata.namespace
-    labels = {
-        **(meta.get("labels") or {}),
-        JOB_NAME_KEY: name,
-        TASK_SPEC_KEY: task.name,
-        TASK_INDEX_KEY: str(index),
-        JOB_NAMESPACE_KEY: namespace,
-        QUEUE_NAME_KEY: job.spec.queue,
-    }
-    partition = task.partition_of(index)
-    if partition is not None:
-        labels[PARTITION_KEY] = str(partition)
-    annotations = {
-        **(meta.get("annotations") or {}),
-        GROUP_ANNOTATION: job.pod_group_name,
-        JOB_NAME_KEY: name,
-        TASK_SPEC_KEY: task.name,
-        TASK_INDEX_KEY: str(index),
-        QUEUE_NAME_KEY: job.spec.queue,
-        JOB_VERSION_KEY: str(job.status.version),
-        TEMPLATE_UID_KEY: f"{name}-{task.name}",
-        RETRY_COUNT_KEY: str(job.status.retry_count),
-    }
-    if job.spec.scheduler_name and not spec.get("schedulerName"):
-        spec["schedulerName"] = job.spec.scheduler_name
-    if job.spec.priority_class_name and not spec.get("priorityClassName"):
-        spec["priorityClassName"] = job.spec.priority_class_name
-    pod: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": pod_name(name, task.name, index),
-            "namespace": namespace,
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [job.owner_reference()],
-        },
-        "spec": spec,
-    }
+    """The pod of replica `index` of `task` (`api.job_pods.member_pod`), with the job's volumes
+    and each plugin's changes; behind Lahar's gate when `gated`."""
+    pod = member_pod(job, task, index)
+    spec = pod["spec"]
     for number, volume in enumerate(job.spec.volumes):
         claim = volume_claim_name(job, number)
         mount(
@@ -112,7 +61,7 @@ def build_pod(
         )
     for plugin in plugins:
         plugin.mutate_pod(pod, job, task, index)
-    if spec.get("schedulerName", DEFAULT_SCHEDULER) in gated:
+    if gated:
         gates = spec.setdefault("schedulingGates", [])
         if not any(gate.get("name") == GANG_GATE for gate in gates):
             gates.append({"name": GANG_GATE})

@@ -48,11 +48,11 @@ class Reconciler:
         self,
         api: k8s.ApiClient,
         store: JobStore,
-        gated: Collection[str] = (),
+        schedulers: Collection[str] = (),
         served: Served | None = None,
     ) -> None:
         self.store = store
-        self.writer = JobWriter(api, gated)
+        self.writer = JobWriter(api, schedulers)
         self.served = served or Served()
 
     async def __call__(self, key: str) -> float | None:
@@ -121,6 +121,7 @@ class Reconciler:
         work.plugins = make_plugins(job.spec.plugins)
         group = build_pod_group(job)
         current = self.store.group_of(job)
+        work.admitted = current is not None and current.admitted
         shown = (
             None if current is None else current.spec.model_dump(by_alias=True, exclude_none=True)
         )

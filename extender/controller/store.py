@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from extender.api.batch import JOB_NAME_KEY, Command, Job, JobMeta, JobPod
 from extender.api.model import KubeModel
-from extender.api.scheduling import PodGroupSpec
+from extender.api.scheduling import PodGroupSpec, PodGroupStatus
 from extender.controller.policies import made_for
 from extender.controller.queue_commands import QueueCommands, queue_target
 
@@ -35,6 +35,12 @@ class OwnedGroup(KubeModel):
 
     metadata: JobMeta = JobMeta()
     spec: PodGroupSpec = PodGroupSpec()
+    status: PodGroupStatus = PodGroupStatus()
+
+    @property
+    def admitted(self) -> bool:
+        """It left Pending: the scheduler admitted its gang (Volcano's Inqueue), or it runs."""
+        return self.status.phase not in ("", "Pending")
 
     @property
     def job_key(self) -> str | None:

@@ -39,6 +39,7 @@ from kubernetes import client as k8s
 
 from extender.admission.unhonoured import REASON as UNHONOURED
 from extender.api.batch import BATCH_API_VERSION, BUS_API_VERSION, Command, Job, JobStatus, Phase
+from extender.api.job_pods import scheduler_of, waits_for_admission
 from extender.api.log_fields import about_job
 from extender.controller import lifecycle
 from extender.controller.lifecycle import Plan
@@ -73,6 +74,7 @@ class Writes:
     command: Command | None = None  # performed by this reconcile: deleted once it is written
     unhonoured: list[str] = field(default_factory=list)  # fields to warn of, once per job
     namesake: bool = False  # objects of an earlier job of the same name are still around
+    admitted: bool = False  # its PodGroup has left Pending: Lahar admitted the gang
     # Filled in by the worker thread, read on the loop afterwards (even if the writes failed):
     written: str | None = None  # the resourceVersion of the last status written
     deleted: set[str] = field(default_factory=set)  # uids of the pods deleted
@@ -80,9 +82,11 @@ class Writes:
 
 
 class JobWriter:
-    def __init__(self, api: k8s.ApiClient, gated: Collection[str] = ()) -> None:
+    def __init__(self, api: k8s.ApiClient, served: Collection[str] = ()) -> None:
         self.api = api
-        self.gated = frozenset(gated)  # schedulers whose pods are created behind Lahar's gate
+        # The schedulers Lahar serves: their jobs' pods wait for their PodGroup's admission, or
+        # are created behind Lahar's gate (`api.job_pods.waits_for_admission`).
+        self.served = frozenset(served)
         # "<job key>#<job uid>/<kind>/<name>" -> digest applied, and the objects made once; read
         # on the loop and written by worker threads, hence the lock.
         self._applied: dict[str, str] = {}
@@ -281,8 +285,13 @@ class JobWriter:
 
     def _create_pods(self, job: Job, work: Writes) -> list[ApiStatusError]:
         refused: list[ApiStatusError] = []
+        waits, later = waits_for_admission(job), 0
         for task, index in work.plan.create:
-            body = build_pod(job, task, index, work.plugins, gated=self.gated)
+            served = scheduler_of(job, task) in self.served
+            if served and waits and not work.admitted:
+                later += 1  # made once Lahar admits the gang (the PodGroup leaves Pending)
+                continue
+            body = build_pod(job, task, index, work.plugins, gated=served and not waits)
             try:
                 if writes.create(self.api, body):
                     name, version = body["metadata"]["name"], job.status.version
@@ -297,6 +306,14 @@ class JobWriter:
                 if error.status not in REFUSED:
                     raise
                 refused.append(error)
+        if later:
+            log.debug(
+                "job %s: %d pods wait for PodGroup %s to be admitted",
+                job.key,
+                later,
+                job.pod_group_name,
+                extra=about_job(job.key),
+            )
         return refused
 
     def _report_refused(

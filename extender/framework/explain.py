@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from extender.api.group_fields import GroupField, pod_fields, split_key
+from extender.api.job_pods import is_expected
 from extender.api.objects import Pod
 from extender.api.quantity import format_units
 from extender.api.resources import CPU, EMPTY, PODS, Resources
@@ -102,12 +103,14 @@ def _waiting(
         lines.append(f"waiting: {turn.rejection.message}")
     elif turn is not None and turn.slots and gang.held:
         lines.append(
-            "waiting: it fits now; Lahar lifts its pods' gate when fewer than "
+            f"waiting: it fits now; Lahar {_lets_in(gang)} when fewer than "
             f"{gangs.settings.max_pods_in_flight} members of admitted gangs wait for the "
             f"scheduler ({gangs.in_flight()} now)"
         )
     elif turn is not None and turn.slots:
         lines.append("waiting: it fits now; it is admitted when the scheduler next asks about it")
+    elif gang.held and all(is_expected(pod.metadata.uid) for pod in gang.held):
+        lines.append("waiting: its Job's pods are created once the gang's turn comes")
     elif gang.held:
         lines.append("waiting: its pods wait behind Lahar's gate for the gang's turn")
     else:
@@ -348,3 +351,11 @@ def group_naming(
             f"{other.kind_name} {namespace}/{other_name}"
         )
     return lines
+
+
+def _lets_in(gang: GangView) -> str:
+    """What Lahar does when it lets the gang in: lifts its pods' gate, or (a Job's pods not
+    created yet) shows its PodGroup Inqueue so that the Job's controller creates them."""
+    if any(is_expected(pod.metadata.uid) for pod in gang.held):
+        return "shows its PodGroup Inqueue, and its Job's controller creates its pods,"
+    return "lifts its pods' gate"

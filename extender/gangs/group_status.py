@@ -5,7 +5,10 @@ whether the gang is admitted and why it waits, and the status written before (to
 `lastTransitionTime` of conditions that did not change). Phases, Volcano's five:
 
 - Pending: not admitted; nothing of it bound.
-- Inqueue: admitted (capacity reserved), or some members placed but fewer than `minMember`.
+- Inqueue: admitted (capacity reserved), or some members placed but fewer than `minMember`, or
+  shown to the scheduler so that an autoscaler sees its pods (`shown`: its queue's scale-up mode
+  is `unschedulable`; still Unschedulable). As in Volcano, a Job's pods are created once its
+  PodGroup is Inqueue.
 - Running: at least `minMember` members bound or succeeded (and each task's `minTaskMember`).
 - Completed: every member finished (a Job completed by its policy deletes the members still
   running, e.g. parameter servers once the workers succeeded). Volcano has no Failed phase: a
@@ -57,6 +60,7 @@ def group_status(
     rejection: Rejection | None,
     previous: PodGroupStatus,
     now: str,
+    shown: bool = False,
 ) -> PodGroupStatus:
     """The status the gang's PodGroup should show; `now` stamps conditions that change."""
     members = gang.placed or gang.pending or gang.succeeded or gang.failed
@@ -73,7 +77,7 @@ def group_status(
         phase = "Completed"
     elif stands:
         phase = "Running"
-    elif admitted or gang.placed:
+    elif admitted or gang.placed or shown:
         phase = "Inqueue"
     else:
         phase = "Pending"
@@ -113,7 +117,10 @@ def events(before: PodGroupStatus, after: PodGroupStatus, gang_key: str) -> list
     """The events a change of status from `before` to `after` deserves."""
     out: list[PodGroupEvent] = []
     if after.phase != before.phase:
-        if after.phase == "Inqueue" and before.phase in ("", "Pending"):
+        waits = find_condition(after, UNSCHEDULABLE)
+        if after.phase == "Inqueue" and waits is not None and waits.status == "True":
+            pass  # (shown to the scheduler for nodes, not admitted: its condition says why)
+        elif after.phase == "Inqueue" and before.phase in ("", "Pending"):
             out.append(PodGroupEvent("Normal", "Admitted", f"gang {gang_key}: capacity reserved"))
         elif after.phase == "Running":
             scheduled = find_condition(after, SCHEDULED)

@@ -13,6 +13,10 @@ barrier's timeout (then the gang backs off), or makes no progress for `reservati
 A waiting gang the order lets in but that never comes for its capacity within that time backs off
 too, so it cannot block the gangs behind it.
 
+A Volcano Job's gang is admitted before its pods exist (`cache.expected`): its slots are held for
+the pods its controller creates once the PodGroup shows the admission, and each created pod takes
+over the slot of its name (`_hand_over`).
+
 A refused gang is remembered with the order it was refused in, so the other members asked about
 while that order stands get the same answer at once. Pure: no I/O, the clock is handed in;
 callbacks tell the server whom to wake.
@@ -25,6 +29,7 @@ import time
 from collections.abc import Callable, Iterator, KeysView, Mapping
 from dataclasses import dataclass, field, replace
 
+from extender.api.job_pods import expected_name, is_expected
 from extender.api.objects import Pod
 from extender.api.resources import Resources
 from extender.api.scheduling import gang_key
@@ -105,6 +110,9 @@ class Gangs:
     on_admitted: list[Callable[[str], None]] = field(default_factory=list)
     on_released: list[Callable[[str], None]] = field(default_factory=list)
     on_rejected: list[Callable[[str, Rejection], None]] = field(default_factory=list)
+    # A gang is shown to the scheduler (its scale-up mode is `unschedulable`): its PodGroup says
+    # so, which has a waiting Job's controller create its pods (`gangs.wanting`).
+    on_shown: list[Callable[[str], None]] = field(default_factory=list)
     _queues: tuple[tuple[int, ...], dict[str, QueueView]] | None = None
     _queue_tally: QueueTally = field(default_factory=QueueTally)
     _order: Order | None = None
@@ -586,11 +594,28 @@ class Gangs:
         pending = {pod.metadata.uid for pod in gang.pending}
         gone = [uid for uid in admission.slots if uid not in pending]
         if gone:
+            gone = self._hand_over(gang, admission, gone)
+        if gone:
             self._reservations.drop(gang.key, gone)
         if gang.stands or gang.ready + len(admission.slots) < gang.min_member:
             self.release(gang.key)  # done, or lost members: plan again if it must wait
             return None
         return admission
+
+    def _hand_over(self, gang: GangView, admission: Admission, gone: list[str]) -> list[str]:
+        """The slots admitted for pods not created yet go to the pending pods created since
+        under their names (`api.job_pods`); the uids of the slots still gone."""
+        expected = {expected_name(uid): uid for uid in gone if is_expected(uid)}
+        if not expected:
+            return gone
+        moved = {
+            expected[pod.metadata.name]: pod.metadata.uid
+            for pod in gang.pending
+            if pod.metadata.name in expected and pod.metadata.uid not in admission.slots
+        }
+        if moved:
+            self._reservations.hand_over(gang.key, moved)
+        return [uid for uid in gone if uid not in moved]
 
 
 def _credit(slots: Mapping[str, Slot], uid: str) -> dict[str, Resources]:

@@ -123,6 +123,13 @@ class Reservations:
         admission.slots.update(slots)
         return anew
 
+    def hand_over(self, key: str, moved: Mapping[str, str]) -> None:
+        """Gang `key`'s slots held for members not created yet go to the pods created for them
+        (`moved`: the expected uid -> the pod's uid); what the gang holds does not change."""
+        slots = self._admissions[key].slots
+        for old, new in moved.items():
+            slots[new] = slots.pop(old)
+
     def drop(self, key: str, uids: Iterable[str]) -> None:
         """The slots of gang `key`'s members `uids` (placed, or gone) hold nothing any more."""
         admission = self._admissions[key]

@@ -57,7 +57,10 @@ def want_nodes(gangs: Gangs, state: ClusterState, nodes: Mapping[str, NodeInfo])
         wanting.append(key)
         if mode is Mode.UNSCHEDULABLE:
             shown.add(key)
-    book.shown = shown
+    newly, book.shown = shown - book.shown, shown
+    for key in sorted(newly):
+        for callback in gangs.on_shown:
+            callback(key)
     book.read = (order.number, tuple(wanting))
     return wanting
 

@@ -162,7 +162,9 @@ async def _filter(request: web.Request) -> bytes:
     waiting = await _unsynced(request.app)
     if waiting is not None:
         return refuse_all(args, candidates, waiting)
-    return filter_nodes(request.app[ENGINE], request.app[STATE], args, candidates)
+    state = request.app[STATE]
+    state.learn(args.pod)
+    return filter_nodes(request.app[ENGINE], state, args, candidates)
 
 
 async def _prioritize(request: web.Request) -> bytes:

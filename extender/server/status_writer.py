@@ -97,6 +97,7 @@ class StatusWriter(Coalesced):
         """Listen to the gang rules and the state (call on the event loop)."""
         super().attach()
         self.gangs.on_admitted.append(self.mark)
+        self.gangs.on_shown.append(self.mark)
         self.gangs.on_released.append(self.mark)
         self.gangs.on_rejected.append(lambda key, rejection: self.mark(key))
         self.state.on_gang_changed.append(self.mark)
@@ -155,6 +156,7 @@ class StatusWriter(Coalesced):
             rejection=rejection,
             previous=previous,
             now=self.now(),
+            shown=self.gangs.shown(key),
         )
         if volcano and same_status(wanted, previous):
             return

@@ -17,6 +17,10 @@ touches the annotation `lahar.io/retry` of their parked members, most deserving 
 requeues them at once; so does a gang admitted at filter time. Passes are debounced; a pod is
 touched at most once per `min_interval`, and a gate is lifted once (again if the call failed).
 
+A gang whose Job waits for its admission to create its pods (`cache.expected`) has no gate to
+lift: once it is let in, the PodGroup's status (Inqueue) tells the Job's controller to create
+them, ungated.
+
 A pass admits the gangs whose ProvisioningRequest is Provisioned, as soon as the nodes bought
 for them are there (`gangs.wanting`), before the fair order lets any held gang in (a
 gang already ungated may still take them at a filter call first). A gang that waits for nodes
@@ -42,6 +46,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterable
 
+from extender.api.job_pods import is_expected
 from extender.api.log_fields import about_gang, about_pod
 from extender.api.objects import Pod
 from extender.api.scheduling import gang_key, stray_gate
@@ -197,6 +202,23 @@ class Waker:
             shown = self.gangs.shown(key)
             going = self.gangs.admission(key) is not None or gang.stands or shown
             held = [p for p in gang.held if going and p.metadata.uid not in self._lifting]
+            expected = [p for p in held if is_expected(p.metadata.uid)]
+            if expected:  # (no pod to lift a gate from: its Job's controller creates them)
+                held = [p for p in held if not is_expected(p.metadata.uid)]
+                self._lifting.update(p.metadata.uid for p in expected)  # (said once)
+                why = (
+                    "waits for nodes, its queue's scale-up mode is unschedulable"
+                    if shown and self.gangs.admission(key) is None
+                    else "is let in"
+                )
+                log.info(
+                    "gang %s %s: its PodGroup shows Inqueue, and its Job's controller creates "
+                    "its %d pods",
+                    key,
+                    why,
+                    len(expected),
+                    extra=about_gang(key, queue=gang.queue),
+                )
             if held and shown and self.gangs.admission(key) is None:
                 log.info(
                     "gang %s waits for nodes, its queue's scale-up mode is unschedulable: lifting "

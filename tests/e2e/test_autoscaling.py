@@ -33,7 +33,7 @@ from extender.kube import condition, delete, list_objects, read, wait_until
 from extender.kube.reports import pod_group_status
 from tests.autoscaler.cluster_autoscaler import ClusterAutoscaler, binary
 from tests.autoscaler.provisioner import NodePool, Provisioner
-from tests.builders import make_queue
+from tests.builders import make_job, make_queue
 from tests.e2e.conftest import (
     TEST_KEY,
     ClusterObject,
@@ -43,6 +43,7 @@ from tests.e2e.conftest import (
     restart_lahar,
 )
 from tests.e2e.gangs import BindTimeline, bound, submit_gang, wait_bound
+from tests.e2e.jobs import submit
 
 CPU = "4"  # every member, and the test's own nodes: one member per node
 # The nodes the autoscaler adds: a member and the kube-proxy pod Cluster Autoscaler's kwok
@@ -281,3 +282,33 @@ def _no_nodes_left(api: k8s.ApiClient, namespace: str) -> Iterator[None]:
     yield
     left = list_objects(api, "v1", "Node", label_selector=f"{TEST_KEY}={namespace}")
     assert [node["metadata"]["name"] for node in left] == []
+
+
+def test_an_unschedulable_queues_job_is_shown_by_its_pod_group_and_bound_whole(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    cluster_object: ClusterObject,
+    *,
+    autoscaler: ScaleUp,
+) -> None:
+    """A Volcano Job's pods are created only once its PodGroup leaves Pending: for a gang that
+    waits for nodes in an `unschedulable` queue, Lahar writes it Inqueue (still Unschedulable,
+    saying what it lacks), so that the Job's controller creates the pods and the autoscaler sees
+    them refused."""
+    own_nodes(1, cpu=CPU)
+    queue = scaled_queue(cluster_object, namespace, "unschedulable")
+    job = make_job("seen").ns(namespace).queue(queue).task("w", 4, cpu=CPU, scheduler="lahar")
+    names = [f"seen-w-{index}" for index in range(4)]
+    with autoscaler(max_nodes=3, delay=3) as scaler, BindTimeline(api, namespace) as bindings:
+        submit(api, job.min_available(4).pinned(TEST_KEY, namespace).build())
+        wait_bound(api, namespace, names, 4, "the job's gang bound whole once all of it fits")
+        assert len(scaler.nodes) == 3
+        first_bound_after_last_node(api, namespace, scaler.nodes)
+    refused = {
+        event["involvedObject"]["name"]
+        for event in events(api, namespace, reason="FailedScheduling", kind="Pod")
+        if "gang" in event["message"]
+    }
+    assert refused, "no member was tried and refused: the autoscaler could not have seen them"
+    assert bindings.partial() == []

@@ -373,7 +373,18 @@ def test_a_restart_keeps_the_pod_group_and_the_gang(
     )
     rival = make_job("rival").ns(namespace).task("main", 2, cpu="2").min_available(2)
     submit(api, rival.pinned(TEST_KEY, namespace).build())
-    wait_until(lambda: len(pods(api, namespace, "rival")) == 2, timeout=30, what="the rival's pods")
+    rival_uid = wait_until(lambda: job(api, namespace, "rival"), timeout=30, what="the rival")[
+        "metadata"
+    ]["uid"]
+
+    def rival_waits() -> bool:
+        """Its PodGroup says why it waits; no pod of it is made before Lahar admits it."""
+        shown = read(api, API_VERSION, "PodGroup", f"rival-{rival_uid}", namespace)
+        conditions = ((shown or {}).get("status") or {}).get("conditions") or []
+        return any(c["type"] == "Unschedulable" and c["status"] == "True" for c in conditions)
+
+    wait_until(rival_waits, timeout=30, what="the rival's PodGroup to say why it waits")
+    assert pods(api, namespace, "rival") == {}
 
     with Binds(api, namespace) as binds:
         end_pod(api, namespace, "gang-worker-0", exit_code=1)

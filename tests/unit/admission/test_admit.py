@@ -410,6 +410,7 @@ def test_pod_group_create(builder: Any, message: str | None) -> None:
 # -- pods ---------------------------------------------------------------------------------------
 
 GATE = {"name": "lahar.io/gang"}
+VCJOB = "batch.volcano.sh/v1alpha1"
 
 
 @pytest.mark.parametrize(
@@ -426,6 +427,9 @@ GATE = {"name": "lahar.io/gang"}
         (make_pod("w").group("tf").scheduler("lahar").on("n1"), None),
         (make_pod("w").group("tf", GroupKind.COSCHEDULING).scheduler("lahar"), [GATE]),
         (make_pod("w").group("tf", GroupKind.NATIVE).scheduler("volcano"), [GATE]),
+        # A Volcano Job's controller creates its pods once the gang is admitted.
+        (make_pod("w").group("tf").scheduler("lahar").owned_by(VCJOB, "Job", "tf"), None),
+        (make_pod("w").group("tf").scheduler("lahar").owned_by("batch/v1", "Job", "tf"), [GATE]),
     ],
     ids=[
         "gang-pod",
@@ -436,6 +440,8 @@ GATE = {"name": "lahar.io/gang"}
         "bound",
         "coscheduling",
         "native",
+        "volcano-job",
+        "kubernetes-job",
     ],
 )
 def test_gang_pods_of_lahar_schedulers_are_created_behind_its_gate(

@@ -173,3 +173,18 @@ def test_terminating_pods_are_known_until_they_are_gone_or_no_longer_terminating
     state.upsert_pod(pod.model_copy(update={"metadata": meta}))
     state.delete_pod("a")
     assert state.terminating == set()
+
+
+def test_a_pod_the_scheduler_asks_about_first_is_learned_unless_the_watch_showed_it_gone() -> None:
+    state = cluster([make_node("n1").cpu("4")], [])
+    early = make_pod("w-0").uid("w0").cpu("1").group("g").model()
+    state.learn(early)
+    assert state.pods["w0"] is early
+    assert [pod.metadata.uid for pod in state.gang_pods("default/g")] == ["w0"]
+    newer = make_pod("w-0").uid("w0").cpu("1").group("g").on("n1").model()
+    state.upsert_pod(newer)
+    state.learn(early)  # (known: the watch's copy stays)
+    assert state.pods["w0"] is newer
+    state.delete_pod("w0")
+    state.learn(early)  # (a stale copy of a pod the watch showed deleted brings nothing back)
+    assert "w0" not in state.pods

@@ -41,6 +41,7 @@ def status_of(
     admitted: bool = False,
     rejection: Rejection | None = None,
     previous: PodGroupStatus | None = None,
+    shown: bool = False,
 ) -> PodGroupStatus:
     state = cluster([make_node("n1").cpu("16")], members(*states))
     state.upsert_pod_group(make_group("g").min_member(min_member).model())
@@ -50,6 +51,7 @@ def status_of(
         rejection=rejection,
         previous=previous or PodGroupStatus(),
         now=T1,
+        shown=shown,
     )
 
 
@@ -227,3 +229,13 @@ def test_a_gang_whose_queue_is_deleted_while_it_waits_is_unschedulable_for_the_q
     assert status.phase == "Pending"
     [event] = events(waiting, status, "default/g")
     assert (event.type, event.reason, event.message) == ("Warning", "Unschedulable", gone.message)
+
+
+def test_a_gang_shown_to_the_scheduler_for_nodes_is_inqueue_and_still_unschedulable() -> None:
+    """Its Job's controller creates its pods (Inqueue), for an autoscaler to see them marked
+    Unschedulable; it is not admitted, so no Admitted event."""
+    pending = status_of(("pending", "pending"), rejection=NO_ROOM)
+    shown = status_of(("pending", "pending"), rejection=NO_ROOM, shown=True, previous=pending)
+    assert shown.phase == "Inqueue"
+    assert [(c.type, c.status) for c in shown.conditions] == [("Unschedulable", "True")]
+    assert events(pending, shown, "default/g") == []
