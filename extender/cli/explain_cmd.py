@@ -473,6 +473,8 @@ def text(answer: dict[str, Any]) -> list[str]:
         lines += ["  " + line for line in answer["lines"]]
     lines += answer.get("naming", ())
     pods = answer["pods"]
+    if not pods and answer["job"] and answer["phase"] in ("", "Pending"):
+        lines.append("No pods yet: the Job's controller creates them once Lahar admits the gang")
     if pods:
         lines.append("Pods:")
         cells = [[p["name"], p["phase"], p["node"]] for p in pods]

@@ -142,6 +142,15 @@ def test_the_text_names_the_job_the_source_and_what_the_scheduler_said_of_each_p
     ]
 
 
+def test_a_pending_jobs_group_without_pods_says_when_they_come() -> None:
+    answer = {"gang": "ns/big", "job": "tf", "phase": "Pending", "source": "", "lines": []}
+    assert text({**answer, "pods": []}) == [
+        "PodGroup ns/big (Job tf): Pending",
+        "No pods yet: the Job's controller creates them once Lahar admits the gang",
+    ]
+    assert text({**answer, "job": None, "pods": []}) == ["PodGroup ns/big: Pending"]
+
+
 @pytest.mark.parametrize(
     ("url", "cert", "key", "error"),
     [
