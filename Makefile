@@ -15,7 +15,7 @@ INSTALLED := $(VENV)/.installed
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: demo test unit image lint bench bench-webhook bench-memory bench-simulate bench-compare bench-walks bench-topology bench-e2e bench-backlog bench-scaling faults controlplane dist clean
+.PHONY: demo test unit image lint bench bench-webhook bench-memory bench-decode bench-simulate bench-compare bench-walks bench-topology bench-e2e bench-backlog bench-scaling faults controlplane dist clean
 
 $(INSTALLED): pyproject.toml
 	@echo "lahar: setting up $(VENV) (Python packages from PyPI)"
@@ -47,6 +47,9 @@ bench-webhook: $(INSTALLED)
 
 bench-memory: $(INSTALLED)
 	$(BIN)/python benchmarks/memory.py $(ARGS)
+
+bench-decode: $(INSTALLED)
+	$(BIN)/python benchmarks/decode.py $(ARGS)
 
 bench-simulate: $(INSTALLED)
 	$(BIN)/python benchmarks/simulate.py $(ARGS)
