@@ -3,15 +3,22 @@ kube-controller-manager, KWOK playing the kubelets of N fake nodes) running thre
 by side, each answering its own schedulerName, all with the same client QPS and burst:
 
 - the stock kube-scheduler alone (`default-scheduler`);
-- the stock kube-scheduler calling Lahar's extender (`lahar`, with Lahar's policy files);
+- the stock kube-scheduler calling Lahar's extender (`lahar`, with Lahar's policy files), beside
+  Lahar's Job controller and webhook;
 - the peer: kube-scheduler built from `sigs.k8s.io/scheduler-plugins` (the version matching the
   control plane) with its Coscheduling gang plugin (`coscheduling`), its PodGroup CRD installed
   from the same module.
+
+And what the benchmarks read of it: each scheduler stopped and started again (a backlog), the CPU
+each process has spent (`Usage`, from /proc), the schedulers' scheduling attempts, the API
+server's requests by verb and resource and, with `audit`, by client component (`e2e_audit`), and
+whether Lahar's Job controller has nothing left to do.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import ssl
 import subprocess
@@ -20,10 +27,13 @@ import urllib.request
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import yaml
+from e2e_audit import AuditLog
+from kubernetes import client as k8s
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -49,6 +59,66 @@ SCHEDULER_PROCESSES = {
 PORTS = {"kube-scheduler": "scheduler", "lahar-scheduler": "lahar-scheduler", "lahar": "lahar"}
 # The process that runs each schedulerName's scheduling loop (its /metrics has the attempts).
 LOOPS = {"default-scheduler": "kube-scheduler", "lahar": "lahar-scheduler"}
+TICK = 100  # clock ticks per second in /proc/<pid>/stat (USER_HZ on Linux)
+CLIENT = "benchmark client"  # this process, among the cluster's in the CPU accounting
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The CPU seconds each process of the cluster (and the benchmark) had spent, by name, and
+    the machine's busy and total clock ticks (all cores), at one moment."""
+
+    cpu: dict[str, float]
+    busy: int
+    ticks: int
+
+    def since(self, before: Usage) -> Usage:
+        """What was spent from `before` to this moment."""
+        return Usage(
+            {name: spent - before.cpu.get(name, 0.0) for name, spent in self.cpu.items()},
+            self.busy - before.busy,
+            self.ticks - before.ticks,
+        )
+
+    @property
+    def machine_cpu(self) -> float:
+        """CPU seconds all cores spent busy."""
+        return self.busy / TICK
+
+    @property
+    def machine_busy(self) -> float:
+        """The fraction of all cores' time spent busy (near 1: the run is bound by CPU)."""
+        return self.busy / self.ticks if self.ticks else 0.0
+
+
+def process_cpu(pid: int) -> tuple[float, float]:
+    """(CPU seconds so far, resident MiB now) of process `pid`."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / TICK
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return cpu, int(line.split()[1]) / 1024
+    return cpu, 0.0
+
+
+def machine_ticks() -> tuple[int, int]:
+    """(busy, total) clock ticks of all cores so far (/proc/stat)."""
+    ticks = [int(t) for t in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = ticks[3] + ticks[4]  # idle, iowait
+    return sum(ticks[:8]) - idle, sum(ticks[:8])
+
+
+def api_call(
+    api: k8s.ApiClient,
+    method: str,
+    path: str,
+    *,
+    query: list[tuple[str, str | int]] | None = None,
+    body: dict[str, Any] | None = None,
+) -> bytes:
+    """One request to the API server, its answer's body (an error status raises)."""
+    answer: Any = send(api, method, path, query=query or [], body=body)
+    return bytes(answer.read())
 
 
 @dataclass
@@ -57,6 +127,7 @@ class BenchCluster:
     peer: subprocess.Popen[bytes] | None
     peer_argv: list[str] | None = None
     peer_log: Path | None = None
+    audit: AuditLog | None = None  # the API server's, when it keeps one
 
     def process_id(self, name: str) -> int:
         return next(p.pid for p in self.cluster.state.processes if p.name == name)
@@ -67,6 +138,12 @@ class BenchCluster:
         if self.peer is not None:
             running[PEER] = self.peer.pid
         return running
+
+    def usage(self) -> Usage:
+        """What every process of the cluster and the benchmark's own have spent so far."""
+        processes = {**self.processes(), CLIENT: os.getpid()}
+        busy, ticks = machine_ticks()
+        return Usage({name: process_cpu(pid)[0] for name, pid in processes.items()}, busy, ticks)
 
     def stop_scheduler(self, scheduler: str) -> None:
         """Stop the processes that schedule pods of `scheduler` (a schedulerName)."""
@@ -91,7 +168,7 @@ class BenchCluster:
             scheme = "http" if name == "lahar" and not _tls(record.argv) else "https"
             path = "/readyz" if name == "lahar" else "/healthz"
             url = f"{scheme}://127.0.0.1:{port}{path}"
-            _wait_healthy_url(url, lambda r=record: not process.is_running(r), name)
+            _wait_healthy_url(url, partial(_exited, record), name)
 
     def schedule_attempts(self, scheduler: str) -> float:
         """`scheduler_schedule_attempts_total` of the process scheduling `scheduler`, summed over
@@ -123,8 +200,21 @@ class BenchCluster:
                 resource = labels.get("resource", "")
                 if labels.get("subresource"):
                     resource += "/" + labels["subresource"]
-                requests[f"{labels['verb']} {resource}"] += sample.value
+                requests[f"{labels['verb']} {resource}"] += int(sample.value)
         return requests
+
+    def controller_work(self) -> tuple[float, float]:
+        """(Jobs queued, reconciles done so far) of Lahar's Job controller: it has nothing
+        left to do when nothing is queued and the count stands still."""
+        port = self.cluster.state.ports["lahar-controller"]
+        queued = done = 0.0
+        for family in self._metrics(f"http://127.0.0.1:{port}/metrics"):
+            for sample in family.samples:
+                if sample.name == "lahar_controller_queue_depth":
+                    queued += sample.value
+                elif sample.name == "lahar_controller_reconciles_total":
+                    done += sample.value
+        return queued, done
 
     def _metrics(self, url: str) -> list[Metric]:
         context = ssl.create_default_context()
@@ -160,9 +250,13 @@ def start(
     service_form: bool = False,
     nodes_to_score: int | None = None,
     ungated: bool = False,
+    audit: bool = False,
 ) -> BenchCluster:
+    """The cluster in `state_dir`, with N fake nodes, every scheduler's client at `qps`, the
+    peer when asked, and with `audit` the API server keeping an audit log (`e2e_audit`)."""
     binaries = devcluster.ensure_binaries(quiet=True, peer=peer)
     state_dir.mkdir(parents=True, exist_ok=True)
+    log = AuditLog(state_dir) if audit else None
     stock = _write(
         state_dir / "stock-scheduler.yaml",
         {**configs.default_scheduler_config(), "clientConnection": _client_connection(qps)},
@@ -186,20 +280,21 @@ def start(
         with_lahar=True,
         lahar_policy_dir=policies,
         extender_service=service_form,
+        extra_apiserver_args=log.flags() if log is not None else (),
     )
     cluster = devcluster.up(options, binaries)
     if ungated:
         _without_pod_gate(cluster)
     if not peer:
-        return BenchCluster(cluster, None)
+        return BenchCluster(cluster, None, audit=log)
     assert binaries.coscheduling_scheduler is not None
     try:
-        argv, log = _peer_command(cluster, binaries.coscheduling_scheduler, state_dir, qps)
-        peer_process = _spawn_peer(argv, log)
+        argv, log_file = _peer_command(cluster, binaries.coscheduling_scheduler, state_dir, qps)
+        peer_process = _spawn_peer(argv, log_file)
     except Exception:
         cluster.down()
         raise
-    return BenchCluster(cluster, peer_process, argv, log)
+    return BenchCluster(cluster, peer_process, argv, log_file, audit=log)
 
 
 def _without_pod_gate(cluster: devcluster.DevCluster) -> None:
@@ -212,7 +307,7 @@ def _without_pod_gate(cluster: devcluster.DevCluster) -> None:
         assert hooks is not None, "the dev cluster installs Lahar's webhooks"
         hooks["webhooks"] = [h for h in hooks["webhooks"] if h["name"] != POD_GATE]
         path = f"/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/{WEBHOOKS}"
-        send(api, "PUT", path, body=hooks).read()
+        api_call(api, "PUT", path, body=hooks)
 
 
 def _peer_source() -> Path:
@@ -290,6 +385,10 @@ def _wait_healthy_url(url: str, exited: Callable[[], bool], what: str) -> None:
             return False
 
     wait_until(healthy, timeout=120, what=f"{what} at {url}")
+
+
+def _exited(record: process.ProcessRecord) -> bool:
+    return not process.is_running(record)
 
 
 def _tls(argv: list[str]) -> bool:
