@@ -38,6 +38,7 @@ from typing import Any
 from cachetools import LRUCache
 
 from extender.api import coscheduling, native_groups
+from extender.api.job_pods import is_expected
 from extender.api.log_fields import about_gang
 from extender.api.scheduling import VOLCANO_SCHEDULER, GroupKind, PodGroup, PodGroupStatus
 from extender.cache.state import ClusterState
@@ -96,8 +97,8 @@ class StatusWriter(Coalesced):
     def attach(self) -> None:
         """Listen to the gang rules and the state (call on the event loop)."""
         super().attach()
-        self.gangs.on_admitted.append(self.mark)
-        self.gangs.on_shown.append(self.mark)
+        self.gangs.on_admitted.append(self._shown_inqueue)
+        self.gangs.on_shown.append(self._shown_inqueue)
         self.gangs.on_released.append(self.mark)
         self.gangs.on_rejected.append(lambda key, rejection: self.mark(key))
         self.state.on_gang_changed.append(self.mark)
@@ -108,6 +109,13 @@ class StatusWriter(Coalesced):
         if key in self._named and self.gangs.admission(key) is None:
             self._dirty |= self._named.pop(key)
         self.poke()
+
+    def _shown_inqueue(self, key: str) -> None:
+        """The gang goes Inqueue (admitted, or shown to the scheduler for nodes): written at once
+        when its Job waits for that to create its pods (`cache.expected`)."""
+        self.mark(key)
+        if any(is_expected(pod.metadata.uid) for pod in view_gang(self.state, key).pending):
+            self.hurry()
 
     def mark_all(self) -> None:
         for key in list(self.state.pod_groups):

@@ -13,6 +13,7 @@ from extender.api.scheduling import GroupKind, PodGroup
 from extender.gangs.group_status import PodGroupEvent
 from extender.gangs.ledger import Gangs, GangSettings
 from extender.server.status_writer import StatusWriter
+from tests.batch_builders import make_job
 from tests.builders import cluster, make_group, make_node, make_pod
 
 
@@ -310,3 +311,27 @@ def test_a_group_whose_pods_all_name_another_scheduler_is_left_to_it(
         return bool(sink.writes)
 
     assert asyncio.run(scenario()) is written
+
+
+def test_a_waiting_jobs_gang_let_in_is_written_inqueue_at_once_for_its_controller() -> None:
+    """Its Job's controller creates its pods once the PodGroup shows Inqueue: that write does
+    not wait out the interval that gathers other changes."""
+
+    async def scenario() -> None:
+        state = cluster([make_node("n1").cpu("8")], [])
+        state.upsert_job(make_job("tf").task("w", 2, cpu="1").status(phase="Pending").model())
+        state.upsert_pod_group(make_group("tf-uid-tf").min_member(2).model())
+        sink = Sink()
+        gangs = Gangs()
+        gangs.serve("volcano")
+        writer = StatusWriter(state, gangs, sink.write, sink.record, interval=5.0)
+        writer.attach()
+        task = asyncio.create_task(writer.run())
+        await asyncio.sleep(0)
+        assert gangs.let_in(state, state.view().nodes) == ["default/tf-uid-tf"]
+        await asyncio.wait_for(sink.written.wait(), 1.0)  # (well before the 5 s interval)
+        task.cancel()
+        [(_, name, status)] = sink.writes
+        assert (name, status["phase"]) == ("tf-uid-tf", "Inqueue")
+
+    asyncio.run(scenario())
