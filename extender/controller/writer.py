@@ -32,6 +32,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,9 @@ INVALID = 422  # with the fields at fault: the template itself is wrong, refused
 NAMESAKE_RECHECK = 2.0  # seconds between looks at an earlier namesake's object going
 NAMESAKE_GRACE = 60.0  # seconds after the namesake's pods and PodGroup went: its objects may too
 REFUSED = (400, 403, 404, 422)  # the server will refuse this body again: report, do not retry hot
+CREATES = 16  # pods of one job created at the same time
+# (shared by every worker: a job's pods are created together, jobs one worker each)
+_CREATING = ThreadPoolExecutor(max_workers=CREATES, thread_name_prefix="create-pods")
 
 
 class PodsRefused(KubeError):
@@ -284,28 +288,16 @@ class JobWriter:
                 self._made.add(self._key(job, kind, name))
 
     def _create_pods(self, job: Job, work: Writes) -> list[ApiStatusError]:
-        refused: list[ApiStatusError] = []
-        waits, later = waits_for_admission(job), 0
+        """Create the planned pods, `CREATES` at a time (a gang's pods are wanted together); the
+        refusals the server will repeat (`REFUSED`), reported by the caller. Any other error is
+        raised once every create has been tried."""
+        waits, later, bodies = waits_for_admission(job), 0, []
         for task, index in work.plan.create:
             served = scheduler_of(job, task) in self.served
             if served and waits and not work.admitted:
                 later += 1  # made once Lahar admits the gang (the PodGroup leaves Pending)
                 continue
-            body = build_pod(job, task, index, work.plugins, gated=served and not waits)
-            try:
-                if writes.create(self.api, body):
-                    name, version = body["metadata"]["name"], job.status.version
-                    log.info(
-                        "job %s: created pod %s (version %d)",
-                        job.key,
-                        name,
-                        version,
-                        extra=about_job(job.key),
-                    )
-            except ApiStatusError as error:
-                if error.status not in REFUSED:
-                    raise
-                refused.append(error)
+            bodies.append(build_pod(job, task, index, work.plugins, gated=served and not waits))
         if later:
             log.debug(
                 "job %s: %d pods wait for PodGroup %s to be admitted",
@@ -314,7 +306,31 @@ class JobWriter:
                 job.pod_group_name,
                 extra=about_job(job.key),
             )
+        refused: list[ApiStatusError] = []
+        failed: list[BaseException] = []
+        for body, outcome in zip(bodies, _CREATING.map(self._create_one, bodies), strict=True):
+            if isinstance(outcome, ApiStatusError) and outcome.status in REFUSED:
+                refused.append(outcome)
+            elif isinstance(outcome, BaseException):
+                failed.append(outcome)
+            elif outcome:
+                log.info(
+                    "job %s: created pod %s (version %d)",
+                    job.key,
+                    body["metadata"]["name"],
+                    job.status.version,
+                    extra=about_job(job.key),
+                )
+        if failed:
+            raise failed[0]
         return refused
+
+    def _create_one(self, body: dict[str, Any]) -> bool | BaseException:
+        """Whether the pod was made (False: it existed); the error when the call failed."""
+        try:
+            return writes.create(self.api, body)
+        except (KubeError, ApiStatusError) as error:
+            return error
 
     def _report_refused(
         self, job: Job, status: JobStatus, refused: list[ApiStatusError]
