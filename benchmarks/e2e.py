@@ -6,7 +6,7 @@ kube-scheduler, and how its gang scheduling compares with scheduler-plugins' Cos
                                        [--only a b c8 d8 j8] [--burst] [--no-audit]
                                        [--profile DIR]
                                        [experiments: --service-form] [--nodes-to-score P]
-                                       [--ungated] [--creator-gates]
+                                       [--ungated] [--creator-gates] [--managed-only]
 
 One dev cluster (`e2e_cluster`: real kube-apiserver, etcd, kube-controller-manager, KWOK for N
 fake nodes of 32 cpu) runs every scheduler side by side, Lahar as `manifests/` ships it (its
@@ -467,6 +467,11 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
         experiments.append("gang pods created without Lahar's gate (the webhook's pod entry off)")
     if args.creator_gates:
         experiments.append("gang pods created with Lahar's gate by the benchmark, not the webhook")
+    if args.managed_only:
+        experiments.append(
+            "the extender called only for pods asking for lahar.io/gang (managedResources): "
+            "none here"
+        )
     if experiments:
         form = "EXPERIMENT, not as shipped: " + "; ".join(experiments)
     print(
@@ -612,8 +617,16 @@ def main() -> None:
     parser.add_argument(
         "--creator-gates",
         action="store_true",
-        help="experiment: the benchmark creates gang pods with Lahar's gate itself (as Lahar's "
-        "Job controller does), the webhook's pod entry removed",
+        help="experiment: the benchmark creates gang pods with Lahar's gate itself (as an "
+        "operator of its own may), the webhook's pod entry removed",
+    )
+    parser.add_argument(
+        "--managed-only",
+        action="store_true",
+        help="experiment: Lahar's kube-scheduler calls the extender only for pods asking for the "
+        "extended resource lahar.io/gang (managedResources, ignoredByScheduler), which no pod "
+        "here asks for: what calling Lahar only for the pods it must see could save at most, "
+        "with no gang rule and no reservation kept (for (b) alone)",
     )
     parser.add_argument(
         "--profile", type=Path, help="folder for py-spy profiles of Lahar's extender, per run"
@@ -629,6 +642,7 @@ def main() -> None:
             service_form=args.service_form,
             ungated=args.ungated or args.creator_gates,
             nodes_to_score=args.nodes_to_score,
+            managed_only=args.managed_only,
             audit=not args.no_audit,
         )
         print(f"cluster with {args.nodes} nodes up in {time.monotonic() - started:.0f} s")

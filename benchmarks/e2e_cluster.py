@@ -49,6 +49,7 @@ from extender.kube.raw import send
 
 PEER_MODULE = "sigs.k8s.io/scheduler-plugins@v0.35.4-devel"
 PEER = "coscheduling"  # the peer's schedulerName
+MANAGED = "lahar.io/gang"  # the extended resource of the experiment `managed_only`
 WEBHOOKS, POD_GATE = "lahar-webhook", "pod-gang-gate.lahar.dev"  # manifests/base/webhook.yaml
 # The dev cluster's processes that schedule each schedulerName, and their ports' names.
 # (started in this order, stopped in the other: the extender before the scheduler it serves)
@@ -250,6 +251,7 @@ def start(
     service_form: bool = False,
     nodes_to_score: int | None = None,
     ungated: bool = False,
+    managed_only: bool = False,
     audit: bool = False,
 ) -> BenchCluster:
     """The cluster in `state_dir`, with N fake nodes, every scheduler's client at `qps`, the
@@ -268,6 +270,9 @@ def start(
     wired["clientConnection"] = _client_connection(qps)
     if nodes_to_score is not None:  # an experiment: the policy leaves it to the scheduler
         wired["percentageOfNodesToScore"] = nodes_to_score
+    if managed_only:  # an experiment: the extender called only for pods asking for MANAGED
+        managed = [{"name": MANAGED, "ignoredByScheduler": True}]
+        wired["extenders"] = [{**one, "managedResources": managed} for one in wired["extenders"]]
     _write(policies / "kube-scheduler-config.yaml", wired)
     options = devcluster.ClusterOptions(
         state_dir=state_dir / "cluster",

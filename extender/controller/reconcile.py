@@ -22,7 +22,7 @@ from kubernetes import client as k8s
 
 from extender.admission.jobs import runnable_problems
 from extender.admission.unhonoured import job_fields
-from extender.api.batch import Action, Command, Job, Phase
+from extender.api.batch import Action, Command, Job, Phase, pod_name
 from extender.api.log_fields import about_job
 from extender.controller import lifecycle
 from extender.controller.lifecycle import Plan
@@ -35,6 +35,7 @@ from extender.jobplugins import make_plugins
 log = logging.getLogger(__name__)
 
 GROUP_PHASES = (Phase.PENDING, Phase.RUNNING, Phase.RESTARTING)
+COUNTS_EVERY = 1.0  # seconds between status writes of a job that change only its pod counts
 
 
 def problems(job: Job) -> list[str]:
@@ -53,6 +54,7 @@ class Reconciler:
     ) -> None:
         self.store = store
         self.writer = JobWriter(api, schedulers)
+        self._counted: dict[str, float] = {}  # job key -> when its status was last written
         self.served = served or Served()
 
     async def __call__(self, key: str) -> float | None:
@@ -63,11 +65,7 @@ class Reconciler:
             return None
         if not store.fresh(key):
             return 0.05  # our last write is not in the cache yet: never act on an older copy
-        invalid = problems(job)
-        if invalid:
-            written = await asyncio.to_thread(self.writer.fail_invalid, job, invalid)
-            if written:
-                store.wrote(key, written)
+        if await self._failed_invalid(job):
             return None
         evicted = store.take_evicted(key)
         command = store.next_command(key)
@@ -76,6 +74,14 @@ class Reconciler:
         )
         if plan.decision.commanded:
             store.restore_evicted(key, evicted)  # a Command decided: policies see them next
+        now = time.monotonic()
+        plan.create = [
+            (task, index)
+            for task, index in plan.create
+            if not store.creating(job, pod_name(job.metadata.name, task.name, index), now)
+        ]
+        if not evicted and command is None and (wait := self._counts_wait(job, plan, now)):
+            return wait  # only pod counts moved: written with the next change, or then
         work = self._prepare(job, plan)
         work.command = command
         if not job.status.state.phase:  # a new job: said once, before its first status
@@ -93,8 +99,34 @@ class Reconciler:
         finally:
             if work.written:
                 store.wrote(key, work.written)
+                self._counted[key] = time.monotonic()
+            store.expect_creation(job, work.created, time.monotonic())
         waits = [d for d in (plan.requeue_after, work.recheck_after) if d is not None]
         return min(waits) if waits else None
+
+    async def _failed_invalid(self, job: Job) -> bool:
+        """Whether the job cannot run (`problems`): then it is Failed, saying why."""
+        invalid = problems(job)
+        if not invalid:
+            return False
+        written = await asyncio.to_thread(self.writer.fail_invalid, job, invalid)
+        if written:
+            self.store.wrote(job.key, written)
+        return True
+
+    def _counts_wait(self, job: Job, plan: Plan, now: float) -> float | None:
+        """Seconds to wait before writing a status that differs from the job's only in pod
+        counts (a gang's pods change phase one after another): at most one such write per job
+        every `COUNTS_EVERY` seconds. None: write now (a new phase, pods to create or delete,
+        or nothing written lately)."""
+        if plan.create or plan.delete or plan.delete_job or plan.requeue_after is not None:
+            return None
+        if plan.status.state != job.status.state or plan.status == job.status:
+            return None
+        since = self._counted.get(job.key)
+        if since is None or now - since >= COUNTS_EVERY:
+            return None
+        return COUNTS_EVERY - (now - since)
 
     def _leave(self, key: str, job: Job | None) -> None:
         """Nothing to do for `key`: the job is gone (forget its objects), or it is for a
@@ -103,6 +135,7 @@ class Reconciler:
         self.store.take_evicted(key)
         if job is None:
             self.writer.forget(key)
+            self._counted.pop(key, None)
         else:
             log.debug(
                 "job %s: for scheduler %s, not served here; left alone",

@@ -19,7 +19,7 @@ handed to `queue_commands`, which performs them apart from any job.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from extender.api.batch import JOB_NAME_KEY, Command, Job, JobMeta, JobPod
 from extender.api.model import KubeModel
@@ -28,6 +28,7 @@ from extender.controller.policies import made_for
 from extender.controller.queue_commands import QueueCommands, queue_target
 
 log = logging.getLogger(__name__)
+CREATION_SEEN_WITHIN = 30.0  # seconds a created pod may take to show in the watch
 
 
 class OwnedGroup(KubeModel):
@@ -60,6 +61,9 @@ class JobStore:
         self._noted: set[str] = set()  # uids already noted as evicted (each is told once)
         self._deleting: set[str] = set()  # uids this controller deleted
         self._written: dict[str, int] = {}  # job key -> resourceVersion this controller wrote
+        # "namespace/name" of the pods this controller created that the watch has not shown yet,
+        # and when (`expect_creation`)
+        self._creating: dict[str, float] = {}
 
     # -- jobs ----------------------------------------------------------------------------------
 
@@ -114,6 +118,7 @@ class JobStore:
             self._note_gone(key, pod)
         for pod in pods:
             self.pods.setdefault(self._job_key(pod), {})[pod.name] = pod
+            self._creating.pop(f"{pod.metadata.namespace}/{pod.name}", None)
             self._note_terminating(pod)
         for key in before | set(self.pods):
             self.on_change(key)
@@ -121,6 +126,7 @@ class JobStore:
     def upsert_pod(self, pod: JobPod) -> None:
         key = self._job_key(pod)
         self.pods.setdefault(key, {})[pod.name] = pod
+        self._creating.pop(f"{pod.metadata.namespace}/{pod.name}", None)
         self._note_terminating(pod)
         self.on_change(key)
 
@@ -133,6 +139,23 @@ class JobStore:
                 self.pods.pop(key, None)
         self._note_gone(key, pod)
         self.on_change(key)
+
+    def expect_creation(self, job: Job, names: Iterable[str], now: float) -> None:
+        """This controller created these pods of `job`: until the watch shows them (at most
+        `CREATION_SEEN_WITHIN` seconds), a reconcile does not create them again."""
+        known = self.pods.get(job.key, {})
+        for name in names:
+            if name not in known:
+                self._creating[f"{job.metadata.namespace}/{name}"] = now
+
+    def creating(self, job: Job, name: str, now: float) -> bool:
+        """Whether this controller created pod `name` of `job` a moment ago and the watch has
+        not shown it yet."""
+        sent = self._creating.get(f"{job.metadata.namespace}/{name}")
+        if sent is not None and now - sent > CREATION_SEEN_WITHIN:
+            del self._creating[f"{job.metadata.namespace}/{name}"]
+            return False
+        return sent is not None
 
     def expect_deletion(self, uid: str) -> None:
         self._deleting.add(uid)

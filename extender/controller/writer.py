@@ -82,6 +82,7 @@ class Writes:
     # Filled in by the worker thread, read on the loop afterwards (even if the writes failed):
     written: str | None = None  # the resourceVersion of the last status written
     deleted: set[str] = field(default_factory=set)  # uids of the pods deleted
+    created: set[str] = field(default_factory=set)  # names of the pods created (or found made)
     recheck_after: float | None = None  # an earlier namesake's object may be in the way
 
 
@@ -311,9 +312,12 @@ class JobWriter:
         for body, outcome in zip(bodies, _CREATING.map(self._create_one, bodies), strict=True):
             if isinstance(outcome, ApiStatusError) and outcome.status in REFUSED:
                 refused.append(outcome)
-            elif isinstance(outcome, BaseException):
+                continue
+            if isinstance(outcome, BaseException):
                 failed.append(outcome)
-            elif outcome:
+                continue
+            work.created.add(body["metadata"]["name"])  # (made now, or found made)
+            if outcome is True:
                 log.info(
                     "job %s: created pod %s (version %d)",
                     job.key,

@@ -102,3 +102,29 @@ def test_a_restart_keeps_the_pod_group_as_it_is(action: Action) -> None:
     restarted = job.model_copy(update={"status": result.status})
     work = Reconciler(k8s.ApiClient(), store)._prepare(restarted, result)
     assert (result.phase in GROUP_PHASES, work.owned, work.plan.delete_job) == (True, [], False)
+
+
+@pytest.mark.parametrize(
+    ("pods", "counted_ago", "waits"),
+    [
+        (["Running", "Pending"], 0.2, True),  # only the counts moved, written a moment ago
+        (["Running", "Pending"], 1.5, False),  # not written lately
+        (["Running", "Running"], 0.2, False),  # minAvailable run: a new phase, at once
+        (["Running"], 0.2, False),  # a pod to create
+    ],
+    ids=["counts", "counts-later", "new-phase", "to-create"],
+)
+def test_a_status_that_moves_only_counts_is_written_at_most_once_a_second(
+    pods: list[str], counted_ago: float, waits: bool
+) -> None:
+    job = make_job("a").task("w", 2).min_available(2).status(phase="Pending").model()
+    found = {
+        p.name: p
+        for index, phase in enumerate(pods)
+        for p in [make_job_pod(job, "w", index).phase(phase).model()]
+    }
+    result = plan(job, found, [], NOW)
+    reconciler = Reconciler(k8s.ApiClient(), JobStore())
+    reconciler._counted[job.key] = 100.0 - counted_ago
+    wait = reconciler._counts_wait(job, result, now=100.0)
+    assert (wait is not None) is waits

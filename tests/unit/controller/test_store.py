@@ -249,3 +249,16 @@ def test_what_an_earlier_namesake_left_is_known_until_it_is_gone(store: JobStore
     assert store.namesake_left(new)
     store.delete_group(group_of(old))
     assert not store.namesake_left(new)
+
+
+def test_a_pod_created_is_not_created_again_until_the_watch_shows_it(store: JobStore) -> None:
+    owner = job(version=1)
+    made = pod(owner, 0, version=1)
+    store.expect_creation(owner, [made.name], now=100.0)
+    assert store.creating(owner, made.name, now=101.0)
+    store.upsert_pod(made)  # (the watch shows it: created again only if it goes)
+    assert not store.creating(owner, made.name, now=101.0)
+    store.expect_creation(owner, [made.name], now=102.0)  # (known already: nothing expected)
+    assert not store.creating(owner, made.name, now=102.0)
+    store.expect_creation(owner, ["a-w-1"], now=100.0)
+    assert not store.creating(owner, "a-w-1", now=131.0)  # (never shown: tried again)
