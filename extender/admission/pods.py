@@ -28,9 +28,9 @@ from typing import Any
 from extender.admission.problems import Problem, shown
 from extender.api.batch import BATCH_API_VERSION
 from extender.api.group_fields import Naming, fields_of
+from extender.api.job_pods import DEFAULT_SCHEDULER
 from extender.api.scheduling import GANG_GATE, named_groups
 
-DEFAULT_SCHEDULER = "default-scheduler"
 BATCH_GROUP = BATCH_API_VERSION.split("/")[0]
 
 

@@ -31,7 +31,6 @@ from extender.jobplugins import JobPlugin
 from extender.jobplugins._pods import mount
 
 NOT_COPIED = frozenset({"kubectl.kubernetes.io/last-applied-configuration"})
-DEFAULT_SCHEDULER = "default-scheduler"  # what a pod naming no scheduler gets
 
 
 def volume_claim_name(job: Job, index: int) -> str:

@@ -117,10 +117,11 @@ def events(before: PodGroupStatus, after: PodGroupStatus, gang_key: str) -> list
     """The events a change of status from `before` to `after` deserves."""
     out: list[PodGroupEvent] = []
     if after.phase != before.phase:
+        # Inqueue while still Unschedulable: shown to the scheduler for nodes, not admitted (its
+        # condition says why, and no Admitted event is due)
         waits = find_condition(after, UNSCHEDULABLE)
-        if after.phase == "Inqueue" and waits is not None and waits.status == "True":
-            pass  # (shown to the scheduler for nodes, not admitted: its condition says why)
-        elif after.phase == "Inqueue" and before.phase in ("", "Pending"):
+        admitted = waits is None or waits.status != "True"
+        if after.phase == "Inqueue" and before.phase in ("", "Pending") and admitted:
             out.append(PodGroupEvent("Normal", "Admitted", f"gang {gang_key}: capacity reserved"))
         elif after.phase == "Running":
             scheduled = find_condition(after, SCHEDULED)
