@@ -75,7 +75,8 @@ from extender.api.objects import QUOTA_USAGE_PREFIXES, ObjectMeta
 from extender.api.resources import EMPTY, Resources
 from extender.api.scheduling import API_VERSION, DEFAULT_QUEUE
 from extender.api.wire import ExtenderArgs, ExtenderBindingArgs
-from extender.cache.informer import BOOKMARK, NODES, POD_GROUPS, PODS, QUEUES, Kind, WatchEvent
+from extender.cache.informer import BOOKMARK, WatchEvent
+from extender.cache.kinds import NODES, POD_GROUPS, PODS, QUEUES, Kind
 from extender.cache.state import ClusterState
 from extender.devcluster.nodes import is_schedulable
 from extender.kube import apply_object, connect, list_objects, read, wait_until

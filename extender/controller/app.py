@@ -32,7 +32,8 @@ from kubernetes import client as k8s
 from extender.api.batch import BATCH_API_VERSION, BUS_API_VERSION, Command, Job, JobPod
 from extender.api.scheduling import API_VERSION, SERVED_SCHEDULERS
 from extender.api.topology_labels import LabelTier
-from extender.cache.informer import Informers, Kind
+from extender.cache.informer import Informers
+from extender.cache.kinds import Kind
 from extender.controller.hypernodes import keep_hyper_nodes
 from extender.controller.metrics import ControllerMetrics
 from extender.controller.queue_commands import QueueCommandRunner

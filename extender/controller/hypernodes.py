@@ -40,7 +40,8 @@ from extender.api.topology_labels import (
     label_tiers,
     manifest,
 )
-from extender.cache.informer import ABSENT_RECHECK, Informers, Kind
+from extender.cache.informer import ABSENT_RECHECK, Informers
+from extender.cache.kinds import Kind
 from extender.kube import KubeError
 from extender.kube.hyper_nodes import ForeignHyperNodes, serves_hyper_nodes, sync_hyper_nodes
 from extender.shell import SHELL, Lifecycle, guarded

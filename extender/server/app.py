@@ -44,7 +44,8 @@ from extender.actions.bind import Binder
 from extender.api.candidates import CandidateParser
 from extender.api.log_fields import about_gang, about_pod
 from extender.api.scheduling import VOLCANO_SCHEDULER
-from extender.cache.informer import PROVISIONING_REQUESTS, Informers
+from extender.cache.informer import Informers
+from extender.cache.kinds import PROVISIONING_REQUESTS
 from extender.cache.state import ClusterState
 from extender.framework.policy import Policy
 from extender.framework.session import Engine

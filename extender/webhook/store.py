@@ -29,7 +29,7 @@ from extender.api.scheduling import (
     PodGroupRef,
     Queue,
 )
-from extender.cache.informer import Kind
+from extender.cache.kinds import Kind
 
 
 class AnnotatedGroupRef(KubeModel):

@@ -23,7 +23,8 @@ from kubernetes import client as k8s
 from extender import devcluster
 from extender.api.objects import Pod
 from extender.api.resources import Resources
-from extender.cache.informer import COSCHEDULING_GROUPS, PODS, Informer, Informers
+from extender.cache.informer import Informer, Informers
+from extender.cache.kinds import COSCHEDULING_GROUPS, PODS
 from extender.cache.state import ClusterState
 from extender.kube import KubeError, apply_object, connect, delete, list_objects, wait_until
 from tests.builders import make_pod

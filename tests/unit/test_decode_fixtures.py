@@ -25,7 +25,8 @@ from extender.api.objects import Node, Pod
 from extender.api.resources import Resources
 from extender.api.scheduling import GANG_GATE, PodGroup, Queue
 from extender.api.wire import ExtenderBindingArgs
-from extender.cache.informer import NODES, POD_GROUPS, PODS, QUEUES, Kind, WatchEvent
+from extender.cache.informer import WatchEvent
+from extender.cache.kinds import NODES, POD_GROUPS, PODS, QUEUES, Kind
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "tests" / "data" / "decode"

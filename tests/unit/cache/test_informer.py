@@ -15,7 +15,8 @@ import pytest
 from kubernetes import client as k8s
 
 from extender.cache import informer as informer_module
-from extender.cache.informer import COSCHEDULING_GROUPS, PODS, PROVISIONING_REQUESTS, Informer
+from extender.cache.informer import Informer
+from extender.cache.kinds import COSCHEDULING_GROUPS, PODS, PROVISIONING_REQUESTS
 from extender.cache.state import ClusterState
 from extender.kube.raw import ApiStatusError
 from tests.builders import make_pod

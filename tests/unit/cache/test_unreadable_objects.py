@@ -20,7 +20,8 @@ from kubernetes import client as k8s
 from extender.api.log_fields import SUBJECT
 from extender.api.topology_labels import LabelTier
 from extender.cache import informer as informer_module
-from extender.cache.informer import (
+from extender.cache.informer import Informer
+from extender.cache.kinds import (
     COSCHEDULING_GROUPS,
     HYPER_NODES,
     NATIVE_GROUPS,
@@ -30,7 +31,6 @@ from extender.cache.informer import (
     PRIORITY_CLASSES,
     PROVISIONING_REQUESTS,
     QUEUES,
-    Informer,
     Kind,
 )
 from extender.cache.state import ClusterState
