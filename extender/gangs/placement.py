@@ -106,15 +106,23 @@ def members_to_plan(gang: GangView) -> tuple[Planned, Rejection | None]:
 
 
 def min_resources_shortfall(gang: GangView, room: Room) -> Rejection | None:
+    """Why the room cannot hold the gang's minResources (less what its placed members hold):
+    the free capacity summed over the nodes some pending member may run on falls short. The sum
+    only grows node by node, so the look ends at the first node where it covers the need (on a
+    cluster with room, the first few); only a refusal sums every node, for its message."""
     assert gang.group is not None
     needed = gang.group.spec.min_resources
     for pod in gang.placed:
         needed = needed - pod.request
+    if needed.shortfall(EMPTY) is None:
+        return None
     free = EMPTY
     for name, left in room.free.items():  # on the nodes some pending member may run on
         info = room.nodes[name]
         if any(pod.may_run_on(info.labels, info.taints, name) for pod in gang.pending):
             free = free + at_least_zero(left)
+            if needed.shortfall(free) is None:
+                return None
     short = needed.shortfall(free)
     if short is None:
         return None

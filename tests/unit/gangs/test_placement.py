@@ -2,7 +2,9 @@
 reasons at the first member with no node: the same assignment as first fit member by member,
 largest first, onto the nodes in binpack's order as they were when the plan began (what place
 did before, written out here plainly), on random rooms with labels, selectors, reservations and
-cordoned nodes."""
+cordoned nodes. The minResources look, which ends at the first node where the free capacity
+summed so far covers the need, refuses exactly when the sum over every node the members may run
+on falls short, and says that sum."""
 
 from __future__ import annotations
 
@@ -12,9 +14,9 @@ from hypothesis import strategies as st
 from extender.api.objects import Pod
 from extender.api.resources import CPU, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo
-from extender.gangs.members import largest_first
-from extender.gangs.placement import Room
-from tests.builders import cluster, make_node, make_pod
+from extender.gangs.members import GangView, largest_first
+from extender.gangs.placement import Room, at_least_zero, min_resources_shortfall
+from tests.builders import cluster, make_group, make_node, make_pod
 
 CPUS = ("500m", "1", "2", "3", "4")
 MEMORIES = ("512Mi", "1Gi", "2Gi", "4Gi")
@@ -173,3 +175,35 @@ def test_the_free_cpu_a_room_keeps_per_group_of_nodes_follows_every_change(
             for group in groups:
                 expected = sum(max(kept.free[n][CPU], 0) for n in group if n in kept.free)
                 assert kept.free_cpu_in(group) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rooms(),
+    st.sampled_from(("1", "4", "9", "20", "40")),
+    st.sampled_from(("1Gi", "8Gi", "40Gi")),
+    st.integers(0, 3),
+)
+def test_min_resources_refuse_exactly_when_the_nodes_members_may_run_on_fall_short(
+    drawn: tuple[dict[str, NodeInfo], dict[str, Resources], list[Pod]],
+    cpu: str,
+    memory: str,
+    placed: int,
+) -> None:
+    nodes, held, pods = drawn
+    group = make_group("g").min_member(1).min_resources(cpu=cpu, memory=memory).model()
+    gang = GangView("default/g", group, placed=pods[:placed], succeeded=[], pending=pods[placed:])
+    room = Room(nodes, held)
+    needed = group.spec.min_resources
+    for pod in gang.placed:
+        needed = needed - pod.request
+    free = Resources({})
+    for name, left in room.free.items():
+        info = nodes[name]
+        if any(pod.may_run_on(info.labels, info.taints, name) for pod in gang.pending):
+            free = free + at_least_zero(left)
+    short = needed.shortfall(free)
+    refusal = min_resources_shortfall(gang, room)
+    assert (refusal is None) == (short is None)
+    if refusal is not None and short is not None:
+        assert f"minResources need {short} " in refusal.message
