@@ -82,6 +82,7 @@ from extender.kube import apply_object, connect, list_objects, read, wait_until
 PEER_API = "scheduling.x-k8s.io/v1alpha1"
 PEER_LABEL = "scheduling.x-k8s.io/pod-group"
 TASK = "worker"  # the one task of each (j) Job
+PROFILED = ("lahar", "lahar-controller")  # the processes --profile samples
 
 
 @dataclass(frozen=True)
@@ -317,10 +318,10 @@ class Meter:
     when it keeps an audit log) and the run's scheduler's attempts from the moment the meter is
     made (a scheduler about to start counts from 0), and from `begin` on the CPU of each process
     and of the machine, Lahar's extender's peak RSS and, with a profile folder, py-spy sampling
-    the extender. (Reading the API server's /metrics takes the benchmark a while, so the counts
-    are taken before the run's pods are sent or its scheduler started, and the CPU after; the
-    audit log's window is stamped just before each reading of the API server's counter, so that
-    both count the same requests.)"""
+    the extender and the Job controller (`PROFILED`). (Reading the API server's /metrics takes
+    the benchmark a while, so the counts are taken before the run's pods are sent or its
+    scheduler started, and the CPU after; the audit log's window is stamped just before each
+    reading of the API server's counter, so that both count the same requests.)"""
 
     def __init__(self, bench: BenchCluster, run: Run, *, stopped: bool = False) -> None:
         self.bench, self.run = bench, run
@@ -332,8 +333,13 @@ class Meter:
         self.profile, self.name = profile, name
         self.lahar = self.bench.process_id("lahar")
         self.peak = process_cpu(self.lahar)[1]
-        self.profiler = _profile(self.lahar, profile, name)
-        self.threads = _threads_cpu(self.lahar)
+        self.profiled = {
+            process: self.bench.process_id(process) for process in PROFILED if profile is not None
+        }
+        self.profilers = {
+            process: (_profile(pid, profile, f"{process}-{name}"), _threads_cpu(pid))
+            for process, pid in self.profiled.items()
+        }
         self.usage = self.bench.usage()
 
     def tick(self) -> None:
@@ -348,9 +354,10 @@ class Meter:
         result.attempts = self.bench.schedule_attempts(self.run.scheduler) - self.attempts
         until = audit_now()
         result.requests = self.bench.api_requests() - self.requests
-        if self.profiler is not None and self.profile is not None:
-            stem = self.profile / f"lahar-{self.name}"
-            _stop_profile(self.profiler, self.lahar, self.threads, stem)
+        for process, (profiler, threads) in self.profilers.items():
+            if profiler is not None and self.profile is not None:
+                stem = self.profile / f"{process}-{self.name}"
+                _stop_profile(profiler, self.profiled[process], threads, stem)
         if self.bench.audit is not None:
             result.clients = self.bench.audit.count(self.since, until)
 
@@ -424,14 +431,14 @@ def _stop_profile(
 
 
 def _profile(pid: int, folder: Path | None, name: str) -> subprocess.Popen[bytes] | None:
-    """With --profile, py-spy samples Lahar's extender during the run into `lahar-<name>.txt`
+    """With --profile, py-spy samples process `pid` during the run into `<name>.txt`
     (collapsed stacks: one line per stack with its sample count, for flamegraph tools or a quick
     sort)."""
     if folder is None:
         return None
     folder.mkdir(parents=True, exist_ok=True)
     spy = Path(sys.executable).with_name("py-spy")
-    out = folder / f"lahar-{name}.txt"
+    out = folder / f"{name}.txt"
     command = [str(spy), "record", "-p", str(pid), "-r", "100", "-f", "raw", "--threads", "--gil"]
     command += ["-o", str(out)]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -629,7 +636,9 @@ def main() -> None:
         "with no gang rule and no reservation kept (for (b) alone)",
     )
     parser.add_argument(
-        "--profile", type=Path, help="folder for py-spy profiles of Lahar's extender, per run"
+        "--profile",
+        type=Path,
+        help="folder for py-spy profiles of Lahar's extender and Job controller, per run",
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="lahar-e2e-") as folder:
