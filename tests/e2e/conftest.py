@@ -16,7 +16,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -204,6 +204,27 @@ def scheduled_counts(api: k8s.ApiClient, namespace: str) -> Counter[str]:
     """How many times the scheduler reported each pod bound."""
     scheduled = events(api, namespace, reason="Scheduled", kind="Pod")
     return Counter(event["involvedObject"]["name"] for event in scheduled)
+
+
+def scheduled_counts_of(
+    api: k8s.ApiClient, namespace: str, names: Iterable[str], times: int = 1
+) -> Counter[str]:
+    """`scheduled_counts` once the scheduler has reported each of `names` bound at least `times`
+    times: it records its events asynchronously, after the binding, so a look right after the
+    pods are bound may see none yet (a pod bound more often still shows as more)."""
+    wanted = set(names)
+
+    def recorded() -> Counter[str] | None:
+        counts = scheduled_counts(api, namespace)
+        return counts if all(counts[name] >= times for name in wanted) else None
+
+    counts: Counter[str] = wait_until(
+        recorded,
+        timeout=30,
+        what=f"the scheduler to report {len(wanted)} pods Scheduled {times} times",
+        describe=lambda: str(scheduled_counts(api, namespace)),
+    )
+    return counts
 
 
 ClusterObject = Callable[[dict[str, Any]], str]  # the `cluster_object` fixture

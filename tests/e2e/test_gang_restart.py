@@ -18,7 +18,7 @@ from tests.e2e.conftest import (
     PodFactory,
     lahar_metric,
     restart_lahar,
-    scheduled_counts,
+    scheduled_counts_of,
 )
 from tests.e2e.gangs import (
     bound,
@@ -64,7 +64,7 @@ def test_killed_while_a_gang_is_held_at_the_barrier(
 
     wait_bound(api, namespace, names, 4, "the whole gang to bind after the restart")
     wait_phase(api, namespace, "held", "Running")
-    assert scheduled_counts(api, namespace) == dict.fromkeys(names, 1)
+    assert scheduled_counts_of(api, namespace, names) == dict.fromkeys(names, 1)
     assert lahar_metric(dev_cluster, "lahar_partial_gangs_total") == 0
 
 

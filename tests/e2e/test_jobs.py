@@ -24,7 +24,7 @@ from extender.cli.job_cmd import describe
 from extender.devcluster.lifecycle import end_pod
 from extender.kube import KubeError, evict_pod, read, wait_until
 from tests.builders import make_job
-from tests.e2e.conftest import TEST_KEY, NodeFactory, events, scheduled_counts
+from tests.e2e.conftest import TEST_KEY, NodeFactory, events, scheduled_counts_of
 from tests.e2e.gangs import BindTimeline, finish
 from tests.e2e.jobs import (
     CONTROLLER,
@@ -121,7 +121,7 @@ def test_evicted_pod_restarts_the_job(api: k8s.ApiClient, namespace: str) -> Non
     again = running(api, namespace, TF, 3)
     assert {p["metadata"]["annotations"]["volcano.sh/job-version"] for p in again.values()} == {"1"}
     assert all(p["metadata"]["uid"] != before[n]["metadata"]["uid"] for n, p in again.items())
-    counts = scheduled_counts(api, namespace)
+    counts = scheduled_counts_of(api, namespace, again, times=2)
     assert all(count == 2 for count in counts.values()), counts  # each pod bound once per version
 
 
@@ -352,7 +352,7 @@ def test_controller_killed_mid_job_makes_no_duplicates(
     state = wait_job(api, namespace, "big", "Running")
     assert state["version"] == 0 and state["retryCount"] == 0 and state["running"] == 16
     assert len({p["metadata"]["uid"] for p in made.values()}) == 16
-    assert all(count == 1 for count in scheduled_counts(api, namespace).values())
+    assert set(scheduled_counts_of(api, namespace, made).values()) == {1}
     assert partial <= 16
 
 
