@@ -29,16 +29,12 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
-from typing import TYPE_CHECKING
 
 from extender.cache.state import ClusterState
 from extender.gangs.lineup import Contender, Lineup, Ranking, kept_or_new, starving_limit
 from extender.gangs.members import FollowsGangs, GangView, Unplaced, refusal_before_plan, view_gang
 from extender.gangs.queues import QueueView
-from extender.gangs.refusals import Rejection
-
-if TYPE_CHECKING:  # (the ledger's record of a refusal; the ledger keeps a Contending)
-    from extender.gangs.ledger import Refusal
+from extender.gangs.refusals import Refusal, Rejection
 
 
 class Contending(FollowsGangs):

@@ -50,7 +50,7 @@ from extender.gangs.members import (
 from extender.gangs.order import Order, walk
 from extender.gangs.placement import KeptRoom, Room, Slot, plan_slots
 from extender.gangs.queues import QueueTally, QueueView, account, capped_above
-from extender.gangs.refusals import Rejection, backoff_refusal
+from extender.gangs.refusals import Refusal, Rejection, backoff_refusal
 from extender.gangs.reservations import Admission, Reservations
 from extender.gangs.scale_up import ScaleUps, ScaleUpSettings
 from extender.gangs.turns import Run, Turn, Turns
@@ -67,16 +67,6 @@ class GangSettings:
     max_pods_in_flight: int = 256
     # What a gang that fits its queue but not the cluster does to get nodes (`gangs.scale_up`).
     scale_up: ScaleUpSettings = field(default_factory=ScaleUpSettings)
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """A gang that was refused: since when, why, and the order it was refused in (if it was
-    ordered): while that order stands the answer is the same, without looking at the gang again."""
-
-    since: float
-    rejection: Rejection
-    refused_in: int | None = None
 
 
 @dataclass(frozen=True)

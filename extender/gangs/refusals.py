@@ -1,7 +1,8 @@
 """Why a gang waits, as a value: a `Rejection` is a short `Cause` (the `cause` label of the
 rejection metric, what a PodGroup's condition reason is made from) and the message a user reads;
 a `Deferred` one works its words out only when read, since a walk refuses hundreds of gangs and is
-asked why of a few. Pure.
+asked why of a few; a `Refusal` is the record the ledger keeps of a gang refused (since when, why,
+in which order), which the contenders read. Pure.
 """
 
 from __future__ import annotations
@@ -100,3 +101,13 @@ class Deferred(Rejection):
             object.__setattr__(self, "_work", None)  # (what it read is not kept alive)
             object.__setattr__(self, "_made", None)
         return Rejection(self.cause, self.message)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A gang that was refused: since when, why, and the order it was refused in (if it was
+    ordered): while that order stands the answer is the same, without looking at the gang again."""
+
+    since: float
+    rejection: Rejection
+    refused_in: int | None = None
