@@ -330,16 +330,14 @@ class Meter:
         self.attempts = 0.0 if stopped else bench.schedule_attempts(run.scheduler)
 
     def begin(self, profile: Path | None, name: str) -> None:
-        self.profile, self.name = profile, name
         self.lahar = self.bench.process_id("lahar")
         self.peak = process_cpu(self.lahar)[1]
-        self.profiled = {
-            process: self.bench.process_id(process) for process in PROFILED if profile is not None
-        }
-        self.profilers = {
-            process: (_profile(pid, profile, f"{process}-{name}"), _threads_cpu(pid))
-            for process, pid in self.profiled.items()
-        }
+        # per process sampled: its pid, py-spy, its threads' CPU so far, the profile's stem
+        self.profilers: list[tuple[int, subprocess.Popen[bytes], dict[int, float], Path]] = []
+        if profile is not None:
+            for process in PROFILED:
+                pid, stem = self.bench.process_id(process), profile / f"{process}-{name}"
+                self.profilers.append((pid, _profile(pid, stem), _threads_cpu(pid), stem))
         self.usage = self.bench.usage()
 
     def tick(self) -> None:
@@ -354,10 +352,8 @@ class Meter:
         result.attempts = self.bench.schedule_attempts(self.run.scheduler) - self.attempts
         until = audit_now()
         result.requests = self.bench.api_requests() - self.requests
-        for process, (profiler, threads) in self.profilers.items():
-            if profiler is not None and self.profile is not None:
-                stem = self.profile / f"{process}-{self.name}"
-                _stop_profile(profiler, self.profiled[process], threads, stem)
+        for pid, profiler, threads, stem in self.profilers:
+            _stop_profile(profiler, pid, threads, stem)
         if self.bench.audit is not None:
             result.clients = self.bench.audit.count(self.since, until)
 
@@ -430,15 +426,13 @@ def _stop_profile(
     stem.with_name(stem.name + "-threads.txt").write_text("\n".join(lines) + "\n")
 
 
-def _profile(pid: int, folder: Path | None, name: str) -> subprocess.Popen[bytes] | None:
-    """With --profile, py-spy samples process `pid` during the run into `<name>.txt`
+def _profile(pid: int, stem: Path) -> subprocess.Popen[bytes]:
+    """With --profile, py-spy samples process `pid` during the run into `<stem>.txt`
     (collapsed stacks: one line per stack with its sample count, for flamegraph tools or a quick
     sort)."""
-    if folder is None:
-        return None
-    folder.mkdir(parents=True, exist_ok=True)
+    stem.parent.mkdir(parents=True, exist_ok=True)
     spy = Path(sys.executable).with_name("py-spy")
-    out = folder / f"{name}.txt"
+    out = stem.with_name(stem.name + ".txt")
     command = [str(spy), "record", "-p", str(pid), "-r", "100", "-f", "raw", "--threads", "--gil"]
     command += ["-o", str(out)]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
