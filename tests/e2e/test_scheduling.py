@@ -17,7 +17,7 @@ from tests.e2e.conftest import (
     events,
     lahar_metric,
     restart_lahar,
-    scheduled_counts,
+    scheduled_counts_of,
 )
 
 KINDS = {"nodes": "Node", "pods": "Pod"}  # the cache's kinds, and the API's
@@ -91,11 +91,7 @@ def test_killing_lahar_mid_run_loses_no_pod_and_binds_none_twice(
         bound_node(api, namespace, name)
     # (a pod shows its node once the extender has bound it, a moment before the scheduler has its
     # answer: killed in that moment, the scheduler would never record the pod Scheduled)
-    wait_until(
-        lambda: set(scheduled_counts(api, namespace)) == set(names[:6]),
-        timeout=30,
-        what="the scheduler to record the first pods Scheduled",
-    )
+    scheduled_counts_of(api, namespace, names[:6])
 
     dev_cluster.stop_component("lahar", kill=True)
     try:
@@ -111,12 +107,7 @@ def test_killing_lahar_mid_run_loses_no_pod_and_binds_none_twice(
 
     placement = {name: bound_node(api, namespace, name) for name in names}
 
-    wait_until(  # the scheduler records its events asynchronously, after the binding
-        lambda: set(scheduled_counts(api, namespace)) == set(names),
-        timeout=30,
-        what="a Scheduled event for every pod",
-    )
-    assert scheduled_counts(api, namespace) == dict.fromkeys(names, 1)
+    assert scheduled_counts_of(api, namespace, names) == dict.fromkeys(names, 1)
     per_node = Counter(placement.values())
     assert set(per_node) <= set(nodes)
     assert all(count <= 8 for count in per_node.values())
