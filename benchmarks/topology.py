@@ -29,7 +29,7 @@ from extender.api.topology import HyperNode
 from extender.cache.state import ClusterState
 from extender.cli.kubectl import table
 from extender.framework.policy import load_policy
-from extender.framework.session import Engine
+from extender.framework.engine import Engine
 from extender.plugins import REGISTRY
 
 POLICY = Path(__file__).resolve().parents[1] / "policy" / "lahar.yaml"
@@ -99,11 +99,11 @@ def cluster(nodes: int, switch: int, gangs: int, *, hard: bool) -> ClusterState:
 def measure(nodes: int, switch: int, gangs: int, *, hard: bool) -> list[str]:
     state = cluster(nodes, switch, gangs, hard=hard)
     engine = Engine(load_policy(POLICY, REGISTRY))
-    assert engine.gangs is not None
+    assert engine.gang_rules
     start = time.perf_counter()
     engine.filter(state, state.pods["g0-0"], ["n0"])
     first = time.perf_counter() - start
-    order = engine.gangs.order(state, state.view().nodes)
+    order = engine.order(state)
     whole = time.perf_counter() - start
     kind = "hard tier 1" if hard else "plain"
     return [str(nodes), str(switch), kind, str(gangs), f"{first:.2f}", f"{whole:.2f}",

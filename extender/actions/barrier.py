@@ -37,9 +37,7 @@ from extender.api.objects import Pod
 from extender.api.scheduling import gang_key
 from extender.api.wire import ExtenderBindingArgs, ExtenderBindingResult
 from extender.cache.state import ClusterState
-from extender.gangs.ledger import Gangs
-from extender.gangs.members import GangView, view_gang
-from extender.gangs.placement import Slot
+from extender.framework.engine import Engine, GangView, Slot, view_gang
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +72,11 @@ class Barrier:
     def __init__(
         self,
         state: ClusterState,
-        gangs: Gangs,
+        engine: Engine,
         binder: Binder,
         observer: BarrierObserver | None = None,
     ) -> None:
-        self.state, self.gangs, self.binder = state, gangs, binder
+        self.state, self.engine, self.binder = state, engine, binder
         self.observer = observer or BarrierObserver()
         self._gates: dict[str, _Gate] = {}
 
@@ -94,7 +92,7 @@ class Barrier:
         key = gang_key(pod) if pod is not None else None
         if pod is None or key is None or key not in self.state.pod_groups:
             return await bind(self.state, self.binder, args)
-        slot = self.gangs.consume(pod.metadata.uid, args.node)
+        slot = self.engine.consume(pod.metadata.uid, args.node)
         gate = self._gates.get(key)
         if gate is None and view_gang(self.state, key).stands:  # an extra member: a plain bind
             return await bind(self.state, self.binder, args, note=" (gang stands)")
@@ -152,7 +150,7 @@ class Barrier:
         gone = [h.pod.key for h in held if self._deleted(h.pod)]
         if gone:
             self._fail(key, held, f"gang {key}: member {', '.join(gone)} was deleted while held")
-            self.gangs.release(key)
+            self.engine.release(key)
             return
         log.info(
             "gang %s stands: creating %d held bindings together",
@@ -181,7 +179,7 @@ class Barrier:
     def _gather_timeout(self, key: str) -> float:
         """How long the gang's members wait for each other here: the policy's barrier timeout,
         or its PodGroup's own shorter limit."""
-        limit = self.gangs.settings.barrier_timeout
+        limit = self.engine.gang_settings.barrier_timeout
         group = self.state.pod_groups.get(key)
         own = group.gather_timeout if group is not None else None
         return min(limit, own) if own is not None and own > 0 else limit
@@ -192,7 +190,7 @@ class Barrier:
             return
         held = list(gate.held.values())
         gang = view_gang(self.state, key)
-        settings = self.gangs.settings
+        settings = self.engine.gang_settings
         short = f"only {gang.ready} of {gang.min_member} members were placed within " + (
             f"{self._gather_timeout(key):.0f}s"
         )
@@ -206,7 +204,7 @@ class Barrier:
                 "keeps its reservation and the held members are placed again",
                 level=logging.INFO,
             )
-            self.gangs.restore(key, slots)
+            self.engine.restore(key, slots)
             self.observer.waited_on(key)
             return
         self._fail(
@@ -215,15 +213,15 @@ class Barrier:
             f"gang {key}: {short}; none bound, backing off {settings.backoff:.0f}s",
         )
         self.observer.timed_out(key)
-        self.gangs.release(key, back_off=True)
+        self.engine.release(key, back_off=True)
 
     def _coming(self, gang: GangView) -> int | None:
         """How many of the gang's missing members the scheduler still has to place (pending,
         ungated, not being deleted), when they are enough for it to stand and it was admitted
         less than `reservation_timeout` ago; else None (it gives up)."""
-        admitted = self.gangs.admitted_at(gang.key)
-        timeout = self.gangs.settings.reservation_timeout
-        if admitted is None or self.gangs.clock() - admitted >= timeout:
+        admitted = self.engine.admitted_at(gang.key)
+        timeout = self.engine.gang_settings.reservation_timeout
+        if admitted is None or self.engine.clock() - admitted >= timeout:
             return None
         members, refusal = gang.to_plan
         if refusal is not None or len(gang.placed) + len(gang.succeeded) + len(members) < (

@@ -30,7 +30,7 @@ from pydantic_core import to_json
 from extender.api.candidates import Candidates
 from extender.api.wire import ExtenderArgs, ExtenderFilterResult, NodeList
 from extender.cache.state import ClusterState
-from extender.framework.session import Engine
+from extender.framework.engine import Engine
 
 
 def filter_nodes(

@@ -4,14 +4,15 @@ kube-scheduler proposes candidates (node -> victims) from a dry run of its in-tr
 know nothing of gangs or queues. The answer keeps, of those (a node offered with no victim is
 dropped, as the protocol asks):
 
-- for a gang's pod: Lahar's own choice for the gang (`preemption.plan`: whole gangs of lower
-  priority in its queue, or of reclaimable queues above their deserved share, never part of a
-  gang's core; the fewest pods, then cpu and memory, that let the whole gang fit). When those
-  victims are all on one node the scheduler offered, are among the victims it proposed there, it
-  counted no PodDisruptionBudget violation there, and the gang is the most deserving one short of
-  capacity, the answer is that node with exactly those victims. Otherwise the answer is empty and
-  Lahar's preemptor carries out its choice itself, through the Eviction API (PDBs honoured, the
-  whole victim gang evicted, Events naming preemptor and victims), for the most deserving gang.
+- for a gang's pod: the engine's own choice for the gang (`Engine.asked_to_preempt`: whole
+  gangs of lower priority in its queue, or of reclaimable queues above their deserved share,
+  never part of a gang's core; the fewest pods, then cpu and memory, that let the whole gang
+  fit). When those victims are all on one node the scheduler offered, are among the victims it
+  proposed there, it counted no PodDisruptionBudget violation there, and the gang is the most
+  deserving one short of capacity, the answer is that node with exactly those victims.
+  Otherwise the answer is empty and Lahar's preemptor carries out its choice itself, through the
+  Eviction API (PDBs honoured, the whole victim gang evicted, Events naming preemptor and
+  victims), for the most deserving gang.
   A gang waiting for another reason than capacity, or for which no valid victims exist, gets
   nothing: preempting would not let it in, or would break the rules.
 - for a pod outside any PodGroup: the scheduler's candidates whose victims are all outside
@@ -41,16 +42,7 @@ from extender.api.wire import (
     MetaVictims,
 )
 from extender.cache.state import ClusterState
-from extender.gangs.ledger import Gangs
-from extender.gangs.members import view_gang
-from extender.gangs.refusals import WANTS_CAPACITY
-from extender.preemption.plan import (
-    Pool,
-    Preemption,
-    victims_for,
-    wanting,
-)
-from extender.preemption.victims import Rules, cost
+from extender.framework.engine import Engine, Preemption, cost
 
 NOTHING = ExtenderPreemptionResult(node_name_to_meta_victims={})
 
@@ -63,38 +55,20 @@ class PreemptDecision:
     proposed: Preemption | None = None  # Lahar's victims, answered for the scheduler to evict
 
 
-def preempt(
-    args: ExtenderPreemptionArgs, state: ClusterState, gangs: Gangs | None, rules: Rules | None
-) -> PreemptDecision:
+def preempt(args: ExtenderPreemptionArgs, state: ClusterState, engine: Engine) -> PreemptDecision:
     candidates = {node: victims for node, victims in args.meta_victims().items() if victims.pods}
     key = gang_key(args.pod)
-    if rules is None or (key is not None and gangs is None):
+    if engine.preemption is None or (key is not None and not engine.gang_rules):
         what = f"gang {key}" if key is not None else f"pod {args.pod.key}"
         return PreemptDecision(NOTHING, f"{what}: preemption is off in Lahar's policy")
-    if key is None or gangs is None:
+    if key is None:
         return _for_plain_pod(args.pod, candidates, state)
-    gang = view_gang(state, key)
-    # Admitted or standing: its capacity is held or used already.
-    settled = gangs.admission(key) is not None or gang.stands
-    order = None if settled else gangs.order(state, state.view().nodes, asking=gang)
-    turn = order.turns.get(key) if order is not None else None
-    refusal = turn.rejection if turn is not None else None
-    if order is None or refusal is None or refusal.cause not in WANTS_CAPACITY:
-        why = refusal.message if refusal else f"gang {key}: admitted, or not refused in the order"
-        return PreemptDecision(NOTHING, f"{why}; evicting would not let it in: no victims")
-    handed = PreemptDecision(
-        NOTHING, f"gang {key}: Lahar's preemptor evicts whole gangs itself", hand_off=True
-    )
-    if wanting(order, gangs)[:1] != [key]:
-        return handed  # the preemptor serves the most deserving gang first: no search here
-    chosen = victims_for(state, gangs, order, Pool.of(state, gangs), key=key, rules=rules)
-    if chosen is None:
-        return PreemptDecision(
-            NOTHING,
-            f"gang {key}: no valid victims (lower priority in queue {gang.queue}"
-            ", or reclaimable queues above their share) that would let it fit whole",
-        )
-    return _as_proposed(chosen, candidates) or handed
+    asked = engine.asked_to_preempt(state, key)
+    assert asked is not None  # (preemption and the gang rules are on)
+    handed = PreemptDecision(NOTHING, asked.reason, hand_off=asked.hand_off)
+    if asked.chosen is None:
+        return handed
+    return _as_proposed(asked.chosen, candidates) or handed
 
 
 def _as_proposed(chosen: Preemption, candidates: dict[str, MetaVictims]) -> PreemptDecision | None:

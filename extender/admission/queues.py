@@ -44,8 +44,8 @@ from extender.admission.queue_tree import (
     parent_of,
     tree_problems,
 )
+from extender.api.scale_up import MODES, SCALE_UP_ANNOTATION
 from extender.api.scheduling import DEFAULT_QUEUE, Queue
-from extender.gangs.scale_up import MODES, SCALE_UP_ANNOTATION
 
 STATES = ("Open", "Closed", "Closing", "Unknown")
 MAX_WEIGHT = 65535

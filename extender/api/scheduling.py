@@ -155,7 +155,9 @@ class PodGroupSpec(PodGroupRefSpec):
 
 
 GROUP_PHASES = ("Pending", "Inqueue", "Running", "Unknown", "Completed", "Failed")
-QUEUE_STATES = ("Open", "Closed", "Closing", "Unknown")
+OPEN, CLOSING, CLOSED = "Open", "Closing", "Closed"
+QUEUE_STATES = (OPEN, CLOSED, CLOSING, "Unknown")
+ROOT = "root"  # the queue at the top of the tree: every queue without a parent is its child
 
 
 class PodGroupCondition(KubeModel):
@@ -307,7 +309,7 @@ class Queue(KubeModel):
     @property
     def open(self) -> bool:
         """Whether new work may enter: a Closed or Closing queue admits nothing new."""
-        return self.status.state not in ("Closed", "Closing")
+        return self.status.state not in (CLOSED, CLOSING)
 
 
 def default_queue() -> Queue:

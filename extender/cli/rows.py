@@ -11,9 +11,9 @@ from typing import Any
 
 from extender.api.quantity import format_units
 from extender.api.resources import Resources
+from extender.api.scheduling import ROOT
 from extender.cli.kubectl import age
-from extender.gangs.fairness import share
-from extender.gangs.queue_tree import ROOT, QueueTree
+from extender.framework.engine import QueueTree, share
 
 JOB_HEADERS = (
     *("NAME", "STATUS", "MIN", "PENDING", "RUNNING", "SUCCEEDED", "FAILED", "RETRIES"),

@@ -17,10 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from extender.api.scale_up import Mode
 from extender.cli import kubectl
 from extender.cli.serve_cmd import default_policy
 from extender.framework.policy import Policy, load_policy
-from extender.gangs.scale_up import Mode
 from extender.plugins import REGISTRY
 from extender.simulate import html
 from extender.simulate.defaults import STOCK, stock_policy, story_trace

@@ -13,7 +13,7 @@ is on its way through the watch.
 
 - `OpenQueue` writes `Open`. While a queue above it is Closing or Closed it is refused, with a
   Warning Event saying to open that one first: Volcano refuses it in the same case.
-- `CloseQueue` writes `Closing`; Lahar's extender (`gangs.queue_status`) makes it `Closed` once
+- `CloseQueue` writes `Closing`; Lahar's extender (`server.queue_status`) makes it `Closed` once
   none of its PodGroups, nor any of the queues under it, is unfinished: Volcano's closing state.
   A queue Closing or Closed already is left as it is. The root queue is never closed (Volcano
   refuses it too).
@@ -27,7 +27,7 @@ is on its way through the watch.
 - The state is written without a precondition: the Command asks for it whatever the Queue's
   version. The extender writes `state` only onto the version of the Queue it derived it from
   (`server.queue_writer`), so it never overwrites this one, and it keeps a state set to Open,
-  Closing or Closed (`gangs.queue_status`).
+  Closing or Closed (`server.queue_status`).
 - An unknown action, a Queue that does not exist, or another Queue of that name (the Command's
   uid is not the Queue's: deleted and created again since) is a WARNING in the log: nothing is
   written, and the Command is deleted. Queue Commands are not filtered by scheduler name.
@@ -44,9 +44,7 @@ from kubernetes import client as k8s
 
 from extender.api.batch import BUS_API_VERSION, Command
 from extender.api.log_fields import about_queue
-from extender.api.scheduling import API_VERSION, Queue
-from extender.gangs.queue_status import CLOSED, CLOSING, OPEN
-from extender.gangs.queue_tree import ROOT
+from extender.api.scheduling import API_VERSION, CLOSED, CLOSING, OPEN, ROOT, Queue
 from extender.kube import KubeError, patch_queue_status, writes
 from extender.kube.reports import record_event
 

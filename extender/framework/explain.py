@@ -33,17 +33,22 @@ from extender.api.job_pods import is_expected
 from extender.api.objects import Pod
 from extender.api.quantity import format_units
 from extender.api.resources import CPU, EMPTY, PODS, Resources
+from extender.api.scale_up import Mode
 from extender.api.scheduling import task_of
 from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
+from extender.framework.engine import (
+    WANTS_CAPACITY,
+    Engine,
+    GangView,
+    QueueView,
+    Rejection,
+    Room,
+    queue_mode,
+    view_gang,
+    wants_nodes,
+)
 from extender.framework.status import insufficient
-from extender.gangs.ledger import Gangs
-from extender.gangs.members import GangView, view_gang
-from extender.gangs.placement import Room
-from extender.gangs.queues import QueueView
-from extender.gangs.refusals import WANTS_CAPACITY, Rejection
-from extender.gangs.scale_up import Mode, queue_mode, wants_nodes
-from extender.preemption.plan import protected_victims
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,7 @@ class Explanation:
         return "\n".join(self.lines)
 
 
-def explain(state: ClusterState, gangs: Gangs, key: str) -> Explanation:
+def explain(state: ClusterState, engine: Engine, key: str) -> Explanation:
     gang = view_gang(state, key)
     if gang.group is None and not gang.pending and not gang.placed:
         return Explanation(key, "NotFound", (f"gang {key}: no PodGroup and no pods name it",))
@@ -69,7 +74,7 @@ def explain(state: ClusterState, gangs: Gangs, key: str) -> Explanation:
     if gang.stands:
         verdict = "Standing"
         lines.append("it stands: minMember members are placed; more members bind as they fit")
-    elif (admitted := gangs.admission(key)) is not None:
+    elif (admitted := engine.admission(key)) is not None:
         verdict = "Admitted"
         slots = admitted.slots
         held = sorted({slot.node for slot in slots.values()})
@@ -79,22 +84,22 @@ def explain(state: ClusterState, gangs: Gangs, key: str) -> Explanation:
         )
     else:
         verdict = "Waiting"
-        lines += _waiting(state, gangs, gang, nodes)
-    lines += _members(gang, nodes, gangs)
-    lines += _network(gang, nodes, gangs)
-    lines += _queue(state, gangs, gang)
+        lines += _waiting(state, engine, gang, nodes)
+    lines += _members(gang, nodes, engine)
+    lines += _network(gang, nodes, engine)
+    lines += _queue(state, engine, gang)
     return Explanation(key, verdict, tuple(lines))
 
 
 def _waiting(
-    state: ClusterState, gangs: Gangs, gang: GangView, nodes: Mapping[str, NodeInfo]
+    state: ClusterState, engine: Engine, gang: GangView, nodes: Mapping[str, NodeInfo]
 ) -> list[str]:
     key = gang.key
-    order = gangs.order(state, nodes)
+    order = engine.order(state)
     turn = order.turns.get(key)
-    waiting = gangs.refusal(key)
+    waiting = engine.refusal(key)
     lines: list[str] = []
-    blocked = gangs.blocked(gang)
+    blocked = engine.blocked(gang)
     if waiting is not None:
         lines.append(f"waiting: {waiting.rejection.message}")
     elif blocked is not None:
@@ -104,8 +109,8 @@ def _waiting(
     elif turn is not None and turn.slots and gang.held:
         lines.append(
             f"waiting: it fits now; Lahar {_lets_in(gang)} when fewer than "
-            f"{gangs.settings.max_pods_in_flight} members of admitted gangs wait for the "
-            f"scheduler ({gangs.in_flight()} now)"
+            f"{engine.gang_settings.max_pods_in_flight} members of admitted gangs wait for the "
+            f"scheduler ({engine.in_flight()} now)"
         )
     elif turn is not None and turn.slots:
         lines.append("waiting: it fits now; it is admitted when the scheduler next asks about it")
@@ -115,58 +120,58 @@ def _waiting(
         lines.append("waiting: its pods wait behind Lahar's gate for the gang's turn")
     else:
         lines.append("waiting: the scheduler has not asked Lahar about its pods yet")
-    lines += scale_up_lines(state, gangs, gang)
-    lines += unpreemptable_lines(state, gangs, gang)
-    remaining = _backoff_left(gangs, key)
+    lines += scale_up_lines(state, engine, gang)
+    lines += unpreemptable_lines(state, engine, gang)
+    remaining = _backoff_left(engine, key)
     if remaining > 0:
         lines.append(f"backing off for {remaining:.0f}s more (its members did not all bind)")
     if turn is not None:
         ahead = list(order.turns)[: list(order.turns).index(key)]
         if ahead:
             lines.append(f"ahead of it in the fair order: {_few(ahead)}")
-    lines += _holding(gangs, key)
+    lines += _holding(engine, key)
     return lines
 
 
 def condition_message(
-    state: ClusterState, gangs: Gangs, gang: GangView, rejection: Rejection, wall: float
+    state: ClusterState, engine: Engine, gang: GangView, rejection: Rejection, wall: float
 ) -> str:
     """The summary a waiting gang's PodGroup condition carries; `wall` is the time now (epoch
     seconds), to say when a backoff ends."""
-    parts = [rejection.message, *scale_up_lines(state, gangs, gang, wall)]
-    remaining = _backoff_left(gangs, gang.key)
+    parts = [rejection.message, *scale_up_lines(state, engine, gang, wall)]
+    remaining = _backoff_left(engine, gang.key)
     if remaining > 0:
         until = datetime.fromtimestamp(wall + remaining, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         parts.append(f"backing off until {until}")
-    parts += _holding(gangs, gang.key)
+    parts += _holding(engine, gang.key)
     nodes = state.view().nodes
-    parts += _members(gang, nodes, gangs)
-    parts += _network(gang, nodes, gangs)
-    parts += _queue(state, gangs, gang)
+    parts += _members(gang, nodes, engine)
+    parts += _network(gang, nodes, engine)
+    parts += _queue(state, engine, gang)
     return ". ".join(parts)
 
 
 def scale_up_lines(
-    state: ClusterState, gangs: Gangs, gang: GangView, wall: float | None = None
+    state: ClusterState, engine: Engine, gang: GangView, wall: float | None = None
 ) -> list[str]:
     """What a waiting gang asks of an autoscaler (`gangs.scale_up`), or why it asks nothing
     though its queue's mode would: a rule of its queue refuses it, or gangs ahead take its
     turn. `wall`: say times as UTC times (a PodGroup condition)."""
-    mode, problem = queue_mode(state.queues, gang.queue, gangs.settings.scale_up.default)
+    mode, problem = queue_mode(state.queues, gang.queue, engine.gang_settings.scale_up.default)
     lines = [problem] if problem else []
     if mode is Mode.NONE:
         return lines
-    said = gangs.scale_ups.describe(gang.key, gangs.clock(), wall)
+    said = engine.scale_up_said(gang.key, engine.clock(), wall)
     if said is not None:
         return [*lines, said]
-    if gangs.shown(gang.key):
+    if engine.shown(gang.key):
         lines.append(
             "waiting for nodes: its queue's scale-up mode is unschedulable, so its pods are "
             "refused at the scheduler and marked Unschedulable for an autoscaler to add nodes; "
             "the gang binds whole once it fits"
         )
         return lines
-    refusal = gangs.refusal(gang.key)
+    refusal = engine.refusal(gang.key)
     if refusal is not None and not wants_nodes(refusal.rejection.cause):
         lines.append(
             f"no nodes are asked for (scale-up mode {mode}): it waits for "
@@ -176,25 +181,25 @@ def scale_up_lines(
     return lines
 
 
-def unpreemptable_lines(state: ClusterState, gangs: Gangs, gang: GangView) -> list[str]:
+def unpreemptable_lines(state: ClusterState, engine: Engine, gang: GangView) -> list[str]:
     """For a gang waiting for capacity, when preemption (on with the preempt plugin) last found
     nobody to evict for it although evicting protected pods would make room, which gangs those
     are and why each is protected (`volcano.sh/preemptable`, Volcano's conformance)."""
-    protected = protected_victims(state, gang.key)
+    protected = engine.protected_victims(state, gang.key)
     if protected is None:
         return []
-    turn = gangs.order(state, state.view().nodes).turns.get(gang.key)
+    turn = engine.order(state).turns.get(gang.key)
     if turn is None or turn.rejection is None or turn.rejection.cause not in WANTS_CAPACITY:
         return []
     return [protected.message]
 
 
-def _backoff_left(gangs: Gangs, key: str) -> float:
-    return (gangs.backoff_ends(key) or 0.0) - gangs.clock()
+def _backoff_left(engine: Engine, key: str) -> float:
+    return (engine.backoff_ends(key) or 0.0) - engine.clock()
 
 
-def _holding(gangs: Gangs, key: str) -> list[str]:
-    holding = sorted(k for k in gangs.reserved_by_gang() if k != key)
+def _holding(engine: Engine, key: str) -> list[str]:
+    holding = sorted(k for k in engine.reserved_by_gang() if k != key)
     return [f"gangs holding reservations: {_few(holding)}"] if holding else []
 
 
@@ -203,15 +208,15 @@ def _few(keys: list[str], shown: int = 5) -> str:
     return ", ".join(keys[:shown]) + more
 
 
-def _members(gang: GangView, nodes: Mapping[str, NodeInfo], gangs: Gangs) -> list[str]:
+def _members(gang: GangView, nodes: Mapping[str, NodeInfo], engine: Engine) -> list[str]:
     """Per task and request of the pending members: on how many nodes one fits now, on the
     capacity no other gang holds (an admitted gang's own reservation is room for its members)."""
     kinds: dict[tuple[str, str], list[Pod]] = {}
     for pod in gang.pending:
         asks = Resources({k: v for k, v in pod.request.items() if k != PODS}).describe()
         kinds.setdefault((task_of(pod), asks or "no resources"), []).append(pod)
-    held = dict(gangs.reserved())
-    admission = gangs.admission(gang.key)
+    held = dict(engine.reserved())
+    admission = engine.admission(gang.key)
     for slot in admission.slots.values() if admission is not None else ():
         held[slot.node] = held[slot.node] - slot.request
     room = Room(nodes, held)
@@ -235,7 +240,7 @@ def _members(gang: GangView, nodes: Mapping[str, NodeInfo], gangs: Gangs) -> lis
     return lines
 
 
-def _network(gang: GangView, nodes: Mapping[str, NodeInfo], gangs: Gangs) -> list[str]:
+def _network(gang: GangView, nodes: Mapping[str, NodeInfo], engine: Engine) -> list[str]:
     """What its network topology asks, and the free cpu of the HyperNodes it may use (the
     roomiest few, on what no other gang holds)."""
     reach = gang.reach
@@ -245,7 +250,7 @@ def _network(gang: GangView, nodes: Mapping[str, NodeInfo], gangs: Gangs) -> lis
     mode = "hard" if within.hard else "soft"
     line = f"network topology ({mode}): inside one {within.kind}"
     if within.domains:
-        held = gangs.reserved()
+        held = engine.reserved()
         free = {
             d.name: sum(
                 max(nodes[n].free[CPU] - held.get(n, EMPTY)[CPU], 0)
@@ -261,8 +266,8 @@ def _network(gang: GangView, nodes: Mapping[str, NodeInfo], gangs: Gangs) -> lis
     return [line]
 
 
-def _queue(state: ClusterState, gangs: Gangs, gang: GangView) -> list[str]:
-    view = gangs.queues(state).get(gang.queue)
+def _queue(state: ClusterState, engine: Engine, gang: GangView) -> list[str]:
+    view = engine.queues(state).get(gang.queue)
     if view is None:
         return [f"queue {gang.queue} does not exist: the gang waits until it is created"]
     lines = []

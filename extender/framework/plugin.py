@@ -30,11 +30,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Protocol, runtime_checkable
 
+from extender.api.engine_settings import GangSettings, WaitingGang
 from extender.api.resources import Resources
 from extender.cache.snapshot import NodeInfo
 from extender.framework.status import Status
-from extender.gangs.ledger import GangSettings
-from extender.gangs.lineup import WaitingGang
 
 Argument = str | int | float | bool | list[str]  # (a list: a YAML list of words)
 

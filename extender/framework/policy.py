@@ -37,6 +37,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
+from extender.api.engine_settings import GangSettings, Ordering, PreemptionSettings, Rules
 from extender.api.wire import describe_invalid
 from extender.framework.plugin import (
     Argument,
@@ -53,10 +54,6 @@ from extender.framework.plugin import (
     SparesGangCores,
     StarvationGuard,
 )
-from extender.gangs.ledger import GangSettings
-from extender.gangs.lineup import Ordering
-from extender.preemption.settings import PreemptionSettings
-from extender.preemption.victims import Rules
 
 API_VERSION = "lahar.io/v1alpha1"
 KIND = "SchedulerPolicy"

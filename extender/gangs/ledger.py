@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterator, KeysView, Mapping
 from dataclasses import dataclass, field, replace
 
+from extender.api.engine_settings import GangSettings, Ordering
 from extender.api.job_pods import expected_name, is_expected
 from extender.api.objects import Pod
 from extender.api.resources import Resources
@@ -37,7 +38,7 @@ from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
 from extender.gangs.contending import Contending
 from extender.gangs.hyper_placement import staying_inside
-from extender.gangs.lineup import Ordering, Ranking
+from extender.gangs.lineup import Ranking
 from extender.gangs.members import (
     GangView,
     Marked,
@@ -52,21 +53,8 @@ from extender.gangs.placement import KeptRoom, Room, Slot, plan_slots
 from extender.gangs.queues import QueueTally, QueueView, account, capped_above
 from extender.gangs.refusals import Refusal, Rejection, backoff_refusal
 from extender.gangs.reservations import Admission, Reservations
-from extender.gangs.scale_up import ScaleUps, ScaleUpSettings
+from extender.gangs.scale_up import ScaleUps
 from extender.gangs.turns import Run, Turn, Turns
-
-
-@dataclass(frozen=True)
-class GangSettings:
-    barrier_timeout: float = 20.0  # seconds; below the scheduler's httpTimeout
-    backoff: float = 10.0  # seconds a gang waits after its barrier timed out
-    reservation_timeout: float = 60.0  # seconds an admitted gang may hold capacity without progress
-    # Pods of admitted gangs not yet at the bind barrier (their slots) beyond which no gang held
-    # by Lahar's gate is let in: what kube-scheduler's queue holds of gangs at once, so that an
-    # admitted gang's members reach the barrier together however long the backlog.
-    max_pods_in_flight: int = 256
-    # What a gang that fits its queue but not the cluster does to get nodes (`gangs.scale_up`).
-    scale_up: ScaleUpSettings = field(default_factory=ScaleUpSettings)
 
 
 @dataclass(frozen=True)

@@ -20,35 +20,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from extender.api.engine_settings import Ordering, WaitingGang
 from extender.api.resources import Resources
 from extender.gangs.fairness import dominant_share
 from extender.gangs.members import GangView
 from extender.gangs.queues import QueueView
 from extender.gangs.refusals import Cause, Rejection
-
-
-@dataclass(frozen=True)
-class WaitingGang:
-    """A waiting gang as the job-order plugins see it."""
-
-    key: str
-    queue: str
-    priority: int
-    dominant_share: float  # DRF: of the cluster, the largest fraction it holds of any resource
-    since: float  # when it started waiting (the clock's seconds)
-    starving: bool  # waiting longer than the starvation limit
-
-
-JobKey = Callable[[WaitingGang], float]  # lower goes first
-
-
-@dataclass(frozen=True)
-class Ordering:
-    """The order rules the policy's plugins turn on."""
-
-    job_keys: tuple[JobKey, ...] = ()
-    by_queue_share: bool = True  # proportion: the least served queue goes first
-    starving_after: float | None = None  # seconds; None: no starvation guard
 
 
 @dataclass(frozen=True)

@@ -36,14 +36,15 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
+from extender.api.engine_settings import Ordering
 from extender.api.resources import EMPTY, Resources
+from extender.api.scheduling import ROOT
 from extender.cache.snapshot import NodeInfo
 from extender.gangs.drain import drain
 from extender.gangs.fairness import share
-from extender.gangs.lineup import Entry, Lineup, Ordering
+from extender.gangs.lineup import Entry, Lineup
 from extender.gangs.members import GangView
 from extender.gangs.placement import Room, members_to_plan, nodes_used, plan_slots
-from extender.gangs.queue_tree import ROOT
 from extender.gangs.queues import QueueView
 from extender.gangs.refusals import WANTS_CAPACITY, Cause, Deferred, Rejection
 from extender.gangs.turns import Run, Turn, Turns

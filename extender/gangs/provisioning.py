@@ -40,11 +40,12 @@ from extender.api.provisioning import (
     PROVISIONED,
     ProvisioningRequest,
 )
+from extender.api.scale_up import Mode
 from extender.api.scheduling import GroupKind, PodGroup, gang_key, task_of
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
 from extender.gangs.members import GangView, view_gang
-from extender.gangs.scale_up import Asked, Mode, ScaleUps, queue_mode, wants_nodes
+from extender.gangs.scale_up import Asked, ScaleUps, queue_mode, wants_nodes
 
 MAX_NAME = 253
 # Fields of a member's spec a PodTemplate leaves out: where it was placed, Lahar's gate, its

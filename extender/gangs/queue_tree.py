@@ -17,9 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from extender.api.scheduling import Queue
-
-ROOT = "root"
+from extender.api.scheduling import ROOT, Queue
 
 
 @dataclass(frozen=True)

@@ -21,11 +21,11 @@ from functools import cached_property
 
 from extender.api.quantity import format_units
 from extender.api.resources import EMPTY, Resources
-from extender.api.scheduling import DEFAULT_QUEUE, Queue, default_queue
+from extender.api.scheduling import DEFAULT_QUEUE, ROOT, Queue, default_queue
 from extender.cache.state import ClusterState
 from extender.gangs.fairness import Claim, overused, share, water_fill, water_fill_tree
 from extender.gangs.members import FollowsGangs, view_gang
-from extender.gangs.queue_tree import ROOT, QueueTree
+from extender.gangs.queue_tree import QueueTree
 from extender.gangs.refusals import Cause, Rejection
 
 

@@ -14,7 +14,7 @@ from enum import StrEnum
 
 class Cause(StrEnum):
     """Why a gang waits, in one word: the `cause` label of `lahar_gang_rejections_total`, and what
-    the PodGroup's Unschedulable condition reason is made from (`gangs.group_status`)."""
+    the PodGroup's Unschedulable condition reason is made from (`server.group_status`)."""
 
     NO_POD_GROUP = "NoPodGroup"  # its pods name a PodGroup that does not exist
     INVALID_GROUP = "InvalidPodGroup"  # its PodGroup, or a pod's naming of it, cannot be taken

@@ -34,40 +34,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import StrEnum
 
+from extender.api.engine_settings import ScaleUpSettings
+from extender.api.scale_up import SCALE_UP_ANNOTATION, Mode, parse_mode
 from extender.api.scheduling import Queue
 from extender.gangs.refusals import WANTS_CAPACITY, Cause
-
-SCALE_UP_ANNOTATION = "lahar.io/scale-up"
-
-
-class Mode(StrEnum):
-    NONE = "none"
-    PROVISIONING_REQUEST = "provisioningRequest"
-    UNSCHEDULABLE = "unschedulable"
-
-
-MODES = ", ".join(mode.value for mode in Mode)
-
-
-def parse_mode(text: object, where: str) -> Mode:
-    """`text` as a mode; a ValueError naming `where` and the modes when it is none of them."""
-    for mode in Mode:
-        if text == mode.value:
-            return mode
-    raise ValueError(f"{where}: {text!r} is not a scale-up mode (one of {MODES})")
-
-
-@dataclass(frozen=True)
-class ScaleUpSettings:
-    default: Mode = Mode.NONE  # the mode of queues that say nothing (the policy's gang.scaleUp)
-    retry: float = 60.0  # seconds before the second attempt after a request ended
-    retry_max: float = 900.0  # the longest wait between attempts (the wait doubles)
-
-    def retry_after(self, attempt: int) -> float:
-        """Seconds to wait after attempt number `attempt` (1, 2, ...) ended."""
-        return float(min(self.retry * 2 ** max(attempt - 1, 0), self.retry_max))
 
 
 def queue_mode(queues: Mapping[str, Queue], name: str, default: Mode) -> tuple[Mode, str | None]:

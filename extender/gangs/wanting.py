@@ -22,11 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from extender.api.scale_up import Mode
 from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
 from extender.gangs.members import view_gang
-from extender.gangs.scale_up import Mode, queue_mode, queue_modes, wants_nodes
+from extender.gangs.scale_up import queue_mode, queue_modes, wants_nodes
 
 
 def want_nodes(gangs: Gangs, state: ClusterState, nodes: Mapping[str, NodeInfo]) -> list[str]:

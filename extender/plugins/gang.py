@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from extender.api.engine_settings import GangSettings, ScaleUpSettings
+from extender.api.scale_up import parse_mode
 from extender.framework.plugin import Argument
-from extender.gangs.ledger import GangSettings
-from extender.gangs.scale_up import ScaleUpSettings, parse_mode
 from extender.plugins.arguments import reject_unknown, seconds, weight
 
 NAME = "gang"

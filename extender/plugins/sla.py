@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from extender.api.engine_settings import WaitingGang
 from extender.framework.plugin import Argument
-from extender.gangs.lineup import WaitingGang
 from extender.plugins.arguments import reject_unknown, seconds
 
 NAME = "sla"

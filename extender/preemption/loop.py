@@ -25,11 +25,11 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 
+from extender.api.engine_settings import PreemptionSettings
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
 from extender.gangs.refusals import WANTS_CAPACITY, Rejection
 from extender.preemption.plan import Preemption, candidates
-from extender.preemption.settings import PreemptionSettings
 
 CarryOut = Callable[[Preemption], Awaitable[bool]]  # False: refused, nothing evicted
 Sleep = Callable[[float], Awaitable[None]]

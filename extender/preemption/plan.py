@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from weakref import WeakKeyDictionary
 
+from extender.api.engine_settings import Rules
 from extender.api.objects import Pod
 from extender.api.resources import EMPTY, Resources
 from extender.cache.state import ClusterState
@@ -33,15 +34,7 @@ from extender.gangs.order import Order
 from extender.gangs.placement import members_to_plan
 from extender.gangs.queues import QueueView
 from extender.gangs.refusals import WANTS_CAPACITY
-from extender.preemption.victims import (
-    Rooms,
-    Rules,
-    Unit,
-    by_kinship,
-    choose,
-    sift,
-    units_of,
-)
+from extender.preemption.victims import Rooms, Unit, by_kinship, choose, sift, units_of
 
 
 @dataclass(frozen=True)
@@ -367,3 +360,39 @@ def candidates(
         if key not in skip:
             pool = pool or Pool.of(state, gangs)
             yield victims_for(state, gangs, order, pool, key=key, rules=rules)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What Lahar makes of the scheduler's preempt call for a member of gang `key`: victims it
+    chose (`chosen`), or none, with why (`reason`); `hand_off`: the gang waits for capacity but
+    another comes first, or Lahar's own search should run now (the preemption loop's)."""
+
+    reason: str
+    chosen: Preemption | None = None
+    hand_off: bool = False
+
+
+def asked_for(state: ClusterState, gangs: Gangs, key: str, rules: Rules) -> Asked:
+    """The scheduler asks to preempt for a member of gang `key`: a gang admitted, standing or
+    refused for another cause than want of capacity needs no victims; one that is not the most
+    deserving of those refused for it is left to the preemption loop; for that one, the
+    victims that let it fit whole (`victims_for`)."""
+    gang = view_gang(state, key)
+    settled = gangs.admission(key) is not None or gang.stands  # its capacity is held or used
+    order = None if settled else gangs.order(state, state.view().nodes, asking=gang)
+    turn = order.turns.get(key) if order is not None else None
+    refusal = turn.rejection if turn is not None else None
+    if order is None or refusal is None or refusal.cause not in WANTS_CAPACITY:
+        why = refusal.message if refusal else f"gang {key}: admitted, or not refused in the order"
+        return Asked(f"{why}; evicting would not let it in: no victims")
+    handed = Asked(f"gang {key}: Lahar's preemptor evicts whole gangs itself", hand_off=True)
+    if wanting(order, gangs)[:1] != [key]:
+        return handed  # the preemptor serves the most deserving gang first: no search here
+    chosen = victims_for(state, gangs, order, Pool.of(state, gangs), key=key, rules=rules)
+    if chosen is None:
+        return Asked(
+            f"gang {key}: no valid victims (lower priority in queue {gang.queue}"
+            ", or reclaimable queues above their share) that would let it fit whole"
+        )
+    return Asked(handed.reason, chosen=chosen, hand_off=True)

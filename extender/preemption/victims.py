@@ -48,6 +48,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
 
+from extender.api.engine_settings import Rules
 from extender.api.objects import Pod
 from extender.api.preemptable import group_protection, pod_protection
 from extender.api.resources import CPU, EMPTY, MEMORY, Resources
@@ -87,18 +88,6 @@ class Unit:
         for pod, node in self.pods:
             freed[node] = freed.get(node, EMPTY) + pod.request
         return freed
-
-
-@dataclass(frozen=True)
-class Rules:
-    """Who may be evicted: the preempt plugin's actions (each with the plugin it needs), and
-    the victim rules of the plugins whose `enablePreemptable` is on (for preempt's victims)."""
-
-    preempt: bool = True  # lower priority, same queue
-    reclaim: bool = True  # overused reclaimable queues, for a queue below its share
-    spare_members_only: bool = False  # gang's rule, for preempt: never a whole gang
-    reclaims_spares_only: bool = False  # gang's rule, for reclaim (its enableReclaimable)
-    keeps_share: bool = False  # drf's rule: a victim's gang keeps a share >= the preemptor's
 
 
 def units_of(gang: GangView, priority: int, node_of: Mapping[str, str]) -> list[Unit]:

@@ -18,7 +18,6 @@ from kubernetes import client as k8s
 
 from extender.actions.bind import Binder, BindError
 from extender.api.scheduling import API_VERSION, GroupKind, PodGroup, default_queue
-from extender.gangs.group_status import PodGroupEvent
 from extender.kube import (
     AsyncApi,
     KubeError,
@@ -34,6 +33,7 @@ from extender.kube import (
     scale_up,
 )
 from extender.kube.raw import ApiStatusError
+from extender.server.group_status import PodGroupEvent
 from extender.server.hyper_node_writer import HyperNodePatch
 from extender.server.preemptor import Evictor
 from extender.server.provisioner import ScaleUpApi

@@ -47,12 +47,8 @@ from extender.api.scheduling import VOLCANO_SCHEDULER
 from extender.cache.informer import Informers
 from extender.cache.kinds import PROVISIONING_REQUESTS
 from extender.cache.state import ClusterState
+from extender.framework.engine import Engine, dominant_share, view_gang
 from extender.framework.policy import Policy
-from extender.framework.session import Engine
-from extender.gangs.fairness import dominant_share
-from extender.gangs.group_status import PodGroupEvent
-from extender.gangs.ledger import Gangs
-from extender.gangs.members import view_gang
 from extender.kube import AsyncApi
 from extender.kube.leader import FollowOptions, LeaseOptions
 from extender.server.adapters import (
@@ -70,6 +66,7 @@ from extender.server.adapters import (
     api_status_patch,
 )
 from extender.server.gang_waits import GangHistory, gang_waits
+from extender.server.group_status import PodGroupEvent
 from extender.server.hyper_node_writer import HyperNodeWriter
 from extender.server.keys import (
     BARRIER,
@@ -85,7 +82,7 @@ from extender.server.keys import (
     STATUS,
     TLS,
 )
-from extender.server.metrics import ExtenderMetrics, QueueFigures, QueueGauges, request_states
+from extender.server.metrics import ExtenderMetrics, QueueFigures, QueueGauges
 from extender.server.preemptor import Preemptor
 from extender.server.provisioner import Provisioner
 from extender.server.queue_writer import QueueWriter
@@ -160,14 +157,12 @@ def make_app(
     app[BARRIER], app[STATUS], app[PREEMPTOR] = None, None, None
     if api is not None:  # (before the writers: cleanup runs backwards, the cache stops last)
         app.cleanup_ctx.append(informers(_informers(api), _serve))
-        app.cleanup_ctx.append(
-            guarded(lambda app: _expire(app[STATE], app[ENGINE].gangs), "expiry")
-        )
-    gangs = app[ENGINE].gangs
-    if gangs is not None:
-        _gang_rules(app, gangs, binder)
+        app.cleanup_ctx.append(guarded(lambda app: _expire(app[STATE], app[ENGINE]), "expiry"))
+    engine = app[ENGINE]
+    if engine.gang_rules:
+        _gang_rules(app, engine, binder)
         if api is not None and writes is not None:
-            _writers(app, api, writes, gangs)
+            _writers(app, api, writes, engine)
     if api is not None:  # (with gang rules or without: the topology is the cluster's)
         counts = HyperNodeWriter(app[STATE], api_hyper_node_patch(api), ready=app[SERVING])
         app.cleanup_ctx.append(_background(counts))
@@ -214,7 +209,7 @@ def _watchdog(
     app.cleanup_ctx.append(guarded(lambda app: dog.run(), "leader watchdog"))
 
 
-def _gang_rules(app: web.Application, gangs: Gangs, binder: Binder) -> None:
+def _gang_rules(app: web.Application, engine: Engine, binder: Binder) -> None:
     """The bind barrier, and the gang rules' metrics."""
     metrics, state = app[METRICS], app[STATE]
     observer = BarrierObserver(
@@ -224,37 +219,37 @@ def _gang_rules(app: web.Application, gangs: Gangs, binder: Binder) -> None:
         partial=lambda key: metrics.partial_gangs.inc(),
         stood=lambda key: metrics.stood(view_gang(state, key)),
     )
-    app[BARRIER] = barrier = Barrier(app[STATE], gangs, binder, observer)
+    app[BARRIER] = barrier = Barrier(app[STATE], engine, binder, observer)
     metrics.members_held.set_function(barrier.holding)
-    gangs.on_admitted.append(lambda key: metrics.admitted(view_gang(state, key)))
-    gangs.on_rejected.append(lambda key, why: metrics.gang_rejections.labels(why.cause).inc())
-    metrics.pending_gangs.set_function(lambda: len(gangs.refused()))
-    metrics.pods_in_flight.set_function(gangs.in_flight)
-    figures = QueueGauges(lambda: _queue_figures(state, gangs, metrics.clock(), metrics.history))
+    engine.on_admitted(lambda key: metrics.admitted(view_gang(state, key)))
+    engine.on_rejected(lambda key, why: metrics.gang_rejections.labels(why.cause).inc())
+    metrics.pending_gangs.set_function(lambda: len(engine.refused()))
+    metrics.pods_in_flight.set_function(engine.in_flight)
+    figures = QueueGauges(lambda: _queue_figures(state, engine, metrics.clock(), metrics.history))
     metrics.registry.register(figures)
 
 
-def _writers(app: web.Application, api: k8s.ApiClient, writes: AsyncApi, gangs: Gangs) -> None:
+def _writers(app: web.Application, api: k8s.ApiClient, writes: AsyncApi, engine: Engine) -> None:
     """What the leader writes back: lifted gates and woken pods, PodGroup and Queue status,
     preemptions."""
     metrics = app[METRICS]
-    waker = Waker(app[STATE], gangs, api_patcher(writes), api_lifter(writes))
+    waker = Waker(app[STATE], engine, api_patcher(writes), api_lifter(writes))
     waker.on_woken = metrics.wakes.inc
     waker.on_lifted = metrics.gates_lifted.inc
     app.cleanup_ctx.append(_background(waker))
     app[STATUS] = writer = StatusWriter(
         app[STATE],
-        gangs,
+        engine,
         # (a CRD without the status subresource is Volcano's: with Volcano's scheduler gone, as
         # when Lahar answers to `volcano`, the status goes onto the object itself)
-        api_status_patch(api, on_object=lambda: VOLCANO_SCHEDULER in gangs.schedulers),
+        api_status_patch(api, on_object=lambda: VOLCANO_SCHEDULER in engine.schedulers),
         api_event_sink(api),
         ready=app[SERVING],
-        schedulers=gangs.schedulers or None,  # (none named: every group is ours)
+        schedulers=engine.schedulers or None,  # (none named: every group is ours)
     )
     app.cleanup_ctx.append(_background(writer))
     queues = QueueWriter(
-        app[STATE], gangs, api_queue_patch(api), api_queue_create(api), ready=app[SERVING]
+        app[STATE], engine, api_queue_patch(api), api_queue_create(api), ready=app[SERVING]
     )
     app.cleanup_ctx.append(_background(queues))
     provisioner = Provisioner(
@@ -268,12 +263,11 @@ def _writers(app: web.Application, api: k8s.ApiClient, writes: AsyncApi, gangs: 
     )
     provisioner.on_created = metrics.provisioning_requests_created.inc
     provisioner.on_deleted = metrics.provisioning_requests_deleted.inc
-    metrics.provisioning_requests.read = lambda: request_states(gangs.scale_ups)
+    metrics.provisioning_requests.read = engine.request_phases
     app.cleanup_ctx.append(_background(provisioner))
-    preemption = app[ENGINE].preemption
-    if preemption is not None:
+    if engine.preemption is not None:
         app[PREEMPTOR] = preemptor = Preemptor(
-            app[STATE], gangs, preemption, api_evictor(api), writer.announce, ready=app[SERVING]
+            app[STATE], engine, api_evictor(api), writer.announce, ready=app[SERVING]
         )
         metrics.count_victims(preemptor)
         app.cleanup_ctx.append(_background(preemptor))
@@ -294,22 +288,22 @@ def _reloading(tls: ServerTls) -> Lifecycle:
 
 
 def _queue_figures(
-    state: ClusterState, gangs: Gangs, now: float, history: GangHistory
+    state: ClusterState, engine: Engine, now: float, history: GangHistory
 ) -> QueueFigures:
     """The queues' figures, and the gangs that wait (`now`: the wall clock)."""
-    views = gangs.queues(state)
+    views = engine.queues(state)
     total = state.capacity()
     waiting: Counter[str] = Counter()
     shares = {}
-    for key in {*state.pod_groups, *gangs.refused()}:
+    for key in {*state.pod_groups, *engine.refused()}:
         gang = view_gang(state, key)
-        if key in gangs.refused():
+        if key in engine.refused():
             waiting[gang.queue] += 1
         if gang.group is not None and (gang.placed or gang.pending):  # finished: no series
             # (the podgroup label: its name, kind-qualified for Coscheduling's and native ones)
             namespace, _, name = key.partition("/")
             shares[(namespace, name, gang.queue)] = dominant_share(gang.allocated, total)
-    return QueueFigures(views, waiting, shares, gang_waits(state, gangs, now, history))
+    return QueueFigures(views, waiting, shares, gang_waits(state, engine, now, history))
 
 
 def _served(app: web.Application, kind: str) -> bool:
@@ -393,11 +387,11 @@ def _background(worker: _Worker) -> Lifecycle:
     return guarded(work, type(worker).__name__)
 
 
-async def _expire(state: ClusterState, gangs: Gangs | None) -> None:
+async def _expire(state: ClusterState, engine: Engine) -> None:
     """Drop assumptions the watch never confirmed and reservations that made no progress."""
     while True:
         await asyncio.sleep(EXPIRY_INTERVAL)
-        for key in gangs.expire() if gangs is not None else ():
+        for key in engine.expire():
             log.warning(
                 "gang %s held its reservation without progress; released it and backing off",
                 key,

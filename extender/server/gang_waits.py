@@ -31,9 +31,7 @@ from cachetools import LRUCache
 from extender.api.scheduling import PodGroup
 from extender.api.times import parse_time
 from extender.cache.state import ClusterState
-from extender.gangs.ledger import Gangs
-from extender.gangs.members import GangView, view_gang
-from extender.gangs.refusals import Cause
+from extender.framework.engine import Cause, Engine, GangView, view_gang
 
 # The cause of a gang that waits for a turn the fair order holds for it, but was never judged:
 # the scheduler has not asked about it yet (or, behind Lahar's gate, no walk reached it).
@@ -106,7 +104,7 @@ class Wait:
     seconds: float
 
 
-def gang_waits(state: ClusterState, gangs: Gangs, now: float, history: GangHistory) -> list[Wait]:
+def gang_waits(state: ClusterState, engine: Engine, now: float, history: GangHistory) -> list[Wait]:
     """Every gang waiting for admission, once each: those refused (by the cause of their latest
     rejection) and those the fair order holds a turn for that were never judged
     (`NOT_ASKED_YET`), in its queue. The ledger's lists are as of its last walk: a gang with
@@ -117,13 +115,13 @@ def gang_waits(state: ClusterState, gangs: Gangs, now: float, history: GangHisto
     clock's time, read back against `now`, the wall clock); any other since its PodGroup was made,
     or since the ledger first saw it wait when that is longer (its pods came first) or the
     PodGroup says nothing."""
-    ticks = gangs.clock()
+    ticks = engine.clock()
     found: dict[str, tuple[float, str]] = {}
-    for key in gangs.refused():
-        refusal = gangs.refusal(key)
+    for key in engine.refused():
+        refusal = engine.refusal(key)
         if refusal is not None:
             found[key] = (refusal.since, str(refusal.rejection.cause))
-    for key, since in gangs.unasked().items():
+    for key, since in engine.unasked().items():
         found.setdefault(key, (since, NOT_ASKED_YET))
     waits = []
     for key, (since, cause) in found.items():

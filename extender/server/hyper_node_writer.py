@@ -25,7 +25,7 @@ from typing import Any
 from extender.api.log_fields import about
 from extender.api.topology import HyperNode
 from extender.cache.state import ClusterState
-from extender.gangs.topology import Topology, stale_node_counts
+from extender.framework.engine import Topology, stale_node_counts
 from extender.server.coalesce import Coalesced
 
 log = logging.getLogger(__name__)

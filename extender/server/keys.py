@@ -11,7 +11,7 @@ from extender.actions.bind import Binder
 from extender.api.candidates import CandidateParser
 from extender.cache.informer import Informers
 from extender.cache.state import ClusterState
-from extender.framework.session import Engine
+from extender.framework.engine import Engine
 from extender.server.metrics import ExtenderMetrics
 from extender.server.preemptor import Preemptor
 from extender.server.status_writer import StatusWriter

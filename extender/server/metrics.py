@@ -66,9 +66,7 @@ from prometheus_client.registry import Collector
 from extender.api.provisioning import ACCEPTED, ENDED, PROVISIONED
 from extender.api.resources import CPU, MEMORY, Resources
 from extender.api.scheduling import PodGroup
-from extender.gangs.members import GangView
-from extender.gangs.queues import QueueView
-from extender.gangs.scale_up import ScaleUps
+from extender.framework.engine import GangView, QueueView
 from extender.server.gang_waits import GangHistory, Wait, since_made
 from extender.server.preemptor import Preemptor
 from extender.shell import leader_gauge
@@ -104,11 +102,6 @@ class _Gauges(Collector):
             relists.add_metric([kind], relisted)
             reconnects.add_metric([kind], reconnected)
         return [objects, relists, reconnects]
-
-
-def request_states(book: ScaleUps) -> list[str]:
-    """The state of each ProvisioningRequest standing for a gang (`REQUEST_STATES`)."""
-    return [asked.phase for key in book.asking() if (asked := book.asked(key)) is not None]
 
 
 @dataclass(frozen=True)

@@ -24,19 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, Iterable
 
 from cachetools import LRUCache
 
 from extender.api.log_fields import about_gang
 from extender.cache.state import ClusterState
-from extender.gangs.group_status import PodGroupEvent
-from extender.gangs.ledger import Gangs
-from extender.preemption.loop import PreemptionLoop
-from extender.preemption.plan import Preemption
-from extender.preemption.settings import PreemptionSettings
-from extender.preemption.victims import Unit
+from extender.framework.engine import Engine, Preemption, Unit
+from extender.server.group_status import PodGroupEvent
 
 log = logging.getLogger(__name__)
 # namespace, name, uid, dry_run -> whether the pod was evicted (False: it was already gone)
@@ -49,36 +44,30 @@ class Preemptor:
     def __init__(
         self,
         state: ClusterState,
-        gangs: Gangs,
-        settings: PreemptionSettings,
+        engine: Engine,
         evict: Evictor,
         announce: Announce,
         *,
         ready: asyncio.Event,
     ) -> None:
+        self.state, self.engine = state, engine
         self.evict, self.announce, self.ready = evict, announce, ready
         self.on_evicted: Callable[[str, int], None] = lambda reason, pods: None
         self._told: LRUCache[str, None] = LRUCache(maxsize=TOLD)  # victims counted, by UID
-        self.passes = PreemptionLoop(
-            state,
-            gangs,
-            settings,
-            carry_out=self.carry_out,
-            sleep=asyncio.sleep,
-            clock=time.monotonic,
-            failed=_logged,
-        )
 
     def attach(self) -> None:
-        self.passes.attach()
+        """Set up the engine's preemption loop, which carries out its choices here."""
+        self.engine.start_preemption(
+            self.state, carry_out=self.carry_out, sleep=asyncio.sleep, failed=_logged
+        )
 
     def wake(self) -> None:
         """Look for a preemption now (the scheduler asked to preempt for a gang's pod)."""
-        self.passes.wake()
+        self.engine.wake_preemption()
 
     async def run(self) -> None:
         await self.ready.wait()  # never decide on a half-listed cluster
-        await self.passes.run()
+        await self.engine.preempting()
 
     async def carry_out(self, preemption: Preemption) -> bool:
         """Evict the victims (all or none, as far as a dry run can tell); report what happened.

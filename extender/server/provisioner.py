@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -43,21 +42,20 @@ from extender.api.provisioning import (
     CONSUME_ANNOTATION,
     KIND,
 )
+from extender.api.scale_up import Mode
 from extender.api.scheduling import PodGroup
 from extender.cache.state import ClusterState
-from extender.framework.session import Engine
-from extender.gangs.ledger import Gangs
-from extender.gangs.members import view_gang
-from extender.gangs.provisioning import (
+from extender.framework.engine import (
     Create,
     Delete,
+    Engine,
     pod_sets,
+    queue_modes,
     request_body,
     template_body,
     template_name,
+    view_gang,
 )
-from extender.gangs.provisioning import plan as make_plan
-from extender.gangs.scale_up import Mode, queue_modes
 from extender.kube.raw import ApiStatusError
 
 log = logging.getLogger(__name__)
@@ -96,17 +94,18 @@ class Provisioner:
         ready: asyncio.Event | None = None,
         delay: float = 0.2,
         interval: float = 5.0,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         """`served`: whether the cluster serves ProvisioningRequests now; `changed(key)`: what
         the provisioner tells of gang `key` changed (its PodGroup's condition says it);
         `provisioned()`: a gang's request is Provisioned and it waits to be admitted (the
         waker's next pass admits it, `gangs.wanting`)."""
-        assert engine.gangs is not None  # (made only with the gang rules on)
-        self.state, self.engine, self.gangs, self.api = state, engine, engine.gangs, api
+        assert engine.gang_rules  # (made only with the gang rules on)
+        self.state, self.engine, self.api = state, engine, api
         self.served, self.changed, self.provisioned = served, changed, provisioned
         self.ready = ready
-        self.delay, self.interval, self.clock = delay, interval, clock
+        self.delay, self.interval = delay, interval
+        self.clock = clock or engine.clock  # (the engine's, unless told another)
         self._wake = asyncio.Event()
         self._annotated = False  # the last pass changed some pod's annotation
         self.on_created: Callable[[], None] = lambda: None
@@ -114,10 +113,10 @@ class Provisioner:
 
     def attach(self) -> None:
         """Listen to the gang rules and the state (call on the event loop)."""
-        gangs: Gangs = self.gangs
-        gangs.on_rejected.append(lambda key, why: self.poke())
-        gangs.on_admitted.append(lambda key: self.poke())
-        gangs.on_released.append(lambda key: self.poke())
+        engine = self.engine
+        engine.on_rejected(lambda key, why: self.poke())
+        engine.on_admitted(lambda key: self.poke())
+        engine.on_released(lambda key: self.poke())
         self.state.on_gang_changed.append(lambda key: self.poke())
         self.state.on_pod_group.append(lambda key: self.poke())
         self.state.on_queue_change.append(self.poke)
@@ -144,14 +143,13 @@ class Provisioner:
         """Whether a pass has nothing to do (as shipped, every queue's mode `none`): no queue
         asks for ProvisioningRequests, none of Lahar's stands, the book says nothing and the
         last pass changed no pod's annotation. A pass reads every waiting gang and pod."""
-        gangs = self.gangs
-        default = gangs.settings.scale_up.default
+        default = self.engine.gang_settings.scale_up.default
         asks = default is Mode.PROVISIONING_REQUEST or any(
             mode is Mode.PROVISIONING_REQUEST
             for mode in queue_modes(self.state.queues, default).values()
         )
         return not (
-            asks or self.state.provisioning_requests or gangs.scale_ups.known() or self._annotated
+            asks or self.state.provisioning_requests or self.engine.asking() or self._annotated
         )
 
     async def step(self) -> None:
@@ -159,14 +157,15 @@ class Provisioner:
         is nothing to do)."""
         if self._idle():
             return
-        gangs, now = self.gangs, self.clock()
-        before = {key: gangs.scale_ups.describe(key, now) for key in gangs.refused()}
-        done = make_plan(self.state, gangs, gangs.scale_ups, self.state.provisioning_requests, now)
+        engine, now = self.engine, self.clock()
+        before = {key: engine.scale_up_said(key, now) for key in engine.refused()}
+        done = engine.provisioning_plan(self.state, now)
+        assert done is not None  # (made only with the gang rules on)
         for deletion in done.delete:
             await self._delete(deletion)
         if done.create and not self.served():
             for made in done.create:
-                gangs.scale_ups.not_asked(made.gang, NOT_SERVED)
+                engine.not_asked(made.gang, NOT_SERVED)
         else:
             for made in done.create:
                 await self._create(made)
@@ -176,7 +175,7 @@ class Provisioner:
         if done.admit:  # (the waker admits them onto the new nodes, before anyone else)
             self.provisioned()
         for key, said in before.items():
-            if gangs.scale_ups.describe(key, now) != said:
+            if engine.scale_up_said(key, now) != said:
                 self.changed(key)
         for made in done.create:
             self.changed(made.gang)
@@ -193,9 +192,9 @@ class Provisioner:
             created = await self.api.create(request_body(group, made.name, made.attempt, sets))
         except ApiStatusError as error:
             if error.status == 404:  # (the CRD went away between the watch and the write)
-                self.gangs.scale_ups.not_asked(made.gang, NOT_SERVED)
+                self.engine.not_asked(made.gang, NOT_SERVED)
                 return
-            self.gangs.scale_ups.not_asked(made.gang, f"creating it failed: {error}")
+            self.engine.not_asked(made.gang, f"creating it failed: {error}")
             log.warning(
                 "gang %s: could not create ProvisioningRequest: %s",
                 made.gang,
@@ -204,7 +203,7 @@ class Provisioner:
             )
             return
         except Exception as error:  # an API hiccup: the next pass tries again
-            self.gangs.scale_ups.not_asked(made.gang, f"creating it failed: {error}")
+            self.engine.not_asked(made.gang, f"creating it failed: {error}")
             log.warning(
                 "gang %s: could not create ProvisioningRequest: %s",
                 made.gang,
@@ -216,7 +215,7 @@ class Provisioner:
         found = self.state.provisioning_requests.get(f"{group.metadata.namespace}/{made.name}")
         if not created and (found is None or found.gang != made.gang):
             why = f"a ProvisioningRequest named {made.name} exists and is not this gang's"
-            self.gangs.scale_ups.not_asked(made.gang, why)
+            self.engine.not_asked(made.gang, why)
             log.warning("gang %s: %s", made.gang, why, extra=about_gang(made.gang))
             return
         if created:

@@ -3,7 +3,7 @@
 Anything a queue's status reads (a member bound or gone, a PodGroup created, deleted or moved to
 another phase, a Queue changed) only wakes the writer. It then waits `interval`, so that everything
 else that happens meanwhile joins the same pass, derives every queue's status
-(`gangs.queue_status`) and merge-patches the queues whose status differs from what the API
+(`server.queue_status`) and merge-patches the queues whose status differs from what the API
 shows. However busy the cluster, a queue is written at most once per interval; an idle cluster is
 not written at all. The written status goes onto the cached Queue at once, so the next pass does
 not write it again before the watch delivers it. A patch that sets `state` goes only onto the
@@ -34,10 +34,9 @@ from extender.api.log_fields import about_queue
 from extender.api.resources import Resources
 from extender.api.scheduling import DEFAULT_QUEUE, Queue, QueueStatus
 from extender.cache.state import ClusterState
-from extender.gangs.ledger import Gangs
-from extender.gangs.queue_status import phases_by_queue, queue_status, rolled_up, status_patch
-from extender.gangs.queue_tree import QueueTree
+from extender.framework.engine import Engine, QueueTree
 from extender.server.coalesce import Coalesced
+from extender.server.queue_status import phases_by_queue, queue_status, rolled_up, status_patch
 
 log = logging.getLogger(__name__)
 # (queue name, status merge patch, the resourceVersion it must still be at or None) -> written;
@@ -63,7 +62,7 @@ class QueueWriter(Coalesced):
     def __init__(
         self,
         state: ClusterState,
-        gangs: Gangs,
+        engine: Engine,
         write: QueuePatch,
         create: QueueCreate,
         *,
@@ -72,7 +71,7 @@ class QueueWriter(Coalesced):
         retry_after: float = 5.0,
     ) -> None:
         super().__init__(ready=ready, interval=interval, retry_after=retry_after)
-        self.state, self.gangs, self.write, self.create = state, gangs, write, create
+        self.state, self.engine, self.write, self.create = state, engine, write, create
         self._strays: dict[str, str] = {}  # queue -> why it hangs under root, as last told
         self._deserved: dict[str, Resources] = {}  # queue -> the deserved it was last written
 
@@ -87,7 +86,7 @@ class QueueWriter(Coalesced):
     async def flush(self) -> None:
         if DEFAULT_QUEUE not in self.state.queues and await self._create_default():
             return  # the watch delivers it; its arrival wakes the next pass
-        views = self.gangs.queues(self.state)
+        views = self.engine.queues(self.state)
         tree = QueueTree.of(self.state.queues)
         self._say_strays(tree)
         phases = rolled_up(phases_by_queue(self.state.pod_groups.values()), tree)

@@ -180,9 +180,8 @@ async def _preempt(request: web.Request) -> bytes:
         why = _not_serving(request.app)
         log.info("preempt for pod %s: none (%s)", args.pod.key, why, extra=subject)
         return ExtenderPreemptionResult().dump()
-    engine, preemptor = request.app[ENGINE], request.app[PREEMPTOR]
-    rules = engine.preemption.rules if engine.preemption is not None else None
-    decision = preempt(args, request.app[STATE], engine.gangs, rules)
+    preemptor = request.app[PREEMPTOR]
+    decision = preempt(args, request.app[STATE], request.app[ENGINE])
     log.info("preempt for pod %s: %s", args.pod.key, decision.reason, extra=subject)
     if preemptor is not None and decision.hand_off:
         preemptor.wake()
@@ -236,12 +235,12 @@ async def _explain(request: web.Request) -> bytes:
     namespace, _, name = key.partition("/")
     if not namespace or not name:
         raise BadRequest("query parameter gang: expected NAMESPACE/PODGROUP, e.g. ?gang=ml/tf")
-    gangs = request.app[ENGINE].gangs
-    if gangs is None:
+    engine = request.app[ENGINE]
+    if not engine.gang_rules:
         raise BadRequest("gang: this extender's policy has no gang plugin")
     if not request.app[SERVING].is_set():  # its ledger is empty or behind: ask the leader
         raise Unavailable(f"Lahar's {_not_serving(request.app)}")
-    answer = explain(request.app[STATE], gangs, key)
+    answer = explain(request.app[STATE], engine, key)
     body = {"gang": answer.gang, "state": answer.state, "lines": list(answer.lines)}
     return json.dumps(body).encode()
 

@@ -3,7 +3,7 @@
 Gang changes (a member created, bound, finished or gone; a PodGroup created; a gang admitted,
 released or rejected for a new reason) only *mark* the gang. A background task wakes on the first
 mark, waits `interval` so that what else happens meanwhile joins the same pass, then for each marked
-gang derives the status (`gangs.group_status`; a waiting gang's Unschedulable condition carries
+gang derives the status (`server.group_status`; a waiting gang's Unschedulable condition carries
 the summary of `framework.explain.condition_message`, rewritten too when a reservation it names
 ends; a reservation made elsewhere does not rewrite every waiting gang's condition, which would be a
 write per waiting gang per admission: `lahar explain --extender` says it live), writes it when it
@@ -42,17 +42,15 @@ from extender.api.job_pods import is_expected
 from extender.api.log_fields import about_gang
 from extender.api.scheduling import VOLCANO_SCHEDULER, GroupKind, PodGroup, PodGroupStatus
 from extender.cache.state import ClusterState
+from extender.framework.engine import Engine, GangView, Rejection, view_gang
 from extender.framework.explain import condition_message
-from extender.gangs.group_status import PodGroupEvent, events, group_status, same_status
-from extender.gangs.ledger import Gangs
-from extender.gangs.members import GangView, view_gang
-from extender.gangs.refusals import Rejection
-from extender.gangs.shown_status import shown_status, status_patch
 from extender.kube.reports import NoStatusSubresource, utc_now
 from extender.server.coalesce import Coalesced
+from extender.server.group_status import PodGroupEvent, events, group_status, same_status
+from extender.server.shown_status import shown_status, status_patch
 
 log = logging.getLogger(__name__)
-# (group, status): the status, in the group's kind's own fields (`gangs.shown_status`), onto that
+# (group, status): the status, in the group's kind's own fields (`server.shown_status`), onto that
 # very PodGroup (its uid), not one of the same name created meanwhile
 StatusPatch = Callable[[PodGroup, dict[str, Any]], Awaitable[None]]
 # The Volcano phase each other kind's status reads as (what its adapter makes of it).
@@ -67,7 +65,7 @@ class StatusWriter(Coalesced):
     def __init__(
         self,
         state: ClusterState,
-        gangs: Gangs,
+        engine: Engine,
         write: StatusPatch,
         record: EventSink,
         *,
@@ -81,7 +79,7 @@ class StatusWriter(Coalesced):
         """`schedulers`: the scheduler names served, read as they are at each pass (the gang
         rules learn more from the calls); None: every PodGroup is Lahar's."""
         super().__init__(ready=ready, interval=interval, retry_after=retry_after)
-        self.state, self.gangs, self.write, self.record = state, gangs, write, record
+        self.state, self.engine, self.write, self.record = state, engine, write, record
         self.schedulers = schedulers
         self.now, self.wall = now, wall
         self._dirty: set[str] = set()
@@ -97,16 +95,16 @@ class StatusWriter(Coalesced):
     def attach(self) -> None:
         """Listen to the gang rules and the state (call on the event loop)."""
         super().attach()
-        self.gangs.on_admitted.append(self._shown_inqueue)
-        self.gangs.on_shown.append(self._shown_inqueue)
-        self.gangs.on_released.append(self.mark)
-        self.gangs.on_rejected.append(lambda key, rejection: self.mark(key))
+        self.engine.on_admitted(self._shown_inqueue)
+        self.engine.on_shown(self._shown_inqueue)
+        self.engine.on_released(self.mark)
+        self.engine.on_rejected(lambda key, rejection: self.mark(key))
         self.state.on_gang_changed.append(self.mark)
         self.state.on_pod_group.append(self.mark)
 
     def mark(self, key: str) -> None:
         self._dirty.add(key)
-        if key in self._named and self.gangs.admission(key) is None:
+        if key in self._named and self.engine.admission(key) is None:
             self._dirty |= self._named.pop(key)
         self.poke()
 
@@ -152,7 +150,7 @@ class StatusWriter(Coalesced):
         gang = view_gang(self.state, key)
         if not self._served(gang):
             return
-        admitted = self.gangs.admission(key) is not None
+        admitted = self.engine.admission(key) is not None
         rejection = self._why_waiting(gang, admitted)
         volcano = group.group_kind is GroupKind.VOLCANO
         # (a group of another kind shows its status in its own fields: what was derived for it
@@ -164,7 +162,7 @@ class StatusWriter(Coalesced):
             rejection=rejection,
             previous=previous,
             now=self.now(),
-            shown=self.gangs.shown(key),
+            shown=self.engine.shown(key),
         )
         if volcano and same_status(wanted, previous):
             return
@@ -232,15 +230,15 @@ class StatusWriter(Coalesced):
     def _why_waiting(self, gang: GangView, admitted: bool) -> Rejection | None:
         """Why the gang waits, with the message its condition says; None: it does not."""
         key = gang.key
-        waiting = self.gangs.refusal(key)
+        waiting = self.engine.refusal(key)
         rejection = None if waiting is None or admitted or gang.stands else waiting.rejection
         if rejection is None and not admitted and not gang.stands:
             # (released with a backoff: its members did not all come; no verdict says so)
-            rejection = self.gangs.backing_off(key)
+            rejection = self.engine.backing_off(key)
         if rejection is not None:  # the condition says all that explains the wait
-            message = condition_message(self.state, self.gangs, gang, rejection, self.wall())
+            message = condition_message(self.state, self.engine, gang, rejection, self.wall())
             rejection = dataclasses.replace(rejection, message=message)
-            for holder in self.gangs.admitted():
+            for holder in self.engine.admitted():
                 if holder != key:
                     self._named.setdefault(holder, set()).add(key)
         return rejection

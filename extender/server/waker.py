@@ -4,7 +4,7 @@ Gang pods are created behind Lahar's scheduling gate (`api.scheduling.GANG_GATE`
 does not try them until Lahar lifts it. On every change that may let a gang in or change why it
 waits (its pods or PodGroup appear, capacity frees, an admission ends, a backoff ends, a Queue is
 created, deleted, opened or closed), a pass asks the gang rules to answer for the held gangs
-(`Gangs.let_in`: admitted in the fair order while few enough admitted members wait for the
+(`Engine.let_in`: admitted in the fair order while few enough admitted members wait for the
 scheduler; the others' reasons remembered, which their PodGroup's condition says) and lifts the
 gate of every held member of the gangs let in, all of a gang's at once, so they enter the
 scheduler's queue together and come to the bind barrier together however long the backlog.
@@ -51,9 +51,7 @@ from extender.api.log_fields import about_gang, about_pod
 from extender.api.objects import Pod
 from extender.api.scheduling import gang_key, stray_gate
 from extender.cache.state import ClusterState
-from extender.gangs.ledger import Gangs
-from extender.gangs.members import view_gang
-from extender.gangs.wanting import admit_provisioned, want_nodes
+from extender.framework.engine import Engine, view_gang
 
 log = logging.getLogger(__name__)
 RETRY_ANNOTATION = "lahar.io/retry"
@@ -84,14 +82,14 @@ class Waker:
     def __init__(
         self,
         state: ClusterState,
-        gangs: Gangs,
+        engine: Engine,
         patch: Patcher,
         lift: Lifter,
         *,
         delay: float = 0.05,
         min_interval: float = 0.25,
     ) -> None:
-        self.state, self.gangs, self.patch, self.lift = state, gangs, patch, lift
+        self.state, self.engine, self.patch, self.lift = state, engine, patch, lift
         self.delay, self.min_interval = delay, min_interval
         self.on_woken: Callable[[], None] = lambda: None
         self.on_lifted: Callable[[], None] = lambda: None
@@ -105,8 +103,8 @@ class Waker:
 
     def attach(self) -> None:
         """Listen to the gang rules and the state (call on the event loop)."""
-        self.gangs.on_admitted.append(self.wake_gang)
-        self.gangs.on_released.append(self._released)
+        self.engine.on_admitted(self.wake_gang)
+        self.engine.on_released(self._released)
         self.state.on_capacity_freed.append(self.poke)
         self.state.on_pod_group.append(lambda key: self.poke())
         self.state.on_gang_changed.append(lambda key: self.poke())
@@ -157,22 +155,21 @@ class Waker:
 
     def _released(self, key: str) -> None:
         self.poke()
-        until = self.gangs.backoff_ends(key)
+        until = self.engine.backoff_ends(key)
         if until is not None:  # retry the gang itself when its backoff ends
-            delay = max(0.0, until - self.gangs.clock()) + self.delay
+            delay = max(0.0, until - self.engine.clock()) + self.delay
             asyncio.get_running_loop().call_later(delay, self.poke)
 
     def _look(self) -> None:
         self._pass = None
-        nodes = self.state.view().nodes
         # Who waits for nodes, as the walk says now (gangs shown to an autoscaler go with the
         # ones the fair order lets in); then the gangs whose nodes were bought for them, before
         # the fair order lets any held gang in.
-        want_nodes(self.gangs, self.state, nodes)
-        admit_provisioned(self.gangs, self.state, nodes)
-        for key in self.gangs.let_in(self.state, nodes):
+        self.engine.want_nodes(self.state)
+        self.engine.admit_provisioned(self.state)
+        for key in self.engine.let_in(self.state):
             self.wake_gang(key)
-        for key in self.gangs.admissible(self.state, nodes):
+        for key in self.engine.admissible(self.state):
             log.info(
                 "gang %s is let in by the fair order now: waking its pending pods",
                 key,
@@ -199,8 +196,8 @@ class Waker:
             key = await self._queue.get()
             gang = view_gang(self.state, key)
             # (let in, or placed already)
-            shown = self.gangs.shown(key)
-            going = self.gangs.admission(key) is not None or gang.stands or shown
+            shown = self.engine.shown(key)
+            going = self.engine.admission(key) is not None or gang.stands or shown
             held = [p for p in gang.held if going and p.metadata.uid not in self._lifting]
             expected = [p for p in held if is_expected(p.metadata.uid)]
             if expected:  # (no pod to lift a gate from: its Job's controller creates them)
@@ -208,7 +205,7 @@ class Waker:
                 self._lifting.update(p.metadata.uid for p in expected)  # (said once)
                 why = (
                     "waits for nodes, its queue's scale-up mode is unschedulable"
-                    if shown and self.gangs.admission(key) is None
+                    if shown and self.engine.admission(key) is None
                     else "is let in"
                 )
                 log.info(
@@ -219,7 +216,7 @@ class Waker:
                     len(expected),
                     extra=about_gang(key, queue=gang.queue),
                 )
-            if held and shown and self.gangs.admission(key) is None:
+            if held and shown and self.engine.admission(key) is None:
                 log.info(
                     "gang %s waits for nodes, its queue's scale-up mode is unschedulable: lifting "
                     "the gate of %d pods so that an autoscaler sees them (they bind only once "
@@ -253,18 +250,18 @@ class Waker:
     async def _wake_plain(self) -> None:
         """Touch the parked pods of no gang, `WAKES_PER_SECOND` at most (beside the gangs'
         wakes, which do not wait for these)."""
-        pods = parked_plain(self.state.pods.values(), self.gangs.schedulers)
+        pods = parked_plain(self.state.pods.values(), self.engine.schedulers)
         if not pods:
             return
         log.info(
             "came to serve: waking %d parked pods of no gang of schedulers %s (the scheduler "
             "parked them while no extender served and may not retry them for minutes)",
             len(pods),
-            ", ".join(sorted(self.gangs.schedulers)),
+            ", ".join(sorted(self.engine.schedulers)),
         )
         for pod in pods:
             current = self.state.pods.get(pod.metadata.uid)  # (bound or gone meanwhile: skip)
-            if current is not None and parked_plain([current], self.gangs.schedulers):
+            if current is not None and parked_plain([current], self.engine.schedulers):
                 await self._touch(pod.metadata.namespace, pod.metadata.name)
                 await asyncio.sleep(1 / WAKES_PER_SECOND)
 

@@ -67,11 +67,10 @@ from extender.api.provisioning import (
     RequestCondition,
 )
 from extender.api.resources import EMPTY, Resources
+from extender.api.scale_up import Mode
 from extender.api.scheduling import gang_key
 from extender.cache.state import ClusterState
-from extender.framework.session import Engine
-from extender.gangs.members import view_gang
-from extender.gangs.scale_up import Mode, queue_mode
+from extender.framework.engine import Engine, queue_mode, view_gang
 from extender.simulate import world
 from extender.simulate.provisioner import Provisioner
 from extender.simulate.scheduler import Scheduler
@@ -177,7 +176,7 @@ class Autoscaler:
         self.order = list(starting)  # first-fit order: the starting nodes, then those added
         self.starting = len(self.order)
         self.shape = world.node("shape", pool.nodes.allocatable).status.allocatable
-        self.provisioner = Provisioner(state, engine) if engine.gangs is not None else None
+        self.provisioner = Provisioner(state, engine) if engine.gang_rules else None
         if self.provisioner is not None:
             self.provisioner.on_deleted.append(self._forget)
         self._bought: dict[str, _Bought] = {}
@@ -226,11 +225,10 @@ class Autoscaler:
     def _pass(self, tick: float) -> None:
         self._ticks.discard(tick)
         self._last_pass = now = tick
-        gangs = self.engine.gangs
         shown: set[str] = set()
         admitted: list[str] = []
-        if gangs is not None and self.provisioner is not None:
-            default = gangs.settings.scale_up.default
+        if self.provisioner is not None:
+            default = self.engine.gang_settings.scale_up.default
             for key in self.engine.want_nodes(self.state):
                 queue = view_gang(self.state, key).queue
                 if queue_mode(self.state.queues, queue, default)[0] is Mode.UNSCHEDULABLE:
@@ -325,17 +323,16 @@ class Autoscaler:
         policy, when its gang's gate would have been lifted (shown, or standing: members beyond
         minMember) and it is not admitted (its members bind onto what its slots hold, which the
         free room counts as taken)."""
-        gangs = self.engine.gangs
         key = gang_key(pod)
-        if gangs is None or key is None:
+        if not self.engine.gang_rules or key is None:
             return True
-        if gangs.admission(key) is not None:
+        if self.engine.admission(key) is not None:
             return False
         return key in shown or view_gang(self.state, key).stands
 
     def _scale_down(self, now: float) -> None:
         nodes = self.state.view().nodes
-        reserved = self.engine.gangs.reserved() if self.engine.gangs is not None else {}
+        reserved = self.engine.reserved()
         for bought in self._bought.values():
             info = nodes.get(bought.name)
             if info is None or bought.removed is not None or bought.empty_since is None:
@@ -359,19 +356,22 @@ class Autoscaler:
         requests Provisioned for gangs neither admitted nor standing book (their pods placed
         first, as Cluster Autoscaler books capacity for them); `spare` new nodes beyond."""
         nodes = self.state.view().nodes
-        gangs = self.engine.gangs
-        reserved = gangs.reserved() if gangs is not None else {}
+        reserved = self.engine.reserved()
         free = [
             nodes[name].free - reserved.get(name, EMPTY) for name in self.order if name in nodes
         ]
         coming = (b for b in self._bought.values() if b.name not in nodes and b.removed is None)
         free += [self.shape for _ in coming]
         room = _Room(free, self.shape, spare)
-        if self.provisioner is None or gangs is None:
+        if self.provisioner is None:
             return room
         for request in self.state.provisioning_requests.values():
             gang = request.gang
-            if gang is None or request.phase != PROVISIONED or gangs.admission(gang) is not None:
+            if (
+                gang is None
+                or request.phase != PROVISIONED
+                or self.engine.admission(gang) is not None
+            ):
                 continue
             if not view_gang(self.state, gang).stands:
                 for pod in self.provisioner.pods(request):

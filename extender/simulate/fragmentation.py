@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from extender.cache.state import ClusterState
-from extender.gangs.topology import Topology
+from extender.framework.engine import Topology
 from extender.simulate import world
 from extender.simulate.run import SimulationOutcome
 from extender.simulate.trace import Trace, TraceJob, TraceNetworkTopology

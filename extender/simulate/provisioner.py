@@ -19,24 +19,29 @@ from collections.abc import Callable
 from extender.api.objects import Pod
 from extender.api.provisioning import ProvisioningRequest
 from extender.cache.state import ClusterState
-from extender.framework.session import Engine
-from extender.gangs.members import view_gang
-from extender.gangs.provisioning import Create, pod_sets, request_body, template_name
-from extender.gangs.provisioning import plan as make_plan
+from extender.framework.engine import (
+    Create,
+    Engine,
+    pod_sets,
+    request_body,
+    template_name,
+    view_gang,
+)
 
 
 class Provisioner:
     def __init__(self, state: ClusterState, engine: Engine) -> None:
-        assert engine.gangs is not None  # (made only with the gang rules on)
-        self.state, self.engine, self.gangs = state, engine, engine.gangs
+        assert engine.gang_rules  # (made only with the gang rules on)
+        self.state, self.engine = state, engine
         self.templates: dict[str, Pod] = {}  # namespace/name -> the member it was made from
         self.created = self.deleted = 0  # requests
         self.on_deleted: list[Callable[[str], None]] = []  # told the key of a request deleted
 
     def step(self, now: float) -> list[str]:
         """One pass of the provisioner; the gangs it admitted."""
-        gangs, state = self.gangs, self.state
-        done = make_plan(state, gangs, gangs.scale_ups, state.provisioning_requests, now)
+        state = self.state
+        done = self.engine.provisioning_plan(state, now)
+        assert done is not None  # (made only with the gang rules on)
         for deletion in done.delete:
             self._delete(deletion.request)
         for made in done.create:
@@ -46,12 +51,11 @@ class Provisioner:
     def next_attempt(self, now: float) -> float | None:
         """When the next attempt for a gang whose request ended may be made, after `now` (None:
         none waits for one): the real provisioner's periodic pass finds it then."""
-        book = self.gangs.scale_ups
         moments = [
             at
             for request in self.state.provisioning_requests.values()
             if request.gang is not None
-            and (at := book.retry_at(request.gang)) is not None
+            and (at := self.engine.retry_at(request.gang)) is not None
             and at > now
         ]
         return min(moments, default=None)

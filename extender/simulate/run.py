@@ -38,13 +38,11 @@ from dataclasses import dataclass, field
 
 from extender.actions.bind import BindError
 from extender.api.objects import Pod, PodStatus
+from extender.api.scale_up import Mode
 from extender.api.scheduling import task_of
 from extender.cache.state import ClusterState
+from extender.framework.engine import Engine, Preemption
 from extender.framework.policy import Policy
-from extender.framework.session import Engine
-from extender.gangs.scale_up import Mode
-from extender.preemption.loop import PreemptionLoop
-from extender.preemption.plan import Preemption
 from extender.simulate import world
 from extender.simulate.autoscaler import Autoscaler, PoolRecord
 from extender.simulate.clock import Clock, run, watched
@@ -148,9 +146,7 @@ class Simulation:
         self.on_progress, self.progress_every = on_progress, progress_every
         self.clock = Clock()
         self.state = ClusterState(clock=self.clock)
-        self.engine = Engine(policy)
-        if self.engine.gangs is not None:
-            self.engine.gangs.clock = self.clock
+        self.engine = Engine(policy, clock=self.clock)
         self.scheduler = Scheduler(self.state, self.engine, binder_of(self._bound), seed=seed)
         self.jobs = {job.name: SimulatedJob(job) for job in trace.jobs}
         self.intervals: list[Interval] = []
@@ -209,21 +205,17 @@ class Simulation:
     async def _main(self) -> None:
         loop = asyncio.get_running_loop()
         background = [watched(loop.create_task(self.scheduler.run()))]
-        if self.engine.preemption is not None and self.engine.gangs is not None:
-            # Lahar's preemption loop on the simulated cluster, woken only by refusals and with
-            # no pause between gangs: a pass, like a scheduling attempt here, takes no time.
-            preemption = PreemptionLoop(
-                self.state,
-                self.engine.gangs,
-                self.engine.preemption,
-                carry_out=self._evict,
-                sleep=asyncio.sleep,  # (on the simulation's loop: virtual time)
-                clock=self.clock,
-                polling=False,
-                pausing=False,
-            )
-            preemption.attach()
-            background.append(watched(loop.create_task(preemption.run())))
+        # Lahar's preemption loop on the simulated cluster, woken only by refusals and with no
+        # pause between gangs: a pass, like a scheduling attempt here, takes no time.
+        preempting = self.engine.start_preemption(
+            self.state,
+            carry_out=self._evict,
+            sleep=asyncio.sleep,  # (on the simulation's loop: virtual time)
+            polling=False,
+            pausing=False,
+        )
+        if preempting is not None:
+            background.append(watched(loop.create_task(self.engine.preempting())))
         for job in self.trace.jobs:
             loop.call_at(job.arrival, self._arrive, job)
         if not self.jobs:

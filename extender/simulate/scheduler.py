@@ -39,8 +39,7 @@ from extender.api.objects import Pod
 from extender.api.scheduling import gang_key
 from extender.api.wire import ExtenderBindingArgs
 from extender.cache.state import ClusterState
-from extender.framework.session import Engine
-from extender.gangs.members import view_gang
+from extender.framework.engine import Engine, view_gang
 from extender.simulate.clock import watched
 
 Bound = Callable[[Pod, str], None]
@@ -53,8 +52,7 @@ class Scheduler:
     ) -> None:
         self.state, self.engine = state, engine
         self.rng = random.Random(seed)  # noqa: S311 - tie-breaks to repeat, not secrets
-        gangs = engine.gangs
-        self.barrier = Barrier(state, gangs, binder) if gangs is not None else None
+        self.barrier = Barrier(state, engine, binder) if engine.gang_rules else None
         self.binder = binder
         self._active: list[tuple[int, float, int, int, str]] = []  # see add()
         self._created: dict[str, tuple[float, int]] = {}
@@ -72,8 +70,7 @@ class Scheduler:
         self.attempts = 0
         self._candidates: tuple[int, Candidates] | None = None
         self._reminder: asyncio.TimerHandle | None = None
-        if gangs is not None:
-            gangs.on_released.append(self._released)
+        engine.on_released(self._released)
 
     def add(self, pod: Pod, created: tuple[float, int] | None = None) -> None:
         """A pending pod joins the active queue, behind pods of higher priority and pods whose
@@ -168,8 +165,7 @@ class Scheduler:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            if self.engine.gangs is not None:  # (assumptions need no expiry: binds never fail)
-                self.engine.gangs.expire()
+            self.engine.expire()  # (assumptions need no expiry: binds never fail)
             while self._active:
                 *_, uid = heapq.heappop(self._active)
                 self._queued.discard(uid)
@@ -189,12 +185,11 @@ class Scheduler:
     def _remind(self) -> None:
         """Wake again when the gang rules will have moved with no cluster event: a backoff
         ends (its gang is tried again), a reservation may time out."""
-        gangs = self.engine.gangs
-        if gangs is None:
+        if not self.engine.gang_rules:
             return
         loop = asyncio.get_running_loop()
         now = loop.time()
-        due = min(gangs.moments(now, backoffs=bool(self.parked)), default=None)
+        due = min(self.engine.moments(now, backoffs=bool(self.parked)), default=None)
         if due is not None and (self._reminder is None or self._reminder.when() != due):
             if self._reminder is not None:
                 self._reminder.cancel()

@@ -24,8 +24,8 @@ from concurrent.futures import Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from extender.api.scale_up import Mode
 from extender.framework.policy import Policy
-from extender.gangs.scale_up import Mode
 from extender.simulate.run import Progress, SimulationOutcome, simulate
 from extender.simulate.trace import Trace
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from extender.gangs.queue_tree import ROOT
+from extender.api.scheduling import ROOT
 from extender.simulate.fragmentation import Fragmentation, fragmentation
 from extender.simulate.node_hours import PoolFigures, capacity, pool_figures
 from extender.simulate.run import Interval, SimulationOutcome

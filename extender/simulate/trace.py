@@ -78,9 +78,9 @@ from pydantic.alias_generators import to_camel
 from extender.api.batch import pod_name
 from extender.api.quantity import parse_quantity
 from extender.api.resources import Resources
-from extender.api.scheduling import DEFAULT_QUEUE
+from extender.api.scheduling import DEFAULT_QUEUE, ROOT
 from extender.api.wire import describe_invalid
-from extender.gangs.queue_tree import ROOT, QueueTree
+from extender.framework.engine import QueueTree
 
 NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"  # a DNS label, as Volcano's job and queue names are
 

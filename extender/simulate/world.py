@@ -22,6 +22,7 @@ from extender.api.batch import PARTITION_KEY, TASK_SPEC_KEY
 from extender.api.objects import Node, Pod, PriorityClass
 from extender.api.preemptable import PREEMPTABLE
 from extender.api.resources import Resources
+from extender.api.scale_up import SCALE_UP_ANNOTATION, Mode
 from extender.api.scheduling import (
     DEFAULT_QUEUE,
     GROUP_ANNOTATION,
@@ -31,7 +32,6 @@ from extender.api.scheduling import (
     default_queue,
 )
 from extender.api.topology import HyperNode
-from extender.gangs.scale_up import SCALE_UP_ANNOTATION, Mode
 from extender.simulate.trace import Task, Trace, TraceJob, TraceNetworkTopology
 
 NAMESPACE = "sim"

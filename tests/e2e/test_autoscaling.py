@@ -26,9 +26,9 @@ from kubernetes import client as k8s
 
 from extender import devcluster
 from extender.api.provisioning import API_VERSION, CONSUME_ANNOTATION
+from extender.api.scale_up import SCALE_UP_ANNOTATION
 from extender.api.scheduling import API_VERSION as SCHEDULING_API
 from extender.devcluster.nodes import fake_node
-from extender.gangs.scale_up import SCALE_UP_ANNOTATION
 from extender.kube import condition, delete, list_objects, read, wait_until
 from extender.kube.reports import pod_group_status
 from tests.autoscaler.cluster_autoscaler import ClusterAutoscaler, binary

@@ -15,8 +15,7 @@ from extender.api.times import rfc3339
 from extender.controller.metrics import ControllerMetrics
 from extender.controller.store import JobStore
 from extender.controller.workqueue import WorkQueue
-from extender.gangs.members import GangView
-from extender.gangs.queues import QueueView
+from extender.framework.engine import GangView, QueueView
 from extender.server.gang_waits import Wait
 from extender.server.metrics import ExtenderMetrics, QueueFigures, QueueGauges
 from extender.webhook.metrics import WebhookMetrics

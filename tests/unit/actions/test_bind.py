@@ -8,9 +8,10 @@ import asyncio
 
 from extender.actions.barrier import Barrier
 from extender.actions.bind import bind
+from extender.api.engine_settings import GangSettings
 from extender.api.wire import ExtenderBindingArgs
-from extender.gangs.ledger import Gangs, GangSettings
 from tests.builders import cluster, make_group, make_node, make_pod
+from tests.engines import make_engine
 
 
 def _args(name: str) -> ExtenderBindingArgs:
@@ -43,13 +44,13 @@ def test_extra_members_of_a_standing_gang_are_refused_when_the_room_is_gone() ->
     pods = [make_pod(f"g-{i}").uid(f"g-{i}").cpu("1").group("g") for i in range(4)]
     state = cluster([make_node("n1").cpu("3")], pods)
     state.upsert_pod_group(make_group("g").min_member(2).model())
-    gangs = Gangs(GangSettings(barrier_timeout=1.0, backoff=5))
+    engine = make_engine(GangSettings(barrier_timeout=1.0, backoff=5))
     bound: list[str] = []
 
     async def binder(namespace: str, name: str, uid: str, node: str) -> None:
         bound.append(name)
 
-    barrier = Barrier(state, gangs, binder)
+    barrier = Barrier(state, engine, binder)
 
     async def main() -> list[str]:
         core = await asyncio.gather(barrier.bind(_args("g-0")), barrier.bind(_args("g-1")))

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from extender.actions.preempt import preempt
+from extender.api.engine_settings import Rules
 from extender.api.wire import ExtenderPreemptionArgs
 from extender.cache.state import ClusterState
-from extender.gangs.ledger import Gangs
-from extender.preemption.victims import Rules
 from tests.builders import cluster, make_node, make_pod, make_queue, running, waiting
+from tests.engines import make_engine, preempting_engine
 
 RULES = Rules()
 
@@ -22,11 +22,11 @@ def ask(
     pod: str,
     proposed: dict[str, list[str]],
     *,
-    gangs: Gangs | None = None,
     rules: Rules | None = RULES,
     pdb_violations: int = 0,
 ) -> tuple[dict[str, list[str]], str, bool]:
-    """The scheduler's call for pod `pod` with node -> victim pod names; what Lahar keeps."""
+    """The scheduler's call for pod `pod` with node -> victim pod names; what Lahar keeps, with
+    the preempt plugin's victim rules `rules` (None: no preempt plugin)."""
     uid = {p.metadata.name: p.metadata.uid for p in state.pods.values()}
     meta = {
         node: {"Pods": [{"UID": uid.get(n, n)} for n in names], "NumPDBViolations": pdb_violations}
@@ -34,10 +34,9 @@ def ask(
     }
     body = {"Pod": state.pods[uid[pod]].model_dump(by_alias=True), "NodeNameToMetaVictims": meta}
     args = ExtenderPreemptionArgs.model_validate(body)
-    gangs = gangs if gangs is not None else Gangs()
-    gangs.serve(args.pod.spec.scheduler_name)  # the scheduler filtered the pod first
-    gangs.verdict(state, state.view().nodes, args.pod)
-    decision = preempt(args, state, gangs, rules)
+    engine = make_engine() if rules is None else preempting_engine(rules)
+    engine.filter(state, args.pod, [])  # the scheduler filtered the pod first
+    decision = preempt(args, state, engine)
     name = {u: n for n, u in uid.items()}
     kept = {
         node: [name[v.uid] for v in victims.pods]

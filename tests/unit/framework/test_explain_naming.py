@@ -10,8 +10,8 @@ import pytest
 from extender.api.coscheduling import CoschedulingPodGroup
 from extender.api.scheduling import GroupKind
 from extender.framework.explain import explain, group_naming
-from extender.gangs.ledger import Gangs
 from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod
+from tests.engines import make_engine
 
 V, C, N = GroupKind.VOLCANO, GroupKind.COSCHEDULING, GroupKind.NATIVE
 ANNOTATION = "annotation scheduling.k8s.io/group-name"
@@ -110,12 +110,12 @@ def test_a_coscheduling_gang_whose_pods_carry_the_volcano_annotation_says_what_t
     )
     body = make_group("p").ns("ml").min_member(2).kind_object(C)
     state.upsert_pod_group(CoschedulingPodGroup.model_validate(body).as_gang())
-    text = explain(state, Gangs(), C.key("ml", "p")).text()
+    text = explain(state, make_engine(), C.key("ml", "p")).text()
     assert (
         f"pods ml/p-0, ml/p-1 name this group by {LABEL}, but also the Volcano PodGroup ml/p by "
         f"{ANNOTATION}, which wins: they wait for that one (it does not exist: they wait until "
         "it is made)"
     ) in text
     assert "0 pending" in text
-    volcano = explain(state, Gangs(), V.key("ml", "p")).text()
+    volcano = explain(state, make_engine(), V.key("ml", "p")).text()
     assert f"join this group by {ANNOTATION}, which wins over their {LABEL}" in volcano

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
+from extender.api.engine_settings import GangSettings, ScaleUpSettings
+from extender.api.scale_up import Mode
 from extender.framework.policy import PolicyError, build_policy, load_policy
-from extender.gangs.ledger import GangSettings
-from extender.gangs.scale_up import Mode, ScaleUpSettings
 from extender.plugins import REGISTRY
 from extender.plugins.binpack import Binpack
 from extender.plugins.predicates import Predicates

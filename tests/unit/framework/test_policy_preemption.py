@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 
+from extender.api.engine_settings import PreemptionSettings, Rules
 from extender.framework.policy import PolicyError, build_policy, load_policy
 from extender.plugins import REGISTRY
-from extender.preemption.settings import PreemptionSettings
-from extender.preemption.victims import Rules
 
 POLICIES = Path(__file__).resolve().parents[3] / "policy"
 

@@ -12,10 +12,8 @@ from hypothesis import strategies as st
 from extender.api.candidates import Candidates
 from extender.api.resources import CPU, Resources
 from extender.cache.state import ClusterState
+from extender.framework.engine import Engine, Slot
 from extender.framework.policy import Policy, build_policy
-from extender.framework.session import Engine
-from extender.gangs.ledger import PLAIN, Verdict
-from extender.gangs.placement import Slot
 from extender.plugins import REGISTRY
 from tests.builders import cluster, make_node, make_pod
 
@@ -50,27 +48,29 @@ HELD = Slot("held", Resources({CPU: 6000}))
 
 
 @pytest.mark.parametrize(
-    ("verdict", "passing"),
+    ("credit", "passing"),
     [
-        (PLAIN, ["ok"]),  # what admitted gangs hold on "held" leaves 2 cpu of its 8
-        (Verdict(credit={"held": HELD.request}), ["held", "ok"]),  # its own slot is its to use
+        ({}, ["ok"]),  # what admitted gangs hold on "held" leaves 2 cpu of its 8
+        ({"held": HELD.request}, ["held", "ok"]),  # its own slot is its to use
     ],
 )
-def test_without_reasons_the_same_nodes_pass(verdict: Verdict, passing: list[str]) -> None:
+def test_without_reasons_the_same_nodes_pass(
+    credit: dict[str, Resources], passing: list[str]
+) -> None:
     state = cluster(
         [make_node(name).cpu("8") for name in ("full", "held", "ok")]
         + [make_node("small").cpu("2")],
         [make_pod("a").cpu("7").on("full")],
     )
     engine = Engine(make_policy("gang", "predicates"))
-    assert engine.gangs is not None
-    engine.gangs.restore("default/g", {"m0": HELD})
+    assert engine.gang_rules
+    engine.restore("default/g", {"m0": HELD})
     session = engine.session(state.snapshot())
     pod = make_pod("p").cpu("4").model()
     names = ["small", "full", "held", "ok", "ghost"]
 
-    explained = session.filter(pod, names, verdict)
-    quick = session.filter(pod, names, verdict, with_reasons=False)
+    explained = session.filter(pod, names, credit=credit)
+    quick = session.filter(pod, names, credit=credit, with_reasons=False)
 
     assert sorted(explained.passed) == sorted(quick.passed) == passing
     assert not quick.failed and not quick.everything_passed

@@ -16,11 +16,12 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from extender.api.engine_settings import Ordering
 from extender.api.resources import Resources
 from extender.framework.policy import build_policy
 from extender.gangs import contending as contending_module
 from extender.gangs.contending import Contending
-from extender.gangs.lineup import Contender, Lineup, Ordering, Ranking
+from extender.gangs.lineup import Contender, Lineup, Ranking
 from extender.gangs.members import view_gang
 from extender.gangs.order import walk
 from extender.gangs.refusals import Deferred
@@ -30,7 +31,7 @@ from extender.simulate.run import simulate
 from extender.simulate.synthetic import generate
 from extender.simulate.trace import parse_trace
 from tests.builders import make_group, make_pod
-from tests.unit.gangs.test_order import Gang, Scenario, ask, engine, state_of
+from tests.unit.gangs.test_order import Gang, Scenario, ask, engine, ledger, state_of
 
 POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
 
@@ -110,11 +111,9 @@ def test_a_gang_that_misses_starving_by_rounding_starves_at_a_later_walk() -> No
     running = [Gang("run0", 1, cpu="4", on="n0"), Gang("run1", 1, cpu="2", on="n1")]
     state = state_of(Scenario(2, [*running, Gang("big", 2, cpu="4")]))
     assert ask(built, state, "big") is not None  # it waits from 56.7
-    assert built.gangs is not None
-    gangs = built.gangs
 
     def aimed() -> dict[str, Resources]:
-        return gangs.order(state, state.view().nodes).turns["default/big"].targets
+        return built.order(state).turns["default/big"].targets
 
     now[0] = 176.7
     assert aimed() == {}  # not starving yet (by rounding)
@@ -126,22 +125,21 @@ def test_a_gang_that_misses_starving_by_rounding_starves_at_a_later_walk() -> No
 
 def test_the_lines_stay_sorted_as_gangs_are_put_again_and_a_walk_sees_no_change_under_it() -> None:
     now = [0.0]
-    built = engine(sla_seconds=60, now=now)
+    built = ledger(sla_seconds=60, now=now)
     gangs = [Gang("a", 1, cpu="2"), Gang("b", 1, cpu="3"), Gang("c", 1, cpu="1")]
     state = state_of(Scenario(1, [Gang("run", 1, cpu="4", on="n0"), *gangs]))
     for gang in gangs:
         assert ask(built, state, gang.name) is not None  # all seen at 0.0: by key then
         now[0] += 1.0
-    assert built.gangs is not None
-    lineup = built.gangs._contending.lineup
+    lineup = built._contending.lineup
     assert [key for _, key in lineup.lines["default"]] == ["default/a", "default/b", "default/c"]
     assert lineup.floor == 1000  # c's single member: 1 cpu
     now[0] = 60.0  # all starve: put again, ranked anew, in the same order
-    built.gangs.order(state, state.view().nodes)
+    built.order(state, state.view().nodes)
     assert [key for _, key in lineup.lines["default"]] == ["default/a", "default/b", "default/c"]
     assert [rank[0] for rank, _ in lineup.lines["default"]] == [0.0, 0.0, 0.0]  # starving
-    queues = built.gangs.queues(state)
-    turns, _ = walk(lineup, queues, state.view().nodes, {}, built.gangs.ordering)
+    queues = built.queues(state)
+    turns, _ = walk(lineup, queues, state.view().nodes, {}, built.ordering)
     first = next(turns)  # starving: a turn of its own even past the point where nothing fits
     assert not isinstance(first, str) and first.key == "default/a"
     lineup.drop("default/c")
@@ -152,14 +150,13 @@ def test_the_lines_stay_sorted_as_gangs_are_put_again_and_a_walk_sees_no_change_
 
 def test_past_the_point_where_nothing_fits_refusals_come_as_runs_made_only_when_read() -> None:
     now = [0.0]
-    built = engine(sla_seconds=60, now=now)
+    built = ledger(sla_seconds=60, now=now)
     gangs = [Gang("a", 1, cpu="2"), Gang("b", 1, cpu="3")]
     state = state_of(Scenario(1, [Gang("run", 1, cpu="4", on="n0"), *gangs]))
     for gang in gangs:
         assert ask(built, state, gang.name) is not None
-    assert built.gangs is not None
-    lineup = built.gangs._contending.lineup
-    rest, turns = walk(lineup, built.gangs.queues(state), state.view().nodes, {}, Ordering())
+    lineup = built._contending.lineup
+    rest, turns = walk(lineup, built.queues(state), state.view().nodes, {}, Ordering())
     [run] = list(rest)  # one run: nobody is starving
     assert isinstance(run, Run) and list(run) == ["default/a", "default/b"]
     assert "default/a" not in turns
@@ -180,9 +177,7 @@ def test_a_starving_gang_in_a_line_past_the_point_where_nothing_fits(aimed_befor
     )
     state = state_of(scenario)
     ordering = Ordering(starving_after=60)  # no job-order plugin: by age
-    built = engine(now=[100.0])
-    assert built.gangs is not None
-    queues = built.gangs.queues(state)
+    queues = engine(now=[100.0]).queues(state)
     ranking = Ranking(ordering, 100.0, state.capacity(), lambda gang: 0)
     contenders = [
         Contender(view_gang(state, "default/w"), 0.0, asked=False),  # never asked: not starving
@@ -224,13 +219,12 @@ def test_a_starving_gang_in_a_line_past_the_point_where_nothing_fits(aimed_befor
 
 def test_a_gang_asked_about_midway_through_a_run_takes_the_walk_only_that_far() -> None:
     now = [0.0]
-    built = engine(sla_seconds=600, now=now)
+    built = ledger(sla_seconds=600, now=now)
     gangs = [Gang("a", 1, cpu="2"), Gang("b", 1, cpu="3"), Gang("c", 1, cpu="3")]
     state = state_of(Scenario(1, [Gang("run", 1, cpu="4", on="n0"), *gangs]))
-    assert built.gangs is not None
-    built.gangs.serve(state.pods["uid-default-a-0"].spec.scheduler_name)
+    built.serve(state.pods["uid-default-a-0"].spec.scheduler_name)
     assert ask(built, state, "b") is not None  # a, b and c in one run; taken as far as b
-    order = built.gangs._order  # (the walk as it stands, not taken further)
+    order = built._order  # (the walk as it stands, not taken further)
     assert order is not None
     assert "default/b" in order.turns and "default/c" not in order.turns
     assert order.turns.pending is not None

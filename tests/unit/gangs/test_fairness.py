@@ -7,6 +7,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from extender.api.resources import Resources
+from extender.api.scheduling import ROOT
 from extender.gangs.fairness import (
     Claim,
     dominant_share,
@@ -15,7 +16,6 @@ from extender.gangs.fairness import (
     water_fill,
     water_fill_tree,
 )
-from extender.gangs.queue_tree import ROOT
 
 CLUSTER = Resources({"cpu": 12_000, "memory": 48, "pods": 300})
 

@@ -9,8 +9,8 @@ from extender.api.coscheduling import CoschedulingPodGroup
 from extender.api.native_groups import NativePodGroup
 from extender.api.scheduling import GroupKind, gang_key, naming_conflict
 from extender.cache.state import ClusterState
+from extender.framework.engine import Engine, FilterOutcome
 from extender.framework.policy import build_policy
-from extender.framework.session import Engine, FilterOutcome
 from extender.gangs.members import view_gang
 from extender.gangs.refusals import Cause
 from extender.plugins import REGISTRY
@@ -65,8 +65,8 @@ def test_one_gang_of_each_kind_is_admitted_whole_and_the_next_waits(
     state.upsert_pod_group(make_group("b").min_member(4).model(kind))
 
     assert sorted(filter_pod(engine, state, a[0]).passed) == NODES
-    assert engine.gangs is not None
-    assert set(engine.gangs.admitted()) == {make_group("a").model(kind).key}
+    assert engine.gang_rules
+    assert set(engine.admitted()) == {make_group("a").model(kind).key}
     assert filter_pod(engine, state, b[0]).passed == []
 
 
@@ -123,10 +123,10 @@ def test_a_malformed_group_keeps_its_pods_waiting_and_says_why(
     outcome = filter_pod(engine, state, pods[0])
     assert outcome.passed == []
     assert set(outcome.failed.values()) == {expected}
-    assert engine.gangs is not None
+    assert engine.gang_rules
     key = gang_key(state.pods["g-0"])
     assert key is not None and view_gang(state, key).group is not None
-    refusal = engine.gangs.refusal(key)
+    refusal = engine.refusal(key)
     assert refusal is not None and refusal.rejection.cause == Cause.INVALID_GROUP
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from extender.api.scheduling import GANG_GATE, PodGroup, Queue
 from extender.cache.state import ClusterState
+from extender.framework.engine import Engine, FilterOutcome
 from extender.framework.policy import build_policy
-from extender.framework.session import Engine, FilterOutcome
 from extender.gangs import placement as placement_module
 from extender.gangs.ledger import Gangs
 from extender.gangs.members import view_gang
@@ -53,8 +53,8 @@ def test_one_gang_is_admitted_whole_and_the_other_waits_with_nothing(engine: Eng
     state.upsert_pod_group(make_group("b").min_member(4).model())
 
     first = filter_pod(engine, state, a[0])
-    assert engine.gangs is not None and set(engine.gangs.admitted()) == {"default/a"}
-    slots = engine.gangs.admission("default/a").slots
+    assert set(engine.admitted()) == {"default/a"}
+    slots = engine.admission("default/a").slots
     assert {slot.node for slot in slots.values()} == set(NODES)
     # Its own slot's node, and the other, where a slot of its gang asks the same: either will do.
     assert sorted(first.passed) == NODES
@@ -168,7 +168,7 @@ def test_members_in_one_cluster_state_share_one_plan(
 
 
 def test_a_filter_call_walks_the_order_only_as_far_as_the_gang_asked_about(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     gangs = {g: [member(g, i, cpu="1") for i in range(2)] for g in ("a", "b", "c", "d")}
     state = two_node_cluster(*(pod for pods in gangs.values() for pod in pods), cpu="8")
@@ -183,11 +183,11 @@ def test_a_filter_call_walks_the_order_only_as_far_as_the_gang_asked_about(
             planned.append(pods[0].metadata.name[0]) or real_place(room, pods, **k)
         ),
     )
-    assert engine.gangs is not None
-    engine.gangs.serve("default-scheduler")  # b, c and d contend before they are asked about
+    # Serving their scheduler from the start: b, c and d contend before they are asked about.
+    engine = Engine(build_policy(POLICY, REGISTRY), {"default-scheduler"})
     filter_pod(engine, state, gangs["a"][0])
     assert planned == ["a"]  # the first in the order: the turns after it cannot change it
-    walked = engine.gangs.order(state, state.view().nodes)  # a whole walk takes every turn
+    walked = engine.order(state)  # a whole walk takes every turn
     assert planned == ["a", "b", "c", "d"]
     assert all(walked.turns[f"default/{g}"].slots for g in "bcd")
 
@@ -196,52 +196,49 @@ def test_slots_turn_into_usage_and_a_standing_gang_is_plain_again(engine: Engine
     pods = [member("g", i) for i in range(3)]
     state = two_node_cluster(*pods)
     state.upsert_pod_group(make_group("g").min_member(2).model())
-    assert engine.gangs is not None
     filter_pod(engine, state, pods[0])
-    admission = engine.gangs.admission("default/g")
+    admission = engine.admission("default/g")
     assert len(admission.slots) == 2
     for pod in pods[:2]:
         slot = admission.slots[pod.model().metadata.uid]
-        engine.gangs.consume(pod.model().metadata.uid)
+        engine.consume(pod.model().metadata.uid)
         state.assume(state.pods[pod.model().metadata.uid], slot.node)
-    assert engine.gangs.reserved() == {}
+    assert engine.reserved() == {}
     extra = filter_pod(engine, state, pods[2])  # beyond minMember: fits like any pod
     assert extra.passed == ["n2"]  # binpack put both members on n1, which is now full
-    assert "default/g" not in engine.gangs.admitted()
+    assert "default/g" not in engine.admitted()
 
 
-def admitted_pair(engine: Engine, now: list[float]) -> tuple[ClusterState, list[PodBuilder]]:
-    """A gang of two, admitted by filtering its first member, on a clock the test moves."""
-    assert engine.gangs is not None
-    engine.gangs.clock = lambda: now[0]
+def admitted_pair(now: list[float]) -> tuple[Engine, ClusterState, list[PodBuilder]]:
+    """A gang of two, admitted by filtering its first member, by an engine reading a clock the
+    test moves."""
+    engine = Engine(build_policy(POLICY, REGISTRY), clock=lambda: now[0])
     pods = [member("g", i) for i in range(2)]
     state = two_node_cluster(*pods)
     state.upsert_pod_group(make_group("g").min_member(2).model())
     filter_pod(engine, state, pods[0])
-    return state, pods
+    return engine, state, pods
 
 
-def test_a_released_gang_backs_off(engine: Engine) -> None:
+def test_a_released_gang_backs_off() -> None:
     now = [100.0]
-    state, pods = admitted_pair(engine, now)
-    assert engine.gangs is not None
-    engine.gangs.release("default/g", back_off=True)
+    engine, state, pods = admitted_pair(now)
+    engine.release("default/g", back_off=True)
     outcome = filter_pod(engine, state, pods[0])
     assert outcome.failed["n1"].startswith("gang default/g: backing off 10s")
     now[0] += 11
     assert filter_pod(engine, state, pods[0]).failed == {}
 
 
-def test_a_gang_whose_slots_are_all_consumed_is_done_not_expired(engine: Engine) -> None:
+def test_a_gang_whose_slots_are_all_consumed_is_done_not_expired() -> None:
     now = [0.0]
-    admitted_pair(engine, now)
-    assert engine.gangs is not None
+    engine, _, _ = admitted_pair(now)
     for uid in ("g-0", "g-1"):
-        engine.gangs.consume(uid)
-    assert not engine.gangs.admitted()
+        engine.consume(uid)
+    assert not engine.admitted()
     now[0] += 3600
-    assert engine.gangs.expire() == []
-    assert engine.gangs.backoff_ends("default/g") is None
+    assert engine.expire() == []
+    assert engine.backoff_ends("default/g") is None
 
 
 def test_min_task_member_is_part_of_standing() -> None:
@@ -276,8 +273,7 @@ def test_plans_respect_required_node_affinity() -> None:
     state.upsert_pod_group(make_group("g").min_member(2).model())
     engine = Engine(build_policy(POLICY, REGISTRY))
     filter_pod(engine, state, pods[0])
-    assert engine.gangs is not None
-    slots = engine.gangs.admission("default/g").slots.values()
+    slots = engine.admission("default/g").slots.values()
     assert {slot.node for slot in slots} == {"n2"}
 
 
@@ -291,22 +287,20 @@ def test_a_refused_gang_whose_queue_is_deleted_is_refused_for_the_queue_at_the_n
     state.upsert_queue(Queue.model_validate(make_queue("q1").build()))
     state.upsert_pod_group(make_group("g").min_member(2).queue("q1").model())
     filter_pod(engine, state, pods[0])
-    gangs = engine.gangs
-    assert gangs is not None
-    refused = gangs.refusal("default/g")
+    refused = engine.refusal("default/g")
     assert refused is not None and refused.rejection.cause == Cause.NOT_ENOUGH_RESOURCES
     told: list[Cause] = []
-    gangs.on_rejected.append(lambda key, rejection: told.append(rejection.cause))
+    engine.on_rejected(lambda key, rejection: told.append(rejection.cause))
 
     state.delete_queue("q1")
-    assert gangs.admissible(state, state.view().nodes) == []
-    refused = gangs.refusal("default/g")
+    assert engine.admissible(state) == []
+    refused = engine.refusal("default/g")
     assert refused is not None
     assert refused.rejection.message == (
         "gang default/g: queue q1 does not exist; it waits until it is created"
     )
     assert told == [Cause.NO_QUEUE]
-    assert gangs.admissible(state, state.view().nodes) == []
+    assert engine.admissible(state) == []
     assert told == [Cause.NO_QUEUE]  # told once, not at every pass
 
 

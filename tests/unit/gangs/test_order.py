@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 import pytest
@@ -10,8 +11,8 @@ import pytest
 from extender.api.objects import ObjectMeta, PriorityClass
 from extender.api.scheduling import GANG_GATE
 from extender.cache.state import ClusterState
-from extender.framework.policy import build_policy
-from extender.framework.session import Engine
+from extender.framework.engine import Engine
+from extender.framework.policy import Policy, build_policy
 from extender.gangs.ledger import Gangs
 from extender.gangs.refusals import Cause, Deferred, Rejection
 from extender.gangs.turns import Turn
@@ -29,7 +30,8 @@ from tests.builders import (
 PLUGINS = ["sla", "priority", "gang", "drf", "proportion", "predicates"]
 
 
-def engine(sla_seconds: float = 300, now: list[float] | None = None) -> Engine:
+def policy(sla_seconds: float = 300) -> Policy:
+    """`PLUGINS` in one tier, the sla plugin's limit `sla_seconds`."""
     plugins = [
         {"name": name, "arguments": {"sla.waitingTimeSeconds": sla_seconds}}
         if name == "sla"
@@ -41,11 +43,24 @@ def engine(sla_seconds: float = 300, now: list[float] | None = None) -> Engine:
         "kind": "SchedulerPolicy",
         "tiers": [{"plugins": plugins}],
     }
-    built = Engine(build_policy(document, REGISTRY))
-    if now is not None:
-        assert built.gangs is not None
-        built.gangs.clock = lambda: now[0]
-    return built
+    return build_policy(document, REGISTRY)
+
+
+def engine(
+    sla_seconds: float = 300, now: list[float] | None = None, schedulers: Collection[str] = ()
+) -> Engine:
+    """An engine of `policy(sla_seconds)`, reading the clock `now[0]` (the monotonic one when
+    None), serving `schedulers` from the start."""
+    clock = (lambda: now[0]) if now is not None else time.monotonic
+    return Engine(policy(sla_seconds), schedulers, clock=clock)
+
+
+def ledger(sla_seconds: float = 300, now: list[float] | None = None) -> Gangs:
+    """The gang ledger alone, as `engine` builds it, for what only its insides show."""
+    built = policy(sla_seconds)
+    assert built.gang_settings is not None
+    clock = (lambda: now[0]) if now is not None else time.monotonic
+    return Gangs(built.gang_settings, clock=clock, ordering=built.ordering)
 
 
 @dataclass
@@ -88,9 +103,13 @@ def state_of(scenario: Scenario) -> ClusterState:
     return state
 
 
-def ask(built: Engine, state: ClusterState, gang: str) -> str | None:
-    """Filter the gang's first member as the filter action does: None when admitted."""
+def ask(built: Engine | Gangs, state: ClusterState, gang: str) -> str | None:
+    """Filter the gang's first member as the filter action does: None when admitted. Asked of
+    the ledger alone, as the engine asks it."""
     pod = state.pods[f"uid-default-{gang}-0"]
+    if isinstance(built, Gangs):
+        built.serve(pod.spec.scheduler_name)
+        return built.verdict(state, state.view().nodes, pod).reason
     return built.filter(state, pod, []).gang_reason
 
 
@@ -120,8 +139,7 @@ def test_the_least_served_queue_goes_first_when_capacity_frees() -> None:
     reason = ask(built, state, "next-a")
     assert reason is not None and "ahead of it in the fair order" in reason
     assert "default/next-b" in reason
-    assert built.gangs is not None
-    assert built.gangs.admissible(state, state.view().nodes) == ["default/next-b"]
+    assert built.admissible(state) == ["default/next-b"]
     assert ask(built, state, "next-b") is None
 
 
@@ -138,8 +156,7 @@ def test_gangs_the_scheduler_has_not_asked_about_yet_contend_too() -> None:
     for gang in light[1:]:
         reason = ask(built, state, gang.name)
         assert reason is not None and "ahead of it in the fair order" in reason
-    assert built.gangs is not None
-    assert built.gangs.admissible(state, state.view().nodes) == ["default/h0", "default/h1"]
+    assert built.admissible(state) == ["default/h0", "default/h1"]
     assert all(ask(built, state, gang.name) is None for gang in heavy[:3])
 
 
@@ -166,8 +183,7 @@ def test_order_within_a_queue(gangs: list[Gang], asked: str, admitted: str) -> N
     for gang in gangs:
         assert ask(built, state, gang.name) is not None
     free(state, blocker)
-    assert built.gangs is not None
-    assert built.gangs.admissible(state, state.view().nodes) == [f"default/{admitted}"]
+    assert built.admissible(state) == [f"default/{admitted}"]
     assert (ask(built, state, asked) is None) == (asked == admitted)
 
 
@@ -214,8 +230,8 @@ def test_a_starving_gang_drains_capacity_that_small_gangs_would_take(
         )
     assert ask(built, state, "big") is not None
     now[0] = 30.0  # not starving yet: backfill lets the small one in
-    assert ask(built, state, "small") is None and built.gangs is not None
-    built.gangs.consume("uid-default-small-0")  # bound, as the bind action does
+    assert ask(built, state, "small") is None
+    built.consume("uid-default-small-0")  # bound, as the bind action does
     state.upsert_pod(make_pod("small-0").cpu("2").group("small").on("n0").phase("Running").model())
     free(state, small_running[0])
     state.upsert_pod(make_pod("later-0").cpu("2").group("later").model())
@@ -256,7 +272,7 @@ def test_members_beyond_the_plan_stay_within_the_queue_capability() -> None:
     assert ask(built, state, "g") is None  # minMember 1: admitted with one slot
     for index in (0, 1):  # two members bound: the queue holds its whole capability
         state.upsert_pod(gang.pods()[index].on("n0").phase("Running").model())
-    reason = built.gangs.verdict(state, state.view().nodes, state.pods["uid-default-g-2"]).reason  # type: ignore[union-attr]
+    reason = built.filter(state, state.pods["uid-default-g-2"], []).gang_reason
     assert reason is not None and "capability (2)" in reason
 
 
@@ -267,11 +283,10 @@ def test_a_gang_let_in_that_never_comes_stops_blocking_the_others() -> None:
     state = state_of(Scenario(1, [blocker, Gang("x", 2, priority=9), Gang("y", 2)]))
     assert ask(built, state, "x") is not None and ask(built, state, "y") is not None
     free(state, blocker)
-    assert built.gangs is not None
-    assert built.gangs.admissible(state, state.view().nodes) == ["default/x"]
+    assert built.admissible(state) == ["default/x"]
     now[0] = 61.0  # x was let in and never came for its capacity
-    assert built.gangs.expire() == ["default/x"]
-    assert built.gangs.admissible(state, state.view().nodes) == ["default/y"]
+    assert built.expire() == ["default/x"]
+    assert built.admissible(state) == ["default/y"]
 
 
 @pytest.mark.parametrize("names", [("first", "second", "big"), ("c", "b", "a")])
@@ -314,10 +329,9 @@ def test_a_priority_class_that_changes_reorders_the_gangs_waiting() -> None:
         state.upsert_pod_group(group.model())
         assert ask(built, state, gang.name) is not None
     free(state, blocker)
-    assert built.gangs is not None
-    assert built.gangs.admissible(state, state.view().nodes) == ["default/b"]
+    assert built.admissible(state) == ["default/b"]
     state.upsert_priority_class(PriorityClass(metadata=ObjectMeta(name="low"), value=1000))
-    assert built.gangs.admissible(state, state.view().nodes) == ["default/a"]
+    assert built.admissible(state) == ["default/a"]
 
 
 @pytest.mark.parametrize(
@@ -345,10 +359,9 @@ def test_why_a_gang_waits_is_what_held_at_its_turn_even_when_read_after_the_walk
 ) -> None:
     """A refusal for want of room is worded only when read, as it stood at the gang's turn (the
     gangs are in line in the order given, on nodes of 4 cpu)."""
-    state, built = state_of(Scenario(nodes, gangs)), engine()
-    assert built.gangs is not None
-    built.gangs.serve(state.pods["uid-default-a-0"].spec.scheduler_name)
-    order = built.gangs.order(state, state.view().nodes)  # every turn taken, none read yet
+    state = state_of(Scenario(nodes, gangs))
+    built = engine(schedulers={state.pods["uid-default-a-0"].spec.scheduler_name})
+    order = built.order(state)  # every turn taken, none read yet
     assert order.turns["default/a"].slots and order.turns["default/z"].slots  # z backfills
     why = order.turns["default/m"].rejection
     assert why is not None and why.cause == cause
@@ -368,19 +381,18 @@ def test_once_nothing_in_line_fits_a_starving_gang_holds_nothing_and_keeps_its_t
     state.upsert_pod_group(patient.model())
     assert ask(built, state, "big") is not None and ask(built, state, "small") is not None
     now[0] = 61.0  # big starves in a full cluster
-    assert ask(built, state, "big") is not None and built.gangs is not None
+    assert ask(built, state, "big") is not None
 
     def turns() -> Mapping[str, Turn]:
-        assert built.gangs is not None
-        return built.gangs.order(state, state.view().nodes).turns
+        return built.order(state).turns
 
     aimed = turns()["default/big"].targets
     assert sorted(aimed) == ["n0", "n1"]
     assert isinstance(turns()["default/small"].rejection, Deferred)  # nobody read it yet
-    walked = built.gangs.order(state, state.view().nodes).number
+    walked = built.order(state).number
     state.upsert_pod(make_pod("late-0").group("late").model())  # a gang more: walked again
     state.upsert_pod_group(make_group("late").model())
-    assert built.gangs.order(state, state.view().nodes).number != walked
+    assert built.order(state).number != walked
     assert turns()["default/big"].targets == aimed
     free(state, running[1])  # n1 empties: big drains it, small waits behind big
     reason = ask(built, state, "small")
@@ -419,10 +431,10 @@ def test_a_starving_gang_a_queue_rule_refuses_aims_nowhere_in_a_full_cluster() -
             [make_queue("a").capability(cpu="2")],
         )
     )
-    assert ask(built, state, "s") is not None and built.gangs is not None
+    assert ask(built, state, "s") is not None
     now[0] = 61.0
     assert ask(built, state, "s") is not None
-    turn = built.gangs.order(state, state.view().nodes).turns["default/s"]
+    turn = built.order(state).turns["default/s"]
     assert turn.rejection is not None and turn.rejection.cause == "QueueCapability"
     assert turn.targets == {}
 

@@ -6,14 +6,16 @@ from typing import Any
 
 import pytest
 
+from extender.api.engine_settings import GangSettings, ScaleUpSettings
 from extender.api.provisioning import (
     ATOMIC_CLASS,
     CONSUME_ANNOTATION,
     ProvisioningRequest,
 )
+from extender.api.scale_up import SCALE_UP_ANNOTATION
 from extender.api.scheduling import GANG_GATE, GroupKind, PodGroup
 from extender.cache.state import ClusterState
-from extender.gangs.ledger import Gangs, GangSettings
+from extender.gangs.ledger import Gangs
 from extender.gangs.members import view_gang
 from extender.gangs.provisioning import (
     Create,
@@ -23,7 +25,7 @@ from extender.gangs.provisioning import (
     request_name,
     template_body,
 )
-from extender.gangs.scale_up import SCALE_UP_ANNOTATION, Asked, ScaleUpSettings
+from extender.gangs.scale_up import Asked
 from extender.gangs.wanting import admit_provisioned, want_nodes
 from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod, make_queue
 

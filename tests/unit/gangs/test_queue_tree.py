@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from extender.api.resources import CPU
-from extender.api.scheduling import Queue
-from extender.gangs.queue_tree import ROOT, QueueTree
+from extender.api.scheduling import ROOT, Queue
+from extender.gangs.queue_tree import QueueTree
 from extender.gangs.queues import account
 from tests.builders import cluster, make_node, make_queue, running, waiting
 

@@ -19,9 +19,8 @@ from hypothesis import strategies as st
 
 from extender.api.resources import EMPTY
 from extender.cache.state import ClusterState
+from extender.framework.engine import Engine
 from extender.framework.policy import load_policy
-from extender.framework.session import Engine
-from extender.gangs.ledger import Gangs
 from extender.gangs.reservations import Admission
 from extender.plugins import REGISTRY
 from tests.builders import cluster, make_group, make_node, make_pod
@@ -29,17 +28,15 @@ from tests.builders import cluster, make_group, make_node, make_pod
 POLICY = load_policy(Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml", REGISTRY)
 
 
-def held_within_free(state: ClusterState, gangs: Gangs) -> None:
+def held_within_free(state: ClusterState, engine: Engine) -> None:
     nodes = state.view().nodes
-    for name, amount in gangs.reserved().items():
+    for name, amount in engine.reserved().items():
         left = nodes[name].free - amount
         assert all(value >= 0 for value in left.values()), (name, nodes[name].free, amount)
 
 
 def nobody_stranded(state: ClusterState, engine: Engine) -> None:
-    gangs = engine.gangs
-    assert gangs is not None
-    for admission in _admissions(gangs):
+    for admission in _admissions(engine):
         for uid, slot in admission.slots.items():
             outcome = engine.filter(state, state.pods[uid], [slot.node], fit=True)
             assert outcome.gang_reason is None
@@ -68,15 +65,14 @@ def test_any_offer_and_any_choice_keep_the_plans_whole(
     for g, cpus in enumerate(gangs):
         state.upsert_pod_group(make_group(f"g{g}").min_member(len(cpus)).model())
     engine = Engine(POLICY)
-    assert engine.gangs is not None
-    ledger = engine.gangs
+    assert engine.gang_rules
     for g in range(len(gangs)):  # the scheduler asks about each gang once: some are admitted
-        ledger.verdict(state, state.view().nodes, state.pods[f"g{g}-0"])
-    held_within_free(state, ledger)
+        engine.filter(state, state.pods[f"g{g}-0"], [])
+    held_within_free(state, engine)
     nobody_stranded(state, engine)
     plain = 0
     for _ in range(12):
-        admitted = [uid for a in _admissions(ledger) for uid in a.slots]
+        admitted = [uid for a in _admissions(engine) for uid in a.slots]
         if admitted and rng.random() < 0.7:
             pod = state.pods[rng.choice(sorted(admitted))]
         else:
@@ -89,14 +85,14 @@ def test_any_offer_and_any_choice_keep_the_plans_whole(
         passed = engine.filter(state, pod, offered, fit=True).passed
         if passed:
             node = rng.choice(sorted(passed))
-            ledger.consume(pod.metadata.uid, node)
+            engine.consume(pod.metadata.uid, node)
             state.assume(pod, node)
-        held_within_free(state, ledger)
+        held_within_free(state, engine)
         nobody_stranded(state, engine)
-    assert sum(ledger.reserved().values(), EMPTY) == sum(
-        (slot.request for a in _admissions(ledger) for slot in a.slots.values()), EMPTY
+    assert sum(engine.reserved().values(), EMPTY) == sum(
+        (slot.request for a in _admissions(engine) for slot in a.slots.values()), EMPTY
     )
 
 
-def _admissions(gangs: Gangs) -> list[Admission]:
-    return [a for key in list(gangs.admitted()) if (a := gangs.admission(key)) is not None]
+def _admissions(engine: Engine) -> list[Admission]:
+    return [a for key in list(engine.admitted()) if (a := engine.admission(key)) is not None]

@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from extender.api.engine_settings import GangSettings, ScaleUpSettings
+from extender.api.scale_up import SCALE_UP_ANNOTATION, Mode
 from extender.api.scheduling import GANG_GATE, Queue
 from extender.cache.state import ClusterState
-from extender.gangs.ledger import Gangs, GangSettings
-from extender.gangs.scale_up import (
-    SCALE_UP_ANNOTATION,
-    Asked,
-    Mode,
-    ScaleUps,
-    ScaleUpSettings,
-    queue_mode,
-)
+from extender.gangs.ledger import Gangs
+from extender.gangs.scale_up import Asked, ScaleUps, queue_mode
 from extender.gangs.wanting import want_nodes
 from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod, make_queue
 

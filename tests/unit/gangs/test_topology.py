@@ -10,10 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from extender.api.engine_settings import Rules
 from extender.api.scheduling import PodGroup
 from extender.cache.state import ClusterState
+from extender.framework.engine import OUTSIDE, Engine
 from extender.framework.policy import build_policy
-from extender.framework.session import OUTSIDE, Engine
 from extender.gangs.drain import drain
 from extender.gangs.ledger import Gangs
 from extender.gangs.members import view_gang
@@ -21,7 +22,6 @@ from extender.gangs.placement import Room
 from extender.gangs.topology import Topology
 from extender.plugins import REGISTRY
 from extender.preemption.plan import Pool, victims_for, wanting
-from extender.preemption.victims import Rules
 from tests.builders import (
     PodBuilder,
     PodGroupBuilder,
@@ -71,8 +71,8 @@ def admit(engine: Engine, state: ClusterState, pod: PodBuilder) -> tuple[set[str
     """Filter one member over every node: the nodes its gang's slots hold, or why it waits."""
     model = state.pods[pod.model().metadata.uid]
     outcome = engine.filter(state, model, sorted(state.view().nodes), fit=True)
-    assert engine.gangs is not None
-    admission = engine.gangs.admission(
+    assert engine.gang_rules
+    admission = engine.admission(
         f"default/{model.metadata.annotations['scheduling.k8s.io/group-name']}"
     )
     if admission is None:
@@ -242,8 +242,8 @@ def test_each_partition_lands_inside_one_switch(engine: Engine) -> None:
     state.upsert_pod_group(make_group("p").min_member(6).partitions("worker", 2).model())
     model = state.pods["p-0"]
     engine.filter(state, model, sorted(state.view().nodes), fit=True)
-    assert engine.gangs is not None
-    admission = engine.gangs.admission("default/p")
+    assert engine.gang_rules
+    admission = engine.admission("default/p")
     assert admission is not None
     topology = Topology.of(state)
     leaves = [
@@ -396,8 +396,8 @@ def test_a_member_beyond_the_plan_of_a_hard_gang_stays_in_its_gangs_switch(
     state.upsert_pod_group(group.min_member(min_member).model())
     nodes = sorted(state.view().nodes)
     engine.filter(state, state.pods["g-0"], nodes, fit=True)
-    assert engine.gangs is not None
-    admission = engine.gangs.admission("default/g")
+    assert engine.gang_rules
+    admission = engine.admission("default/g")
     assert admission is not None
     topology = Topology.of(state)
     switch = {topology.leaf(slot.node).name for slot in admission.slots.values()}
@@ -432,8 +432,8 @@ def test_a_partition_planned_in_part_goes_where_the_whole_of_it_fits(engine: Eng
     state.upsert_pod_group(make_group("g").min_member(3).partitions("worker", 2).model())
     nodes = sorted(state.view().nodes)
     engine.filter(state, state.pods["g-0"], nodes, fit=True)
-    assert engine.gangs is not None
-    admission = engine.gangs.admission("default/g")
+    assert engine.gang_rules
+    admission = engine.admission("default/g")
     assert admission is not None
     assert {slot.node for slot in admission.slots.values()} <= {"n2", "n3"}
     outcome = engine.filter(state, state.pods["g-3"], nodes, fit=True)

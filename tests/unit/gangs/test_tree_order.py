@@ -10,8 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extender.framework.session import Engine
-from extender.gangs.queue_tree import ROOT
+from extender.api.scheduling import ROOT
 from extender.gangs.turns import Turn
 from tests.builders import PodBuilder, QueueBuilder, make_group, make_pod, make_queue
 from tests.unit.gangs.test_order import Gang, Scenario, ask, engine, state_of
@@ -25,15 +24,14 @@ TREE = (
 )
 
 
-def turns(built: Engine, scenario: Scenario, outside: Sequence[PodBuilder] = ()) -> dict[str, Turn]:
-    """Every waiting gang's turn in one walk of the fair order, by gang name (with `outside`,
-    pods of no gang, running)."""
+def turns(scenario: Scenario, outside: Sequence[PodBuilder] = ()) -> dict[str, Turn]:
+    """Every waiting gang's turn in one walk of the fair order of a new engine serving the
+    gangs' scheduler, by gang name (with `outside`, pods of no gang, running)."""
     state = state_of(scenario)
     for pod in outside:
         state.upsert_pod(pod.phase("Running").model())
-    assert built.gangs is not None
-    built.gangs.serve(state.pods[f"uid-default-{scenario.gangs[0].name}-0"].spec.scheduler_name)
-    order = built.gangs.order(state, state.view().nodes)
+    served = state.pods[f"uid-default-{scenario.gangs[0].name}-0"].spec.scheduler_name
+    order = engine(schedulers={served}).order(state)
     waiting = [gang for gang in scenario.gangs if not gang.on]
     return {gang.name: order.turns[f"default/{gang.name}"] for gang in waiting}
 
@@ -104,7 +102,7 @@ def test_a_saturated_tree_is_shared_by_weight_at_every_level(
         for leaf in leaves
     ]
     scenario = Scenario(nodes, gangs, list(queues))
-    held = placed_cpu(scenario, turns(engine(), scenario))
+    held = placed_cpu(scenario, turns(scenario))
     assert dict(held) == expected
 
 
@@ -132,7 +130,7 @@ def test_the_order_goes_level_by_level_not_leaf_by_leaf() -> None:
         make_pod("o2").cpu("4").on("n2"),
         make_pod("o3").cpu("3").on("n3"),
     ]
-    walked = turns(engine(), scenario, outside)
+    walked = turns(scenario, outside)
     assert walked["a-next"].slots
     assert not walked["web-next"].slots and not walked["web-more"].slots
 
@@ -196,7 +194,7 @@ def test_queue_rules_of_the_tree_refuse_before_any_plan(
     queues: tuple[QueueBuilder, ...], queue: str, cause: str, words: str
 ) -> None:
     scenario = Scenario(2, [Gang("g", 2, queue=queue)], list(queues))  # 4 cpu on 8 free
-    turn = turns(engine(), scenario)["g"]
+    turn = turns(scenario)["g"]
     assert turn.rejection is not None and not turn.slots
     assert turn.rejection.cause == cause
     assert words in turn.rejection.message
@@ -232,7 +230,7 @@ def test_a_parent_s_capability_binds_its_children_together(
 ) -> None:
     """Two gangs of 4 cpu, one in each child of ml, on 16 cpu free."""
     gangs = [Gang("a", 2, queue="team-a"), Gang("b", 2, queue="team-b")]
-    walked = turns(engine(), Scenario(4, gangs, list(queues)))
+    walked = turns(Scenario(4, gangs, list(queues)))
     assert sum(bool(turn.slots) for turn in walked.values()) == admitted
     refused = [turn.rejection for turn in walked.values() if not turn.slots]
     assert all(
@@ -259,13 +257,13 @@ def test_flat_queues_are_let_in_by_weight_as_before(extra: tuple[QueueBuilder, .
     queues = (make_queue("a").weight(1), make_queue("b").weight(3).parent(ROOT), *extra)
     gangs = [Gang(f"{q}-{i}", 1, cpu="1", queue=q) for i in range(40) for q in ("a", "b")]
     scenario = Scenario(8, gangs, list(queues))
-    assert dict(placed_cpu(scenario, turns(engine(), scenario))) == {"a": 8, "b": 24}
+    assert dict(placed_cpu(scenario, turns(scenario))) == {"a": 8, "b": 24}
 
 
 def test_a_gang_in_a_stray_queue_goes_as_in_a_top_level_one() -> None:
     """A queue whose parent does not exist hangs under root: its gangs are let in."""
     scenario = Scenario(1, [Gang("g", 2, queue="orphan")], [make_queue("orphan").parent("gone")])
-    assert turns(engine(), scenario)["g"].slots
+    assert turns(scenario)["g"].slots
 
 
 def test_members_beyond_the_plan_stay_within_an_ancestor_s_capability() -> None:
@@ -284,9 +282,8 @@ def test_members_beyond_the_plan_stay_within_an_ancestor_s_capability() -> None:
     assert ask(built, state, "g") is None
     for index in (0, 1):
         state.upsert_pod(gang.pods()[index].on("n0").phase("Running").model())
-    assert built.gangs is not None
     third = state.pods["uid-default-g-2"]
-    reason = built.gangs.verdict(state, state.view().nodes, third).reason
+    reason = built.filter(state, third, []).gang_reason
     assert reason is not None
     assert "queue team-a's ancestor root/ml would hold more cpu than its capability (3)" in reason
 
@@ -309,7 +306,7 @@ def test_any_weights_of_a_saturated_two_level_tree_are_kept_at_both_levels(
     leaves = ("team-a", "team-b", "web")
     gangs = [Gang(f"{leaf}-{i}", 1, cpu="1", queue=leaf) for i in range(33) for leaf in leaves]
     scenario = Scenario(8, gangs, queues)
-    held = placed_cpu(scenario, turns(engine(), scenario))
+    held = placed_cpu(scenario, turns(scenario))
     assert sum(held.values()) == 32
     in_ml = held["team-a"] + held["team-b"]
     assert abs(in_ml - 32 * ml / (ml + web)) <= 1, held

@@ -9,13 +9,12 @@ from typing import Any
 
 import pytest
 
+from extender.api.engine_settings import PreemptionSettings, Rules
 from extender.api.scheduling import GANG_GATE
 from extender.cache.state import ClusterState
 from extender.gangs.ledger import Gangs
 from extender.preemption.loop import PreemptionLoop
 from extender.preemption.plan import Preemption, candidates
-from extender.preemption.settings import PreemptionSettings
-from extender.preemption.victims import Rules
 from tests.builders import cluster, make_group, make_node, make_pod, running, waiting
 
 INTERVAL = 5.0

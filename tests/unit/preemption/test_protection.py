@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from extender.api.engine_settings import PreemptionSettings, Rules
 from extender.api.objects import ObjectMeta
 from extender.api.preemptable import (
     PREEMPTABLE,
@@ -29,8 +30,7 @@ from extender.gangs.members import view_gang
 from extender.gangs.queues import account
 from extender.preemption.loop import PreemptionLoop
 from extender.preemption.plan import Pool, Preemption, protected_victims, victims_for
-from extender.preemption.settings import PreemptionSettings
-from extender.preemption.victims import Rules, Unit, choose, sift
+from extender.preemption.victims import Unit, choose, sift
 from tests.builders import (
     PodBuilder,
     PodGroupBuilder,
@@ -41,6 +41,7 @@ from tests.builders import (
     make_queue,
     waiting,
 )
+from tests.engines import make_engine
 
 BOTH = Rules()
 PodEdit = Callable[[PodBuilder], PodBuilder]
@@ -406,6 +407,15 @@ def protected_scene() -> tuple[ClusterState, Gangs]:
     return state, gangs
 
 
+def explained(state: ClusterState, key: str) -> str:
+    """What explain says of gang `key` through an engine of the gang rules alone that was asked
+    about the gang's first member (the note of the last victim search is kept with the cluster
+    state, whichever ledger searched)."""
+    engine = make_engine()
+    engine.filter(state, state.pods[f"uid-{key.replace('/', '-')}-0"], [])
+    return explain(state, engine, key).text()
+
+
 def test_a_pass_that_finds_only_protected_victims_says_which_and_why() -> None:
     state, gangs = protected_scene()
     order = gangs.order(state, state.view().nodes)
@@ -419,8 +429,7 @@ def test_a_pass_that_finds_only_protected_victims_says_which_and_why() -> None:
         "default/a (volcano.sh/preemptable=false on its PodGroup), "
         "kube-system/b (conformance: kube-system)"
     )
-    explained = explain(state, gangs, key).text()
-    assert protected.message in explained.splitlines()
+    assert protected.message in explained(state, key).splitlines()
 
 
 def test_the_protected_victims_named_follow_the_cluster() -> None:
@@ -447,13 +456,13 @@ def test_explain_says_nothing_of_protection_without_a_search_or_once_victims_are
     gangs = Gangs()
     key = "default/urgent"
     gangs.verdict(state, state.view().nodes, state.pods["uid-default-urgent-0"])
-    assert "preemption:" not in explain(state, gangs, key).text()  # never searched
+    assert "preemption:" not in explained(state, key)  # never searched
     order = gangs.order(state, state.view().nodes)
     assert victims_for(state, gangs, order, Pool.of(state, gangs), key=key, rules=BOTH) is None
     assert (
         "preemption: the only victims that would make room are not preemptable: default/a "
         "(volcano.sh/preemptable=false on pod a-0)"
-    ) in explain(state, gangs, key).text()
+    ) in explained(state, key)
     state.upsert_pod(make_pod("b-1").cpu("2").group("b").priority(1).on("n1").model())
     order = gangs.order(state, state.view().nodes)
     found = victims_for(state, gangs, order, Pool.of(state, gangs), key=key, rules=BOTH)
@@ -463,7 +472,7 @@ def test_explain_says_nothing_of_protection_without_a_search_or_once_victims_are
     found = victims_for(state, gangs, order, Pool.of(state, gangs), key=key, rules=BOTH)
     assert found is not None and [u.key for u in found.victims] == ["default/b"]
     assert protected_victims(state, key) is None
-    assert "preemption:" not in explain(state, gangs, key).text()
+    assert "preemption:" not in explained(state, key)
 
 
 def test_protected_victims_that_would_not_make_room_are_not_named() -> None:
@@ -500,4 +509,4 @@ def test_the_preemption_loop_evicts_nobody_protected_and_explain_says_why() -> N
     )
     assert asyncio.run(loop.one_pass()) is False
     assert evicted == []
-    assert "not preemptable: default/a" in explain(state, gangs, "default/urgent").text()
+    assert "not preemptable: default/a" in explained(state, "default/urgent")

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from extender.api.engine_settings import Rules
 from extender.api.resources import CPU, MEMORY, Resources
 from extender.api.scheduling import GANG_GATE
 from extender.cache.state import ClusterState
@@ -16,7 +17,7 @@ from extender.gangs.ledger import Gangs
 from extender.gangs.queues import QueueView, account
 from extender.preemption import victims
 from extender.preemption.plan import Pool, victims_for, wanting
-from extender.preemption.victims import Rules, Unit, by_kinship, kinship, sides
+from extender.preemption.victims import Unit, by_kinship, kinship, sides
 from tests.builders import (
     QueueBuilder,
     cluster,

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from extender.api.engine_settings import Rules
 from extender.api.objects import ObjectMeta, PriorityClass
 from extender.api.resources import CPU, MEMORY, Resources
 from extender.cache.state import ClusterState
@@ -19,7 +20,7 @@ from extender.gangs.queues import QueueView, account
 from extender.preemption import plan as preemption
 from extender.preemption import victims
 from extender.preemption.plan import Pool, victims_for, wanting
-from extender.preemption.victims import Rules, Unit, choose, sift
+from extender.preemption.victims import Unit, choose, sift
 from tests.builders import cluster, make_node, make_pod, make_queue, running, waiting
 
 BOTH = Rules()

@@ -27,18 +27,21 @@ from extender.actions.bind import BindError
 from extender.api.objects import Pod
 from extender.api.provisioning import ProvisioningRequest
 from extender.api.resources import Resources
+from extender.api.scale_up import SCALE_UP_ANNOTATION
 from extender.api.scheduling import GroupKind, PodGroup
 from extender.api.times import rfc3339
 from extender.cache.state import ClusterState
+from extender.framework.engine import (
+    Engine,
+    GangView,
+    Preemption,
+    QueueView,
+    Unit,
+    request_body,
+    view_gang,
+)
 from extender.framework.policy import build_policy, load_policy
-from extender.framework.session import Engine
-from extender.gangs.members import GangView, view_gang
-from extender.gangs.queues import QueueView
-from extender.gangs.scale_up import Asked, ScaleUps
 from extender.plugins import REGISTRY
-from extender.preemption.plan import Preemption
-from extender.preemption.settings import PreemptionSettings
-from extender.preemption.victims import Rules, Unit
 from extender.server.app import make_app
 from extender.server.gang_waits import GangHistory, gang_waits
 from extender.server.keys import ENGINE
@@ -47,7 +50,6 @@ from extender.server.metrics import (
     QueueFigures,
     QueueGauges,
     RequestStates,
-    request_states,
 )
 from extender.server.preemptor import Preemptor
 from tests.builders import (
@@ -59,6 +61,7 @@ from tests.builders import (
     make_queue,
     running,
 )
+from tests.engines import make_engine, preempting_engine
 
 NOW = 1_800_000_000.0  # the wall clock's reading in these tests (Unix seconds)
 DAYS = 2 * 86_400.0  # the age of the long-running Jobs below
@@ -416,9 +419,7 @@ def test_a_gang_that_never_ran_ages_from_creation_however_often_it_backs_off() -
     async def main() -> None:
         async with TestClient(TestServer(app)) as client:
             assert await _filter(client, _member(0)) == ""
-            gangs = app[ENGINE].gangs
-            assert gangs is not None
-            gangs.release("default/g", back_off=True)  # (as the barrier's timeout does)
+            app[ENGINE].release("default/g", back_off=True)  # (as the barrier's timeout does)
             assert await _filter(client, _member(0)) != ""
             waited = _waited(await _metrics(client), "BackingOff")
             assert waited is not None
@@ -516,10 +517,8 @@ def _waiting_scene() -> tuple[ClusterState, Engine]:
             )
     for name in ("ghost", "early"):
         state.upsert_pod(make_pod(f"{name}-0").uid(f"{name}-0").cpu("1").group(name).model())
-    engine = Engine(build_policy(ENGINE_POLICY, REGISTRY))
-    assert engine.gangs is not None
     ticks = [1000.0]
-    engine.gangs.clock = lambda: ticks[0]
+    engine = Engine(build_policy(ENGINE_POLICY, REGISTRY), clock=lambda: ticks[0])
     for uid in ("big-0", "lost-0", "ghost-0", "early-0", "short-0"):
         _ask(engine, state, uid)
     ticks[0] = 1045.0
@@ -531,8 +530,8 @@ def _waiting_scene() -> tuple[ClusterState, Engine]:
 
 def _counts(state: ClusterState, engine: Engine) -> dict[tuple[str, str], tuple[float, float]]:
     """Per (queue, cause): how many gangs wait, and the oldest wait, as the gauges read them."""
-    assert engine.gangs is not None
-    figures = QueueFigures({}, {}, {}, gang_waits(state, engine.gangs, NOW, GangHistory()))
+    assert engine.gang_rules
+    figures = QueueFigures({}, {}, {}, gang_waits(state, engine, NOW, GangHistory()))
     read = samples(QueueGauges(lambda: figures))
     many = {
         (dict(labels)["queue"], dict(labels)["cause"]): count
@@ -569,11 +568,11 @@ def test_a_gang_refused_after_it_waited_unasked_is_counted_once_and_the_oldest_k
     of capacity: the ledger holds it as refused (with the age it had as a contender) and no
     longer as unasked, and it is counted once, beside `big`, the older of the two."""
     state, engine = _waiting_scene()
-    assert engine.gangs is not None
-    assert "default/later" in engine.gangs.unasked()
+    assert engine.gang_rules
+    assert "default/later" in engine.unasked()
     _ask(engine, state, "later-0")
-    assert "default/later" in engine.gangs.refused()
-    assert "default/later" not in engine.gangs.unasked()
+    assert "default/later" in engine.refused()
+    assert "default/later" not in engine.unasked()
     expected = {k: v for k, v in EVERY_WAIT.items() if k != ("default", "NotAskedYet")}
     expected[("default", "NotEnoughResources")] = (2, 300.0)
     assert _counts(state, engine) == expected
@@ -606,12 +605,12 @@ def test_a_gang_deleted_since_the_last_walk_is_not_waiting(
 ) -> None:
     """The ledger still lists it (until its next walk); the gauges leave it out at once."""
     state, engine = _waiting_scene()
-    assert engine.gangs is not None
+    assert engine.gang_rules
     for uid in uids:
         state.delete_pod(uid)
     if group is not None:
         state.delete_pod_group(group)
-    listed = {*engine.gangs.refused(), *engine.gangs.unasked()}
+    listed = {*engine.refused(), *engine.unasked()}
     assert f"default/{gone}" in listed  # (the ledger's lists are the last walk's)
     expected = {k: v for k, v in EVERY_WAIT.items() if k != left_out}
     assert _counts(state, engine) == expected
@@ -635,10 +634,10 @@ def test_an_admitted_gang_is_not_waiting() -> None:
     state.upsert_pod_group(make_group("g").set("metadata.creationTimestamp", made(5)).model())
     state.upsert_pod(make_pod("g-0").uid("g-0").cpu("1").group("g").model())
     engine = Engine(build_policy(ENGINE_POLICY, REGISTRY))
-    assert engine.gangs is not None
+    assert engine.gang_rules
     _ask(engine, state, "g-0")
-    assert list(engine.gangs.admitted()) == ["default/g"]
-    assert gang_waits(state, engine.gangs, NOW, GangHistory()) == []
+    assert list(engine.admitted()) == ["default/g"]
+    assert gang_waits(state, engine, NOW, GangHistory()) == []
 
 
 # -- queue guarantee and other resources -------------------------------------------------------
@@ -778,18 +777,12 @@ def test_preemption_victims_by_reason(
         state.upsert_queue(make_queue(queue).model())
     state.upsert_pod_group(make_group("urgent").queue("ml").model())
     state.upsert_pod(make_pod("urgent-0").uid("urgent-0").cpu("8").group("urgent").model())
-    engine = Engine(build_policy(ENGINE_POLICY, REGISTRY))
-    assert engine.gangs is not None
+    engine = preempting_engine(interval=0.01)
     metrics = ExtenderMetrics(dict)
 
     async def main() -> None:
         preemptor = Preemptor(
-            state,
-            engine.gangs,  # type: ignore[arg-type]
-            PreemptionSettings(0.01, Rules()),
-            _Evictions(gone),
-            lambda key, event: None,
-            ready=asyncio.Event(),
+            state, engine, _Evictions(gone), lambda key, event: None, ready=asyncio.Event()
         )
         metrics.count_victims(preemptor)  # (as the app wires it)
         for how, victims in passes:
@@ -808,11 +801,11 @@ def test_preemption_victims_by_reason(
 # -- ProvisioningRequests by state -------------------------------------------------------------
 
 
-def _request(name: str, *conditions: tuple[str, str]) -> ProvisioningRequest:
-    status = [{"type": kind, "status": status} for kind, status in conditions]
-    return ProvisioningRequest.model_validate(
-        {"metadata": {"name": name, "namespace": "ml"}, "status": {"conditions": status}}
-    )
+Requested = tuple[str, list[dict[str, str]]]  # a request's name, its conditions
+
+
+def _request(name: str, *conditions: tuple[str, str]) -> Requested:
+    return name, [{"type": kind, "status": status} for kind, status in conditions]
 
 
 @pytest.mark.parametrize(
@@ -845,17 +838,29 @@ def _request(name: str, *conditions: tuple[str, str]) -> ProvisioningRequest:
     ],
 )
 def test_provisioning_requests_by_state(
-    requests: list[ProvisioningRequest], expected: dict[str, int]
+    requests: list[Requested], expected: dict[str, int]
 ) -> None:
-    book = ScaleUps()
-    for request in requests:  # (as the provisioner's pass notes them, `gangs.provisioning`)
-        meta = request.metadata
-        book.seen(f"ml/{meta.name}", Asked(meta.namespace, meta.name, 1, request.phase, 0.0), 0.0)
+    """Each request stands for a gang of namespace ml that waits for nodes (a 4-cpu member, a
+    1-cpu node, a queue that asks for nodes by ProvisioningRequest): the engine's book notes
+    each one's state as the provisioner's pass reads them."""
+    state = cluster([make_node("n0").cpu("1")])
+    state.upsert_queue(make_queue("q").annotate(SCALE_UP_ANNOTATION, "provisioningRequest").model())
+    engine = make_engine()
+    for name, _ in requests:
+        state.upsert_pod_group(make_group(name).ns("ml").queue("q").model())
+        state.upsert_pod(make_pod(f"{name}-0").ns("ml").cpu("4").group(name).model())
+        assert engine.filter(state, state.pods[f"uid-ml-{name}-0"], []).gang_reason
+    for name, conditions in requests:
+        body = request_body(state.pod_groups[f"ml/{name}"], name, 1, [(f"{name}-p0", 1)])
+        body["status"] = {"conditions": conditions}
+        state.upsert_provisioning_request(ProvisioningRequest.model_validate(body))
+    engine.provisioning_plan(state, 0.0)  # (as the provisioner's pass reads them)
     gauge = RequestStates()
-    gauge.read = lambda: request_states(book)
+    gauge.read = engine.request_phases  # (as the app wires it)
     states = ("Pending", "Accepted", "Provisioned", "Failed", "BookingExpired", "CapacityRevoked")
-    for state in states:
-        assert value(gauge, "lahar_provisioning_requests", state=state) == expected.get(state, 0)
+    for state_name in states:
+        counted = value(gauge, "lahar_provisioning_requests", state=state_name)
+        assert counted == expected.get(state_name, 0)
 
 
 def test_provisioning_requests_read_nothing_until_the_provisioner_says() -> None:

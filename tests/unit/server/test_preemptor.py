@@ -1,17 +1,19 @@
 """The preemptor: all or nothing by a dry run, Events after the fact, a failing pass survived
-(the loop's passes run with the preemptor's eviction)."""
+(the engine's preemption loop's passes run with the preemptor's eviction)."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+
+import pytest
 
 from extender.cache.state import ClusterState
-from extender.gangs.group_status import PodGroupEvent
-from extender.gangs.ledger import Gangs
-from extender.preemption.settings import PreemptionSettings
-from extender.preemption.victims import Rules
+from extender.framework.engine import Engine
+from extender.server.group_status import PodGroupEvent
 from extender.server.preemptor import Preemptor
 from tests.builders import cluster, make_node, running, waiting
+from tests.engines import preempting_engine
 
 
 class Evictions:
@@ -25,33 +27,33 @@ class Evictions:
         return True
 
 
-def scene() -> tuple[ClusterState, Gangs]:
+def scene() -> tuple[ClusterState, Engine]:
     state = cluster([make_node("n0").cpu("4")])
     running(state, "low", ["n0", "n0"], priority=1)
     waiting(state, "urgent", 1, cpu="2", priority=9)
-    gangs = Gangs()
-    gangs.verdict(state, state.view().nodes, state.pods["uid-default-urgent-0"])
-    return state, gangs
+    engine = preempting_engine(interval=0.01)
+    engine.filter(state, state.pods["uid-default-urgent-0"], [])
+    return state, engine
 
 
 def preemptor(
-    state: ClusterState, gangs: Gangs, evict: Evictions, said: list[tuple[str, PodGroupEvent]]
+    state: ClusterState,
+    engine: Engine,
+    evict: Evictions,
+    announce: Callable[[str, PodGroupEvent], None],
 ) -> Preemptor:
-    return Preemptor(
-        state,
-        gangs,
-        PreemptionSettings(0.01, Rules()),
-        evict,
-        lambda key, event: said.append((key, event)),
-        ready=asyncio.Event(),
-    )
+    """The preemptor, its preemption loop set up in the engine (as the app wires it)."""
+    made = Preemptor(state, engine, evict, announce, ready=asyncio.Event())
+    made.attach()
+    return made
 
 
 def test_a_refused_dry_run_evicts_nothing_and_says_so() -> None:
     async def scenario() -> None:
-        state, gangs = scene()
+        state, engine = scene()
         evict, said = Evictions(refuse="low-1"), []  # type: ignore[var-annotated]
-        assert await preemptor(state, gangs, evict, said).passes.one_pass() is False
+        preemptor(state, engine, evict, lambda key, event: said.append((key, event)))
+        assert await engine.preemption_pass() is False
         assert evict.real == []
         assert [(key, event.reason) for key, event in said] == [
             ("default/urgent", "PreemptionBlocked")
@@ -62,9 +64,10 @@ def test_a_refused_dry_run_evicts_nothing_and_says_so() -> None:
 
 def test_victims_are_evicted_whole_and_reported_after_the_fact() -> None:
     async def scenario() -> None:
-        state, gangs = scene()
+        state, engine = scene()
         evict, said = Evictions(), []  # type: ignore[var-annotated]
-        assert await preemptor(state, gangs, evict, said).passes.one_pass() is True
+        preemptor(state, engine, evict, lambda key, event: said.append((key, event)))
+        assert await engine.preemption_pass() is True
         assert evict.dry == evict.real == ["low-0", "low-1"]
         assert [(key, event.reason) for key, event in said] == [
             ("default/urgent", "Preempting"),
@@ -75,21 +78,23 @@ def test_victims_are_evicted_whole_and_reported_after_the_fact() -> None:
     asyncio.run(scenario())
 
 
-def test_a_failing_pass_is_logged_and_the_task_goes_on() -> None:
+def test_a_failing_pass_is_logged_and_the_task_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    """Announcing the preemption raises (nothing was evicted yet): the pass fails, is logged,
+    and the next pass, an interval later, finds the same preemption and fails again."""
+
     async def scenario() -> None:
-        state, gangs = scene()
-        worker = preemptor(state, gangs, Evictions(), [])
+        state, engine = scene()
         passes = 0
         third = asyncio.Event()
 
-        async def broken() -> bool:
+        def broken(key: str, event: PodGroupEvent) -> None:
             nonlocal passes
             passes += 1
             if passes == 3:
                 third.set()
             raise RuntimeError("a bug")
 
-        worker.passes.one_pass = broken  # type: ignore[method-assign]
+        worker = preemptor(state, engine, Evictions(), broken)
         worker.ready.set()
         task = asyncio.create_task(worker.run())
         await asyncio.wait_for(third.wait(), 5)
@@ -97,3 +102,5 @@ def test_a_failing_pass_is_logged_and_the_task_goes_on() -> None:
         task.cancel()
 
     asyncio.run(scenario())
+    failed = [r for r in caplog.records if r.getMessage() == "a preemption pass failed"]
+    assert len(failed) >= 2 and all(r.exc_info is not None for r in failed)

@@ -9,12 +9,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from extender.api.provisioning import CONSUME_ANNOTATION, ProvisioningRequest
+from extender.api.scale_up import SCALE_UP_ANNOTATION
 from extender.api.scheduling import GANG_GATE
 from extender.cache.state import ClusterState
+from extender.framework.engine import Engine, request_body
 from extender.framework.policy import build_policy
-from extender.framework.session import Engine
-from extender.gangs.provisioning import request_body
-from extender.gangs.scale_up import SCALE_UP_ANNOTATION, Asked
 from extender.plugins import REGISTRY
 from extender.server.provisioner import NOT_SERVED, Provisioner
 from tests.builders import cluster, make_group, make_node, make_pod, make_queue
@@ -62,9 +61,19 @@ def waiting(nodes: int = 2) -> tuple[ClusterState, Engine]:
         pod = make_pod(f"big-{index}").uid(f"big-{index}").cpu("4").group("big")
         state.upsert_pod(pod.scheduler("lahar").gated(GANG_GATE).model())
     engine = Engine(build_policy(POLICY, REGISTRY), schedulers=["lahar"])
-    assert engine.gangs is not None
+    assert engine.gang_rules
     engine.want_nodes(state)
     return state, engine
+
+
+def request(state: ClusterState, name: str, phase: str) -> None:
+    """The first attempt's ProvisioningRequest for gang `name`, its condition `phase` True, as
+    Lahar's watch shows it."""
+    group = state.pod_groups[f"default/{name}"]
+    body: dict[str, Any] = request_body(group, f"{name}-1", 1, [(f"{name}-1-p0", 4)])
+    body["metadata"]["uid"] = f"r-{name}"
+    body["status"] = {"conditions": [{"type": phase, "status": "True"}]}
+    state.upsert_provisioning_request(ProvisioningRequest.model_validate(body))
 
 
 def test_templates_are_made_before_the_request_that_names_them() -> None:
@@ -85,18 +94,13 @@ def test_a_cluster_without_the_kind_gets_no_request_and_the_gang_says_why() -> N
     api = FakeApi()
     asyncio.run(Provisioner(state, engine, api, served=lambda: False).step())
     assert api.calls == []
-    assert engine.gangs is not None
-    said = engine.gangs.scale_ups.describe(KEY, 0.0)
+    said = engine.scale_up_said(KEY, 0.0)
     assert said == f"waiting for nodes: no ProvisioningRequest was made: {NOT_SERVED}"
 
 
 def test_the_gang_of_a_provisioned_request_is_admitted_onto_the_new_nodes() -> None:
     state, engine = waiting()
-    group = state.pod_groups[KEY]
-    body: dict[str, Any] = request_body(group, "big-1", 1, [("big-1-p0", 4)])
-    body["metadata"]["uid"] = "r1"
-    body["status"] = {"conditions": [{"type": "Provisioned", "status": "True"}]}
-    state.upsert_provisioning_request(ProvisioningRequest.model_validate(body))
+    request(state, "big", "Provisioned")
     for index in (2, 3):  # the nodes the autoscaler added
         state.upsert_node(make_node(f"n{index}").cpu("4").model())
     api = FakeApi()
@@ -107,28 +111,33 @@ def test_the_gang_of_a_provisioned_request_is_admitted_onto_the_new_nodes() -> N
     asyncio.run(provisioner.step())
     assert told == ["waker"]  # (its pass admits the gang, before the fair order's)
     assert engine.admit_provisioned(state) == [KEY]
-    assert engine.gangs is not None and engine.gangs.admission(KEY) is not None
+    assert engine.admission(KEY) is not None
     assert api.annotated == dict.fromkeys((f"big-{i}" for i in range(4)), "big-1")
     assert api.calls == []  # (nothing made, nothing deleted)
 
 
 def test_the_gang_provisioned_first_has_the_first_nodes() -> None:
-    """Two gangs Provisioned, room come for one: the one provisioned first takes it."""
+    """Two gangs Provisioned, room come for one: the one provisioned first takes it, though the
+    other's request was seen first (Accepted, then Provisioned later)."""
     state, engine = waiting(nodes=0)
-    assert engine.gangs is not None
-    book = engine.gangs.scale_ups
-    for name, since in (("late", 5.0), ("big", 1.0)):
-        group = make_group(name).min_member(4).queue("q").model()
-        state.upsert_pod_group(group)
-        for index in range(4):
-            pod = make_pod(f"{name}-{index}").uid(f"{name}-{index}").cpu("4").group(name)
-            state.upsert_pod(pod.scheduler("lahar").gated(GANG_GATE).model())
-        key = f"default/{name}"
-        book.seen(key, Asked("default", f"{name}-1", 1, "Provisioned", since), now=since)
+    state.upsert_pod_group(make_group("late").min_member(4).queue("q").model())
+    for index in range(4):
+        pod = make_pod(f"late-{index}").uid(f"late-{index}").cpu("4").group("late")
+        state.upsert_pod(pod.scheduler("lahar").gated(GANG_GATE).model())
+    assert sorted(engine.want_nodes(state)) == [KEY, "default/late"]
+    for name, phase, now in (("late", "Accepted", 1.0), ("big", "Provisioned", 2.0)):
+        request(state, name, phase)
+        engine.provisioning_plan(state, now)  # (as the provisioner's pass reads them)
+    request(state, "late", "Provisioned")
+    engine.provisioning_plan(state, 5.0)
+    assert sorted(engine.asking()) == [KEY, "default/late"]
+    assert engine.scale_up_said("default/late", 5.0) == (
+        "waiting for nodes: ProvisioningRequest default/late-1 Provisioned for 0 s"
+    )
     for index in range(4):
         state.upsert_node(make_node(f"n{index}").cpu("4").model())
     assert engine.admit_provisioned(state) == [KEY]
-    assert engine.gangs.admission("default/late") is None
+    assert engine.admission("default/late") is None
 
 
 def test_a_request_of_that_name_made_for_someone_else_is_said() -> None:
@@ -140,8 +149,7 @@ def test_a_request_of_that_name_made_for_someone_else_is_said() -> None:
             return body["kind"] != "ProvisioningRequest"  # (one of that name exists)
 
     asyncio.run(Provisioner(state, engine, Taken(), served=lambda: True).step())
-    assert engine.gangs is not None
-    said = engine.gangs.scale_ups.describe(KEY, 0.0)
+    said = engine.scale_up_said(KEY, 0.0)
     assert said == (
         "waiting for nodes: no ProvisioningRequest was made: a ProvisioningRequest named big-1 "
         "exists and is not this gang's"
@@ -155,4 +163,4 @@ def test_with_every_queue_asking_nothing_a_pass_does_nothing() -> None:
     api = FakeApi()
     asyncio.run(Provisioner(state, engine, api, served=lambda: True).step())
     assert api.calls == [] and api.annotated == {}
-    assert engine.gangs is not None and engine.gangs.scale_ups.known() == []
+    assert engine.asking() == []

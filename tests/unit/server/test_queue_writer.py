@@ -11,9 +11,9 @@ import pytest
 
 from extender.api.resources import EMPTY, Resources
 from extender.api.scheduling import Queue
-from extender.gangs.ledger import Gangs
 from extender.server.queue_writer import QueueWriter
 from tests.builders import cluster, make_group, make_node, make_pod, make_queue
+from tests.engines import make_engine
 
 
 class Api:
@@ -48,7 +48,9 @@ def writer_for(api: Api, *queues: Queue, interval: float = 0.01) -> QueueWriter:
     state = cluster([make_node("n1").cpu("8")])
     for queue in queues:
         state.upsert_queue(queue)
-    writer = QueueWriter(state, Gangs(), api.write, api.create, interval=interval, retry_after=0.05)
+    writer = QueueWriter(
+        state, make_engine(), api.write, api.create, interval=interval, retry_after=0.05
+    )
     writer.attach()
     return writer
 

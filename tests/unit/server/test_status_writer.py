@@ -8,13 +8,14 @@ from typing import Any
 
 import pytest
 
+from extender.api.engine_settings import GangSettings
 from extender.api.native_groups import NativePodGroup
 from extender.api.scheduling import GroupKind, PodGroup
-from extender.gangs.group_status import PodGroupEvent
-from extender.gangs.ledger import Gangs, GangSettings
+from extender.server.group_status import PodGroupEvent
 from extender.server.status_writer import StatusWriter
 from tests.batch_builders import make_job
 from tests.builders import cluster, make_group, make_node, make_pod
+from tests.engines import make_engine
 
 
 class Sink:
@@ -46,7 +47,7 @@ def test_a_hundred_members_binding_make_one_write_and_one_event() -> None:
         state.upsert_pod_group(make_group("big").min_member(size).model())
         sink = Sink()
         # The pass waits well beyond the ~0.1 s of binding, even on a loaded machine.
-        writer = StatusWriter(state, Gangs(), sink.write, sink.record, interval=0.5)
+        writer = StatusWriter(state, make_engine(), sink.write, sink.record, interval=0.5)
         writer.attach()
         task = asyncio.create_task(writer.run())
         for pod in pods:  # members bound one by one over about 0.1 s, as a scheduler binds them
@@ -75,7 +76,7 @@ def test_an_unchanged_status_is_not_written_and_a_failed_write_is_retried_later(
         state.upsert_pod_group(make_group("g").min_member(1).model())
         sink = Sink()
         writer = StatusWriter(
-            state, Gangs(), sink.write, sink.record, interval=0.01, retry_after=0.05
+            state, make_engine(), sink.write, sink.record, interval=0.01, retry_after=0.05
         )
         writer.attach()
         writer.mark("default/g")
@@ -107,7 +108,9 @@ def test_no_pass_runs_before_the_cache_is_whole() -> None:
         state = cluster([make_node("n1").cpu("4")], [])
         state.upsert_pod_group(make_group("g").min_member(1).model())
         sink, ready = Sink(), asyncio.Event()
-        writer = StatusWriter(state, Gangs(), sink.write, sink.record, ready=ready, interval=0.01)
+        writer = StatusWriter(
+            state, make_engine(), sink.write, sink.record, ready=ready, interval=0.01
+        )
         writer.attach()
         writer.mark_all()
         task = asyncio.create_task(writer.run())
@@ -130,11 +133,11 @@ def test_a_waiting_gangs_condition_carries_the_explain_summary() -> None:
         pods = [make_pod(f"big-{i}").cpu("6").group("big").uid(f"b{i}") for i in range(2)]
         state = cluster([make_node("n0").cpu("4"), make_node("n1").cpu("8")], pods)
         state.upsert_pod_group(make_group("big").min_member(2).model())
-        gangs = Gangs(GangSettings(backoff=30.0), clock=lambda: 100.0)
-        gangs.verdict(state, state.view().nodes, state.pods["b0"])
-        gangs.release("default/big", back_off=True)  # backs off until 130
+        engine = make_engine(GangSettings(backoff=30.0), clock=lambda: 100.0)
+        engine.filter(state, state.pods["b0"], [])
+        engine.release("default/big", back_off=True)  # backs off until 130
         sink = Sink()
-        writer = StatusWriter(state, gangs, sink.write, sink.record, wall=lambda: 1_800_000_000.0)
+        writer = StatusWriter(state, engine, sink.write, sink.record, wall=lambda: 1_800_000_000.0)
         writer.mark("default/big")
         await writer.flush()
         [(_, _, status)] = sink.writes
@@ -160,18 +163,18 @@ def test_a_condition_naming_a_reservation_is_rewritten_when_that_reservation_end
         state = cluster([make_node("n0").cpu("4")], pods)
         for name in ("a", "b"):
             state.upsert_pod_group(make_group(name).min_member(2).model())
-        gangs = Gangs()
-        gangs.verdict(state, state.view().nodes, state.pods["a0"])  # admitted: holds n0
-        gangs.verdict(state, state.view().nodes, state.pods["b0"])  # waits
+        engine = make_engine()
+        engine.filter(state, state.pods["a0"], [])  # admitted: holds n0
+        engine.filter(state, state.pods["b0"], [])  # waits
         sink = Sink()
-        writer = StatusWriter(state, gangs, sink.write, sink.record)
+        writer = StatusWriter(state, engine, sink.write, sink.record)
         writer.attach()
         writer.mark("default/b")
         await writer.flush()
         [(_, _, status)] = sink.writes
         assert "gangs holding reservations: default/a" in status["conditions"][0]["message"]
 
-        gangs.release("default/a")  # its reservation ends: b's condition must not name it
+        engine.release("default/a")  # its reservation ends: b's condition must not name it
         await writer.flush()
         written = {name: status for _, name, status in sink.writes}
         assert "holding reservations" not in written["b"]["conditions"][0]["message"]
@@ -187,19 +190,19 @@ def test_a_gang_released_to_back_off_says_so_instead_of_admitted() -> None:
         pods = [make_pod(f"a-{i}").cpu("2").group("a").uid(f"a{i}") for i in (0, 1)]
         state = cluster([make_node("n0").cpu("2")], pods)
         state.upsert_pod_group(make_group("a").min_member(2).model())
-        gangs = Gangs(clock=lambda: 100.0)
+        engine = make_engine(clock=lambda: 100.0)
         sink = Sink()
-        writer = StatusWriter(state, gangs, sink.write, sink.record, wall=lambda: 1_800_000_000.0)
+        writer = StatusWriter(state, engine, sink.write, sink.record, wall=lambda: 1_800_000_000.0)
         writer.attach()
-        gangs.verdict(state, state.view().nodes, state.pods["a0"])  # no room: it waits
+        engine.filter(state, state.pods["a0"], [])  # no room: it waits
         await writer.flush()
         state.upsert_node(make_node("n0").cpu("4").model())
-        gangs.verdict(state, state.view().nodes, state.pods["a0"])  # admitted
+        engine.filter(state, state.pods["a0"], [])  # admitted
         await writer.flush()
         admitted = sink.writes[-1][2]
         assert admitted["phase"] == "Inqueue"
         assert admitted["conditions"][0]["reason"] == "Admitted"
-        gangs.release("default/a", back_off=True)
+        engine.release("default/a", back_off=True)
         await writer.flush()
         status = sink.writes[-1][2]
         [condition] = status["conditions"]
@@ -222,7 +225,7 @@ def test_a_coscheduling_group_shows_coschedulings_phase_and_counts_once() -> Non
         state.upsert_pod_group(make_group("g").min_member(2).model(kind))
         key = GroupKind.COSCHEDULING.key("default", "g")
         sink = Sink()
-        writer = StatusWriter(state, Gangs(), sink.write, sink.record, now=lambda: "T0")
+        writer = StatusWriter(state, make_engine(), sink.write, sink.record, now=lambda: "T0")
         writer.mark(key)
         await writer.flush()
         [(_, _, first)] = sink.writes
@@ -248,10 +251,10 @@ def test_a_native_group_gets_lahars_condition_and_keeps_kube_schedulers() -> Non
         state = cluster([make_node("n1").cpu("8")], pods)
         state.upsert_pod_group(make_group("g").min_member(2).model(kind))
         key = kind.key("default", "g")
-        gangs = Gangs()
-        gangs.verdict(state, state.view().nodes, state.pods["g0"])  # refused: does not fit
+        engine = make_engine()
+        engine.filter(state, state.pods["g0"], [])  # refused: does not fit
         sink = Sink()
-        writer = StatusWriter(state, gangs, sink.write, sink.record, now=lambda: "T0")
+        writer = StatusWriter(state, engine, sink.write, sink.record, now=lambda: "T0")
         writer.mark(key)
         await writer.flush()
         [(_, _, status)] = sink.writes
@@ -270,7 +273,7 @@ def test_a_native_group_gets_lahars_condition_and_keeps_kube_schedulers() -> Non
         body["status"] = status
         state.upsert_pod_group(NativePodGroup.model_validate(body).as_gang())
         again = Sink()
-        restarted = StatusWriter(state, gangs, again.write, again.record, now=lambda: "T1")
+        restarted = StatusWriter(state, engine, again.write, again.record, now=lambda: "T1")
         restarted.mark(key)
         await restarted.flush()
         assert again.events == []
@@ -300,7 +303,7 @@ def test_a_group_whose_pods_all_name_another_scheduler_is_left_to_it(
         state.upsert_pod_group(make_group("g").min_member(max(len(pods), 1)).model())
         sink = Sink()
         writer = StatusWriter(
-            state, Gangs(), sink.write, sink.record, interval=0.01, schedulers=schedulers
+            state, make_engine(), sink.write, sink.record, interval=0.01, schedulers=schedulers
         )
         writer.attach()
         task = asyncio.create_task(writer.run())
@@ -322,13 +325,12 @@ def test_a_waiting_jobs_gang_let_in_is_written_inqueue_at_once_for_its_controlle
         state.upsert_job(make_job("tf").task("w", 2, cpu="1").status(phase="Pending").model())
         state.upsert_pod_group(make_group("tf-uid-tf").min_member(2).model())
         sink = Sink()
-        gangs = Gangs()
-        gangs.serve("volcano")
-        writer = StatusWriter(state, gangs, sink.write, sink.record, interval=5.0)
+        engine = make_engine(schedulers={"volcano"})
+        writer = StatusWriter(state, engine, sink.write, sink.record, interval=5.0)
         writer.attach()
         task = asyncio.create_task(writer.run())
         await asyncio.sleep(0)
-        assert gangs.let_in(state, state.view().nodes) == ["default/tf-uid-tf"]
+        assert engine.let_in(state) == ["default/tf-uid-tf"]
         await asyncio.wait_for(sink.written.wait(), 1.0)  # (well before the 5 s interval)
         task.cancel()
         [(_, name, status)] = sink.writes

@@ -13,11 +13,12 @@ from collections.abc import Callable
 
 import pytest
 
+from extender.api.engine_settings import GangSettings
 from extender.api.scheduling import GANG_GATE, Queue
-from extender.gangs.ledger import Gangs, GangSettings
-from extender.gangs.refusals import Cause
+from extender.framework.engine import Cause
 from extender.server.waker import RETRY_ANNOTATION, Waker, parked_plain
 from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod, make_queue
+from tests.engines import make_engine
 
 
 class Recorder:
@@ -64,7 +65,7 @@ def test_serving_starts_by_waking_the_parked_members_of_every_gang() -> None:
     for name in ("waiting", "running"):
         state.upsert_pod_group(make_group(name).min_member(1).model())
     calls = Recorder()
-    waker = Waker(state, Gangs(GangSettings()), calls.patch, calls.lift)
+    waker = Waker(state, make_engine(GangSettings()), calls.patch, calls.lift)
     waker.attach()
     play(waker, lambda: len(calls.touched) >= 2)
     assert sorted(calls.touched) == ["w-0", "w-1"]
@@ -110,7 +111,7 @@ def test_serving_starts_by_waking_the_parked_pods_of_no_gang_of_the_schedulers_s
     ]
     state = cluster([make_node("n1").cpu("8")], pods)
     calls = Recorder()
-    waker = Waker(state, Gangs(GangSettings(), schedulers={"lahar"}), calls.patch, calls.lift)
+    waker = Waker(state, make_engine(GangSettings(), schedulers={"lahar"}), calls.patch, calls.lift)
     waker.attach()
     play(waker, lambda: len(calls.touched) >= 2, then=lambda: None)
     assert sorted(calls.touched) == ["p-0", "p-1"]
@@ -119,7 +120,7 @@ def test_serving_starts_by_waking_the_parked_pods_of_no_gang_of_the_schedulers_s
 def test_a_pod_bound_while_the_wake_goes_on_is_not_touched() -> None:
     state = cluster([make_node("n1").cpu("8")], [lahars("p-0").parked(), lahars("p-1").parked()])
     calls = Recorder()
-    waker = Waker(state, Gangs(GangSettings(), schedulers={"lahar"}), calls.patch, calls.lift)
+    waker = Waker(state, make_engine(GangSettings(), schedulers={"lahar"}), calls.patch, calls.lift)
     waker.attach()
     play(
         waker,
@@ -142,20 +143,20 @@ def test_held_gangs_are_let_in_in_order_while_few_members_wait_for_the_scheduler
     state = cluster([make_node("n1").cpu("8")], pods)
     for name in ("a", "b"):
         state.upsert_pod_group(make_group(name).min_member(3).model())
-    gangs = Gangs(GangSettings(max_pods_in_flight=4), schedulers={"lahar"})
+    engine = make_engine(GangSettings(max_pods_in_flight=4), schedulers={"lahar"})
     calls = Recorder()
-    waker = Waker(state, gangs, calls.patch, calls.lift, delay=0.01)
+    waker = Waker(state, engine, calls.patch, calls.lift, delay=0.01)
     waker.attach()
 
     def a_is_bound() -> None:  # (its members came to the barrier; the watch shows them bound)
         for index in range(3):
-            gangs.consume(f"a-{index}", "n1")
+            engine.consume(f"a-{index}", "n1")
             state.upsert_pod(held("a", index).on("n1").model())
 
     play(waker, lambda: len(calls.lifted) >= 3, then=a_is_bound)
     assert sorted(calls.lifted) == ["a-0", "a-1", "a-2", "b-0", "b-1", "b-2"]
     assert calls.lifted[:3] == sorted(calls.lifted[:3])  # (a's, all before b's)
-    assert set(gangs.admitted()) == {"default/b"}
+    assert set(engine.admitted()) == {"default/b"}
     assert calls.touched == []
 
 
@@ -163,13 +164,13 @@ def test_a_held_gang_that_does_not_fit_stays_held_and_says_why() -> None:
     pods = [held("big", i).cpu("6") for i in range(2)]
     state = cluster([make_node("n1").cpu("8")], pods)
     state.upsert_pod_group(make_group("big").min_member(2).model())
-    gangs = Gangs(GangSettings(), schedulers={"lahar"})
+    engine = make_engine(GangSettings(), schedulers={"lahar"})
     calls = Recorder()
-    waker = Waker(state, gangs, calls.patch, calls.lift, delay=0.01)
+    waker = Waker(state, engine, calls.patch, calls.lift, delay=0.01)
     waker.attach()
-    play(waker, lambda: "default/big" in gangs.refused())
+    play(waker, lambda: "default/big" in engine.refused())
     assert calls.lifted == []
-    assert gangs.refusal("default/big").rejection.message == (
+    assert engine.refusal("default/big").rejection.message == (
         "gang default/big: 1 of 2 members cannot be placed: Insufficient cpu"
     )
 
@@ -185,8 +186,8 @@ def test_a_lift_that_fails_is_tried_again() -> None:
             raise failures.pop()
         await calls.lift(namespace, name, uid)
 
-    gangs = Gangs(GangSettings(), schedulers={"lahar"})
-    waker = Waker(state, gangs, calls.patch, flaky, delay=0.01)
+    engine = make_engine(GangSettings(), schedulers={"lahar"})
+    waker = Waker(state, engine, calls.patch, flaky, delay=0.01)
     waker.attach()
     play(waker, lambda: calls.lifted == ["g-0"])
 
@@ -194,13 +195,13 @@ def test_a_lift_that_fails_is_tried_again() -> None:
 def test_held_gangs_of_schedulers_lahar_does_not_serve_are_left_alone() -> None:
     state = cluster([make_node("n1").cpu("8")], [held("g", 0).scheduler("other")])
     state.upsert_pod_group(make_group("g").min_member(1).model())
-    gangs = Gangs(GangSettings(), schedulers={"lahar"})
+    engine = make_engine(GangSettings(), schedulers={"lahar"})
     calls = Recorder()
-    waker = Waker(state, gangs, calls.patch, calls.lift, delay=0.01)
+    waker = Waker(state, engine, calls.patch, calls.lift, delay=0.01)
     waker.attach()
     play(waker, lambda: True, then=lambda: None)
     assert calls.lifted == []
-    assert not gangs.admitted()
+    assert not engine.admitted()
 
 
 async def _until(check: Callable[[], bool]) -> None:
@@ -216,13 +217,13 @@ def test_a_held_gang_whose_queue_is_deleted_says_so_and_goes_once_it_is_back() -
     state = cluster([make_node("n1").cpu("8")], [held("g", 0), held("g", 1), blocker])
     state.upsert_queue(Queue.model_validate(make_queue("q1").build()))
     state.upsert_pod_group(make_group("g").min_member(2).queue("q1").model())
-    gangs = Gangs(GangSettings(), schedulers={"lahar"})
+    engine = make_engine(GangSettings(), schedulers={"lahar"})
     calls = Recorder()
-    waker = Waker(state, gangs, calls.patch, calls.lift, delay=0.01)
+    waker = Waker(state, engine, calls.patch, calls.lift, delay=0.01)
     waker.attach()
 
     def cause() -> Cause | None:
-        refusal = gangs.refusal("default/g")
+        refusal = engine.refusal("default/g")
         return refusal.rejection.cause if refusal is not None else None
 
     async def main() -> None:
@@ -230,7 +231,7 @@ def test_a_held_gang_whose_queue_is_deleted_says_so_and_goes_once_it_is_back() -
         await _until(lambda: cause() == Cause.NOT_ENOUGH_RESOURCES)
         state.delete_queue("q1")
         await _until(lambda: cause() == Cause.NO_QUEUE)
-        refusal = gangs.refusal("default/g")
+        refusal = engine.refusal("default/g")
         assert refusal is not None
         assert refusal.rejection.message == (
             "gang default/g: queue q1 does not exist; it waits until it is created"
@@ -258,7 +259,7 @@ def test_a_pod_held_by_lahars_gate_that_names_no_group_is_set_free() -> None:
     )
     state.upsert_pod_group(make_group("g").min_member(2).model())
     calls = Recorder()
-    waker = Waker(state, Gangs(GangSettings()), calls.patch, calls.lift)
+    waker = Waker(state, make_engine(GangSettings()), calls.patch, calls.lift)
     waker.attach()
     play(
         waker,

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from extender.api.scale_up import Mode
 from extender.cli import simulate_cmd
 from extender.cli.main import main
 from extender.framework.policy import Policy, load_policy
-from extender.gangs.scale_up import Mode
 from extender.plugins import REGISTRY
 from extender.simulate import html, world
 from extender.simulate.autoscaler import SCAN_INTERVAL
@@ -334,7 +334,7 @@ DIGEST = """
 import hashlib, sys
 from pathlib import Path
 from extender.framework.policy import load_policy
-from extender.gangs.scale_up import Mode
+from extender.api.scale_up import Mode
 from extender.plugins import REGISTRY
 from extender.simulate.run import simulate
 from extender.simulate.trace import load_trace

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 
-from extender.framework.session import Engine
+from extender.framework.engine import Engine
 from extender.simulate.clock import Clock, run
 from extender.simulate.defaults import stock_policy
 from extender.simulate.scheduler import Scheduler

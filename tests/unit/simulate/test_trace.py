@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from extender.gangs.queue_tree import QueueTree
+from extender.framework.engine import QueueTree
 from extender.simulate import world
 from extender.simulate.trace import TraceError, load_trace, parse_trace
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from extender.gangs.coscheduling_status import (
+from extender.server.coscheduling_status import (
     coscheduling_status,
     coscheduling_status_patch,
     occupied_by,

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from extender.api.scheduling import PodGroupCondition, PodGroupStatus
-from extender.gangs.group_status import events, group_status, same_status
-from extender.gangs.members import view_gang
-from extender.gangs.refusals import Cause, Rejection
+from extender.framework.engine import Cause, Rejection, view_gang
+from extender.server.group_status import events, group_status, same_status
 from tests.builders import PodBuilder, cluster, make_group, make_node, make_pod
 
 T0, T1 = "2026-11-23T10:00:00Z", "2026-11-23T10:05:00Z"

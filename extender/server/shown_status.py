@@ -1,11 +1,11 @@
 """What each kind of PodGroup shows of its gang's status, in that kind's own fields.
 
-`gangs.group_status` derives one status for every gang in Volcano's terms (phase, counts,
+`server.group_status` derives one status for every gang in Volcano's terms (phase, counts,
 Unschedulable and Scheduled conditions). A Volcano PodGroup shows it as it is. The other kinds
 show it as their users' tools expect:
 
 - Coscheduling's PodGroup (`scheduling.x-k8s.io`): phase and counts as scheduler-plugins'
-  PodGroup controller writes them (`gangs.coscheduling_status`); its schema has no conditions, so
+  PodGroup controller writes them (`server.coscheduling_status`); its schema has no conditions, so
   why a gang waits is said by Events and `lahar explain`.
 - Kubernetes' native PodGroup (`scheduling.k8s.io`): one condition of Lahar's own,
   `lahar.io/GangScheduled` (`metav1.Condition`): True once the gang stands or finished whole;
@@ -24,13 +24,13 @@ from typing import Any
 
 from extender.api.native_groups import CONDITION, PHASES, lahars_condition
 from extender.api.scheduling import GroupKind, PodGroupStatus
-from extender.gangs.coscheduling_status import (
+from extender.framework.engine import GangView
+from extender.server.coscheduling_status import (
     coscheduling_status,
     coscheduling_status_patch,
     occupied_by,
 )
-from extender.gangs.group_status import SCHEDULED, UNSCHEDULABLE, find_condition
-from extender.gangs.members import GangView
+from extender.server.group_status import SCHEDULED, UNSCHEDULABLE, find_condition
 
 
 def shown_status(

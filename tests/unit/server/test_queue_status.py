@@ -8,7 +8,7 @@ import pytest
 
 from extender.api.resources import EMPTY, Resources
 from extender.api.scheduling import QueueStatus
-from extender.gangs.queue_status import phases_by_queue, queue_status, status_patch
+from extender.server.queue_status import phases_by_queue, queue_status, status_patch
 from tests.builders import make_group, make_queue
 
 

@@ -26,10 +26,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from extender.api.resources import EMPTY, Resources
-from extender.api.scheduling import PodGroup, Queue, QueueStatus
-from extender.gangs.queue_tree import ROOT, QueueTree
+from extender.api.scheduling import CLOSED, CLOSING, OPEN, ROOT, PodGroup, Queue, QueueStatus
+from extender.framework.engine import QueueTree
 
-OPEN, CLOSING, CLOSED = "Open", "Closing", "Closed"
 _COUNTED = {"Pending": "pending", "Inqueue": "inqueue", "Running": "running"}
 _COUNTED |= {"Completed": "completed", "Failed": "completed", "Unknown": "unknown"}
 _UNFINISHED = ("pending", "inqueue", "running", "unknown")

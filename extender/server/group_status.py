@@ -30,8 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from extender.api.scheduling import PodGroupCondition, PodGroupStatus
-from extender.gangs.members import GangView
-from extender.gangs.refusals import Cause, Rejection
+from extender.framework.engine import Cause, GangView, Rejection
 
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULED = "Scheduled"
