@@ -28,8 +28,8 @@ from extender.api.scheduling import GROUP_ANNOTATION, PodGroup
 from extender.api.topology import HyperNode
 from extender.cache.state import ClusterState
 from extender.cli.kubectl import table
-from extender.framework.policy import load_policy
 from extender.framework.engine import Engine
+from extender.framework.policy import load_policy
 from extender.plugins import REGISTRY
 
 POLICY = Path(__file__).resolve().parents[1] / "policy" / "lahar.yaml"

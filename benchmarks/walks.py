@@ -41,6 +41,7 @@ from extender.cli.kubectl import table
 from extender.gangs import order as order_module
 from extender.gangs.ledger import Gangs
 from extender.gangs.placement import members_to_plan
+from extender.gangs.walks import Walks
 from extender.preemption import plan as preemption
 from extender.simulate.run import simulate
 from extender.simulate.synthetic import LOAD, generate
@@ -64,23 +65,23 @@ class Watch:
         """Wrap the methods; returns what puts the originals back."""
         watch = self
         walked: Callable[..., Any] = Gangs._walked
-        take: Callable[..., None] = Gangs._take
+        take: Callable[..., None] = Walks.take
         turn: Callable[..., Any] = order_module._Claims.turn
         drain: Callable[..., Any] = order_module.drain
 
         def _walked(gangs: Gangs, state: Any, *args: Any, **kwargs: Any) -> Any:
-            before, started = gangs._order, time.perf_counter()
+            before, started = gangs._walks._order, time.perf_counter()
             made = walked(gangs, state, *args, **kwargs)
             if made is not before:
                 watch.seconds["lining up new walks"] += time.perf_counter() - started
                 watch._orders.append((watch._cause(gangs, state, before), made))
             return made
 
-        def _take(gangs: Gangs, order: Any, until: str | None = None) -> None:
+        def _take(walks: Walks, order: Any, now: float, until: str | None = None) -> None:
             if until is not None and until not in order.turns:
                 watch.asked += 1
             started = time.perf_counter()
-            take(gangs, order, until)
+            take(walks, order, now, until)
             watch.seconds["taking turns"] += time.perf_counter() - started
 
         def timed(label: str, function: Callable[..., Any]) -> Callable[..., Any]:
@@ -115,7 +116,7 @@ class Watch:
 
         wrapped = [
             (Gangs, "_walked", walked, _walked),
-            (Gangs, "_take", take, _take),
+            (Walks, "take", take, _take),
             (order_module._Claims, "turn", turn, _turn),
             (order_module, "drain", drain, _drain),
             (

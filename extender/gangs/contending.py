@@ -1,13 +1,13 @@
 """The gangs that contend in the fair order, kept from walk to walk with their `Lineup`.
 
-A walk of the fair order takes turns among the gangs that wait: those the ledger refused
-(`waiting`), the one being asked about, and the pending gangs of the schedulers Lahar serves that
-it was not asked about yet. Those contend too, so the order does not depend on which pod the
-scheduler happens to try first; they wait since first seen, never drain and are never preempted
-for, and one not asked about within `reservation_timeout` stops contending until it is (the
-scheduler may never send it: rules Lahar does not model). A gang whose members Lahar's scheduling
-gate holds (`GangView.held`) cannot be asked about until Lahar admits it, so it contends as if
-asked, from when first seen, for as long as it waits.
+A walk of the fair order takes turns among the gangs that wait: those the ledger refused, the one
+being asked about, and the pending gangs of the schedulers Lahar serves that it was not asked
+about yet. Those contend too, so the order does not depend on which pod the scheduler happens to
+try first; they wait since first seen, never drain and are never preempted for, and one not
+asked about within `reservation_timeout` stops contending until it is (the scheduler may never
+send it: rules Lahar does not model). A gang whose members Lahar's scheduling gate holds
+(`GangView.held`) cannot be asked about until Lahar admits it, so it contends as if asked, from
+when first seen, for as long as it waits.
 
 Looking at every one of them at each walk would cost what waits (thousands of gangs in a full
 cluster), though between two walks only a few change. So `Contending` keeps the contenders and
@@ -21,7 +21,9 @@ looks again only at the gangs that may have changed since the last walk:
   total, the schedulers Lahar serves, the order rules) or the change log no longer reaches back.
 
 A gang looked at again contends exactly as it would were every gang looked at (`_standing`);
-the unit tests hold the two equal. Pure: the clock is handed in.
+the unit tests hold the two equal. What it reads of the ledger's records (refused, admitted,
+backing off) it reads through `Records`, the ledger's reading methods, not its fields. Pure: the
+clock is handed in.
 """
 
 from __future__ import annotations
@@ -29,12 +31,27 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
+from typing import Protocol
 
 from extender.cache.state import ClusterState
 from extender.gangs.lineup import Contender, Lineup, Ranking, kept_or_new, starving_limit
 from extender.gangs.members import FollowsGangs, GangView, Unplaced, refusal_before_plan, view_gang
 from extender.gangs.queues import QueueView
 from extender.gangs.refusals import Refusal, Rejection
+
+
+class Records(Protocol):
+    """What lining up reads of the ledger's records (`gangs.ledger.Gangs`' reading methods): the
+    gangs it refused and why, since when (`Refusal.since`); those it admitted; when a gang's
+    backoff ends."""
+
+    def refused(self) -> AbstractSet[str]: ...
+
+    def refusal(self, key: str) -> Refusal | None: ...
+
+    def admitted(self) -> AbstractSet[str]: ...
+
+    def backoff_ends(self, key: str) -> float | None: ...
 
 
 class Contending(FollowsGangs):
@@ -62,17 +79,15 @@ class Contending(FollowsGangs):
         ranking: Ranking,
         *,
         asking: GangView | None,
-        waiting: Mapping[str, Refusal],
-        admitted: AbstractSet[str],
-        backoff_until: Mapping[str, float],
+        records: Records,
         backoff: float,
         schedulers: frozenset[str],
         timeout: float,
     ) -> tuple[list[str], list[str]]:
-        """Bring the contenders and their lineup up to `ranking.now`. The keys of the gangs that
-        stopped contending, and of those among the refused (`waiting`) with nothing pending any
-        more, for the ledger to forget. `backoff`: the seconds a backoff lasts (what a gang
-        backing off is told)."""
+        """Bring the contenders and their lineup up to `ranking.now`, as the ledger's `records`
+        say. The keys of the gangs that stopped contending, and of those among the refused with
+        nothing pending any more, for the ledger to forget. `backoff`: the seconds a backoff
+        lasts (what a gang backing off is told)."""
         now = ranking.now
         basis = (state.queues_version, ranking.total, schedulers, ranking.ordering, timeout)
         if basis != self._basis:
@@ -88,7 +103,7 @@ class Contending(FollowsGangs):
             self._everyone = False
             asked = [asking.key] if asking is not None else []
             unasked = self._unplaced.keys(state)
-            keys = dict.fromkeys([*waiting, *asked, *unasked, *self.contenders])
+            keys = dict.fromkeys([*records.refused(), *asked, *unasked, *self.contenders])
         else:
             if asking is not None:
                 self._dirty.add(asking.key)
@@ -96,20 +111,22 @@ class Contending(FollowsGangs):
         self._dirty = set()
         gone: list[str] = []
         finished: list[str] = []
+        admitted = records.admitted()
         for key in keys:
             gang = asking if asking is not None and asking.key == key else view_gang(state, key)
+            waiting, backoff_ends = records.refusal(key), records.backoff_ends(key)
             contender = self._standing(
                 gang,
                 now,
                 asked=gang is asking,
-                waiting=waiting.get(key),
+                waiting=waiting,
                 admitted=key in admitted,
                 schedulers=schedulers,
                 timeout=timeout,
-                blocked=refusal_before_plan(gang, backoff_until.get(key), now, backoff),
+                blocked=refusal_before_plan(gang, backoff_ends, now, backoff),
             )
             if contender is None:
-                if key in waiting:
+                if waiting is not None:
                     finished.append(key)
                 self._moments_of.pop(key, None)
                 if self.contenders.pop(key, None) is not None:
@@ -118,7 +135,7 @@ class Contending(FollowsGangs):
                 continue
             self.contenders[key] = contender
             self.lineup.put(contender, queues, ranking)
-            self._note_moments(contender, ranking, backoff_until.get(key), timeout)
+            self._note_moments(contender, ranking, backoff_ends, timeout)
         return gone, finished
 
     def _standing(

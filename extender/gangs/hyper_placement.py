@@ -10,14 +10,18 @@ Domain, for a partition); a hard one does not go, and `Placed.why` says what it 
 largest free. `staying_inside` says where a member without a slot (beyond the plan, or a
 replacement) of a gang held to a HyperNode may go. First fit inside a Domain is the room's own:
 fullest node first, as many alike members on a node as fit. Changes nothing held. Pure.
+
+`gangs.placement` places every other gang and hands the ones that ask for a network topology to
+`place_within`: what this module reads of its `Room` and `Slot` it declares itself (`FreeRoom`,
+`NodeSlot`), so that it imports nothing of that module (no import cycle, not even for types).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from extender.api.objects import Pod
 from extender.api.quantity import format_units
@@ -25,8 +29,38 @@ from extender.api.resources import CPU, Resources
 from extender.gangs.members import GangView, Planned
 from extender.gangs.topology import Domain, Part, Reach, Within
 
-if TYPE_CHECKING:
-    from extender.gangs.placement import Room, Slot
+
+class FreeRoom(Protocol):
+    """What placing inside HyperNodes reads of the room it places on (`gangs.placement.Room`,
+    which calls `place_within` for the gangs that ask for a network topology): the free capacity
+    per node, the nodes in binpack's order, its first fit, and the free cpu of a group of nodes
+    it keeps summed. Declared here, so that this module needs nothing of the module that places
+    the other gangs."""
+
+    @property
+    def free(self) -> Mapping[str, Resources]: ...
+
+    def allows(self, pod: Pod, name: str) -> bool: ...
+
+    def free_cpu_in(self, nodes: frozenset[str]) -> int: ...
+
+    def in_order(self, names: Iterable[str]) -> list[str]: ...
+
+    def place_run(
+        self,
+        run: Sequence[Pod],
+        taken: dict[str, Resources],
+        assignment: dict[str, str] | None = None,
+        *,
+        used: set[str] | None = None,
+    ) -> int: ...
+
+
+class NodeSlot(Protocol):
+    """A member's slot as `staying_inside` reads it (`gangs.placement.Slot`): its node."""
+
+    @property
+    def node(self) -> str: ...
 
 
 @dataclass
@@ -43,7 +77,7 @@ class Placed:
         self.within.update(dict.fromkeys(assignment, inside))
 
 
-def place_within(room: Room, members: Planned, *, with_reasons: bool = True) -> Placed:
+def place_within(room: FreeRoom, members: Planned, *, with_reasons: bool = True) -> Placed:
     """`Room.place` for members whose gang asks for a network topology (`members.reach`, see
     `gangs.topology`): the gang inside the tightest of its Domains that holds it whole
     (lowest tier first, then least free cpu), each partition inside the tightest of its
@@ -71,7 +105,7 @@ def place_within(room: Room, members: Planned, *, with_reasons: bool = True) -> 
 
 
 def _place_inside(
-    room: Room, members: Planned, reach: Reach, domain: Domain | None, *, with_reasons: bool
+    room: FreeRoom, members: Planned, reach: Reach, domain: Domain | None, *, with_reasons: bool
 ) -> Placed:
     """Every member inside `domain` (None: anywhere), each partition inside one of its own
     Domains under it, one that holds all of the partition's pending members (a plan may
@@ -113,7 +147,7 @@ def _place_inside(
 
 
 def _place_part(
-    room: Room,
+    room: FreeRoom,
     part: Part,
     ordered: Planned,
     *,
@@ -147,7 +181,7 @@ def _place_part(
 
 
 def _fit_inside(
-    room: Room,
+    room: FreeRoom,
     members: Planned,
     inside: frozenset[str] | None,
     taken: dict[str, Resources],
@@ -185,7 +219,10 @@ def _fit_inside(
 
 
 def _tightest(
-    room: Room, domains: Sequence[Domain], members: Sequence[Pod], taken: Mapping[str, Resources]
+    room: FreeRoom,
+    domains: Sequence[Domain],
+    members: Sequence[Pod],
+    taken: Mapping[str, Resources],
 ) -> list[Domain]:
     """Of `domains`, those with the cpu `members` ask for free (after `taken`), lowest tier
     first and then least free cpu first: binpack at the level of HyperNodes."""
@@ -198,7 +235,7 @@ def _tightest(
     return [entry[3] for entry in sorted(ranked, key=lambda e: e[:3])]
 
 
-def _free_cpu(room: Room, domain: Domain, taken: Mapping[str, Resources] | None = None) -> int:
+def _free_cpu(room: FreeRoom, domain: Domain, taken: Mapping[str, Resources] | None = None) -> int:
     """The free cpu in `domain` (what the room keeps), less what `taken` already used there."""
     found, free, nodes = room.free_cpu_in(domain.nodes), room.free, domain.nodes
     for name, left in (taken or {}).items():
@@ -208,7 +245,7 @@ def _free_cpu(room: Room, domain: Domain, taken: Mapping[str, Resources] | None 
 
 
 def _too_small(
-    room: Room,
+    room: FreeRoom,
     within: Within,
     members: Sequence[Pod],
     taken: Mapping[str, Resources] | None = None,
@@ -238,7 +275,7 @@ def _missing(members: Planned, inside: frozenset[str] | None) -> str:
 
 
 def staying_inside(
-    gang: GangView, pod: Pod, slots: Mapping[str, Slot] | None = None
+    gang: GangView, pod: Pod, slots: Mapping[str, NodeSlot] | None = None
 ) -> frozenset[str] | None:
     """The nodes a member without a slot of a gang held to a HyperNode (a hard network topology,
     its gang's or its partition's) may go to; None when it is free to go anywhere.

@@ -18,16 +18,23 @@ the pods its controller creates once the PodGroup shows the admission, and each 
 over the slot of its name (`_hand_over`).
 
 A refused gang is remembered with the order it was refused in, so the other members asked about
-while that order stands get the same answer at once. Pure: no I/O, the clock is handed in;
-callbacks tell the server whom to wake.
+while that order stands get the same answer at once.
+
+`Gangs` holds the records and the commands that change them: the admissions (`admit_ahead`,
+`consume`, `restore`, `release`, `expire`), the refusals and backoffs, the callbacks. The fair
+order's walks, and what goes from one walk to the next (the contenders and their lineup, the
+nodes' room, where starving gangs drain, since when gangs let in have not come), are kept by
+`gangs.walks.Walks`, which the ledger owns and drives: it says when a walk no longer stands
+(`drop`) and what changed of a gang (`touch`, `forget`), and the walks read its records through
+its reading methods (`contending.Records`), not its fields. Pure: no I/O, the clock is handed
+in; callbacks tell the server whom to wake.
 """
 
 from __future__ import annotations
 
-import itertools
 import time
-from collections.abc import Callable, Iterator, KeysView, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, KeysView, Mapping
+from dataclasses import dataclass, field
 
 from extender.api.engine_settings import GangSettings, Ordering
 from extender.api.job_pods import expected_name, is_expected
@@ -36,7 +43,6 @@ from extender.api.resources import Resources
 from extender.api.scheduling import gang_key
 from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
-from extender.gangs.contending import Contending
 from extender.gangs.hyper_placement import staying_inside
 from extender.gangs.lineup import Ranking
 from extender.gangs.members import (
@@ -48,13 +54,13 @@ from extender.gangs.members import (
     refusal_before_plan,
     view_gang,
 )
-from extender.gangs.order import Order, walk
-from extender.gangs.placement import KeptRoom, Room, Slot, plan_slots
+from extender.gangs.order import Order
+from extender.gangs.placement import Room, Slot, plan_slots
 from extender.gangs.queues import QueueTally, QueueView, account, capped_above
 from extender.gangs.refusals import Refusal, Rejection, backoff_refusal
 from extender.gangs.reservations import Admission, Reservations
 from extender.gangs.scale_up import ScaleUps
-from extender.gangs.turns import Run, Turn, Turns
+from extender.gangs.walks import Walks
 
 
 @dataclass(frozen=True)
@@ -93,16 +99,11 @@ class Gangs:
     on_shown: list[Callable[[str], None]] = field(default_factory=list)
     _queues: tuple[tuple[int, ...], dict[str, QueueView]] | None = None
     _queue_tally: QueueTally = field(default_factory=QueueTally)
-    _order: Order | None = None
-    _walks: itertools.count[int] = field(default_factory=itertools.count)
-    _targets: dict[str, dict[str, Resources]] = field(default_factory=dict)  # starving gangs
-    _let_in_since: dict[str, float] = field(default_factory=dict)  # fit, not come for it yet
     # Scheduler names of the pods Lahar was asked about: gangs of those schedulers contend.
     schedulers: set[str] = field(default_factory=set)
-    _contending: Contending = field(default_factory=Contending)  # walk to walk
     _held: Marked = field(default_factory=lambda: Marked(held))  # members Lahar's gate holds
     _parked: Marked = field(default_factory=lambda: Marked(parked))  # members the scheduler parked
-    _room: KeptRoom = field(default_factory=KeptRoom)  # the nodes' free capacity, walk to walk
+    _walks: Walks = field(default_factory=Walks)  # the fair order's walks, and what they keep
     scale_ups: ScaleUps = field(init=False)  # what was asked of the autoscaler, per gang
 
     def __post_init__(self) -> None:
@@ -142,12 +143,7 @@ class Gangs:
         scheduler has not asked about them yet (or, held by Lahar's gate, no walk reached them).
         Since when each was first seen (the clock's time). As of the last walk, as `refused` is:
         a gang deleted since is still here until the next one."""
-        contending, admitted = self._contending, self._reservations.keys()
-        return {
-            key: since
-            for key, since in contending.pending_since.items()
-            if key in contending.contenders and key not in self._waiting and key not in admitted
-        }
+        return self._walks.unasked(self._waiting.keys(), self._reservations.keys())
 
     def backoff_ends(self, key: str) -> float | None:
         """When the gang's backoff ends (the clock's time; None: it was not backed off)."""
@@ -189,7 +185,7 @@ class Gangs:
         order even before it asks about them."""
         if scheduler not in self.schedulers:
             self.schedulers.add(scheduler)
-            self._order = None
+            self._walks.drop()
 
     def verdict(self, state: ClusterState, nodes: Mapping[str, NodeInfo], pod: Pod) -> Verdict:
         """What the gang rules say about filtering `pod` now (admitting its gang if it can)."""
@@ -197,7 +193,7 @@ class Gangs:
         if key is None:
             return PLAIN
         waiting = self._waiting.get(key)
-        current = self._fresh(state)
+        current = self._walks.current(self._state_key(state), self.clock())
         if waiting is not None and current is not None and waiting.refused_in == current.number:
             return Verdict(waiting.rejection.message)  # refused in this very order already
         gang = view_gang(state, key)
@@ -208,13 +204,13 @@ class Gangs:
         if blocked is not None:
             return self._reject(key, blocked, None)
         order = self._walked(state, nodes, asking=gang)
-        self._take(order, until=key)  # the turns after it cannot change its turn
+        self._walks.take(order, self.clock(), until=key)  # the turns after it cannot change it
         turn = order.turns[key]
         if turn.rejection is not None:
             return self._reject(key, turn.rejection.settled(), order.number)
         self._admit(gang, turn.slots)
         # The walk already counted these slots as claimed: every other turn stands as it was.
-        self._order = replace(order, made_at=self._state_key(state))
+        self._walks.keep(order, self._state_key(state))
         own = turn.slots.get(pod.metadata.uid)
         inside = own.within if own is not None else staying_inside(gang, pod, turn.slots)
         return Verdict(credit=_credit(turn.slots, pod.metadata.uid), inside=inside)
@@ -245,123 +241,49 @@ class Gangs:
         """The fair order of the waiting gangs (and `asking`), every turn taken; walked again
         only when the state, the ledger or the clock moved it."""
         order = self._walked(state, nodes, asking)
-        self._take(order)
+        self._walks.take(order, self.clock())
         return order
-
-    def _take(self, order: Order, until: str | None = None) -> None:
-        """Take the order's turns up to gang `until`'s (None: all of them), noting what the
-        walk says of each: where a starving gang drains, which gangs it lets in."""
-        if until in order.turns:
-            return
-        turns = order.turns
-        # (first the rest of a run reached before, past the gang asked about then)
-        if turns.pending is not None and self._take_run(turns, turns.pending, until):
-            return
-        for turn in order.rest:
-            if self._took(turns, turn, until):
-                return
-
-    def _took(self, turns: Turns, turn: Turn | Run, until: str | None) -> bool:
-        """Take one more of the walk's turns (or a run of them); whether `until`'s was among
-        them."""
-        if isinstance(turn, Run):  # refusals past the point where nothing fits
-            return self._take_run(turns, turn, until)
-        turns.add(turn.key, turn)
-        if turn.targets:
-            self._targets[turn.key] = turn.targets
-        else:
-            self._targets.pop(turn.key, None)
-        if turn.slots and turn.key not in self._contending.pending_since:
-            self._let_in_since.setdefault(turn.key, self.clock())
-        else:
-            self._let_in_since.pop(turn.key, None)
-        return turn.key == until
-
-    def _lazily(self, order: Order) -> Iterator[tuple[str, Turn]]:
-        """The turns the walk gives one by one, in its order, taken as they are read (a reader
-        that stops early leaves the rest untaken); they end at the first run of refusals,
-        past which nothing fits and nobody is let in."""
-        turns = order.turns
-        yield from list(turns.given())
-        if turns.ran:
-            return
-        for turn in order.rest:
-            self._took(turns, turn, None)
-            if isinstance(turn, Run):
-                return
-            yield turn.key, turn
-
-    def _take_run(self, turns: Turns, run: Run, until: str | None) -> bool:
-        """Take a run of refusals past the point where nothing fits, as far as `until`
-        (`Turns.add_run`): they drop what the ledger remembered of them, except a starving
-        gang's aims. Whether `until` was among them."""
-        taken = turns.add_run(run, until)
-        lineup = self._contending.lineup
-        lined = lineup.entries
-        # (few of either: a gang that starves goes on starving, few are let in at once)
-        aimless = self._targets.keys() - lineup.starving
-        for key in [k for k in aimless if taken.position(k, lined) is not None]:
-            del self._targets[key]
-        for key in [k for k in self._let_in_since if taken.position(k, lined) is not None]:
-            del self._let_in_since[key]
-        return until is not None and taken.last == until
 
     def _walked(
         self, state: ClusterState, nodes: Mapping[str, NodeInfo], asking: GangView | None = None
     ) -> Order:
-        """The current order (and `asking` in it), its turns taken as far as they were."""
-        current = self._fresh(state)
+        """The current walk (and `asking` in it), its turns taken as far as they were; or a new
+        one, from the ledger's records as they stand."""
+        made_at = self._state_key(state)
+        current = self._walks.current(made_at, self.clock())
         if current is not None and (asking is None or asking.key in current.contenders):
             return current
         now = self.clock()
         queues = self.queues(state)
         total = state.capacity()
         ranking = Ranking(self.ordering, now, total, lambda gang: gang_priority(state, gang))
-        contending = self._contending
-        gone, finished = contending.sync(
+        finished = self._walks.line_up(
             state,
             queues,
             ranking,
             asking=asking,
-            waiting=self._waiting,
-            admitted=self._reservations.keys(),
-            backoff_until=self._backoff_until,
+            records=self,
             backoff=self.settings.backoff,
             schedulers=frozenset(self.schedulers),
             timeout=self.settings.reservation_timeout,
         )
         for key in finished:  # refused before, nothing of it waits any more
             self.forget(key)
-        # What is remembered of gangs that no longer contend goes; of the others, it is kept
-        # until the walk reaches them.
-        for key in gone:
-            self._targets.pop(key, None)
-            self._let_in_since.pop(key, None)
-        rest, turns = walk(
-            contending.lineup,
-            queues,
-            nodes,
-            self.reserved(),
-            self.ordering,
-            empty=self._room.of(state.view()),
-            targets=self._targets,  # (a turn taken changes only its own gang's)
-        )
         # Valid until a backoff ends or a contender's standing moves with the clock. (Backoffs
         # over are dropped here: gangs that backed off once and then ended would pile up.)
         over = [key for key, until in self._backoff_until.items() if until <= now]
         for key in over:
             del self._backoff_until[key]
-        moments = list(self._backoff_until.values())
-        self._order = Order(
-            next(self._walks),
-            self._state_key(state),
-            min([*moments, contending.next_moment(now)]),
-            turns,
+        return self._walks.walk(
+            state.view(),
+            nodes,
             queues,
-            contending.contenders.keys(),
-            rest,
+            self.reserved(),
+            self.ordering,
+            made_at=made_at,
+            now=now,
+            backoffs=self._backoff_until.values(),
         )
-        return self._order
 
     def admissible(self, state: ClusterState, nodes: Mapping[str, NodeInfo]) -> list[str]:
         """The parked gangs the fair order would admit now, in that order (nothing reserved):
@@ -375,7 +297,7 @@ class Gangs:
         if not wanted:
             return found
         order = self._walked(state, nodes)
-        for key, turn in self._lazily(order):
+        for key, turn in self._walks.lazily(order, self.clock()):
             if key in wanted:
                 wanted.discard(key)
                 if turn.slots:
@@ -385,12 +307,6 @@ class Gangs:
                 if not wanted:
                     break
         return found
-
-    def _fresh(self, state: ClusterState) -> Order | None:
-        order = self._order
-        if order is None or order.made_at != self._state_key(state):
-            return None
-        return order if self.clock() < order.valid_until else None
 
     def _state_key(self, state: ClusterState) -> tuple[int, ...]:
         return (
@@ -420,7 +336,7 @@ class Gangs:
         if refusal is not None:
             return refusal
         self._admit(gang, slots)
-        self._order = None  # it claimed capacity the last walk gave others
+        self._walks.drop()  # it claimed capacity the last walk gave others
         return None
 
     def blocked(self, gang: GangView) -> Rejection | None:
@@ -432,16 +348,18 @@ class Gangs:
         """Remember why the gang waits; tell listeners when it is rejected anew or for a new
         cause (not once per member asked, nor when only the figures in the message moved)."""
         previous = self._waiting.get(key)
-        pending_since = self._contending.pending_since
-        since = previous.since if previous is not None else pending_since.get(key, self.clock())
+        if previous is not None:
+            since = previous.since
+        else:
+            seen = self._walks.first_seen(key)
+            since = seen if seen is not None else self.clock()
         self._waiting[key] = Refusal(since, rejection, refused_in)
         if previous is None:
-            self._contending.touch(key)
+            self._walks.touch(key)
         # A new contender the order does not know may change the others' turns; one refused
         # before any plan (refused_in None) claims nothing, so it changes none.
-        unknown = self._order is None or key not in self._order.contenders
-        if previous is None and refused_in is not None and unknown:
-            self._order = None
+        if previous is None and refused_in is not None and not self._walks.knows(key):
+            self._walks.drop()
         if previous is None or previous.rejection.cause != rejection.cause:
             for callback in self.on_rejected:
                 callback(key, rejection)
@@ -458,11 +376,9 @@ class Gangs:
     def forget(self, key: str) -> None:
         """Drop what is remembered of a gang that waited (admitted now, or gone)."""
         if self._waiting.pop(key, None) is not None:
-            self._order = None  # one contender fewer: the others' turns may change
+            self._walks.drop()  # one contender fewer: the others' turns may change
         self._backoff_until.pop(key, None)
-        self._contending.touch(key)
-        self._targets.pop(key, None)
-        self._let_in_since.pop(key, None)
+        self._walks.forget(key)
         self.scale_ups.shown.discard(key)
 
     # -- changing ------------------------------------------------------------------------------
@@ -473,7 +389,7 @@ class Gangs:
         every slot is consumed ends."""
         ended, taken = self._reservations.consume(uid, node, self.clock())
         if ended is not None:
-            self._contending.touch(ended)
+            self._walks.touch(ended)
         return taken
 
     def restore(self, key: str, slots: Mapping[str, Slot]) -> None:
@@ -481,7 +397,7 @@ class Gangs:
         (`actions.barrier`'s patience): their slots hold their places again, which their
         assumptions held until now, so nobody can have taken them."""
         if self._reservations.restore(key, slots, self.clock()):  # (it had ended: all consumed)
-            self._contending.touch(key)
+            self._walks.touch(key)
 
     def in_flight(self) -> int:
         """Members of admitted gangs not at the bind barrier yet: their unconsumed slots."""
@@ -511,7 +427,7 @@ class Gangs:
         going: dict[str, None] = {}
         if in_flight < limit:
             order = self._walked(state, nodes)
-            for key, turn in self._lazily(order):
+            for key, turn in self._walks.lazily(order, self.clock()):
                 if key not in self._held:
                     continue
                 if turn.rejection is not None:
@@ -525,7 +441,7 @@ class Gangs:
                 in_flight += len(turn.slots)
                 going[key] = None
             if going:  # the walk counted their slots as claimed: every other turn stands
-                self._order = replace(order, made_at=self._state_key(state))
+                self._walks.keep(order, self._state_key(state))
         for key in keys:
             admitted = self._reservations.get(key) is not None
             if admitted or key in self.scale_ups.shown or view_gang(state, key).stands:
@@ -537,11 +453,11 @@ class Gangs:
         return bool(self._held.keys(state))
 
     def release(self, key: str, *, back_off: bool = False) -> None:
-        self._contending.touch(key)
+        self._walks.touch(key)
         self._reservations.release(key)
         if back_off:
             self._backoff_until[key] = self.clock() + self.settings.backoff
-            self._order = None  # the order may have let it in: it no longer may
+            self._walks.drop()  # the order may have let it in: it no longer may
         for callback in self.on_released:
             callback(key)
 
@@ -551,9 +467,9 @@ class Gangs:
         they stop blocking the gangs behind them); their keys."""
         deadline = self.clock() - self.settings.reservation_timeout
         stale = self._reservations.idle_since(deadline)
-        stale += [k for k, since in self._let_in_since.items() if since < deadline]
+        stale += self._walks.unclaimed(deadline)
         for key in stale:
-            self._let_in_since.pop(key, None)
+            self._walks.stop_awaiting(key)
             self.release(key, back_off=True)
         return stale
 

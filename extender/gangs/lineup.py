@@ -7,10 +7,11 @@ DRF dominant share), then by age, then in the order the cache saw them arrive; t
 sla plugin's, or the PodGroup's own `sla-waiting-time` annotation. A gang whose queue is missing
 or Closed is refused before any plan.
 
-`Lineup` keeps per queue its contenders sorted by rank, and the refusals, from walk to walk: a
-gang is put again only when what it is ranked by changed (`gangs.contending` says which), so
-lining up costs what changed, not what waits. A walk reads the lines without taking from them;
-the lineup counts its changes so that a walk cannot read lines changed under it. Pure.
+`Lineup` keeps per queue its contenders sorted by rank (`QueueLine`), and the refusals, from
+walk to walk: a gang is put again only when what it is ranked by changed (`gangs.contending` says
+which), so lining up costs what changed, not what waits. A walk reads the lines without taking
+from them, as they stood when it began: the lineup copies a line a walk was handed before it
+changes it, so a walk cannot read lines changed under it. Pure.
 """
 
 from __future__ import annotations
@@ -68,21 +69,41 @@ Entry = tuple[tuple[float, ...], Contender, bool]  # rank, contender, starving
 Line = list[tuple[tuple[float, ...], str]]  # (rank, key), lowest first
 
 
+class QueueLine:
+    """One queue's contenders in line: all of them sorted by (rank, key) (`ranked`), its starving
+    ones apart too (`starving`, in the same order), each one's entry by key, and `ruled`, those
+    refused whatever the room (`GangView.largest_cpu` None: a rule may refuse them). Handed out
+    by `Lineup.lines` and never changed after that (the lineup changes a copy)."""
+
+    __slots__ = ("entries", "ranked", "ruled", "starving")
+
+    def __init__(
+        self, ranked: Line, starving: Line, entries: dict[str, Entry], ruled: set[str]
+    ) -> None:
+        self.ranked, self.starving, self.entries, self.ruled = ranked, starving, entries, ruled
+
+    def copy(self) -> QueueLine:
+        return QueueLine(
+            list(self.ranked), list(self.starving), dict(self.entries), set(self.ruled)
+        )
+
+
 class Lineup:
-    """The contenders in line per queue, sorted by (rank, key), and those refused before any
-    plan; of each line, its starving gangs apart too (`starving_lines`, in the same order, and
-    `starving`, their keys); `ruled`, the gangs in line refused whatever the room
-    (`GangView.largest_cpu` None); `floor` is the least cpu the largest member of a gang in line
-    asks for."""
+    """The contenders in line per queue (`QueueLine`), and those refused before any plan;
+    `starving`, the keys of the starving gangs in line; `floor` is the least cpu the largest
+    member of a gang in line asks for.
+
+    A walk reads the lines as they stood when it began (`lines`) while the lineup goes on
+    changing for the next walk: a line handed out is copied before it changes (copy on write,
+    in `_own`), so no change reaches the lines a walk holds, and only the lines that change
+    between two walks are copied."""
 
     def __init__(self) -> None:
         self.refused: dict[str, Rejection] = {}
-        self.lines: dict[str, Line] = {}
-        self.starving_lines: dict[str, Line] = {}
         self.starving: set[str] = set()
-        self.ruled: set[str] = set()
-        self.entries: dict[str, Entry] = {}
-        self.changes = 0  # puts and drops so far
+        self._queues: dict[str, QueueLine] = {}
+        self._queue_of: dict[str, str] = {}  # key -> the queue it is in line in
+        self._handed: set[str] = set()  # the queues whose line a walk may hold
         self._cpus: Counter[int] = Counter()  # of the gangs in line, `GangView.largest_cpu`
 
     @classmethod
@@ -98,6 +119,11 @@ class Lineup:
     def floor(self) -> int | None:
         return min(self._cpus) if self._cpus else None
 
+    def lines(self) -> dict[str, QueueLine]:
+        """Each queue's line as it stands, for a walk: never changed after this."""
+        self._handed = set(self._queues)
+        return dict(self._queues)
+
     def put(self, contender: Contender, queues: Mapping[str, QueueView], ranking: Ranking) -> None:
         """Line the contender up (in place of what it was), or note why it is refused."""
         gang = contender.gang
@@ -112,38 +138,49 @@ class Lineup:
         waiting = WaitingGang(gang.key, gang.queue, priority, share_of, contender.since, hungry)
         # Ties (gangs first seen at the same moment) go in the order they arrived.
         rank = (*(key(waiting) for key in ranking.ordering.job_keys), waiting.since, gang.arrival)
-        insort(self.lines.setdefault(gang.queue, []), (rank, gang.key))
+        line = self._own(gang.queue)
+        insort(line.ranked, (rank, gang.key))
         if hungry:
-            insort(self.starving_lines.setdefault(gang.queue, []), (rank, gang.key))
+            insort(line.starving, (rank, gang.key))
             self.starving.add(gang.key)
-        self.entries[gang.key] = (rank, contender, hungry)
+        line.entries[gang.key] = (rank, contender, hungry)
+        self._queue_of[gang.key] = gang.queue
         cpu = gang.largest_cpu
         if cpu is not None:
             self._cpus[cpu] += 1
         else:
-            self.ruled.add(gang.key)
+            line.ruled.add(gang.key)
 
     def drop(self, key: str) -> None:
         """The gang no longer contends (or is put again)."""
-        self.changes += 1
         self.refused.pop(key, None)
-        entry = self.entries.pop(key, None)
-        if entry is None:
+        queue = self._queue_of.pop(key, None)
+        if queue is None:
             return
-        rank, contender, hungry = entry
+        line = self._own(queue)
+        rank, contender, hungry = line.entries.pop(key)
         self.starving.discard(key)
-        self.ruled.discard(key)
-        queue = contender.gang.queue
-        for lines in (self.lines, self.starving_lines) if hungry else (self.lines,):
-            line = lines[queue]
-            del line[bisect_left(line, (rank, key))]
-            if not line:
-                del lines[queue]
+        line.ruled.discard(key)
+        for ranked in (line.ranked, line.starving) if hungry else (line.ranked,):
+            del ranked[bisect_left(ranked, (rank, key))]
+        if not line.ranked:
+            del self._queues[queue]
+            self._handed.discard(queue)
         cpu = contender.gang.largest_cpu
         if cpu is not None:
             self._cpus[cpu] -= 1
             if not self._cpus[cpu]:
                 del self._cpus[cpu]
+
+    def _own(self, queue: str) -> QueueLine:
+        """Queue `queue`'s line, to change: a copy of it in place of one a walk may hold."""
+        line = self._queues.get(queue)
+        if line is None:
+            line = self._queues[queue] = QueueLine([], [], {}, set())
+        elif queue in self._handed:
+            self._handed.discard(queue)
+            line = self._queues[queue] = line.copy()
+        return line
 
 
 def starving(contender: Contender, ordering: Ordering, now: float) -> bool:

@@ -1,7 +1,7 @@
 """The admission order: which waiting gangs a batch scheduler would admit now, and in what order.
 
 The stock kube-scheduler picks which pod to ask about; Lahar decides whether its gang may go. Once
-per cluster change, `walk` takes turns among every gang that waits (plus the one being asked
+per cluster change, a `Walk` takes turns among every gang that waits (plus the one being asked
 about), as Volcano's allocate action does:
 
 1. queues by their share of what they deserve, lowest first, re-ranked after every admission
@@ -21,17 +21,26 @@ passed over because others came first says who.
 Once no node has the cpu for the largest member of any gang in line (in a full cluster, most of
 a long line), the rest of the walk changes nothing: every turn is a refusal, a starving gang
 holds nothing (nobody in line could take what is free) and aims where it did before (the first
-time, where a drain would), and the others' refusals are worked out when read (`_full`): the
+time, where a drain would), and the others' refusals are worked out when read (`_Rest`): the
 walk hands them over as stretches of the lines, without looking at them one by one.
 Queue rules refuse before any plan: a Closed queue admits nothing new, a missing queue nothing
-(`gangs.lineup`), and a gang never takes its queue, or one above it, past its capability. Pure.
+(`gangs.lineup`), and a gang never takes its queue, or one above it, past its capability.
+
+A `Walk` is an object whose cursor is its own fields (the queues' heap, how far each line was
+taken, the rest of the lines once nothing fits, a run taken part way); it is taken only as far
+as a caller needs (`take(until)`: the turns after a gang's cannot change its turn), and what it
+took is kept in its `Turns` (`gangs.turns`). It holds what it reads: the lineup's lines as they
+stood when it began (a line the lineup changes for the next walk is a copy, `gangs.lineup`), the
+nodes starving gangs drained toward before, and its own room; so a walk read after the lineup
+moved on still reads the walk it was. `Order` is a walk as the ledger keeps it, with the state
+it was made in (`gangs.walks`). Pure.
 """
 
 from __future__ import annotations
 
 import heapq
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +51,7 @@ from extender.api.scheduling import ROOT
 from extender.cache.snapshot import NodeInfo
 from extender.gangs.drain import drain
 from extender.gangs.fairness import share
-from extender.gangs.lineup import Entry, Lineup
+from extender.gangs.lineup import Lineup, QueueLine
 from extender.gangs.members import GangView
 from extender.gangs.placement import Room, members_to_plan, nodes_used, plan_slots
 from extender.gangs.queues import QueueView
@@ -52,96 +61,152 @@ from extender.gangs.turns import Run, Turn, Turns
 Rank = tuple[Any, ...]  # a queue's place: (share, -priority, name), per level in a tree
 
 
-def walk(
-    lineup: Lineup,
-    queues: Mapping[str, QueueView],
-    nodes: Mapping[str, NodeInfo],
-    reserved: Mapping[str, Resources],
-    ordering: Ordering,
-    *,
-    empty: Room | None = None,
-    targets: Mapping[str, dict[str, Resources]] | None = None,
-) -> tuple[Iterator[Turn | Run], Turns]:
-    """Every contender's turn, in the order decided (see the module docstring), as the walk
-    reaches it: a caller that needs one gang's turn stops there (the turns after it cannot
-    change it) and keeps what it took in the `Turns` returned (`add`, `add_run`). The turns are
-    planned as they are taken, from `lineup`'s lines, which must not change meanwhile. Past the
-    point where nothing in line fits (`_full`), refusals that change nothing (not starving, or
-    starving and aiming where it aimed before) come as `Run`s, stretches of a line whose turns
-    `Turns` makes when read (most never are). `reserved` is per node what admitted gangs hold;
-    `targets` the nodes starving gangs drained toward before (kept while they can still take
-    the gang, so draining accumulates), read as the walk reaches each gang: the caller may
-    change a gang's once its turn is taken; `empty` a room over `nodes` that holds nothing, if
-    the caller keeps one."""
-    refused = [Turn(key, rejection=rejection) for key, rejection in lineup.refused.items()]
-    claims = _Claims(empty if empty is not None else Room(nodes), reserved)
-    allocated = {name: view.allocated for name, view in queues.items()}
-    lines, entries, floor, changes = lineup.lines, lineup.entries, lineup.floor, lineup.changes
-    at = dict.fromkeys(lines, 0)  # per queue, how far its line was taken
+class Walk:
+    """One walk of the fair order among the contenders of `lineup` (see the module docstring),
+    taken as far as a caller needs (`take`, `step`): the turns after a gang's cannot change its
+    turn. What it has taken so far is in `turns`.
 
-    queue_rank = _QueueRanks(queues, allocated, by_share=ordering.by_queue_share)
+    The walk holds what it reads: the lineup's lines as they stood when it began (`Lineup.lines`:
+    the lineup copies a line before it changes one a walk holds), its refusals, and the nodes
+    starving gangs drained toward before (`targets`; kept while they can still take the gang,
+    so draining accumulates). Where it stands is explicit: the queues still in line (a heap by
+    rank) and how far each queue's line was taken; past the point where nothing fits, the
+    queues left in order and the one whose line is being given (`_Rest`); of a run of refusals
+    taken part way, the rest (`pending`). `reserved` is per node what admitted gangs hold;
+    `empty` a room over `nodes` that holds nothing, if the caller keeps one."""
 
-    queue_ranks = {name: queue_rank(name) for name in lines}  # move only with an allocation
-    heap = [(rank, name) for name, rank in queue_ranks.items()]
-    heapq.heapify(heap)
-    drained = targets or {}
+    def __init__(
+        self,
+        lineup: Lineup,
+        queues: Mapping[str, QueueView],
+        nodes: Mapping[str, NodeInfo],
+        reserved: Mapping[str, Resources],
+        ordering: Ordering,
+        *,
+        empty: Room | None = None,
+        targets: Mapping[str, dict[str, Resources]] | None = None,
+    ) -> None:
+        self.turns = Turns()
+        self._queues = queues
+        self._lines = lineup.lines()  # (as they stand: nothing changes them under this walk)
+        self._floor = lineup.floor
+        self._refused = [Turn(key, rejection=why) for key, why in lineup.refused.items()]
+        self._refused_given = 0
+        self._targets = dict(targets) if targets else {}
+        # Of the gangs handed aims, those that no longer starve: a run that reaches them drops
+        # their aims (`aimless`).
+        self._aimless = list(self._targets.keys() - lineup.starving)
+        self._claims = _Claims(empty if empty is not None else Room(nodes), reserved)
+        self._allocated = {name: view.allocated for name, view in queues.items()}
+        self._ranks = _QueueRanks(queues, self._allocated, by_share=ordering.by_queue_share)
+        # (a queue's rank moves only with an allocation)
+        self._rank_of = {name: self._ranks(name) for name in self._lines}
+        self._heap = [(rank, name) for name, rank in self._rank_of.items()]
+        heapq.heapify(self._heap)
+        self._at = dict.fromkeys(self._lines, 0)  # per queue, how far its line was taken
+        # Past the point where nothing fits: the queues left, the next last, each with where its
+        # line was left; and the queue whose line is being given.
+        self._past: list[tuple[str, int]] | None = None
+        self._rest: _Rest | None = None
+        self._pending: Run | None = None
 
-    def unchanged() -> Mapping[str, Entry]:
-        if lineup.changes != changes:
-            raise RuntimeError("the lineup changed under a walk that was still taken")
-        return entries
+    @property
+    def pending(self) -> Run | None:
+        """Of a run the walk gave, the part not taken yet (the gang asked about was in it)."""
+        return self._pending
 
-    def refusal(key: str) -> Turn:
-        """The turn of a gang past the point where nothing fits: refused, worked out when read;
-        a starving one aims where it aimed before."""
-        _, contender, starving = unchanged()[key]
-        queue = contender.gang.queue
-        why = _later(claims, contender.gang, queues[queue], _held(queues[queue], allocated))
-        aimed = dict(drained.get(key) or {}) if starving else {}
-        return Turn(key, rejection=why, targets=aimed)
+    def take(self, until: str | None = None) -> list[Turn | Run]:
+        """Take the walk as far as gang `until`'s turn (None: to the end); what it took now, in
+        order (a run of refusals ends at `until` when it is in it)."""
+        taken: list[Turn | Run] = []
+        if until is not None and until in self.turns:
+            return taken
+        while (item := self._step(until)) is not None:
+            taken.append(item)
+            if until is not None and (item.last if isinstance(item, Run) else item.key) == until:
+                break
+        return taken
 
-    def turns() -> Iterator[Turn | Run]:
-        yield from refused
-        while heap:
-            unchanged()
-            if floor is not None and claims.room.most_free_cpu < floor:
-                yield from _full(
-                    [(name, at[name]) for name in queue_rank.in_order(heap)],
-                    lineup,
-                    unchanged,
-                    queues=queues,
-                    allocated=allocated,
-                    claims=claims,
-                    drained=drained,
-                )
-                return
-            yield taken(queue_rank.first(heap))
+    def step(self) -> Turn | Run | None:
+        """Take one more step of the walk: a turn, or a run of refusals (the rest of one taken
+        part way first); None when the walk is over."""
+        return self._step(None)
 
-    def taken(name: str) -> Turn:
+    def aimless(self, run: Run) -> list[str]:
+        """The gangs in `run` this walk was handed aims for that no longer starve."""
+        return [key for key in self._aimless if run.position(key) is not None]
+
+    def _step(self, until: str | None) -> Turn | Run | None:
+        run = self._pending
+        if run is None:
+            item = self._next()
+            if not isinstance(item, Run):
+                if item is not None:
+                    self.turns.add(item)
+                return item
+            run = item
+        at = run.position(until) if until is not None else None
+        self._pending = None
+        if at is not None and at + 1 < run.end:
+            run, self._pending = run.split(at + 1)
+        self.turns.add_run(run)
+        return run
+
+    def _next(self) -> Turn | Run | None:
+        """The walk's next turn or run, not taken yet."""
+        if self._refused_given < len(self._refused):
+            self._refused_given += 1
+            return self._refused[self._refused_given - 1]
+        if self._past is None:
+            if not self._heap:
+                return None
+            if self._floor is None or self._claims.room.most_free_cpu >= self._floor:
+                return self._taken(self._ranks.first(self._heap))
+            # Nothing in line fits any more (`_Rest`): the queues' ranks no longer move.
+            self._past = [(name, self._at[name]) for name in self._ranks.in_order(self._heap)]
+            self._past.reverse()
+        while True:
+            if self._rest is not None:
+                item = self._rest.next()
+                if item is not None:
+                    return item
+                self._rest = None
+            if not self._past:
+                return None
+            name, start = self._past.pop()
+            self._rest = _Rest(
+                self._lines[name],
+                start,
+                view=self._queues[name],
+                claims=self._claims,
+                allocated=self._allocated,
+                targets=self._targets,
+            )
+
+    def _taken(self, name: str) -> Turn:
         """The next turn of queue `name`: the first of its line, planned on what is left."""
-        _, key = lines[name][at[name]]
-        at[name] += 1
-        _, contender, starving = entries[key]
-        gang = contender.gang
-        turn = claims.turn(gang, queues[name], allocated)
+        line = self._lines[name]
+        _, key = line.ranked[self._at[name]]
+        self._at[name] += 1
+        _, contender, starving = line.entries[key]
+        gang, claims = contender.gang, self._claims
+        turn = claims.turn(gang, self._queues[name], self._allocated)
         if turn.slots:
             per_node: dict[str, Resources] = {}  # (a node's room moves once per gang)
             for slot in turn.slots.values():
                 per_node[slot.node] = per_node.get(slot.node, EMPTY) + slot.request
             for node, amount in per_node.items():
                 claims.take(gang.key, node, amount)
-            queue_rank.took(name, sum(per_node.values(), EMPTY))
-            queue_ranks[name] = queue_rank(name)
+            self._ranks.took(name, sum(per_node.values(), EMPTY))
+            self._rank_of[name] = self._ranks(name)
         elif starving and _lacks_capacity(turn):
-            aimed, held = drain(gang, claims.room, drained.get(gang.key))
+            aimed, held = drain(gang, claims.room, self._targets.get(gang.key))
             for node, amount in held.items():
                 claims.take(gang.key, node, amount)
             turn = Turn(gang.key, rejection=turn.rejection, targets=aimed)
-        if at[name] < len(lines[name]):
-            heapq.heappush(heap, (queue_ranks[name], name))
+        if self._at[name] < len(line.ranked):
+            heapq.heappush(self._heap, (self._rank_of[name], name))
         return turn
-
-    return turns(), Turns(refusal, unchanged)
 
 
 class _QueueRanks:
@@ -192,50 +257,74 @@ class _QueueRanks:
         return (fill, -view.queue.spec.priority, view.name)
 
 
-def _full(
-    rest: Sequence[tuple[str, int]],
-    lineup: Lineup,
-    unchanged: Callable[[], Mapping[str, Entry]],
-    *,
-    queues: Mapping[str, QueueView],
-    allocated: Mapping[str, Resources],
-    claims: _Claims,
-    drained: Mapping[str, dict[str, Resources]],
-) -> Iterator[Turn | Run]:
-    """The turns left once no node has the cpu for the largest member of any gang in line
-    (`GangView.largest_cpu`): each is a refusal and changes nothing. A starving gang holds
-    nothing (nobody in line could take what is free) and keeps the nodes it drained toward (the
-    first time, aims where a drain would). The queues' ranks no longer move, so each queue's
-    line goes whole (`rest`: the queues in order, each with where the walk left its line, whose
-    entries `unchanged` gives while the lineup has not changed); a refusal is worked out when
-    read, except a starving gang's when a rule may have refused it (then it aims nowhere: a
-    queue's capability, too few pods). Turns that change nothing the ledger keeps (not
-    starving, or starving and aiming where it aimed before) come as `Run`s, stretches of a line
-    found by position (only the starving gangs, kept apart, are looked at one by one), their
-    turns made when read."""
-    for name, start in rest:
-        view = queues[name]
-        held, capped = _held(view, allocated), view.capped
-        line, hungry = lineup.lines[name], lineup.starving_lines.get(name, [])
-        entries = unchanged()
+class _Rest:
+    """The rest of one queue's line once no node has the cpu for the largest member of any gang
+    in line (`GangView.largest_cpu`): each turn is a refusal and changes nothing. A starving
+    gang holds nothing (nobody in line could take what is free) and keeps the nodes it drained
+    toward (the first time, aims where a drain would). The queues' ranks no longer move, so the
+    line goes whole, from `start` (where the walk left it); a refusal is worked out when read,
+    except a starving gang's when a rule may have refused it (then it aims nowhere: a queue's
+    capability, too few pods). Turns that change nothing the ledger keeps (not starving, or
+    starving and aiming where it aimed before) come as `Run`s, stretches of the line found by
+    position (only the starving gangs, kept apart, are looked at one by one), whose turns it
+    makes when read (`refusal`). Its cursor: the next starving gang with a turn of its own, and
+    where in the line the next run starts."""
+
+    def __init__(
+        self,
+        line: QueueLine,
+        start: int,
+        *,
+        view: QueueView,
+        claims: _Claims,
+        allocated: Mapping[str, Resources],
+        targets: Mapping[str, dict[str, Resources]],
+    ) -> None:
+        self._line, self._view, self._claims, self._targets = line, view, claims, targets
+        self._held = _held(view, allocated)  # (the walk takes nothing more: final)
+        self._capped = view.capped
         # The starving gangs past where the walk left the line that take a turn of their own
-        # (the others stay in the run: they aim where they did).
-        own = hungry[bisect_left(hungry, line[start]) :]
-        if not capped:
-            own = [rk for rk in own if rk[1] in lineup.ruled or not drained.get(rk[1])]
-        at = start
-        for rank_key in own:
+        # (the others stay in the runs: they aim where they did).
+        hungry = line.starving
+        own = hungry[bisect_left(hungry, line.ranked[start]) :]
+        if not self._capped:
+            own = [rk for rk in own if rk[1] in line.ruled or not targets.get(rk[1])]
+        self._own, self._next_own, self._at = own, 0, start
+
+    def next(self) -> Turn | Run | None:
+        """The line's next run, or turn of a starving gang; None at its end."""
+        line = self._line
+        if self._next_own < len(self._own):
+            rank_key = self._own[self._next_own]
+            position = bisect_left(line.ranked, rank_key, self._at)
+            if position > self._at:
+                run = Run(line, self._at, position, self)
+                self._at = position
+                return run
+            self._next_own += 1
+            self._at = position + 1
             key = rank_key[1]
-            gang = entries[key][1].gang
-            ruled = capped or key in lineup.ruled  # (a rule may refuse it)
-            position = bisect_left(line, rank_key, at)
-            if position > at:
-                yield Run(name, line, at, position)
-            yield _aiming(claims, gang, view, held, ruled=ruled, kept=drained.get(key))
-            entries = unchanged()
-            at = position + 1
-        if at < len(line):
-            yield Run(name, line, at, len(line))
+            return _aiming(
+                self._claims,
+                line.entries[key][1].gang,
+                self._view,
+                self._held,
+                ruled=self._capped or key in line.ruled,  # (a rule may refuse it)
+                kept=self._targets.get(key),
+            )
+        if self._at < len(line.ranked):
+            run = Run(line, self._at, len(line.ranked), self)
+            self._at = len(line.ranked)
+            return run
+        return None
+
+    def refusal(self, key: str) -> Turn:
+        """The turn of gang `key`, in one of the line's runs: refused, worked out when read; a
+        starving one aims where it aimed before."""
+        _, contender, starving = self._line.entries[key]
+        why = _later(self._claims, contender.gang, self._view, self._held)
+        aimed = dict(self._targets.get(key) or {}) if starving else {}
+        return Turn(key, rejection=why, targets=aimed)
 
 
 def _aiming(
@@ -367,13 +456,16 @@ class _Claims:
 
 @dataclass(frozen=True)
 class Order:
-    """One walk of the fair order and the state it was made in. The walk is taken as far as
-    asked: `turns` holds the turns reached so far, `rest` yields the others."""
+    """One walk of the fair order as the ledger keeps it (`gangs.walks`): the walk, taken as far
+    as asked (`turns` holds the turns reached so far), and the state it was made in."""
 
     number: int
     made_at: tuple[int, ...]
     valid_until: float  # the clock's time a gang starts starving or a backoff ends
-    turns: Turns
     queues: dict[str, QueueView]
     contenders: AbstractSet[str]  # keys, as the walk lined them up
-    rest: Iterator[Turn | Run]  # (runs: refusals whose turns `turns` makes when read)
+    walk: Walk
+
+    @property
+    def turns(self) -> Turns:
+        return self.walk.turns

@@ -2,20 +2,22 @@
 
 A `Turn` says what the walk decided for one gang: its slots, or why it waits (and, for a starving
 gang, the nodes it drains toward). Past the point where nothing in line fits, the walk gives
-refusals that change nothing as `Run`s, stretches of a queue's line in the lineup, and `Turns`
-makes their turns only when someone reads them; what is in a run is found by bisecting the line,
-which must not change while the turns are read (the walk's guard raises if it did). Pure.
+refusals that change nothing as `Run`s, stretches of a queue's line as the walk holds it (a
+`QueueLine`, which nothing changes once a walk holds it), and `Turns` makes their turns only when
+someone reads them, each by its run's `Refusals` (the walk's, which knows the room they were
+refused on); what is in a run is found by bisecting its line. Pure.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, ItemsView, Iterator, Mapping
+from collections.abc import ItemsView, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import islice
+from typing import Protocol
 
 from extender.api.resources import Resources
-from extender.gangs.lineup import Entry, Line
+from extender.gangs.lineup import QueueLine
 from extender.gangs.placement import Slot
 from extender.gangs.refusals import Rejection
 
@@ -28,96 +30,101 @@ class Turn:
     targets: dict[str, Resources] = field(default_factory=dict)  # starving: what it drains toward
 
 
+class Refusals(Protocol):
+    """What makes the turns of a run's gangs when they are read (the walk, `gangs.order`)."""
+
+    def refusal(self, key: str) -> Turn: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Run:
-    """Refusals past the point where nothing fits that change nothing, as a stretch of queue
-    `queue`'s line: its entries from position `start` up to `end`, in order."""
+    """Refusals past the point where nothing fits that change nothing, as a stretch of a queue's
+    line: its entries from position `start` up to `end`, in order, whose turns `refusals`
+    makes."""
 
-    queue: str
-    line: Line
+    line: QueueLine
     start: int
     end: int
+    refusals: Refusals
 
     def __len__(self) -> int:
         return self.end - self.start
 
     def __iter__(self) -> Iterator[str]:
         """The gangs' keys, in order."""
-        return (key for _, key in islice(self.line, self.start, self.end))
+        return (key for _, key in islice(self.line.ranked, self.start, self.end))
 
     @property
     def last(self) -> str:
-        return self.line[self.end - 1][1]
+        return self.line.ranked[self.end - 1][1]
 
-    def position(self, key: str, entries: Mapping[str, Entry]) -> int | None:
-        """Where gang `key` (lined up as `entries` say) is in the line, if within the run."""
-        entry = entries.get(key)
-        if entry is None or entry[1].gang.queue != self.queue:
+    def position(self, key: str) -> int | None:
+        """Where gang `key` is in the line, if within the run."""
+        entry = self.line.entries.get(key)
+        if entry is None:
             return None
-        at = bisect_left(self.line, (entry[0], key), self.start, self.end)
-        return at if at < self.end and self.line[at][1] == key else None
+        ranked = self.line.ranked
+        at = bisect_left(ranked, (entry[0], key), self.start, self.end)
+        return at if at < self.end and ranked[at][1] == key else None
+
+    def split(self, at: int) -> tuple[Run, Run]:
+        """The run up to position `at`, and the rest from there."""
+        return Run(self.line, self.start, at, self.refusals), Run(
+            self.line, at, self.end, self.refusals
+        )
 
 
 class Turns(Mapping[str, Turn]):
-    """The turns a walk was taken to, in its order; a refusal in a `Run` the walk gave is made
-    when read, by `refusal`. What is in a run is found by position in the lineup's lines, whose
-    entries `entries` gives while they have not changed."""
+    """The turns a walk was taken to, in its order (`add`, `add_run`, as the walk takes them); a
+    refusal in a run is made when first read, by the run's `refusals`, and kept."""
 
-    def __init__(
-        self, refusal: Callable[[str], Turn], entries: Callable[[], Mapping[str, Entry]]
-    ) -> None:
+    def __init__(self) -> None:
         self._turns: dict[str, Turn] = {}  # taken, or made when read
         self._taken: list[str | Run] = []  # in the walk's order
         self._runs: list[Run] = []
         self._count = 0
-        self._refusal, self._entries = refusal, entries
-        self.pending: Run | None = None  # of a run the walk gave, the part not taken yet
 
-    def add(self, key: str, turn: Turn) -> None:
-        """The walk reached gang `key`: its turn."""
-        self._turns[key] = turn
-        self._taken.append(key)
+    def add(self, turn: Turn) -> None:
+        """The walk reached gang `turn.key`: its turn."""
+        self._turns[turn.key] = turn
+        self._taken.append(turn.key)
         self._count += 1
 
-    def add_run(self, run: Run, until: str | None = None) -> Run:
-        """The walk reached these gangs: all of them, or as far as `until` when it is among
-        them (the rest wait, `pending`). The part added."""
-        at = run.position(until, self._entries()) if until is not None else None
-        self.pending = None
-        if at is not None and at + 1 < run.end:
-            self.pending = Run(run.queue, run.line, at + 1, run.end)
-            run = Run(run.queue, run.line, run.start, at + 1)
+    def add_run(self, run: Run) -> None:
+        """The walk reached the gangs of `run`."""
         self._taken.append(run)
         self._runs.append(run)
         self._count += len(run)
-        return run
 
     @property
     def ran(self) -> bool:
         """Whether the walk reached the point past which nothing fits (it gave a run)."""
         return bool(self._runs)
 
-    def _in_run(self, key: str) -> bool:
-        if not self._runs:
-            return False
-        entries = self._entries()
-        return any(run.position(key, entries) is not None for run in self._runs)
+    def _run_of(self, key: str) -> Run | None:
+        for run in self._runs:
+            if run.position(key) is not None:
+                return run
+        return None
 
     def __getitem__(self, key: str) -> Turn:
-        if key not in self._turns and not self._in_run(key):
+        turn = self._turns.get(key)
+        if turn is not None:
+            return turn
+        run = self._run_of(key)
+        if run is None:
             raise KeyError(key)
-        return self._made(key)
+        return self._made(key, run)
 
-    def _made(self, key: str) -> Turn:
-        """The turn of gang `key`, which the walk reached: a run's refusal made once, when
-        first read."""
+    def _made(self, key: str, run: Run) -> Turn:
+        """The turn of gang `key`, in `run`: made once, when first read."""
         turn = self._turns.get(key)
         if turn is None:
-            turn = self._turns[key] = self._refusal(key)
+            turn = self._turns[key] = run.refusals.refusal(key)
         return turn
 
     def __contains__(self, key: object) -> bool:
-        return key in self._turns or (isinstance(key, str) and self._in_run(key))
+        return key in self._turns or (isinstance(key, str) and self._run_of(key) is not None)
 
     def items(self) -> ItemsView[str, Turn]:
         return _Items(self)
@@ -131,13 +138,16 @@ class Turns(Mapping[str, Turn]):
 
     def _each(self) -> Iterator[tuple[str, Turn]]:
         """Every key with its turn, in order (the keys come from the walk: no lookup needed)."""
-        for key in self:
-            yield key, self._made(key)
+        for item in self._taken:
+            if isinstance(item, Run):
+                for key in item:
+                    yield key, self._made(key, item)
+            else:
+                yield item, self._turns[item]
 
     def __iter__(self) -> Iterator[str]:
         for item in self._taken:
             if isinstance(item, Run):
-                self._entries()  # (the lines it reads have not changed)
                 yield from item
             else:
                 yield item

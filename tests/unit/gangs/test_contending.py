@@ -21,16 +21,17 @@ from extender.api.resources import Resources
 from extender.framework.policy import build_policy
 from extender.gangs import contending as contending_module
 from extender.gangs.contending import Contending
+from extender.gangs.ledger import Gangs
 from extender.gangs.lineup import Contender, Lineup, Ranking
 from extender.gangs.members import view_gang
-from extender.gangs.order import walk
+from extender.gangs.order import Order, Walk
 from extender.gangs.refusals import Deferred
 from extender.gangs.turns import Run, Turn
 from extender.plugins import REGISTRY
 from extender.simulate.run import simulate
 from extender.simulate.synthetic import generate
 from extender.simulate.trace import parse_trace
-from tests.builders import make_group, make_pod
+from tests.builders import make_group, make_pod, make_queue
 from tests.unit.gangs.test_order import Gang, Scenario, ask, engine, ledger, state_of
 
 POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
@@ -41,17 +42,29 @@ def described(contending: Contending, now: float) -> dict[str, Any]:
         key: (c.gang, c.since, c.asked, c.blocked.cause if c.blocked else None)
         for key, c in contending.contenders.items()
     }
+    lines = contending.lineup.lines()
     return {
         "contenders": contenders,
-        "lines": {q: list(line) for q, line in contending.lineup.lines.items() if line},
-        "starving": {q: list(line) for q, line in contending.lineup.starving_lines.items()},
+        "lines": {q: list(line.ranked) for q, line in lines.items() if line.ranked},
+        "starving": {q: list(line.starving) for q, line in lines.items() if line.starving},
         "starving keys": set(contending.lineup.starving),
-        "ruled": set(contending.lineup.ruled),
+        "starving in line": {k for line in lines.values() for k, e in line.entries.items() if e[2]},
+        "ruled": {key for line in lines.values() for key in line.ruled},
         "refused": {k: r.cause for k, r in contending.lineup.refused.items()},
         "floor": contending.lineup.floor,
         "pending_since": dict(contending.pending_since),
         "expires": contending.next_moment(now),
     }
+
+
+def lineup_of(gangs: Gangs) -> Lineup:
+    """The ledger's own lineup, kept from walk to walk."""
+    return gangs._walks._contending.lineup
+
+
+def current_order(gangs: Gangs) -> Order | None:
+    """The ledger's current walk, as far as it was taken (not taken further)."""
+    return gangs._walks._order
 
 
 class Checked:
@@ -131,21 +144,56 @@ def test_the_lines_stay_sorted_as_gangs_are_put_again_and_a_walk_sees_no_change_
     for gang in gangs:
         assert ask(built, state, gang.name) is not None  # all seen at 0.0: by key then
         now[0] += 1.0
-    lineup = built._contending.lineup
-    assert [key for _, key in lineup.lines["default"]] == ["default/a", "default/b", "default/c"]
+    lineup = lineup_of(built)
+    everyone = ["default/a", "default/b", "default/c"]
+    assert [key for _, key in lineup.lines()["default"].ranked] == everyone
     assert lineup.floor == 1000  # c's single member: 1 cpu
     now[0] = 60.0  # all starve: put again, ranked anew, in the same order
     built.order(state, state.view().nodes)
-    assert [key for _, key in lineup.lines["default"]] == ["default/a", "default/b", "default/c"]
-    assert [rank[0] for rank, _ in lineup.lines["default"]] == [0.0, 0.0, 0.0]  # starving
-    queues = built.queues(state)
-    turns, _ = walk(lineup, queues, state.view().nodes, {}, built.ordering)
-    first = next(turns)  # starving: a turn of its own even past the point where nothing fits
-    assert not isinstance(first, str) and first.key == "default/a"
+    line = lineup.lines()["default"]
+    assert [key for _, key in line.ranked] == everyone
+    assert [rank[0] for rank, _ in line.ranked] == [0.0, 0.0, 0.0]  # starving
+    queues, nodes = built.queues(state), state.view().nodes
+    walked = Walk(lineup, queues, nodes, {}, built.ordering)
+    first = walked.step()  # starving: a turn of its own even past the point where nothing fits
+    assert isinstance(first, Turn) and first.key == "default/a"
     lineup.drop("default/c")
     assert lineup.floor == 2000
-    with pytest.raises(RuntimeError, match="lineup changed under a walk"):
-        next(turns)
+    # The walk goes on over the lines as they stood when it began; the next walk has no c.
+    walked.take()
+    assert list(walked.turns) == everyone
+    assert [key for _, key in line.ranked] == everyone  # (the line the walk holds: unchanged)
+    after = Walk(lineup, queues, nodes, {}, built.ordering)
+    after.take()
+    assert list(after.turns) == ["default/a", "default/b"]
+
+
+def test_lines_a_walk_holds_never_change_and_only_the_lines_that_change_are_copied() -> None:
+    scenario = Scenario(
+        1,
+        [Gang("a1", 1, queue="a"), Gang("a2", 1, queue="a"), Gang("b1", 1, queue="b")],
+        [make_queue("a"), make_queue("b")],
+    )
+    state = state_of(scenario)
+    built = engine()
+    queues = built.queues(state)
+    ranking = Ranking(Ordering(), 0.0, state.capacity(), lambda gang: 0)
+    contenders = {
+        key: Contender(view_gang(state, key), 0.0)
+        for key in ("default/a1", "default/a2", "default/b1")
+    }
+    lineup = Lineup.of(contenders.values(), queues, ranking)
+    held = lineup.lines()  # (what a walk holds)
+    lineup.drop("default/a1")
+    lineup.put(Contender(view_gang(state, "default/a1"), 5.0), queues, ranking)  # ranked anew
+    lineup.drop("default/a2")
+    assert [key for _, key in held["a"].ranked] == ["default/a1", "default/a2"]
+    assert set(held["a"].entries) == {"default/a1", "default/a2"}
+    after = lineup.lines()
+    assert [key for _, key in after["a"].ranked] == ["default/a1"]
+    assert after["a"] is not held["a"] and after["b"] is held["b"]  # (b did not change)
+    lineup.drop("default/b1")
+    assert "b" not in lineup.lines() and [key for _, key in after["b"].ranked] == ["default/b1"]
 
 
 def test_past_the_point_where_nothing_fits_refusals_come_as_runs_made_only_when_read() -> None:
@@ -155,12 +203,12 @@ def test_past_the_point_where_nothing_fits_refusals_come_as_runs_made_only_when_
     state = state_of(Scenario(1, [Gang("run", 1, cpu="4", on="n0"), *gangs]))
     for gang in gangs:
         assert ask(built, state, gang.name) is not None
-    lineup = built._contending.lineup
-    rest, turns = walk(lineup, built.queues(state), state.view().nodes, {}, Ordering())
-    [run] = list(rest)  # one run: nobody is starving
-    assert isinstance(run, Run) and list(run) == ["default/a", "default/b"]
+    lineup = lineup_of(built)
+    walked = Walk(lineup, built.queues(state), state.view().nodes, {}, Ordering())
+    turns = walked.turns
     assert "default/a" not in turns
-    turns.add_run(run)
+    [run] = walked.take()  # one run: nobody is starving
+    assert isinstance(run, Run) and list(run) == ["default/a", "default/b"]
     assert "default/a" in turns and "default/run" not in turns and len(turns) == 2
     why = turns["default/b"].rejection
     assert isinstance(why, Deferred) and why.cause == "NotEnoughResources"
@@ -185,26 +233,23 @@ def test_a_starving_gang_in_a_line_past_the_point_where_nothing_fits(aimed_befor
         Contender(view_gang(state, "default/y"), 70.0),  # not yet
     ]
     lineup = Lineup.of(contenders, queues, ranking)
-    assert [key for _, key in lineup.starving_lines["default"]] == ["default/x"]
+    assert [key for _, key in lineup.lines()["default"].starving] == ["default/x"]
     aims = {"n0": Resources({"cpu": 2000})}
     targets = {"default/x": aims} if aimed_before else {}
-    rest, turns = walk(lineup, queues, state.view().nodes, {}, ordering, targets=targets)
-    taken = list(rest)
+    walked = Walk(lineup, queues, state.view().nodes, {}, ordering, targets=targets)
+    turns = walked.turns
+    taken = walked.take(until="default/y")
     if aimed_before:  # one run, x in it: its turn is made when read, aiming as before
         [run] = taken
         assert isinstance(run, Run)
         assert list(run) == ["default/w", "default/x", "default/y"]
-        turns.add_run(run)
         assert turns["default/x"].targets == aims
         return
     first, own, last = taken
     assert isinstance(first, Run) and list(first) == ["default/w"]
     assert isinstance(own, Turn) and own.key == "default/x" and own.targets
     assert isinstance(last, Run) and list(last) == ["default/y"]
-    turns.add_run(first)
-    turns.add(own.key, own)
-    turns.add_run(last, until="default/y")
-    assert list(turns) == ["default/w", "default/x", "default/y"] and turns.pending is None
+    assert list(turns) == ["default/w", "default/x", "default/y"] and walked.pending is None
     assert [key for key, _ in turns.given()] == ["default/x"]  # (the runs' are not made)
     assert "default/w" not in turns._turns
     assert [(key, turn.key) for key, turn in turns.items()] == [(k, k) for k in turns]
@@ -224,11 +269,12 @@ def test_a_gang_asked_about_midway_through_a_run_takes_the_walk_only_that_far() 
     state = state_of(Scenario(1, [Gang("run", 1, cpu="4", on="n0"), *gangs]))
     built.serve(state.pods["uid-default-a-0"].spec.scheduler_name)
     assert ask(built, state, "b") is not None  # a, b and c in one run; taken as far as b
-    order = built._order  # (the walk as it stands, not taken further)
+    order = current_order(built)
     assert order is not None
     assert "default/b" in order.turns and "default/c" not in order.turns
-    assert order.turns.pending is not None
-    assert list(order.turns.pending) == ["default/c"]
+    assert order.walk.pending is not None
+    assert list(order.walk.pending) == ["default/c"]
     assert ask(built, state, "c") is not None  # same walk: the rest of the run
-    assert "default/c" in order.turns and order.turns.pending is None
+    assert current_order(built) is order
+    assert "default/c" in order.turns and order.walk.pending is None
     assert list(order.turns) == ["default/a", "default/b", "default/c"]
