@@ -13,13 +13,20 @@ bind that returns after the watch showed its pod deleted assumes nothing: the po
 A gang's pods (`gang_pods`) include those its Volcano Job will have once Lahar admits it
 (`cache.expected`), which the Job's controller has not created yet. A pod kube-scheduler asks
 about before the watch has shown it (`learn`) is taken from the scheduler's copy.
+
+Readers get read-only mappings (`pods`, `pod_groups`, `queues`, ...): only the methods change
+the state. Where it stands is one immutable value, `stamp` (the nodes' generation and the
+versions of gangs, queues and topology), which the engine keys what it derives on. What changed
+is said as typed events into one hub (`cache.events`), which the process hands in.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from cachetools import TTLCache
 
@@ -29,6 +36,16 @@ from extender.api.provisioning import ProvisioningRequest
 from extender.api.resources import EMPTY, Resources
 from extender.api.scheduling import GroupKind, PodGroup, Queue, gang_key, stray_gate
 from extender.api.topology import HyperNode
+from extender.cache.events import (
+    CapacityFreed,
+    Events,
+    GangChanged,
+    PodGroupChanged,
+    ProvisioningRequestChanged,
+    QueuesChanged,
+    StrayGate,
+    TopologyChanged,
+)
 from extender.cache.expected import ExpectedPods
 from extender.cache.snapshot import ChangeLog, NodeInfo, Snapshot
 
@@ -42,35 +59,57 @@ class Placement:
     assumed_at: float | None = None  # set while the binding is not yet seen by the watch
 
 
+class Stamp(NamedTuple):
+    """What the state's changes have reached: the nodes' generation (`Snapshot.generation`), and
+    versions that move when gangs' pods or PodGroups change (`groups`), when a queue's spec or
+    state or a PriorityClass changes (`queues`: what the fair order reads), and when what the
+    network topology resolves to may have changed (`topology`: a HyperNode's spec, a node
+    added, removed or relabelled)."""
+
+    nodes: int
+    groups: int
+    queues: int
+    topology: int
+
+
 class ClusterState:
-    def __init__(self, *, assume_ttl: float = 30.0, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        *,
+        assume_ttl: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+        events: Events | None = None,
+    ):
+        """`events`: the hub to say what changed into (`cache.events`; a hub of its own, which
+        delivers at once, when none is given)."""
         self._assume_ttl = assume_ttl
         self._clock = clock
+        self.events = events if events is not None else Events()
         self._nodes: dict[str, Node] = {}
         self._requested: dict[str, Resources] = {}
         self._infos: dict[str, NodeInfo] = {}
-        self.pods: dict[str, Pod] = {}  # by uid
+        self._pods: dict[str, Pod] = {}  # by uid
         # Uids the watch showed deleted lately: a bind of one that completes after its delete
         # (a slow or retried call) must not bring it back as a pod that no event will remove.
         self._deleted: TTLCache[str, bool] = TTLCache(maxsize=65536, ttl=assume_ttl, timer=clock)
-        self.terminating: set[str] = set()  # uids of the pods with a deletionTimestamp
+        self._terminating: set[str] = set()  # uids of the pods with a deletionTimestamp
         self._placements: dict[str, Placement] = {}  # by pod uid
-        self.priority_classes: dict[str, PriorityClass] = {}
-        self.pod_groups: dict[str, PodGroup] = {}  # by namespace/name
-        self.queues: dict[str, Queue] = {}
-        self.hyper_nodes: dict[str, HyperNode] = {}  # by name (cluster-scoped)
+        self._priority_classes: dict[str, PriorityClass] = {}
+        self._pod_groups: dict[str, PodGroup] = {}  # by namespace/name
+        self._queues: dict[str, Queue] = {}
+        self._hyper_nodes: dict[str, HyperNode] = {}  # by name (cluster-scoped)
         # The ProvisioningRequests Lahar made (its label), by namespace/name.
-        self.provisioning_requests: dict[str, ProvisioningRequest] = {}
+        self._provisioning_requests: dict[str, ProvisioningRequest] = {}
         # Moves when what the network topology resolves to may have changed: a HyperNode's spec,
         # a node added or removed, or a node's labels (a HyperNode's labelMatch reads them).
-        self.topology_version = 0
-        self.members: dict[str, set[str]] = {}  # gang key -> uids of its pods
+        self._topology_version = 0
+        self._members: dict[str, set[str]] = {}  # gang key -> uids of its pods
         # The pods Jobs waiting for their gang's admission will have (`cache.expected`).
         self.expected = ExpectedPods()
         # Gang key -> the order in which the cache first saw the gang (its PodGroup or a pod):
         # the watch delivers objects in the order they were written, so gangs created within
         # the same second (creationTimestamp's resolution) still line up first come, first served.
-        self.arrivals: dict[str, int] = {}
+        self._arrivals: dict[str, int] = {}
         self._arrived = 0
         # Which gang changed at which gang generation (its pods, their placements, its
         # PodGroup): the layers above keep what they derive from a gang until it changes
@@ -78,23 +117,9 @@ class ClusterState:
         # nearly all are as they were at the call before.
         self._gang_changes = ChangeLog()
         # Grows whenever a gang's pods or PodGroup change: with `generation`, it keys gang plans.
-        self.groups_version = 0
+        self._groups_version = 0
         # Grows when a queue's spec or state, or a PriorityClass, changes: what fair order reads.
-        self.queues_version = 0
-        # Called (on the loop) when capacity may have been freed: a pod stopped counting, or a
-        # node appeared or changed. The waker retries parked gangs then.
-        self.on_capacity_freed: list[Callable[[], None]] = []
-        self.on_pod_group: list[Callable[[str], None]] = []  # a PodGroup appeared or changed
-        # What queue status counts read changed: a Queue, or a PodGroup's phase or existence.
-        self.on_queue_change: list[Callable[[], None]] = []
-        # What the network topology resolves to may have changed (`topology_version` moved).
-        self.on_topology_change: list[Callable[[], None]] = []
-        # A gang's members changed: one joined or left, or a member's phase or node changed.
-        self.on_gang_changed: list[Callable[[str], None]] = []
-        # A pod held by Lahar's gate alone that names no group Lahar reads (`stray_gate`).
-        self.on_stray_gate: list[Callable[[Pod], None]] = []
-        # One of Lahar's ProvisioningRequests appeared, changed or went (its key).
-        self.on_provisioning_request: list[Callable[[str], None]] = []
+        self._queues_version = 0
         self._changes = ChangeLog()
         self._membership = 0
         self._snapshot: Snapshot | None = None
@@ -104,6 +129,62 @@ class ClusterState:
     def generation(self) -> int:
         """Grows by one with every change to any node's view."""
         return self._changes.generation
+
+    @property
+    def stamp(self) -> Stamp:
+        """Where the state stands now, in one value: equal stamps, the same nodes, gangs,
+        queues and topology as far as what the engine derives from them goes."""
+        return Stamp(
+            self._changes.generation,
+            self._groups_version,
+            self._queues_version,
+            self._topology_version,
+        )
+
+    # -- read-only views (the informers and the bind action change them through the methods)
+
+    @property
+    def pods(self) -> Mapping[str, Pod]:
+        """The pods, by uid."""
+        return self._pods
+
+    @property
+    def terminating(self) -> AbstractSet[str]:
+        """The uids of the pods with a deletionTimestamp."""
+        return self._terminating
+
+    @property
+    def priority_classes(self) -> Mapping[str, PriorityClass]:
+        return self._priority_classes
+
+    @property
+    def pod_groups(self) -> Mapping[str, PodGroup]:
+        """Every kind's PodGroups, by gang key."""
+        return self._pod_groups
+
+    @property
+    def queues(self) -> Mapping[str, Queue]:
+        return self._queues
+
+    @property
+    def hyper_nodes(self) -> Mapping[str, HyperNode]:
+        """By name (cluster-scoped)."""
+        return self._hyper_nodes
+
+    @property
+    def provisioning_requests(self) -> Mapping[str, ProvisioningRequest]:
+        """The ProvisioningRequests Lahar made (its label), by namespace/name."""
+        return self._provisioning_requests
+
+    @property
+    def members(self) -> Mapping[str, AbstractSet[str]]:
+        """Gang key -> the uids of its pods."""
+        return self._members
+
+    @property
+    def arrivals(self) -> Mapping[str, int]:
+        """Gang key -> the order in which the cache first saw the gang."""
+        return self._arrivals
 
     # -- nodes ---------------------------------------------------------------------------------
 
@@ -126,28 +207,28 @@ class ClusterState:
     # -- priority classes ----------------------------------------------------------------------
 
     def upsert_priority_class(self, priority_class: PriorityClass) -> None:
-        previous = self.priority_classes.get(priority_class.metadata.name)
-        self.priority_classes[priority_class.metadata.name] = priority_class
+        previous = self._priority_classes.get(priority_class.metadata.name)
+        self._priority_classes[priority_class.metadata.name] = priority_class
         if previous is None or previous.value != priority_class.value:
-            self.queues_version += 1
+            self._queues_version += 1
 
     def delete_priority_class(self, name: str) -> None:
-        if self.priority_classes.pop(name, None) is not None:
-            self.queues_version += 1
+        if self._priority_classes.pop(name, None) is not None:
+            self._queues_version += 1
 
     def replace_priority_classes(self, classes: Iterable[PriorityClass]) -> None:
         listed = {c.metadata.name: c for c in classes}
-        values = {name: c.value for name, c in self.priority_classes.items()}
-        self.priority_classes = listed
+        values = {name: c.value for name, c in self._priority_classes.items()}
+        self._priority_classes = listed
         if values != {name: c.value for name, c in listed.items()}:
-            self.queues_version += 1  # a relist that changed nothing keeps the fair order
+            self._queues_version += 1  # a relist that changed nothing keeps the fair order
 
     # -- PodGroups and Queues -----------------------------------------------------------------
 
     def upsert_pod_group(self, group: PodGroup) -> None:
         """A new PodGroup or a new spec is a gang change; a status write is not."""
-        previous = self.pod_groups.get(group.key)
-        self.pod_groups[group.key] = group
+        previous = self._pod_groups.get(group.key)
+        self._pod_groups[group.key] = group
         self._arrive(group.key)
         self._touch_gang(group.key)
         if (
@@ -156,17 +237,16 @@ class ClusterState:
             or previous.problem != group.problem
             or previous.gather_timeout != group.gather_timeout
         ):
-            self.groups_version += 1
-            for callback in self.on_pod_group:
-                callback(group.key)
+            self._groups_version += 1
+            self.events.publish(PodGroupChanged(group.key))
         if previous is None or previous.status.phase != group.status.phase:
             self._queue_changed()
 
     def delete_pod_group(self, key: str) -> None:
-        if self.pod_groups.pop(key, None) is not None:
+        if self._pod_groups.pop(key, None) is not None:
             self._leave(key)
             self._touch_gang(key)
-            self.groups_version += 1
+            self._groups_version += 1
             self._queue_changed()
 
     def replace_pod_groups(
@@ -175,7 +255,7 @@ class ClusterState:
         """A full list of one kind's groups: that kind's groups missing from it are gone; new or
         changed ones are announced."""
         listed = {group.key: group for group in groups}
-        held = {key for key, group in self.pod_groups.items() if group.group_kind is kind}
+        held = {key for key, group in self._pod_groups.items() if group.group_kind is kind}
         for key in held - set(listed):
             self.delete_pod_group(key)
         for group in listed.values():
@@ -184,28 +264,27 @@ class ClusterState:
     def upsert_queue(self, queue: Queue) -> None:
         """A new queue, spec or state is a change to the fair order; counts written by the
         status writer are not."""
-        previous = self.queues.get(queue.metadata.name)
-        self.queues[queue.metadata.name] = queue
+        previous = self._queues.get(queue.metadata.name)
+        self._queues[queue.metadata.name] = queue
         if (
             previous is None
             or previous.spec != queue.spec
             or previous.status.state != queue.status.state
         ):
-            self.queues_version += 1
+            self._queues_version += 1
         self._queue_changed()
 
     def delete_queue(self, name: str) -> None:
-        if self.queues.pop(name, None) is not None:
-            self.queues_version += 1
+        if self._queues.pop(name, None) is not None:
+            self._queues_version += 1
             self._queue_changed()
 
     def _queue_changed(self) -> None:
-        for callback in self.on_queue_change:
-            callback()
+        self.events.publish(QueuesChanged())
 
     def replace_queues(self, queues: Iterable[Queue]) -> None:
         listed = {queue.metadata.name: queue for queue in queues}
-        for name in set(self.queues) - set(listed):
+        for name in set(self._queues) - set(listed):
             self.delete_queue(name)
         for queue in listed.values():
             self.upsert_queue(queue)
@@ -214,18 +293,18 @@ class ClusterState:
 
     def upsert_hyper_node(self, hyper_node: HyperNode) -> None:
         """A new HyperNode or a new spec changes the topology; a status write does not."""
-        previous = self.hyper_nodes.get(hyper_node.name)
-        self.hyper_nodes[hyper_node.name] = hyper_node
+        previous = self._hyper_nodes.get(hyper_node.name)
+        self._hyper_nodes[hyper_node.name] = hyper_node
         if previous is None or previous.spec != hyper_node.spec:
             self._topology_changed()
 
     def delete_hyper_node(self, name: str) -> None:
-        if self.hyper_nodes.pop(name, None) is not None:
+        if self._hyper_nodes.pop(name, None) is not None:
             self._topology_changed()
 
     def replace_hyper_nodes(self, hyper_nodes: Iterable[HyperNode]) -> None:
         listed = {hyper_node.name: hyper_node for hyper_node in hyper_nodes}
-        for name in set(self.hyper_nodes) - set(listed):
+        for name in set(self._hyper_nodes) - set(listed):
             self.delete_hyper_node(name)
         for hyper_node in listed.values():
             self.upsert_hyper_node(hyper_node)
@@ -233,38 +312,35 @@ class ClusterState:
     def _topology_changed(self) -> None:
         """The gangs that ask for a network topology are planned anew (their views hold what
         the topology offers them)."""
-        self.topology_version += 1
-        for key, group in self.pod_groups.items():
+        self._topology_version += 1
+        for key, group in self._pod_groups.items():
             if group.spec.network_topology is not None or group.spec.sub_group_policy:
                 self._touch_gang(key)
-        for callback in self.on_topology_change:
-            callback()
+        self.events.publish(TopologyChanged())
         self._capacity_freed()  # (a gang that waited for a HyperNode may fit now)
 
     # -- ProvisioningRequests ------------------------------------------------------------------
 
     def upsert_provisioning_request(self, request: ProvisioningRequest) -> None:
-        self.provisioning_requests[request.key] = request
-        for callback in self.on_provisioning_request:
-            callback(request.key)
+        self._provisioning_requests[request.key] = request
+        self.events.publish(ProvisioningRequestChanged(request.key))
 
     def delete_provisioning_request(self, key: str) -> None:
-        if self.provisioning_requests.pop(key, None) is not None:
-            for callback in self.on_provisioning_request:
-                callback(key)
+        if self._provisioning_requests.pop(key, None) is not None:
+            self.events.publish(ProvisioningRequestChanged(key))
 
     def replace_provisioning_requests(self, requests: Iterable[ProvisioningRequest]) -> None:
         listed = {request.key: request for request in requests}
-        for key in set(self.provisioning_requests) - set(listed):
+        for key in set(self._provisioning_requests) - set(listed):
             self.delete_provisioning_request(key)
         for request in listed.values():
-            if self.provisioning_requests.get(request.key) != request:
+            if self._provisioning_requests.get(request.key) != request:
                 self.upsert_provisioning_request(request)
 
     def gang_pods(self, key: str) -> list[Pod]:
         """The pods that name gang `key`, by name (finished ones included), and the pods its
         Job will have that are not created yet (`cache.expected`)."""
-        pods = [self.pods[uid] for uid in self.members.get(key, ()) if uid in self.pods]
+        pods = [self._pods[uid] for uid in self._members.get(key, ()) if uid in self._pods]
         expected = self.expected.of(key)
         if expected:
             names = {pod.metadata.name for pod in pods}
@@ -286,9 +362,9 @@ class ClusterState:
     def _priority_of(self, name: str) -> int:
         """The priority the API server gives a pod of PriorityClass `name` ("": none)."""
         if name:
-            known = self.priority_classes.get(name)
+            known = self._priority_classes.get(name)
             return known.value if known is not None else 0
-        default = (c.value for c in self.priority_classes.values() if c.global_default)
+        default = (c.value for c in self._priority_classes.values() if c.global_default)
         return next(default, 0)
 
     def _expected_changed(self, key: str | None) -> None:
@@ -296,13 +372,12 @@ class ClusterState:
         if key is None:
             return
         self._touch_gang(key)
-        self.groups_version += 1
-        for callback in self.on_gang_changed:
-            callback(key)
+        self._groups_version += 1
+        self.events.publish(GangChanged(key))
 
     def known_pod(self, uid: str, resource_version: str) -> Pod | None:
         """The pod `uid` as the cache holds it, if at exactly `resource_version`."""
-        pod = self.pods.get(uid)
+        pod = self._pods.get(uid)
         if pod is None or pod.metadata.resource_version != resource_version:
             return None
         return pod
@@ -316,16 +391,15 @@ class ClusterState:
 
     def upsert_pod(self, pod: Pod) -> None:
         uid = pod.metadata.uid
-        previous = self.pods.get(uid)
-        self.pods[uid] = pod
+        previous = self._pods.get(uid)
+        self._pods[uid] = pod
         if pod.metadata.deletion_timestamp is not None:
-            self.terminating.add(uid)
+            self._terminating.add(uid)
         else:
-            self.terminating.discard(uid)
+            self._terminating.discard(uid)
         self._index(previous, pod)
         if pod.spec.scheduling_gates and stray_gate(pod):
-            for callback in self.on_stray_gate:
-                callback(pod)
+            self.events.publish(StrayGate(pod))
         current = self._placements.get(uid)
         wanted: Placement | None = None
         if not pod.finished:
@@ -341,19 +415,19 @@ class ClusterState:
         waits at the barrier with the others (the watch's events for it apply as usual); not a
         pod the watch showed deleted."""
         uid = pod.metadata.uid
-        if uid and uid not in self.pods and uid not in self._deleted:
+        if uid and uid not in self._pods and uid not in self._deleted:
             self.upsert_pod(pod)
 
     def delete_pod(self, uid: str) -> None:
         self._deleted[uid] = True
-        self.terminating.discard(uid)
-        self._index(self.pods.pop(uid, None), None)
+        self._terminating.discard(uid)
+        self._index(self._pods.pop(uid, None), None)
         self._place(uid, None)
 
     def replace_pods(self, pods: Iterable[Pod]) -> None:
         """A full list: pods missing from it are gone (assumed ones too, unless listed)."""
         listed = {pod.metadata.uid: pod for pod in pods}
-        for uid in (set(self.pods) | set(self._placements)) - set(listed):
+        for uid in (set(self._pods) | set(self._placements)) - set(listed):
             self.delete_pod(uid)
         for pod in listed.values():
             self.upsert_pod(pod)
@@ -366,7 +440,7 @@ class ClusterState:
         uid = pod.metadata.uid
         if uid in self._deleted:
             return
-        if uid not in self.pods:
+        if uid not in self._pods:
             self.upsert_pod(pod)
         current = self._placements.get(uid)
         if current is not None and current.node == node and current.assumed_at is None:
@@ -438,11 +512,11 @@ class ClusterState:
         assumed = sum(1 for p in self._placements.values() if p.assumed_at is not None)
         return {
             "nodes": len(self._nodes),
-            "pods": len(self.pods),
+            "pods": len(self._pods),
             "assumed_pods": assumed,
-            "priority_classes": len(self.priority_classes),
-            "pod_groups": len(self.pod_groups),
-            "queues": len(self.queues),
+            "priority_classes": len(self._priority_classes),
+            "pod_groups": len(self._pod_groups),
+            "queues": len(self._queues),
         }
 
     # -- internals -----------------------------------------------------------------------------
@@ -457,14 +531,14 @@ class ClusterState:
             if key is not None:
                 self._touch_gang(key)
         if before is not None and before != after:
-            uids = self.members.get(before, set())
+            uids = self._members.get(before, set())
             uids.discard(previous.metadata.uid)  # type: ignore[union-attr]
             if not uids:
-                self.members.pop(before, None)
+                self._members.pop(before, None)
                 self._leave(before)
         if after is not None:
             self._arrive(after)
-            self.members.setdefault(after, set()).add(pod.metadata.uid)  # type: ignore[union-attr]
+            self._members.setdefault(after, set()).add(pod.metadata.uid)  # type: ignore[union-attr]
         if (
             previous is None
             or pod is None
@@ -472,22 +546,21 @@ class ClusterState:
             or previous.status.phase != pod.status.phase
             or previous.metadata.deletion_timestamp != pod.metadata.deletion_timestamp
         ):
-            self.groups_version += 1  # placements are covered by `generation`
+            self._groups_version += 1  # placements are covered by `generation`
         elif previous.spec.node_name == pod.spec.node_name:
             return
         for key in {k for k in (before, after) if k is not None}:
-            for callback in self.on_gang_changed:
-                callback(key)
+            self.events.publish(GangChanged(key))
 
     def _arrive(self, key: str) -> None:
-        if key not in self.arrivals:
-            self.arrivals[key] = self._arrived
+        if key not in self._arrivals:
+            self._arrivals[key] = self._arrived
             self._arrived += 1
 
     def _leave(self, key: str) -> None:
         """Forget the gang's arrival once neither its PodGroup nor any pod is left."""
-        if key not in self.pod_groups and key not in self.members:
-            self.arrivals.pop(key, None)
+        if key not in self._pod_groups and key not in self._members:
+            self._arrivals.pop(key, None)
 
     def _touch_gang(self, key: str) -> None:
         self._gang_changes.record(key)
@@ -503,7 +576,7 @@ class ClusterState:
         ):
             self._placements[uid] = wanted  # the watch confirmed an assumption: usage unchanged
             return
-        pod = self.pods.get(uid)
+        pod = self._pods.get(uid)
         key = gang_key(pod) if pod is not None else None
         if key is not None:
             self._touch_gang(key)  # a member placed or unplaced
@@ -533,7 +606,7 @@ class ClusterState:
                 return  # it was not known: nothing changes
             self._membership += 1
             self._capacity = None
-            if self.hyper_nodes:
+            if self._hyper_nodes:
                 self._topology_changed()
         else:
             info = NodeInfo(
@@ -548,7 +621,7 @@ class ClusterState:
                 return  # a heartbeat or status the policies do not read: nothing to recompute
             if previous is None:
                 self._membership += 1
-            if self.hyper_nodes and (previous is None or previous.labels != info.labels):
+            if self._hyper_nodes and (previous is None or previous.labels != info.labels):
                 self._topology_changed()
             if (
                 previous is None
@@ -562,5 +635,4 @@ class ClusterState:
             self._capacity_freed()  # the node itself changed (capacity, cordon, labels, taints)
 
     def _capacity_freed(self) -> None:
-        for callback in self.on_capacity_freed:
-            callback()
+        self.events.publish(CapacityFreed())

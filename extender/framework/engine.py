@@ -33,11 +33,13 @@ from extender.api.candidates import Candidates
 from extender.api.engine_settings import GangSettings, PreemptionSettings
 from extender.api.objects import Pod
 from extender.api.resources import Resources
+from extender.cache.events import Events
 from extender.cache.snapshot import Snapshot
 from extender.cache.state import ClusterState
 from extender.framework.policy import Policy
 from extender.framework.session import OUTSIDE, FilterOutcome, Session
 from extender.framework.table import Tables
+from extender.gangs.events import GangAdmitted, GangRejected, GangReleased, GangShown
 from extender.gangs.fairness import dominant_share, share
 from extender.gangs.ledger import PLAIN, Gangs, Verdict
 from extender.gangs.members import GangView, view_gang
@@ -75,6 +77,10 @@ __all__ = [
     "Delete",
     "Engine",
     "FilterOutcome",
+    "GangAdmitted",
+    "GangRejected",
+    "GangReleased",
+    "GangShown",
     "GangView",
     "Order",
     "Plan",
@@ -117,17 +123,27 @@ class Engine:
         schedulers: Collection[str] = (),
         *,
         clock: Callable[[], float] = time.monotonic,
+        events: Events | None = None,
     ) -> None:
         """`schedulers`: the schedulerNames Lahar serves from the start (more are learned from
         the calls): the gangs of their pods contend before any of them is asked about, and those
         held by Lahar's gate are let in without ever being asked about. `clock`: seconds, the
-        only time the engine reads."""
+        only time the engine reads. `events`: the hub the engine says what it decided into
+        (`gangs.events`; the process hands in the one its cluster state uses; a hub of its own
+        when none is given)."""
         self.policy = policy
         self.tables = Tables(policy.filters, policy.scorers)
         self._clock = clock
+        self.events = events if events is not None else Events()
         settings = policy.gang_settings
         self._gangs = (
-            Gangs(settings, clock=clock, ordering=policy.ordering, schedulers=set(schedulers))
+            Gangs(
+                settings,
+                clock=clock,
+                ordering=policy.ordering,
+                schedulers=set(schedulers),
+                events=self.events,
+            )
             if settings is not None
             else None
         )
@@ -346,28 +362,6 @@ class Engine:
     def moments(self, now: float, *, backoffs: bool = True) -> list[float]:
         """The times after `now` at which the ledger moves with no cluster event."""
         return self._gangs.moments(now, backoffs=backoffs) if self._gangs is not None else []
-
-    # -- what happens to gangs, as it happens -------------------------------------------------
-
-    def on_admitted(self, call: Callable[[str], None]) -> None:
-        """Call `call(key)` whenever a gang is admitted."""
-        if self._gangs is not None:
-            self._gangs.on_admitted.append(call)
-
-    def on_released(self, call: Callable[[str], None]) -> None:
-        """Call `call(key)` whenever a gang's admission ends."""
-        if self._gangs is not None:
-            self._gangs.on_released.append(call)
-
-    def on_rejected(self, call: Callable[[str, Rejection], None]) -> None:
-        """Call `call(key, rejection)` whenever a gang is rejected anew or for a new cause."""
-        if self._gangs is not None:
-            self._gangs.on_rejected.append(call)
-
-    def on_shown(self, call: Callable[[str], None]) -> None:
-        """Call `call(key)` whenever a gang is shown to the scheduler (`gangs.scale_up`)."""
-        if self._gangs is not None:
-            self._gangs.on_shown.append(call)
 
     # -- what was asked of the autoscaler ------------------------------------------------------
 

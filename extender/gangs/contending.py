@@ -89,7 +89,7 @@ class Contending(FollowsGangs):
         nothing pending any more, for the ledger to forget. `backoff`: the seconds a backoff
         lasts (what a gang backing off is told)."""
         now = ranking.now
-        basis = (state.queues_version, ranking.total, schedulers, ranking.ordering, timeout)
+        basis = (state.stamp.queues, ranking.total, schedulers, ranking.ordering, timeout)
         if basis != self._basis:
             self._basis, self._everyone = basis, True
         self.catch_up(state)

@@ -41,8 +41,10 @@ from extender.api.job_pods import expected_name, is_expected
 from extender.api.objects import Pod
 from extender.api.resources import Resources
 from extender.api.scheduling import gang_key
+from extender.cache.events import Events
 from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
+from extender.gangs.events import GangAdmitted, GangRejected, GangReleased
 from extender.gangs.hyper_placement import staying_inside
 from extender.gangs.lineup import Ranking
 from extender.gangs.members import (
@@ -91,12 +93,8 @@ class Gangs:
     _reservations: Reservations = field(default_factory=Reservations)
     _backoff_until: dict[str, float] = field(default_factory=dict)
     _waiting: dict[str, Refusal] = field(default_factory=dict)  # refused gangs
-    on_admitted: list[Callable[[str], None]] = field(default_factory=list)
-    on_released: list[Callable[[str], None]] = field(default_factory=list)
-    on_rejected: list[Callable[[str, Rejection], None]] = field(default_factory=list)
-    # A gang is shown to the scheduler (its scale-up mode is `unschedulable`): its PodGroup says
-    # so, which has a waiting Job's controller create its pods (`gangs.wanting`).
-    on_shown: list[Callable[[str], None]] = field(default_factory=list)
+    # Where the ledger says what it decided (`gangs.events`): the process's one hub.
+    events: Events = field(default_factory=Events)
     _queues: tuple[tuple[int, ...], dict[str, QueueView]] | None = None
     _queue_tally: QueueTally = field(default_factory=QueueTally)
     # Scheduler names of the pods Lahar was asked about: gangs of those schedulers contend.
@@ -309,13 +307,7 @@ class Gangs:
         return found
 
     def _state_key(self, state: ClusterState) -> tuple[int, ...]:
-        return (
-            state.generation,
-            state.groups_version,
-            state.queues_version,
-            state.topology_version,
-            self.version,
-        )
+        return (*state.stamp, self.version)
 
     def backing_off(self, key: str) -> Rejection | None:
         """Why the gang waits while it backs off (None: it does not)."""
@@ -361,8 +353,7 @@ class Gangs:
         if previous is None and refused_in is not None and not self._walks.knows(key):
             self._walks.drop()
         if previous is None or previous.rejection.cause != rejection.cause:
-            for callback in self.on_rejected:
-                callback(key, rejection)
+            self.events.publish(GangRejected(key, rejection))
         return Verdict(rejection.message)
 
     def refused_anew(self, key: str, rejection: Rejection, refused_in: int) -> None:
@@ -458,8 +449,7 @@ class Gangs:
         if back_off:
             self._backoff_until[key] = self.clock() + self.settings.backoff
             self._walks.drop()  # the order may have let it in: it no longer may
-        for callback in self.on_released:
-            callback(key)
+        self.events.publish(GangReleased(key))
 
     def expire(self) -> list[str]:
         """Release admissions that made no progress for `reservation_timeout`, and back off
@@ -476,8 +466,7 @@ class Gangs:
     def _admit(self, gang: GangView, slots: dict[str, Slot]) -> None:
         self._reservations.admit(gang.key, slots, self.clock())
         self.forget(gang.key)  # (which has the order look at it again)
-        for callback in self.on_admitted:
-            callback(gang.key)
+        self.events.publish(GangAdmitted(gang.key))
 
     def _current(self, gang: GangView) -> Admission | None:
         """The gang's admission, brought up to the state: slots of members placed or gone are

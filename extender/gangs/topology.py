@@ -2,7 +2,7 @@
 what a gang's `networkTopology` and partitions ask of them.
 
 `Topology.of(state)` resolves the cluster's HyperNodes (`api.topology`) once per topology change
-(`ClusterState.topology_version`): each becomes a `Domain`, its tier and every node under it,
+(`ClusterState.stamp.topology`): each becomes a `Domain`, its tier and every node under it,
 through its member HyperNodes too (a member HyperNode missing, or a loop, adds nothing). Nodes a
 selector names that do not exist are left out.
 
@@ -109,13 +109,13 @@ class Topology:
 
     @classmethod
     def of(cls, state: ClusterState) -> Topology:
-        """The state's topology, resolved once per `ClusterState.topology_version`."""
+        """The state's topology, resolved once per `ClusterState.stamp.topology`."""
         kept = _KEPT.get(state)
-        if kept is not None and kept[0] == state.topology_version:
+        if kept is not None and kept[0] == state.stamp.topology:
             return kept[1]
         nodes = {name: info.labels for name, info in state.view().nodes.items()}
         made = cls(state.hyper_nodes, nodes)
-        _KEPT[state] = (state.topology_version, made)
+        _KEPT[state] = (state.stamp.topology, made)
         return made
 
     @property

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from extender.api.scale_up import Mode
 from extender.cache.snapshot import NodeInfo
 from extender.cache.state import ClusterState
+from extender.gangs.events import GangShown
 from extender.gangs.ledger import Gangs
 from extender.gangs.members import view_gang
 from extender.gangs.scale_up import queue_mode, queue_modes, wants_nodes
@@ -60,8 +61,7 @@ def want_nodes(gangs: Gangs, state: ClusterState, nodes: Mapping[str, NodeInfo])
             shown.add(key)
     newly, book.shown = shown - book.shown, shown
     for key in sorted(newly):
-        for callback in gangs.on_shown:
-            callback(key)
+        gangs.events.publish(GangShown(key))
     book.read = (order.number, tuple(wanting))
     return wanting
 

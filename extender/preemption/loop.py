@@ -27,8 +27,9 @@ from collections.abc import Awaitable, Callable
 
 from extender.api.engine_settings import PreemptionSettings
 from extender.cache.state import ClusterState
+from extender.gangs.events import GangRejected
 from extender.gangs.ledger import Gangs
-from extender.gangs.refusals import WANTS_CAPACITY, Rejection
+from extender.gangs.refusals import WANTS_CAPACITY
 from extender.preemption.plan import Preemption, candidates
 
 CarryOut = Callable[[Preemption], Awaitable[bool]]  # False: refused, nothing evicted
@@ -60,10 +61,10 @@ class PreemptionLoop:
 
     def attach(self) -> None:
         """Wake whenever a gang is refused for want of capacity."""
-        self.gangs.on_rejected.append(self._rejected)
+        self.gangs.events.subscribe(GangRejected, self._rejected)
 
-    def _rejected(self, key: str, why: Rejection) -> None:
-        if why.cause in WANTS_CAPACITY:
+    def _rejected(self, event: GangRejected) -> None:
+        if event.rejection.cause in WANTS_CAPACITY:
             self._wake.set()
 
     def wake(self) -> None:

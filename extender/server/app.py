@@ -44,10 +44,11 @@ from extender.actions.bind import Binder
 from extender.api.candidates import CandidateParser
 from extender.api.log_fields import about_gang, about_pod
 from extender.api.scheduling import VOLCANO_SCHEDULER
+from extender.cache.events import Events, later
 from extender.cache.informer import Informers
 from extender.cache.kinds import PROVISIONING_REQUESTS
 from extender.cache.state import ClusterState
-from extender.framework.engine import Engine, dominant_share, view_gang
+from extender.framework.engine import Engine, GangAdmitted, GangRejected, dominant_share, view_gang
 from extender.framework.policy import Policy
 from extender.kube import AsyncApi
 from extender.kube.leader import FollowOptions, LeaseOptions
@@ -129,7 +130,9 @@ def make_app(
     Lease once its extender has not been ready for that many seconds (0: never)."""
     app = web.Application()
     app[TLS] = tls
-    app[STATE] = state if state is not None else ClusterState()
+    # One hub for what the state and the engine say happened, delivered after the call that
+    # made the change (`cache.events`).
+    app[STATE] = state if state is not None else ClusterState(events=Events(later))
     app[METRICS] = ExtenderMetrics(app[STATE].sizes, lambda: _informer_counts(app))
     shell = install(app, app[METRICS].registry, lambda: unready(app))
     _leadership(app, api, lease, follow)
@@ -137,7 +140,7 @@ def make_app(
         app.cleanup_ctx.append(_reloading(tls))
     if probes is not None:
         app.cleanup_ctx.append(probe_listener(*probes))
-    app[ENGINE] = Engine(policy, schedulers)
+    app[ENGINE] = Engine(policy, schedulers, events=app[STATE].events)
     app[PARSER] = CandidateParser(known=app[STATE].known_pod)
     app[INFORMERS] = None
     if api is None:  # no cache to fill: serve as soon as this replica leads
@@ -221,8 +224,12 @@ def _gang_rules(app: web.Application, engine: Engine, binder: Binder) -> None:
     )
     app[BARRIER] = barrier = Barrier(app[STATE], engine, binder, observer)
     metrics.members_held.set_function(barrier.holding)
-    engine.on_admitted(lambda key: metrics.admitted(view_gang(state, key)))
-    engine.on_rejected(lambda key, why: metrics.gang_rejections.labels(why.cause).inc())
+    engine.events.subscribe(
+        GangAdmitted, lambda event: metrics.admitted(view_gang(state, event.key))
+    )
+    engine.events.subscribe(
+        GangRejected, lambda event: metrics.gang_rejections.labels(event.rejection.cause).inc()
+    )
     metrics.pending_gangs.set_function(lambda: len(engine.refused()))
     metrics.pods_in_flight.set_function(engine.in_flight)
     figures = QueueGauges(lambda: _queue_figures(state, engine, metrics.clock(), metrics.history))

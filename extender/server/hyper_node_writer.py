@@ -4,7 +4,7 @@
 nodes under the HyperNode, directly or through its member HyperNodes. Where Lahar stands in for
 Volcano, nothing else writes it: the leading extender does. A change to what the topology
 resolves to (a HyperNode created, deleted or given a new spec; a node added, removed or
-relabelled: `ClusterState.on_topology_change`) only wakes the writer; it waits `interval`, so that
+relabelled: `TopologyChanged`, `cache.events`) only wakes the writer; it waits `interval`, so that
 the rest of a burst (a whole tree of HyperNodes applied at once) joins the same pass, resolves the
 topology (`gangs.topology`) and merge-patches the HyperNodes whose count differs from what the
 cached object shows (`stale_node_counts`). The first pass, once this replica leads, corrects
@@ -24,6 +24,7 @@ from typing import Any
 
 from extender.api.log_fields import about
 from extender.api.topology import HyperNode
+from extender.cache.events import TopologyChanged
 from extender.cache.state import ClusterState
 from extender.framework.engine import Topology, stale_node_counts
 from extender.server.coalesce import Coalesced
@@ -52,7 +53,7 @@ class HyperNodeWriter(Coalesced):
     def attach(self) -> None:
         """Listen to the state (call on the event loop)."""
         super().attach()
-        self.state.on_topology_change.append(self.poke)
+        self.state.events.subscribe(TopologyChanged, lambda event: self.poke())
 
     async def flush(self) -> None:
         if not self.state.hyper_nodes:

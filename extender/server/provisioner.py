@@ -44,11 +44,21 @@ from extender.api.provisioning import (
 )
 from extender.api.scale_up import Mode
 from extender.api.scheduling import PodGroup
+from extender.cache.events import (
+    CapacityFreed,
+    GangChanged,
+    PodGroupChanged,
+    ProvisioningRequestChanged,
+    QueuesChanged,
+)
 from extender.cache.state import ClusterState
 from extender.framework.engine import (
     Create,
     Delete,
     Engine,
+    GangAdmitted,
+    GangRejected,
+    GangReleased,
     pod_sets,
     queue_modes,
     request_body,
@@ -114,14 +124,15 @@ class Provisioner:
     def attach(self) -> None:
         """Listen to the gang rules and the state (call on the event loop)."""
         engine = self.engine
-        engine.on_rejected(lambda key, why: self.poke())
-        engine.on_admitted(lambda key: self.poke())
-        engine.on_released(lambda key: self.poke())
-        self.state.on_gang_changed.append(lambda key: self.poke())
-        self.state.on_pod_group.append(lambda key: self.poke())
-        self.state.on_queue_change.append(self.poke)
-        self.state.on_provisioning_request.append(lambda key: self.poke())
-        self.state.on_capacity_freed.append(self.poke)  # (the nodes of a Provisioned request)
+        engine.events.subscribe(GangRejected, lambda event: self.poke())
+        engine.events.subscribe(GangAdmitted, lambda event: self.poke())
+        engine.events.subscribe(GangReleased, lambda event: self.poke())
+        self.state.events.subscribe(GangChanged, lambda event: self.poke())
+        self.state.events.subscribe(PodGroupChanged, lambda event: self.poke())
+        self.state.events.subscribe(QueuesChanged, lambda event: self.poke())
+        self.state.events.subscribe(ProvisioningRequestChanged, lambda event: self.poke())
+        # (capacity freed: the nodes of a Provisioned request joined)
+        self.state.events.subscribe(CapacityFreed, lambda event: self.poke())
 
     def poke(self) -> None:
         self._wake.set()

@@ -33,6 +33,7 @@ from typing import Any
 from extender.api.log_fields import about_queue
 from extender.api.resources import Resources
 from extender.api.scheduling import DEFAULT_QUEUE, Queue, QueueStatus
+from extender.cache.events import CapacityFreed, GangChanged, PodGroupChanged, QueuesChanged
 from extender.cache.state import ClusterState
 from extender.framework.engine import Engine, QueueTree
 from extender.server.coalesce import Coalesced
@@ -78,10 +79,11 @@ class QueueWriter(Coalesced):
     def attach(self) -> None:
         """Listen to the state (call on the event loop)."""
         super().attach()
-        self.state.on_gang_changed.append(lambda key: self.poke())
-        self.state.on_pod_group.append(lambda key: self.poke())
-        self.state.on_queue_change.append(self.poke)
-        self.state.on_capacity_freed.append(self.poke)  # an assumed binding dropped, too
+        self.state.events.subscribe(GangChanged, lambda event: self.poke())
+        self.state.events.subscribe(PodGroupChanged, lambda event: self.poke())
+        self.state.events.subscribe(QueuesChanged, lambda event: self.poke())
+        # (capacity freed: an assumed binding dropped, too)
+        self.state.events.subscribe(CapacityFreed, lambda event: self.poke())
 
     async def flush(self) -> None:
         if DEFAULT_QUEUE not in self.state.queues and await self._create_default():

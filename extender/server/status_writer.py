@@ -41,8 +41,18 @@ from extender.api import coscheduling, native_groups
 from extender.api.job_pods import is_expected
 from extender.api.log_fields import about_gang
 from extender.api.scheduling import VOLCANO_SCHEDULER, GroupKind, PodGroup, PodGroupStatus
+from extender.cache.events import GangChanged, PodGroupChanged
 from extender.cache.state import ClusterState
-from extender.framework.engine import Engine, GangView, Rejection, view_gang
+from extender.framework.engine import (
+    Engine,
+    GangAdmitted,
+    GangRejected,
+    GangReleased,
+    GangShown,
+    GangView,
+    Rejection,
+    view_gang,
+)
 from extender.framework.explain import condition_message
 from extender.kube.reports import NoStatusSubresource, utc_now
 from extender.server.coalesce import Coalesced
@@ -95,12 +105,12 @@ class StatusWriter(Coalesced):
     def attach(self) -> None:
         """Listen to the gang rules and the state (call on the event loop)."""
         super().attach()
-        self.engine.on_admitted(self._shown_inqueue)
-        self.engine.on_shown(self._shown_inqueue)
-        self.engine.on_released(self.mark)
-        self.engine.on_rejected(lambda key, rejection: self.mark(key))
-        self.state.on_gang_changed.append(self.mark)
-        self.state.on_pod_group.append(self.mark)
+        self.engine.events.subscribe(GangAdmitted, lambda event: self._shown_inqueue(event.key))
+        self.engine.events.subscribe(GangShown, lambda event: self._shown_inqueue(event.key))
+        self.engine.events.subscribe(GangReleased, lambda event: self.mark(event.key))
+        self.engine.events.subscribe(GangRejected, lambda event: self.mark(event.key))
+        self.state.events.subscribe(GangChanged, lambda event: self.mark(event.key))
+        self.state.events.subscribe(PodGroupChanged, lambda event: self.mark(event.key))
 
     def mark(self, key: str) -> None:
         self._dirty.add(key)

@@ -50,8 +50,15 @@ from extender.api.job_pods import is_expected
 from extender.api.log_fields import about_gang, about_pod
 from extender.api.objects import Pod
 from extender.api.scheduling import gang_key, stray_gate
+from extender.cache.events import (
+    CapacityFreed,
+    GangChanged,
+    PodGroupChanged,
+    QueuesChanged,
+    StrayGate,
+)
 from extender.cache.state import ClusterState
-from extender.framework.engine import Engine, view_gang
+from extender.framework.engine import Engine, GangAdmitted, GangReleased, view_gang
 
 log = logging.getLogger(__name__)
 RETRY_ANNOTATION = "lahar.io/retry"
@@ -99,17 +106,17 @@ class Waker:
         self._lifts = asyncio.Semaphore(LIFTS)
         self._tasks: set[asyncio.Task[None]] = set()
         self._pass: asyncio.TimerHandle | None = None
-        self._queues_seen = state.queues_version
+        self._queues_seen = state.stamp.queues
 
     def attach(self) -> None:
         """Listen to the gang rules and the state (call on the event loop)."""
-        self.engine.on_admitted(self.wake_gang)
-        self.engine.on_released(self._released)
-        self.state.on_capacity_freed.append(self.poke)
-        self.state.on_pod_group.append(lambda key: self.poke())
-        self.state.on_gang_changed.append(lambda key: self.poke())
-        self.state.on_queue_change.append(self._queue_changed)
-        self.state.on_stray_gate.append(self._free)
+        self.engine.events.subscribe(GangAdmitted, lambda event: self.wake_gang(event.key))
+        self.engine.events.subscribe(GangReleased, lambda event: self._released(event.key))
+        self.state.events.subscribe(CapacityFreed, lambda event: self.poke())
+        self.state.events.subscribe(PodGroupChanged, lambda event: self.poke())
+        self.state.events.subscribe(GangChanged, lambda event: self.poke())
+        self.state.events.subscribe(QueuesChanged, lambda event: self._queue_changed())
+        self.state.events.subscribe(StrayGate, lambda event: self._free(event.pod))
 
     def _free(self, pod: Pod) -> None:
         """Lift Lahar's gate from a pod that is no gang member (`stray_gate`): it is the
@@ -139,8 +146,8 @@ class Waker:
         """A Queue created, deleted or changed in spec or state (not only its status counts):
         the gangs naming it are let in, or refused for the queue, without waiting for another
         change."""
-        if self.state.queues_version != self._queues_seen:
-            self._queues_seen = self.state.queues_version
+        if self.state.stamp.queues != self._queues_seen:
+            self._queues_seen = self.state.stamp.queues
             self.poke()
 
     def poke(self) -> None:

@@ -146,7 +146,7 @@ class Simulation:
         self.on_progress, self.progress_every = on_progress, progress_every
         self.clock = Clock()
         self.state = ClusterState(clock=self.clock)
-        self.engine = Engine(policy, clock=self.clock)
+        self.engine = Engine(policy, clock=self.clock, events=self.state.events)
         self.scheduler = Scheduler(self.state, self.engine, binder_of(self._bound), seed=seed)
         self.jobs = {job.name: SimulatedJob(job) for job in trace.jobs}
         self.intervals: list[Interval] = []

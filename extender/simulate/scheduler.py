@@ -39,7 +39,7 @@ from extender.api.objects import Pod
 from extender.api.scheduling import gang_key
 from extender.api.wire import ExtenderBindingArgs
 from extender.cache.state import ClusterState
-from extender.framework.engine import Engine, view_gang
+from extender.framework.engine import Engine, GangReleased, view_gang
 from extender.simulate.clock import watched
 
 Bound = Callable[[Pod, str], None]
@@ -70,7 +70,7 @@ class Scheduler:
         self.attempts = 0
         self._candidates: tuple[int, Candidates] | None = None
         self._reminder: asyncio.TimerHandle | None = None
-        engine.on_released(self._released)
+        engine.events.subscribe(GangReleased, lambda event: self._released(event.key))
 
     def add(self, pod: Pod, created: tuple[float, int] | None = None) -> None:
         """A pending pod joins the active queue, behind pods of higher priority and pods whose

@@ -8,6 +8,7 @@ from extender.api.batch import Job
 from extender.api.job_pods import expected_uid, expecting, is_expected
 from extender.api.objects import PriorityClass
 from extender.api.scheduling import GANG_GATE, held_by_lahar
+from extender.cache.events import GangChanged
 from extender.cache.state import ClusterState
 from tests.batch_builders import make_job
 from tests.builders import make_pod
@@ -56,7 +57,7 @@ def test_a_pending_jobs_gang_shows_every_replica_held_by_lahar_until_created() -
         PriorityClass.model_validate({"metadata": {"name": "high"}, "value": 1000})
     )
     changed: list[str] = []
-    state.on_gang_changed.append(changed.append)
+    state.events.subscribe(GangChanged, lambda event: changed.append(event.key))
     job = make_job("tf").priority_class("high").task("ps", 1, cpu="2").task("worker", 2)
     state.upsert_job(job.status(phase="Pending").model())
     assert names(state) == ["tf-ps-0", "tf-worker-0", "tf-worker-1"]
@@ -78,7 +79,7 @@ def test_a_pending_jobs_gang_shows_every_replica_held_by_lahar_until_created() -
 def test_a_status_write_builds_nothing_again_and_running_drops_them() -> None:
     state = ClusterState()
     changed: list[str] = []
-    state.on_gang_changed.append(changed.append)
+    state.events.subscribe(GangChanged, lambda event: changed.append(event.key))
     state.upsert_job(tf_job())
     first = state.gang_pods(GANG)
     state.upsert_job(

@@ -4,6 +4,7 @@ request; assumed pods at once and exactly once; nothing left behind by deletes o
 from __future__ import annotations
 
 from extender.api.resources import Resources
+from extender.cache.events import GangChanged, PodGroupChanged
 from extender.cache.state import ClusterState
 from tests.builders import cluster, make_group, make_node, make_pod
 
@@ -132,15 +133,15 @@ def test_changes_policies_do_not_read_cost_nothing() -> None:
 def test_pod_groups_are_announced_when_new_or_respecified_also_after_a_relist() -> None:
     state = ClusterState()
     announced: list[str] = []
-    state.on_pod_group.append(announced.append)
+    state.events.subscribe(PodGroupChanged, lambda event: announced.append(event.key))
     group = make_group("g").min_member(2).model()
     state.replace_pod_groups([group])
-    versions = state.groups_version
+    versions = state.stamp.groups
     status_only = group.model_copy(
         update={"status": group.status.model_copy(update={"phase": "Inqueue"})}
     )
     state.upsert_pod_group(status_only)
-    assert state.groups_version == versions
+    assert state.stamp.groups == versions
     state.upsert_pod_group(make_group("g").min_member(3).model())
     state.replace_pod_groups([])
     assert announced == ["default/g", "default/g"]
@@ -150,7 +151,7 @@ def test_pod_groups_are_announced_when_new_or_respecified_also_after_a_relist() 
 def test_gang_changes_are_announced_per_gang_and_only_when_they_matter() -> None:
     state = cluster([make_node("n1")], [])
     changed: list[str] = []
-    state.on_gang_changed.append(changed.append)
+    state.events.subscribe(GangChanged, lambda event: changed.append(event.key))
     member = make_pod("g-0").group("g")
     state.upsert_pod(member.model())  # joined
     state.upsert_pod(member.label("x", "y").model())  # a label: not a gang change

@@ -11,6 +11,7 @@ from extender.cache.state import ClusterState
 from extender.framework.engine import Engine, FilterOutcome
 from extender.framework.policy import build_policy
 from extender.gangs import placement as placement_module
+from extender.gangs.events import GangRejected
 from extender.gangs.ledger import Gangs
 from extender.gangs.members import view_gang
 from extender.gangs.refusals import Cause
@@ -290,7 +291,7 @@ def test_a_refused_gang_whose_queue_is_deleted_is_refused_for_the_queue_at_the_n
     refused = engine.refusal("default/g")
     assert refused is not None and refused.rejection.cause == Cause.NOT_ENOUGH_RESOURCES
     told: list[Cause] = []
-    engine.on_rejected(lambda key, rejection: told.append(rejection.cause))
+    engine.events.subscribe(GangRejected, lambda event: told.append(event.rejection.cause))
 
     state.delete_queue("q1")
     assert engine.admissible(state) == []

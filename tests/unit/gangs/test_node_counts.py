@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from extender.cache.events import TopologyChanged
 from extender.gangs.topology import Topology, stale_node_counts
 from tests.builders import HyperNodeBuilder, cluster, make_hyper_node, make_node
 
@@ -83,7 +84,7 @@ def test_a_status_write_is_no_topology_change_but_a_node_is() -> None:
     state = cluster([make_node(n) for n in NODES])
     state.upsert_hyper_node(switch("s0", "n0", "n1", "n4").model())
     changes: list[int] = []
-    state.on_topology_change.append(lambda: changes.append(state.topology_version))
+    state.events.subscribe(TopologyChanged, lambda event: changes.append(state.stamp.topology))
     state.upsert_hyper_node(counted(2, switch("s0", "n0", "n1", "n4")).model())
     assert changes == [] and stale_node_counts(state.hyper_nodes, Topology.of(state)) == {}
     state.upsert_node(make_node("n4").model())
