@@ -18,21 +18,25 @@ plugins); each factory validates its own arguments. Every problem is a `PolicyEr
 file, the key (`tiers.1.plugins.0.arguments.binpack.cpu`) and the reason.
 
 `enablePreemptable` is Volcano's switch beside a plugin's name and arguments: it turns the
-plugin's rule on whom preempt may evict (`SparesGangCores`: gang's; `KeepsVictimShares`: drf's)
-off when false; absent, the rule is on (as in Volcano). `enableReclaimable` does the same for
-reclaim's victims (gang's rule, which Volcano's gang plugin also gives its reclaim action). On a
-plugin without such a rule either is an error. `Policy.preemption` gathers what preemption runs
-by: the preempt plugin's interval and actions (`preempt` with the priority plugin, `reclaim` with
-proportion) and the rules left on (`preemption.victims.Rules`); without the gang (or drf)
-plugin, no such rule.
+plugin's rule on whom preempt may evict (`Switches.spares_gang_cores`: gang's;
+`Switches.keeps_victim_shares`: drf's) off when false; absent, the rule is on (as in Volcano).
+`enableReclaimable` does the same for reclaim's victims (gang's rule, which Volcano's gang plugin
+also gives its reclaim action). On a plugin without such a rule either is an error.
+
+The engine reads three values, each merged from the plugins' `Switches` in tier order (the first
+plugin that sets a value wins where only one can hold, an on/off rule is on when any plugin turns
+it on): `Policy.gang_settings` (the gang plugin's), `Policy.ordering` (the job-order hooks, queue
+shares, the starvation limit) and `Policy.preemption`: the preempt plugin's interval and actions
+(`preempt` with the priority plugin, `reclaim` with proportion) and the rules on victims left on
+(`preemption.victims.Rules`); without the gang (or drf) plugin, no such rule.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
@@ -41,22 +45,20 @@ from extender.api.engine_settings import GangSettings, Ordering, PreemptionSetti
 from extender.api.wire import describe_invalid
 from extender.framework.plugin import (
     Argument,
-    GangRules,
     JobOrder,
-    KeepsVictimShares,
     NodeFilter,
     NodeScorer,
     Plugin,
     PluginFactory,
-    Preempts,
-    PreemptsByPriority,
-    QueueShares,
-    SparesGangCores,
-    StarvationGuard,
+    Switches,
+    Switching,
 )
 
 API_VERSION = "lahar.io/v1alpha1"
 KIND = "SchedulerPolicy"
+_NO_SWITCHES = Switches()
+
+T = TypeVar("T")
 
 
 class PolicyError(Exception):
@@ -109,44 +111,59 @@ class Policy:
     def scorers(self) -> list[NodeScorer]:
         return [p for p in self.plugins if isinstance(p, NodeScorer)]
 
+    def switches(self, *, but: frozenset[str] = frozenset()) -> list[Switches]:
+        """What the plugins switch on in the engine, in tier order; those named in `but` left
+        out (the plugins whose rule on victims their entry switches off)."""
+        return [_switches_of(p) for p in self.plugins if p.name not in but]
+
     @property
     def gang_settings(self) -> GangSettings | None:
         """The gang plugin's settings; None when the policy has no gang plugin."""
-        return next((p.settings for p in self.plugins if isinstance(p, GangRules)), None)
+        return _first(s.gang for s in self.switches())
 
     @property
     def preemption(self) -> PreemptionSettings | None:
         """Seconds between preemptions and who may be evicted, with the preempt plugin; else
         None. Preempt needs its `preempt` action and the priority plugin, reclaim its `reclaim`
         action and proportion; gang's and drf's rules on victims hold unless switched off."""
-        preempts = next((p for p in self.plugins if isinstance(p, Preempts)), None)
-        if preempts is None:
+        switches = self.switches()
+        interval = _first(s.preempt_interval for s in switches)
+        if interval is None:
             return None
-        on = [p for p in self.plugins if p.name not in self.unpreemptable]
-        reclaim_on = [p for p in self.plugins if p.name not in self.unreclaimable]
+        preempt_on = self.switches(but=self.unpreemptable)
+        reclaim_on = self.switches(but=self.unreclaimable)
         return PreemptionSettings(
-            preempts.preempt_interval,
+            interval,
             Rules(
-                preempt=preempts.preempts_within_queue
-                and any(isinstance(p, PreemptsByPriority) for p in self.plugins),
-                reclaim=preempts.reclaims_between_queues
-                and any(isinstance(p, QueueShares) for p in self.plugins),
-                spare_members_only=any(isinstance(p, SparesGangCores) for p in on),
-                reclaims_spares_only=any(isinstance(p, SparesGangCores) for p in reclaim_on),
-                keeps_share=any(isinstance(p, KeepsVictimShares) for p in on),
+                preempt=any(s.preempts_within_queue for s in switches)
+                and any(s.preempts_lower_priority for s in switches),
+                reclaim=any(s.reclaims_between_queues for s in switches)
+                and any(s.queue_shares for s in switches),
+                spare_members_only=any(s.spares_gang_cores for s in preempt_on),
+                reclaims_spares_only=any(s.spares_gang_cores for s in reclaim_on),
+                keeps_share=any(s.keeps_victim_shares for s in preempt_on),
             ),
         )
 
     @property
     def ordering(self) -> Ordering:
         """The fair order's rules: job-order plugins in tier order, queue shares, starvation."""
+        switches = self.switches()
         return Ordering(
             job_keys=tuple(p.job_key for p in self.plugins if isinstance(p, JobOrder)),
-            by_queue_share=any(isinstance(p, QueueShares) for p in self.plugins),
-            starving_after=next(
-                (p.starving_after for p in self.plugins if isinstance(p, StarvationGuard)), None
-            ),
+            by_queue_share=any(s.queue_shares for s in switches),
+            starving_after=_first(s.starving_after for s in switches),
         )
+
+
+def _switches_of(plugin: Plugin) -> Switches:
+    """What `plugin` switches on in the engine; nothing for a plugin of hooks only."""
+    return plugin.switches if isinstance(plugin, Switching) else _NO_SWITCHES
+
+
+def _first(values: Iterable[T | None]) -> T | None:
+    """The first value set, in tier order (where only one can hold)."""
+    return next((value for value in values if value is not None), None)
 
 
 def load_policy(path: Path, registry: Mapping[str, PluginFactory]) -> Policy:
@@ -205,7 +222,7 @@ def build_policy(
                 )
             if entry.enable_preemptable is False:
                 unpreemptable.add(entry.name)
-            if entry.enable_reclaimable is not None and not isinstance(plugin, SparesGangCores):
+            if entry.enable_reclaimable is not None and not _switches_of(plugin).spares_gang_cores:
                 raise PolicyError(
                     f"{source}: {where}.enableReclaimable: plugin {entry.name!r} has no rule on "
                     "whom reclaim may evict to switch (the plugin with one: gang)"
@@ -224,7 +241,8 @@ def build_policy(
 
 def _limits_victims(plugin: Plugin) -> bool:
     """Whether the plugin has a rule on whom preempt may evict (`enablePreemptable` switches)."""
-    return isinstance(plugin, SparesGangCores | KeepsVictimShares)
+    switches = _switches_of(plugin)
+    return switches.spares_gang_cores or switches.keeps_victim_shares
 
 
 def _with_rules(registry: Mapping[str, PluginFactory]) -> str:

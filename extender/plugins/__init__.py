@@ -1,7 +1,8 @@
 """Lahar's policies, one module each, and the registry the policy file names them from.
 
-Each module holds one plugin class (implementing only the hooks it needs) and a `configure`
-factory that validates the plugin's arguments from the policy file.
+Each module holds one plugin class (implementing only the hooks it needs, and carrying the
+`Switches` it turns on in the engine, if any) and a `configure` factory that validates the
+plugin's arguments from the policy file.
 """
 
 from collections.abc import Mapping

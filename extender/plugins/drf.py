@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from extender.api.engine_settings import WaitingGang
-from extender.framework.plugin import Argument
+from extender.framework.plugin import Argument, Switches
 from extender.plugins.arguments import reject_unknown
 
 NAME = "drf"
@@ -26,7 +26,7 @@ NAME = "drf"
 
 class Drf:
     name = NAME
-    keeps_victim_shares = True  # (`enablePreemptable` switches it)
+    switches = Switches(keeps_victim_shares=True)  # (`enablePreemptable` switches it off)
 
     def job_key(self, gang: WaitingGang) -> float:
         return gang.dominant_share

@@ -27,10 +27,11 @@ from collections.abc import Mapping
 
 from extender.api.engine_settings import GangSettings, ScaleUpSettings
 from extender.api.scale_up import parse_mode
-from extender.framework.plugin import Argument
+from extender.framework.plugin import Argument, Switches
 from extender.plugins.arguments import reject_unknown, seconds, weight
 
 NAME = "gang"
+DEFAULTS = GangSettings()
 KEYS = {
     "gang.barrierTimeoutSeconds": "barrier_timeout",
     "gang.backoffSeconds": "backoff",
@@ -43,19 +44,18 @@ RETRY = "gang.scaleUpRetrySeconds"
 
 class Gang:
     name = NAME
-    spares_gang_cores = True  # (`enablePreemptable` switches it)
 
     def __init__(self, settings: GangSettings) -> None:
-        self.settings = settings
+        # (`enablePreemptable`, `enableReclaimable` switch its rule on victims off)
+        self.switches = Switches(gang=settings, spares_gang_cores=True)
 
 
 def configure(arguments: Mapping[str, Argument]) -> Gang:
     reject_unknown(arguments, [*KEYS, IN_FLIGHT, SCALE_UP, RETRY], NAME)
-    defaults = GangSettings()
     values = {
-        field: seconds(arguments, key, getattr(defaults, field)) for key, field in KEYS.items()
+        field: seconds(arguments, key, getattr(DEFAULTS, field)) for key, field in KEYS.items()
     }
-    in_flight = weight(arguments, IN_FLIGHT, defaults.max_pods_in_flight)
+    in_flight = weight(arguments, IN_FLIGHT, DEFAULTS.max_pods_in_flight)
     if in_flight < 1:
         raise ValueError(f"{IN_FLIGHT}: must be a whole number >= 1, got {in_flight!r}")
     scale_defaults = ScaleUpSettings()

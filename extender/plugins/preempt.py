@@ -26,22 +26,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from extender.framework.plugin import Argument
+from extender.framework.plugin import Argument, Switches
 from extender.plugins.arguments import reject_unknown, seconds, words
 
 NAME = "preempt"
 INTERVAL = "preempt.intervalSeconds"
 ACTIONS = "preempt.actions"
 PREEMPT, RECLAIM = "preempt", "reclaim"
+DEFAULT_INTERVAL = 5.0
 
 
 class Preempt:
     name = NAME
 
     def __init__(self, interval: float, actions: frozenset[str] = frozenset((PREEMPT, RECLAIM))):
-        self.preempt_interval = interval
-        self.preempts_within_queue = PREEMPT in actions
-        self.reclaims_between_queues = RECLAIM in actions
+        self.switches = Switches(
+            preempt_interval=interval,
+            preempts_within_queue=PREEMPT in actions,
+            reclaims_between_queues=RECLAIM in actions,
+        )
 
 
 def configure(arguments: Mapping[str, Argument]) -> Preempt:
@@ -55,4 +58,4 @@ def configure(arguments: Mapping[str, Argument]) -> Preempt:
                 f"{ACTIONS}: {action!r} is not an action of Lahar's preemption "
                 f"(one or both of {PREEMPT}, {RECLAIM})"
             )
-    return Preempt(seconds(arguments, INTERVAL, 5.0), frozenset(actions))
+    return Preempt(seconds(arguments, INTERVAL, DEFAULT_INTERVAL), frozenset(actions))

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from extender.api.engine_settings import WaitingGang
-from extender.framework.plugin import Argument
+from extender.framework.plugin import Argument, Switches
 from extender.plugins.arguments import reject_unknown
 
 NAME = "priority"
@@ -23,7 +23,7 @@ NAME = "priority"
 
 class Priority:
     name = NAME
-    preempts_lower_priority = True
+    switches = Switches(preempts_lower_priority=True)
 
     def job_key(self, gang: WaitingGang) -> float:
         return -float(gang.priority)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from extender.framework.plugin import Argument
+from extender.framework.plugin import Argument, Switches
 from extender.plugins.arguments import reject_unknown
 
 NAME = "proportion"
@@ -22,7 +22,7 @@ NAME = "proportion"
 
 class Proportion:
     name = NAME
-    orders_queues_by_share = True
+    switches = Switches(queue_shares=True)
 
 
 def configure(arguments: Mapping[str, Argument]) -> Proportion:

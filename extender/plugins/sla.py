@@ -16,18 +16,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from extender.api.engine_settings import WaitingGang
-from extender.framework.plugin import Argument
+from extender.framework.plugin import Argument, Switches
 from extender.plugins.arguments import reject_unknown, seconds
 
 NAME = "sla"
 WAITING = "sla.waitingTimeSeconds"
+DEFAULT_WAITING = 300.0
 
 
 class Sla:
     name = NAME
 
     def __init__(self, starving_after: float) -> None:
-        self.starving_after = starving_after
+        self.switches = Switches(starving_after=starving_after)
 
     def job_key(self, gang: WaitingGang) -> float:
         return 0.0 if gang.starving else 1.0
@@ -35,4 +36,4 @@ class Sla:
 
 def configure(arguments: Mapping[str, Argument]) -> Sla:
     reject_unknown(arguments, (WAITING,), NAME)
-    return Sla(seconds(arguments, WAITING, 300.0))
+    return Sla(seconds(arguments, WAITING, DEFAULT_WAITING))

@@ -272,7 +272,7 @@ class _Importer:
 
     def _preemption(self, actions: list[str], plugins: set[str]) -> dict[str, Any] | None:
         """The preempt plugin for Volcano's preempt and reclaim actions (None without either)."""
-        interval = preempt.configure({}).preempt_interval
+        interval = preempt.DEFAULT_INTERVAL
         chosen = []
         for lahar, volcano in EVICTING_ACTIONS.items():
             given = [name for name in volcano if name in actions]
@@ -472,7 +472,7 @@ class _Importer:
 
     def _gang(self, option: _Option) -> dict[str, Any]:
         _no_arguments(option)
-        defaults = gang.configure({}).settings
+        defaults = gang.DEFAULTS
         self.note(
             "mapped",
             option.path,
@@ -607,7 +607,7 @@ class _Importer:
         args, path = option.arguments, f"{option.path}.arguments"
         _only(args, ("sla-waiting-time",), path, "Volcano's sla arguments")
         if "sla-waiting-time" not in args:
-            default = sla.configure({}).starving_after
+            default = sla.DEFAULT_WAITING
             self.note(
                 "differs",
                 option.path,
