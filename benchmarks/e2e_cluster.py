@@ -40,7 +40,7 @@ from prometheus_client.parser import text_string_to_metric_families
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from extender import devcluster
-from extender.devcluster import configs, process
+from extender.devcluster import child_processes, configs
 from extender.devcluster.cluster import METRICS_OPEN
 from extender.devcluster.paths import policy_dir
 from extender.devcluster.ports import free_ports
@@ -392,8 +392,8 @@ def _wait_healthy_url(url: str, exited: Callable[[], bool], what: str) -> None:
     wait_until(healthy, timeout=120, what=f"{what} at {url}")
 
 
-def _exited(record: process.ProcessRecord) -> bool:
-    return not process.is_running(record)
+def _exited(record: child_processes.ProcessRecord) -> bool:
+    return not child_processes.is_running(record)
 
 
 def _tls(argv: list[str]) -> bool:

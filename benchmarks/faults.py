@@ -66,8 +66,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from extender import devcluster
 from extender.api.batch import BATCH_API_VERSION, JOB_NAME_KEY
 from extender.api.scheduling import API_VERSION, GROUP_ANNOTATION
-from extender.demo.logs import count_log
-from extender.devcluster import process
+from extender.demo.log_errors import count_log
+from extender.devcluster import child_processes
 from extender.devcluster.lahar import wait_ready
 from extender.devcluster.ports import free_ports
 from extender.devcluster.replica import SchedulerReplica, start_replica
@@ -370,7 +370,7 @@ class Run:
         while not self._stop.wait(1.0):
             with self._lock:
                 for record in list(self.cluster.state.processes):
-                    if record.name in self._down or process.is_running(record):
+                    if record.name in self._down or child_processes.is_running(record):
                         continue
                     try:
                         self.cluster.start_component(record.name, die_with_parent=True)
@@ -397,7 +397,7 @@ class Run:
         with self._lock:
             return name in self._down
 
-    def start(self, name: str) -> process.ProcessRecord:
+    def start(self, name: str) -> child_processes.ProcessRecord:
         with self._lock:
             self._down.discard(name)
             return self.cluster.start_component(name, die_with_parent=True)

@@ -20,6 +20,9 @@ refused during a rotation:
 
 `next_client_pair` does the same for a client certificate (kube-scheduler's, for mutual TLS with
 the extender): a new one from the current CA when it nears its end or another CA signed it.
+
+The same concept at a higher layer: `devcluster.pki`, the dev cluster's CA, certificates and tokens,
+its certificates made with `new_ca` and `new_leaf`.
 """
 
 from __future__ import annotations

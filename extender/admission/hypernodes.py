@@ -25,6 +25,9 @@ common syntax (`[0-9]`) so that both read them alike.
 labelMatch takes effect for members of type Node only (Volcano's API says so; its admission
 policy admits it on a HyperNode member all the same). Lahar admits it too and warns, as it warns
 of an empty labelMatch, which chooses no node.
+
+The same concept at a higher layer: `controller.hypernodes`, which keeps the HyperNodes built from
+node labels in step with the nodes (the model both read is `api.topology`).
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ one list; `*` stands alone. Unlike Volcano, the action is checked for exit-code 
 unknown one would be ignored at run time), and `PodPending` needs a `timeout`.
 
 `timeout` on another event is allowed but answered with a warning: Lahar acts on those at once.
+
+The same concept at a higher layer: `controller.policies`, which reads the policies for the events
+of the job's pods and the action each asks for.
 """
 
 from __future__ import annotations

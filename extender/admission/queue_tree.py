@@ -14,6 +14,8 @@ compare the scheduler's units (millicores, whole units for the rest: Kubernetes'
 `MilliValue()`/`Value()`, as Volcano compares them), over the resources Volcano's resource
 vector counts. `lineage` walks up from a queue (the rules on Jobs and PodGroups read it too:
 work goes in a leaf queue that is Open under Open ancestors).
+
+The same concept at a lower layer: `gangs.queue_tree`, the tree the sharing and the fair order walk.
 """
 
 from __future__ import annotations

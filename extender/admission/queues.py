@@ -16,6 +16,8 @@ and so do a queue that PodGroups still name (deleting it would strand them) and 
 queues (they would hang under nothing). Unlike Volcano, a queue whose state is empty counts as
 Open, as the scheduler counts it, and so does `default` before it exists (the scheduler counts it
 as there and creates it).
+
+The same concept at a lower layer: `gangs.queues`, the queues as fairness accounts them.
 """
 
 from __future__ import annotations

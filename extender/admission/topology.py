@@ -16,6 +16,9 @@ Volcano stops at the first partition problem of a task; these rules report each 
 is checked only where it has a meaning (the product once both factors are valid). `check` also
 adds the admission warnings for the fields Lahar carries but does not act on yet
 (`unhonoured`).
+
+The same concept at a lower layer: `gangs.topology`, which places a gang within what its
+`networkTopology` and partitions ask (the HyperNodes it reads are `api.topology`).
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ the admission webhook, which words it better and reports every problem at once; 
 alone carries Volcano's patterns, lengths and CEL rules too, as Volcano's does, since Lahar's
 webhook sees a HyperNode only where it is installed and the scheduler reads HyperNodes either way.
 Pure but for reading the models' own source for their docstrings.
+
+The same concept one layer up: `kube.crds`, which waits until the CRDs applied to a cluster are
+Established, serving their kinds.
 """
 
 from __future__ import annotations

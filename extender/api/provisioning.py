@@ -15,6 +15,9 @@ twice. The CRD is Cluster Autoscaler's (installed with it, served with
 
 Lahar labels the requests and PodTemplates it makes (`MANAGED_BY`: its informer watches only
 those) and annotates them with the gang they are for and the attempt. Pure.
+
+The same concept at higher layers: `gangs.provisioning`, the plan of the requests a gang's scale-up
+needs, and `kube.scale_up`, their writes.
 """
 
 from __future__ import annotations

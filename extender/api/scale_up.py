@@ -4,6 +4,9 @@ A Queue chooses its mode with the annotation `lahar.io/scale-up` (for itself and
 it); the policy's `gang.scaleUp` is the mode of the queues that say nothing. The modes' meaning is
 the engine's (`gangs.scale_up`); here are their names, which the policy, the admission webhook,
 the simulator and the engine all read.
+
+The same concept at higher layers: `gangs.scale_up`, what each mode does for a gang, and
+`kube.scale_up`, the writes that ask an autoscaler for nodes.
 """
 
 from __future__ import annotations

@@ -13,6 +13,9 @@ The CRD's checks (a tier of 0 or more, at least one member, one selector per mem
 exact name, a non-empty pattern) are `Crd` markers: the API server enforces them, the model reads
 any value, so a HyperNode stored under an older or looser CRD is still read (an invalid one
 chooses nothing), and the webhook (`admission.hypernodes`) words each refusal. Pure.
+
+The same concept at higher layers: `gangs.topology`, the HyperNodes resolved for placement, and
+`admission.topology`, the rules on a Job's topology fields.
 """
 
 from __future__ import annotations

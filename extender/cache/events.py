@@ -15,6 +15,9 @@ happens (the simulator's virtual time and the tests rely on that order). The ext
 delivers on the next turn of its event loop instead (`later`), so that a verb call ends with
 its decision and what listens to it runs after its reply, and a listener that fails does not
 fail the call that made the change.
+
+The same concept one layer up: `gangs.events`, the events of gangs the engine publishes into this
+hub.
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ from typing import Any
 
 from extender import devcluster
 from extender.devcluster import images, real_node
+from extender.devcluster.child_processes import is_running
 from extender.devcluster.nodes import SPINE_LABEL, SWITCH_LABEL
 from extender.devcluster.paths import default_state_dir
-from extender.devcluster.process import is_running
 from extender.kube import connect
 from extender.kube.hyper_nodes import serves_hyper_nodes
 

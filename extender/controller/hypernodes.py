@@ -17,6 +17,9 @@ another HyperNode, or a value the labels put under two parents, is a WARNING nam
 nothing is written until the next change or look. While the API server does not serve HyperNodes
 (Volcano's topology CRD is not installed) that is said once at INFO and looked at again every
 `ABSENT_RECHECK` seconds; other API failures are WARNINGs, retried with capped backoff.
+
+The same concept at a lower layer: `admission.hypernodes`, the rules a HyperNode is admitted by (the
+model both read is `api.topology`).
 """
 
 from __future__ import annotations

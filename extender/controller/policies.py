@@ -7,6 +7,9 @@ TaskCompleted (every replica of a task succeeded), TaskFailed (the kubelet resta
 containers of a task's running and pending pods more than the task's `maxRetry` times, 3 when
 unset, never with -1: Volcano's rule). `resolve` follows Volcano's order: the task's policies
 (by event or `*`, then by exit code), then the job's; no match is the default, SyncJob.
+
+The same concept at a lower layer: `admission.policies`, which checks a Job's policies as this
+module reads them.
 """
 
 from __future__ import annotations

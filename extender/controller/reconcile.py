@@ -25,8 +25,8 @@ from extender.admission.unhonoured import job_fields
 from extender.api.batch import Action, Command, Job, Phase, pod_name
 from extender.api.log_fields import about_job
 from extender.controller import lifecycle
+from extender.controller.job_objects import build_pod_group, volume_claims
 from extender.controller.lifecycle import Plan
-from extender.controller.objects import build_pod_group, volume_claims
 from extender.controller.served import Served
 from extender.controller.store import JobStore
 from extender.controller.writer import JobWriter, Writes

@@ -43,8 +43,8 @@ from extender.api.batch import BATCH_API_VERSION, BUS_API_VERSION, Command, Job,
 from extender.api.job_pods import scheduler_of, waits_for_admission
 from extender.api.log_fields import about_job
 from extender.controller import lifecycle
+from extender.controller.job_objects import build_pod
 from extender.controller.lifecycle import Plan
-from extender.controller.objects import build_pod
 from extender.jobplugins import JobPlugin
 from extender.kube import KubeError, record_event, writes
 from extender.kube.raw import ApiStatusError

@@ -4,6 +4,6 @@ Start the real control plane with all of Lahar (building it on first use), submi
 TensorFlow Job and two Jobs that contend for the cluster, show them live, and sum up.
 """
 
-from extender.demo.run import DemoOptions, run_demo
+from extender.demo.script import DemoOptions, run_demo
 
 __all__ = ["DemoOptions", "run_demo"]

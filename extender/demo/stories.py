@@ -19,9 +19,9 @@ from typing import Any
 import yaml
 from kubernetes import client as k8s
 
-from extender.demo.objects import NAMESPACE, Step
-from extender.demo.table import JobRow
-from extender.demo.watch import JobWatch
+from extender.demo.job_watch import JobWatch
+from extender.demo.live_table import JobRow
+from extender.demo.step import NAMESPACE, Step
 from extender.devcluster.lifecycle import end_pod
 from extender.devcluster.paths import repository
 from extender.kube import apply_object

@@ -19,7 +19,7 @@ from extender.devcluster.build import (
 from extender.devcluster.cluster import ClusterOptions, DevCluster, down, status, up
 from extender.devcluster.errors import DevClusterError
 from extender.devcluster.nodes import fake_node
-from extender.devcluster.state import DevClusterState
+from extender.devcluster.state_file import DevClusterState
 
 __all__ = [
     "DEFAULT_KUBERNETES",

@@ -19,12 +19,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from extender.devcluster import configs, health, lahar, node_host, pki, ports, process, real_node
+from extender.devcluster import (
+    child_processes,
+    configs,
+    health,
+    lahar,
+    node_host,
+    pki,
+    ports,
+    real_node,
+)
 from extender.devcluster.build import Binaries, chosen_kubernetes, ensure_binaries
 from extender.devcluster.errors import DevClusterError
 from extender.devcluster.nodes import network_labels, prepare_workloads
 from extender.devcluster.paths import manifests_dir, policy_dir
-from extender.devcluster.state import STATE_FILE, DevClusterState, load_state
+from extender.devcluster.state_file import STATE_FILE, DevClusterState, load_state
 from extender.kube import KubeError
 
 OWN_STAGES = Path(__file__).with_name("kwok-stages.yaml")
@@ -89,7 +98,7 @@ class DevCluster:
     def kubeconfig(self) -> Path:
         return self.state.kubeconfig
 
-    def _record(self, name: str) -> process.ProcessRecord:
+    def _record(self, name: str) -> child_processes.ProcessRecord:
         for record in self.state.processes:
             if record.name == name:
                 return record
@@ -98,13 +107,13 @@ class DevCluster:
     def stop_component(self, name: str, *, kill: bool = False) -> None:
         """Stop one component (SIGKILL at once with `kill`, as a crash would)."""
         record = self._record(name)
-        process.stop(record, timeout=0.0 if kill else 10.0)
+        child_processes.stop(record, timeout=0.0 if kill else 10.0)
         if (child := self._children.get(record.pid)) is not None:
             child.poll()
 
     def is_running(self, name: str) -> bool:
         """Whether the component is running now."""
-        return process.is_running(self._record(name))
+        return child_processes.is_running(self._record(name))
 
     def argv_of(self, name: str) -> list[str]:
         """The command line a component was last started with."""
@@ -112,14 +121,16 @@ class DevCluster:
 
     def start_component(
         self, name: str, *, die_with_parent: bool = False, argv: list[str] | None = None
-    ) -> process.ProcessRecord:
+    ) -> child_processes.ProcessRecord:
         """Start a stopped component again with the same log file and command line, or `argv`
         (which later starts then keep)."""
         old = self._record(name)
-        if process.is_running(old):
+        if child_processes.is_running(old):
             raise DevClusterError(f"{name} is still running (pid {old.pid})")
         command = old.argv if argv is None else argv
-        record, popen = process.start(name, command, old.log, die_with_parent=die_with_parent)
+        record, popen = child_processes.start(
+            name, command, old.log, die_with_parent=die_with_parent
+        )
         self._children[record.pid] = popen
         self.state.processes[self.state.processes.index(old)] = record
         self.state.save()
@@ -174,8 +185,8 @@ def stop_processes(state: DevClusterState) -> list[str]:
     """Stop every process of `state`, last started first; return the names that were running."""
     stopped = []
     for record in reversed(state.processes):
-        if process.is_running(record):
-            process.stop(record)
+        if child_processes.is_running(record):
+            child_processes.stop(record)
             stopped.append(record.name)
     return stopped
 
@@ -208,8 +219,8 @@ class _Starter:
         self.children: dict[int, subprocess.Popen[bytes]] = {}
         self.logs = options.state_dir / "logs"
 
-    def start(self, name: str, argv: list[str]) -> process.ProcessRecord:
-        record, popen = process.start(
+    def start(self, name: str, argv: list[str]) -> child_processes.ProcessRecord:
+        record, popen = child_processes.start(
             name, argv, self.logs / f"{name}.log", die_with_parent=self.options.die_with_parent
         )
         self.children[record.pid] = popen

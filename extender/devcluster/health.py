@@ -12,8 +12,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from extender.devcluster.child_processes import ProcessRecord, is_running, last_log_line
 from extender.devcluster.errors import DevClusterError
-from extender.devcluster.process import ProcessRecord, is_running, last_log_line
 from extender.kube import wait_until
 
 

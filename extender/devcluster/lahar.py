@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from extender.devcluster import configs, health
+from extender.devcluster.child_processes import ProcessRecord
 from extender.devcluster.errors import DevClusterError
 from extender.devcluster.pki import Pki
-from extender.devcluster.process import ProcessRecord
 from extender.kube import apply_object, connect, load_manifests, wait_established
 from extender.kube.tokens import service_account_token
 

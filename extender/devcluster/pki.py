@@ -7,6 +7,9 @@ authenticates with its own bearer token and user name, so RBAC in the dev cluste
 bootstrap RBAC (admin is in system:masters, the scheduler and the controller-manager are their
 system users). Lahar's own components use tokens of their ServiceAccounts instead (see
 `devcluster.lahar`).
+
+The same concept at a lower layer: `extender.pki`, Lahar's own certificates, made and rotated, whose
+`new_ca` and `new_leaf` make these.
 """
 
 from __future__ import annotations

@@ -38,10 +38,10 @@ from typing import Any
 
 from extender.devcluster import health, images
 from extender.devcluster.build import Binaries
+from extender.devcluster.child_processes import ProcessRecord, is_running
 from extender.devcluster.errors import DevClusterError
 from extender.devcluster.images import Image
 from extender.devcluster.nodes import is_schedulable
-from extender.devcluster.process import ProcessRecord, is_running
 from extender.kube import KubeError, apply_object, connect, read, wait_until
 
 NODE_NAME = "lahar-node"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from extender.devcluster import health, process
+from extender.devcluster import child_processes, health
 from extender.devcluster.cluster import DevCluster
 from extender.devcluster.ports import free_ports
 
@@ -24,16 +24,16 @@ from extender.devcluster.ports import free_ports
 @dataclass
 class SchedulerReplica:
     hostname: str
-    scheduler: process.ProcessRecord
-    extender: process.ProcessRecord
+    scheduler: child_processes.ProcessRecord
+    extender: child_processes.ProcessRecord
     port: int  # the extender's verbs and /readyz, on loopback
 
     def stop(self, *, kill: bool = False) -> None:
         """Stop the scheduler, then its extender (a graceful stop releases the Lease; `kill`
         stops both at once, as a dying pod would)."""
         for record in (self.scheduler, self.extender):
-            if process.is_running(record):
-                process.stop(record, timeout=0.0 if kill else 15.0)
+            if child_processes.is_running(record):
+                child_processes.stop(record, timeout=0.0 if kill else 15.0)
 
 
 def start_replica(
@@ -56,7 +56,7 @@ def start_replica(
         .replace(str(config_file), str(config_path))
         for a in first["lahar"].argv
     ]
-    extender, _ = process.start(
+    extender, _ = child_processes.start(
         f"{hostname}-extender",
         [*extender_argv, f"--scheduler-identity={hostname}"],
         logs / f"{hostname}-extender.log",
@@ -78,11 +78,11 @@ def start_replica(
         ),
     ]
     try:
-        scheduler, _ = process.start(
+        scheduler, _ = child_processes.start(
             hostname, scheduler_argv, logs / f"{hostname}.log", die_with_parent=True
         )
     except BaseException:
-        process.stop(extender, timeout=0.0)
+        child_processes.stop(extender, timeout=0.0)
         raise
     replica = SchedulerReplica(hostname, scheduler, extender, port)
     try:

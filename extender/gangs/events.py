@@ -1,6 +1,6 @@
 """What the engine decided of a gang, as events: admitted, released, rejected, shown.
 
-The same concept as `cache.events` one layer up: typed, frozen values the ledger publishes into
+The same concept as `cache.events` one layer down: typed, frozen values the ledger publishes into
 the process's one hub (`cache.events.Events`, handed to the ledger by `framework.engine.Engine`),
 for the waker, the writers, the provisioner, the preemption loop and the metrics to act on.
 """

@@ -17,6 +17,9 @@ create a request (when none stands and the backoff after an ended one is over), 
 an ended one when the next attempt is due), name the gangs whose request is Provisioned and
 who wait to be admitted onto the new capacity (`gangs.wanting` admits them, ahead of
 the fair order, before it lets anyone else in), and annotate members.
+
+The same concept at lower layers: `api.provisioning`, the ProvisioningRequest's model, and
+`kube.scale_up`, the writes that carry out this plan.
 """
 
 from __future__ import annotations

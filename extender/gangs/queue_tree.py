@@ -10,6 +10,9 @@ such queue as a top-level one. Gangs go in *leaf* queues (those no queue names a
 A tree where every queue hangs under root is *flat*: the sharing, the fair order and reclaim then
 work queue by queue exactly as they do without hierarchy, at the same cost. Paths are written as
 Volcano's hierarchy annotation writes them: `root/ml/team-a`. Pure.
+
+The same concept at a higher layer: `admission.queue_tree`, the rules that keep the tree whole (the
+webhook refuses the strays this tree hangs under root).
 """
 
 from __future__ import annotations

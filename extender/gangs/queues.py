@@ -11,6 +11,8 @@ Queues form a tree (`gangs.queue_tree`): a parent's figures are its own plus its
 each level shares what its parent deserves (`fairness.water_fill_tree`); a `root` Queue, when one
 exists, holds everything and deserves the cluster. A flat tree is shared exactly as before, in
 one fill. A gang may take neither its queue nor any queue above it past its capability. Pure.
+
+The same concept at a higher layer: `admission.queues`, the rules a Queue is admitted by.
 """
 
 from __future__ import annotations

@@ -27,6 +27,9 @@ for it (name, attempt, phase and since when), when the next attempt may be made 
 request was made for a gang that wants nodes (the cluster does not serve the API, a write
 failed), and the gangs shown to the scheduler. The server's provisioner fills it; `lahar
 explain` and the PodGroup condition read `describe`.
+
+The same concept at lower layers: `api.scale_up`, the modes' names, and `kube.scale_up`, the writes
+that ask the autoscaler for nodes.
 """
 
 from __future__ import annotations

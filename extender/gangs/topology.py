@@ -20,6 +20,9 @@ the Domains that hold them. A gang that asks nothing has no Reach and is placed 
 `stale_node_counts` says which HyperNodes' `status.nodeCount` (what `kubectl get hypernodes`
 shows) is not the number of nodes under them, as Volcano counts them: directly or through member
 HyperNodes; the leader writes those (`server.hyper_node_writer`). Pure.
+
+The same concept at other layers: `api.topology`, the HyperNode model, below; `admission.topology`,
+the rules on a Job's `networkTopology` and partitions, above.
 """
 
 from __future__ import annotations

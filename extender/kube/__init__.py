@@ -2,20 +2,21 @@
 
 Everything above this layer gets API access through these modules: a client built from a kubeconfig
 or the pod's ServiceAccount (`client`), server-side apply of manifests (`manifests`), reads and
-deletes (`objects`), condition waits (`wait`; on pods, `pods`; on CRDs, `crds`), raw list+watch
-(`watch`, over `raw`), requests on the event loop (`aio`), what is written to pods: bindings,
-lifted gates, annotations and evictions (`binding`) and what Lahar reports back: PodGroup,
-Queue and HyperNode status, the default Queue and Events (`reports`). Callers get values or a
-`KubeError` naming the object and the reason; raw client exceptions do not leak upward.
+deletes of any kind (`any_kind`), condition waits (`wait`; on pods, `pod_wait`; on CRDs, `crds`),
+raw list+watch (`watch`, over `raw`), requests on the event loop (`aio`), what is written to pods:
+bindings, lifted gates, annotations and evictions (`binding`) and what Lahar reports back:
+PodGroup, Queue and HyperNode status, the default Queue and Events (`reports`). Callers get
+values or a `KubeError` naming the object and the reason; raw client exceptions do not leak
+upward.
 """
 
 from extender.kube.aio import AsyncApi
+from extender.kube.any_kind import delete, list_objects, read
 from extender.kube.binding import annotate_pod, bind_pod, evict_pod, lift_gates
 from extender.kube.client import KubeError, client_for, connect, context_namespace, load_client
 from extender.kube.crds import wait_established
 from extender.kube.manifests import Manifest, apply_object, load_manifests
-from extender.kube.objects import delete, list_objects, read
-from extender.kube.pods import pod_when, unschedulable_message
+from extender.kube.pod_wait import pod_when, unschedulable_message
 from extender.kube.reports import (
     condition,
     create_queue,

@@ -1,4 +1,8 @@
-"""Waiting for CustomResourceDefinitions to serve their kinds."""
+"""Waiting for CustomResourceDefinitions to serve their kinds.
+
+The same concept one layer down: `api.crds`, Lahar's CRDs as its models make them; a CRD applied
+serves its kind only once Established, which `wait_established` waits for.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from collections.abc import Iterable
 
 from kubernetes import client as k8s
 
-from extender.kube.objects import read
+from extender.kube.any_kind import read
 from extender.kube.wait import wait_until
 
 

@@ -18,9 +18,9 @@ from kubernetes import client as k8s
 
 from extender.api.topology import API_VERSION, KIND
 from extender.api.topology_labels import SOURCE, SOURCE_LABEL, Plan, plan
+from extender.kube.any_kind import delete, list_objects
 from extender.kube.client import KubeError
 from extender.kube.manifests import apply_object, dynamic_resource
-from extender.kube.objects import delete, list_objects
 
 FIELD_MANAGER = "lahar-hypernodes"
 

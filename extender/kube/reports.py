@@ -24,8 +24,8 @@ from kubernetes import client as k8s
 from extender.api import topology
 from extender.api.scheduling import API_VERSION
 from extender.kube import writes
+from extender.kube.any_kind import read
 from extender.kube.client import KubeError
-from extender.kube.objects import read
 from extender.kube.raw import ApiStatusError, send
 
 QUEUES = f"/apis/{API_VERSION}/queues"

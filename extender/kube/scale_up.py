@@ -7,6 +7,9 @@ caller acts on are values: `create` answers False when the object exists already
 before a restart), `delete` False and `read_pod` None when it is gone. Every other failure raises
 `ApiStatusError` (its `status` 404 on a create: the cluster does not serve the kind) or
 `KubeError`, naming the object.
+
+The same concept at other layers: `api.scale_up`, the modes' names, below; `gangs.scale_up` (which
+gangs want nodes) and `gangs.provisioning` (the plan these writes carry out), above.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""Typed keys of what the app holds (aiohttp `AppKey`s): one place, no stringly-typed lookups."""
+"""Typed keys of what the app holds (aiohttp `AppKey`s): one place, no stringly-typed lookups.
+
+The same concept one layer down: `shell.keys`, the shell's record that every app of Lahar's keeps
+under its one key (`SHELL`).
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,9 @@ work it attaches to the app (`Lifecycle`, an aiohttp cleanup context).
 
 One record per app, not a key per field: the probes, the guarded tasks, the informers and the
 Lease all read and write the same few facts, and the command reads how the run ended from it.
+
+The same concept one layer up: `server.keys`, the typed keys of what the extender's app holds (the
+controller's and the webhook's apps keep theirs in their `app` modules).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """How Lahar's processes write their log: the two formats, the levels, and the setup `lahar` runs.
 
 - `text` (the default): one line a record, `2026-01-02 03:04:05,678 INFO extender.x: message`,
-  in local time, with a traceback under the line that has one. `demo.logs` reads this format.
+  in local time, with a traceback under the line that has one. `demo.log_errors` reads this format.
 - `json`: one JSON object a line, for a log pipeline: `time` (RFC 3339, UTC, milliseconds),
   `level`, `logger`, `message` (formatted), the object the line is about as the call's `extra`
   gives it (`api.log_fields`: `kind`, `namespace`, `name`, `gang`, `queue`), `exception` (the

@@ -38,8 +38,8 @@ from extender.api.admission import AdmissionRequest, AdmissionReview, response
 from extender.api.log_fields import Extra, about, about_gang, about_queue
 from extender.api.scheduling import API_VERSION, Queue
 from extender.cache.informer import Informers
+from extender.kube.any_kind import read
 from extender.kube.client import UNREACHABLE, KubeError
-from extender.kube.objects import read
 from extender.shell import SHELL, guarded, informers, install
 from extender.shell.unrouted import log_unrouted
 from extender.webhook.conditions import SchedulerNames

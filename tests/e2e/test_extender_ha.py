@@ -20,7 +20,7 @@ import pytest
 from kubernetes import client as k8s
 
 from extender import devcluster
-from extender.devcluster import health, process
+from extender.devcluster import child_processes, health
 from extender.devcluster.replica import SchedulerReplica, start_replica
 from extender.kube import read, wait_until
 from tests.e2e.conftest import NodeFactory, PodFactory
@@ -115,14 +115,14 @@ def test_the_extender_beside_the_scheduler_that_takes_the_lease_takes_over(
         scheduler, f"https://127.0.0.1:{first.ports['lahar-scheduler']}/healthz", timeout=60
     )
     wait_until(lambda: _ready(first.ports["lahar"])[0], timeout=60, what="the first extender")
-    process.stop(b.pod.scheduler, timeout=15.0)  # a graceful stop releases the Lease
+    child_processes.stop(b.pod.scheduler, timeout=15.0)  # a graceful stop releases the Lease
     wait_until(
         lambda: _holder(api) and not _holder(api).startswith(HOSTNAME),
         timeout=LEASE_SECONDS + 30,
         what="the first scheduler to lead again",
     )
     wait_until(
-        lambda: not process.is_running(b.pod.extender),
+        lambda: not child_processes.is_running(b.pod.extender),
         timeout=30,
         what="the second extender to stop once another scheduler leads",
     )

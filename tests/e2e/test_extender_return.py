@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client as k8s
 
 from extender import devcluster
-from extender.devcluster import process
+from extender.devcluster import child_processes
 from extender.devcluster.lahar import wait_ready
 from extender.kube import apply_object, condition, pod_when, wait_until
 from tests.e2e.conftest import NodeFactory, PodFactory, extender_url, metric, restart_lahar
@@ -62,7 +62,7 @@ def lahar_down(dev_cluster: devcluster.DevCluster) -> Iterator[None]:
     dev_cluster.stop_component("lahar", kill=True)
     yield
     record = next(p for p in dev_cluster.state.processes if p.name == "lahar")
-    if not process.is_running(record):
+    if not child_processes.is_running(record):
         restart_lahar(dev_cluster)
 
 
@@ -100,7 +100,7 @@ def test_a_plain_pod_a_standby_refused_is_placed_once_the_extender_serves(
     own_nodes(1, cpu="4")
     first = next(p for p in dev_cluster.state.processes if p.name == "lahar")
     log = Path(first.log).with_name("lahar-standby.log")
-    standby, _ = process.start(
+    standby, _ = child_processes.start(
         "lahar-standby",
         [*first.argv, f"--scheduler-identity={IMPOSTOR}"],
         log,
@@ -113,7 +113,7 @@ def test_a_plain_pod_a_standby_refused_is_placed_once_the_extender_serves(
         assert "standby" in str(_not_scheduled(parked))
         _filter_calls_settle(extender_url(dev_cluster, "/metrics"), quiet=5.0)
     finally:
-        process.stop(standby, timeout=10.0)
+        child_processes.stop(standby, timeout=10.0)
 
     restart_lahar(dev_cluster)
     took = _bind_time(api, namespace, "plain")

@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives import serialization
 from kubernetes import client as k8s
 
 from extender import devcluster
-from extender.devcluster import configs, health, lahar, process
+from extender.devcluster import child_processes, configs, health, lahar
 from extender.devcluster.paths import policy_dir
 from extender.devcluster.pki import Pki, make_ca, make_leaf_cert
 from extender.devcluster.ports import free_ports
@@ -39,7 +39,7 @@ class ServiceForm:
     state: devcluster.DevClusterState
     keys: Pki
     argv: list[str]  # the extender's command line
-    extender: process.ProcessRecord
+    extender: child_processes.ProcessRecord
     port: int
     probes: int
 
@@ -60,7 +60,7 @@ class ServiceForm:
 
 def _extender(
     state: devcluster.DevClusterState, keys: Pki, port: int, probes: int
-) -> tuple[list[str], process.ProcessRecord]:
+) -> tuple[list[str], child_processes.ProcessRecord]:
     argv = lahar.extender_argv(
         state.state_dir / f"{lahar.KUBECONFIGS[lahar.EXTENDER]}.kubeconfig",
         policy_dir() / "lahar.yaml",
@@ -71,7 +71,7 @@ def _extender(
     )
     argv.append(f"--served-scheduler={SCHEDULER}")
     log = state.state_dir / "logs" / f"lahar-service-{port}.log"
-    record, _ = process.start(f"lahar-service-{port}", argv, log, die_with_parent=True)
+    record, _ = child_processes.start(f"lahar-service-{port}", argv, log, die_with_parent=True)
     return argv, record
 
 
@@ -91,7 +91,7 @@ def service_form(dev_cluster: devcluster.DevCluster) -> Iterator[ServiceForm]:
     config["leaderElection"] = {"leaderElect": False}  # (its Lease is the sidecar form's)
     path = configs.write_yaml(state.state_dir / "lahar-service-scheduler.yaml", [config])
     kube_scheduler = next(p for p in state.processes if p.name == "lahar-scheduler").argv[0]
-    scheduler, _ = process.start(
+    scheduler, _ = child_processes.start(
         "lahar-service-scheduler",
         [kube_scheduler, f"--config={path}", "--bind-address=127.0.0.1", f"--secure-port={secure}"],
         state.state_dir / "logs" / "lahar-service-scheduler.log",
@@ -104,8 +104,8 @@ def service_form(dev_cluster: devcluster.DevCluster) -> Iterator[ServiceForm]:
         yield form
     finally:
         for record in (scheduler, form.extender):
-            if process.is_running(record):
-                process.stop(record, timeout=10.0)
+            if child_processes.is_running(record):
+                child_processes.stop(record, timeout=10.0)
 
 
 def _post(url: str, context: ssl.SSLContext, body: object = BIND) -> tuple[int, str]:
@@ -199,7 +199,9 @@ def test_a_standby_takes_over_when_the_leader_dies(
             what="the second extender to answer /readyz as a standby",
         )
         assert "another replica holds the Lease" in _standby_refusal(service_form, port)
-        process.stop(service_form.extender, timeout=0.0)  # killed: the Lease is not released
+        child_processes.stop(
+            service_form.extender, timeout=0.0
+        )  # killed: the Lease is not released
         killed = time.monotonic()
         # Submitted while no extender serves: the scheduler calls the dead port, nothing binds.
         names = submit_gang(api, namespace, pod, "during", 2, cpu="1", scheduler=SCHEDULER)
@@ -213,10 +215,10 @@ def test_a_standby_takes_over_when_the_leader_dies(
         assert _standby_refusal(service_form, port) == ""
         assert bound(api, namespace, names) == []
     finally:
-        process.stop(standby, timeout=10.0)
+        child_processes.stop(standby, timeout=10.0)
     # The killed leader starts again on its port (where the scheduler calls) and leads once
     # the standby's Lease runs out.
-    service_form.extender, _ = process.start(
+    service_form.extender, _ = child_processes.start(
         service_form.extender.name,
         service_form.argv,
         Path(service_form.extender.log),
@@ -226,7 +228,7 @@ def test_a_standby_takes_over_when_the_leader_dies(
         lambda: len(bound(api, namespace, names)) == 2,
         timeout=90,
         what="the gang placed whole by the restarted leader",
-        describe=lambda: process.last_log_line(Path(service_form.extender.log)),
+        describe=lambda: child_processes.last_log_line(Path(service_form.extender.log)),
     )
 
 

@@ -20,7 +20,7 @@ from kubernetes import client as k8s
 from extender import devcluster
 from extender.api.topology import API_VERSION, KIND
 from extender.api.topology_labels import SOURCE, SOURCE_LABEL
-from extender.devcluster import fake_node, process
+from extender.devcluster import child_processes, fake_node
 from extender.devcluster.lahar import controller_argv
 from extender.devcluster.ports import free_ports
 from extender.kube import apply_object, delete, list_objects, wait_until
@@ -96,7 +96,9 @@ def test_the_controller_keeps_the_hyper_nodes_in_step_with_the_labels(
         "--hypernode-tier-names=rack,spine",
     ]
     log = tmp_path / "controller.log"
-    record, child = process.start("lahar-controller-hypernodes", argv, log, die_with_parent=True)
+    record, child = child_processes.start(
+        "lahar-controller-hypernodes", argv, log, die_with_parent=True
+    )
     try:
         settles(api, {"t1-r0": [n0, n1], "t1-r1": [n2], "t2-p0": ["t1-r0", "t1-r1"]}, 60)
 
@@ -111,5 +113,5 @@ def test_the_controller_keeps_the_hyper_nodes_in_step_with_the_labels(
         assert "hypernode t1-r1 deleted: no node's labels describe it any more" in said
         assert " ERROR " not in said and "forbidden" not in said.lower()
     finally:
-        process.stop(record, timeout=10.0)
+        child_processes.stop(record, timeout=10.0)
         child.poll()

@@ -12,7 +12,7 @@ from pathlib import Path
 from kubernetes import client as k8s
 
 from extender import devcluster
-from extender.devcluster import process
+from extender.devcluster import child_processes
 from extender.devcluster.lahar import controller_argv
 from extender.devcluster.ports import free_ports
 from extender.kube import read, wait_until
@@ -41,7 +41,7 @@ def test_standby_takes_over_when_the_leader_dies(
     own_nodes(1, cpu="4")
     (port,) = free_ports(1)
     kubeconfig = dev_cluster.state.state_dir / "lahar-controller.kubeconfig"
-    standby, child = process.start(
+    standby, child = child_processes.start(
         "lahar-controller-standby",
         controller_argv(kubeconfig, port),
         tmp_path / "standby.log",
@@ -77,6 +77,6 @@ def test_standby_takes_over_when_the_leader_dies(
             "Running",
         )
     finally:
-        process.stop(standby, timeout=0.0)
+        child_processes.stop(standby, timeout=0.0)
         child.poll()
         restart_controller(dev_cluster)  # leads again once the standby's Lease expires

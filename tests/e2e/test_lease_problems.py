@@ -23,7 +23,7 @@ import pytest
 from kubernetes import client as k8s
 
 from extender import devcluster
-from extender.devcluster import process
+from extender.devcluster import child_processes
 from extender.devcluster.lahar import controller_argv, lahar_argv
 from extender.devcluster.ports import free_ports
 from extender.kube import apply_object, delete, wait_until
@@ -205,7 +205,7 @@ def test_a_lease_it_cannot_take_is_an_error_until_it_is_fixed(
     )
     (port,) = free_ports(1)
     log = tmp_path / f"{case.component}.log"
-    record, child = process.start(
+    record, child = child_processes.start(
         f"lahar-{case.component}-lease",
         case.argv(credentials, port, lease_namespace),
         log,
@@ -249,7 +249,7 @@ def test_a_lease_it_cannot_take_is_an_error_until_it_is_fixed(
         assert f"Lease {lease_namespace}/" in text and " now: its namespace exists" in text
         assert len([line for line in text.splitlines() if " ERROR " in line]) == 1
     finally:
-        process.stop(record, timeout=10.0)
+        child_processes.stop(record, timeout=10.0)
         child.poll()
         if not case.namespace_exists:
             delete(api, "v1", "Namespace", lease_namespace)

@@ -7,7 +7,7 @@ component runs none, since Volcano's controller reconciles every Job; limited, i
 Volcano's alone all the same): a Job for `volcano` is stored as sent and never written to (no
 defaults, no PodGroup, no pods, no status), while Lahar's own Jobs run. Volcano's
 job controller is not here to make that Job's pods; the test makes them as it would (the same
-PodGroup and pods, from `extender.controller.objects`, whose names, labels and annotations are
+PodGroup and pods, from `extender.controller.job_objects`, whose names, labels and annotations are
 Volcano's; minResources with the quota names Volcano's controller adds) and the dev cluster's
 `volcano` profile binds them. Then the controller runs as Lahar's
 own install has it (both names) and carries the Job on with the pods it found: none recreated.
@@ -26,7 +26,7 @@ from kubernetes import client as k8s
 from extender import devcluster
 from extender.api.batch import Job
 from extender.api.scheduling import API_VERSION
-from extender.controller.objects import build_pod, build_pod_group
+from extender.controller.job_objects import build_pod, build_pod_group
 from extender.devcluster.paths import manifests_dir
 from extender.kube import apply_object, delete, list_objects, pod_when, wait_until
 from tests.builders import make_job

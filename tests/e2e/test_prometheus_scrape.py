@@ -19,7 +19,7 @@ import yaml
 from kubernetes import client as k8s
 
 from extender import devcluster
-from extender.devcluster import ensure_tool, process
+from extender.devcluster import child_processes, ensure_tool
 from extender.devcluster.health import wait_healthy
 from extender.devcluster.ports import free_ports
 from extender.kube import read, wait_until
@@ -87,7 +87,7 @@ def prometheus(
         f"--storage.tsdb.path={folder / 'data'}",
         f"--web.listen-address=127.0.0.1:{port}",
     ]
-    record, child = process.start(
+    record, child = child_processes.start(
         "prometheus", argv, folder / "prometheus.log", die_with_parent=True
     )
     try:
@@ -95,7 +95,7 @@ def prometheus(
         wait_healthy(record, f"{url}/-/ready", timeout=60)
         yield url
     finally:
-        process.stop(record)
+        child_processes.stop(record)
         child.wait(timeout=10)
 
 

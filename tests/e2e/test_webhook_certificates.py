@@ -25,7 +25,7 @@ import pytest
 from kubernetes import client as k8s
 
 from extender import devcluster
-from extender.devcluster import health, process
+from extender.devcluster import child_processes, health
 from extender.devcluster.lahar import KUBECONFIGS, loopback_webhooks
 from extender.devcluster.ports import free_ports
 from extender.kube import apply_object, connect, delete, load_manifests
@@ -85,12 +85,14 @@ def rotating(
         "--check-interval=1s",
         "--trust-grace=3s",
     ]
-    record, child = process.start(name, argv, tmp_path / "webhook.log", die_with_parent=True)
+    record, child = child_processes.start(
+        name, argv, tmp_path / "webhook.log", die_with_parent=True
+    )
     try:
         health.wait_healthy(record, f"https://127.0.0.1:{port}/readyz", timeout=60)
         yield name, port
     finally:
-        process.stop(record, timeout=10.0)
+        child_processes.stop(record, timeout=10.0)
         child.poll()
         for body in configurations:
             delete(api, body["apiVersion"], body["kind"], body["metadata"]["name"])

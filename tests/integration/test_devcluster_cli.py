@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from extender.devcluster.process import is_running
-from extender.devcluster.state import load_state
+from extender.devcluster.child_processes import is_running
+from extender.devcluster.state_file import load_state
 
 
 def lahar(*args: str) -> subprocess.CompletedProcess[str]:

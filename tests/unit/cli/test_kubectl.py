@@ -15,8 +15,8 @@ from kubernetes import client as k8s
 from extender.cli.kubectl import dump, kubeconfig_path, listed
 from extender.cli.main import main
 from extender.kube import KubeError, writes
+from extender.kube.any_kind import read
 from extender.kube.client import context_namespace, load_client
-from extender.kube.objects import read
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from extender.devcluster import DevCluster, up
+from extender.devcluster.child_processes import ProcessRecord
 from extender.devcluster.cluster import ClusterOptions, native_gang_args
-from extender.devcluster.process import ProcessRecord
-from extender.devcluster.state import STATE_FILE, DevClusterState
+from extender.devcluster.state_file import STATE_FILE, DevClusterState
 from tests.unit.devcluster.test_state_checks import NO_BINARIES
 
 

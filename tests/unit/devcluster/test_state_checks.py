@@ -11,8 +11,8 @@ import pytest
 
 from extender.devcluster import ClusterOptions, DevClusterError, up
 from extender.devcluster.build import Binaries
-from extender.devcluster.process import ProcessRecord, _stat
-from extender.devcluster.state import DevClusterState, load_state
+from extender.devcluster.child_processes import ProcessRecord, _stat
+from extender.devcluster.state_file import DevClusterState, load_state
 
 NO_BINARIES = Binaries(
     etcd=Path("/nonexistent/etcd"),

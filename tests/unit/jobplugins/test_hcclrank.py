@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from extender.api.batch import Job
-from extender.controller.objects import build_pod
+from extender.controller.job_objects import build_pod
 from extender.jobplugins import JobPlugin, PluginError, make_plugins
 from extender.jobplugins.hcclrank import HcclRankPlugin
 from tests.unit.jobplugins.pods import MakePod, container, job_of, task

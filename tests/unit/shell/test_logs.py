@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from extender.api.log_fields import about, about_gang, about_job, about_pod, about_queue
-from extender.demo.logs import LogStyle, count_lines
+from extender.demo.log_errors import LogStyle, count_lines
 from extender.shell.logs import JsonFormatter, formatter, handler
 
 RFC3339_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -154,7 +154,8 @@ def test_each_line_parses_as_json_whatever_the_message_holds(message: str) -> No
 
 
 def test_the_text_format_is_the_one_the_demo_reads() -> None:
-    """One line a record, a traceback under it: `demo.logs` counts its errors and tracebacks."""
+    """One line a record, a traceback under it: `demo.log_errors` counts its errors and
+    tracebacks."""
     lines = _written(
         "text",
         _record("listed %d %s", 3, "pods", extra=about_pod("ml/x")),

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from extender.demo.run import report_logs
-from extender.devcluster.process import ProcessRecord
+from extender.demo.script import report_logs
+from extender.devcluster.child_processes import ProcessRecord
 
 ERROR = "2026-11-26 22:44:13,576 ERROR extender.server.status_writer: could not bring ...\n"
 INFO = "2026-11-26 22:44:13,576 INFO extender.server.queue_writer: created Queue default\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from extender.demo.table import JobRow, LiveTable, justify, render
+from extender.demo.live_table import JobRow, LiveTable, justify, render
 
 RUNNING = JobRow("tf-a", "Running", 6, 6, "node-0:4, node-1:2")
 WAITING = JobRow("tf-b", "Pending", 0, 6, "", "NotEnoughResources: 6 of 6 members do not fit")

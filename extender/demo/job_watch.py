@@ -18,7 +18,7 @@ from typing import Any
 from kubernetes import client as k8s
 
 from extender.api.batch import BATCH_API_VERSION
-from extender.demo.table import JobRow, LiveTable
+from extender.demo.live_table import JobRow, LiveTable
 from extender.kube import condition, list_objects, pod_group_status, read
 from extender.kube.client import KubeError
 

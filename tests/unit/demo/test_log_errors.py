@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from extender.demo.logs import ComponentLog, LogCount, LogStyle, count_lines, count_log, summary
+from extender.demo.log_errors import (
+    ComponentLog,
+    LogCount,
+    LogStyle,
+    count_lines,
+    count_log,
+    summary,
+)
 
 PY_INFO = "2026-11-26 22:44:13,576 INFO extender.server.queue_writer: created Queue default"
 PY_ERROR = "2026-11-26 22:44:13,576 ERROR extender.server.status_writer: could not bring ..."

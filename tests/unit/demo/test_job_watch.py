@@ -9,9 +9,9 @@ from typing import Any, cast
 import pytest
 from kubernetes import client as k8s
 
-from extender.demo.run import report_jobs
-from extender.demo.table import JobRow, LiveTable
-from extender.demo.watch import PARTIAL_GRACE, JobWatch
+from extender.demo.job_watch import PARTIAL_GRACE, JobWatch
+from extender.demo.live_table import JobRow, LiveTable
+from extender.demo.script import report_jobs
 
 
 class _Clock:

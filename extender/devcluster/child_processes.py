@@ -1,4 +1,4 @@
-"""Starting and stopping the dev cluster's processes by pid, safely.
+"""Starting and stopping the dev cluster's child processes by pid, safely.
 
 Each component runs in its own session (so a Ctrl-C in the terminal that started it does not reach
 it) with its output in a log file. A process is known by its pid and its start time (from

@@ -6,8 +6,8 @@ and a stock kube-scheduler calling it, each with the flags and RBAC of its Deplo
 `manifests/`), tells the stories of `demo.stories` (Volcano's TensorFlow example; two Jobs that
 contend for the cluster), stops the cluster, and ends with a summary: each Job's phase, time to
 start, and whether any was ever a partial gang; per component, the errors and tracebacks its log
-holds (`demo.logs`). The exit code is 1 when the story did not hold or a component of Lahar logged
-an error or a traceback (its logs are then kept).
+holds (`demo.log_errors`). The exit code is 1 when the story did not hold or a component of Lahar
+logged an error or a traceback (its logs are then kept).
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from pathlib import Path
 from kubernetes import client as k8s
 
 from extender import devcluster
-from extender.demo.logs import count_log, summary
-from extender.demo.objects import NAMESPACE, Step
+from extender.demo.job_watch import PARTIAL_GRACE, JobWatch
+from extender.demo.live_table import LiveTable, justify
+from extender.demo.log_errors import count_log, summary
+from extender.demo.step import NAMESPACE, Step
 from extender.demo.stories import show_contention, show_tensorflow
-from extender.demo.table import LiveTable, justify
-from extender.demo.watch import PARTIAL_GRACE, JobWatch
-from extender.devcluster.process import ProcessRecord
+from extender.devcluster.child_processes import ProcessRecord
 from extender.kube import apply_object, connect, read, wait_until
 
 NODE_CPU = "8"

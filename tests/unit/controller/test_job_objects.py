@@ -12,7 +12,7 @@ import yaml
 
 from extender.api.batch import Job, TaskSpec, VolumeSpec
 from extender.api.resources import Resources
-from extender.controller.objects import build_pod, build_pod_group, min_resources, volume_claims
+from extender.controller.job_objects import build_pod, build_pod_group, min_resources, volume_claims
 from extender.jobplugins import make_plugins
 from tests.builders import JobBuilder, make_job
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from extender.devcluster.child_processes import ProcessRecord, is_running
 from extender.devcluster.errors import DevClusterError
-from extender.devcluster.process import ProcessRecord, is_running
 
 STATE_FILE = "state.json"
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from extender.kube.objects import read
+from extender.kube.any_kind import read
 from extender.kube.wait import wait_until
 
 
