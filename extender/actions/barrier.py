@@ -1,26 +1,28 @@
 """The bind barrier: an admitted gang's binds wait until the gang can stand, then go together.
 
-kube-scheduler binds each pod in its own goroutine, so a held bind call does not stop it from
-scheduling other pods. A member's bind is held (an awaited future, no thread) until `minMember`
-members are placed: held here, or already bound. Then every held binding is created at once;
-members beyond `minMember` bind at once. A held member counts on its node (assumed) and its slot
-in the gang's reservation becomes that usage, so nobody else takes the place meanwhile.
+kube-scheduler binds each pod in its own goroutine, so a bind call waiting at the barrier does not
+stop it from scheduling other pods. A member's bind waits (an awaited future, no thread) until
+`minMember` members are placed: waiting here, or already bound. Then every waiting binding is
+created at once; members beyond `minMember` bind at once. A member waiting at the barrier counts
+on its node (assumed) and its slot in the gang's reservation becomes that usage, so nobody else
+takes the place meanwhile.
 
-If the gang does not come together within the barrier timeout, every held member gets an error
-(the scheduler forgets it and retries later; a held bind must end before the scheduler's
+If the gang does not come together within the barrier timeout, every waiting member gets an error
+(the scheduler forgets it and retries later; a bind call must end its wait before the scheduler's
 httpTimeout). What happens to the gang depends on why it is short:
 
 - its missing members all exist, ungated and pending: the scheduler has not come to them yet
-  (its queue is long, or they are in backoff). The gang keeps its admission, the held members'
-  slots hold their places again, and they come back to the barrier when the scheduler retries
-  them: a gang is not given up for being slow to arrive. This patience lasts until the gang has
-  been admitted for `reservation_timeout`;
+  (its queue is long, or they are in backoff). The gang keeps its admission, the waiting
+  members' slots are reserved again, and they come back to the barrier when the scheduler
+  retries them: a gang is not given up for being slow to arrive. This patience lasts until the
+  gang has been admitted for `reservation_timeout`;
 - else (members missing, deleted, or held by another's gate), or past that: the assumptions and
-  the reservation are dropped and the gang backs off, so two gangs cannot hold each other's
-  capacity forever.
+  the reservation are dropped and the gang backs off, so two gangs cannot keep each other's
+  capacity reserved forever.
 
-A member deleted while held fails the whole gang before any binding is created; a binding the API
-refuses after others succeeded cannot be undone: it is logged and counted as a partial gang.
+A member deleted while waiting at the barrier fails the whole gang before any binding is created;
+a binding the API refuses after others succeeded cannot be undone: it is logged and counted as a
+partial gang.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ class BarrierObserver:
 
 
 @dataclass
-class _Held:
+class _Waiting:
     pod: Pod
     args: ExtenderBindingArgs
     since: float
@@ -65,7 +67,7 @@ class _Held:
 @dataclass
 class _Gate:
     timer: asyncio.TimerHandle
-    held: dict[str, _Held] = field(default_factory=dict)
+    waiting: dict[str, _Waiting] = field(default_factory=dict)
 
 
 class Barrier:
@@ -80,12 +82,12 @@ class Barrier:
         self.observer = observer or BarrierObserver()
         self._gates: dict[str, _Gate] = {}
 
-    def holding(self, key: str | None = None) -> int:
-        """Bind calls held now: of gang `key`, or of every gang."""
+    def waiting(self, key: str | None = None) -> int:
+        """Bind calls waiting at the barrier now: of gang `key`, or of every gang."""
         if key is None:
-            return sum(len(gate.held) for gate in self._gates.values())
+            return sum(len(gate.waiting) for gate in self._gates.values())
         gate = self._gates.get(key)
-        return len(gate.held) if gate is not None else 0
+        return len(gate.waiting) if gate is not None else 0
 
     async def bind(self, args: ExtenderBindingArgs) -> ExtenderBindingResult:
         pod = self.state.pods.get(args.pod_uid) if args.pod_uid else None
@@ -108,37 +110,37 @@ class Barrier:
             timeout = self._gather_timeout(key)
             gate = self._gates[key] = _Gate(loop.call_later(timeout, self._time_out, key))
         within = slot.within if slot is not None else None
-        held = _Held(
+        waiting = _Waiting(
             pod, args, time.monotonic(), asyncio.get_running_loop().create_future(), within
         )
-        previous = gate.held.get(pod.metadata.uid)
+        previous = gate.waiting.get(pod.metadata.uid)
         if previous is not None and not previous.result.done():
             previous.result.set_result("superseded by a newer bind call for the same pod")
-        gate.held[pod.metadata.uid] = held
+        gate.waiting[pod.metadata.uid] = waiting
         # (one line per member at debug, as kube-scheduler logs its binds: the gang's own lines,
         # when it stands or gives up, are at info)
         log.debug(
-            "holding bind of pod %s to node %s: gang %s has %d of %d members placed",
+            "bind of pod %s to node %s waits at the barrier: gang %s has %d of %d members placed",
             pod.key,
             args.node,
             key,
             gang.ready,
             gang.min_member,
         )
-        if gang.stands or any(self._deleted(h.pod) for h in gate.held.values()):
-            # (a member deleted while held fails the gang now: it cannot stand on it)
+        if gang.stands or any(self._deleted(w.pod) for w in gate.waiting.values()):
+            # (a member deleted while waiting fails the gang now: it cannot stand on it)
             asyncio.get_running_loop().create_task(self._release(key))
         try:
-            error = await held.result
+            error = await waiting.result
         except asyncio.CancelledError:  # the scheduler gave up on the call
-            if gate.held.get(pod.metadata.uid) is held:
-                del gate.held[pod.metadata.uid]
+            if gate.waiting.get(pod.metadata.uid) is waiting:
+                del gate.waiting[pod.metadata.uid]
                 self.state.forget(pod.metadata.uid)
-            if not gate.held and self._gates.get(key) is gate:  # nobody waits: no timeout due
+            if not gate.waiting and self._gates.get(key) is gate:  # nobody waits: no timeout due
                 gate.timer.cancel()
                 del self._gates[key]
             raise
-        self.observer.waited(time.monotonic() - held.since)
+        self.observer.waited(time.monotonic() - waiting.since)
         return ExtenderBindingResult(error=error)
 
     async def _release(self, key: str) -> None:
@@ -146,33 +148,37 @@ class Barrier:
         if gate is None:
             return
         gate.timer.cancel()
-        held = list(gate.held.values())
-        gone = [h.pod.key for h in held if self._deleted(h.pod)]
+        waiting = list(gate.waiting.values())
+        gone = [w.pod.key for w in waiting if self._deleted(w.pod)]
         if gone:
-            self._fail(key, held, f"gang {key}: member {', '.join(gone)} was deleted while held")
+            self._fail(
+                key,
+                waiting,
+                f"gang {key}: member {', '.join(gone)} was deleted while waiting at the barrier",
+            )
             self.engine.release(key)
             return
         log.info(
-            "gang %s stands: creating %d held bindings together",
+            "gang %s stands: creating the %d waiting bindings together",
             key,
-            len(held),
+            len(waiting),
             extra=about_gang(key),
         )
         errors = await asyncio.gather(
-            *(create_binding(self.state, self.binder, h.args, note=" (gang)") for h in held)
+            *(create_binding(self.state, self.binder, w.args, note=" (gang)") for w in waiting)
         )
-        failed = [(h, e) for h, e in zip(held, errors, strict=True) if e]
-        for h, error in zip(held, errors, strict=True):
-            if not h.result.done():
-                h.result.set_result(error)
+        failed = [(w, e) for w, e in zip(waiting, errors, strict=True) if e]
+        for w, error in zip(waiting, errors, strict=True):
+            if not w.result.done():
+                w.result.set_result(error)
         if not failed:
             self.observer.stood(key)
-        if failed and len(failed) < len(held):
+        if failed and len(failed) < len(waiting):
             self.observer.partial(key)
             log.error(
                 "gang %s is partly bound: %s refused after the others were bound",
                 key,
-                ", ".join(f"{h.pod.key} ({e})" for h, e in failed),
+                ", ".join(f"{w.pod.key} ({e})" for w, e in failed),
                 extra=about_gang(key),
             )
 
@@ -188,7 +194,7 @@ class Barrier:
         gate = self._gates.pop(key, None)
         if gate is None:
             return
-        held = list(gate.held.values())
+        waiting = list(gate.waiting.values())
         gang = view_gang(self.state, key)
         settings = self.engine.gang_settings
         short = f"only {gang.ready} of {gang.min_member} members were placed within " + (
@@ -196,12 +202,14 @@ class Barrier:
         )
         coming = self._coming(gang)
         if coming is not None:
-            slots = {h.pod.metadata.uid: Slot(h.args.node, h.pod.request, h.within) for h in held}
+            slots = {
+                w.pod.metadata.uid: Slot(w.args.node, w.pod.request, w.within) for w in waiting
+            }
             self._fail(
                 key,
-                held,
+                waiting,
                 f"gang {key}: {short}; {coming} more wait in the scheduler's queue: the gang "
-                "keeps its reservation and the held members are placed again",
+                "keeps its reservation and the waiting members are placed again",
                 level=logging.INFO,
             )
             self.engine.restore(key, slots)
@@ -209,7 +217,7 @@ class Barrier:
             return
         self._fail(
             key,
-            held,
+            waiting,
             f"gang {key}: {short}; none bound, backing off {settings.backoff:.0f}s",
         )
         self.observer.timed_out(key)
@@ -233,13 +241,19 @@ class Barrier:
         return len(members)
 
     def _fail(
-        self, key: str, held: list[_Held], error: str, *, level: int = logging.WARNING
+        self, key: str, waiting: list[_Waiting], error: str, *, level: int = logging.WARNING
     ) -> None:
-        log.log(level, "%s (releasing %d held members)", error, len(held), extra=about_gang(key))
-        for h in held:
-            self.state.forget(h.pod.metadata.uid)
-            if not h.result.done():
-                h.result.set_result(error)
+        log.log(
+            level,
+            "%s (releasing %d members waiting at the barrier)",
+            error,
+            len(waiting),
+            extra=about_gang(key),
+        )
+        for w in waiting:
+            self.state.forget(w.pod.metadata.uid)
+            if not w.result.done():
+                w.result.set_result(error)
 
     def _deleted(self, pod: Pod) -> bool:
         current = self.state.pods.get(pod.metadata.uid)

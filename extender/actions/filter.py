@@ -6,12 +6,12 @@ engine's one door, `Engine.filter`; this module turns its outcome into the reply
 
 - the gang rules (`gangs.ledger`): a member of a gang that is not admitted fails everywhere,
   with the gang's reason; asking may admit the gang (the one change a filter call makes);
-- reservations: capacity admitted gangs hold is not offered to other pods (a gang member may take
+- reservations: capacity admitted gangs reserve is not offered to other pods (a gang member may take
   its own gang's, `Verdict.credit`);
 - queue capability, for members beyond a standing gang's minMember.
 
 Replies are built without decoding the candidate list where the decision needs none of it: when
-every candidate passes (a pod outside any gang while no gang holds capacity: most calls), the
+every candidate passes (a pod outside any gang while no gang reserves capacity: most calls), the
 request's own `NodeNames` bytes are echoed; when some fail, their names are cut out of those bytes.
 A refused gang member gets its reason once, on one candidate, as UnschedulableAndUnresolvable, and
 no node passes: kube-scheduler treats the candidates left out as unresolvable too, so the refusal

@@ -313,10 +313,10 @@ def _sums(
             listed = ", ".join(
                 f"{'this queue' if who_ == named else who_} {shown_}" for who_, shown_ in parts
             )
-            held = limit.get(resource)
+            cap = limit.get(resource)
             than = (
-                f"{whose} {noun} {_amount(held, resource)}"
-                if held
+                f"{whose} {noun} {_amount(cap, resource)}"
+                if cap
                 else f"{whose} {noun}, which names no {resource} (0)"
             )
             problems.append(

@@ -21,7 +21,7 @@ class NodeSelectorRequirement(KubeModel):
     operator: str  # In | NotIn | Exists | DoesNotExist | Gt | Lt
     values: list[str] = Field(default_factory=list)
 
-    def holds(self, value: str | None) -> bool:
+    def satisfied_by(self, value: str | None) -> bool:
         """Whether a node whose `key` is `value` (None: absent) satisfies the requirement."""
         op = self.operator
         if op in ("Exists", "DoesNotExist"):
@@ -45,8 +45,8 @@ class NodeSelectorTerm(KubeModel):
         if not self.match_expressions and not self.match_fields:
             return False
         fields = {"metadata.name": name}
-        return all(r.holds(labels.get(r.key)) for r in self.match_expressions) and all(
-            r.holds(fields.get(r.key)) for r in self.match_fields
+        return all(r.satisfied_by(labels.get(r.key)) for r in self.match_expressions) and all(
+            r.satisfied_by(fields.get(r.key)) for r in self.match_fields
         )
 
 

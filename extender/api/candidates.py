@@ -2,7 +2,7 @@
 
 kube-scheduler sends a list of node names with every call (hundreds with its node sampling, every
 feasible node without), and most filter calls need none of them: a pod outside any gang, when no
-gang holds capacity, passes every candidate, and the reply echoes the array as it came. So
+gang reserves capacity, passes every candidate, and the reply echoes the array as it came. So
 `CandidateParser` splits the raw `NodeNames` array off the body (Go writes it as the last field of
 ExtenderArgs, and an unescaped `,"NodeNames":[` cannot occur inside the Pod's JSON strings) and
 checks its shape without decoding it: a JSON array of strings without escapes, every comma between
@@ -31,7 +31,7 @@ from extender.api.wire import ExtenderArgs
 _MARK = b',"NodeNames":['
 _IDENTITY = re.compile(rb'"uid":"([^"\\]+)","resourceVersion":"([^"\\]+)"')
 _HEAD = 1024  # bytes of the pod's JSON the uid and resourceVersion are looked for in
-Known = Callable[[str, str], Pod | None]  # (uid, resourceVersion) -> that pod, if held
+Known = Callable[[str, str], Pod | None]  # (uid, resourceVersion) -> that pod, if cached
 _CONTROL = re.compile(rb"[\x00-\x1f\\]")  # control characters and escapes: not a plain name
 
 

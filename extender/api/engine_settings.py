@@ -32,7 +32,7 @@ class ScaleUpSettings:
 class GangSettings:
     barrier_timeout: float = 20.0  # seconds; below the scheduler's httpTimeout
     backoff: float = 10.0  # seconds a gang waits after its barrier timed out
-    reservation_timeout: float = 60.0  # seconds an admitted gang may hold capacity without progress
+    reservation_timeout: float = 60.0  # seconds a reservation may go without progress
     # Pods of admitted gangs not yet at the bind barrier (their slots) beyond which no gang held
     # by Lahar's gate is let in: what kube-scheduler's queue holds of gangs at once, so that an
     # admitted gang's members reach the barrier together however long the backlog.
@@ -48,7 +48,7 @@ class WaitingGang:
     key: str
     queue: str
     priority: int
-    dominant_share: float  # DRF: of the cluster, the largest fraction it holds of any resource
+    dominant_share: float  # DRF: of the cluster, the largest fraction it uses of any resource
     since: float  # when it started waiting (the clock's seconds)
     starving: bool  # waiting longer than the starvation limit
 

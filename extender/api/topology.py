@@ -2,7 +2,7 @@
 (`topology.volcano.sh/v1alpha1`).
 
 A HyperNode is a group of nodes that talk to each other over one network layer (a switch, a
-spine): its `tier` says how far apart its members are (1 the nearest; a higher tier holds lower
+spine): its `tier` says how far apart its members are (1 the nearest; a higher tier contains lower
 ones), its `members` are nodes or other HyperNodes, each chosen by one selector: `exactMatch` (a
 name), `regexMatch` (a pattern on node names) or `labelMatch` (a label selector on nodes; nodes
 only). `members_of` resolves a selector against the nodes, as Volcano's `GetMembers` does; the
@@ -59,7 +59,7 @@ class LabelSelectorRequirement(KubeModel):
     values: Annotated[list[str], Crd(list_type="atomic")] | None = None
     """The values for In and NotIn (none for Exists and DoesNotExist)."""
 
-    def holds(self, labels: Mapping[str, str]) -> bool:
+    def satisfied_by(self, labels: Mapping[str, str]) -> bool:
         value, op = labels.get(self.key), self.operator
         if op in ("Exists", "DoesNotExist"):
             return (value is not None) == (op == "Exists")
@@ -85,7 +85,7 @@ class LabelSelector(KubeModel):
     def matches(self, labels: Mapping[str, str]) -> bool:
         wanted = self.match_labels or {}
         return all(labels.get(k) == v for k, v in wanted.items()) and all(
-            r.holds(labels) for r in self.match_expressions or ()
+            r.satisfied_by(labels) for r in self.match_expressions or ()
         )
 
 

@@ -228,7 +228,7 @@ class Plan:
     """What writing the wanted HyperNodes takes, against those the cluster has: the ones to
     create, to update and left as they are (as manifests), the ones this builder made before
     that are no longer wanted (to delete, by name) and the wanted names that HyperNodes this
-    builder did not make hold already (`foreign`: written over, they would be taken from
+    builder did not make use already (`foreign`: written over, they would be taken from
     whoever made them, so the caller refuses)."""
 
     create: tuple[dict[str, Any], ...]

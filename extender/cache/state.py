@@ -52,7 +52,7 @@ from extender.cache.snapshot import ChangeLog, NodeInfo, Snapshot
 
 @dataclass(frozen=True, slots=True)
 class Placement:
-    """Where a pod counts and how much: the request it holds on `node`."""
+    """Where a pod counts and how much: the request it takes on `node`."""
 
     node: str
     request: Resources
@@ -255,8 +255,8 @@ class ClusterState:
         """A full list of one kind's groups: that kind's groups missing from it are gone; new or
         changed ones are announced."""
         listed = {group.key: group for group in groups}
-        held = {key for key, group in self._pod_groups.items() if group.group_kind is kind}
-        for key in held - set(listed):
+        known = {key for key, group in self._pod_groups.items() if group.group_kind is kind}
+        for key in known - set(listed):
             self.delete_pod_group(key)
         for group in listed.values():
             self.upsert_pod_group(group)
@@ -436,7 +436,7 @@ class ClusterState:
 
     def assume(self, pod: Pod, node: str) -> None:
         """Count `pod` on `node` now: Lahar has just bound it there (unless the watch has shown
-        it deleted meanwhile: then it holds nothing)."""
+        it deleted meanwhile: then it takes nothing)."""
         uid = pod.metadata.uid
         if uid in self._deleted:
             return

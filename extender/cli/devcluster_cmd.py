@@ -180,13 +180,13 @@ def _up(args: argparse.Namespace) -> int:
 
 def _network(switches: int, spines: int, kubeconfig: Path) -> str:
     """What the nodes' network is, and whether HyperNodes were made for it."""
-    held = f"{switches} switches" + (f" in {spines} spines" if spines else "")
+    layout = f"{switches} switches" + (f" in {spines} spines" if spines else "")
     with connect(kubeconfig) as api:
         served = serves_hyper_nodes(api)
     if served:
-        return f"nodes in {held}; see the HyperNodes with: lahar hypernodes list"
+        return f"nodes in {layout}; see the HyperNodes with: lahar hypernodes list"
     return (
-        f"nodes in {held} (labels {SWITCH_LABEL}, {SPINE_LABEL}); no HyperNodes: the cluster "
+        f"nodes in {layout} (labels {SWITCH_LABEL}, {SPINE_LABEL}); no HyperNodes: the cluster "
         "serves no topology.volcano.sh HyperNode"
     )
 

@@ -2,7 +2,7 @@
 
 By default from the API alone, so any user who may read the namespace can ask: the PodGroup's
 phase and the condition Lahar's extender wrote (for a waiting gang, the summary of
-`framework.explain`: the gang rules' reason, the backoff's end, the gangs holding reservations,
+`framework.explain`: the gang rules' reason, the backoff's end, the gangs with reservations,
 what each kind of pending member lacks on the nodes, the queue's share against what it
 deserves), and per pod its phase, node and what kube-scheduler last said of it. With
 `--extender URL` it asks the extender's `/debug/explain` instead, live (the fair order's gangs
@@ -329,7 +329,7 @@ def from_coscheduling_group(group: dict[str, Any], said: dict[str, Any] | None) 
         f"minMember {spec.get('minMember') or 0} (queue {queue})"
     ]
     if said is None:
-        return [*lines, "no Warning event about it: nothing has held its gang back yet"]
+        return [*lines, "no Warning event about it: nothing has kept its gang waiting yet"]
     lines.append(f"{said.get('reason')} at {_event_time(said) or '?'}:")
     message = str(said.get("message") or "")
     return lines + ["  " + part for part in message.split(". ") if part]

@@ -9,10 +9,10 @@ values of the label above is refused before anything is printed or written (a Hy
 parent); nodes without the tier-1 label are named on stderr, as a note.
 
 list prints the HyperNode tree as the cluster holds it, whoever made it: each HyperNode under its
-parent, indented two spaces per level, with its tier, how many nodes it holds (directly or through
-its members) and their cpu: allocatable, and free of the pods bound there that have not finished.
-The tree's pure parts (`tree_rows`, `build_output`) are here; reading and writing go through the
-kube layer.
+parent, indented two spaces per level, with its tier, how many nodes it contains (directly or
+through its members) and their cpu: allocatable, and free of the pods bound there that have not
+finished. The tree's pure parts (`tree_rows`, `build_output`) are here; reading and writing go
+through the kube layer.
 """
 
 from __future__ import annotations
@@ -206,17 +206,17 @@ def tree_rows(
             if name in allocatable
         }
 
-    def held(name: str, path: frozenset[str]) -> set[str]:
+    def contained(name: str, path: frozenset[str]) -> set[str]:
         h = named[name]
         found = own_nodes(h)
         for child in children(h):
             if child not in path:
-                found |= held(child, path | {child})
+                found |= contained(child, path | {child})
         return found
 
     def walk(name: str, depth: int, path: frozenset[str]) -> Iterator[list[str]]:
         h = named[name]
-        inside = held(name, path)
+        inside = contained(name, path)
         alloc = sum(allocatable[n] for n in inside)
         free = alloc - sum(used[n] for n in inside)
         row = ["  " * depth + name, str(h.spec.tier), str(len(inside))]

@@ -108,7 +108,7 @@ def age(timestamp: str | None, now: datetime | None = None) -> str:
         (hours < 24 * 365 * 2, f"{days}d"),
         (hours < 24 * 365 * 8, _two(years, "y", days % 365, "d")),
     )
-    return next((shown for holds, shown in steps if holds), f"{years}y")
+    return next((shown for fits, shown in steps if fits), f"{years}y")
 
 
 def _two(big: int, unit: str, small: int, small_unit: str) -> str:

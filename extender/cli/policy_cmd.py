@@ -134,7 +134,7 @@ def _the_configuration(documents: list[object]) -> object:
         return documents[0]
     if not documents:
         raise _Unusable("(top level): empty: no configuration in it")
-    holding = [
+    carrying = [
         d
         for d in documents
         if isinstance(d, dict)
@@ -142,13 +142,13 @@ def _the_configuration(documents: list[object]) -> object:
         and isinstance(d.get("data"), dict)
         and CONFIGMAP_KEY in d["data"]
     ]
-    if len(holding) != 1:
-        found = "none" if not holding else f"{len(holding)}"
+    if len(carrying) != 1:
+        found = "none" if not carrying else f"{len(carrying)}"
         raise _Unusable(
             f"(top level): {len(documents)} documents, and {found} of them a ConfigMap with "
             f"{CONFIGMAP_KEY}: give the one to import"
         )
-    return holding[0]
+    return carrying[0]
 
 
 class _Dumper(yaml.SafeDumper):

@@ -29,7 +29,7 @@ def register(commands: Any) -> None:
     creating.add_argument(
         "--capability",
         default="",
-        help="what it may hold at most, e.g. cpu=8,memory=16Gi (default: no cap)",
+        help="what it may be allocated at most, e.g. cpu=8,memory=16Gi (default: no cap)",
     )
     creating.add_argument(
         "--parent", default="", help="the queue it goes under (default: the top level, root)"

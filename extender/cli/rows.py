@@ -1,8 +1,8 @@
 """Table rows for Volcano's objects as `lahar job|queue|podgroup list` prints them (vcctl's
 columns, kubectl's style). Queues come as their tree (`queue_rows`): each under its parent,
 indented two spaces per level, with its fair share (`status.deserved`) and how far into it the
-queue is (SHARE: allocated / deserved, the largest over resources; above 1 it holds more than it
-deserves). Pure: objects in (plain dicts as the API returns them), strings out."""
+queue is (SHARE: allocated / deserved, the largest over resources; above 1 it is allocated more
+than it deserves). Pure: objects in (plain dicts as the API returns them), strings out."""
 
 from __future__ import annotations
 
@@ -56,10 +56,10 @@ def _share(allocated: dict[str, Any] | None, deserved: dict[str, Any] | None) ->
     if not deserved:
         return "-"
     try:
-        held, fair = Resources.parse(allocated or {}), Resources.parse(deserved)
+        has, fair = Resources.parse(allocated or {}), Resources.parse(deserved)
     except ValueError:
         return "?"
-    return f"{share(held, fair):.2f}"
+    return f"{share(has, fair):.2f}"
 
 
 def _headers(

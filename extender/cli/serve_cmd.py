@@ -10,7 +10,7 @@ with client certificates (`--tls-cert-file`, `--client-ca-file`) and a Lease of 
 
 Following the scheduler's Lease, a ready standby evicts the pod whose scheduler holds it once that
 pod's `extender` container has not been ready for `--take-over-after` seconds (20; 0: never), so
-that a leader whose extender cannot serve does not hold gang scheduling up (`server.takeover`).
+that a leader whose extender cannot serve does not stall gang scheduling (`server.takeover`).
 """
 
 from __future__ import annotations

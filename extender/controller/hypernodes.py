@@ -8,11 +8,11 @@ relabelled; heartbeats and status changes are not changes here) sets `HyperNodeS
 
 `HyperNodeSync.run` waits until this process leads and the nodes are listed, then syncs: builds the
 wanted HyperNodes from the labels (`api.topology_labels.build`, pure) and writes them with
-`kube.hyper_nodes.sync_hyper_nodes` in a worker thread, so the blocking calls never hold the event
+`kube.hyper_nodes.sync_hyper_nodes` in a worker thread, so the blocking calls never block the event
 loop. It then waits for the next change, and after one waits `DEBOUNCE_SECONDS` more so that a
 burst (a rack relabelled node by node) is written once. With no change it looks again every
 `RESYNC_SECONDS` (a HyperNode deleted or edited by hand is restored; one in the way removed).
-Only HyperNodes carrying the builder's source label are written or deleted: a wanted name held by
+Only HyperNodes carrying the builder's source label are written or deleted: a wanted name used by
 another HyperNode, or a value the labels put under two parents, is a WARNING naming them, and
 nothing is written until the next change or look. While the API server does not serve HyperNodes
 (Volcano's topology CRD is not installed) that is said once at INFO and looked at again every

@@ -146,8 +146,8 @@ class JobWriter:
             self._done(job, work.command, plan)
         # While an object made once may still be an earlier namesake's (its ssh keys), no pod is
         # made: it would mount the object about to go, not the job's own.
-        held = work.recheck_after is not None
-        if held or plan.phase not in (Phase.PENDING, Phase.RUNNING):
+        rechecking = work.recheck_after is not None
+        if rechecking or plan.phase not in (Phase.PENDING, Phase.RUNNING):
             return
         current = job if version is None else _with(job, plan.status, version)
         refused = self._create_pods(current, work) if plan.create else []

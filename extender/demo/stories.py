@@ -4,7 +4,7 @@ and the stock kube-scheduler, exactly as a user submits them:
 1. Volcano's TensorFlow example (`examples/tf-dist-mnist.yaml`, unchanged): placed whole, run, and
    completed when its workers end (its TaskCompleted -> CompleteJob policy).
 2. Contention: two copies of it grown to 1 ps + 5 workers (11 cpu, minAvailable 6), submitted
-   together on two 8-cpu nodes that hold one, not both. Pod by pod, the stock scheduler would
+   together on two 8-cpu nodes that fit one, not both. Pod by pod, the stock scheduler would
    place part of each (both stuck); through Lahar one runs whole and the other waits whole, with
    its PodGroup saying why, and starts as soon as the first one's workers end.
 """
@@ -92,7 +92,7 @@ def show_contention(api: k8s.ApiClient, watch: JobWatch, step: Step) -> None:
         watch.submitted(name)
     step(
         f"submitted {' and '.join(CONTENDERS)} together: each 1 ps + {CONTENDER_WORKERS} "
-        f"workers (11 cpu, minAvailable {1 + CONTENDER_WORKERS}); the two 8-cpu nodes hold one "
+        f"workers (11 cpu, minAvailable {1 + CONTENDER_WORKERS}); the two 8-cpu nodes fit one "
         "of them, not both"
     )
     first: list[str] = []

@@ -109,7 +109,7 @@ __all__ = [
     "wants_nodes",
 ]
 
-# Past this many nodes holding reservations, the candidates are decoded into a set once instead
+# Past this many nodes with reservations, the candidates are decoded into a set once instead
 # of each such node being looked up among them.
 LOOKUPS = 32
 
@@ -186,11 +186,11 @@ class Engine:
         with_reasons: bool = True,
     ) -> FilterOutcome:
         """A filter call: the gang rules' verdict first (asking may admit the pod's gang, the
-        one change a filter call makes), then the capacity admitted gangs hold, less what the
+        one change a filter call makes), then the capacity admitted gangs reserve, less what the
         pod's own gang's slots give it. With `fit`, also the policy's own resource fit (what
         kube-scheduler's NodeResourcesFit keeps: the simulator has no kube-scheduler to run it);
         without, the candidates are taken to fit already, and only those where admitted gangs
-        hold what the pod needs fail. `with_reasons=False` (with `fit` only: without it the
+        reserve what the pod needs fail. `with_reasons=False` (with `fit` only: without it the
         failed ones always carry their reasons, few as they are) leaves the reasons out
         (`Session.filter`)."""
         if not isinstance(candidates, Candidates):
@@ -211,17 +211,17 @@ class Engine:
             return _kept_inside(outcome, candidates, verdict.inside, with_reasons=with_reasons)
         if verdict.reason is not None:
             return FilterOutcome(gang_reason=verdict.reason)
-        held = self._held(view, pod, candidates, verdict)
+        failed = self._short_of_reserved(view, pod, candidates, verdict)
         if verdict.inside is not None:
-            held.update(dict.fromkeys(candidates.members - verdict.inside, OUTSIDE))
+            failed.update(dict.fromkeys(candidates.members - verdict.inside, OUTSIDE))
         # (`passed` left empty: reading the names would decode thousands of them for nothing)
-        return FilterOutcome(failed=held, everything_passed=not held)
+        return FilterOutcome(failed=failed, everything_passed=not failed)
 
-    def _held(
+    def _short_of_reserved(
         self, view: Snapshot, pod: Pod, candidates: Candidates, verdict: Verdict
     ) -> dict[str, str]:
-        """Candidates where the pod does not fit beside what admitted gangs hold, with why.
-        Only the nodes holding reservations are looked at, not every candidate."""
+        """Candidates where the pod does not fit beside what admitted gangs reserve, with why.
+        Only the nodes with reservations are looked at, not every candidate."""
         reserved = self.reserved()
         if not reserved:
             return {}
@@ -232,7 +232,7 @@ class Engine:
             offered = [n for n in reserved if n in candidates and n in nodes]
         if not offered:
             return {}
-        return self.session(view).held_reasons(pod, offered, verdict.credit)
+        return self.session(view).reserved_reasons(pod, offered, verdict.credit)
 
     def recover(self, state: ClusterState) -> list[Recovery]:
         """After a restart, before any filter call: admit the partly bound gangs that can be
@@ -291,7 +291,7 @@ class Engine:
         return self._gangs.consume(uid, node) if self._gangs is not None else None
 
     def restore(self, key: str, slots: Mapping[str, Slot]) -> None:
-        """The members holding `slots` did not bind after all: their gang holds them again."""
+        """The members of `slots` did not bind after all: their gang reserves the slots again."""
         if self._gangs is not None:
             self._gangs.restore(key, slots)
 
@@ -307,7 +307,8 @@ class Engine:
     # -- reading the ledger --------------------------------------------------------------------
 
     def admission(self, key: str) -> Admission | None:
-        """The gang's admission: the slots its unbound members hold (None: not admitted)."""
+        """The gang's admission: the slots reserved for its unbound members (None: not
+        admitted)."""
         return self._gangs.admission(key) if self._gangs is not None else None
 
     def admitted(self) -> Collection[str]:
@@ -348,15 +349,15 @@ class Engine:
         return self._gangs.in_flight() if self._gangs is not None else 0
 
     def reserved(self) -> Mapping[str, Resources]:
-        """Per node, the capacity admitted gangs hold there."""
+        """Per node, the capacity admitted gangs reserve there."""
         return self._gangs.reserved() if self._gangs is not None else {}
 
     def reserved_by_gang(self) -> Mapping[str, Resources]:
-        """Per admitted gang, the capacity it holds."""
+        """Per admitted gang, the capacity it reserves."""
         return self._gangs.reserved_by_gang() if self._gangs is not None else {}
 
     def queues(self, state: ClusterState) -> dict[str, QueueView]:
-        """Every queue's view: what it holds, deserves and may have."""
+        """Every queue's view: what it is allocated, deserves and may have."""
         return self._gangs.queues(state) if self._gangs is not None else {}
 
     def moments(self, now: float, *, backoffs: bool = True) -> list[float]:

@@ -1,22 +1,22 @@
 """Why a gang is where it is, in plain words: what the extender's `/debug/explain` answers.
 
-For one gang: how many members are placed of how many it needs; whether it stands, holds a
+For one gang: how many members are placed of how many it needs; whether it stands, has a
 reservation, or waits, and then why (the reason the gang rules gave, in the words of its PodGroup
 condition), how long a backoff still lasts, which gangs come before it in the fair order and
-which hold reservations; for each kind of pending member (task and request) on how many nodes
+which have reservations; for each kind of pending member (task and request) on how many nodes
 one would fit now, or why none (what the roomiest node it may run on lacks); for a gang with a
 network topology, the HyperNode it must stay in and the free cpu of the roomiest it may use; and
 its queue's allocation against what it deserves, and each parent's up the queue tree, by path
-(`root/ml/team-a`), with the resources a queue holds all its capability of; with preemption on,
-when the only victims that would make room are protected (`volcano.sh/preemptable`, Volcano's
-conformance), which and why (`unpreemptable_lines`, from the last victim search's note,
-`preemption.plan.protected_victims`); and which group its pods wait for when some name a group
-two ways, by which field and why the one read wins (`naming_lines`, `group_naming`). Reads the
-gang rules' ledger and the preemption's note, and walks the fair order as the waker does;
-changes nothing.
+(`root/ml/team-a`), with the resources a queue is allocated all its capability of; with
+preemption on, when the only victims that would make room are protected
+(`volcano.sh/preemptable`, Volcano's conformance), which and why (`unpreemptable_lines`, from the
+last victim search's note, `preemption.plan.protected_victims`); and which group its pods wait for
+when some name a group two ways, by which field and why the one read wins (`naming_lines`,
+`group_naming`). Reads the gang rules' ledger and the preemption's note, and walks the fair order
+as the waker does; changes nothing.
 
 `condition_message` is the same summary for a waiting gang's PodGroup condition, on one line: the
-gang rules' reason, the backoff's end as a time, the gangs holding reservations, what each kind of
+gang rules' reason, the backoff's end as a time, the gangs with reservations, what each kind of
 pending member lacks, the queue's share. It leaves out what only a fair-order walk tells (the gangs
 ahead; the status writer runs on every change of the gang) and says the backoff's end instead of
 the seconds left, so the message stays the same while nothing about the gang changes.
@@ -77,9 +77,9 @@ def explain(state: ClusterState, engine: Engine, key: str) -> Explanation:
     elif (admitted := engine.admission(key)) is not None:
         verdict = "Admitted"
         slots = admitted.slots
-        held = sorted({slot.node for slot in slots.values()})
+        on = sorted({slot.node for slot in slots.values()})
         lines.append(
-            f"admitted: capacity is reserved for {len(slots)} members on {', '.join(held)}; "
+            f"admitted: capacity is reserved for {len(slots)} members on {', '.join(on)}; "
             "their binds wait at the barrier until minMember are placed"
         )
     else:
@@ -129,7 +129,7 @@ def _waiting(
         ahead = list(order.turns)[: list(order.turns).index(key)]
         if ahead:
             lines.append(f"ahead of it in the fair order: {_few(ahead)}")
-    lines += _holding(engine, key)
+    lines += _reserving(engine, key)
     return lines
 
 
@@ -143,7 +143,7 @@ def condition_message(
     if remaining > 0:
         until = datetime.fromtimestamp(wall + remaining, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         parts.append(f"backing off until {until}")
-    parts += _holding(engine, gang.key)
+    parts += _reserving(engine, gang.key)
     nodes = state.view().nodes
     parts += _members(gang, nodes, engine)
     parts += _network(gang, nodes, engine)
@@ -198,9 +198,9 @@ def _backoff_left(engine: Engine, key: str) -> float:
     return (engine.backoff_ends(key) or 0.0) - engine.clock()
 
 
-def _holding(engine: Engine, key: str) -> list[str]:
-    holding = sorted(k for k in engine.reserved_by_gang() if k != key)
-    return [f"gangs holding reservations: {_few(holding)}"] if holding else []
+def _reserving(engine: Engine, key: str) -> list[str]:
+    reserving = sorted(k for k in engine.reserved_by_gang() if k != key)
+    return [f"gangs with reservations: {_few(reserving)}"] if reserving else []
 
 
 def _few(keys: list[str], shown: int = 5) -> str:
@@ -210,16 +210,17 @@ def _few(keys: list[str], shown: int = 5) -> str:
 
 def _members(gang: GangView, nodes: Mapping[str, NodeInfo], engine: Engine) -> list[str]:
     """Per task and request of the pending members: on how many nodes one fits now, on the
-    capacity no other gang holds (an admitted gang's own reservation is room for its members)."""
+    capacity no other gang reserves (an admitted gang's own reservation is room for its
+    members)."""
     kinds: dict[tuple[str, str], list[Pod]] = {}
     for pod in gang.pending:
         asks = Resources({k: v for k, v in pod.request.items() if k != PODS}).describe()
         kinds.setdefault((task_of(pod), asks or "no resources"), []).append(pod)
-    held = dict(engine.reserved())
+    reserved = dict(engine.reserved())
     admission = engine.admission(gang.key)
     for slot in admission.slots.values() if admission is not None else ():
-        held[slot.node] = held[slot.node] - slot.request
-    room = Room(nodes, held)
+        reserved[slot.node] = reserved[slot.node] - slot.request
+    room = Room(nodes, reserved)
     where = "unreserved capacity" if admission is None else "its reservation or unreserved capacity"
     lines = []
     for (task, request), pods in sorted(kinds.items()):
@@ -242,7 +243,7 @@ def _members(gang: GangView, nodes: Mapping[str, NodeInfo], engine: Engine) -> l
 
 def _network(gang: GangView, nodes: Mapping[str, NodeInfo], engine: Engine) -> list[str]:
     """What its network topology asks, and the free cpu of the HyperNodes it may use (the
-    roomiest few, on what no other gang holds)."""
+    roomiest few, on what no other gang reserves)."""
     reach = gang.reach
     within = reach.gang if reach is not None else None
     if within is None:
@@ -250,10 +251,10 @@ def _network(gang: GangView, nodes: Mapping[str, NodeInfo], engine: Engine) -> l
     mode = "hard" if within.hard else "soft"
     line = f"network topology ({mode}): inside one {within.kind}"
     if within.domains:
-        held = engine.reserved()
+        reserved = engine.reserved()
         free = {
             d.name: sum(
-                max(nodes[n].free[CPU] - held.get(n, EMPTY)[CPU], 0)
+                max(nodes[n].free[CPU] - reserved.get(n, EMPTY)[CPU], 0)
                 for n in d.nodes
                 if n in nodes and not nodes[n].unschedulable
             )
@@ -293,7 +294,7 @@ def _queue(state: ClusterState, engine: Engine, gang: GangView) -> list[str]:
 
 
 def _at_capability(view: QueueView) -> str:
-    """The resources the queue holds all its capability of, described (empty: none)."""
+    """The resources the queue is allocated all its capability of, described (empty: none)."""
     capability = view.queue.spec.capability
     full = {r: cap for r, cap in capability.items() if view.allocated.get(r, 0) >= cap}
     return Resources(full).describe()

@@ -12,8 +12,8 @@ gangs' reservations, queue shares), so the configuration that calls Lahar must k
   leaves the resource out, as Volcano's does) — `fit_arguments` renders them;
 - one extender, Lahar, with the filter, preempt and bind verbs, `nodeCacheCapable` (names on the
   wire, not node objects), not ignorable (an ignorable binder falls through to the default binder
-  and binds gangs partly), and an `httpTimeout` above the gang barrier's timeout (a held bind must
-  end before the scheduler gives up on it).
+  and binds gangs partly), and an `httpTimeout` above the gang barrier's timeout (a bind waiting at
+  the barrier must end before the scheduler gives up on it).
 
 `config_problems` returns each departure as one line naming the field and the reason; the
 command that starts Lahar refuses to start with any. Pure: the document is handed in.
@@ -137,7 +137,8 @@ def _extender(config: Mapping[str, Any], policy: Policy, source: str) -> list[st
     elif settings is not None and timeout <= settings.barrier_timeout:
         found.append(
             f"{where}.httpTimeout: {timeout:g}s must be above gang.barrierTimeoutSeconds "
-            f"({settings.barrier_timeout:g}s in {policy.source}): a held bind must end first"
+            f"({settings.barrier_timeout:g}s in {policy.source}): a bind waiting at the barrier "
+            "must end first"
         )
     return found
 

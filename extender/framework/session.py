@@ -1,7 +1,7 @@
 """A decision over one snapshot: the policy's filters and scorers for one pod.
 
 A `Session` reads one snapshot through the policy's per-shape node tables (`framework.table`, kept
-by the `framework.engine.Engine` that opens it) and the capacity admitted gangs hold per node,
+by the `framework.engine.Engine` that opens it) and the capacity admitted gangs reserve per node,
 and answers the fit, the scores and the node-by-node reasons. It knows nothing of gangs: the gang
 rules' refusal of the pod and the credit its own gang's slots give it come in as plain values.
 The session is pure: it reads and returns values. A candidate the snapshot does not know (created
@@ -54,7 +54,7 @@ class Session:
     def __init__(
         self, snapshot: Snapshot, tables: Tables, reserved: Mapping[str, Resources]
     ) -> None:
-        """`reserved`: per node, the capacity admitted gangs hold there."""
+        """`reserved`: per node, the capacity admitted gangs reserve there."""
         self.snapshot, self.tables, self.reserved = snapshot, tables, reserved
 
     def filter(
@@ -70,7 +70,7 @@ class Session:
 
         The gang rules' `refusal` first (a member of a gang that is not admitted fails
         everywhere), then resource fit from the node tables, then the capacity admitted gangs
-        hold (less what its gang's slots there may give it, `credit`). Works on sets,
+        reserve (less what its gang's slots there may give it, `credit`). Works on sets,
         in C: at 5,000 candidates a Python loop per name would cost more than the decision. When
         some nodes fail, `passed` is in no particular order (the protocol has none). Without
         `with_reasons` only `passed` is filled (the simulator needs no reason per failed node),
@@ -92,17 +92,17 @@ class Session:
             if not unknown:
                 candidates.all_known_at = membership
         rejected = table.rejected.keys() & candidates.members
-        holding = (reserved.keys() & candidates.members) - rejected - unknown
-        held = self._held(pod, holding, credit)
-        if not unknown and not rejected and not held:
+        reserving = (reserved.keys() & candidates.members) - rejected - unknown
+        short = self._short_of_reserved(pod, reserving, credit)
+        if not unknown and not rejected and not short:
             return FilterOutcome(passed=candidates.names, everything_passed=True)
         nodes = self.snapshot.nodes
         outcome = FilterOutcome(
-            passed=list(candidates.members - rejected - unknown - held.keys()),
+            passed=list(candidates.members - rejected - unknown - short.keys()),
             failed={n: unknown_node_reason(n) for n in unknown},
         )
         outcome.failed.update(
-            (n, _reserved_reason(pod, nodes[n], *lack)) for n, lack in held.items()
+            (n, _reserved_reason(pod, nodes[n], *lack)) for n, lack in short.items()
         )
         for name in rejected:
             status = table.rejected[name]
@@ -120,48 +120,49 @@ class Session:
         credit: Mapping[str, Resources],
     ) -> FilterOutcome:
         """`filter` without reasons: the candidates the table passes (known nodes only, so
-        when every candidate is among them none is unknown), less those admitted gangs hold."""
+        when every candidate is among them none is unknown), less those where what admitted
+        gangs reserve leaves the pod short."""
         passing = table.passing() & candidates.members
-        held = self._held(pod, self.reserved.keys() & passing, credit)
-        if not held and len(passing) == len(candidates.members):
+        short = self._short_of_reserved(pod, self.reserved.keys() & passing, credit)
+        if not short and len(passing) == len(candidates.members):
             return FilterOutcome(passed=candidates.names, everything_passed=True)
-        return FilterOutcome(passed=list(passing - held.keys()))
+        return FilterOutcome(passed=list(passing - short.keys()))
 
-    def held_reasons(
+    def reserved_reasons(
         self,
         pod: Pod,
         names: Collection[str],
         credit: Mapping[str, Resources] = NO_CREDIT,
     ) -> dict[str, str]:
-        """Of `names` (known nodes where admitted gangs hold capacity), those the pod may not
-        have beside what they hold, each with why: what the filter verb adds to kube-scheduler's
-        own resource fit."""
+        """Of `names` (known nodes where admitted gangs reserve capacity), those the pod may not
+        have beside what they reserve, each with why: what the filter verb adds to
+        kube-scheduler's own resource fit."""
         nodes = self.snapshot.nodes
         return {
             name: _reserved_reason(pod, nodes[name], *lack)
-            for name, lack in self._held(pod, names, credit).items()
+            for name, lack in self._short_of_reserved(pod, names, credit).items()
         }
 
-    def _held(
+    def _short_of_reserved(
         self,
         pod: Pod,
         names: Collection[str],
         credit: Mapping[str, Resources],
     ) -> dict[str, tuple[str, Resources]]:
-        """Of `names` (known nodes where admitted gangs hold capacity), those where the pod does
-        not fit beside what they hold (less what its gang's slots there may give it, `credit`):
-        the resource it lacks and what is held there."""
-        held: dict[str, tuple[str, Resources]] = {}
+        """Of `names` (known nodes where admitted gangs reserve capacity), those where the pod
+        does not fit beside what they reserve (less what its gang's slots there may give it,
+        `credit`): the resource it lacks and what is reserved there."""
+        short: dict[str, tuple[str, Resources]] = {}
         reserved = self.reserved
         nodes = self.snapshot.nodes
         for name in names:
             amount = reserved[name]
             if name in credit:
                 amount = amount - credit[name]
-            short = pod.request.shortfall(nodes[name].free - amount)
-            if short is not None:
-                held[name] = (short, amount)
-        return held
+            lacking = pod.request.shortfall(nodes[name].free - amount)
+            if lacking is not None:
+                short[name] = (lacking, amount)
+        return short
 
     def fitting(self, pod: Pod, names: Sequence[str]) -> list[str]:
         """Of `names`, in order, the nodes the policy's filters pass for the pod (resource fit:
@@ -199,7 +200,8 @@ class Session:
 
 
 def _reserved_reason(pod: Pod, node: NodeInfo, short: str, reserved: Resources) -> str:
-    """Why the pod cannot have what admitted gangs hold on `node` (`Session._held`)."""
+    """Why the pod cannot have what admitted gangs reserve on `node`
+    (`Session._short_of_reserved`)."""
     reason = insufficient(short, pod.request[short], node.free[short])
     return (
         f"{reason} of which {format_units(reserved[short], short)} is reserved for admitted gangs"

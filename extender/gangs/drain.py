@@ -1,11 +1,11 @@
-"""Where a starving gang drains toward, and what it holds now.
+"""Where a starving gang drains toward, and what it takes now.
 
 A gang that waited past its starvation limit and does not fit aims at the nodes it would fit on
 were they empty (those it aimed at before first, then those with most free), placing its members
-first fit on their allocatable; it holds what is free there now, so freed capacity accumulates
-for it walk after walk (`gangs.order` calls it at the gang's turn). A gang held to one HyperNode
-(hard network topology) aims inside one: the one it aimed at before, else the one with most free
-cpu of those large enough to hold it. Pure.
+first fit on their allocatable; it takes what is free there now off the room, so freed capacity
+accumulates for it walk after walk (`gangs.order` calls it at the gang's turn). A gang kept inside
+one HyperNode (hard network topology) aims inside one: the one it aimed at before, else the one
+with most free cpu of those large enough for it. Pure.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from extender.gangs.placement import Room, members_to_plan
 def drain(
     gang: GangView, left: Room, previous: Mapping[str, Resources] | None
 ) -> tuple[dict[str, Resources], dict[str, Resources]]:
-    """The free capacity to hold for a starving gang that does not fit yet: on the nodes it
+    """The free capacity to take for a starving gang that does not fit yet: on the nodes it
     would fit on were they empty (those that have most free first, the previous targets kept),
     what is free now in `left` up to what its members need there. Freed capacity then
-    accumulates for it. Returns (what it aims for per node, what is held now)."""
+    accumulates for it. Returns (what it aims for per node, what it takes now)."""
     members, _ = members_to_plan(gang)
     nodes, free = left.nodes, left.free  # the schedulable nodes, after what is claimed
     inside = _aim(members, left, previous)
@@ -58,26 +58,27 @@ def drain(
                     target[name] = have + request.times(count)
                     wanted -= count
             index += 1
-    held: dict[str, Resources] = {}
+    taken: dict[str, Resources] = {}
     for name, amount in target.items():
         keep = amount.within(free[name])
         if keep:
-            held[name] = keep
-    return target, held
+            taken[name] = keep
+    return target, taken
 
 
 def _aim(
     members: Planned, left: Room, previous: Mapping[str, Resources] | None
 ) -> frozenset[str] | None:
-    """The nodes of the HyperNode a gang held to one drains inside (None: it is not held)."""
-    held = members.reach.gang if members.reach is not None else None
-    if held is None or not held.hard or not held.domains:
+    """The nodes of the HyperNode a gang kept inside one drains inside (None: it is not kept
+    inside one)."""
+    within = members.reach.gang if members.reach is not None else None
+    if within is None or not within.hard or not within.domains:
         return None
     need = sum(pod.request[CPU] for pod in members)
     nodes, free = left.nodes, left.free
     large = [
         d
-        for d in held.domains
+        for d in within.domains
         if sum(nodes[n].allocatable[CPU] for n in d.nodes if n in nodes) >= need
     ]
     aimed = set(previous or ())
@@ -85,7 +86,7 @@ def _aim(
     if before is not None:
         return before.nodes
     if not large:
-        return held.domains[0].nodes
+        return within.domains[0].nodes
     most = max(large, key=lambda d: (sum(free[n][CPU] for n in d.nodes if n in free), d.name))
     return most.nodes
 

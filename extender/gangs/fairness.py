@@ -36,7 +36,7 @@ class Claim:
 
     name: str
     weight: int = 1
-    request: Resources = EMPTY  # what it holds plus what its waiting gangs ask for
+    request: Resources = EMPTY  # what it is allocated plus what its waiting gangs ask for
     capability: Resources = EMPTY  # resources named here are capped
     guarantee: Resources = EMPTY
     deserved: Resources = EMPTY  # set by the user: taken as is for the resources it names
@@ -166,7 +166,7 @@ def share(allocated: Mapping[str, int], deserved: Mapping[str, int]) -> float:
 
 
 def dominant_share(allocated: Mapping[str, int], total: Mapping[str, int]) -> float:
-    """DRF: the largest fraction of any cluster resource the job holds."""
+    """DRF: the largest fraction of any cluster resource the job is allocated."""
     worst = 0.0
     for resource, amount in allocated.items():
         limit = total.get(resource, 0)

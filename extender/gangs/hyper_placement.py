@@ -1,15 +1,15 @@
-"""Placing members held to HyperNodes: where a gang that asks for a network topology goes.
+"""Placing members kept inside HyperNodes: where a gang that asks for a network topology goes.
 
 `place_within` places the members a plan chose (`Planned`, whose `reach` says what their gang's
 `networkTopology` and partitions ask, `gangs.topology`) on what a `Room` leaves: the gang inside
-the tightest of its Domains that holds it whole (lowest tier first, then least free cpu: binpack
+the tightest of its Domains with room for it whole (lowest tier first, then least free cpu: binpack
 at the level of HyperNodes, so that whole switches stay free for the gangs that need one), each
 partition inside the tightest of its own under that, one with room for all of the partition's
-pending members. A soft gang or partition no Domain holds goes anywhere (within its gang's
+pending members. A soft gang or partition no Domain has room for goes anywhere (within its gang's
 Domain, for a partition); a hard one does not go, and `Placed.why` says what it needs and the
 largest free. `staying_inside` says where a member without a slot (beyond the plan, or a
-replacement) of a gang held to a HyperNode may go. First fit inside a Domain is the room's own:
-fullest node first, as many alike members on a node as fit. Changes nothing held. Pure.
+replacement) of a gang kept inside a HyperNode may go. First fit inside a Domain is the room's
+own: fullest node first, as many alike members on a node as fit. Takes nothing off the room. Pure.
 
 `gangs.placement` places every other gang and hands the ones that ask for a network topology to
 `place_within`: what this module reads of its `Room` and `Slot` it declares itself (`FreeRoom`,
@@ -79,10 +79,10 @@ class Placed:
 
 def place_within(room: FreeRoom, members: Planned, *, with_reasons: bool = True) -> Placed:
     """`Room.place` for members whose gang asks for a network topology (`members.reach`, see
-    `gangs.topology`): the gang inside the tightest of its Domains that holds it whole
+    `gangs.topology`): the gang inside the tightest of its Domains with room for it whole
     (lowest tier first, then least free cpu), each partition inside the tightest of its
-    own within that; a soft gang or partition that no Domain holds goes anywhere (within
-    its gang's Domain, for a partition). Changes nothing held."""
+    own within that; a soft gang or partition that no Domain has room for goes anywhere
+    (within its gang's Domain, for a partition). Takes nothing off the room."""
     reach = members.reach
     assert reach is not None
     if reach.problem is not None and (reach.gang is None or reach.gang.hard):
@@ -92,14 +92,14 @@ def place_within(room: FreeRoom, members: Planned, *, with_reasons: bool = True)
     if gang is not None:
         options.extend(_tightest(room, gang.domains, members, {}))
     if gang is None or not gang.hard:
-        options.append(None)  # (anywhere: a soft gang no Domain holds whole)
+        options.append(None)  # (anywhere: a soft gang no Domain has room for whole)
     why = ""
     for domain in options:
         placed = _place_inside(room, members, reach, domain, with_reasons=with_reasons)
         if placed.why is None:
             return placed
         why = why or placed.why
-    if not why and gang is not None and with_reasons:  # (no Domain of the gang's holds it)
+    if not why and gang is not None and with_reasons:  # (no Domain of the gang's has room)
         why = _too_small(room, gang, members)
     return Placed(why=why)
 
@@ -108,7 +108,7 @@ def _place_inside(
     room: FreeRoom, members: Planned, reach: Reach, domain: Domain | None, *, with_reasons: bool
 ) -> Placed:
     """Every member inside `domain` (None: anywhere), each partition inside one of its own
-    Domains under it, one that holds all of the partition's pending members (a plan may
+    Domains under it, one with room for all of the partition's pending members (a plan may
     place only some: the others come to the same Domain). Why not: "" when the members
     outside partitions do not fit in `domain` (the caller says why no Domain would do)."""
     taken: dict[str, Resources] = {}
@@ -157,7 +157,7 @@ def _place_part(
     with_reasons: bool,
 ) -> str | None:
     """The partition's planned members (`ordered`) inside the tightest of its Domains under
-    `inside` that holds all of its pending members, counted in `taken` and noted in
+    `inside` with room for all of its pending members, counted in `taken` and noted in
     `placed`; or why not."""
     whole = Planned(part.pending) if len(part.pending) > len(ordered) else ordered
     candidates = [d for d in part.within.domains if inside is None or d.nodes <= inside]
@@ -277,22 +277,22 @@ def _missing(members: Planned, inside: frozenset[str] | None) -> str:
 def staying_inside(
     gang: GangView, pod: Pod, slots: Mapping[str, NodeSlot] | None = None
 ) -> frozenset[str] | None:
-    """The nodes a member without a slot of a gang held to a HyperNode (a hard network topology,
-    its gang's or its partition's) may go to; None when it is free to go anywhere.
+    """The nodes a member without a slot of a gang kept inside a HyperNode (a hard network
+    topology, its gang's or its partition's) may go to; None when it is free to go anywhere.
 
-    Gang-wide: the largest Domain its gang may use that holds every node its gang's slots and
-    placed members are on (its Domains all hold the placed ones). Its partition's, when hard
-    and some member of the partition holds a slot or runs: the largest of the partition's
-    Domains inside that which holds where they are. Both bind when both are asked."""
+    Gang-wide: the largest Domain its gang may use that contains every node its gang's slots and
+    placed members are on (its Domains all contain the placed ones). Its partition's, when hard
+    and some member of the partition has a slot or runs: the largest of the partition's
+    Domains inside that which contains where they are. Both bind when both are asked."""
     reach = gang.reach
     if reach is None:
         return None
     slots = slots or {}
     inside: frozenset[str] | None = None
-    held = reach.gang
-    if held is not None and held.hard and (slots or gang.staying):
+    within = reach.gang
+    if within is not None and within.hard and (slots or gang.staying):
         used = {slot.node for slot in slots.values()}
-        inside = _largest(held.domains, used, None)
+        inside = _largest(within.domains, used, None)
     part = reach.part_of(pod.metadata.uid)
     if part is not None and part.within.hard:
         used = {slot.node for uid, slot in slots.items() if uid in part.uids}
@@ -305,7 +305,7 @@ def staying_inside(
 def _largest(
     domains: Sequence[Domain], used: AbstractSet[str], under: frozenset[str] | None
 ) -> frozenset[str]:
-    """The nodes of the largest of `domains` (under `under`) that hold every node of `used`; the
+    """The nodes of the largest of `domains` (under `under`) that contain every node of `used`; the
     empty set when none does (nowhere is allowed)."""
     fitting = [d for d in domains if used <= d.nodes and (under is None or d.nodes <= under)]
     if not fitting:

@@ -1,6 +1,6 @@
 """Gang admission: a gang's members get nodes only when all it still needs fit at once.
 
-`Gangs` is the ledger of the gangs it admitted (what they hold: `gangs.reservations`), refused or
+`Gangs` is the ledger of the gangs it admitted (what they reserve: `gangs.reservations`), refused or
 backed off. A gang (the pods naming one PodGroup) is *admitted* when a placement plan for its
 unplaced members up to `minMember` (and each task's `minTaskMember`; `minResources` when set) fits
 the capacity left after the reservations of gangs admitted before it and the claims of the waiting
@@ -13,9 +13,9 @@ barrier's timeout (then the gang backs off), or makes no progress for `reservati
 A waiting gang the order lets in but that never comes for its capacity within that time backs off
 too, so it cannot block the gangs behind it.
 
-A Volcano Job's gang is admitted before its pods exist (`cache.expected`): its slots are held for
-the pods its controller creates once the PodGroup shows the admission, and each created pod takes
-over the slot of its name (`_hand_over`).
+A Volcano Job's gang is admitted before its pods exist (`cache.expected`): its slots are reserved
+for the pods its controller creates once the PodGroup shows the admission, and each created pod
+takes over the slot of its name (`_hand_over`).
 
 A refused gang is remembered with the order it was refused in, so the other members asked about
 while that order stands get the same answer at once.
@@ -110,7 +110,8 @@ class Gangs:
     # -- reading -------------------------------------------------------------------------------
 
     def admission(self, key: str) -> Admission | None:
-        """The gang's admission: the slots its unbound members hold (None: not admitted)."""
+        """The gang's admission: the slots reserved for its unbound members (None: not
+        admitted)."""
         return self._reservations.get(key)
 
     def admitted(self) -> KeysView[str]:
@@ -156,11 +157,11 @@ class Gangs:
         return [t for t in found if t > now]
 
     def reserved(self) -> Mapping[str, Resources]:
-        """Per node, the capacity held by admitted gangs' unconsumed slots."""
+        """Per node, the capacity admitted gangs' unconsumed slots reserve."""
         return self._reservations.by_node()
 
     def reserved_by_gang(self) -> Mapping[str, Resources]:
-        """Per admitted gang, the capacity its unconsumed slots hold."""
+        """Per admitted gang, the capacity its unconsumed slots reserve."""
         return self._reservations.by_gang()
 
     @property
@@ -319,7 +320,7 @@ class Gangs:
     ) -> Rejection | None:
         """Admit `gang` ahead of every other one: planned on the capacity admitted gangs leave,
         whatever the fair order says (a gang found partly bound after a restart completes
-        first: its bound members hold capacity that serves nobody until it stands). Why not,
+        first: its bound members take capacity that serves nobody until it stands). Why not,
         when it does not fit (None: admitted)."""
         refusal = self.blocked(gang)
         if refusal is not None:
@@ -376,7 +377,7 @@ class Gangs:
 
     def consume(self, uid: str, node: str | None = None) -> Slot | None:
         """A member is being bound (on `node`): a slot of its gang turns into real usage
-        (`Reservations.consume`); the slot it took (None: it held none). An admission whose
+        (`Reservations.consume`); the slot it took (None: it had none). An admission whose
         every slot is consumed ends."""
         ended, taken = self._reservations.consume(uid, node, self.clock())
         if ended is not None:
@@ -385,8 +386,8 @@ class Gangs:
 
     def restore(self, key: str, slots: Mapping[str, Slot]) -> None:
         """Members of an admitted gang left the bind barrier without binding, to be placed again
-        (`actions.barrier`'s patience): their slots hold their places again, which their
-        assumptions held until now, so nobody can have taken them."""
+        (`actions.barrier`'s patience): their slots are reserved again, where their assumptions
+        counted them until now, so nobody can have taken them."""
         if self._reservations.restore(key, slots, self.clock()):  # (it had ended: all consumed)
             self._walks.touch(key)
 

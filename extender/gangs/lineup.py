@@ -185,7 +185,7 @@ class Lineup:
 
 def starving(contender: Contender, ordering: Ordering, now: float) -> bool:
     if not contender.asked:
-        return False  # the scheduler may never send it: no capacity is held for it
+        return False  # the scheduler may never send it: no capacity is taken for it
     limit = starving_limit(contender.gang, ordering)
     return limit is not None and now - contender.since >= limit
 

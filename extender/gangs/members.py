@@ -81,7 +81,7 @@ class GangView:
 
     @cached_property
     def staying(self) -> list[Pod]:
-        """Its placed members not being deleted (an evicted one still holds its node, but the
+        """Its placed members not being deleted (an evicted one still uses its node, but the
         gang no longer stands on it: its replacement waits its turn in the fair order)."""
         return [pod for pod in self.placed if pod.metadata.deletion_timestamp is None]
 
@@ -119,7 +119,7 @@ class GangView:
 
     @cached_property
     def allocated(self) -> Resources:
-        """What its placed members hold on their nodes."""
+        """What its placed members use on their nodes."""
         return sum((pod.request for pod in self.placed), EMPTY)
 
     @cached_property
@@ -439,10 +439,10 @@ class _Views(FollowsGangs):
 
 
 class _ViewsByState:
-    """The views kept per cluster state, held weakly: a state that is gone takes its views along
-    (what is kept with a view must not hold its state, or the state would never go). The last
-    state asked about is found without the weak lookup, and held until another is: a process, or
-    a simulation, asks about one state all the time."""
+    """The views kept per cluster state, referenced weakly: a state that is gone takes its views
+    along (what is kept with a view must not hold its state, or the state would never go). The last
+    state asked about is found without the weak lookup, and kept until another is: a process, or a
+    simulation, asks about one state all the time."""
 
     def __init__(self) -> None:
         self._all: WeakKeyDictionary[ClusterState, _Views] = WeakKeyDictionary()

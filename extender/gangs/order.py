@@ -5,7 +5,7 @@ per cluster change, a `Walk` takes turns among every gang that waits (plus the o
 about), as Volcano's allocate action does:
 
 1. queues by their share of what they deserve, lowest first, re-ranked after every admission
-   (so two saturated queues weighted 1:3 end up holding 1:3); in a queue tree, level by level
+   (so two saturated queues weighted 1:3 end up allocated 1:3); in a queue tree, level by level
    from the top: the top-level branch least far into its share, then within it the child least
    far into its own, down to a leaf queue (Volcano's hierarchical order);
 2. within a queue, jobs in their rank (`gangs.lineup`: starving first, then PriorityClass,
@@ -14,13 +14,13 @@ about), as Volcano's allocate action does:
 Each gang in turn is planned on the capacity that admitted gangs and the gangs before it leave
 (`Turn.slots`). One that does not fit claims nothing, so capacity is never left idle while a
 more deserving gang cannot use it (backfill), except for a *starving* gang refused for want of
-capacity: it holds the free capacity of the nodes it is draining toward (`Turn.targets`), so
+capacity: it takes the free capacity of the nodes it is draining toward (`Turn.targets`), so
 small gangs stop taking what it needs, until it fits (`gangs.drain`). A gang the walk
 passed over because others came first says who.
 
 Once no node has the cpu for the largest member of any gang in line (in a full cluster, most of
 a long line), the rest of the walk changes nothing: every turn is a refusal, a starving gang
-holds nothing (nobody in line could take what is free) and aims where it did before (the first
+takes nothing (nobody in line could take what is free) and aims where it did before (the first
 time, where a drain would), and the others' refusals are worked out when read (`_Rest`): the
 walk hands them over as stretches of the lines, without looking at them one by one.
 Queue rules refuse before any plan: a Closed queue admits nothing new, a missing queue nothing
@@ -72,8 +72,8 @@ class Walk:
     so draining accumulates). Where it stands is explicit: the queues still in line (a heap by
     rank) and how far each queue's line was taken; past the point where nothing fits, the
     queues left in order and the one whose line is being given (`_Rest`); of a run of refusals
-    taken part way, the rest (`pending`). `reserved` is per node what admitted gangs hold;
-    `empty` a room over `nodes` that holds nothing, if the caller keeps one."""
+    taken part way, the rest (`pending`). `reserved` is per node what admitted gangs reserve;
+    `empty` a room over `nodes` nothing is taken from, if the caller keeps one."""
 
     def __init__(
         self,
@@ -200,8 +200,8 @@ class Walk:
             self._ranks.took(name, sum(per_node.values(), EMPTY))
             self._rank_of[name] = self._ranks(name)
         elif starving and _lacks_capacity(turn):
-            aimed, held = drain(gang, claims.room, self._targets.get(gang.key))
-            for node, amount in held.items():
+            aimed, taken = drain(gang, claims.room, self._targets.get(gang.key))
+            for node, amount in taken.items():
                 claims.take(gang.key, node, amount)
             turn = Turn(gang.key, rejection=turn.rejection, targets=aimed)
         if self._at[name] < len(line.ranked):
@@ -210,8 +210,8 @@ class Walk:
 
 
 class _QueueRanks:
-    """Where a queue stands in the walk, by what the queues hold at this point of it: (share,
-    -priority, name); in a tree, that of each queue from the top level down to it."""
+    """Where a queue stands in the walk, by what the queues are allocated at this point of it:
+    (share, -priority, name); in a tree, that of each queue from the top level down to it."""
 
     def __init__(
         self,
@@ -260,7 +260,7 @@ class _QueueRanks:
 class _Rest:
     """The rest of one queue's line once no node has the cpu for the largest member of any gang
     in line (`GangView.largest_cpu`): each turn is a refusal and changes nothing. A starving
-    gang holds nothing (nobody in line could take what is free) and keeps the nodes it drained
+    gang takes nothing (nobody in line could take what is free) and keeps the nodes it drained
     toward (the first time, aims where a drain would). The queues' ranks no longer move, so the
     line goes whole, from `start` (where the walk left it); a refusal is worked out when read,
     except a starving gang's when a rule may have refused it (then it aims nowhere: a queue's
@@ -281,7 +281,7 @@ class _Rest:
         targets: Mapping[str, dict[str, Resources]],
     ) -> None:
         self._line, self._view, self._claims, self._targets = line, view, claims, targets
-        self._held = _held(view, allocated)  # (the walk takes nothing more: final)
+        self._allocated = _allocated_above(view, allocated)  # (the walk takes nothing more: final)
         self._capped = view.capped
         # The starving gangs past where the walk left the line that take a turn of their own
         # (the others stay in the runs: they aim where they did).
@@ -308,7 +308,7 @@ class _Rest:
                 self._claims,
                 line.entries[key][1].gang,
                 self._view,
-                self._held,
+                self._allocated,
                 ruled=self._capped or key in line.ruled,  # (a rule may refuse it)
                 kept=self._targets.get(key),
             )
@@ -322,7 +322,7 @@ class _Rest:
         """The turn of gang `key`, in one of the line's runs: refused, worked out when read; a
         starving one aims where it aimed before."""
         _, contender, starving = self._line.entries[key]
-        why = _later(self._claims, contender.gang, self._view, self._held)
+        why = _later(self._claims, contender.gang, self._view, self._allocated)
         aimed = dict(self._targets.get(key) or {}) if starving else {}
         return Turn(key, rejection=why, targets=aimed)
 
@@ -331,16 +331,16 @@ def _aiming(
     claims: _Claims,
     gang: GangView,
     view: QueueView,
-    held: Mapping[str, Resources],
+    allocated: Mapping[str, Resources],
     *,
     ruled: bool,
     kept: dict[str, Resources] | None,
 ) -> Turn:
     """A starving gang's turn past the point where nothing fits: refused, aiming where it aimed
     before or (the first time) where a drain would; nowhere when a rule refused it."""
-    rejection: Rejection | None = _later(claims, gang, view, held)
+    rejection: Rejection | None = _later(claims, gang, view, allocated)
     if ruled:
-        turn = claims.turn(gang, view, held)
+        turn = claims.turn(gang, view, allocated)
         if not _lacks_capacity(turn):
             return turn
         rejection = turn.rejection
@@ -348,8 +348,9 @@ def _aiming(
     return Turn(gang.key, rejection=rejection, targets=aimed)
 
 
-def _held(view: QueueView, allocated: Mapping[str, Resources]) -> dict[str, Resources]:
-    """What the queue and those above it hold now (kept for a refusal worked out later)."""
+def _allocated_above(view: QueueView, allocated: Mapping[str, Resources]) -> dict[str, Resources]:
+    """What the queue and those above it are allocated now (kept for a refusal worked out
+    later)."""
     return {above.name: allocated[above.name] for above in view.lineage()}
 
 
@@ -388,17 +389,17 @@ class _Claims:
         self.taken: list[tuple[str, Resources]] = []  # (node, amount), in the walk's order
         self.reserved = empty.copy()  # what admitted gangs leave; the same the whole walk
         for node, amount in reserved.items():
-            self.reserved.hold(node, amount)
+            self.reserved.take(node, amount)
         self.room = self.reserved.copy()
 
     def take(self, key: str, node: str, amount: Resources) -> None:
         self.claimants.setdefault(node, []).append((len(self.taken), key))
         self.taken.append((node, amount))
-        self.room.hold(node, amount)
+        self.room.take(node, amount)
 
     def turn(self, gang: GangView, view: QueueView, allocated: Mapping[str, Resources]) -> Turn:
         """The gang's turn on what is left: its slots, or why it waits; `allocated` is per queue
-        what it holds at this point of the walk."""
+        what it is allocated at this point of the walk."""
         if view.capped:  # (no capability: nothing to refuse, no sum to make)
             members, _ = members_to_plan(gang)
             wanted = sum((pod.request for pod in members), EMPTY)
@@ -420,7 +421,7 @@ class _Claims:
         """Why a gang the room left after the first `at` claims had no room for waits, its cause
         known at once and its words worked out when read: the gangs ahead took what it needs
         (Queued), or it does not fit even on what admitted gangs leave (what it lacks)."""
-        alone = nodes_used(gang, self.reserved)  # (a plan changes nothing held)
+        alone = nodes_used(gang, self.reserved)  # (a plan takes nothing off the room)
         if not alone:
             return Deferred(lambda: self._lacking(gang, at), Cause.NOT_ENOUGH_RESOURCES)
         return Deferred(lambda: self._queued(gang, alone, at), Cause.QUEUED)
@@ -432,7 +433,7 @@ class _Claims:
         if at < len(self.taken):
             room = self.reserved.copy()
             for node, amount in self.taken[:at]:
-                room.hold(node, amount)
+                room.take(node, amount)
         _, rejection = plan_slots(gang, room)
         assert rejection is not None  # (it did not fit on this room)
         return rejection

@@ -106,7 +106,7 @@ def members_to_plan(gang: GangView) -> tuple[Planned, Rejection | None]:
 
 
 def min_resources_shortfall(gang: GangView, room: Room) -> Rejection | None:
-    """Why the room cannot hold the gang's minResources (less what its placed members hold):
+    """Why the room has no space for the gang's minResources (less what its placed members use):
     the free capacity summed over the nodes some pending member may run on falls short. The sum
     only grows node by node, so the look ends at the first node where it covers the need (on a
     cluster with room, the first few); only a refusal sums every node, for its message."""
@@ -152,27 +152,29 @@ def fits(
 
 
 class Room:
-    """The free capacity of every schedulable node after what is held, with the nodes kept in
-    binpack's order (fullest first: least free cpu, then memory, then name). A member's first
-    fit bisects to the nodes with enough cpu instead of passing over every node, and holding
-    capacity moves one node in the order; so a walk that plans hundreds of gangs on thousands
-    of nodes stays cheap. What a placement found is kept, by the members' shape, until the room
-    changes: in a walk, gangs of the same shape that do not fit one after another (most of them,
-    in a full cluster) are placed once; on a room nothing is held on, once per walk. (A plan
-    places once: a placement that fits is taken, one that does not is remembered.) The free cpu
-    of a group of nodes (a HyperNode's) is summed once and then kept up to date as the nodes in
-    it change (`free_cpu_in`): a walk asks it of every HyperNode for every gang held to one."""
+    """The free capacity of every schedulable node after what is taken off it (`reserved`, then
+    `take`), with the nodes kept in binpack's order (fullest first: least free cpu, then memory,
+    then name). A member's first fit bisects to the nodes with enough cpu instead of passing over
+    every node, and taking capacity moves one node in the order; so a walk that plans hundreds of
+    gangs on thousands of nodes stays cheap. What a placement found is kept, by the members'
+    shape, until the room changes: in a walk, gangs of the same shape that do not fit one after
+    another (most of them, in a full cluster) are placed once; on a room nothing is taken from,
+    once per walk. (A plan places once: a placement that fits is taken, one that does not is
+    remembered.) The free cpu of a group of nodes (a HyperNode's) is summed once and then kept up
+    to date as the nodes in it change (`free_cpu_in`): a walk asks it of every HyperNode for
+    every gang kept inside one."""
 
     __slots__ = ("_free_in", "_groups_of", "_keys", "_nodes_for", "_placed", "free", "nodes")
 
     def __init__(
-        self, nodes: Mapping[str, NodeInfo], held: Mapping[str, Resources] | None = None
+        self, nodes: Mapping[str, NodeInfo], reserved: Mapping[str, Resources] | None = None
     ) -> None:
+        """`reserved`: per node, the capacity taken off its free from the start."""
         self.nodes = nodes
         self.free: dict[str, Resources] = {}
         for name, info in nodes.items():
             if not info.unschedulable:
-                amount = held.get(name) if held else None
+                amount = reserved.get(name) if reserved else None
                 self.free[name] = info.free if amount is None else info.free - amount
         self._keys = sorted(_rank(name, free) for name, free in self.free.items())
         self._free_in: dict[frozenset[str], int] = {}  # a group of nodes -> its free cpu
@@ -195,14 +197,14 @@ class Room:
         made._free_in, made._groups_of = dict(self._free_in), self._groups_of
         return made
 
-    def hold(self, name: str, amount: Resources) -> None:
-        """Take `amount` off node `name` (a negative amount frees), if it is schedulable."""
+    def take(self, name: str, amount: Resources) -> None:
+        """Take `amount` off node `name`'s free (a negative amount frees), if it is schedulable."""
         before = self.free.get(name)
         if before is not None:
             self._set(name, before, before - amount)
 
     def update(self, nodes: Mapping[str, NodeInfo], changed: Iterable[str]) -> None:
-        """Bring a room that holds nothing up to `nodes`, which differ only in `changed`."""
+        """Bring a room nothing is taken from up to `nodes`, which differ only in `changed`."""
         self.nodes = nodes
         for name in changed:
             info = nodes.get(name)
@@ -266,8 +268,8 @@ class Room:
         self, members: list[Pod], *, with_reasons: bool = True
     ) -> tuple[dict[str, str], Counter[str]]:
         """First fit, largest member first, onto the fullest nodes first (binpack's preference),
-        on nodes the member may run on (nodeSelector, required node affinity, taints). Changes
-        nothing held.
+        on nodes the member may run on (nodeSelector, required node affinity, taints). Takes
+        nothing off the room.
 
         Returns member uid -> node, and per cause ("Insufficient cpu", or no node the member may
         run on) how many members found no node; without `with_reasons`, it stops at the first
@@ -439,7 +441,7 @@ class Room:
 
 
 class KeptRoom:
-    """A room over the nodes that holds nothing, kept from one call to the next and moved along
+    """A room over the nodes nothing is taken from, kept from one call to the next and moved along
     with the nodes that changed since (`Snapshot.changed_since`) instead of sorted again."""
 
     __slots__ = ("_at", "_room")

@@ -287,7 +287,7 @@ def _review(
 
 def _keep(gangs: Gangs, gang: GangView, request: ProvisioningRequest) -> bool:
     """Whether a request stands on for a gang that does not want one now: one Provisioned for a
-    gang admitted onto its capacity that does not stand yet (the booking holds the capacity
+    gang admitted onto its capacity that does not stand yet (the booking keeps the capacity
     until its members are bound)."""
     if gang.group is None or gang.stands or not gang.pending:
         return False

@@ -5,7 +5,7 @@ creates one; Lahar needs none). A queue naming no parent, or `root`, hangs under
 whose parent does not exist, or whose parents lead back to itself, also hangs under root, and
 `strays` says why: the webhook refuses both, but a tree applied without it still schedules, each
 such queue as a top-level one. Gangs go in *leaf* queues (those no queue names as parent);
-`root` never holds any.
+`root` never has any.
 
 A tree where every queue hangs under root is *flat*: the sharing, the fair order and reclaim then
 work queue by queue exactly as they do without hierarchy, at the same cost. Paths are written as

@@ -1,4 +1,5 @@
-"""Queues as fairness sees them: what each holds, asks for and deserves, from the cluster state.
+"""Queues as fairness sees them: what each is allocated, asks for and deserves, from the cluster
+state.
 
 `account` walks the gangs once: a gang counts in the queue its PodGroup names; its placed members
 and the unconsumed slots of its admission are *allocated*, its pending members are asked for. A
@@ -9,8 +10,9 @@ Pods outside PodGroups belong to no queue: they use capacity, no queue is charge
 
 Queues form a tree (`gangs.queue_tree`): a parent's figures are its own plus its children's, and
 each level shares what its parent deserves (`fairness.water_fill_tree`); a `root` Queue, when one
-exists, holds everything and deserves the cluster. A flat tree is shared exactly as before, in
-one fill. A gang may take neither its queue nor any queue above it past its capability. Pure.
+exists, is allocated everything and deserves the cluster. A flat tree is shared exactly as
+before, in one fill. A gang may take neither its queue nor any queue above it past its capability.
+Pure.
 
 The same concept at a higher layer: `admission.queues`, the rules a Queue is admitted by.
 """
@@ -34,7 +36,7 @@ from extender.gangs.refusals import Cause, Rejection
 @dataclass
 class QueueView:
     queue: Queue
-    allocated: Resources = EMPTY  # placed + the capacity admissions hold for pending members
+    allocated: Resources = EMPTY  # placed + the capacity admissions reserve for pending members
     placed: Resources = EMPTY  # what its members bound to nodes request
     request: Resources = EMPTY  # allocated + what its pending members ask for
     deserved: Resources = EMPTY
@@ -76,14 +78,14 @@ class QueueView:
         self, gang: str, extra: Resources, allocated: Mapping[str, Resources] | None = None
     ) -> Rejection | None:
         """Why `extra` more would take the queue, or one above it, over its capability, if so;
-        `allocated` is per queue what it holds (each view's own when None)."""
+        `allocated` is per queue what it is allocated (each view's own when None)."""
         for view in self.lineage():
             capability = view.queue.spec.capability
             if not capability:
                 continue
-            held = view.allocated if allocated is None else allocated[view.name]
+            has = view.allocated if allocated is None else allocated[view.name]
             for resource, amount in extra.items():
-                if resource in capability and held[resource] + amount > capability[resource]:
+                if resource in capability and has[resource] + amount > capability[resource]:
                     limit = format_units(capability[resource], resource)
                     whose = (
                         f"queue {self.name}"
@@ -91,7 +93,7 @@ class QueueView:
                         else f"queue {self.name}'s ancestor {view.path}"
                     )
                     message = (
-                        f"gang {gang}: {whose} would hold more {resource} than its capability "
+                        f"gang {gang}: {whose} would have more {resource} than its capability "
                         f"({limit}); it waits until work under that queue frees some"
                     )
                     return Rejection(Cause.QUEUE_CAPABILITY, message)
@@ -115,7 +117,7 @@ def capped_above(queues: Mapping[str, Queue], name: str) -> bool:
 
 
 class QueueTally(FollowsGangs):
-    """Per queue, what its gangs' placed members hold and pending members ask for."""
+    """Per queue, what its gangs' placed members use and pending members ask for."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -142,7 +144,7 @@ def account(
     state: ClusterState, reserved: Mapping[str, Resources], tally: QueueTally | None = None
 ) -> dict[str, QueueView]:
     """Every queue's allocation, request and deserved share now; `reserved` is per gang key what
-    its admission still holds; `tally` the per-queue sums kept from the last call, if any."""
+    its admission still reserves; `tally` the per-queue sums kept from the last call, if any."""
     queues = dict(state.queues)
     queues.setdefault(DEFAULT_QUEUE, default_queue())
     views = {name: QueueView(queue) for name, queue in queues.items()}
@@ -150,7 +152,7 @@ def account(
     tally.catch_up(state)
     allocated = dict(tally.placed)
     asked = dict(tally.asked)
-    for key, slots in reserved.items():  # pending members' requests, held for them
+    for key, slots in reserved.items():  # pending members' requests, reserved for them
         group = state.pod_groups.get(key)
         if group is not None:
             allocated[group.queue] = allocated.get(group.queue, EMPTY) + slots

@@ -176,7 +176,7 @@ class ScaleUps:
         `wall` (the time now, epoch seconds) times are said as UTC times instead of seconds
         from now, so the words stay the same while nothing changes (a PodGroup condition)."""
 
-        def held(since: float) -> str:
+        def lasting(since: float) -> str:
             if wall is None:
                 return f"for {max(now - since, 0.0):.0f} s"
             return f"since {_utc(wall - (now - since))}"
@@ -190,11 +190,11 @@ class ScaleUps:
         if asked is not None:
             said = f" ({asked.message})" if asked.message else ""
             if asked.phase == "Pending":
-                state = f"created, not Accepted yet, {held(asked.since)}"
+                state = f"created, not Accepted yet, {lasting(asked.since)}"
             elif asked.phase == "Accepted":
-                state = f"Accepted, not Provisioned, {held(asked.since)}"
+                state = f"Accepted, not Provisioned, {lasting(asked.since)}"
             elif asked.phase == "Provisioned":
-                state = f"Provisioned {held(asked.since)}"
+                state = f"Provisioned {lasting(asked.since)}"
             else:
                 retry = self.retry_at(key)
                 again = f"; asking again {after(retry)}" if retry is not None else ""

@@ -13,9 +13,9 @@ selector names that do not exist are left out.
 - its `subGroupPolicy` (Volcano's partitions): the pods each policy selects, split by the values
   of its `matchLabelKeys` (the partition id), each partition inside one Domain of its own tier.
 A Domain's candidates come lowest tier first; placement (`gangs.placement`) takes, of those that
-can hold the members, the tightest (least free cpu): binpack at the level of HyperNodes, so that
-whole switches stay free for the gangs that need one. Members already placed anchor the gang to
-the Domains that hold them. A gang that asks nothing has no Reach and is placed as always.
+have room for the members, the tightest (least free cpu): binpack at the level of HyperNodes, so
+that whole switches stay free for the gangs that need one. Members already placed anchor the gang
+to the Domains that contain them. A gang that asks nothing has no Reach and is placed as always.
 
 `stale_node_counts` says which HyperNodes' `status.nodeCount` (what `kubectl get hypernodes`
 shows) is not the number of nodes under them, as Volcano counts them: directly or through member
@@ -61,7 +61,7 @@ class Domain:
 
 
 class Topology:
-    """Every HyperNode as a Domain, with the lowest-tier one holding each node."""
+    """Every HyperNode as a Domain, with the lowest-tier one containing each node."""
 
     def __init__(
         self, hyper_nodes: Mapping[str, HyperNode], nodes: Mapping[str, Mapping[str, str]]
@@ -126,11 +126,11 @@ class Topology:
         return not self.ordered
 
     def leaf(self, node: str) -> Domain | None:
-        """The lowest-tier HyperNode holding `node` (None: in none)."""
+        """The lowest-tier HyperNode containing `node` (None: in none)."""
         return self._leaf.get(node)
 
     def spanning(self, nodes: Iterable[str]) -> Domain | None:
-        """The lowest-tier HyperNode holding every one of `nodes` (None: none does)."""
+        """The lowest-tier HyperNode containing every one of `nodes` (None: none does)."""
         wanted = set(nodes)
         return next((d for d in self.ordered if wanted <= d.nodes), None)
 
@@ -139,11 +139,11 @@ class Topology:
         return self._tiers.get(name)
 
     def within(self, limit: int | None, anchor: Iterable[str] = ()) -> tuple[Domain, ...]:
-        """The Domains of tier at most `limit` (None: any) holding every node of `anchor`,
+        """The Domains of tier at most `limit` (None: any) containing every node of `anchor`,
         lowest tier first."""
-        held = set(anchor)
+        anchored = set(anchor)
         return tuple(
-            d for d in self.ordered if (limit is None or d.tier <= limit) and held <= d.nodes
+            d for d in self.ordered if (limit is None or d.tier <= limit) and anchored <= d.nodes
         )
 
 
@@ -172,7 +172,7 @@ def _hyper_node_members(
 @dataclass(frozen=True)
 class Within:
     """Where a set of members must (hard) or should (soft) stay: inside one of `domains`, tried
-    in that order (already narrowed to the tier and to the nodes members hold)."""
+    in that order (already narrowed to the tier and to the nodes members are on)."""
 
     hard: bool
     tier: int | None  # the highest tier allowed (None: any)
@@ -260,7 +260,7 @@ def _within(
         return within, None
     if topology.empty:
         return within, "the cluster has no HyperNode (topology.volcano.sh/v1alpha1)"
-    return within, f"no {within.kind} holds every node its placed members run on"
+    return within, f"no {within.kind} contains every node its placed members run on"
 
 
 def _partitions(policy: SubGroupPolicy, pods: Sequence[Pod]) -> list[tuple[str, list[str]]]:

@@ -12,7 +12,7 @@ and drives, keeps what that takes:
   let in admitted);
 - the contenders and their lineup (`gangs.contending`), brought up to date from the ledger's
   records (`Records`, its reading methods) before each new walk;
-- a room over the nodes that holds nothing, moved along with them (`KeptRoom`);
+- a room over the nodes nothing is taken from, moved along with them (`KeptRoom`);
 - what the walks said of the gangs they reached, for the walks after them and for the ledger:
   the nodes a starving gang drains toward (the next walk aims there again, so draining
   accumulates), and since when a gang a walk let in has not come for its capacity (the ledger

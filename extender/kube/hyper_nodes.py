@@ -1,7 +1,7 @@
 """Writing the HyperNodes built from node labels (`api.topology_labels`) to the cluster.
 
 `sync_hyper_nodes` reads every HyperNode, plans against them (`topology_labels.plan`), refuses
-before writing anything when a wanted name is held by a HyperNode the builder did not make, then
+before writing anything when a wanted name is used by a HyperNode the builder did not make, then
 applies the new and changed ones (server-side apply, nearest tier first, so a parent's members
 exist when it arrives) and deletes the ones it made before that are no longer wanted.
 `ForeignHyperNodes` (a KubeError) names the HyperNodes in the way.
@@ -26,7 +26,7 @@ FIELD_MANAGER = "lahar-hypernodes"
 
 
 class ForeignHyperNodes(KubeError):
-    """Wanted names held by HyperNodes the builder did not make (nothing was written)."""
+    """Wanted names used by HyperNodes the builder did not make (nothing was written)."""
 
     def __init__(self, names: Sequence[str]) -> None:
         super().__init__(

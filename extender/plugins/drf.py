@@ -1,6 +1,6 @@
-"""Dominant resource fairness within a queue: the job holding the least of the cluster goes first.
+"""Dominant resource fairness within a queue: the job allocated the least of the cluster goes first.
 
-A job's share is the largest fraction of any cluster resource its placed members hold (cpu,
+A job's share is the largest fraction of any cluster resource its placed members use (cpu,
 memory, GPUs, ...; the pod count aside). Among jobs of the same queue that earlier job-order
 plugins do not tell apart, the lower share goes first; then the older job.
 

@@ -7,7 +7,7 @@ this plugin switches them on and carries their timing, from the policy file:
       arguments:
         gang.barrierTimeoutSeconds: 20      # below the scheduler's httpTimeout (30s shipped)
         gang.backoffSeconds: 10             # a gang whose barrier timed out waits this long
-        gang.reservationTimeoutSeconds: 60  # an admitted gang holding capacity without progress
+        gang.reservationTimeoutSeconds: 60  # an admitted gang reserving capacity without progress
         gang.maxPodsInFlight: 256           # admitted members not yet at the barrier, at most
         gang.scaleUp: none                  # none | provisioningRequest | unschedulable
         gang.scaleUpRetrySeconds: 60        # after a ProvisioningRequest ended, doubling

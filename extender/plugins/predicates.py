@@ -2,7 +2,7 @@
 
 Lahar is the resource authority for its scheduler profiles (they switch off the in-tree
 NodeResourcesFit filter), so this covers every resource the pod requests: cpu, memory, ephemeral
-storage, extended resources and the pod count. A node that could never hold the pod, even empty, is
+storage, extended resources and the pod count. A node that could never fit the pod, even empty, is
 *unresolvable* (preempting pods there would not help); one that is merely full is *unschedulable*.
 """
 

@@ -1,7 +1,7 @@
 """The starvation guard (Volcano's sla): a gang waiting too long goes first and drains capacity.
 
 A gang refused for longer than `sla.waitingTimeSeconds` is *starving*: it goes before every other
-job of its queue, and when it still does not fit it holds the free capacity of the nodes it would
+job of its queue, and when it still does not fit it takes the free capacity of the nodes it would
 fit on (the fair order's drain), so a stream of small gangs stops taking what it needs; as their
 pods end, the capacity accumulates for it until it fits. A PodGroup may set its own limit with
 Volcano's annotation `sla-waiting-time` (a Go duration such as `10m`), as a Volcano Job does.

@@ -117,11 +117,11 @@ def unwrap(document: object) -> object:
         return document
     data = document.get("data")
     if not isinstance(data, dict) or CONFIGMAP_KEY not in data:
-        held = ", ".join(sorted(str(k) for k in data)) if isinstance(data, dict) else ""
+        keys = ", ".join(sorted(str(k) for k in data)) if isinstance(data, dict) else ""
         raise VolcanoConfError(
             "data",
             f"the ConfigMap has no key {CONFIGMAP_KEY}, which holds Volcano's scheduler "
-            f"configuration (it has: {held or 'none'})",
+            f"configuration (it has: {keys or 'none'})",
         )
     text = data[CONFIGMAP_KEY]
     if not isinstance(text, str):
@@ -492,7 +492,7 @@ class _Importer:
         self.note(
             "mapped",
             option.path,
-            "capacity: proportion, which holds each queue to its Queue's capability, gives it "
+            "capacity: proportion, which keeps each queue within its Queue's capability, gives it "
             "its deserved when set (weights share what is left) and keeps its guarantee",
         )
         for key in args:

@@ -217,7 +217,7 @@ DROPPED: Mapping[str, tuple[str, str]] = {
     ),
     "resourcequota": (
         "differs",
-        "dropped: Lahar does not hold a gang back for its namespace's ResourceQuota; the API "
+        "dropped: Lahar does not keep a gang waiting for its namespace's ResourceQuota; the API "
         "server's quota admission refuses pods beyond it",
     ),
     "task-topology": (
@@ -245,7 +245,7 @@ VOLCANO_PLUGINS = (*KEPT, *DROPPED)
 # Lahar's plugin of the same name, and what it does.
 SAME_PLUGINS: Mapping[str, str] = {
     "priority": "within a queue, a gang of higher PriorityClass goes first",
-    "drf": "within a queue, the gang holding the smallest dominant share goes first",
+    "drf": "within a queue, the gang with the smallest dominant share goes first",
     "proportion": (
         "queues share the cluster by weight, within each Queue's capability, deserved and guarantee"
     ),
@@ -450,7 +450,7 @@ SWITCHED_OFF: Mapping[tuple[str, str], tuple[str, str]] = {
     **{
         ("sla", key): (
             "differs",
-            "a starving gang in Lahar holds the free capacity of the nodes it needs until it fits",
+            "a starving gang in Lahar takes the free capacity of the nodes it needs until it fits",
         )
         for key in ("enableJobEnqueued", "enableJobPipelined")
     },

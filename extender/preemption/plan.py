@@ -11,7 +11,7 @@ not replaced by more. The server evicts them and reports.
 
 When no victims are found but protected units would have made room (a pod or PodGroup with
 `volcano.sh/preemptable: false`, a pod conformance keeps), a second search counting them says
-which (`Protected`): the last such verdict per gang is kept with the cluster state, held weakly,
+which (`Protected`): the last such verdict per gang is kept with the cluster state, weakly,
 for `lahar explain` (`protected_victims`); a search that finds victims, or nothing to say,
 drops it. Otherwise pure.
 """
@@ -176,7 +176,7 @@ class Pool:
         return frozenset(unit.key for unit in self.units)
 
     def rooms(self, state: ClusterState, gangs: Gangs) -> Rooms:
-        """The room the nodes leave after what admitted gangs hold, counting what terminating
+        """The room the nodes leave after what admitted gangs reserve, counting what terminating
         pods free as free (and the rooms without victims built on it): once per cluster state
         and ledger, not once per gang asked about."""
         key = (state.generation, gangs.version)
@@ -319,7 +319,7 @@ def _protecting(
     return Protected(tuple(sorted(named.items()))) if named else None
 
 
-# Per cluster state (held weakly), the last search's `Protected` per gang (`protected_victims`).
+# Per cluster state (kept weakly), the last search's `Protected` per gang (`protected_victims`).
 _PROTECTED: WeakKeyDictionary[ClusterState, dict[str, Protected]] = WeakKeyDictionary()
 
 
@@ -379,7 +379,7 @@ def asked_for(state: ClusterState, gangs: Gangs, key: str, rules: Rules) -> Aske
     deserving of those refused for it is left to the preemption loop; for that one, the
     victims that let it fit whole (`victims_for`)."""
     gang = view_gang(state, key)
-    settled = gangs.admission(key) is not None or gang.stands  # its capacity is held or used
+    settled = gangs.admission(key) is not None or gang.stands  # its capacity is reserved or used
     order = None if settled else gangs.order(state, state.view().nodes, asking=gang)
     turn = order.turns.get(key) if order is not None else None
     refusal = turn.rejection if turn is not None else None

@@ -7,12 +7,12 @@ below `minMember`. Which units are eligible (`sift`):
 - *preempt* (`Rules.preempt`: the preempt plugin's `preempt` action, with the priority plugin):
   gangs of lower priority in the preemptor's own queue;
 - *reclaim* (`Rules.reclaim`: its `reclaim` action, with the proportion plugin): gangs of other
-  queues that are reclaimable and hold more than they deserve, while the preemptor's queue holds
-  less than it deserves; each such queue may be taken below its deserved share by at most one
-  unit (its last). In a queue tree the lowest common ancestor of the two queues decides
-  (`sides`): every queue on the victim's side below it is reclaimable and holds more than it
-  deserves, and every queue on the preemptor's side holds less; the rule of the last unit holds
-  for each queue on the victim's side. Units of the closest kin are tried first (`kinship`): a
+  queues that are reclaimable and are allocated more than they deserve, while the preemptor's
+  queue is allocated less than it deserves; each such queue may be taken below its deserved share
+  by at most one unit (its last). In a queue tree the lowest common ancestor of the two queues
+  decides (`sides`): every queue on the victim's side below it is reclaimable and is allocated
+  more than it deserves, and every queue on the preemptor's side less; the rule of the last unit
+  holds for each queue on the victim's side. Units of the closest kin are tried first (`kinship`): a
   starved leaf reclaims from its siblings before its cousins.
 
 Never eligible, whatever the rules, a unit with a *protected* pod (`Unit.protected`, read by
@@ -70,7 +70,7 @@ class Unit:
     priority: int
     pods: tuple[tuple[Pod, str], ...]  # each with its node
     whole: bool  # the whole gang (else one spare member)
-    held: Resources = EMPTY  # what the whole gang's placed members hold (drf's rule)
+    allocated: Resources = EMPTY  # what the whole gang's placed members use (drf's rule)
     protected: str = ""  # why it may never be evicted ("" when it may): `api.preemptable`
 
     @cached_property
@@ -96,7 +96,7 @@ def units_of(gang: GangView, priority: int, node_of: Mapping[str, str]) -> list[
     placed = tuple((pod, node_of[pod.metadata.uid]) for pod in gang.placed)
     if not placed:
         return []
-    unit = partial(Unit, gang.key, gang.queue, priority, held=gang.allocated)
+    unit = partial(Unit, gang.key, gang.queue, priority, allocated=gang.allocated)
     group = group_protection(gang.group.metadata) if gang.group is not None else ""
     why = {pod.metadata.uid: group or pod_protection(pod) for pod, _ in placed}
     units = [unit(placed, whole=True, protected=next(filter(None, why.values()), ""))]
@@ -155,7 +155,7 @@ def _preemptable(unit: Unit, rules: Rules, share_of: float, total: Mapping[str, 
     if rules.spare_members_only and unit.whole:
         return False
     if rules.keeps_share:
-        left = dominant_share(unit.held - unit.request, total)
+        left = dominant_share(unit.allocated - unit.request, total)
         return left >= share_of - SHARE_DELTA
     return True
 
@@ -215,16 +215,16 @@ def choose(
 ) -> list[Unit] | None:
     """The cheapest valid set of `units` (sorted by cost) after whose eviction all `members`
     fit; None when even all of them would not do. `rooms`: the rooms of a pass, kept for the
-    next gang asking about the same nodes, holds and units.
+    next gang asking about the same nodes, reservations and units.
 
-    Members held to one HyperNode (a hard network topology: `Planned.reach`) are looked for one
+    Members kept inside one HyperNode (a hard network topology: `Planned.reach`) are looked for one
     HyperNode at a time, among the units with pods on its nodes only, and the cheapest set over
     all of them is taken: freeing the HyperNode that costs the fewest victims, with the exact
     search working on a few units instead of every one in the cluster."""
     rooms = rooms if rooms is not None else Rooms(nodes, reserved)
     reach = members.reach if isinstance(members, Planned) else None
-    held = reach.gang if reach is not None else None
-    if held is None or not held.hard or len(held.domains) < 2:
+    within = reach.gang if reach is not None else None
+    if within is None or not within.hard or len(within.domains) < 2:
         return _choose(
             members,
             units,
@@ -236,9 +236,9 @@ def choose(
         )
     need = sum(pod.request[CPU] for pod in members)
     best: list[Unit] | None = None
-    for domain in held.domains:
+    for domain in within.domains:
         if sum(nodes[n].allocatable[CPU] for n in domain.nodes if n in nodes) < need:
-            continue  # too small to hold the gang even empty
+            continue  # too small for the gang even empty
         inside = [u for u in units if any(node in domain.nodes for _, node in u.pods)]
         found = _choose(
             members,
@@ -472,7 +472,7 @@ def _charged(queues: Mapping[str, QueueView], own: str, other: str) -> list[Queu
 
 def _fits(members: Sequence[Pod], chosen: Sequence[Unit], base: Room) -> bool:
     """Whether every member finds a node once `chosen` are evicted from `base` (the room left
-    by what is held, built once per search: each try copies it instead of sorting every node
+    by what is reserved, built once per search: each try copies it instead of sorting every node
     again)."""
     return _freed(chosen, base).fits(members)
 
@@ -494,11 +494,11 @@ def _freed(chosen: Sequence[Unit], base: Room) -> Room:
         for pod, node in unit.pods:
             if pod.metadata.uid not in seen:
                 seen.add(pod.metadata.uid)
-                room.hold(node, EMPTY - pod.request)  # frees it
+                room.take(node, EMPTY - pod.request)  # frees it
     return room
 
 
 def _free(room: Room, freed: Mapping[str, Resources], *, back: bool = False) -> None:
     """Free what `freed` says per node on `room` (`back`: take it back again)."""
     for node, amount in freed.items():
-        room.hold(node, amount if back else EMPTY - amount)
+        room.take(node, amount if back else EMPTY - amount)

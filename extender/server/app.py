@@ -223,7 +223,7 @@ def _gang_rules(app: web.Application, engine: Engine, binder: Binder) -> None:
         stood=lambda key: metrics.stood(view_gang(state, key)),
     )
     app[BARRIER] = barrier = Barrier(app[STATE], engine, binder, observer)
-    metrics.members_held.set_function(barrier.holding)
+    metrics.members_waiting.set_function(barrier.waiting)
     engine.events.subscribe(
         GangAdmitted, lambda event: metrics.admitted(view_gang(state, event.key))
     )
@@ -400,7 +400,7 @@ async def _expire(state: ClusterState, engine: Engine) -> None:
         await asyncio.sleep(EXPIRY_INTERVAL)
         for key in engine.expire():
             log.warning(
-                "gang %s held its reservation without progress; released it and backing off",
+                "gang %s kept its reservation without progress; released it and backing off",
                 key,
                 extra=about_gang(key),
             )

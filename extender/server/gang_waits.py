@@ -33,7 +33,7 @@ from extender.api.times import parse_time
 from extender.cache.state import ClusterState
 from extender.framework.engine import Cause, Engine, GangView, view_gang
 
-# The cause of a gang that waits for a turn the fair order holds for it, but was never judged:
+# The cause of a gang that waits for a turn the fair order has for it, but was never judged:
 # the scheduler has not asked about it yet (or, behind Lahar's gate, no walk reached it).
 NOT_ASKED_YET = "NotAskedYet"
 # PodGroups `GangHistory` remembers, the most recently admitted or standing (an entry is a UID
@@ -106,7 +106,7 @@ class Wait:
 
 def gang_waits(state: ClusterState, engine: Engine, now: float, history: GangHistory) -> list[Wait]:
     """Every gang waiting for admission, once each: those refused (by the cause of their latest
-    rejection) and those the fair order holds a turn for that were never judged
+    rejection) and those the fair order has a turn for that were never judged
     (`NOT_ASKED_YET`), in its queue. The ledger's lists are as of its last walk: a gang with
     nothing pending any more, or whose PodGroup was deleted (it waits for none unless it never
     had one: `NoPodGroup`), is left out before the next walk drops it.

@@ -18,12 +18,12 @@ no more than a counter's increment or a histogram's observation for any of it.
   and to the first moment its minMember-th member is bound, observed where admission and binding
   happen), `lahar_gangs_waiting{queue,cause}` and `lahar_gangs_waiting_oldest_seconds` (the
   waiting gangs by the cause of their latest rejection, `NotAskedYet` for those the fair order
-  holds a turn for that were never judged; read at scrape time; which gangs, and since when, is
+  has a turn for that were never judged; read at scrape time; which gangs, and since when, is
   `server.gang_waits`'),
-  `lahar_gang_barrier_wait_seconds` (histogram per held member),
+  `lahar_gang_barrier_wait_seconds` (histogram per member that waited at the barrier),
   `lahar_gang_barrier_timeouts_total`, `lahar_partial_gangs_total` (must stay 0),
   `lahar_pending_gangs` (gangs waiting for admission), `lahar_gang_members_held` (bind calls
-  held at the barrier now), `lahar_gang_wakes_total` (pods requeued),
+  waiting at the barrier now), `lahar_gang_wakes_total` (pods requeued),
   `lahar_gang_gates_lifted_total` (pods whose gang was let in), `lahar_gang_barrier_retries_total`
   (barriers that timed out while the missing members waited in the scheduler's queue),
   `lahar_gang_pods_in_flight` (admitted members not yet at the barrier).
@@ -36,12 +36,12 @@ no more than a counter's increment or a histogram's observation for any of it.
   `lahar_queue_capacity_*` (capability; absent when uncapped), `lahar_queue_guarantee_*` (absent
   when nothing is guaranteed), and every other resource (`pods`, GPUs, extended resources) in its
   own units as `lahar_queue_{allocated,deserved,capacity,guarantee}_scalar_resources{queue,
-  resource}` (allocated and deserved: each resource the queue holds or deserves, so a queue's
+  resource}` (allocated and deserved: each resource the queue is allocated or deserves, so a queue's
   GPUs read 0 rather than nothing once its jobs end), `lahar_queue_share{queue}`,
   `lahar_queue_weight{queue}`, `lahar_queue_overused{queue}` (0/1), `lahar_queue_pending_gangs`;
   `lahar_job_share{namespace,podgroup,queue}` (DRF: the largest fraction of the cluster a gang
-  with members running or waiting holds of any resource; `podgroup` is the name, kind-qualified
-  for the other kinds: `podgroups.scheduling.x-k8s.io/NAME`);
+  with members running or waiting is allocated of any resource; `podgroup` is the name,
+  kind-qualified for the other kinds: `podgroups.scheduling.x-k8s.io/NAME`);
   `lahar_pod_preemption_victims_total{reason}` (pods evicted for its preemptions, `preempt`: a
   victim of the preemptor's own queue, and reclaims, `reclaim`: of another queue; each pod once,
   `server.preemptor`).
@@ -135,10 +135,10 @@ class QueueGauges(Collector):
         for view in views.values():
             name = view.name
             spec = view.queue.spec
-            held = {*view.allocated, *view.deserved} - {CPU, MEMORY}
+            others = {*view.allocated, *view.deserved} - {CPU, MEMORY}
             for field, amounts, scalars in (
-                ("allocated", view.allocated, held),
-                ("deserved", view.deserved, held),
+                ("allocated", view.allocated, others),
+                ("deserved", view.deserved, others),
                 ("capacity", spec.capability, _scalars(spec.capability)),
                 ("guarantee", spec.guarantee.resource, _scalars(spec.guarantee.resource)),
             ):
@@ -153,12 +153,13 @@ class QueueGauges(Collector):
                     gauge(metric, text, [name, resource], amounts[resource])
             gauge("queue_share", "Allocated / deserved (max over resources)", [name], view.share)
             gauge("queue_weight", "Queue weight", [name], spec.weight)
-            gauge("queue_overused", "1 when holding more than deserved", [name], view.overused)
+            gauge("queue_overused", "1 when allocated more than deserved", [name], view.overused)
             pending = waiting.get(name, 0)
             gauge("queue_pending_gangs", "Gangs waiting for admission", [name], pending)
         jobs = GaugeMetricFamily(
             "lahar_job_share",
-            "DRF share of a gang: the largest fraction of the cluster it holds of any resource",
+            "DRF share of a gang: the largest fraction of the cluster it is allocated of any "
+            "resource",
             labels=["namespace", "podgroup", "queue"],
         )
         for labels, value in sorted(figures.job_shares.items()):
@@ -275,7 +276,7 @@ class ExtenderMetrics:
         )
         self.barrier_wait = Histogram(
             "lahar_gang_barrier_wait_seconds",
-            "Time a gang member's bind was held at the barrier",
+            "Time a gang member's bind waited at the barrier",
             buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30),
             registry=self.registry,
         )
@@ -295,9 +296,9 @@ class ExtenderMetrics:
         self.pending_gangs = Gauge(
             "lahar_pending_gangs", "Gangs waiting for admission", registry=self.registry
         )
-        self.members_held = Gauge(
+        self.members_waiting = Gauge(
             "lahar_gang_members_held",
-            "Bind calls of gang members held at the barrier now",
+            "Bind calls of gang members waiting at the barrier now",
             registry=self.registry,
         )
         self.preemption_victims = Counter(
@@ -320,7 +321,7 @@ class ExtenderMetrics:
         self.barrier_retries = Counter(
             "lahar_gang_barrier_retries",
             "Barriers timed out while the missing members still waited in the scheduler's "
-            "queue: the gang kept its reservation and the held members were placed again",
+            "queue: the gang kept its reservation and the waiting members were placed again",
             registry=self.registry,
         )
         self.pods_in_flight = Gauge(

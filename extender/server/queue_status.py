@@ -1,11 +1,11 @@
-"""A Queue's status, derived from its PodGroups and what its gangs hold. Pure.
+"""A Queue's status, derived from its PodGroups and what its gangs are allocated. Pure.
 
 `queue_status` is what the queue's status subresource should show:
 
 - counts of its PodGroups by the phase Lahar wrote (`pending`, `inqueue`, `running`, `completed`,
   `unknown`); a PodGroup without a phase yet is pending, and a Failed one counts as completed
   (Volcano's Queue status has no failed count: both are finished);
-- `allocated`: what its members bound to nodes request (capacity held for an admitted gang's
+- `allocated`: what its members bound to nodes request (capacity reserved for an admitted gang's
   pending members is not allocated yet);
 - `deserved`: its fair share now;
 - `state`: unset is written `Open`; a `Closing` queue becomes `Closed` once none of its PodGroups

@@ -93,8 +93,8 @@ class StatusWriter(Coalesced):
         self.schedulers = schedulers
         self.now, self.wall = now, wall
         self._dirty: set[str] = set()
-        # Holder -> waiting gangs whose condition names it as holding a reservation: rewritten
-        # when that reservation ends, so no condition names a holder that holds nothing.
+        # Gang with a reservation -> waiting gangs whose condition names it: rewritten when that
+        # reservation ends, so no condition names a gang that reserves nothing.
         self._named: dict[str, set[str]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         # PodGroup uid -> the status last derived for a group of another kind than Volcano's

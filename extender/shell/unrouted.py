@@ -11,7 +11,7 @@ The routing comes before any client-certificate check, so whoever reaches the po
 written: a scanner walking paths, a probe calling a wrong path every second. `Throttle` bounds the
 lines: the first refusal of a caller (its address) and path writes one, the others in the next
 `WINDOW` seconds are counted, and the next line for that caller and path says how many were not
-logged. A caller trying a new path each time is held by a second bound, `LINES` lines a `WINDOW`
+logged. A caller trying a new path each time is kept in by a second bound, `LINES` lines a `WINDOW`
 over all callers and paths, the next line written saying how many it dropped. The pairs live in a
 `cachetools.TTLCache` of at most `PAIRS` (the least recent pushed out past that), each forgotten
 `REMEMBERED` seconds after its last line, with its count of refusals not logged: the memory is

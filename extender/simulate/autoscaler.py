@@ -14,30 +14,30 @@ straight to its next arrival. A pass:
    *shown*, the gangs whose gate the waker would lift);
 2. runs Lahar's provisioner (`simulate.provisioner`): requests made for gangs that want nodes,
    deleted for those that no longer do;
-3. serves the requests, in the order they were made: Accepted; when due, its pods are fitted
-   first fit onto the *room* it sees: the free room of the nodes in the cluster (each node's
-   allocatable less the pods counted on it and what Lahar's admitted gangs hold, whose members
-   bind within moments on a real cluster), then the nodes bought and not joined yet (empty nodes
-   of the pool's shape, as Cluster Autoscaler counts upcoming nodes), less what the requests
-   Provisioned for gangs neither admitted nor standing book (their pods placed first); then
-   onto new nodes of the pool's shape. If the pool stays within `maxNodes` with those new nodes
-   it buys all of them (none, when the room holds the pods) and says Provisioned; else it buys
-   none, says Provisioned False (CapacityIsNotFound) and tries again 60 s later, doubling to
-   600 s. Provisioned capacity is booked for its gang for `BOOKING` seconds, then BookingExpired
-   unless the gang stands. When a request became Provisioned or ended, the provisioner runs
-   again at once (admitting a gang onto room that was there already; asking again for one whose
-   booking expired once its retry is due, a pass coming then);
+3. serves the requests, in the order they were made: Accepted; when due, its pods are fitted first
+   fit onto the *room* it sees: the free room of the nodes in the cluster (each node's allocatable
+   less the pods counted on it and what Lahar's admitted gangs reserve, whose members bind within
+   moments on a real cluster), then the nodes bought and not joined yet (empty nodes of the pool's
+   shape, as Cluster Autoscaler counts upcoming nodes), less what the requests Provisioned for gangs
+   neither admitted nor standing book (their pods placed first); then onto new nodes of the pool's
+   shape. If the pool stays within `maxNodes` with those new nodes it buys all of them (none, when
+   the room has space for the pods) and says Provisioned; else it buys none, says Provisioned False
+   (CapacityIsNotFound) and tries again 60 s later, doubling to 600 s. Provisioned capacity is
+   booked for its gang for `BOOKING` seconds, then BookingExpired unless the gang stands. When a
+   request became Provisioned or ended, the provisioner runs again at once (admitting a gang onto
+   room that was there already; asking again for one whose booking expired once its retry is due, a
+   pass coming then);
 4. scales up pod by pod for the unschedulable pods it sees (`Scheduler.unschedulable`), in the
    order their gangs arrived: each fitted first fit onto the same room, then onto new nodes
    while the pool stays within `maxNodes`; a pod that fits the room of nodes present or coming
    gets no node. Under the stock policy it sees every such pod. Under Lahar's the pods carry no
    gate in the simulation (the scheduler tries them and Lahar refuses them at filter time, which
    costs nothing here), so it sees only the pods Lahar's gate would have let go and that are not
-   on their way to the capacity their gang holds: the members of gangs shown or standing
-   (members beyond minMember), not of gangs admitted (the room counts what their slots hold as
+   on their way to the capacity their gang reserves: the members of gangs shown or standing
+   (members beyond minMember), not of gangs admitted (the room counts what their slots reserve as
    taken) nor of gangs in a `provisioningRequest` queue (behind the gate, for their request);
-5. removes each added node that held no bound pod for `scaleDownAfter` seconds since it joined or
-   its last pod left, and that holds nothing at the barrier and no admitted gang's slot (never a
+5. removes each added node that had no bound pod for `scaleDownAfter` seconds since it joined or its
+   last pod left, and that has no member waiting at the barrier and no admitted gang's slot (never a
    starting node).
 
 A node joins `provisioningDelay` seconds after it was bought, at that moment rather than at a
@@ -46,7 +46,7 @@ request is Provisioned and now fit (in the plan's order: a gang may be admitted 
 for another, as on a real cluster), then the scheduler retries its parked pods (a node added is
 a cluster event). `record` says what was bought: each added node, when it was bought, joined and
 removed, and the jobs whose pods it was bought for. A node still there when the run ended counts
-until the autoscaler would have removed it (the first tick `scaleDownAfter` after it last held a
+until the autoscaler would have removed it (the first tick `scaleDownAfter` after it last had a
 pod), or until the run's end while pods still sit on it. Pure: no I/O, virtual time.
 """
 
@@ -133,7 +133,8 @@ class _Room:
         return _Room(list(self.free), self.shape, spare, list(self.new), list(self.jobs))
 
     def take(self, request: Resources) -> None:
-        """Take room for a pod the room's nodes hold already (a booked one), if they do."""
+        """Take room for a pod the room's nodes have space for already (a booked one), if they
+        do."""
         for index, room in enumerate(self.free):
             if request.shortfall(room) is None:
                 self.free[index] = room - request
@@ -150,7 +151,7 @@ class _Room:
                 self.jobs[index][job] = None
                 return True
         if request.shortfall(self.shape) is not None:
-            return False  # no node of the pool holds it
+            return False  # no node of the pool has space for it
         if self.spare is not None and len(self.new) >= self.spare:
             return False
         self.new.append(self.shape - request)
@@ -321,7 +322,7 @@ class Autoscaler:
     def _sees(self, pod: Pod, shown: set[str]) -> bool:
         """Whether the pod is marked Unschedulable for the autoscaler to see: under Lahar's
         policy, when its gang's gate would have been lifted (shown, or standing: members beyond
-        minMember) and it is not admitted (its members bind onto what its slots hold, which the
+        minMember) and it is not admitted (its members bind onto what its slots reserve, which the
         free room counts as taken)."""
         key = gang_key(pod)
         if not self.engine.gang_rules or key is None:
@@ -351,7 +352,7 @@ class Autoscaler:
 
     def _room(self, now: float, spare: int | None) -> _Room:
         """The room the autoscaler sees, in first-fit order: the free room of the nodes in the
-        cluster (allocatable less the pods counted on them and what admitted gangs hold), then
+        cluster (allocatable less the pods counted on them and what admitted gangs reserve), then
         the nodes bought and not joined yet (empty nodes of the pool's shape), less what the
         requests Provisioned for gangs neither admitted nor standing book (their pods placed
         first, as Cluster Autoscaler books capacity for them); `spare` new nodes beyond."""

@@ -1,5 +1,5 @@
 """An asyncio event loop on virtual time, so the simulation runs Lahar's asynchronous parts as
-they are (the bind barrier holds members on futures and times out with `loop.call_later`).
+they are (members wait at the bind barrier on futures, which times out with `loop.call_later`).
 
 The loop never waits: where a real loop would sleep until its next timer, this one moves its
 clock to that timer at once. So a simulated hour takes as long as the work done in it, timers

@@ -1,8 +1,8 @@
 """What `lahar simulate` runs when it is given no trace or no policy.
 
-- The story trace: the two-job contention story (the demo's second story) as a trace: two copies
-  of the TensorFlow example grown to 1 ps + 5 workers (11 cpu, minAvailable 6) arriving together
-  on two 8-cpu nodes that hold one of them, not both. Each trains for ten minutes once whole.
+- The story trace: the two-job contention story (the demo's second story) as a trace: two copies of
+  the TensorFlow example grown to 1 ps + 5 workers (11 cpu, minAvailable 6) arriving together on two
+  8-cpu nodes that have room for one of them, not both. Each trains for ten minutes once whole.
 - The `stock` policy: the stock kube-scheduler's way, pod after pod: resource fit and least
   allocated first (its NodeResourcesFit default), no gangs, no queues, no preemption. Compared
   with Lahar's policy it shows what gang scheduling changes. Pure.

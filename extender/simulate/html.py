@@ -2,10 +2,10 @@
 `lahar simulate --out DIR`, drawn with matplotlib (the `report` extra: `pip install
 'lahar[report]'`).
 
-The page holds the summary table, utilisation over time (cores held by bound pods, and of those
+The page holds the summary table, utilisation over time (cores of bound pods, and of those
 the cores of pods whose job had started), each policy's queue shares over time (cores per
 queue, stacked) and each policy's per-node timeline (the first nodes, each pod a bar coloured by
-its job; a pale bar is a pod that held its place before its job could start). When the trace's
+its job; a pale bar is a pod bound before its job could start). When the trace's
 queues form a tree, the page also has the table of shares per level (`report.level_table`) and
 the cpu per tree level: a row of panels per level (level 1: the top-level queues, level 2 their
 children...), a column per policy, a line per queue labelled by its path and weight, a parent's
@@ -118,8 +118,8 @@ def _usage(plt: Any, outcomes: Sequence[SimulationOutcome]) -> str:
         color = f"C{index}"
         useful = [scale * v for v in used.useful]
         axes.step(used.times, useful, where="post", color=color, label=outcome.policy)
-        held = [scale * v for v in used.held]
-        axes.step(used.times, held, where="post", color=color, linestyle="--", alpha=0.6)
+        bound = [scale * v for v in used.bound]
+        axes.step(used.times, bound, where="post", color=color, linestyle="--", alpha=0.6)
         pool = outcome.pool
         if pool is not None:
             times, _, joined = node_hours.node_counts(outcome)

@@ -7,10 +7,10 @@ when the trace declares a pool (`trace.Autoscaling`), from what the autoscaler b
   still there when the run ended: until the autoscaler would have removed it);
 - idle waiting: node-hours of added nodes, between joining and removal, bought and spent on
   gangs that could not run yet, in parts of a node by cpu: at each moment a node counts the cpu
-  of its pods whose job's current incarnation has not started (*held*: members holding their
-  place until the rest of their gang comes), and, while a job it was bought for waits to start
+  of its pods whose job's current incarnation has not started (*taken*: capacity members take
+  while the rest of their gang comes), and, while a job it was bought for waits to start
   (arrived or restarted, not running yet), also its free cpu (*unused*: capacity bought for a
-  gang not placed yet), each over the node's cpu. A node wholly held by waiting members, or
+  gang not placed yet), each over the node's cpu. A node wholly taken by waiting members, or
   empty while its gang waits, counts in full; a node shared with started jobs, in part. Free
   cpu while no job the node was bought for waits (its gang went elsewhere, or finished) is plain
   idle, not counted: the autoscaler's scale-down is for it;
@@ -38,7 +38,7 @@ class PoolFigures:
     starting: int
     max_nodes: int
     bought: float  # node-seconds
-    held: float  # node-seconds of cpu held by pods of jobs not started
+    taken: float  # node-seconds of cpu taken by pods of jobs not started
     unused: float  # node-seconds of cpu free while a job the node was bought for waited
     added: int
     peak: int
@@ -46,8 +46,8 @@ class PoolFigures:
 
     @property
     def idle_waiting(self) -> float:
-        """Node-seconds idle waiting for the rest of a gang, held or unused."""
-        return self.held + self.unused
+        """Node-seconds idle waiting for the rest of a gang, taken or unused."""
+        return self.taken + self.unused
 
     @property
     def bought_hours(self) -> float:
@@ -71,17 +71,17 @@ def pool_figures(outcome: SimulationOutcome) -> PoolFigures | None:
     on_node: dict[str, list[Interval]] = defaultdict(list)
     for interval in outcome.intervals:
         on_node[interval.node].append(interval)
-    held = unused = 0.0
+    taken = unused = 0.0
     node_cpu = pool.cores * 1000  # millicores
     for node in pool.nodes:
         waiting = _idle_waiting(outcome, node, on_node.get(node.name, []), node_cpu)
-        held += waiting[0]
+        taken += waiting[0]
         unused += waiting[1]
     return PoolFigures(
         starting=pool.starting,
         max_nodes=pool.max_nodes,
         bought=sum(node.removed - node.bought for node in pool.nodes),
-        held=held,
+        taken=taken,
         unused=unused,
         added=len(pool.nodes),
         peak=max(node_counts(outcome)[1], default=pool.starting),
@@ -92,7 +92,7 @@ def pool_figures(outcome: SimulationOutcome) -> PoolFigures | None:
 def _idle_waiting(
     outcome: SimulationOutcome, node: AddedNode, intervals: list[Interval], node_cpu: float
 ) -> tuple[float, float]:
-    """(held, unused) node-seconds the node was idle waiting, in one sweep over its moments."""
+    """(taken, unused) node-seconds the node was idle waiting, in one sweep over its moments."""
     events: list[tuple[float, int, int, int]] = []  # (time, pods' cpu, started cpu, waiting jobs)
     for interval in intervals:
         end = interval.end if interval.end is not None else outcome.end
@@ -108,20 +108,20 @@ def _idle_waiting(
     events.sort(key=lambda event: event[0])
     events.append((node.removed, 0, 0, 0))
     cpu = started = waiting = 0
-    held = unused = 0.0
+    taken = unused = 0.0
     previous = node.joined
     for when, d_cpu, d_started, d_waiting in events:
         moment = min(max(when, node.joined), node.removed)
         if moment > previous:  # the figures stood from `previous` to `moment`
             span = (moment - previous) / node_cpu
-            held += (cpu - started) * span
+            taken += (cpu - started) * span
             if waiting:
                 unused += max(node_cpu - cpu, 0.0) * span
             previous = moment
         cpu += d_cpu
         started += d_started
         waiting += d_waiting
-    return held, unused
+    return taken, unused
 
 
 def node_counts(outcome: SimulationOutcome) -> tuple[list[float], list[int], list[int]]:

@@ -243,7 +243,7 @@ def pool_notes(summaries: Sequence[Summary]) -> list[str]:
     return [
         f"The pool: {pool.starting} starting nodes, up to {pool.max_nodes} added. NODE-HOURS: "
         "of the nodes added, from bought to removed; IDLE WAITING: of those, after joining, "
-        "the part of a node's cpu held by pods of jobs not started yet, and its free cpu while "
+        "the part of a node's cpu taken by pods of jobs not started yet, and its free cpu while "
         "a job it was bought for waited to start (and their part of NODE-HOURS); ADDED: nodes "
         "bought; PEAK: the most nodes in the pool at once; REQUESTS: ProvisioningRequests "
         "made; DONE: jobs finished"

@@ -5,12 +5,12 @@ creation, or its last failed attempt, as kube-scheduler refreshes it): the gang 
 verdict and the session's filter over every node (what the extender's filter verb runs), the
 session's scores over the nodes that passed (prioritize; ties broken at random like
 kube-scheduler's, from a seeded generator), then the bind: through Lahar's bind barrier when the
-policy has gangs (`actions.barrier`, the extender's bind verb, holding members until the gang can
-stand), else through the plain bind (`actions.bind`). A pod no node takes is parked until an
-event (a pod ends or is evicted, a held gang is released, a gang's backoff ends: kube-scheduler
-requeues pods an extender rejected on any cluster event, Lahar's waker on its own) and its own
-backoff (1 s, doubling per failed attempt, at most 10 s) are over. A bind that fails (the
-barrier released the gang) goes back after its backoff without waiting for an event, as
+policy has gangs (`actions.barrier`, the extender's bind verb, where members wait until the gang
+can stand), else through the plain bind (`actions.bind`). A pod no node takes is parked until an
+event (a pod ends or is evicted, a gang's reservation is released, a gang's backoff ends:
+kube-scheduler requeues pods an extender rejected on any cluster event, Lahar's waker on its own)
+and its own backoff (1 s, doubling per failed attempt, at most 10 s) are over. A bind that fails
+(the barrier released the gang) goes back after its backoff without waiting for an event, as
 kube-scheduler retries a pod after an error. A pod an attempt failed for is what kube-scheduler
 marks Unschedulable (PodScheduled False), which an autoscaler reads: `unschedulable` lists those
 still pending, and `on_parked` is told of each parked pod.
@@ -171,7 +171,7 @@ class Scheduler:
                 self._queued.discard(uid)
                 pod = self.state.pods.get(uid)
                 if pod is None or pod.spec.node_name or self.state.placed_on(uid) is not None:
-                    continue  # gone, bound, or held at the barrier
+                    continue  # gone, bound, or waiting at the barrier
                 node = self.place(pod)
                 if node is None:
                     self.park(pod)

@@ -1,9 +1,9 @@
 """Step series over time from a simulation's pod intervals, for the report's plots. Pure.
 
-`usage(outcome)` gives, at every moment something changed, the cpu held by bound pods and the
-cpu of pods whose job had started (making progress that was kept: not evicted later);
-`queue_cpu(outcome)` the cpu each queue's pods held; `tree_cpu(outcome)` the same for every
-queue of the trace's tree, a parent holding the sum of its children (its whole subtree), with the
+`usage(outcome)` gives, at every moment something changed, the cpu of bound pods and the cpu of
+pods whose job had started (making progress that was kept: not evicted later);
+`queue_cpu(outcome)` the cpu each queue's pods used; `tree_cpu(outcome)` the same for every
+queue of the trace's tree, a parent's the sum of its children's (its whole subtree), with the
 queues per tree level (level 1: the top-level queues, level 2 their children...), their paths
 (`root/ml/team-a`, as the core names them) and weights. Each value holds from its moment until
 the next.
@@ -23,14 +23,14 @@ from extender.simulate.trace import Trace
 @dataclass(frozen=True)
 class Usage:
     times: list[float]
-    held: list[float]  # cores
-    useful: list[float]  # cores
+    bound: list[float]  # cores of every bound pod
+    useful: list[float]  # cores of the pods whose job had started
 
     def core_seconds(self) -> tuple[float, float]:
-        """(held, useful) summed over time: each value times how long it held."""
+        """(bound, useful) summed over time: each value times how long it lasted."""
         spans = [after - before for before, after in zip(self.times, self.times[1:], strict=False)]
         return (
-            sum(v * span for v, span in zip(self.held, spans, strict=False)),
+            sum(v * span for v, span in zip(self.bound, spans, strict=False)),
             sum(v * span for v, span in zip(self.useful, spans, strict=False)),
         )
 
@@ -45,17 +45,17 @@ def usage(outcome: SimulationOutcome) -> Usage:
         if interval.useful_from is not None and not interval.evicted:
             changes[interval.useful_from][1] += cores
             changes[end][1] -= cores
-    times, held, useful = [0.0], [0.0], [0.0]
+    times, bound, useful = [0.0], [0.0], [0.0]
     for moment in sorted(changes):
-        delta_held, delta_useful = changes[moment]
+        delta_bound, delta_useful = changes[moment]
         times.append(moment)
-        held.append(held[-1] + delta_held)
+        bound.append(bound[-1] + delta_bound)
         useful.append(useful[-1] + delta_useful)
-    return Usage(times, [max(0.0, v) for v in held], [max(0.0, v) for v in useful])
+    return Usage(times, [max(0.0, v) for v in bound], [max(0.0, v) for v in useful])
 
 
 def queue_cpu(outcome: SimulationOutcome) -> tuple[list[float], dict[str, list[float]]]:
-    """(moments, per queue the cores its pods held from each moment on)."""
+    """(moments, per queue the cores its pods used from each moment on)."""
     changes: dict[float, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     names = sorted({interval.queue for interval in outcome.intervals})
     for interval in outcome.intervals:
@@ -74,7 +74,7 @@ def queue_cpu(outcome: SimulationOutcome) -> tuple[list[float], dict[str, list[f
 @dataclass(frozen=True)
 class TreeCpu:
     times: list[float]
-    cores: dict[str, list[float]]  # per queue, parents included, the cores held from each moment
+    cores: dict[str, list[float]]  # per queue, parents included, the cores used from each moment
     levels: list[list[str]]  # the queues of each level, the top level first, in the trace's order
     paths: dict[str, str]  # queue -> root/ml/team-a
     weights: dict[str, int]

@@ -5,9 +5,10 @@
   over the jobs that started;
 - utilisation: cpu-seconds of pods whose job had started (pods that made progress), not counting
   pods later evicted or whose job a preemption restarted, ended or not (their progress was
-  lost), over the cluster's cpu times the makespan (or the time the run ended); `held` counts
-  every bound pod, so held minus utilisation is capacity pods of incomplete gangs sat on, or
-  spent on work preemption threw away;
+  lost), over the cluster's cpu times the makespan (or the time the run ended);
+- held (the report's HELD column, named as it prints): the same over the cpu-seconds of every
+  bound pod, started or not, so held minus utilisation is capacity pods of incomplete gangs sat
+  on, or spent on work preemption threw away;
 - fairness: Jain's index of the queues' cpu over their weights, x_i = allocated_i / weight_i,
   (sum x)^2 / (n * sum x^2) over the queues with a job waiting or running, weighted by time
   (1.0: every such queue gets cpu in proportion to its weight); when the queues form a tree, a
@@ -18,11 +19,11 @@
 - preemptions: victims evicted for a waiting gang;
 - shares per level, for a trace whose queues form a tree (none for a flat one, whose report
   stays as it was): for each parent (`root` for the top level) with at least two children that
-  have jobs in the trace, each child's share of the cpu-seconds its parent's subtree held while
+  have jobs in the trace, each child's share of the cpu-seconds its parent's subtree used while
   the parent was *saturated*, every such child with a job of its subtree waiting to start
   (arrived or restarted, not yet running), against its weight over its siblings' weights. While
-  each wants more than it holds the core shares the parent's cpu by weight, so the two should
-  come close; a capability below the weighted share holds a queue below it;
+  each wants more than it has the core shares the parent's cpu by weight, so the two should
+  come close; a capability below the weighted share keeps a queue below it;
 - fragmentation, for a trace with a network topology (none without one): the gangs placed under
   more than one lowest-tier HyperNode, and the hard ones placed beyond their tier
   (`fragmentation`);
@@ -56,7 +57,7 @@ class Summary:
     mean_wait: float | None
     p95_wait: float | None
     utilisation: float
-    held: float
+    held: float  # HELD: cpu-seconds of every bound pod over the cluster's (see the docstring)
     fairness: float | None
     partial_gangs: int
     preemptions: int
@@ -76,7 +77,7 @@ class LevelShare:
     parent: str  # its parent's path (root at the top level)
     weight: int
     fair: float  # weight / the weights of the siblings with jobs (its own included)
-    share: float | None  # None: the parent's subtree held no cpu while saturated (or never was)
+    share: float | None  # None: the parent's subtree used no cpu while saturated (or never was)
     saturated: float  # seconds the parent was saturated
 
 
@@ -86,7 +87,7 @@ def summarize(outcome: SimulationOutcome) -> Summary:
         r.started - r.arrived for r in records if r.started is not None and r.arrived is not None
     )
     horizon = outcome.end
-    held, useful = usage(outcome).core_seconds()
+    bound, useful = usage(outcome).core_seconds()
     area = capacity(outcome, horizon)
     return Summary(
         policy=outcome.policy,
@@ -97,7 +98,7 @@ def summarize(outcome: SimulationOutcome) -> Summary:
         mean_wait=sum(waits) / len(waits) if waits else None,
         p95_wait=waits[min(len(waits) - 1, math.ceil(0.95 * len(waits)) - 1)] if waits else None,
         utilisation=useful / area if area else 0.0,
-        held=held / area if area else 0.0,
+        held=bound / area if area else 0.0,
         fairness=fairness(outcome),
         partial_gangs=partial_gangs(outcome),
         preemptions=outcome.preemptions,
@@ -205,7 +206,7 @@ def level_shares(outcome: SimulationOutcome) -> tuple[LevelShare, ...]:
             if name in in_play:
                 families.setdefault(trace.parents.get(name, ROOT), []).append(name)
     families = {parent: kids for parent, kids in families.items() if len(kids) > 1}
-    held, saturated = _held_while_saturated(outcome, families, list(paths))
+    used, saturated = _used_while_saturated(outcome, families, list(paths))
     shares = []
     for number, level in enumerate(levels, start=1):
         for name in level:
@@ -213,7 +214,7 @@ def level_shares(outcome: SimulationOutcome) -> tuple[LevelShare, ...]:
             kids = families.get(parent, [])
             if name not in kids:
                 continue
-            whole = sum(held[kid] for kid in kids)
+            whole = sum(used[kid] for kid in kids)
             shares.append(
                 LevelShare(
                     level=number,
@@ -221,17 +222,17 @@ def level_shares(outcome: SimulationOutcome) -> tuple[LevelShare, ...]:
                     parent=paths.get(parent, ROOT),
                     weight=weights[name],
                     fair=weights[name] / sum(weights[kid] for kid in kids),
-                    share=held[name] / whole if whole > 0 else None,
+                    share=used[name] / whole if whole > 0 else None,
                     saturated=saturated[parent],
                 )
             )
     return tuple(shares)
 
 
-def _held_while_saturated(
+def _used_while_saturated(
     outcome: SimulationOutcome, families: dict[str, list[str]], queues: list[str]
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """(per queue the core-seconds its subtree held while its parent was saturated, per parent
+    """(per queue the core-seconds its subtree used while its parent was saturated, per parent
     the seconds it was), in one sweep over the pods' and the waits' moments."""
     tree = outcome.trace.tree
     lineage = {name: [name, *tree.ancestors(name)] for name in queues}
@@ -249,7 +250,7 @@ def _held_while_saturated(
     events.append((outcome.end, "", 0, 0.0))
     cores = dict.fromkeys(queues, 0.0)
     waiting = dict.fromkeys(queues, 0)
-    held = dict.fromkeys(queues, 0.0)
+    used = dict.fromkeys(queues, 0.0)
     saturated = dict.fromkeys(families, 0.0)
     previous = 0.0
     for when, leaf, jobs, amount in events:
@@ -258,12 +259,12 @@ def _held_while_saturated(
                 if all(waiting[kid] for kid in kids):
                     saturated[parent] += when - previous
                     for kid in kids:
-                        held[kid] += cores[kid] * (when - previous)
+                        used[kid] += cores[kid] * (when - previous)
             previous = when
         for name in lineage.get(leaf, ()):
             cores[name] += amount
             waiting[name] += jobs
-    return held, saturated
+    return used, saturated
 
 
 def with_ancestors(names: set[str], trace: Trace) -> set[str]:

@@ -8,7 +8,7 @@ another. The distributions:
 - queues: `research` weight 3, `production` weight 2, `dev` weight 1; a job's queue is drawn
   50% / 30% / 20%;
 - arrivals: a Poisson process (exponential gaps) whose rate keeps the cluster about `load` times
-  busy on average (1.5 by default: more work than the cluster holds, so queues contend);
+  busy on average (1.5 by default: more work than the cluster has room for, so queues contend);
 - size: 1, 2, 4, 8, 16 or 32 pods with probabilities 30, 20, 20, 15, 10 and 5%; a job of more
   than one pod is a training job, 1 ps (1 cpu, 2Gi) and size - 1 workers, all needed
   (minAvailable = size);

@@ -50,7 +50,7 @@ Queues form a tree by `parent` as Volcano's do by `spec.parent`: a queue naming 
 a queue of the trace (`default` included), the parents lead up to root without a loop, and jobs go
 in leaf queues only: the core would never admit a job in a queue with children.
 An autoscaled pool (`autoscaling`) grows from the trace's nodes by nodes of its template, up to
-`maxNodes` added, and loses an added node that held no pod for `scaleDownAfter` seconds (never a
+`maxNodes` added, and loses an added node that had no pod for `scaleDownAfter` seconds (never a
 starting one); `simulate.autoscaler` plays the autoscaler. Its name is not a node group's, and a
 trace with a topology cannot autoscale (an added node would be under no HyperNode).
 Pure: no I/O but reading the file it is given.
@@ -154,7 +154,7 @@ class Autoscaling(_Strict):
     """An autoscaled node pool: the trace's nodes are its starting nodes; the autoscaler adds
     nodes of shape `nodes`, at most `max_nodes` of them at once beyond the starting ones, each
     joining the cluster `provisioning_delay` seconds after it was bought, and removes an added
-    node that held no pod for `scale_down_after` seconds (Cluster Autoscaler's
+    node that had no pod for `scale_down_after` seconds (Cluster Autoscaler's
     scale-down-unneeded-time, 10 minutes by default)."""
 
     nodes: NodeShape
@@ -366,7 +366,7 @@ class Trace(_Strict):
     @model_validator(mode="after")
     def _references(self) -> Trace:
         queues = {queue.name for queue in self.queues} | {DEFAULT_QUEUE}
-        self._tree_holds()
+        self._check_tree()
         children = self.children
         seen: set[str] = set()
         for index, job in enumerate(self.jobs):
@@ -396,11 +396,11 @@ class Trace(_Strict):
         groups = [group.name for group in self.nodes]
         if len(set(groups)) != len(groups):
             raise ValueError(f"nodes: node group names repeat: {', '.join(groups)}")
-        self._topology_holds()
-        self._pool_holds()
+        self._check_topology()
+        self._check_pool()
         return self
 
-    def _pool_holds(self) -> None:
+    def _check_pool(self) -> None:
         """An autoscaled pool's nodes are named apart from the node groups', and the trace has
         no topology for them to be outside of."""
         pool = self.autoscaling
@@ -417,7 +417,7 @@ class Trace(_Strict):
                 "under no HyperNode)"
             )
 
-    def _topology_holds(self) -> None:
+    def _check_topology(self) -> None:
         """The listed HyperNodes form a forest over the trace's nodes, and the jobs' network
         topologies name tiers the trace has."""
         if self.topology is not None:
@@ -438,7 +438,7 @@ class Trace(_Strict):
     def _forest(self, listed: tuple[TraceHyperNode, ...]) -> None:
         nodes = set(self.node_names)
         tiers = {hyper.name: hyper.tier for hyper in listed}
-        parent: dict[str, str] = {}  # member -> the HyperNode holding it
+        parent: dict[str, str] = {}  # member -> the HyperNode containing it
         names: dict[int, str] = {}  # tier -> its name
         listed_names = [hyper.name for hyper in listed]
         for index, hyper in enumerate(listed):
@@ -493,7 +493,7 @@ class Trace(_Strict):
         """Each tier's name -> the tier."""
         return {h.tier_name: h.tier for h in self.hyper_nodes if h.tier_name is not None}
 
-    def _tree_holds(self) -> None:
+    def _check_tree(self) -> None:
         """Queue names are unique, none is `root`, each parent is a queue of the trace and the
         parents lead to the top without a loop."""
         names = [queue.name for queue in self.queues]

@@ -9,8 +9,8 @@ whole, the caBundle is published and the scheduler names are written.
 
 The handler is a thin adapter: bytes -> AdmissionReview -> rule -> AdmissionReview, run in a
 worker thread (a large object must not stall the loop, its probes and other reviews), at most four
-at once (so at most four bodies are held). What is not an AdmissionReview v1 (not JSON, nested too
-deep, no request uid, an unknown operation) is a 400 with the reason; a body declared over
+at once (so at most four bodies are in memory). What is not an AdmissionReview v1 (not JSON, nested
+too deep, no request uid, an unknown operation) is a 400 with the reason; a body declared over
 `MAX_BODY` is a 413 before it is read (aiohttp stops reading an undeclared one there too, and the
 answer is the same). Each of these is the caller's mistake: one WARNING line names it, without a
 traceback, as does a path no rule is served at (`shell.unrouted`). An object nested too deeply to
@@ -126,7 +126,7 @@ def _handler(resource: str, rule: Rule) -> Callable[[web.Request], Awaitable[web
         too_large = f"the body is over {MAX_BODY} bytes"
         if (request.content_length or 0) > MAX_BODY:
             return _refused(request, resource, 413, too_large)
-        async with app[ADMITTING]:  # bounds the bodies held in memory at once
+        async with app[ADMITTING]:  # bounds the bodies in memory at once
             try:
                 body = await request.read()
             except web.HTTPRequestEntityTooLarge:  # (a body that did not declare its length)

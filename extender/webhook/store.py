@@ -4,7 +4,7 @@ queue (Volcano's by `spec.queue`; Coscheduling's and native ones by the annotati
 `scheduling.volcano.sh/queue-name`, read only where those kinds are served). Filled by informers
 on the event loop, read by the rules in worker threads (a `QueueLookup`; a lock keeps each read
 whole), so a rule never waits for the network. Of a PodGroup only its name and queue are decoded,
-so one whose other fields do not parse still holds its queue; one being deleted holds none.
+so one whose other fields do not parse still counts in its queue; one being deleted counts in none.
 A queue created moments ago may not be here yet either: one the store lacks is read live (`fetch`,
 in the rule's worker thread) before a rule says it does not exist. A PodGroup created moments ago
 may not be here yet, so deleting its queue in that instant is let through: a gang not yet admitted
@@ -103,11 +103,11 @@ class WebhookStore:
                 del self._children[parent]
 
     def replace_groups(self, groups: list[PodGroupRef]) -> None:
-        held = [(group.key, group.queue) for group in groups if _holds(group.metadata)]
-        self.replace_kind(GroupKind.VOLCANO, held)
+        named = [(group.key, group.queue) for group in groups if _counts(group.metadata)]
+        self.replace_kind(GroupKind.VOLCANO, named)
 
     def upsert_group(self, group: PodGroupRef) -> None:
-        if _holds(group.metadata):
+        if _counts(group.metadata):
             self.upsert_key(group.key, group.queue)
         else:
             self.delete_key(group.key)
@@ -147,8 +147,8 @@ class WebhookStore:
                 del self._by_queue[queue]
 
 
-def _holds(meta: ObjectMeta) -> bool:
-    """Whether the PodGroup holds its queue: one being deleted does not (a native PodGroup stays
+def _counts(meta: ObjectMeta) -> bool:
+    """Whether the PodGroup counts in its queue: one being deleted does not (a native PodGroup stays
     until its pods are gone, behind the finalizer kube-controller-manager removes)."""
     return meta.deletion_timestamp is None
 
@@ -158,11 +158,11 @@ def _other_groups(kind: GroupKind) -> Kind[WebhookStore, AnnotatedGroupRef]:
         return kind.key(group.metadata.namespace, group.metadata.name)
 
     def replace(store: WebhookStore, groups: list[Any]) -> None:
-        held = [(key(group), group.queue) for group in groups if _holds(group.metadata)]
-        store.replace_kind(kind, held)
+        named = [(key(group), group.queue) for group in groups if _counts(group.metadata)]
+        store.replace_kind(kind, named)
 
     def upsert(store: WebhookStore, group: AnnotatedGroupRef) -> None:
-        if _holds(group.metadata):
+        if _counts(group.metadata):
             store.upsert_key(key(group), group.queue, kind)
         else:
             store.delete_key(key(group))

@@ -65,7 +65,7 @@ def test_two_queues_weighted_one_to_three_share_the_capacity_one_to_three(
         wait_until(refused, timeout=120, what="every gang refused while the blockers run")
         finish(api, namespace, blockers)
 
-        def held() -> dict[str, int]:  # cpu of the queue's gangs that still run
+        def bound_cpu() -> dict[str, int]:  # cpu of the queue's gangs that still run
             return {
                 q: 4 * len(bound(api, namespace, [m for g in members for m in g]))
                 for q, members in running.items()
@@ -73,12 +73,12 @@ def test_two_queues_weighted_one_to_three_share_the_capacity_one_to_three(
 
         def one_to_three(when: str) -> None:
             wait_until(
-                lambda: sum(held().values()) == 128,
+                lambda: sum(bound_cpu().values()) == 128,
                 timeout=120,
                 what=f"the nodes full ({when})",
-                describe=lambda: str(held()),
+                describe=lambda: str(bound_cpu()),
             )
-            figures = held()  # 1:3 of 128 cpu is 32:96, within 10% of the allocated 128
+            figures = bound_cpu()  # 1:3 of 128 cpu is 32:96, within 10% of the allocated 128
             assert abs(figures[light] - 32) <= 12.8, (when, figures)
             assert abs(figures[heavy] - 96) <= 12.8, (when, figures)
 

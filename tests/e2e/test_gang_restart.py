@@ -33,7 +33,7 @@ from tests.e2e.gangs import (
 GATE = "lahar.io/e2e-hold"
 
 
-def test_killed_while_a_gang_is_held_at_the_barrier(
+def test_killed_while_a_gang_waits_at_the_barrier(
     dev_cluster: devcluster.DevCluster,
     api: k8s.ApiClient,
     namespace: str,

@@ -240,14 +240,16 @@ def test_a_group_in_the_queue_its_annotation_names_reclaims_from_another(
     starved, greedy = f"{namespace}-a", f"{namespace}-b"
     cluster_object(make_queue(starved).build())
     cluster_object(make_queue(greedy).deserved(cpu="4").build())
-    held = [submit_gang(api, namespace, pod, f"b{i}", 2, cpu="1", queue=greedy) for i in range(4)]
-    for members in held:
+    greedy_gangs = [
+        submit_gang(api, namespace, pod, f"b{i}", 2, cpu="1", queue=greedy) for i in range(4)
+    ]
+    for members in greedy_gangs:
         wait_bound(api, namespace, members, 2, "queue b's gang bound")
     with BindTimeline(api, namespace) as timeline:
         wanted = submit_gang(api, namespace, pod, "a0", 2, cpu="1", queue=starved, kind=kind)
         wait_bound(api, namespace, wanted, 2, f"{kind.value} a0 bound after reclaiming")
     assert timeline.partial() == []
-    left = sorted(len(alive(api, namespace, members)) for members in held)
+    left = sorted(len(alive(api, namespace, members)) for members in greedy_gangs)
     assert left == [0, 2, 2, 2]
 
 

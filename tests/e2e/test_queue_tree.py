@@ -34,7 +34,7 @@ def make_tree(
     return names
 
 
-def test_each_level_of_a_saturated_tree_holds_its_share_by_weight(
+def test_each_level_of_a_saturated_tree_gets_its_share_by_weight(
     api: k8s.ApiClient,
     namespace: str,
     own_nodes: NodeFactory,
@@ -82,19 +82,19 @@ def test_each_level_of_a_saturated_tree_holds_its_share_by_weight(
         wait_until(refused, timeout=120, what="every gang refused while the blockers run")
         finish(api, namespace, blockers)
 
-        def held() -> dict[str, int]:  # cpu each leaf's gangs hold
+        def bound_cpu() -> dict[str, int]:  # cpu each leaf's gangs use
             return {
                 leaf: 4 * len(bound(api, namespace, [m for g in members for m in g]))
                 for leaf, members in gangs.items()
             }
 
         wait_until(
-            lambda: sum(held().values()) == 128,
+            lambda: sum(bound_cpu().values()) == 128,
             timeout=120,
             what="the nodes full",
-            describe=lambda: str(held()),
+            describe=lambda: str(bound_cpu()),
         )
-    figures = held()
+    figures = bound_cpu()
     ml = figures["team-a"] + figures["team-b"]
     # Top level, 1:3 of 128 cpu: 32 and 96, each within 10% of the 128 shared.
     assert abs(ml - 32) <= 12.8, figures

@@ -86,24 +86,24 @@ def test_the_shipped_policy_evicts_nothing_as_volcanos_shipped_configuration(
     low, high = f"{namespace}-low", f"{namespace}-high"
     for name, value in ((low, 10), (high, 1000)):
         cluster_object(priority_class(name, value))
-    held_queue = wanting_queue = ""
+    running_queue = wanting_queue = ""
     if reclaim:
         wanting_queue = cluster_object(make_queue(f"{namespace}-a").build())
-        held_queue = cluster_object(make_queue(f"{namespace}-b").deserved(cpu="2").build())
-    held = [
+        running_queue = cluster_object(make_queue(f"{namespace}-b").deserved(cpu="2").build())
+    running_gangs = [
         submit_gang(
-            api, namespace, pod, f"held{i}", 2, cpu="2", priority_class=low, queue=held_queue
+            api, namespace, pod, f"running{i}", 2, cpu="2", priority_class=low, queue=running_queue
         )
         for i in range(2)
     ]
-    for members in held:
+    for members in running_gangs:
         wait_bound(api, namespace, members, 2, "the running gang bound")
     waiting = submit_gang(
         api, namespace, pod, "urgent", 2, cpu="2", priority_class=high, queue=wanting_queue
     )
     pod_when(api, namespace, waiting[0], "refused", refused_as(api, namespace, "urgent"))
     time.sleep(12)  # more than two of policy/preemption.yaml's preemption intervals
-    assert [alive(api, namespace, members) for members in held] == held
+    assert [alive(api, namespace, members) for members in running_gangs] == running_gangs
     assert bound(api, namespace, waiting) == []
     assert not events(api, namespace, reason="Preempting")
 
@@ -153,9 +153,11 @@ def test_a_queue_below_its_share_reclaims_from_one_above_it(
     own_nodes(2, cpu="4")
     starved, greedy = f"{namespace}-a", f"{namespace}-b"
     cluster_object(make_queue(starved).build())
-    cluster_object(make_queue(greedy).deserved(cpu="4").build())  # holds 8 below
-    held = [submit_gang(api, namespace, pod, f"b{i}", 2, cpu="1", queue=greedy) for i in range(4)]
-    for members in held:
+    cluster_object(make_queue(greedy).deserved(cpu="4").build())  # has 8 below
+    greedy_gangs = [
+        submit_gang(api, namespace, pod, f"b{i}", 2, cpu="1", queue=greedy) for i in range(4)
+    ]
+    for members in greedy_gangs:
         wait_bound(api, namespace, members, 2, "queue b's gang bound")
 
     with BindTimeline(api, namespace) as timeline:
@@ -163,7 +165,7 @@ def test_a_queue_below_its_share_reclaims_from_one_above_it(
         wait_bound(api, namespace, wanted, 2, "queue a's gang bound after reclaiming")
     assert timeline.partial() == []
 
-    left = [alive(api, namespace, members) for members in held]
+    left = [alive(api, namespace, members) for members in greedy_gangs]
     assert sorted(len(members) for members in left) == [0, 2, 2, 2]  # one whole gang reclaimed
     assert events(api, namespace, reason="Preempting", kind="PodGroup", name="a0")
 
@@ -173,7 +175,7 @@ def queue_status(api: k8s.ApiClient, name: str) -> dict[str, Any]:
     return status
 
 
-def test_queue_status_counts_podgroups_and_what_they_hold(
+def test_queue_status_counts_podgroups_and_what_they_are_allocated(
     api: k8s.ApiClient,
     namespace: str,
     own_nodes: NodeFactory,

@@ -48,8 +48,8 @@ def _extender() -> CollectorRegistry:
         .guarantee(cpu="2", memory="4Gi", gpu="1")
         .model()
     )
-    held = Resources({"cpu": 1000, "memory": 2**30, "gpu": 1})
-    view = QueueView(queue, allocated=held, deserved=held)
+    amounts = Resources({"cpu": 1000, "memory": 2**30, "gpu": 1})
+    view = QueueView(queue, allocated=amounts, deserved=amounts)
     figures = QueueFigures(
         {"ml": view},
         {"ml": 1},

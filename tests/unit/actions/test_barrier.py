@@ -50,14 +50,14 @@ def call(barrier: Barrier, index: int) -> asyncio.Task[ExtenderBindingResult]:
     return asyncio.get_running_loop().create_task(barrier.bind(args))
 
 
-def test_members_are_held_until_min_member_then_bound_together() -> None:
+def test_members_wait_at_the_barrier_until_min_member_then_bound_together() -> None:
     state, _engine, barrier, bound = setup(members=4, min_member=3)
 
     async def main() -> None:
         first, second = call(barrier, 0), call(barrier, 1)
-        await until(lambda: barrier.holding("default/g") == 2)
+        await until(lambda: barrier.waiting("default/g") == 2)
         assert bound == []
-        assert state.is_assumed("g-0")  # held members count on their node
+        assert state.is_assumed("g-0")  # members waiting at the barrier count on their node
         third = call(barrier, 2)
         results = await asyncio.gather(first, second, third)
         assert [r.error for r in results] == ["", "", ""]
@@ -82,12 +82,12 @@ def test_a_gang_that_does_not_come_together_binds_nothing_and_backs_off() -> Non
     asyncio.run(main())
 
 
-def test_a_member_deleted_while_held_fails_the_whole_gang() -> None:
+def test_a_member_deleted_while_waiting_at_the_barrier_fails_the_whole_gang() -> None:
     state, _engine, barrier, bound = setup(members=2, min_member=2)
 
     async def main() -> None:
         first = call(barrier, 0)
-        await until(lambda: barrier.holding("default/g") == 1)
+        await until(lambda: barrier.waiting("default/g") == 1)
         deleting = (
             member(0)
             .model()
@@ -101,8 +101,8 @@ def test_a_member_deleted_while_held_fails_the_whole_gang() -> None:
         )
         state.upsert_pod(deleting)
         second = await call(barrier, 1)
-        assert "member default/g-0 was deleted while held" in second.error
-        assert "member default/g-0 was deleted while held" in (await first).error
+        assert "member default/g-0 was deleted while waiting at the barrier" in second.error
+        assert "member default/g-0 was deleted while waiting at the barrier" in (await first).error
         assert bound == []
 
     asyncio.run(main())
@@ -121,15 +121,15 @@ def test_a_refused_binding_after_others_is_reported_as_a_partial_gang() -> None:
     asyncio.run(main())
 
 
-def test_a_held_call_the_scheduler_abandons_leaves_no_timer_behind() -> None:
+def test_a_waiting_call_the_scheduler_abandons_leaves_no_timer_behind() -> None:
     state, engine, barrier, bound = setup(members=2, min_member=2)
 
     async def main() -> None:
         first = call(barrier, 0)
-        await until(lambda: barrier.holding("default/g") == 1)
+        await until(lambda: barrier.waiting("default/g") == 1)
         first.cancel()
         await asyncio.gather(first, return_exceptions=True)
-        assert barrier.holding("default/g") == 0
+        assert barrier.waiting("default/g") == 0
         assert not state.is_assumed("g-0")
         await asyncio.sleep(0.3)  # past the barrier timeout: nothing fires, no backoff
         assert engine.backoff_ends("default/g") is None
@@ -160,8 +160,8 @@ def admitted(
 
 def test_a_gang_whose_missing_members_wait_in_the_queue_keeps_its_reservation() -> None:
     """The third member exists, ungated and pending: the scheduler has not come to it yet. The
-    held two are sent back to be placed again, their slots hold their places, nothing backs
-    off; when all three come, they bind together."""
+    two waiting at the barrier are sent back to be placed again, their slots stay reserved,
+    nothing backs off; when all three come, they bind together."""
     state, engine, barrier, bound = admitted(members=3, min_member=3)
     retried: list[str] = []
     barrier.observer.waited_on = retried.append
@@ -220,8 +220,9 @@ def kept_inside(state: ClusterState, engine: Engine) -> set[str]:
 
 
 def test_slots_sent_back_to_be_placed_again_keep_their_hyper_node() -> None:
-    """A gang held to one HyperNode: the slots its held members get back when the barrier sends
-    them to be placed again still keep them inside it (and they still may not go elsewhere)."""
+    """A gang kept inside one HyperNode: the slots its waiting members get back when the barrier
+    sends them to be placed again still keep them inside it (and they still may not go
+    elsewhere)."""
     state, engine, barrier, _ = admitted(members=3, min_member=3)
     state.upsert_node(make_node("n2").cpu("8").model())
     state.upsert_hyper_node(make_hyper_node("s0").nodes("n1").model())

@@ -28,7 +28,7 @@ class Queues:
         self.queues[model.metadata.name] = model
         return self
 
-    def holding(self, queue: str, *groups: str) -> Queues:
+    def with_groups(self, queue: str, *groups: str) -> Queues:
         self.groups.setdefault(queue, []).extend(groups)
         return self
 

@@ -351,10 +351,10 @@ def test_queue_create_and_update() -> None:
     ("name", "view", "message"),
     [
         ("research", Queues(make_queue("research")), None),
-        ("research", Queues().holding("other", "a/b"), None),
+        ("research", Queues().with_groups("other", "a/b"), None),
         (
             "research",
-            Queues(make_queue("research")).holding("research", "ml/tf", "ml/bert"),
+            Queues(make_queue("research")).with_groups("research", "ml/tf", "ml/bert"),
             "Queue research is invalid: queue research still has 2 PodGroup(s) (ml/bert, ml/tf): "
             "delete them or move their jobs to another queue first",
         ),

@@ -79,7 +79,7 @@ def tree() -> Queues:
     )
     for level in range(2, MAX_DEPTH + 1):
         view.add(under(f"l{level - 1}", f"l{level}"))
-    return view.holding("busy", "ns/g1")
+    return view.with_groups("busy", "ns/g1")
 
 
 def ml() -> QueueBuilder:
@@ -370,7 +370,7 @@ def test_a_queue_with_child_queues_cannot_be_deleted() -> None:
     accepted(run(validate_queue, make_review(make_queue("serve").build()).delete()))
     outcome = run(validate_queue, make_review(ml().build()).delete())
     refused(outcome, "", "queue ml cannot be deleted because it has 2 child queues: serve, train")
-    both = tree().holding("ml", "ns/stale")
+    both = tree().with_groups("ml", "ns/stale")
     outcome = run(validate_queue, make_review(ml().build()).delete(), both)
     assert [p.reason.split(":")[0] for p in outcome.decision.problems] == [
         "queue ml cannot be deleted because it has 2 child queues",

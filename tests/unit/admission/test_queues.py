@@ -239,7 +239,7 @@ def test_the_default_queue_cannot_be_deleted() -> None:
     ids=["one", "sorted", "five", "capped"],
 )
 def test_a_queue_with_pod_groups_cannot_be_deleted(groups: list[str], listed: str) -> None:
-    view = Queues(queue()).holding("research", *groups)
+    view = Queues(queue()).with_groups("research", *groups)
     assert check_delete("research", view) == [
         Problem(
             "",
@@ -251,5 +251,5 @@ def test_a_queue_with_pod_groups_cannot_be_deleted(groups: list[str], listed: st
 
 @pytest.mark.parametrize("name", ["research", "gone"], ids=["empty", "unknown"])
 def test_an_empty_queue_can_be_deleted(name: str) -> None:
-    view = Queues(queue()).holding("other", "ns/g")
+    view = Queues(queue()).with_groups("other", "ns/g")
     assert check_delete(name, view) == []

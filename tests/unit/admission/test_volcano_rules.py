@@ -1315,6 +1315,6 @@ def test_deliberate_differences(rule: Rule, review: ReviewBuilder, path: str) ->
 def test_deleting_a_queue_pod_groups_name_is_refused() -> None:
     """Volcano lets it go (it checks allocated pods only when told to); Lahar keeps it while
     PodGroups name it."""
-    view = cluster_queues().holding("research", "ml/tf")
+    view = cluster_queues().with_groups("research", "ml/tf")
     outcome = run(validate_queue, make_review(make_queue("research").build()).delete(), view)
     refused(outcome, "", "still has 1 PodGroup(s) (ml/tf)")

@@ -64,4 +64,4 @@ def test_match_fields_name_the_node_and_an_empty_term_matches_nothing() -> None:
 def test_in_and_notin_are_complements(key: str, values: list[str], value: str | None) -> None:
     inside = NodeSelectorRequirement(key=key, operator="In", values=values)
     outside = NodeSelectorRequirement(key=key, operator="NotIn", values=values)
-    assert inside.holds(value) != outside.holds(value)
+    assert inside.satisfied_by(value) != outside.satisfied_by(value)

@@ -127,11 +127,11 @@ def test_any_pod_and_names_parse_like_the_full_parse(
 def test_a_pod_the_cache_holds_at_that_version_is_not_parsed_again() -> None:
     built = make_pod("p").uid("u1").build()
     built["metadata"]["resourceVersion"] = "7"
-    held = ExtenderArgs.model_validate({"Pod": built}).pod
-    parser = CandidateParser(known=lambda uid, rv: held if (uid, rv) == ("u1", "7") else None)
+    cached = ExtenderArgs.model_validate({"Pod": built}).pod
+    parser = CandidateParser(known=lambda uid, rv: cached if (uid, rv) == ("u1", "7") else None)
     args, _ = parser.parse(go_body({"Pod": built, "NodeNames": ["a"]}))
-    assert args.pod is held
+    assert args.pod is cached
     built["metadata"]["resourceVersion"] = "8"  # a newer version than the cache's: parsed
     newer, _ = parser.parse(go_body({"Pod": built, "NodeNames": ["a"]}))
-    assert newer.pod is not held
+    assert newer.pod is not cached
     assert newer.pod.metadata.resource_version == "8"

@@ -233,10 +233,10 @@ def test_every_labelled_node_is_in_one_tier_1_hyper_node_and_tiers_nest(
     shape = tree(built.hyper_nodes)
     tier_of = {name: tier for name, (tier, _) in shape.items()}
     for n, (rack, _, _) in zip(nodes, labels, strict=True):
-        holding = [
+        containing = [
             h for h, (tier, members) in shape.items() if tier == 1 and n.metadata.name in members
         ]
-        assert len(holding) == (0 if rack is None else 1)
+        assert len(containing) == (0 if rack is None else 1)
         assert (n.metadata.name in built.unplaced) == (rack is None)
     for tier, members in shape.values():
         assert members

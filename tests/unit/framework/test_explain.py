@@ -34,7 +34,7 @@ def test_a_gang_that_does_not_fit_says_why_and_what_each_member_lacks() -> None:
     assert "queue default: allocated cpu 6" in text
 
 
-def test_an_admitted_gang_says_where_its_capacity_is_held() -> None:
+def test_an_admitted_gang_says_where_its_capacity_is_reserved() -> None:
     state = cluster([make_node("n0").cpu("8")])
     waiting(state, "g", 2, cpu="2")
     engine = make_engine()
@@ -78,7 +78,7 @@ def test_a_gang_behind_another_names_it_and_its_backoff() -> None:
     engine.filter(state, state.pods["uid-default-second-0"], [])
     engine.release("default/second", back_off=True)
     text = explain(state, engine, "default/second").text()
-    assert "gangs holding reservations: default/first" in text
+    assert "gangs with reservations: default/first" in text
     assert "backing off for 30s more" in text or "backing off for 29s more" in text
 
 
@@ -118,7 +118,7 @@ def test_a_gang_in_a_queue_tree_names_its_path_and_the_parent_at_its_capability(
     engine = make_engine()
     engine.filter(state, state.pods["uid-default-a-wait-0"], [])
     text = explain(state, engine, "default/a-wait").text()
-    assert "queue team-a's ancestor root/ml would hold more cpu than its capability" in text
+    assert "queue team-a's ancestor root/ml would have more cpu than its capability" in text
     assert "queue root/ml/team-a: allocated nothing" in text
     assert "parent root/ml: allocated cpu 8, pods 2" in text
     assert "at its capability (cpu 8)" in text

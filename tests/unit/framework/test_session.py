@@ -44,30 +44,30 @@ def test_filter_names_every_failed_node_and_why() -> None:
     assert outcome.unresolvable == {"small": "Insufficient cpu: requested 4, allocatable 2"}
 
 
-HELD = Slot("held", Resources({CPU: 6000}))
+RESERVED = Slot("reserved", Resources({CPU: 6000}))
 
 
 @pytest.mark.parametrize(
     ("credit", "passing"),
     [
-        ({}, ["ok"]),  # what admitted gangs hold on "held" leaves 2 cpu of its 8
-        ({"held": HELD.request}, ["held", "ok"]),  # its own slot is its to use
+        ({}, ["ok"]),  # what admitted gangs reserve on "reserved" leaves 2 cpu of its 8
+        ({"reserved": RESERVED.request}, ["ok", "reserved"]),  # its own slot is its to use
     ],
 )
 def test_without_reasons_the_same_nodes_pass(
     credit: dict[str, Resources], passing: list[str]
 ) -> None:
     state = cluster(
-        [make_node(name).cpu("8") for name in ("full", "held", "ok")]
+        [make_node(name).cpu("8") for name in ("full", "reserved", "ok")]
         + [make_node("small").cpu("2")],
         [make_pod("a").cpu("7").on("full")],
     )
     engine = Engine(make_policy("gang", "predicates"))
     assert engine.gang_rules
-    engine.restore("default/g", {"m0": HELD})
+    engine.restore("default/g", {"m0": RESERVED})
     session = engine.session(state.snapshot())
     pod = make_pod("p").cpu("4").model()
-    names = ["small", "full", "held", "ok", "ghost"]
+    names = ["small", "full", "reserved", "ok", "ghost"]
 
     explained = session.filter(pod, names, credit=credit)
     quick = session.filter(pod, names, credit=credit, with_reasons=False)

@@ -183,15 +183,15 @@ def test_lines_a_walk_holds_never_change_and_only_the_lines_that_change_are_copi
         for key in ("default/a1", "default/a2", "default/b1")
     }
     lineup = Lineup.of(contenders.values(), queues, ranking)
-    held = lineup.lines()  # (what a walk holds)
+    handed = lineup.lines()  # (what a walk holds)
     lineup.drop("default/a1")
     lineup.put(Contender(view_gang(state, "default/a1"), 5.0), queues, ranking)  # ranked anew
     lineup.drop("default/a2")
-    assert [key for _, key in held["a"].ranked] == ["default/a1", "default/a2"]
-    assert set(held["a"].entries) == {"default/a1", "default/a2"}
+    assert [key for _, key in handed["a"].ranked] == ["default/a1", "default/a2"]
+    assert set(handed["a"].entries) == {"default/a1", "default/a2"}
     after = lineup.lines()
     assert [key for _, key in after["a"].ranked] == ["default/a1"]
-    assert after["a"] is not held["a"] and after["b"] is held["b"]  # (b did not change)
+    assert after["a"] is not handed["a"] and after["b"] is handed["b"]  # (b did not change)
     lineup.drop("default/b1")
     assert "b" not in lineup.lines() and [key for _, key in after["b"].ranked] == ["default/b1"]
 

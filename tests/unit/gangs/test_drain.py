@@ -37,7 +37,7 @@ def starving(draw: st.DrawFn) -> tuple[GangView, Room, dict[str, Resources] | No
     infos = state.view().nodes
     room = Room(infos)
     for name in draw(st.sets(st.sampled_from(sorted(infos)))):
-        room.hold(name, Resources.parse({"cpu": draw(st.sampled_from(("1", "2")))}))
+        room.take(name, Resources.parse({"cpu": draw(st.sampled_from(("1", "2")))}))
     previous = None
     if draw(st.booleans()):
         previous = {name: Resources.parse({"cpu": "1"}) for name in sorted(infos)[:2]}
@@ -72,8 +72,8 @@ def test_drain_targets_are_first_fit_member_by_member(
     drawn: tuple[GangView, Room, dict[str, Resources] | None],
 ) -> None:
     gang, room, previous = drawn
-    target, held = drain(gang, room, previous)
+    target, taken = drain(gang, room, previous)
     assert target == plainly(gang, room, previous)
     assert list(target) == list(plainly(gang, room, previous))  # in the order they were found
-    for name, amount in held.items():  # what is free there now, up to the target
+    for name, amount in taken.items():  # what is free there now, up to the target
         assert all(0 < amount[r] <= min(target[name][r], room.free[name][r]) for r in amount)

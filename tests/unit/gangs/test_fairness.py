@@ -139,8 +139,8 @@ def test_queue_share(
 
 
 def test_dominant_share_is_the_largest_fraction_of_any_resource() -> None:
-    held = Resources({"cpu": 1_200, "memory": 24, "pods": 290})
-    assert dominant_share(held, CLUSTER) == 0.5
+    allocated = Resources({"cpu": 1_200, "memory": 24, "pods": 290})
+    assert dominant_share(allocated, CLUSTER) == 0.5
 
 
 def test_water_fill_ends_at_terabytes_of_memory() -> None:

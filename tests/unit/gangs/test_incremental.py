@@ -123,12 +123,12 @@ def test_capacity_follows_nodes_not_bindings() -> None:
 
 
 def _first_fit(
-    members: list[Pod], nodes: Mapping[str, NodeInfo], held: Mapping[str, Resources]
+    members: list[Pod], nodes: Mapping[str, NodeInfo], taken: Mapping[str, Resources]
 ) -> dict[str, str]:
     """The placement rule spelled out plainly: largest member first, each onto the first node
     (least free cpu, then memory, then name, as free was before placing) that fits it now."""
     free = {
-        n: info.free - held.get(n, EMPTY) for n, info in nodes.items() if not info.unschedulable
+        n: info.free - taken.get(n, EMPTY) for n, info in nodes.items() if not info.unschedulable
     }
     order = sorted(free, key=lambda n: (free[n]["cpu"], free[n]["memory"], n))
     placed = {}
@@ -153,12 +153,12 @@ node_specs = st.lists(
 @settings(max_examples=150, deadline=None)
 @given(
     node_specs,
-    st.lists(st.tuples(st.integers(0, 9), st.integers(0, 3)), max_size=10),  # held per node
+    st.lists(st.tuples(st.integers(0, 9), st.integers(0, 3)), max_size=10),  # taken per node
     st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), st.booleans()), max_size=6),
 )
 def test_a_kept_room_places_as_the_plain_rule_does(
     specs: list[tuple[int, int, bool, bool]],
-    holds: list[tuple[int, int]],
+    takes: list[tuple[int, int]],
     members: list[tuple[int, int, bool]],
 ) -> None:
     builders = []
@@ -168,23 +168,23 @@ def test_a_kept_room_places_as_the_plain_rule_does(
         builders.append(node.label("disk", "ssd") if labelled else node)
     state = cluster(builders)
     nodes = state.view().nodes
-    held: dict[str, Resources] = {}
+    taken: dict[str, Resources] = {}
     room = Room(nodes)
-    for which, cpu in holds:  # a walk claiming capacity, one slot at a time
+    for which, cpu in takes:  # a walk claiming capacity, one slot at a time
         name = f"n{which % len(specs)}"
         amount = Resources({"cpu": cpu * 500})
-        held[name] = held.get(name, EMPTY) + amount
-        room.hold(name, amount)
+        taken[name] = taken.get(name, EMPTY) + amount
+        room.take(name, amount)
     pods = []
     for index, (cpu, memory, ssd) in enumerate(members):
         pod = make_pod(f"m{index}").uid(f"m{index}").cpu(str(cpu)).memory(f"{memory}Gi")
         pods.append((pod.node_selector("disk", "ssd") if ssd else pod).model())
-    expected = _first_fit(pods, nodes, held)
+    expected = _first_fit(pods, nodes, taken)
     assignment, failures = room.place(pods)
     assert assignment == expected
     assert sum(failures.values()) == len(pods) - len(expected)
-    assert room.place(pods)[0] == expected  # placing changes nothing held
-    assert Room(nodes, held).place(pods)[0] == expected
+    assert room.place(pods)[0] == expected  # placing takes nothing off the room
+    assert Room(nodes, taken).place(pods)[0] == expected
 
 
 def test_a_room_follows_the_nodes_that_changed() -> None:

@@ -1,4 +1,4 @@
-"""Gang admission: all or nothing at filter time, reservations held, the same plan reused."""
+"""Gang admission: all or nothing at filter time, reservations kept, the same plan reused."""
 
 from __future__ import annotations
 
@@ -71,9 +71,9 @@ def test_one_gang_is_admitted_whole_and_the_other_waits_with_nothing(engine: Eng
     )
     plain = make_pod("plain").uid("plain").cpu("1")
     state.upsert_pod(plain.model())
-    held = filter_pod(engine, state, plain)
-    assert held.passed == []
-    assert "free 4 of which 4 is reserved for admitted gangs" in held.failed["n1"]
+    outcome = filter_pod(engine, state, plain)
+    assert outcome.passed == []
+    assert "free 4 of which 4 is reserved for admitted gangs" in outcome.failed["n1"]
 
 
 @pytest.mark.parametrize(

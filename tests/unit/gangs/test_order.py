@@ -194,7 +194,7 @@ def test_order_within_a_queue(gangs: list[Gang], asked: str, admitted: str) -> N
         (None, "queue q does not exist"),
         (
             make_queue("q").capability(cpu="3"),
-            "queue q would hold more cpu than its capability (3)",
+            "queue q would have more cpu than its capability (3)",
         ),
     ],
 )
@@ -368,7 +368,7 @@ def test_why_a_gang_waits_is_what_held_at_its_turn_even_when_read_after_the_walk
     assert why.message.endswith(words)
 
 
-def test_once_nothing_in_line_fits_a_starving_gang_holds_nothing_and_keeps_its_targets() -> None:
+def test_once_nothing_in_line_fits_a_starving_gang_takes_nothing_and_keeps_its_targets() -> None:
     """Past the point where no node has the cpu for the largest member of any gang in line,
     every turn is a refusal that changes nothing: a starving gang there holds nothing, aims
     where it aimed before (or, the first time, where a drain would), and the refusals of the

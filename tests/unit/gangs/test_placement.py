@@ -37,20 +37,20 @@ def rooms(draw: st.DrawFn) -> tuple[dict[str, NodeInfo], dict[str, Resources], l
         zone = draw(st.sampled_from(("", "a", "b")))
         pods.append((pod.node_selector("zone", zone) if zone else pod).model())
     infos = cluster(nodes).view().nodes
-    held = {
+    taken = {
         name: Resources.parse({"cpu": draw(st.sampled_from(("0", "1", "2")))})
         for name in draw(st.sets(st.sampled_from(sorted(infos))))
     }
-    return dict(infos), held, pods
+    return dict(infos), taken, pods
 
 
 def first_fit(
-    nodes: dict[str, NodeInfo], held: dict[str, Resources], pods: list[Pod]
+    nodes: dict[str, NodeInfo], taken: dict[str, Resources], pods: list[Pod]
 ) -> tuple[dict[str, str], int]:
     """Member by member, largest first: the first node in the order of the plan's start (least
     free cpu, then memory, then name) with room left that it may run on."""
     free = {
-        name: info.free - held[name] if name in held else info.free
+        name: info.free - taken[name] if name in taken else info.free
         for name, info in nodes.items()
         if not info.unschedulable
     }
@@ -76,9 +76,9 @@ def first_fit(
 def test_place_fits_and_nodes_for_agree_with_first_fit_member_by_member(
     drawn: tuple[dict[str, NodeInfo], dict[str, Resources], list[Pod]],
 ) -> None:
-    nodes, held, pods = drawn
-    expected, missing = first_fit(nodes, held, pods)
-    room = Room(nodes, held)
+    nodes, taken, pods = drawn
+    expected, missing = first_fit(nodes, taken, pods)
+    room = Room(nodes, taken)
     assignment, failures = room.place(pods)
     assert assignment == expected  # the members that fit, on the same nodes
     assert sum(failures.values()) == missing
@@ -101,14 +101,14 @@ def test_placements_remembered_by_shape_are_the_ones_first_fit_makes(
     drawn: tuple[dict[str, NodeInfo], dict[str, Resources], list[Pod]], data: st.DataObject
 ) -> None:
     """A room keeps what a placement found, by the members' shape, until it changes: a gang
-    alike under other names gets the same nodes position by position; a hold, on the room or
+    alike under other names gets the same nodes position by position; a take, on the room or
     on a copy, leaves no stale answer behind."""
-    nodes, held, pods = drawn
+    nodes, taken, pods = drawn
     twin = [_twin(pod) for pod in pods]
-    room = Room(nodes, held)
+    room = Room(nodes, taken)
 
-    def agrees(room: Room, held: dict[str, Resources], members: list[Pod]) -> None:
-        expected, missing = first_fit(nodes, held, members)
+    def agrees(room: Room, taken: dict[str, Resources], members: list[Pod]) -> None:
+        expected, missing = first_fit(nodes, taken, members)
         for _ in range(2):  # worked out, then remembered
             assignment, failures = room.place(members)
             assert (assignment, sum(failures.values())) == (expected, missing)
@@ -117,37 +117,37 @@ def test_placements_remembered_by_shape_are_the_ones_first_fit_makes(
             assert used == (frozenset(expected.values()) if missing == 0 else None)
             assert bool(room.place(members, with_reasons=False)[1]) == bool(missing)
 
-    agrees(room, held, pods)
-    agrees(room, held, twin)
+    agrees(room, taken, pods)
+    agrees(room, taken, twin)
     name = data.draw(st.sampled_from(sorted(room.free)))
     amount = Resources.parse({"cpu": "1"})
     changed = room.copy()
-    changed.hold(name, amount)
-    agrees(room, held, twin)  # the copy's hold changed nothing here
-    agrees(changed, {**held, name: held.get(name, Resources()) + amount}, twin)
+    changed.take(name, amount)
+    agrees(room, taken, twin)  # what the copy took changed nothing here
+    agrees(changed, {**taken, name: taken.get(name, Resources()) + amount}, twin)
 
 
 @given(rooms())
 def test_most_free_cpu_is_the_roomiest_schedulable_node(
     drawn: tuple[dict[str, NodeInfo], dict[str, Resources], list[Pod]],
 ) -> None:
-    nodes, held, _ = drawn
+    nodes, taken, _ = drawn
     expected = max(
         (
-            (info.free - held.get(name, Resources()))[CPU]
+            (info.free - taken.get(name, Resources()))[CPU]
             for name, info in nodes.items()
             if not info.unschedulable
         ),
         default=-1,
     )
-    assert Room(nodes, held).most_free_cpu == expected
+    assert Room(nodes, taken).most_free_cpu == expected
 
 
 @settings(max_examples=80, deadline=None)
 @given(
     steps=st.lists(
         st.tuples(
-            st.sampled_from(["hold", "copy", "ask"]),
+            st.sampled_from(["take", "copy", "ask"]),
             st.integers(min_value=0, max_value=5),
             st.integers(min_value=-3, max_value=6),
         ),
@@ -165,8 +165,8 @@ def test_the_free_cpu_a_room_keeps_per_group_of_nodes_follows_every_change(
     rooms = [Room(infos)]
     for action, node, cpu in steps:
         room = rooms[-1]
-        if action == "hold":
-            room.hold(f"n{node}", Resources({CPU: cpu * 1000}))
+        if action == "take":
+            room.take(f"n{node}", Resources({CPU: cpu * 1000}))
         elif action == "copy":
             rooms.append(room.copy())
         else:
@@ -190,10 +190,10 @@ def test_min_resources_refuse_exactly_when_the_nodes_members_may_run_on_fall_sho
     memory: str,
     placed: int,
 ) -> None:
-    nodes, held, pods = drawn
+    nodes, taken, pods = drawn
     group = make_group("g").min_member(1).min_resources(cpu=cpu, memory=memory).model()
     gang = GangView("default/g", group, placed=pods[:placed], succeeded=[], pending=pods[placed:])
-    room = Room(nodes, held)
+    room = Room(nodes, taken)
     needed = group.spec.min_resources
     for pod in gang.placed:
         needed = needed - pod.request

@@ -28,7 +28,7 @@ from tests.builders import cluster, make_group, make_node, make_pod
 POLICY = load_policy(Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml", REGISTRY)
 
 
-def held_within_free(state: ClusterState, engine: Engine) -> None:
+def reserved_within_free(state: ClusterState, engine: Engine) -> None:
     nodes = state.view().nodes
     for name, amount in engine.reserved().items():
         left = nodes[name].free - amount
@@ -68,7 +68,7 @@ def test_any_offer_and_any_choice_keep_the_plans_whole(
     assert engine.gang_rules
     for g in range(len(gangs)):  # the scheduler asks about each gang once: some are admitted
         engine.filter(state, state.pods[f"g{g}-0"], [])
-    held_within_free(state, engine)
+    reserved_within_free(state, engine)
     nobody_stranded(state, engine)
     plain = 0
     for _ in range(12):
@@ -87,7 +87,7 @@ def test_any_offer_and_any_choice_keep_the_plans_whole(
             node = rng.choice(sorted(passed))
             engine.consume(pod.metadata.uid, node)
             state.assume(pod, node)
-        held_within_free(state, engine)
+        reserved_within_free(state, engine)
         nobody_stranded(state, engine)
     assert sum(engine.reserved().values(), EMPTY) == sum(
         (slot.request for a in _admissions(engine) for slot in a.slots.values()), EMPTY

@@ -68,7 +68,7 @@ def gang(
 
 
 def admit(engine: Engine, state: ClusterState, pod: PodBuilder) -> tuple[set[str], str | None]:
-    """Filter one member over every node: the nodes its gang's slots hold, or why it waits."""
+    """Filter one member over every node: the nodes of its gang's slots, or why it waits."""
     model = state.pods[pod.model().metadata.uid]
     outcome = engine.filter(state, model, sorted(state.view().nodes), fit=True)
     assert engine.gang_rules
@@ -328,9 +328,9 @@ def test_a_starving_hard_gang_drains_toward_one_hyper_node() -> None:
         busy(state, node, "3")  # 1 cpu free everywhere: s1 has one more node's worth after
     busy(state, "n2", "1", "more")  # n2 full: s0 has the most free
     gang(state, "g", 2, make_group("g").network("hard", 1), cpu="4")
-    target, held = drain(view_gang(state, "default/g"), Room(state.view().nodes), None)
+    target, taken = drain(view_gang(state, "default/g"), Room(state.view().nodes), None)
     assert set(target) == {"n0", "n1"}
-    assert held == {name: target[name].within(state.view().nodes[name].free) for name in held}
+    assert taken == {name: target[name].within(state.view().nodes[name].free) for name in taken}
     # Aimed there before, it keeps aiming there even once the other switch has more free.
     busy(state, "n0", "1", "later")
     target, _ = drain(view_gang(state, "default/g"), Room(state.view().nodes), target)

@@ -38,11 +38,11 @@ def turns(scenario: Scenario, outside: Sequence[PodBuilder] = ()) -> dict[str, T
 
 def placed_cpu(scenario: Scenario, walked: dict[str, Turn]) -> Counter[str]:
     """Per queue, the cpu its gangs were let in with (gangs of 1-cpu members)."""
-    held: Counter[str] = Counter()
+    placed: Counter[str] = Counter()
     for gang in scenario.gangs:
         if walked[gang.name].slots:
-            held[gang.queue] += gang.size
-    return held
+            placed[gang.queue] += gang.size
+    return placed
 
 
 @pytest.mark.parametrize(
@@ -102,8 +102,8 @@ def test_a_saturated_tree_is_shared_by_weight_at_every_level(
         for leaf in leaves
     ]
     scenario = Scenario(nodes, gangs, list(queues))
-    held = placed_cpu(scenario, turns(scenario))
-    assert dict(held) == expected
+    placed = placed_cpu(scenario, turns(scenario))
+    assert dict(placed) == expected
 
 
 def test_the_order_goes_level_by_level_not_leaf_by_leaf() -> None:
@@ -149,7 +149,7 @@ def test_the_order_goes_level_by_level_not_leaf_by_leaf() -> None:
             (make_queue("ml").capability(cpu="3"), make_queue("team-a").parent("ml")),
             "team-a",
             "QueueCapability",
-            "queue team-a's ancestor root/ml would hold more cpu than its capability (3)",
+            "queue team-a's ancestor root/ml would have more cpu than its capability (3)",
             id="its parent's capability",
         ),
         pytest.param(
@@ -160,14 +160,14 @@ def test_the_order_goes_level_by_level_not_leaf_by_leaf() -> None:
             ),
             "team-a",
             "QueueCapability",
-            "queue team-a's ancestor root/ml would hold more cpu than its capability (3)",
+            "queue team-a's ancestor root/ml would have more cpu than its capability (3)",
             id="its grandparent's capability",
         ),
         pytest.param(
             (make_queue("ml"), make_queue("team-a").parent("ml").capability(cpu="3")),
             "team-a",
             "QueueCapability",
-            "queue team-a would hold more cpu than its capability (3)",
+            "queue team-a would have more cpu than its capability (3)",
             id="its own capability, under a parent",
         ),
         pytest.param(
@@ -285,7 +285,7 @@ def test_members_beyond_the_plan_stay_within_an_ancestor_s_capability() -> None:
     third = state.pods["uid-default-g-2"]
     reason = built.filter(state, third, []).gang_reason
     assert reason is not None
-    assert "queue team-a's ancestor root/ml would hold more cpu than its capability (3)" in reason
+    assert "queue team-a's ancestor root/ml would have more cpu than its capability (3)" in reason
 
 
 @settings(max_examples=25, deadline=None)
@@ -306,9 +306,9 @@ def test_any_weights_of_a_saturated_two_level_tree_are_kept_at_both_levels(
     leaves = ("team-a", "team-b", "web")
     gangs = [Gang(f"{leaf}-{i}", 1, cpu="1", queue=leaf) for i in range(33) for leaf in leaves]
     scenario = Scenario(8, gangs, queues)
-    held = placed_cpu(scenario, turns(scenario))
-    assert sum(held.values()) == 32
-    in_ml = held["team-a"] + held["team-b"]
-    assert abs(in_ml - 32 * ml / (ml + web)) <= 1, held
-    assert abs(held["web"] - 32 * web / (ml + web)) <= 1, held
-    assert abs(held["team-a"] - in_ml * team_a / (team_a + team_b)) <= 1, held
+    placed = placed_cpu(scenario, turns(scenario))
+    assert sum(placed.values()) == 32
+    in_ml = placed["team-a"] + placed["team-b"]
+    assert abs(in_ml - 32 * ml / (ml + web)) <= 1, placed
+    assert abs(placed["web"] - 32 * web / (ml + web)) <= 1, placed
+    assert abs(placed["team-a"] - in_ml * team_a / (team_a + team_b)) <= 1, placed

@@ -71,19 +71,19 @@ def test_victims_being_evicted_are_neither_taken_again_nor_replaced() -> None:
 
 
 def test_a_gang_whose_bindings_are_being_made_is_not_a_victim() -> None:
-    """Members held at the bind barrier count on their nodes (assumed) but are not bound yet:
+    """Members waiting at the bind barrier count on their nodes (assumed) but are not bound yet:
     evicting them would race their bindings, so the gang is not taken until it runs."""
     state = four_nodes()
-    running(state, "held", ["n0", "n0"], priority=1)
+    running(state, "binding", ["n0", "n0"], priority=1)
     waiting(state, "u", 2, cpu="2", priority=9)
     for index in range(2):
-        pod = state.pods[f"uid-default-held-{index}"]
+        pod = state.pods[f"uid-default-binding-{index}"]
         spec = pod.spec.model_copy(update={"node_name": ""})
         state.upsert_pod(pod.model_copy(update={"spec": spec}))
-        state.assume(state.pods[f"uid-default-held-{index}"], "n0")
-    assert "default/held" not in {unit.key for unit in Pool.of(state, Gangs()).units}
-    state.upsert_pod(pod)  # one of them bound: still not a victim while the other is held
-    assert "default/held" not in {unit.key for unit in Pool.of(state, Gangs()).units}
+        state.assume(state.pods[f"uid-default-binding-{index}"], "n0")
+    assert "default/binding" not in {unit.key for unit in Pool.of(state, Gangs()).units}
+    state.upsert_pod(pod)  # one of them bound: still not a victim while the other waits
+    assert "default/binding" not in {unit.key for unit in Pool.of(state, Gangs()).units}
 
 
 def four_nodes() -> ClusterState:

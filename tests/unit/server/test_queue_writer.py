@@ -153,7 +153,7 @@ def test_a_queue_whose_parent_is_missing_is_said_once_to_hang_under_root(
     ]
 
 
-def test_a_parent_holds_what_its_subtree_holds_and_each_level_its_share() -> None:
+def test_a_parent_is_allocated_what_its_subtree_is_and_each_level_its_share() -> None:
     async def scenario() -> None:
         api = Api()
         queues = [

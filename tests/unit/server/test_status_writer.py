@@ -172,12 +172,12 @@ def test_a_condition_naming_a_reservation_is_rewritten_when_that_reservation_end
         writer.mark("default/b")
         await writer.flush()
         [(_, _, status)] = sink.writes
-        assert "gangs holding reservations: default/a" in status["conditions"][0]["message"]
+        assert "gangs with reservations: default/a" in status["conditions"][0]["message"]
 
         engine.release("default/a")  # its reservation ends: b's condition must not name it
         await writer.flush()
         written = {name: status for _, name, status in sink.writes}
-        assert "holding reservations" not in written["b"]["conditions"][0]["message"]
+        assert "gangs with reservations" not in written["b"]["conditions"][0]["message"]
 
     asyncio.run(scenario())
 

@@ -79,7 +79,7 @@ def _gang(state: ClusterState, name: str, size: int, cpu: str) -> list[dict[str,
     return [pod.build() for pod in pods]
 
 
-def test_filter_keeps_other_pods_off_what_an_admitted_gang_holds() -> None:
+def test_filter_keeps_other_pods_off_what_an_admitted_gang_reserves() -> None:
     async def scenario(client: TestClient[Any, Any], state: ClusterState, *_: object) -> None:
         member = _gang(state, "g", 2, "4")[0]
         names = ["empty", "busy", "tiny"]

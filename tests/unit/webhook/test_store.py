@@ -36,7 +36,7 @@ def test_a_relist_replaces_everything() -> None:
     assert store.pod_groups_in("a") == [] and store.pod_groups_in("c") == ["x/new"]
 
 
-def test_a_pod_group_whose_other_fields_do_not_parse_still_holds_its_queue() -> None:
+def test_a_pod_group_whose_other_fields_do_not_parse_still_counts_in_its_queue() -> None:
     body = make_group("odd").ns("x").queue("a").min_resources(cpu="lots").build()
     store = WebhookStore()
     store.upsert_group(PodGroupRef.model_validate(body))
@@ -66,7 +66,7 @@ def test_a_queue_the_informer_has_not_delivered_yet_is_read_live() -> None:
     assert "new" not in store.queues
 
 
-def test_groups_of_every_kind_hold_their_queue_and_relist_by_kind() -> None:
+def test_groups_of_every_kind_count_in_their_queue_and_relist_by_kind() -> None:
     """A Coscheduling or native group names its queue by annotation; a relist of one kind leaves
     the others' groups as they were."""
     store = WebhookStore()
@@ -88,7 +88,7 @@ def test_groups_of_every_kind_hold_their_queue_and_relist_by_kind() -> None:
     assert store.pod_groups_in("a") == ["x/v"]
 
 
-def test_a_pod_group_being_deleted_holds_no_queue() -> None:
+def test_a_pod_group_being_deleted_counts_in_no_queue() -> None:
     """A native PodGroup stays behind its finalizer until its pods are gone: deleting its queue
     meanwhile is no harm, the gang is going."""
     store = WebhookStore()
