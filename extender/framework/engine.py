@@ -192,7 +192,7 @@ class Engine:
         without, the candidates are taken to fit already, and only those where admitted gangs
         reserve what the pod needs fail. `with_reasons=False` (with `fit` only: without it the
         failed ones always carry their reasons, few as they are) leaves the reasons out
-        (`Session.filter`)."""
+        (`Session.fit`)."""
         if not isinstance(candidates, Candidates):
             candidates = Candidates(list(candidates), frozenset(candidates))
         view = state.view()
@@ -201,7 +201,7 @@ class Engine:
             self._gangs.serve(pod.spec.scheduler_name)
             verdict = self._gangs.verdict(state, view.nodes, pod)
         if fit:
-            outcome = self.session(view).filter(
+            outcome = self.session(view).fit(
                 pod,
                 candidates,
                 refusal=verdict.reason,

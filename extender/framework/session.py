@@ -57,7 +57,7 @@ class Session:
         """`reserved`: per node, the capacity admitted gangs reserve there."""
         self.snapshot, self.tables, self.reserved = snapshot, tables, reserved
 
-    def filter(
+    def fit(
         self,
         pod: Pod,
         candidates: Candidates | Sequence[str],
@@ -66,7 +66,10 @@ class Session:
         credit: Mapping[str, Resources] = NO_CREDIT,
         with_reasons: bool = True,
     ) -> FilterOutcome:
-        """Which candidates can take the pod; every other one with its reason.
+        """Which candidates the pod fits on by the policy's node plugins, beside what admitted
+        gangs reserve; every other one with its reason. (`Engine.filter` answers a filter call:
+        it decides the gang rules, then asks this with their verdict, or only for the reserved
+        capacity when kube-scheduler has checked the fit.)
 
         The gang rules' `refusal` first (a member of a gang that is not admitted fails
         everywhere), then resource fit from the node tables, then the capacity admitted gangs

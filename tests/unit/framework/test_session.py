@@ -34,7 +34,7 @@ def test_filter_names_every_failed_node_and_why() -> None:
     )
     session = Engine(make_policy("predicates")).session(state.snapshot())
 
-    outcome = session.filter(make_pod("p").cpu("4").model(), ["small", "full", "ok", "ghost"])
+    outcome = session.fit(make_pod("p").cpu("4").model(), ["small", "full", "ok", "ghost"])
 
     assert outcome.passed == ["ok"]
     assert outcome.failed == {
@@ -69,8 +69,8 @@ def test_without_reasons_the_same_nodes_pass(
     pod = make_pod("p").cpu("4").model()
     names = ["small", "full", "reserved", "ok", "ghost"]
 
-    explained = session.filter(pod, names, credit=credit)
-    quick = session.filter(pod, names, credit=credit, with_reasons=False)
+    explained = session.fit(pod, names, credit=credit)
+    quick = session.fit(pod, names, credit=credit, with_reasons=False)
 
     assert sorted(explained.passed) == sorted(quick.passed) == passing
     assert not quick.failed and not quick.everything_passed
@@ -156,7 +156,7 @@ def test_incremental_tables_equal_a_fresh_evaluation(ops: list[tuple[str, object
         for pod in shapes:
             kept = engine.session(state.snapshot())
             fresh = Engine(engine.policy).session(state.snapshot())
-            assert kept.filter(pod, NODES) == fresh.filter(pod, NODES)
-            quick = kept.filter(pod, NODES, with_reasons=False)  # (from the nodes the table passes)
-            assert sorted(quick.passed) == sorted(fresh.filter(pod, NODES).passed)
+            assert kept.fit(pod, NODES) == fresh.fit(pod, NODES)
+            quick = kept.fit(pod, NODES, with_reasons=False)  # (from the nodes the table passes)
+            assert sorted(quick.passed) == sorted(fresh.fit(pod, NODES).passed)
             assert kept.score(pod, NODES) == fresh.score(pod, NODES)
