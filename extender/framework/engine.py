@@ -11,7 +11,9 @@ the same code through the same entry points, and nothing outside can change the 
 but through a method named for what it does.
 
 The clock is handed in at construction (the monotonic clock in the extender, virtual time in the
-simulator) and is the only time the engine reads.
+simulator) and is the only time the engine reads; so is the event hub (`cache.events`) the engine
+says what it decided into (`gangs.events`: a gang admitted, released, rejected, shown), the one
+the process's cluster state publishes into too.
 
 What crosses the door besides `Engine` is the engine's vocabulary, re-exported below: values (a
 gang's view, a queue's, a refusal and its cause, a slot, a preemption) and pure functions of the
