@@ -61,11 +61,6 @@ class Events:
         for listener in self._listeners.get(type(event), ()):
             self._deliver(listener, event)
 
-    def heard(self, kind: type) -> bool:
-        """Whether anyone listens to events of type `kind` (so a publisher may skip making
-        events nobody reads)."""
-        return kind in self._listeners
-
 
 # -- the cluster state's ---------------------------------------------------------------------
 
