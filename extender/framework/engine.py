@@ -368,13 +368,11 @@ class Engine:
 
     # -- what was asked of the autoscaler ------------------------------------------------------
 
-    def provisioning_plan(self, state: ClusterState, now: float) -> Plan | None:
+    def provisioning_plan(self, state: ClusterState, now: float) -> Plan:
         """The ProvisioningRequests to create and delete now (`gangs.provisioning`), the book
-        of what was asked brought up to date; None without the gang rules."""
-        if self._gangs is None:
-            return None
-        book = self._gangs.scale_ups
-        return provisioning_plan(state, self._gangs, book, state.provisioning_requests, now)
+        of what was asked brought up to date (with the gang rules on)."""
+        gangs = self._ledger()
+        return provisioning_plan(state, gangs, gangs.scale_ups, state.provisioning_requests, now)
 
     def scale_up_said(self, key: str, now: float, wall: float | None = None) -> str | None:
         """What the book says of the gang's request for nodes, in words (None: nothing)."""

@@ -171,7 +171,6 @@ class Provisioner:
         engine, now = self.engine, self.clock()
         before = {key: engine.scale_up_said(key, now) for key in engine.refused()}
         done = engine.provisioning_plan(self.state, now)
-        assert done is not None  # (made only with the gang rules on)
         for deletion in done.delete:
             await self._delete(deletion)
         if done.create and not self.served():

@@ -41,7 +41,6 @@ class Provisioner:
         """One pass of the provisioner; the gangs it admitted."""
         state = self.state
         done = self.engine.provisioning_plan(state, now)
-        assert done is not None  # (made only with the gang rules on)
         for deletion in done.delete:
             self._delete(deletion.request)
         for made in done.create:
