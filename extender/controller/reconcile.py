@@ -23,9 +23,10 @@ from kubernetes import client as k8s
 from extender.admission.jobs import runnable_problems
 from extender.admission.unhonoured import job_fields
 from extender.api.batch import Action, Command, Job, Phase, pod_name
+from extender.api.job_groups import build_pod_group
 from extender.api.log_fields import about_job
 from extender.controller import lifecycle
-from extender.controller.job_objects import build_pod_group, volume_claims
+from extender.controller.job_objects import volume_claims
 from extender.controller.lifecycle import Plan
 from extender.controller.served import Served
 from extender.controller.store import JobStore

@@ -25,8 +25,9 @@ from kubernetes import client as k8s
 
 from extender import devcluster
 from extender.api.batch import Job
+from extender.api.job_groups import build_pod_group
 from extender.api.scheduling import API_VERSION
-from extender.controller.job_objects import build_pod, build_pod_group
+from extender.controller.job_objects import build_pod
 from extender.devcluster.paths import manifests_dir
 from extender.kube import apply_object, delete, list_objects, pod_when, wait_until
 from tests.builders import make_job

@@ -7,7 +7,7 @@ import pytest
 from kubernetes import client as k8s
 
 from extender.api.batch import Action
-from extender.controller.job_objects import build_pod_group
+from extender.api.job_groups import build_pod_group
 from extender.controller.lifecycle import plan
 from extender.controller.reconcile import GROUP_PHASES, Reconciler, problems
 from extender.controller.store import JobStore, OwnedGroup

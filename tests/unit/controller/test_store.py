@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from extender.api.batch import Job, JobPod
-from extender.controller.job_objects import build_pod_group
+from extender.api.job_groups import build_pod_group
 from extender.controller.store import JobStore, OwnedGroup
 from tests.builders import make_job, make_job_pod
 

@@ -10,9 +10,10 @@ import pytest
 
 from extender.admission.unhonoured import NUMA
 from extender.api.batch import PARTITION_KEY, Job
+from extender.api.job_groups import build_pod_group
 from extender.api.scheduling import PodGroupSpec
 from extender.controller import writer as writer_module
-from extender.controller.job_objects import build_pod, build_pod_group
+from extender.controller.job_objects import build_pod
 from extender.controller.lifecycle import Plan
 from extender.controller.reconcile import _differs
 from extender.controller.writer import JobWriter, Writes
