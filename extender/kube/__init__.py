@@ -5,7 +5,9 @@ or the pod's ServiceAccount (`client`), server-side apply of manifests (`manifes
 deletes of any kind (`any_kind`), condition waits (`wait`; on pods, `pod_wait`; on CRDs, `crds`),
 raw list+watch (`watch`, over `raw`), requests on the event loop (`aio`), what is written to pods:
 bindings, lifted gates, annotations and evictions (`binding`) and what Lahar reports back:
-PodGroup, Queue and HyperNode status, the default Queue and Events (`reports`). Callers get
+PodGroup, Queue and HyperNode status, the default Queue and Events (`reports`); the read-only
+lists a snapshot of the cluster takes (`snapshot_lists`), the policy the installed extender runs
+(`policy_source`) and the history of finished runs (`run_times`). Callers get
 values or a `KubeError` naming the object and the reason; raw client exceptions do not leak
 upward.
 """

@@ -1,13 +1,13 @@
 """The Helm chart `charts/lahar/` against the kustomize install it packages: `helm lint` passes
 (strict too); with no value set, `helm template` renders the objects `kubectl kustomize
 manifests/` does, object by object (the ConfigMaps' hash suffixes included), and so do the
-standalone-extender form, the beside-Volcano component and the ServiceMonitor with their values;
-`--include-crds` adds exactly manifests/crds/; the chart's copies of the policy files and CRDs are
-the canonical files; each value changes what it says and nothing else; the policies and the
-kube-scheduler configuration the chart writes are what `lahar serve` accepts; a bad value is
-refused naming its key; and the API server accepts every object rendered (server-side dry run,
-the pods admitted under Pod Security's restricted standard). Kustomize renders with kubectl built
-from the control plane's module, Helm is built from tests/controlplane/helm."""
+standalone-extender form, the beside-Volcano component, the ServiceMonitor and manifests/whatif/
+with their values; `--include-crds` adds exactly manifests/crds/; the chart's copies of the policy
+files and CRDs are the canonical files; each value changes what it says and nothing else; the
+policies and the kube-scheduler configuration the chart writes are what `lahar serve` accepts; a bad
+value is refused naming its key; and the API server accepts every object rendered (server-side dry
+run, the pods admitted under Pod Security's restricted standard). Kustomize renders with kubectl
+built from the control plane's module, Helm is built from tests/controlplane/helm."""
 
 from __future__ import annotations
 
@@ -94,6 +94,10 @@ def _with_service_monitor(folder: Path) -> Objects:
     return render(manifests_dir()) + render(manifests_dir() / "prometheus")
 
 
+def _with_whatif_rbac(folder: Path) -> Objects:
+    return render(manifests_dir()) + render(manifests_dir() / "whatif")
+
+
 SAME = {  # helm values -> the kustomize render the chart equals with them
     "default": ([], _default),
     "extenderForm=service": (["--set", "extenderForm=service"], _service_form),
@@ -102,6 +106,7 @@ SAME = {  # helm values -> the kustomize render the chart equals with them
         ["--set", "serviceMonitor.enabled=true"],
         _with_service_monitor,
     ),
+    "whatif.rbac.enabled=true": (["--set", "whatif.rbac.enabled=true"], _with_whatif_rbac),
 }
 
 
