@@ -11,6 +11,8 @@ make_job("tf").task("ps", 1, cpu="1").task("worker", 2).policy("PodEvicted", "Re
 make_job_pod(job, "worker", 0).phase("Failed", exit_code=3).model()   # a pod the controller made
 make_review(make_job("tf").task("w").build()).update(old).request()   # an AdmissionRequest
 cluster([make_node("n1").cpu("4")], [make_pod("a").cpu("1").on("n1")])   # a ClusterState
+make_trace().nodes(2, cpu="4").job(make_trace_job("tf").task("w", 2)).model()   # a simulate Trace
+make_trace_job("tf").task("w", 2).bound("n0", None).set(started=-60)   # running at time 0
 
 The Job, job pod and review builders live in `tests.batch_builders` and are re-exported here.
 """
@@ -38,6 +40,7 @@ from extender.api.scheduling import (
 )
 from extender.api.topology import HyperNode
 from extender.cache.state import ClusterState
+from extender.simulate.trace import Trace, parse_trace
 from tests.batch_builders import (
     JobBuilder,
     JobPodBuilder,
@@ -57,6 +60,8 @@ __all__ = [
     "PodGroupBuilder",
     "QueueBuilder",
     "ReviewBuilder",
+    "TraceBuilder",
+    "TraceJobBuilder",
     "cluster",
     "make_group",
     "make_hyper_node",
@@ -66,6 +71,8 @@ __all__ = [
     "make_pod",
     "make_queue",
     "make_review",
+    "make_trace",
+    "make_trace_job",
     "running",
     "set_path",
     "waiting",
@@ -145,6 +152,12 @@ class PodBuilder:
 
     def tolerate(self, key: str, value: str, effect: str = "NoSchedule") -> Self:
         toleration = {"key": key, "operator": "Equal", "value": value, "effect": effect}
+        self._pod["spec"].setdefault("tolerations", []).append(toleration)
+        return self
+
+    def tolerate_any(self, key: str, effect: str = "NoSchedule") -> Self:
+        """Tolerates the taint `key` whatever its value (operator Exists)."""
+        toleration = {"key": key, "operator": "Exists", "effect": effect}
         self._pod["spec"].setdefault("tolerations", []).append(toleration)
         return self
 
@@ -244,6 +257,7 @@ class NodeBuilder:
         self._allocatable: dict[str, str] = {"cpu": "8", "memory": "32Gi", "pods": "110"}
         self._unschedulable = False
         self._labels = {"kubernetes.io/hostname": name}
+        self._taints: list[dict[str, str]] = []
 
     def cpu(self, quantity: str) -> Self:
         self._allocatable["cpu"] = quantity
@@ -269,12 +283,19 @@ class NodeBuilder:
         self._labels[key] = value
         return self
 
+    def taint(self, key: str, effect: str = "NoSchedule", value: str = "") -> Self:
+        self._taints.append({"key": key, "value": value, "effect": effect})
+        return self
+
     def build(self) -> dict[str, Any]:
+        spec: dict[str, Any] = {"unschedulable": self._unschedulable}
+        if self._taints:
+            spec["taints"] = copy.deepcopy(self._taints)
         return {
             "apiVersion": "v1",
             "kind": "Node",
             "metadata": {"name": self._name, "labels": dict(self._labels)},
-            "spec": {"unschedulable": self._unschedulable},
+            "spec": spec,
             "status": {"allocatable": dict(self._allocatable), "capacity": dict(self._allocatable)},
         }
 
@@ -567,3 +588,94 @@ def waiting(
         )
     group = make_group(name).min_member(size)
     state.upsert_pod_group((group.queue(queue) if queue else group).model())
+
+
+class TraceJobBuilder:
+    """A job of a `lahar simulate` trace, its fields as the trace's YAML spells them."""
+
+    def __init__(self, name: str) -> None:
+        self._job: dict[str, Any] = {"name": name, "tasks": []}
+
+    def task(
+        self,
+        name: str = "worker",
+        replicas: int = 1,
+        *,
+        cpu: str = "1",
+        memory: str = "1Gi",
+        duration: float = 60,
+        **fields: Any,
+    ) -> Self:
+        """One more task (`fields`: its other fields by their YAML names)."""
+        task = {"name": name, "replicas": replicas, "cpu": cpu, "memory": memory}
+        self._job["tasks"].append({**task, "duration": duration, **fields})
+        return self
+
+    def bound(self, *nodes: str | None) -> Self:
+        """The last task's pods by name, `JOB-TASK-INDEX`, each bound to its node at time 0
+        (None: pending)."""
+        task = self._job["tasks"][-1]
+        task["pods"] = [
+            {"name": f"{self._job['name']}-{task['name']}-{index}"}
+            | ({} if node is None else {"node": node})
+            for index, node in enumerate(nodes)
+        ]
+        return self
+
+    def set(self, **fields: Any) -> Self:
+        """Any of the job's fields, by its YAML name (`started=-60`, `minAvailable=2`)."""
+        self._job.update(fields)
+        return self
+
+    def build(self) -> dict[str, Any]:
+        return copy.deepcopy(self._job)
+
+
+class TraceBuilder:
+    """A `lahar simulate` trace: node groups, queues, jobs, occupied capacity."""
+
+    def __init__(self) -> None:
+        self._trace: dict[str, Any] = {"nodes": [], "jobs": []}
+
+    def nodes(
+        self, count: int | None = None, *, cpu: str = "4", memory: str = "8Gi", **fields: Any
+    ) -> Self:
+        """One more node group: `count` nodes, or those `names=[...]`, with its other fields
+        (`labels`, `taints`, `unschedulable`, `pods`, `name`)."""
+        group: dict[str, Any] = {"cpu": cpu, "memory": memory, **fields}
+        if count is not None:
+            group["count"] = count
+        self._trace["nodes"].append(group)
+        return self
+
+    def queue(self, name: str, **fields: Any) -> Self:
+        self._trace.setdefault("queues", []).append({"name": name, **fields})
+        return self
+
+    def job(self, job: TraceJobBuilder) -> Self:
+        self._trace["jobs"].append(job.build())
+        return self
+
+    def occupied(self, node: str, **amounts: Any) -> Self:
+        """What other schedulers' pods take on `node` (cpu, memory, gpu, pods)."""
+        self._trace.setdefault("occupied", []).append({"node": node, **amounts})
+        return self
+
+    def set(self, path: str, value: Any) -> Self:
+        """Any field by its path (`takenAt`, `nodes[0].cpu`), whatever its type."""
+        set_path(self._trace, path, value)
+        return self
+
+    def build(self) -> dict[str, Any]:
+        return copy.deepcopy(self._trace)
+
+    def model(self) -> Trace:
+        return parse_trace(self.build())
+
+
+def make_trace() -> TraceBuilder:
+    return TraceBuilder()
+
+
+def make_trace_job(name: str) -> TraceJobBuilder:
+    return TraceJobBuilder(name)

@@ -74,7 +74,7 @@ from extender.framework.engine import Engine, queue_mode, view_gang
 from extender.simulate import world
 from extender.simulate.provisioner import Provisioner
 from extender.simulate.scheduler import Scheduler
-from extender.simulate.trace import Autoscaling
+from extender.simulate.trace import Autoscaling, job_key
 
 SCAN_INTERVAL = 10.0  # seconds: Cluster Autoscaler's --scan-interval
 RETRY, RETRY_MAX = 60.0, 600.0  # a request it found no capacity for is tried again, doubling
@@ -277,7 +277,7 @@ class Autoscaler:
                 continue
             if free is None:
                 free = self._room(now, spare=None)
-            job = request.gang.split("/", 1)[1]
+            job = job_key(request.gang)
             room = free.copy(spare=None)
             fits = all(room.place(pod.request, job) for pod in pods)
             if fits and self._billed() + len(room.new) <= self.starting + self.pool.max_nodes:
@@ -441,7 +441,7 @@ class Autoscaler:
 def _job(pod: Pod) -> str:
     """The job (gang) a pod is of: its gang's name, or its own for a pod of no gang."""
     key = gang_key(pod)
-    return key.split("/", 1)[1] if key is not None else pod.metadata.name
+    return job_key(key) if key is not None else pod.metadata.name
 
 
 def _name(pod: Pod) -> str:

@@ -22,6 +22,20 @@ it, and asked at the end what it bought (`SimulationOutcome.pool`). `scale_up` i
 mode every queue of the run carries (`lahar.io/scale-up`; None: the queues say nothing and the
 policy's `gang.scaleUp` holds).
 
+A trace taken from a running cluster starts where the cluster was. Before the scheduler starts,
+each job in progress is taken up at time 0: its PodGroup and its bound pods are created Running on
+their nodes (their intervals open at 0); a job that had started (`TraceJob.started`, before 0)
+keeps that start (`SimulatedJob.started`, negative; `resumed` says so, and summaries count no wait
+of its from before time 0) and its bound pods end `duration` less the time it had run by 0 (at 0
+if that is past); its pending pods go to the scheduler, and a gang found partly bound is
+completed first, as the extender does after a restart (`Engine.recover`). What pods Lahar does
+not schedule take on a node (`Trace.occupied`) is held by one pod bound there that never ends. A
+run given a `horizon` stops there (the run ends then, jobs not started by then never started),
+and `SimulationOutcome.evictions` names who preempted whom when. Jobs arriving at the same moment
+are handed over in the trace's order, in one callback per moment (asyncio's timers due at one
+moment do not keep the order they were set in, and the scheduler's order among pods created at
+one moment follows their arrival).
+
 A long run says how far it got: `on_progress` is handed a `Progress` at most every
 `progress_every` wall seconds, when something moves, and once where the run ended (`lahar
 simulate` shows it on a terminal).
@@ -33,6 +47,7 @@ import asyncio
 import contextlib
 import gc
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -56,7 +71,7 @@ GC_YOUNG_THRESHOLD = 100_000  # see _young_collections_every (10-20% faster at 4
 class SimulatedJob:
     job: TraceJob
     arrived: float | None = None
-    started: float | None = None  # first start
+    started: float | None = None  # first start (before 0: it ran at time 0, `resumed`)
     finished: float | None = None
     restarts: int = 0
     incarnation: int = 0
@@ -67,6 +82,9 @@ class SimulatedJob:
     started_now: bool = False  # the current incarnation has started
     bound_now: list[Interval] = field(default_factory=list)  # the current incarnation's pods
     waits: list[Wait] = field(default_factory=list)  # per incarnation, its wait to start
+    # It had started before time 0 and was taken up running: its wait to that start is not the
+    # run's (it has none in `waits`, and summaries leave it out of the waits).
+    resumed: bool = False
 
     @property
     def waiting(self) -> bool:
@@ -98,6 +116,16 @@ class Interval:
     pod: str = ""  # its name (a member recreated after an eviction keeps it)
 
 
+@dataclass(frozen=True)
+class Eviction:
+    """A preemption: when, the job it made room for and the jobs it evicted pods of (whole, or
+    spare members), named as `SimulationOutcome.jobs` names them."""
+
+    at: float
+    preemptor: str
+    victims: tuple[str, ...]
+
+
 @dataclass
 class SimulationOutcome:
     policy: str
@@ -109,6 +137,7 @@ class SimulationOutcome:
     attempts: int  # scheduling attempts (pods tried)
     seconds: float  # wall-clock time the simulation took
     pool: PoolRecord | None = None  # what the autoscaler bought (a trace with a pool)
+    evictions: list[Eviction] = field(default_factory=list)
 
     @property
     def stuck(self) -> list[str]:
@@ -141,23 +170,31 @@ class Simulation:
         on_progress: Callable[[Progress], None] | None = None,
         progress_every: float = 2.0,
         scale_up: Mode | None = None,
+        horizon: float | None = None,
     ) -> None:
+        if horizon is not None and not horizon > 0:
+            raise ValueError(f"horizon: the run stops at a time after 0, not {horizon!r}")
         self.trace, self.name, self.idle_limit = trace, name, idle_limit
+        self.horizon = horizon
+        self._at_horizon = False  # the run stopped at its horizon
         self.on_progress, self.progress_every = on_progress, progress_every
         self.clock = Clock()
         self.state = ClusterState(clock=self.clock)
         self.engine = Engine(policy, clock=self.clock, events=self.state.events)
         self.scheduler = Scheduler(self.state, self.engine, binder_of(self._bound), seed=seed)
-        self.jobs = {job.name: SimulatedJob(job) for job in trace.jobs}
+        self.jobs = {job.key: SimulatedJob(job) for job in trace.jobs}
+        self._by_gang = {job.gang_key: job.key for job in trace.jobs}  # gang key -> job key
         self.intervals: list[Interval] = []
+        self.evictions: list[Eviction] = []
         self._open: dict[str, Interval] = {}  # uid -> its interval
-        self._job_of: dict[str, str] = {}  # uid -> job name
+        self._job_of: dict[str, str] = {}  # uid -> job key
         self.preemptions = 0
         self.progress = 0
         self._moved_at = 0.0  # when something last moved
         self._ending = 0  # pods running towards a known end
-        self._arrivals = len(trace.jobs)
-        self._arrival_times = sorted(job.arrival for job in trace.jobs)  # (they come in order)
+        arriving = [job for job in trace.jobs if not job.in_progress]  # (the rest are there)
+        self._arrivals = len(arriving)
+        self._arrival_times = sorted(job.arrival for job in arriving)  # (they come in order)
         self._started = self._finished = 0  # jobs
         self._began = self._reported = 0.0  # wall clock: when `run` began, last reported
         self._all_done = asyncio.Event()
@@ -169,6 +206,8 @@ class Simulation:
             self.state.upsert_queue(queue)
         for priority_class in world.priority_classes(trace):
             self.state.upsert_priority_class(priority_class)
+        for taken in trace.occupied:
+            self.state.upsert_pod(world.occupied(taken))
         self.autoscaler: Autoscaler | None = None
         if trace.autoscaling is not None:
             self.autoscaler = autoscaler = Autoscaler(
@@ -188,7 +227,10 @@ class Simulation:
             if self.on_progress is not None:  # where it ended, however soon after the last
                 self._report(time.perf_counter())
         end = max((r.finished or 0.0 for r in self.jobs.values()), default=0.0)
-        if any(r.finished is None for r in self.jobs.values()):
+        if self._at_horizon:
+            assert self.horizon is not None
+            end = self.horizon
+        elif any(r.finished is None for r in self.jobs.values()):
             end = self._moved_at + self.idle_limit  # watched that long after the last move
         return SimulationOutcome(
             self.name,
@@ -200,10 +242,16 @@ class Simulation:
             self.scheduler.attempts,
             time.perf_counter() - self._began,
             self.autoscaler.record(end) if self.autoscaler is not None else None,
+            self.evictions,
         )
 
     async def _main(self) -> None:
         loop = asyncio.get_running_loop()
+        in_progress = [job for job in self.trace.jobs if job.in_progress]
+        for job in in_progress:
+            self._resume(job)
+        if in_progress:
+            self.engine.recover(self.state)  # (partly bound gangs first, as after a restart)
         background = [watched(loop.create_task(self.scheduler.run()))]
         # Lahar's preemption loop on the simulated cluster, woken only by refusals and with no
         # pause between gangs: a pass, like a scheduling attempt here, takes no time.
@@ -216,8 +264,14 @@ class Simulation:
         )
         if preempting is not None:
             background.append(watched(loop.create_task(self.engine.preempting())))
+        arriving: dict[float, list[TraceJob]] = {}  # (in the trace's order at each moment)
         for job in self.trace.jobs:
-            loop.call_at(job.arrival, self._arrive, job)
+            if not job.in_progress:
+                arriving.setdefault(job.arrival, []).append(job)
+        for moment, jobs in arriving.items():
+            loop.call_at(moment, self._arrive_all, jobs)
+        if self.horizon is not None:
+            loop.call_at(self.horizon, self._stop)
         if not self.jobs:
             self._all_done.set()
         while not self._all_done.is_set():
@@ -267,17 +321,61 @@ class Simulation:
         self._moved()
         self.scheduler.requeue()
 
+    def _stop(self) -> None:
+        """The horizon: the run ends here."""
+        self._at_horizon = True
+        self._all_done.set()
+
+    def _arrive_all(self, jobs: list[TraceJob]) -> None:
+        for job in jobs:
+            self._arrive(job)
+
     def _arrive(self, job: TraceJob) -> None:
         self._arrivals -= 1
-        self.jobs[job.name].arrived = self.clock.now
-        self.jobs[job.name].waits.append(Wait(self.clock.now))
+        self.jobs[job.key].arrived = self.clock.now
+        self.jobs[job.key].waits.append(Wait(self.clock.now))
         self.state.upsert_pod_group(world.pod_group(job))
         self._create_pods(job, 0)
         self._moved()
 
+    def _resume(self, job: TraceJob) -> None:
+        """Take up a job in progress at time 0: its group, its bound pods Running on their
+        nodes, a started job's pods running towards what is left of their duration, its
+        pending pods handed to the scheduler."""
+        record = self.jobs[job.key]
+        record.arrived = 0.0
+        self.state.upsert_pod_group(world.pod_group(job))
+        pending = []
+        for index, (pod, node) in enumerate(
+            zip(world.pods(job, 0), job.bound_nodes(), strict=True)
+        ):
+            self._job_of[pod.metadata.uid] = job.key
+            if node is None:
+                self.state.upsert_pod(pod)
+                pending.append((index, pod))
+                continue
+            spec = pod.spec.model_copy(update={"node_name": node})
+            running = pod.model_copy(update={"spec": spec, "status": _phase("Running")})
+            self.state.upsert_pod(running)
+            self._placed(record, running, node, 0.0)
+        if job.started is not None:
+            record.resumed = True
+            record.started = job.started
+            record.started_now = True
+            self._started += 1
+            elapsed = -job.started
+            for uid in record.running:
+                self._run_to_end(uid, 0.0, left=elapsed)
+        else:
+            record.waits.append(Wait(0.0))
+            if record.running and self._stands(record):
+                self._start(record, 0.0)
+        for index, pod in pending:
+            self.scheduler.add(pod, (0.0, index))
+
     def _create_pods(self, job: TraceJob, incarnation: int) -> None:
         for index, pod in enumerate(world.pods(job, incarnation)):
-            self._job_of[pod.metadata.uid] = job.name
+            self._job_of[pod.metadata.uid] = job.key
             self.state.upsert_pod(pod)
             self.scheduler.add(pod, (self.clock.now, index))
 
@@ -289,9 +387,19 @@ class Simulation:
         self.state.upsert_pod(pod.model_copy(update={"spec": spec, "status": _phase("Running")}))
         record = self.jobs[self._job_of[uid]]
         now = self.clock.now
+        self._placed(record, pod, node, now)
+        self._moved()
+        if record.started_now:
+            self._run_to_end(uid, now)
+        elif self._stands(record):
+            self._start(record, now)
+
+    def _placed(self, record: SimulatedJob, pod: Pod, node: str, now: float) -> None:
+        """The pod runs on `node` from `now`: its interval opens."""
+        uid = pod.metadata.uid
         self._open[uid] = interval = Interval(
             node,
-            record.job.name,
+            record.job.key,
             record.job.queue,
             record.incarnation,
             pod.request["cpu"],
@@ -303,24 +411,33 @@ class Simulation:
             self.autoscaler.bound(node)
         record.running[uid] = None
         record.bound_now.append(interval)
-        self._moved()
-        if record.started_now:
-            self._run_to_end(uid, now)
-        elif len(record.running) >= record.job.minimum:
-            record.started_now = True
-            record.waits[-1].until = now
-            if record.started is None:
-                record.started = now
-                self._started += 1
-            for member in record.running:
-                self._run_to_end(member, now)
 
-    def _run_to_end(self, uid: str, now: float) -> None:
+    def _stands(self, record: SimulatedJob) -> bool:
+        """Enough of the job's pods run for it to start: minAvailable, and each task's own
+        minimum."""
+        job = record.job
+        if not job.task_minimums:
+            return len(record.running) >= job.minimum
+        return job.stands(Counter(task_of(self.state.pods[uid]) for uid in record.running))
+
+    def _start(self, record: SimulatedJob, now: float) -> None:
+        """The job starts (this incarnation): its running pods run towards their end."""
+        record.started_now = True
+        record.waits[-1].until = now
+        if record.started is None:
+            record.started = now
+            self._started += 1
+        for member in record.running:
+            self._run_to_end(member, now)
+
+    def _run_to_end(self, uid: str, now: float, left: float = 0.0) -> None:
+        """The pod makes progress from `now` and ends its task's duration later, less `left`
+        seconds it ran already (at `now` at the earliest)."""
         self._open[uid].useful_from = now
         pod = self.state.pods[uid]
         task = next(t for t in self.jobs[self._job_of[uid]].job.tasks if task_of(pod) == t.name)
         self._ending += 1
-        asyncio.get_running_loop().call_at(now + task.duration, self._end, uid)
+        asyncio.get_running_loop().call_at(now + max(0.0, task.duration - left), self._end, uid)
 
     def _end(self, uid: str) -> None:
         pod = self.state.pods.get(uid)
@@ -347,7 +464,7 @@ class Simulation:
         if record.finished is None:
             self._finished += 1
         record.finished = self.clock.now
-        key = f"{world.NAMESPACE}/{record.job.name}"
+        key = record.job.gang_key
         for pod in self.state.gang_pods(key):
             self.state.delete_pod(pod.metadata.uid)
         self.state.delete_pod_group(key)
@@ -361,8 +478,13 @@ class Simulation:
         API server refuses no eviction."""
         self.preemptions += 1
         self._moved()
+        preemptor = preemption.preemptor.key
+        victims = dict.fromkeys(self._by_gang[unit.key] for unit in preemption.victims)
+        self.evictions.append(
+            Eviction(self.clock.now, self._by_gang.get(preemptor, preemptor), tuple(victims))
+        )
         for unit in preemption.victims:
-            record = self.jobs[unit.key.split("/", 1)[1]]
+            record = self.jobs[self._by_gang[unit.key]]
             if unit.whole:  # the job restarts: every pod of it again, none running
                 for pod in self.state.gang_pods(unit.key):
                     self._remove(pod)
@@ -431,6 +553,7 @@ def simulate(
     on_progress: Callable[[Progress], None] | None = None,
     progress_every: float = 2.0,
     scale_up: Mode | None = None,
+    horizon: float | None = None,
 ) -> SimulationOutcome:
     simulation = Simulation(
         trace,
@@ -440,5 +563,6 @@ def simulate(
         on_progress=on_progress,
         progress_every=progress_every,
         scale_up=scale_up,
+        horizon=horizon,
     )
     return simulation.run()

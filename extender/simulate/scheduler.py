@@ -15,13 +15,21 @@ kube-scheduler retries a pod after an error. A pod an attempt failed for is what
 marks Unschedulable (PodScheduled False), which an autoscaler reads: `unschedulable` lists those
 still pending, and `on_parked` is told of each parked pod.
 
-Not modelled: in-tree filters beyond resources (the simulated nodes have no taints or labels),
-the API server's latency, and kube-scheduler 1.33+'s `SchedulerPopFromBackoffQ` (an idle
-scheduler takes pods from its backoff queue early): an attempt here takes no time, so the
-scheduler would always be idle and retry every parked pod at every event (tried: 4.6 to 7.7
-times the attempts), where a real one is busy for the milliseconds each attempt takes. The
-policy `stock` leaves out gangs and queues: pod after pod, least allocated first, as the stock
-scheduler places them.
+The nodes a pod is asked about are those kube-scheduler's in-tree filters pass before Lahar sees
+them: not cordoned (NodeUnschedulable), matching the pod's nodeSelector and required node
+affinity (NodeAffinity), with no NoSchedule or NoExecute taint the pod does not tolerate
+(TaintToleration), as `Pod.may_run_on` reads them. A run never changes a node's labels, taints
+or cordon, so the list is kept until a node joins or leaves: one list for every pod that asks for
+no node and tolerates nothing (on a trace without labels, taints or cordons, every node), one per
+other pod.
+
+Not modelled: in-tree filters beyond resources, node affinity, taints and cordons (pod affinity,
+topology spread, volumes, ports), the API server's latency, and kube-scheduler 1.33+'s
+`SchedulerPopFromBackoffQ` (an idle scheduler takes pods from its backoff queue early): an
+attempt here takes no time, so the scheduler would always be idle and retry every parked pod at
+every event (tried: 4.6 to 7.7 times the attempts), where a real one is busy for the
+milliseconds each attempt takes. The policy `stock` leaves out gangs and queues: pod after pod,
+least allocated first, as the stock scheduler places them.
 """
 
 from __future__ import annotations
@@ -31,6 +39,8 @@ import heapq
 import itertools
 import random
 from collections.abc import Awaitable, Callable, Iterable
+
+from cachetools import LRUCache
 
 from extender.actions.barrier import Barrier
 from extender.actions.bind import Binder, bind
@@ -43,6 +53,8 @@ from extender.framework.engine import Engine, GangReleased, view_gang
 from extender.simulate.clock import watched
 
 Bound = Callable[[Pod, str], None]
+REFUSING = ("NoSchedule", "NoExecute")  # the taint effects that keep a pod off a node
+PER_POD = 4096  # pods with node constraints whose nodes are kept
 BACKOFF_INITIAL, BACKOFF_MAX = 1.0, 10.0  # kube-scheduler's podInitialBackoffSeconds, podMax...
 
 
@@ -68,7 +80,9 @@ class Scheduler:
         self._wake = asyncio.Event()
         self._binds: set[asyncio.Task[None]] = set()
         self.attempts = 0
-        self._candidates: tuple[int, Candidates] | None = None
+        self._candidates: tuple[int, Candidates] | None = None  # (membership, the plain pods')
+        # uid -> its nodes, at that membership (bounded: pods come and go in a long run)
+        self._per_pod: LRUCache[str, Candidates] = LRUCache(PER_POD)
         self._reminder: asyncio.TimerHandle | None = None
         engine.events.subscribe(GangReleased, lambda event: self._released(event.key))
 
@@ -205,7 +219,7 @@ class Scheduler:
     def choices(self, pod: Pod) -> set[str]:
         """The nodes kube-scheduler chooses among for `pod` now: those Lahar's filter passes
         (after the gang rules' verdict, which may admit the pod's gang) scoring highest."""
-        candidates = self._all_nodes()
+        candidates = self._all_nodes(pod)
         outcome = self.engine.filter(self.state, pod, candidates, fit=True, with_reasons=False)
         if not outcome.passed:
             return set()
@@ -213,13 +227,30 @@ class Scheduler:
             pod, candidates.members if outcome.everything_passed else outcome.passed
         )
 
-    def _all_nodes(self) -> Candidates:
-        """Every node, in name order: what the in-tree filters pass on the simulated nodes."""
+    def _all_nodes(self, pod: Pod) -> Candidates:
+        """The nodes the in-tree filters pass for `pod`, in name order (see the module
+        docstring)."""
         view = self.state.view()
         if self._candidates is None or self._candidates[0] != view.membership:
-            names = sorted(view.nodes)
+            names = [
+                name
+                for name, info in sorted(view.nodes.items())
+                if not info.unschedulable and not any(t.effect in REFUSING for t in info.taints)
+            ]
             self._candidates = (view.membership, Candidates(names, frozenset(names)))
-        return self._candidates[1]
+            self._per_pod.clear()
+        if pod.runs_anywhere and not pod.spec.tolerations:
+            return self._candidates[1]
+        uid = pod.metadata.uid
+        found = self._per_pod.get(uid)
+        if found is None:
+            names = [
+                name
+                for name, info in sorted(view.nodes.items())
+                if not info.unschedulable and pod.may_run_on(info.labels, info.taints, name)
+            ]
+            self._per_pod[uid] = found = Candidates(names, frozenset(names))
+        return found
 
     async def _bind(self, pod: Pod, node: str) -> None:
         meta = pod.metadata

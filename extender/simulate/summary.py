@@ -83,8 +83,10 @@ class LevelShare:
 
 def summarize(outcome: SimulationOutcome) -> Summary:
     records = outcome.jobs.values()
-    waits = sorted(
-        r.started - r.arrived for r in records if r.started is not None and r.arrived is not None
+    waits = sorted(  # (a job resumed running waited before the run: not a wait of the run's)
+        r.started - r.arrived
+        for r in records
+        if r.started is not None and r.arrived is not None and not r.resumed
     )
     horizon = outcome.end
     bound, useful = usage(outcome).core_seconds()

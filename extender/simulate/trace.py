@@ -53,16 +53,60 @@ An autoscaled pool (`autoscaling`) grows from the trace's nodes by nodes of its 
 `maxNodes` added, and loses an added node that had no pod for `scaleDownAfter` seconds (never a
 starting one); `simulate.autoscaler` plays the autoscaler. Its name is not a node group's, and a
 trace with a topology cannot autoscale (an added node would be under no HyperNode).
+
+A trace may also stand for a running cluster at one moment (`takenAt`, the time virtual time 0
+stands for, shown in reports only). Nodes may be named one by one (`names`, DNS subdomains,
+instead of `count` and `name`) and carry `labels`, `taints`, `unschedulable` (cordoned) and
+`pods` (how many pods the node allows, 110 by default). A queue may carry Volcano's `guarantee`,
+`deserved`, `priority` and `state` (Open or Closed). A job may live in its own `namespace`
+(default `sim`; job names are unique per namespace and are DNS subdomains), be a PodGroup of
+another `kind` (`coscheduling`: scheduler-plugins', whose `gatherTimeout` is its
+scheduleTimeoutSeconds; `native`: Kubernetes' own; `volcano` by default), name its
+`priorityClass` (for display: `priority` is the value), and give its estimated total run time as
+a range with its source (`runTime: {low, high, source}`, each task's `duration` within it). A
+task may ask for a per-task minimum (`minAvailable`, Volcano's minTaskMember), carry a pod's
+`nodeSelector`, `tolerations` and `affinity` (nodeAffinity, as a pod spec writes them, checked
+by building the pod: kube-scheduler's in-tree filters honour them in the simulation) and name its
+pods (`pods: [{name, node}]`, one per replica; `node`: bound there at time 0). A job that had
+started before time 0 says when (`started`, seconds, at most 0), and at least minAvailable of
+its pods name their node; it is resumed, not replayed. `occupied` lists, per node, what running
+pods Lahar does not schedule take there (DaemonSets, other schedulers), held for the whole run:
+
+    takenAt: "2026-11-29T10:00:00Z"
+    nodes:
+      - {names: [gpu-a, gpu-b], cpu: "64", memory: 512Gi, gpu: 8,
+         labels: {pool: gpu}, taints: [{key: gpu, effect: NoSchedule}]}
+    occupied:
+      - {node: gpu-a, cpu: 500m, memory: 1Gi, pods: 3}
+    jobs:
+      - name: train.v2
+        namespace: ml
+        kind: coscheduling
+        started: -1800           # running for half an hour at time 0
+        runTime: {low: 3600, high: 7200, source: history}
+        tasks:
+          - name: worker
+            replicas: 2
+            cpu: "32"
+            memory: 128Gi
+            duration: 5400       # in total, from its start: 3,600 s are left at time 0
+            tolerations: [{key: gpu, operator: Exists, effect: NoSchedule}]
+            pods: [{name: train-w-0, node: gpu-a}, {name: train-w-1, node: gpu-b}]
+
+Every one of these fields is optional: a trace without them is played exactly as before.
 Pure: no I/O but reading the file it is given.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from datetime import datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import yaml
 from pydantic import (
@@ -75,14 +119,23 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from extender.admission.names import label_value, qualified_name
 from extender.api.batch import pod_name
 from extender.api.quantity import parse_quantity
 from extender.api.resources import Resources
-from extender.api.scheduling import DEFAULT_QUEUE, ROOT
+from extender.api.scheduling import DEFAULT_QUEUE, ROOT, GroupKind
+from extender.api.topology import DNS_SUBDOMAIN
 from extender.api.wire import describe_invalid
 from extender.framework.engine import QueueTree
+from extender.simulate.pod_constraints import check_constraints
 
-NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"  # a DNS label, as Volcano's job and queue names are
+NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"  # a DNS label, as Volcano's queue names are
+DEFAULT_NAMESPACE = "sim"  # the namespace of a job that names none (`world.NAMESPACE`)
+KINDS = {  # a job's `kind` -> the kind of PodGroup it is
+    "volcano": GroupKind.VOLCANO,
+    "coscheduling": GroupKind.COSCHEDULING,
+    "native": GroupKind.NATIVE,
+}
 
 
 def _checked(value: str | int | float) -> str | int | float:
@@ -98,7 +151,34 @@ def _some(value: tuple[T, ...]) -> tuple[T, ...]:
     return value
 
 
+def _valid(check: Callable[[str], str | None]) -> Callable[[str], str]:
+    """A validator that refuses a string `check` finds a reason against, with that reason."""
+
+    def valid(value: str) -> str:
+        reason = check(value)
+        if reason is not None:
+            raise ValueError(f"{value!r} {reason}")
+        return value
+
+    return valid
+
+
+def _rfc3339(value: str) -> str:
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise ValueError(f"{value!r} is not an RFC 3339 time (e.g. 2026-11-29T10:00:00Z)")
+    return value
+
+
 Quantity = Annotated[str | int | float, AfterValidator(_checked)]
+# An object name (a node's, a pod's, a job's): an RFC 1123 subdomain, as the API server wants it.
+Subdomain = Annotated[str, Field(pattern=DNS_SUBDOMAIN, min_length=1, max_length=253)]
+LabelKey = Annotated[str, AfterValidator(_valid(qualified_name))]
+LabelValue = Annotated[str, AfterValidator(_valid(label_value))]
+Labels = dict[LabelKey, LabelValue]
 T = TypeVar("T")
 
 
@@ -145,9 +225,52 @@ class NodeShape(_Amounts):
         return self.resources
 
 
+class TraceTaint(_Strict):
+    """A node's taint: pods that do not tolerate it are kept off the node (NoSchedule,
+    NoExecute) or placed there last (PreferNoSchedule, a score the simulation leaves out)."""
+
+    key: LabelKey
+    value: LabelValue = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
 class NodeGroup(NodeShape):
-    count: int = Field(ge=1)
+    """Identical nodes: `count` of them named `<name>-<index>`, or those `names`."""
+
+    count: int | None = Field(default=None, ge=1)
     name: str = Field(default="node", pattern=NAME)  # nodes are named <name>-<index>
+    names: tuple[Subdomain, ...] = ()
+    labels: Labels = Field(default_factory=dict)
+    taints: tuple[TraceTaint, ...] = ()
+    unschedulable: bool = False  # cordoned: no new pod goes there
+    pods: int = Field(default=110, ge=1)  # the pods the node allows (the kubelet's default)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> NodeGroup:
+        if self.names and self.count is not None:
+            raise ValueError("give count (nodes <name>-<index>) or names, not both")
+        if self.names and "name" in self.model_fields_set:
+            raise ValueError(
+                "name: the prefix of counted nodes' names; a group with names needs none"
+            )
+        if not self.names and self.count is None:
+            raise ValueError("give count (nodes <name>-<index>) or names (the nodes one by one)")
+        if len(set(self.names)) != len(self.names):
+            repeated = sorted({n for n in self.names if self.names.count(n) > 1})
+            raise ValueError(f"names: {', '.join(repeated)} listed more than once")
+        return self
+
+    @property
+    def size(self) -> int:
+        """How many nodes the group has."""
+        return len(self.names) or (self.count or 0)
+
+    @property
+    def node_names(self) -> list[str]:
+        """Its nodes' names: the names given, else `<name>-<index>`."""
+        if self.names:
+            return list(self.names)
+        return [f"{self.name}-{index}" for index in range(self.count or 0)]
 
 
 class Autoscaling(_Strict):
@@ -170,6 +293,11 @@ class TraceQueue(_Strict):
     capability: dict[str, Quantity] = Field(default_factory=dict)
     reclaimable: bool = True
     parent: str | None = Field(default=None, pattern=NAME)  # None or root: a top-level queue
+    # Volcano's Queue fields, as its spec has them (the state as its status shows it).
+    guarantee: dict[str, Quantity] = Field(default_factory=dict)  # held for it, used or not
+    deserved: dict[str, Quantity] = Field(default_factory=dict)  # its share, where given
+    priority: int = Field(default=0, ge=0)  # higher goes first, and is reclaimed from last
+    state: Literal["Open", "Closed"] = "Open"  # a Closed queue admits no new work
 
     @property
     def parent_name(self) -> str | None:
@@ -207,18 +335,30 @@ class PartitionPolicy(_Strict):
     network_topology: TraceNetworkTopology | None = None
 
 
+class TracePod(_Strict):
+    """One of a task's pods by name; `node`: bound there at time 0."""
+
+    name: Subdomain
+    node: Subdomain | None = None
+
+
 class Task(_Amounts):
     name: str = Field(pattern=NAME)
     replicas: int = Field(ge=1)
     duration: float = Field(gt=0)  # seconds each pod runs once the job has started
     partition_policy: PartitionPolicy | None = None
+    min_available: int | None = Field(default=None, ge=0)  # Volcano's minTaskMember
+    node_selector: Labels = Field(default_factory=dict)
+    tolerations: tuple[dict[str, Any], ...] = ()  # as a pod spec writes them
+    affinity: dict[str, Any] | None = None  # as a pod spec writes it: nodeAffinity only
+    pods: tuple[TracePod, ...] = ()  # its pods by name (default: JOB-TASK-INDEX)
 
     @property
     def request(self) -> Resources:
         return self.resources
 
     @model_validator(mode="after")
-    def _whole_partitions(self) -> Task:
+    def _consistent(self) -> Task:
         policy = self.partition_policy
         if policy is not None and policy.total_partitions * policy.partition_size != self.replicas:
             raise ValueError(
@@ -226,7 +366,31 @@ class Task(_Amounts):
                 f"* {policy.partition_size} = {policy.total_partitions * policy.partition_size}, "
                 f"not the task's {self.replicas} replicas"
             )
+        if self.min_available is not None and self.min_available > self.replicas:
+            raise ValueError(
+                f"minAvailable {self.min_available} is more than the task's {self.replicas} "
+                "replicas"
+            )
+        if self.pods and len(self.pods) != self.replicas:
+            raise ValueError(
+                f"pods: {len(self.pods)} named for the task's {self.replicas} replicas "
+                "(one per replica)"
+            )
+        check_constraints(self.constraints)
         return self
+
+    @cached_property
+    def constraints(self) -> dict[str, Any]:
+        """Its pods' nodeSelector, tolerations and affinity, as a pod spec has them (only those
+        given)."""
+        spec: dict[str, Any] = {}
+        if self.node_selector:
+            spec["nodeSelector"] = dict(self.node_selector)
+        if self.tolerations:
+            spec["tolerations"] = [dict(toleration) for toleration in self.tolerations]
+        if self.affinity is not None:
+            spec["affinity"] = self.affinity
+        return spec
 
     def partition_of(self, index: int) -> int | None:
         """The partition of the task's pod `index`; None without a partition policy."""
@@ -238,7 +402,7 @@ class TraceHyperNode(_Strict):
     """One HyperNode: its tier (1 the nearest) and its members, nodes and lower-tier
     HyperNodes."""
 
-    name: str = Field(pattern=NAME)
+    name: Subdomain
     tier: int = Field(ge=1)
     tier_name: str | None = Field(default=None, min_length=1)
     nodes: tuple[str, ...] = ()
@@ -302,15 +466,82 @@ class TraceTopology(_Strict):
         return switches + spines
 
 
+class RunTime(_Strict):
+    """A job's estimated total run time, from its start: a range and where it came from."""
+
+    low: float = Field(ge=0)
+    high: float
+    source: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> RunTime:
+        if self.high < self.low:
+            raise ValueError(f"high: {self.high:g} is below low {self.low:g}")
+        return self
+
+
 class TraceJob(_Strict):
-    name: str = Field(pattern=NAME)
+    name: Subdomain
+    namespace: str = Field(default=DEFAULT_NAMESPACE, pattern=NAME, max_length=63)
+    kind: Literal["volcano", "coscheduling", "native"] = "volcano"
     arrival: float = Field(default=0.0, ge=0)
     queue: str = DEFAULT_QUEUE
     priority: int = 0
+    priority_class: Subdomain | None = None  # its PriorityClass's name, shown; `priority` decides
     preemptable: bool = True
     min_available: int | None = Field(default=None, ge=1)
+    gather_timeout: float | None = Field(default=None, gt=0)  # Coscheduling's scheduleTimeout...
     network_topology: TraceNetworkTopology | None = None
+    run_time: RunTime | None = None
+    started: float | None = Field(default=None, le=0)  # before time 0: it runs at time 0
     tasks: Annotated[tuple[Task, ...], AfterValidator(_some)]
+
+    @property
+    def key(self) -> str:
+        """How the simulation's outcome names the job: its name in the default namespace,
+        `namespace/name` in another."""
+        if self.namespace == DEFAULT_NAMESPACE:
+            return self.name
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def group_kind(self) -> GroupKind:
+        return KINDS[self.kind]
+
+    @property
+    def gang_key(self) -> str:
+        """Its PodGroup's gang key (`GroupKind.key`)."""
+        return self.group_kind.key(self.namespace, self.name)
+
+    @property
+    def placed(self) -> int:
+        """How many of its pods are bound at time 0."""
+        return sum(1 for task in self.tasks for pod in task.pods if pod.node is not None)
+
+    @property
+    def in_progress(self) -> bool:
+        """It runs at time 0, or has pods bound then: it is taken up where the snapshot left
+        it, not replayed from its arrival."""
+        return self.started is not None or self.placed > 0
+
+    def bound_nodes(self) -> list[str | None]:
+        """Each pod's node at time 0 (None: pending), in the order of `pods`."""
+        return [
+            task.pods[index].node if task.pods else None
+            for task in self.tasks
+            for index in range(task.replicas)
+        ]
+
+    @cached_property
+    def task_minimums(self) -> dict[str, int]:
+        """Each task's minAvailable, where given (Volcano's minTaskMember)."""
+        return {t.name: t.min_available for t in self.tasks if t.min_available is not None}
+
+    def stands(self, running: Counter[str]) -> bool:
+        """Whether pods running, counted per task, are enough for the job to start."""
+        if sum(running.values()) < self.minimum:
+            return False
+        return all(running[task] >= wanted for task, wanted in self.task_minimums.items())
 
     @property
     def size(self) -> int:
@@ -329,18 +560,65 @@ class TraceJob(_Strict):
         names = [task.name for task in self.tasks]
         if len(set(names)) != len(names):
             raise ValueError(f"task names repeat: {', '.join(names)}")
+        self._check_kind()
+        self._check_running()
         return self
 
+    def _check_kind(self) -> None:
+        """What the job asks of its PodGroup, its kind has."""
+        if self.kind != "volcano":
+            for index, task in enumerate(self.tasks):
+                if task.min_available is not None:
+                    raise ValueError(
+                        f"tasks.{index}.minAvailable: a {self.kind} PodGroup has no per-task "
+                        "minimum (minTaskMember is Volcano's)"
+                    )
+            for where, _ in self.topologies:
+                raise ValueError(
+                    f"{where}: a {self.kind} PodGroup has no network topology (Volcano's has)"
+                )
+        if self.gather_timeout is not None and self.kind != "coscheduling":
+            raise ValueError(
+                f"gatherTimeout: a {self.kind} PodGroup has no scheduleTimeoutSeconds (a "
+                "coscheduling one has)"
+            )
+
+    def _check_running(self) -> None:
+        """A job running at time 0 was there at time 0, has minAvailable pods bound, and its
+        run time range holds each task's duration."""
+        if self.in_progress and self.arrival != 0:
+            what = "started" if self.started is not None else "has pods bound at time 0"
+            raise ValueError(
+                f"arrival: the job {what}, so it is there from time 0, not {self.arrival:g}"
+            )
+        if self.started is not None and self.placed < self.minimum:
+            raise ValueError(
+                f"started: a started job has at least minAvailable ({self.minimum}) pods bound, "
+                f"with a node in tasks.N.pods; {self.placed} are"
+            )
+        if self.run_time is not None:
+            low, high = self.run_time.low, self.run_time.high
+            for index, task in enumerate(self.tasks):
+                if not low <= task.duration <= high:
+                    raise ValueError(
+                        f"tasks.{index}.duration: {task.duration:g} is outside runTime "
+                        f"[{low:g}, {high:g}]"
+                    )
+
     def pod_names(self) -> Iterator[tuple[Task, str]]:
-        """Each pod's task and name, as Volcano's controller names them (`pod_name`)."""
+        """Each pod's task and name (`pods`)."""
         for task, _, name in self.pods():
             yield task, name
 
     def pods(self) -> Iterator[tuple[Task, int, str]]:
-        """Each pod's task, index in it and name."""
+        """Each pod's task, index in it and name: the task's pods' names where it gives them,
+        else as Volcano's controller names them (`pod_name`)."""
         for task in self.tasks:
             for index in range(task.replicas):
-                yield task, index, pod_name(self.name, task.name, index)
+                if task.pods:
+                    yield task, index, task.pods[index].name
+                else:
+                    yield task, index, pod_name(self.name, task.name, index)
 
     @property
     def topologies(self) -> Iterator[tuple[str, TraceNetworkTopology]]:
@@ -354,21 +632,41 @@ class TraceJob(_Strict):
                 yield f"tasks.{index}.partitionPolicy.networkTopology", policy.network_topology
 
 
+class Occupied(_Amounts):
+    """What running pods Lahar does not schedule take on one node (DaemonSets, pods of other
+    schedulers): held there for the whole run."""
+
+    node: Subdomain
+    cpu: Quantity = 0
+    memory: Quantity = 0
+    pods: int = Field(default=1, ge=1)
+
+
+def job_key(gang_key: str) -> str:
+    """The `TraceJob.key` of the job whose PodGroup has this gang key (`GroupKind.key`: a job's
+    name is unique in its namespace, whatever its kind)."""
+    namespace, _, rest = gang_key.partition("/")
+    name = rest.rpartition("/")[2]
+    return name if namespace == DEFAULT_NAMESPACE else f"{namespace}/{name}"
+
+
 class Trace(_Strict):
     api_version: Literal["lahar.io/v1alpha1"] = "lahar.io/v1alpha1"
     kind: Literal["Trace"] = "Trace"
+    taken_at: Annotated[str, AfterValidator(_rfc3339)] | None = None  # what time 0 stands for
     nodes: Annotated[tuple[NodeGroup, ...], AfterValidator(_some)]
     queues: tuple[TraceQueue, ...] = ()
     jobs: tuple[TraceJob, ...] = ()
     topology: TraceTopology | None = None
     autoscaling: Autoscaling | None = None
+    occupied: tuple[Occupied, ...] = ()
 
     @model_validator(mode="after")
     def _references(self) -> Trace:
         queues = {queue.name for queue in self.queues} | {DEFAULT_QUEUE}
         self._check_tree()
         children = self.children
-        seen: set[str] = set()
+        seen: set[tuple[str, str]] = set()
         for index, job in enumerate(self.jobs):
             if job.queue not in queues:
                 raise ValueError(
@@ -380,25 +678,82 @@ class Trace(_Strict):
                     f"jobs.{index}.queue: queue {job.queue} has child queues "
                     f"({', '.join(children[job.queue])}): jobs go in leaf queues"
                 )
-            if job.name in seen:
-                raise ValueError(f"jobs.{index}.name: job {job.name!r} is listed twice")
-            seen.add(job.name)
-        pods: dict[str, str] = {}  # pod name -> its job (a namespace holds one pod of a name)
-        for index, job in enumerate(self.jobs):
-            for _, pod in job.pod_names():
-                other = pods.setdefault(pod, job.name)
-                if other != job.name:
-                    raise ValueError(
-                        f"jobs.{index}.name: job {job.name!r} would make pod {pod!r}, which job "
-                        f"{other!r} makes too (pods are named JOB-TASK-INDEX, as Volcano names "
-                        "them); rename one of them"
-                    )
-        groups = [group.name for group in self.nodes]
-        if len(set(groups)) != len(groups):
-            raise ValueError(f"nodes: node group names repeat: {', '.join(groups)}")
+            if (job.namespace, job.name) in seen:
+                where = "" if job.namespace == DEFAULT_NAMESPACE else f" in {job.namespace}"
+                raise ValueError(f"jobs.{index}.name: job {job.name!r} is listed twice{where}")
+            seen.add((job.namespace, job.name))
+        self._check_pod_names()
+        self._check_nodes()
+        self._check_bound()
         self._check_topology()
         self._check_pool()
         return self
+
+    def _check_pod_names(self) -> None:
+        """A namespace holds one pod of a name."""
+        pods: dict[tuple[str, str], tuple[str, str | None]] = {}  # -> its job, where it is named
+        for index, job in enumerate(self.jobs):
+            for number, task in enumerate(job.tasks):
+                for replica in range(task.replicas):
+                    named: str | None = f"jobs.{index}.tasks.{number}.pods.{replica}.name"
+                    if task.pods:
+                        pod = task.pods[replica].name
+                    else:  # (JOB-TASK-INDEX: a job's own never meet)
+                        pod, named = pod_name(job.name, task.name, replica), None
+                    key = (job.namespace, pod)
+                    if key not in pods:
+                        pods[key] = (job.name, named)
+                        continue
+                    other, there = pods[key]
+                    if named is None and there is None:
+                        raise ValueError(
+                            f"jobs.{index}.name: job {job.name!r} would make pod {pod!r}, which "
+                            f"job {other!r} makes too (pods are named JOB-TASK-INDEX, as Volcano "
+                            "names them); rename one of them"
+                        )
+                    raise ValueError(
+                        f"{named or f'jobs.{index}.name'}: pod {pod!r} is a pod of job "
+                        f"{other!r} too ({there or 'named JOB-TASK-INDEX'}); a namespace holds "
+                        "one pod of a name"
+                    )
+
+    def _check_nodes(self) -> None:
+        """Node names are unique, whether named or counted (group names apart)."""
+        groups = [group.name for group in self.nodes if not group.names]
+        if len(set(groups)) != len(groups):
+            raise ValueError(f"nodes: node group names repeat: {', '.join(groups)}")
+        named: dict[str, str] = {}  # node -> where it is named first
+        for index, group in enumerate(self.nodes):
+            for number, node in enumerate(group.node_names):
+                where = f"nodes.{index}.names.{number}" if group.names else f"nodes.{index}"
+                first = named.setdefault(node, where)
+                if first != where:
+                    raise ValueError(f"{where}: node {node!r} is named by {first} too")
+
+    def _check_bound(self) -> None:
+        """Pods bound at time 0 and occupied capacity are on nodes of the trace (its starting
+        nodes), each node occupied in one entry."""
+        nodes = set(self.node_names)
+        for index, job in enumerate(self.jobs):
+            for number, task in enumerate(job.tasks):
+                for replica, pod in enumerate(task.pods):
+                    if pod.node is not None and pod.node not in nodes:
+                        raise ValueError(
+                            f"jobs.{index}.tasks.{number}.pods.{replica}.node: {pod.node!r} is "
+                            "not a node of the trace"
+                        )
+        occupied: dict[str, int] = {}
+        for index, entry in enumerate(self.occupied):
+            if entry.node not in nodes:
+                raise ValueError(
+                    f"occupied.{index}.node: {entry.node!r} is not a node of the trace"
+                )
+            first = occupied.setdefault(entry.node, index)
+            if first != index:
+                raise ValueError(
+                    f"occupied.{index}.node: {entry.node!r} is listed in occupied.{first} too "
+                    "(one entry per node: the sum of what its pods take)"
+                )
 
     def _check_pool(self) -> None:
         """An autoscaled pool's nodes are named apart from the node groups', and the trace has
@@ -406,10 +761,17 @@ class Trace(_Strict):
         pool = self.autoscaling
         if pool is None:
             return
-        if any(group.name == pool.name for group in self.nodes):
+        if any(group.name == pool.name for group in self.nodes if not group.names):
             raise ValueError(
                 f"autoscaling.name: {pool.name!r} is the name of a node group; the nodes added "
                 "need a name of their own"
+            )
+        added = re.compile(rf"{re.escape(pool.name)}-\d+")
+        clash = next((node for node in self.node_names if added.fullmatch(node)), None)
+        if clash is not None:
+            raise ValueError(
+                f"autoscaling.name: the nodes added are named {pool.name}-<number>, as node "
+                f"{clash!r} is; the nodes added need a name of their own"
             )
         if self.topology is not None:
             raise ValueError(
@@ -478,8 +840,8 @@ class Trace(_Strict):
 
     @cached_property
     def node_names(self) -> list[str]:
-        """The nodes' names, group after group: `<group>-<index>`."""
-        return [f"{group.name}-{index}" for group in self.nodes for index in range(group.count)]
+        """The nodes' names, group after group: a group's `names`, else `<name>-<index>`."""
+        return [name for group in self.nodes for name in group.node_names]
 
     @cached_property
     def hyper_nodes(self) -> tuple[TraceHyperNode, ...]:
@@ -542,12 +904,12 @@ class Trace(_Strict):
 
     @property
     def node_count(self) -> int:
-        return sum(group.count for group in self.nodes)
+        return sum(group.size for group in self.nodes)
 
     @property
     def cores(self) -> float:
         """The cluster's cpu in cores."""
-        return sum(group.count * group.allocatable["cpu"] for group in self.nodes) / 1000
+        return sum(group.size * group.allocatable["cpu"] for group in self.nodes) / 1000
 
 
 def parse_trace(document: object, source: str = "trace") -> Trace:

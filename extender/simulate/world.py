@@ -1,12 +1,22 @@
 """The Kubernetes objects a trace stands for, as Volcano's controller would make them.
 
-Nodes `<group>-<index>` (an autoscaled pool's added nodes `<pool>-<number>`, made by `node`);
-one Queue per trace queue, its `spec.parent` the trace's parent (a top-level queue names none, so
-the core hangs it under `root` and a trace with no parents is the flat case), annotated with the
-scale-up mode a run gives every queue (`lahar.io/scale-up`, when it gives one); per job a
-PodGroup (`minMember` = the job's minAvailable, its queue and PriorityClass) and its pods
-`<job>-<task>-<index>` with the group annotation, the task annotation and the job's priority, in
-namespace `sim`. A restarted job's pods get new uids (a new incarnation), as recreated pods do.
+Nodes `<group>-<index>` or as the group names them (an autoscaled pool's added nodes
+`<pool>-<number>`, made by `node`), with the group's labels (and `kubernetes.io/hostname`, as the
+kubelet sets it), taints, cordon and allowed pod count; one Queue per trace queue, its
+`spec.parent` the trace's parent (a top-level queue names none, so the core hangs it under `root`
+and a trace with no parents is the flat case), its guarantee, deserved share and priority in its
+spec and its state in its status, as Volcano has them, annotated with the scale-up mode a run
+gives every queue (`lahar.io/scale-up`, when it gives one); per job a PodGroup of its kind, in
+its namespace (`sim` unless it names one): Volcano's (`minMember` = the job's minAvailable, each
+task's `minTaskMember`, its queue and PriorityClass), Coscheduling's (its queue in the annotation
+`scheduling.volcano.sh/queue-name`, its gatherTimeout as scheduleTimeoutSeconds) or a native one
+(a gang policy of minCount, its PriorityClass and priority), each read into the gang model by
+that kind's own `as_gang`; and its pods, named as the trace names them (`<job>-<task>-<index>`
+unless the task lists them), joined to the group the way that kind's pods join one (the group
+annotation, the Coscheduling label, `spec.schedulingGroup`), with the task annotation, the job's
+priority and the task's nodeSelector, tolerations and affinity. A restarted job's pods get new
+uids (a new incarnation), as recreated pods do. What other schedulers' pods take on a node
+(`Trace.occupied`) is one pod bound there, of another scheduler, in no group.
 The trace's topology is one HyperNode each (`topology.volcano.sh/v1alpha1`, every member by
 exactMatch). A job's networkTopology goes in its PodGroup's `spec.networkTopology`, and each
 partitioned task is a `subGroupPolicy` as Volcano's controller makes it (the task's pods by their
@@ -16,43 +26,80 @@ its pods labelled with both. Pure.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from extender.api.batch import PARTITION_KEY, TASK_SPEC_KEY
+from extender.api.coscheduling import CoschedulingPodGroup
+from extender.api.native_groups import NativePodGroup
 from extender.api.objects import Node, Pod, PriorityClass
 from extender.api.preemptable import PREEMPTABLE
 from extender.api.resources import Resources
 from extender.api.scale_up import SCALE_UP_ANNOTATION, Mode
 from extender.api.scheduling import (
+    COSCHEDULING_LABEL,
     DEFAULT_QUEUE,
     GROUP_ANNOTATION,
+    QUEUE_ANNOTATION,
     TASK_ANNOTATION,
     PodGroup,
     Queue,
     default_queue,
 )
 from extender.api.topology import HyperNode
-from extender.simulate.trace import Task, Trace, TraceJob, TraceNetworkTopology
+from extender.simulate.trace import (
+    DEFAULT_NAMESPACE,
+    Occupied,
+    Task,
+    Trace,
+    TraceJob,
+    TraceNetworkTopology,
+    TraceTaint,
+)
 
-NAMESPACE = "sim"
+NAMESPACE = DEFAULT_NAMESPACE
 SCHEDULER = "lahar"
+OTHER_SCHEDULER = "other"  # the scheduler of the pods that stand for `Trace.occupied`
 PODS_PER_NODE = 110  # the kubelet's default
+HOSTNAME = "kubernetes.io/hostname"
 
 
 def nodes(trace: Trace) -> list[Node]:
     """The trace's nodes (an autoscaled pool's starting nodes)."""
     return [
-        node(f"{group.name}-{index}", group.allocatable)
+        node(
+            name,
+            group.allocatable,
+            labels=group.labels,
+            taints=group.taints,
+            unschedulable=group.unschedulable,
+            pods=group.pods,
+        )
         for group in trace.nodes
-        for index in range(group.count)
+        for name in group.node_names
     ]
 
 
-def node(name: str, allocatable: Resources) -> Node:
-    """A node offering `allocatable` and the kubelet's default pod count."""
-    offered = {**allocatable.quantities(), "pods": str(PODS_PER_NODE)}
+def node(
+    name: str,
+    allocatable: Resources,
+    *,
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[TraceTaint] = (),
+    unschedulable: bool = False,
+    pods: int = PODS_PER_NODE,
+) -> Node:
+    """A node offering `allocatable` and `pods` pods (the kubelet's default unless given), with
+    these labels (and its hostname's), taints and cordon."""
+    offered = {**allocatable.quantities(), "pods": str(pods)}
+    metadata = {"name": name, "uid": f"node-{name}", "labels": {HOSTNAME: name, **(labels or {})}}
+    spec: dict[str, Any] = {}
+    if taints:
+        spec["taints"] = [taint.model_dump(exclude_defaults=True) for taint in taints]
+    if unschedulable:
+        spec["unschedulable"] = True
     return Node.model_validate(
-        {"metadata": {"name": name, "uid": f"node-{name}"}, "status": {"allocatable": offered}}
+        {"metadata": metadata, "spec": spec, "status": {"allocatable": offered}}
     )
 
 
@@ -67,9 +114,13 @@ def queues(trace: Trace, scale_up: Mode | None = None) -> list[Queue]:
                 "spec": {
                     "weight": queue.weight,
                     "capability": queue.capability,
+                    "guarantee": {"resource": queue.guarantee},
+                    "deserved": queue.deserved,
+                    "priority": queue.priority,
                     "reclaimable": queue.reclaimable,
                     "parent": queue.parent_name or "",
                 },
+                "status": {"state": queue.state},
             }
         )
         for queue in trace.queues
@@ -115,19 +166,41 @@ def hyper_nodes(trace: Trace) -> list[HyperNode]:
 
 
 def pod_group(job: TraceJob) -> PodGroup:
+    """The job's PodGroup, of its kind, as the gang engine reads that kind."""
+    metadata: dict[str, Any] = {
+        "name": job.name,
+        "namespace": job.namespace,
+        "uid": "pg-" + (job.name if job.namespace == NAMESPACE else f"{job.namespace}/{job.name}"),
+    }
+    annotations = {} if job.preemptable else {PREEMPTABLE: "false"}
+    if job.kind == "coscheduling":
+        metadata["annotations"] = {**annotations, QUEUE_ANNOTATION: job.queue}
+        group = CoschedulingPodGroup.model_validate(
+            {"metadata": metadata, "spec": {"minMember": job.minimum}}
+        ).as_gang()
+        return group.model_copy(update={"gather_timeout": job.gather_timeout})
+    if job.kind == "native":
+        metadata["annotations"] = {**annotations, QUEUE_ANNOTATION: job.queue}
+        native = {
+            "schedulingPolicy": {"gang": {"minCount": job.minimum}},
+            "priorityClassName": priority_class_name(job.priority),
+            "priority": job.priority,
+        }
+        return NativePodGroup.model_validate({"metadata": metadata, "spec": native}).as_gang()
     spec: dict[str, Any] = {
         "queue": job.queue,
         "minMember": job.minimum,
         "priorityClassName": priority_class_name(job.priority),
     }
+    if job.task_minimums:
+        spec["minTaskMember"] = dict(job.task_minimums)
     if job.network_topology is not None:
         spec["networkTopology"] = _network_topology(job.network_topology)
     sub_groups = [_sub_group(task) for task in job.tasks if task.partition_policy is not None]
     if sub_groups:
         spec["subGroupPolicy"] = sub_groups
-    metadata: dict[str, Any] = {"name": job.name, "namespace": NAMESPACE, "uid": f"pg-{job.name}"}
-    if not job.preemptable:
-        metadata["annotations"] = {PREEMPTABLE: "false"}
+    if annotations:
+        metadata["annotations"] = annotations
     return PodGroup.model_validate({"metadata": metadata, "spec": spec})
 
 
@@ -159,31 +232,64 @@ def _network_topology(topology: TraceNetworkTopology) -> dict[str, Any]:
 def pods(job: TraceJob, incarnation: int = 0) -> list[Pod]:
     """The job's pods, pending; uids differ per incarnation (a restarted job's new pods)."""
     made = []
+    namespace = "" if job.namespace == NAMESPACE else f"{job.namespace}/"
     for task, index, name in job.pods():
         container = {"name": task.name, "resources": {"requests": task.request.quantities()}}
-        annotations = {GROUP_ANNOTATION: job.name, TASK_ANNOTATION: task.name}
+        annotations = {TASK_ANNOTATION: task.name}
         partition = task.partition_of(index)
         labels = (
             {} if partition is None else {TASK_SPEC_KEY: task.name, PARTITION_KEY: str(partition)}
         )
+        spec: dict[str, Any] = {
+            "schedulerName": SCHEDULER,
+            "priority": job.priority,
+            "priorityClassName": priority_class_name(job.priority),
+            "containers": [container],
+            **task.constraints,
+        }
+        if job.kind == "coscheduling":
+            labels[COSCHEDULING_LABEL] = job.name
+        elif job.kind == "native":
+            spec["schedulingGroup"] = {"podGroupName": job.name}
+        else:
+            annotations = {GROUP_ANNOTATION: job.name, **annotations}
         made.append(
             Pod.model_validate(
                 {
                     "metadata": {
                         "name": name,
-                        "namespace": NAMESPACE,
-                        "uid": f"{name}.{incarnation}",
+                        "namespace": job.namespace,
+                        "uid": f"{namespace}{name}.{incarnation}",
                         "annotations": annotations,
                         "labels": labels,
                     },
-                    "spec": {
-                        "schedulerName": SCHEDULER,
-                        "priority": job.priority,
-                        "priorityClassName": priority_class_name(job.priority),
-                        "containers": [container],
-                    },
+                    "spec": spec,
                     "status": {"phase": "Pending"},
                 }
             )
         )
     return made
+
+
+def occupied(taken: Occupied) -> Pod:
+    """What other schedulers' pods take on a node, as one pod bound there that Lahar does not
+    schedule (in no group, so no queue is charged for it and no preemption evicts it); it asks
+    for the pods' slots with its own (the `pods` resource a pod counts once)."""
+    requests = dict(taken.resources.quantities())
+    if taken.pods > 1:
+        requests["pods"] = str(taken.pods - 1)  # (and one for the pod itself)
+    return Pod.model_validate(
+        {
+            "metadata": {
+                "name": f"occupied-{taken.node}",
+                "namespace": "kube-system",
+                "uid": f"occupied/{taken.node}",
+            },
+            "spec": {
+                "nodeName": taken.node,
+                "schedulerName": OTHER_SCHEDULER,
+                "containers": [{"name": "occupied", "resources": {"requests": requests}}],
+            },
+            "status": {"phase": "Running"},
+        }
+    )

@@ -1,8 +1,9 @@
 """The simulator decides as the real path does: on the same cluster state, the nodes the
-simulated scheduler chooses among are exactly those kube-scheduler's resource fit keeps and the
-extender's filter verb passes, that score highest (hypothesis draws the clusters, gangs included,
-and pods asked about first, so that the gang rules hold admissions and reservations when w0 is
-asked)."""
+simulated scheduler chooses among are exactly those kube-scheduler's in-tree filters (cordon,
+node selector and affinity, taints) and resource fit keep and the extender's filter verb passes,
+that score highest (hypothesis draws the clusters, gangs included, and pods asked about first,
+so that the gang rules hold admissions and reservations when w0 is asked; and, in a second
+test, nodes with labels, taints and cordons and pods that select, require or tolerate them)."""
 
 from __future__ import annotations
 
@@ -80,12 +81,54 @@ def scenes(draw: st.DrawFn) -> Scene:
     return scene
 
 
+@st.composite
+def constrained_scenes(draw: st.DrawFn) -> Scene:
+    """A scene whose nodes carry a zone label, maybe a taint, maybe a cordon, and whose pending
+    pods may select a zone, require one by node affinity or tolerate the taint (each task's
+    pods alike, as a Job's template makes them)."""
+    scene = draw(scenes())
+    for node in scene.nodes:
+        node.label("zone", draw(st.sampled_from(["a", "b"])))
+        if draw(st.integers(0, 3)) == 0:
+            node.taint(
+                "gpu", draw(st.sampled_from(["NoSchedule", "NoExecute", "PreferNoSchedule"]))
+            )
+        if draw(st.integers(0, 4)) == 0:
+            node.cordoned()
+    for prefix in ("w", "h"):
+        members = [pod for pod in scene.pods if pod.build()["metadata"]["name"][0] == prefix]
+        zone = draw(st.sampled_from([None, "a", "b"]))
+        required = draw(st.sampled_from([None, ("In", "a"), ("NotIn", "a")]))
+        tolerates = draw(st.booleans())
+        for pod in members:
+            if zone is not None:
+                pod.node_selector("zone", zone)
+            if required is not None:
+                pod.requires("zone", *required)
+            if tolerates:
+                pod.tolerate_any("gpu")
+    return scene
+
+
+def _in_tree(state: ClusterState, pod: Pod) -> list[str]:
+    """The nodes kube-scheduler's in-tree filters pass before it asks the extender: not
+    cordoned (NodeUnschedulable), matching the node selector and required node affinity
+    (NodeAffinity), no NoSchedule or NoExecute taint the pod does not tolerate
+    (TaintToleration)."""
+    return [
+        name
+        for name, info in sorted(state.view().nodes.items())
+        if not info.unschedulable and pod.may_run_on(info.labels, info.taints, name)
+    ]
+
+
 def _extender_choices(engine: Engine, state: ClusterState, pod: Pod) -> set[str]:
-    """As the real path decides: kube-scheduler's resource fit (NodeResourcesFit: what Lahar's
-    predicates compute) keeps the nodes the pod fits on, the filter verb keeps what Lahar allows
-    of those, and the fullest scores highest (binpack in-tree)."""
+    """As the real path decides: kube-scheduler's in-tree filters and resource fit
+    (NodeResourcesFit: what Lahar's predicates compute) keep the nodes the pod may run and fits
+    on, the filter verb keeps what Lahar allows of those, and the fullest scores highest
+    (binpack in-tree)."""
     session = engine.session(state.view())
-    names = session.fitting(pod, sorted(state.view().nodes))
+    names = session.fitting(pod, _in_tree(state, pod))
     if not names:
         return set()
     args = ExtenderArgs(pod=pod, node_names=names)
@@ -103,6 +146,16 @@ async def _never(namespace: str, name: str, uid: str, node: str) -> None:
 @settings(max_examples=150, deadline=None)
 @given(scenes())
 def test_the_simulator_chooses_among_the_nodes_the_extender_would(scene: Scene) -> None:
+    _same_choices(scene)
+
+
+@settings(max_examples=150, deadline=None)
+@given(constrained_scenes())
+def test_on_labelled_tainted_and_cordoned_nodes_too(scene: Scene) -> None:
+    _same_choices(scene)
+
+
+def _same_choices(scene: Scene) -> None:
     extender_state, simulator_state = scene.state(), scene.state()
     extender = Engine(POLICY)
     simulator = Scheduler(simulator_state, Engine(POLICY), _never)
