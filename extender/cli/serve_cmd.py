@@ -11,6 +11,10 @@ with client certificates (`--tls-cert-file`, `--client-ca-file`) and a Lease of 
 Following the scheduler's Lease, a ready standby evicts the pod whose scheduler holds it once that
 pod's `extender` container has not been ready for `--take-over-after` seconds (20; 0: never), so
 that a leader whose extender cannot serve does not stall gang scheduling (`server.takeover`).
+
+The leader records how long each finished gang ran in the ConfigMap
+`lahar-system/lahar-run-times`, which `lahar whatif` reads (`server.run_times_writer`);
+`--no-record-run-times` turns that off.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from extender.api.run_times import HISTORY_NAME, HISTORY_NAMESPACE
 from extender.cli.flags import (
     ALL_ADDRESSES,
     add_lease_flags,
@@ -112,6 +117,13 @@ def register(commands: Any) -> None:
         "that this replica's scheduler takes over (Eviction API; default "
         f"{TAKE_OVER_AFTER:g}; 0: never)",
     )
+    parser.add_argument(
+        "--record-run-times",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="on the leader, record how long each finished gang ran in the ConfigMap "
+        f"{HISTORY_NAMESPACE}/{HISTORY_NAME}, which `lahar whatif` reads (default: on)",
+    )
     add_lease_flags(parser, lease="lahar-extender", acts="serves")
     parser.set_defaults(run=_serve)
 
@@ -185,6 +197,7 @@ def _serve(args: argparse.Namespace) -> int:
         schedulers=schedulers,
         probes=probes,
         take_over_after=args.take_over_after if follow is not None else 0.0,
+        record_run_times=args.record_run_times,
     )
     plugins = ", ".join(p.name for p in policy.plugins)
     log.info(

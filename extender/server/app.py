@@ -12,11 +12,12 @@ replicas deciding at once could split a gang. Standbys keep their cache warm but
 and write nothing (readiness says so, so a Service sends the scheduler to the leader only). When a
 replica starts to serve, gangs found partly bound are admitted before anything else
 (`gangs.recovery`) and reported, and every PodGroup's status is brought up to date; its writers
-(status, queues, HyperNode counts, waker, preemptor) start only then. Losing the Lease stops the
-process. A Lease it cannot take or read (no such namespace, forbidden: `Shell.lease_problem`) is
-no standby's wait: readiness and the refusals kube-scheduler shows on pods say what is wrong and
-what fixes it. `lahar_leader{component="extender"}` is 1 while this replica leads (`Shell.leading`,
-whatever its cache), 0 on a standby.
+(status, queues, HyperNode counts, waker, preemptor, and the run times of finished gangs:
+`server.run_times_writer`, unless `record_run_times` is off) start only then. Losing the Lease
+stops the process. A Lease it cannot take or read (no such namespace, forbidden:
+`Shell.lease_problem`) is no standby's wait: readiness and the refusals kube-scheduler shows on
+pods say what is wrong and what fixes it. `lahar_leader{component="extender"}` is 1 while this
+replica leads (`Shell.leading`, whatever its cache), 0 on a standby.
 
 Following the scheduler's Lease with `take_over_after` seconds, a ready standby watches the pod
 whose scheduler holds it (`server.watchdog`, deciding by `server.takeover`) and evicts it when its
@@ -88,6 +89,7 @@ from extender.server.preemptor import Preemptor
 from extender.server.provisioner import Provisioner
 from extender.server.queue_writer import QueueWriter
 from extender.server.routes import add_routes, unready
+from extender.server.run_times_writer import RunTimesWriter, api_run_recorder
 from extender.server.status_writer import StatusWriter
 from extender.server.takeover import Rule
 from extender.server.tls import ServerTls
@@ -120,6 +122,7 @@ def make_app(
     schedulers: Collection[str] = (),
     probes: tuple[str, int] | None = None,
     take_over_after: float = 0.0,
+    record_run_times: bool = True,
 ) -> web.Application:
     """The extender's app. With `lease` (and an API client) it serves only while it holds that
     Lease; with `follow`, while the kube-scheduler beside it holds the scheduler's Lease; with
@@ -127,7 +130,8 @@ def make_app(
     schedulerNames it serves (`Engine`). `probes`: also answer /healthz, /readyz and /metrics
     (and nothing else) at this host and port, for a kubelet and Prometheus when the verbs listen
     on loopback only. `take_over_after`: with `follow`, evict the pod whose scheduler holds the
-    Lease once its extender has not been ready for that many seconds (0: never)."""
+    Lease once its extender has not been ready for that many seconds (0: never).
+    `record_run_times`: record how long each finished gang ran (`server.run_times_writer`)."""
     app = web.Application()
     app[TLS] = tls
     # One hub for what the state and the engine say happened, delivered after the call that
@@ -165,7 +169,7 @@ def make_app(
     if engine.gang_rules:
         _gang_rules(app, engine, binder)
         if api is not None and writes is not None:
-            _writers(app, api, writes, engine)
+            _writers(app, api, writes, engine, record_run_times)
     if api is not None:  # (with gang rules or without: the topology is the cluster's)
         counts = HyperNodeWriter(app[STATE], api_hyper_node_patch(api), ready=app[SERVING])
         app.cleanup_ctx.append(_background(counts))
@@ -236,10 +240,24 @@ def _gang_rules(app: web.Application, engine: Engine, binder: Binder) -> None:
     metrics.registry.register(figures)
 
 
-def _writers(app: web.Application, api: k8s.ApiClient, writes: AsyncApi, engine: Engine) -> None:
+def _writers(
+    app: web.Application,
+    api: k8s.ApiClient,
+    writes: AsyncApi,
+    engine: Engine,
+    record_run_times: bool,
+) -> None:
     """What the leader writes back: lifted gates and woken pods, PodGroup and Queue status,
-    preemptions."""
+    preemptions, and (`record_run_times`) how long each finished gang ran, learnt from the
+    status writer's events."""
     metrics = app[METRICS]
+    sink = api_event_sink(api)
+    if record_run_times:
+        runs = RunTimesWriter(app[STATE], api_run_recorder(api), ready=app[SERVING])
+        runs.on_recorded = metrics.run_times_recorded.inc
+        runs.on_failed = metrics.run_times_record_failures.inc
+        sink = runs.watching(sink)
+        app.cleanup_ctx.append(_background(runs))
     waker = Waker(app[STATE], engine, api_patcher(writes), api_lifter(writes))
     waker.on_woken = metrics.wakes.inc
     waker.on_lifted = metrics.gates_lifted.inc
@@ -250,7 +268,7 @@ def _writers(app: web.Application, api: k8s.ApiClient, writes: AsyncApi, engine:
         # (a CRD without the status subresource is Volcano's: with Volcano's scheduler gone, as
         # when Lahar answers to `volcano`, the status goes onto the object itself)
         api_status_patch(api, on_object=lambda: VOLCANO_SCHEDULER in engine.schedulers),
-        api_event_sink(api),
+        sink,
         ready=app[SERVING],
         schedulers=engine.schedulers or None,  # (none named: every group is ours)
     )

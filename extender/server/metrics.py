@@ -50,6 +50,9 @@ no more than a counter's increment or a histogram's observation for any of it.
   `shell.leader_gauge`; the app gives it its series).
 - `lahar_leader_evictions_total`: leading pods this standby evicted because their extender had
   not been ready for `--take-over-after` seconds (`server.watchdog`).
+- `lahar_run_times_recorded_total`, `lahar_run_times_record_failures_total`: finished gangs' run
+  times written to the ConfigMap `lahar-system/lahar-run-times`, and the writes of them that
+  failed (their runs kept for the next one: `server.run_times_writer`).
 """
 
 from __future__ import annotations
@@ -218,8 +221,8 @@ class RequestStates(Collector):
 
 
 class ExtenderMetrics:
-    """The extender's registry: its calls, bindings, cache, gang rules, queues, and whether this
-    replica leads."""
+    """The extender's registry: its calls, bindings, cache, gang rules, queues, whether this
+    replica leads, and the run times of finished gangs it records."""
 
     def __init__(
         self,
@@ -346,6 +349,17 @@ class ExtenderMetrics:
             "lahar_leader_evictions",
             "Leading scheduler pods this standby evicted because their extender had not been "
             "ready for --take-over-after seconds",
+            registry=self.registry,
+        )
+        self.run_times_recorded = Counter(
+            "lahar_run_times_recorded",
+            "Finished gangs' run times written to the ConfigMap lahar-system/lahar-run-times",
+            registry=self.registry,
+        )
+        self.run_times_record_failures = Counter(
+            "lahar_run_times_record_failures",
+            "Writes of finished gangs' run times to the ConfigMap lahar-system/lahar-run-times "
+            "that failed (their runs kept for the next write)",
             registry=self.registry,
         )
 

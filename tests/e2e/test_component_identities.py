@@ -55,6 +55,11 @@ def test_each_component_is_its_service_account(
         ("lahar-scheduler", ("get", "secrets", NAMESPACE, "lahar-scheduler-tls"), True),
         ("lahar-scheduler", ("update", "secrets", NAMESPACE, "lahar-scheduler-tls"), False),
         ("lahar-scheduler", ("create", "pods/binding", "default", ""), True),
+        # (the run times of finished gangs: the extender's Role, bound to both accounts)
+        ("lahar-scheduler", ("update", "configmaps", NAMESPACE, "lahar-run-times"), True),
+        ("lahar-scheduler", ("update", "configmaps", NAMESPACE, "lahar-scheduler-config"), False),
+        ("lahar-extender", ("create", "configmaps", NAMESPACE, ""), True),
+        ("lahar-extender", ("get", "configmaps", "default", "lahar-run-times"), False),
     ],
 )
 def test_each_component_may_do_what_its_manifest_grants_and_no_more(
