@@ -35,6 +35,7 @@ from extender.cli import (
     serve_cmd,
     simulate_cmd,
     webhook_cmd,
+    whatif_cmd,
 )
 from extender.devcluster import DevClusterError
 from extender.framework.policy import PolicyError
@@ -90,6 +91,7 @@ def build_parser(prog: str = PROGRAM) -> argparse.ArgumentParser:
     devcluster_cmd.register(commands)
     demo_cmd.register(commands)
     simulate_cmd.register(commands)
+    whatif_cmd.register(commands)
     job_cmd.register(commands)
     queue_cmd.register(commands)
     podgroup_cmd.register(commands)

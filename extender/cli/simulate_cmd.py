@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from extender.api.scale_up import Mode
-from extender.cli import kubectl
+from extender.cli import cluster_snapshot, kubectl
 from extender.cli.serve_cmd import default_policy
 from extender.framework.policy import Policy, load_policy
 from extender.plugins import REGISTRY
@@ -68,6 +68,27 @@ def register(commands: Any) -> None:
         "way, pod after pod (default: Lahar's policy and stock)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the scheduler's tie-breaks")
+    parser.add_argument(
+        "--from-cluster",
+        action="store_true",
+        help="play the live cluster as it is now (read-only: the ClusterRole lahar-whatif "
+        "grants what it reads) under the policy in force (the run `current`) and each --policy "
+        "(default: stock), up to --hours",
+    )
+    parser.add_argument(
+        "--save",
+        type=Path,
+        metavar="FILE",
+        help="with --from-cluster: also write the snapshot as a trace to FILE (and its policy "
+        "beside it), to edit and replay (`lahar simulate FILE`, `lahar whatif --from FILE`)",
+    )
+    parser.add_argument(
+        "--hours",
+        type=float,
+        default=6.0,
+        help="with --from-cluster: how far ahead to play, in hours (default 6)",
+    )
+    cluster_snapshot.add_snapshot_flags(parser, replay=False)
     parser.add_argument(
         "--out",
         type=Path,
@@ -134,6 +155,10 @@ def _traces(given: Path | None) -> list[tuple[str, str, Trace]]:
 def _simulate(args: argparse.Namespace) -> int:
     if not args.verbose:  # the barrier's and the gang rules' lines, thousands per run
         logging.getLogger("extender").setLevel(logging.WARNING)
+    if args.from_cluster:
+        return _from_cluster(args)
+    if args.save is not None:
+        raise SystemExit("lahar simulate: --save goes with --from-cluster (a trace file is saved)")
     policies = _policies(args.policy)
     traces = _traces(args.trace)
     for number, (label, report, trace) in enumerate(traces):
@@ -157,6 +182,44 @@ def _simulate(args: argparse.Namespace) -> int:
             except html.ReportError as error:
                 raise SystemExit(f"lahar simulate: {error}") from None
             print(f"report: {path}")
+    return 0
+
+
+def _from_cluster(args: argparse.Namespace) -> int:
+    """The live cluster played from now under the policy in force (`current`) and each
+    --policy (default: the stock scheduler's way), up to --hours."""
+    if args.trace is not None:
+        raise SystemExit("lahar simulate: give a trace file or --from-cluster, not both")
+    if not args.hours > 0:
+        raise SystemExit(f"lahar simulate: --hours must be more than 0, got {args.hours:g}")
+    taken = cluster_snapshot.take(args, "simulate")
+    if args.save is not None:
+        for path in cluster_snapshot.save(taken, args.save):
+            print(f"saved: {path}")
+    others = _policies(args.policy) if args.policy else [(STOCK, stock_policy())]
+    runs = [("current", taken.policy), *others]
+    trace = taken.trace
+    print(
+        f"the cluster at {trace.taken_at}: {trace.node_count} nodes, {len(trace.jobs)} gangs, "
+        f"played {args.hours:g}h ahead"
+    )
+    shown = _progress_shown()
+    try:
+        outcomes = play(trace, runs, seed=args.seed, on_progress=shown, horizon=args.hours * 3600)
+    except WorkerDied as error:
+        raise SystemExit(f"lahar simulate: {error}") from None
+    if shown is not None:
+        sys.stderr.write("\r\033[K")
+    summaries = [summarize(outcome) for outcome in outcomes]
+    _print_tables(summaries)
+    for note in taken.notes:
+        print(note)
+    if args.out is not None:
+        try:
+            path = html.write(args.out / "cluster.html", outcomes, summaries, "the live cluster")
+        except html.ReportError as error:
+            raise SystemExit(f"lahar simulate: {error}") from None
+        print(f"report: {path}")
     return 0
 
 

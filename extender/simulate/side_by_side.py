@@ -10,7 +10,8 @@ order; a worker's error is raised here, and a worker that dies (killed, out of m
 `WorkerDied`, naming the policies whose runs it stopped. Progress reports come back through a
 queue and are handed to `on_progress` in this process as they arrive. One policy, or one core:
 played here, in turn. `modes` gives a run, by its name, the scale-up mode its queues carry (on a
-trace with an autoscaled pool, Lahar's policy is played once per mode).
+trace with an autoscaled pool, Lahar's policy is played once per mode), and `traces` its own
+trace (a what-if of a queue's weight plays the edited snapshot beside the one as it is).
 """
 
 from __future__ import annotations
@@ -53,20 +54,25 @@ def play(
     progress_every: float = 2.0,
     workers: int | None = None,
     modes: Mapping[str, Mode] | None = None,
+    traces: Mapping[str, Trace] | None = None,
+    horizon: float | None = None,
 ) -> list[SimulationOutcome]:
-    """`simulate` for each (name, policy), up to `workers` (default: `cores()`) at once."""
+    """`simulate` for each (name, policy), up to `workers` (default: `cores()`) at once; a run
+    `traces` names plays its own trace instead of `trace` (a queue edited, say); every run stops
+    at `horizon` when given."""
     at_once = min(len(policies), workers if workers is not None else cores())
-    modes = modes or {}
+    modes, traces = modes or {}, traces or {}
     if at_once <= 1:
         return [
             simulate(
-                trace,
+                traces.get(name, trace),
                 policy,
                 name,
                 seed=seed,
                 on_progress=on_progress,
                 progress_every=progress_every,
                 scale_up=modes.get(name),
+                horizon=horizon,
             )
             for name, policy in policies
         ]
@@ -76,7 +82,16 @@ def play(
         at_once, mp_context=context, initializer=_serve, initargs=(reports,)
     ) as pool:
         runs = [
-            pool.submit(_run, trace, policy, name, seed, progress_every, mode=modes.get(name))
+            pool.submit(
+                _run,
+                traces.get(name, trace),
+                policy,
+                name,
+                seed,
+                progress_every,
+                mode=modes.get(name),
+                horizon=horizon,
+            )
             for name, policy in policies
         ]
         if on_progress is None:
@@ -117,11 +132,25 @@ def _serve(reports: Any) -> None:
 
 
 def _run(
-    trace: Trace, policy: Policy, name: str, seed: int, every: float, *, mode: Mode | None
+    trace: Trace,
+    policy: Policy,
+    name: str,
+    seed: int,
+    every: float,
+    *,
+    mode: Mode | None,
+    horizon: float | None,
 ) -> SimulationOutcome:
     """One simulation in a worker process."""
     reports = _worker.get("reports")
     shown = reports.put if reports is not None else None
     return simulate(
-        trace, policy, name, seed=seed, on_progress=shown, progress_every=every, scale_up=mode
+        trace,
+        policy,
+        name,
+        seed=seed,
+        on_progress=shown,
+        progress_every=every,
+        scale_up=mode,
+        horizon=horizon,
     )

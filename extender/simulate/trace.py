@@ -660,6 +660,9 @@ class Trace(_Strict):
     topology: TraceTopology | None = None
     autoscaling: Autoscaling | None = None
     occupied: tuple[Occupied, ...] = ()
+    # The cluster's PriorityClasses, name -> value: what a Job asked about (`lahar whatif -f`)
+    # that names one gets as its priority.
+    priority_classes: dict[Subdomain, int] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _references(self) -> Trace:
