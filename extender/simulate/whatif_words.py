@@ -1,6 +1,7 @@
 """How `lahar whatif` says its answer: a few lines a person reads, then what the estimate rests
 on and what it cannot know (the snapshot's limits, where run times came from), and the same as
-JSON for scripts.
+JSON for scripts; and runs compared (`simulate.comparison`) as tables: each queue's share per
+hour, each pending gang's start, each run's evictions.
 
 A time is said as a span from the snapshot (`4m`, `1.5h`), a range as `2m-9m`; an open range (a
 gang whose run time no source gives) as `4m or later`. The limits are always said: an estimate
@@ -14,6 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from extender.simulate.comparison import Comparison
 from extender.simulate.from_cluster import FOREVER, Limits
 from extender.simulate.trace import Trace
 from extender.simulate.whatif import Answer
@@ -157,3 +159,58 @@ def _listed(names: Sequence[str]) -> list[str]:
     if len(names) <= SHOWN:
         return list(names)
     return [*names[:SHOWN], f"and {len(names) - SHOWN} more"]
+
+
+def share_table(comparison: Comparison) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Per queue and run, its share of the cluster's cpu in each hour played."""
+    hours = tuple(f"{hour + 1}H" for hour in range(comparison.hours))
+    rows = [
+        (queue, run, *(f"{share:.0%}" for share in by_run[run]))
+        for queue, by_run in comparison.shares.items()
+        for run in comparison.runs
+    ]
+    return ("QUEUE", "RUN", *hours), rows
+
+
+def start_table(comparison: Comparison) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Per gang pending at the snapshot, when it starts in each run."""
+    rows = [
+        (job, *(span(s) if (s := starts[run]) is not None else "-" for run in comparison.runs))
+        for job, starts in comparison.starts.items()
+    ]
+    return ("PENDING GANG", *(f"STARTS ({run})" for run in comparison.runs)), rows
+
+
+def eviction_lines(comparison: Comparison) -> list[str]:
+    """Each run's evictions by name, or that it has none."""
+    said = []
+    for run in comparison.runs:
+        evictions = comparison.evictions[run]
+        if not evictions:
+            said.append(f"{run}: no evictions")
+            continue
+        for eviction in evictions:
+            said.append(
+                f"{run}: at {span(eviction.at)}, {eviction.preemptor} evicts "
+                f"{', '.join(_listed(list(eviction.victims)))}"
+            )
+    return said
+
+
+def comparison_json(comparison: Comparison) -> dict[str, Any]:
+    return {
+        "runs": list(comparison.runs),
+        "sharePerHour": {queue: dict(by_run) for queue, by_run in comparison.shares.items()},
+        "levelShares": {
+            run: [
+                {"queue": s.path, "weight": s.weight, "fair": s.fair, "share": s.share}
+                for s in shares
+            ]
+            for run, shares in comparison.levels.items()
+        },
+        "starts": comparison.starts,
+        "evictions": {
+            run: [{"at": e.at, "preemptor": e.preemptor, "victims": list(e.victims)} for e in ev]
+            for run, ev in comparison.evictions.items()
+        },
+    }
