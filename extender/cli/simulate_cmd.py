@@ -36,7 +36,7 @@ from extender.simulate.report import (
     topology_notes,
     topology_table,
 )
-from extender.simulate.run import Progress
+from extender.simulate.run import Progress, SimulationOutcome
 from extender.simulate.side_by_side import WorkerDied, play
 from extender.simulate.summary import Summary, summarize
 from extender.simulate.synthetic import generate
@@ -177,12 +177,23 @@ def _simulate(args: argparse.Namespace) -> int:
         _print_tables(summaries)
         sys.stdout.flush()
         if args.out is not None:
-            try:
-                path = html.write(args.out / f"{report}.html", outcomes, summaries, label)
-            except html.ReportError as error:
-                raise SystemExit(f"lahar simulate: {error}") from None
-            print(f"report: {path}")
+            write_report(args.out / f"{report}.html", outcomes, summaries, label, "simulate")
     return 0
+
+
+def write_report(
+    path: Path,
+    outcomes: list[SimulationOutcome],
+    summaries: list[Summary],
+    label: str,
+    command: str,
+) -> None:
+    """The HTML report of the runs at `path`, said on stdout; exits naming what is missing."""
+    try:
+        written = html.write(path, outcomes, summaries, label)
+    except html.ReportError as error:
+        raise SystemExit(f"lahar {command}: {error}") from None
+    print(f"report: {written}")
 
 
 def _from_cluster(args: argparse.Namespace) -> int:
@@ -215,11 +226,7 @@ def _from_cluster(args: argparse.Namespace) -> int:
     for note in taken.notes:
         print(note)
     if args.out is not None:
-        try:
-            path = html.write(args.out / "cluster.html", outcomes, summaries, "the live cluster")
-        except html.ReportError as error:
-            raise SystemExit(f"lahar simulate: {error}") from None
-        print(f"report: {path}")
+        write_report(args.out / "cluster.html", outcomes, summaries, "the live cluster", "simulate")
     return 0
 
 

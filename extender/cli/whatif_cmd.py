@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from extender.cli import cluster_snapshot, kubectl
+from extender.cli.simulate_cmd import write_report
 from extender.framework.policy import Policy, load_policy
 from extender.plugins import REGISTRY
-from extender.simulate import html, queue_edits, whatif_words
+from extender.simulate import queue_edits, whatif_words
 from extender.simulate.comparison import compare
 from extender.simulate.job_input import Refused, read_job
 from extender.simulate.report import level_table
@@ -211,11 +212,7 @@ def _compare(
     for note in [*taken.notes, *whatif_words.notes(taken.trace, taken.limits, taken.policy_from)]:
         print(note)
     if args.out is not None:
-        try:
-            path = html.write(args.out / "whatif.html", outcomes, summaries, "what if")
-        except html.ReportError as error:
-            raise SystemExit(f"lahar {COMMAND}: {error}") from None
-        print(f"report: {path}")
+        write_report(args.out / "whatif.html", outcomes, summaries, "what if", COMMAND)
     return 0
 
 
