@@ -13,6 +13,8 @@ make_review(make_job("tf").task("w").build()).update(old).request()   # an Admis
 cluster([make_node("n1").cpu("4")], [make_pod("a").cpu("1").on("n1")])   # a ClusterState
 make_trace().nodes(2, cpu="4").job(make_trace_job("tf").task("w", 2)).model()   # a simulate Trace
 make_trace_job("tf").task("w", 2).bound("n0", None).set(started=-60)   # running at time 0
+make_raw_cluster().nodes(make_node("n1")).pods(make_pod("a").on("n1")).build()   # a listing
+make_answer("ml/tf").starts(600, 200, 1400).on("n0").after("ml/a", 600, 200, 1400).build()
 
 The Job, job pod and review builders live in `tests.batch_builders` and are re-exported here.
 """
@@ -21,7 +23,10 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Self
+
+import yaml
 
 from extender.api.coscheduling import API_VERSION as COSCHEDULING_API
 from extender.api.coscheduling import CoschedulingPodGroup
@@ -40,7 +45,9 @@ from extender.api.scheduling import (
 )
 from extender.api.topology import HyperNode
 from extender.cache.state import ClusterState
-from extender.simulate.trace import Trace, parse_trace
+from extender.kube.snapshot_lists import RawCluster
+from extender.simulate.trace import Trace, TraceJob, parse_trace
+from extender.simulate.whatif import HORIZON, Answer, Blocker, Delay
 from tests.batch_builders import (
     JobBuilder,
     JobPodBuilder,
@@ -52,6 +59,7 @@ from tests.batch_builders import (
 from tests.paths import set_path
 
 __all__ = [
+    "AnswerBuilder",
     "HyperNodeBuilder",
     "JobBuilder",
     "JobPodBuilder",
@@ -59,10 +67,12 @@ __all__ = [
     "PodBuilder",
     "PodGroupBuilder",
     "QueueBuilder",
+    "RawClusterBuilder",
     "ReviewBuilder",
     "TraceBuilder",
     "TraceJobBuilder",
     "cluster",
+    "make_answer",
     "make_group",
     "make_hyper_node",
     "make_job",
@@ -70,6 +80,7 @@ __all__ = [
     "make_node",
     "make_pod",
     "make_queue",
+    "make_raw_cluster",
     "make_review",
     "make_trace",
     "make_trace_job",
@@ -219,6 +230,22 @@ class PodBuilder:
         self._pod["metadata"]["deletionTimestamp"] = "2026-11-26T12:00:00Z"
         return self
 
+    def created(self, timestamp: str) -> Self:
+        """`metadata.creationTimestamp` (RFC 3339), as the API server stamps it."""
+        self._pod["metadata"]["creationTimestamp"] = timestamp
+        return self
+
+    def started(self, timestamp: str) -> Self:
+        """Running since `timestamp` (RFC 3339): `status.startTime`, as the kubelet writes it."""
+        status = self._pod.setdefault("status", {})
+        status.update(phase="Running", startTime=timestamp)
+        return self
+
+    def deadline(self, seconds: int) -> Self:
+        """`spec.activeDeadlineSeconds`: the kubelet ends the pod that long after its start."""
+        self._pod["spec"]["activeDeadlineSeconds"] = seconds
+        return self
+
     def label(self, key: str, value: str) -> Self:
         self._pod["metadata"]["labels"][key] = value
         return self
@@ -334,6 +361,11 @@ class PodGroupBuilder:
 
     def phase(self, phase: str) -> Self:
         self._group.setdefault("status", {})["phase"] = phase
+        return self
+
+    def created(self, timestamp: str) -> Self:
+        """`metadata.creationTimestamp` (RFC 3339), as the API server stamps it."""
+        self._group["metadata"]["creationTimestamp"] = timestamp
         return self
 
     def annotate(self, key: str, value: str) -> Self:
@@ -627,6 +659,15 @@ class TraceJobBuilder:
         self._job.update(fields)
         return self
 
+    def run_time(self, low: float, high: float, source: str = "annotation") -> Self:
+        """Its estimated total run time, a range and the source it came from (`runTime`)."""
+        self._job["runTime"] = {"low": low, "high": high, "source": source}
+        return self
+
+    def model(self) -> TraceJob:
+        """The job alone, as `lahar whatif` asks about one (`simulate.job_input`)."""
+        return TraceJob.model_validate(self.build())
+
     def build(self) -> dict[str, Any]:
         return copy.deepcopy(self._job)
 
@@ -656,6 +697,11 @@ class TraceBuilder:
         self._trace["jobs"].append(job.build())
         return self
 
+    def write(self, path: Path) -> Path:
+        """The trace as a YAML file at `path` (as `--save` writes a snapshot)."""
+        path.write_text(yaml.safe_dump(self.build(), sort_keys=False), encoding="utf-8")
+        return path
+
     def occupied(self, node: str, **amounts: Any) -> Self:
         """What other schedulers' pods take on `node` (cpu, memory, gpu, pods)."""
         self._trace.setdefault("occupied", []).append({"node": node, **amounts})
@@ -679,3 +725,162 @@ def make_trace() -> TraceBuilder:
 
 def make_trace_job(name: str) -> TraceJobBuilder:
     return TraceJobBuilder(name)
+
+
+class RawClusterBuilder:
+    """What a snapshot lists from the API server (`kube.snapshot_lists.RawCluster`), from the
+    builders' objects as the API serves them: each pod, PodGroup and Job with a uid (a pod's from
+    its namespace and name, as `PodBuilder.model` gives it; a Job's the one its PodGroup's name
+    carries) unless it has one."""
+
+    def __init__(self) -> None:
+        self._lists: dict[str, list[dict[str, Any]]] = {}
+
+    def _add(self, into: str, *items: dict[str, Any]) -> Self:
+        self._lists.setdefault(into, []).extend(items)
+        return self
+
+    def nodes(self, *nodes: NodeBuilder) -> Self:
+        return self._add("nodes", *(node.build() for node in nodes))
+
+    def pods(self, *pods: PodBuilder) -> Self:
+        bodies = [pod.build() for pod in pods]
+        for body in bodies:
+            meta = body["metadata"]
+            meta.setdefault("uid", f"uid-{meta['namespace']}-{meta['name']}")
+        return self._add("pods", *bodies)
+
+    def group(self, group: PodGroupBuilder, kind: GroupKind = GroupKind.VOLCANO) -> Self:
+        """A PodGroup of `kind` (`PodGroupBuilder.kind_object`)."""
+        body = group.kind_object(kind)
+        meta = body["metadata"]
+        meta.setdefault("uid", f"uid-{kind.value}-{meta['namespace']}-{meta['name']}")
+        into = {
+            GroupKind.VOLCANO: "volcano_groups",
+            GroupKind.COSCHEDULING: "coscheduling_groups",
+            GroupKind.NATIVE: "native_groups",
+        }[kind]
+        return self._add(into, body)
+
+    def queues(self, *queues: QueueBuilder) -> Self:
+        return self._add("queues", *(queue.build() for queue in queues))
+
+    def hyper_nodes(self, *hyper_nodes: HyperNodeBuilder) -> Self:
+        return self._add("hyper_nodes", *(hyper.build() for hyper in hyper_nodes))
+
+    def jobs(self, *jobs: JobBuilder) -> Self:
+        """Volcano Jobs, each with its uid (its PodGroup is named `NAME-UID`)."""
+        bodies = []
+        for job in jobs:
+            body = job.build()
+            body["metadata"]["uid"] = job.model().metadata.uid
+            bodies.append(body)
+        return self._add("volcano_jobs", *bodies)
+
+    def priority_class(self, name: str, value: int, *, global_default: bool = False) -> Self:
+        body = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+            "globalDefault": global_default,
+        }
+        return self._add("priority_classes", body)
+
+    def batch_job(
+        self, name: str, *, deadline: int, started: str, namespace: str = "default"
+    ) -> Self:
+        """A batch/v1 Job running since `started` (RFC 3339) with `activeDeadlineSeconds`; its
+        pods name it with `PodBuilder.owned_by("batch/v1", "Job", name)`."""
+        body = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}"},
+            "spec": {"activeDeadlineSeconds": deadline, "template": {"spec": {}}},
+            "status": {"startTime": started},
+        }
+        return self._add("batch_jobs", body)
+
+    def build(self) -> RawCluster:
+        def listed(into: str) -> list[dict[str, Any]]:
+            return copy.deepcopy(self._lists.get(into, []))
+
+        return RawCluster(
+            nodes=listed("nodes"),
+            pods=listed("pods"),
+            priority_classes=listed("priority_classes"),
+            volcano_groups=listed("volcano_groups"),
+            coscheduling_groups=listed("coscheduling_groups"),
+            native_groups=listed("native_groups"),
+            queues=listed("queues"),
+            hyper_nodes=listed("hyper_nodes"),
+            volcano_jobs=listed("volcano_jobs"),
+            batch_jobs=listed("batch_jobs"),
+        )
+
+
+def make_raw_cluster() -> RawClusterBuilder:
+    return RawClusterBuilder()
+
+
+class AnswerBuilder:
+    """An answer of `lahar whatif` (`simulate.whatif.Answer`), for the words that say it: the
+    Job starts now, on no node named, until told otherwise."""
+
+    def __init__(self, job: str) -> None:
+        self._fields: dict[str, Any] = {
+            "job": job,
+            "start": 0.0,
+            "low": 0.0,
+            "high": 0.0,
+            "nodes": (),
+            "hyper_node": None,
+            "blockers": (),
+            "victims": (),
+            "knock_on": (),
+            "delays": (),
+            "reasons": (),
+            "stuck": False,
+            "horizon": HORIZON,
+        }
+
+    def starts(self, at: float, low: float | None = None, high: float | None = None) -> Self:
+        """It starts `at` seconds from the snapshot, within [low, high] (default: exactly)."""
+        self._fields.update(
+            start=at, low=at if low is None else low, high=at if high is None else high
+        )
+        return self
+
+    def on(self, *nodes: str, hyper_node: str | None = None) -> Self:
+        self._fields.update(nodes=nodes, hyper_node=hyper_node)
+        return self
+
+    def after(
+        self, job: str, ended: float, low: float, high: float, source: str = "annotation"
+    ) -> Self:
+        """One more gang it waits for, ending `ended` in the run, within [low, high]."""
+        self._fields["blockers"] += (Blocker(job, ended, low, high, source),)
+        return self
+
+    def never(self, *reasons: str, stuck: bool = True, horizon: float | None = None) -> Self:
+        """It does not start: never with the policy (`stuck`), or not within `horizon`."""
+        self._fields.update(start=None, low=None, high=None, nodes=(), reasons=reasons)
+        self._fields.update(stuck=stuck)
+        if horizon is not None:
+            self._fields["horizon"] = horizon
+        return self
+
+    def evicts(self, *victims: str, knock_on: tuple[str, ...] = ()) -> Self:
+        self._fields.update(victims=victims, knock_on=knock_on)
+        return self
+
+    def delays(self, job: str, before: float | None, after: float | None) -> Self:
+        self._fields["delays"] += (Delay(job, before, after),)
+        return self
+
+    def build(self) -> Answer:
+        return Answer(**self._fields)
+
+
+def make_answer(job: str) -> AnswerBuilder:
+    return AnswerBuilder(job)

@@ -40,36 +40,35 @@ QUEUES = 256  # queues kept, likewise
 SampleSource = Literal["owner", "queue"]
 
 
-def parse_run_time(text: str) -> tuple[float, float]:
-    """(low, high) seconds of `45m` (low = high) or `30m-1h`; a ValueError says what is wrong."""
+def parse_run_time(text: str, name: str = RUN_TIME_ANNOTATION) -> tuple[float, float]:
+    """(low, high) seconds of `45m` (low = high) or `30m-1h`; a ValueError says what is wrong
+    with it, naming it `name` (the annotation, or the flag it was given as)."""
     body = text.strip()
     if not body:
         raise ValueError(
-            f"{RUN_TIME_ANNOTATION} is empty: expected a duration such as 45m or a range such as "
-            "30m-1h"
+            f"{name} is empty: expected a duration such as 45m or a range such as 30m-1h"
         )
     low_text, dash, high_text = body.partition("-")
     if not low_text or (dash and high_text.startswith("-")):
-        raise ValueError(f"{RUN_TIME_ANNOTATION} {text!r}: a run time cannot be negative")
+        raise ValueError(f"{name} {text!r}: a run time cannot be negative")
     if dash and not high_text:
-        raise ValueError(f"{RUN_TIME_ANNOTATION} {text!r}: the range has no upper end (30m-1h)")
-    low = _duration(low_text, text)
-    high = _duration(high_text, text) if dash else low
+        raise ValueError(f"{name} {text!r}: the range has no upper end (30m-1h)")
+    low = _duration(low_text, text, name)
+    high = _duration(high_text, text, name) if dash else low
     if low > high:
         raise ValueError(
-            f"{RUN_TIME_ANNOTATION} {text!r}: the lower end {low_text} is above the upper end "
-            f"{high_text}"
+            f"{name} {text!r}: the lower end {low_text} is above the upper end {high_text}"
         )
     return low, high
 
 
-def _duration(part: str, text: str) -> float:
+def _duration(part: str, text: str, name: str) -> float:
     try:
         seconds = parse_duration(part)
     except ValueError as error:
-        raise ValueError(f"{RUN_TIME_ANNOTATION} {text!r}: {error}") from None
+        raise ValueError(f"{name} {text!r}: {error}") from None
     if seconds < 0:
-        raise ValueError(f"{RUN_TIME_ANNOTATION} {text!r}: a run time cannot be negative")
+        raise ValueError(f"{name} {text!r}: a run time cannot be negative")
     return seconds
 
 

@@ -78,9 +78,9 @@ def run_time_flag(command: str, flag: str, text: str | None) -> tuple[float, flo
     if text is None:
         return None
     try:
-        return parse_run_time(text)
+        return parse_run_time(text, f"--{flag}")
     except ValueError as error:
-        raise SystemExit(f"lahar {command}: --{flag}: {error}") from None
+        raise SystemExit(f"lahar {command}: {error}") from None
 
 
 def take(args: argparse.Namespace, command: str) -> Taken:

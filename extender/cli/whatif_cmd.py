@@ -145,9 +145,13 @@ def _answer(
     if isinstance(asked, Refused):
         print(f"lahar {COMMAND}: {asked.message}", file=sys.stderr)
         return 1
-    answers = [
-        (name, ask(trace, asked.job, policy, horizon=horizon)) for name, trace, policy in runs
-    ]
+    try:
+        answers = [
+            (name, ask(trace, asked.job, policy, horizon=horizon)) for name, trace, policy in runs
+        ]
+    except ValueError as error:  # (a Job of that name exists: `lahar explain` says why it waits)
+        print(f"lahar {COMMAND}: {error}", file=sys.stderr)
+        return 1
     if args.output == "json":
         bodies = {
             name: whatif_words.as_json(answer, taken.trace, taken.limits, taken.policy_from)

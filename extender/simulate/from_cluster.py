@@ -16,7 +16,7 @@ Volcano Job still waiting for its admission shows the pods its controller will m
   whose minimum runs is `started` (when the first of its pods started) and each bound pod names
   its node; a pending pod of a served scheduler that names no gang is a gang of one;
 - what bound pods outside any gang take on each node (`occupied`: DaemonSets, other schedulers'
-  pods, plain pods), for the whole run;
+  pods, plain pods, the running pods of a gang left out), for the whole run;
 - the HyperNodes, their selectors resolved by the engine's own `Topology`, as exact members.
 
 Every gang's run time is `simulate.run_times.estimate`'s (a range and its source): a started
@@ -76,6 +76,8 @@ HOSTNAME = "kubernetes.io/hostname"
 GPU = "nvidia.com/gpu"
 # The run time of a gang no source gives one for: it holds what it holds past any horizon.
 FOREVER = 10 * 365 * 86400.0
+# The shortest run time played: a task runs for some time (a run time of 0 plays as this).
+SHORTEST = 1e-3
 KIND_NAMES = {
     GroupKind.VOLCANO: "volcano",
     GroupKind.COSCHEDULING: "coscheduling",
@@ -119,8 +121,15 @@ def snapshot(
         in_gangs.update(pod.metadata.uid for pod in members)
         if group.status.phase in ("Completed", "Failed") or not members:
             continue
-        made = reader.gang(group, members, limits)
-        if made is not None:
+        unplayable = queue_problem(group.spec.queue or DEFAULT_QUEUE, state.queues)
+        if unplayable is not None:
+            limits.left_out.append(f"{group.key}: {unplayable}")
+            made = None
+        else:
+            made = reader.gang(group, members, limits)
+        if made is None:  # left out: what its bound pods hold stays held, as `occupied`
+            in_gangs.difference_update(p.metadata.uid for p in members if p.spec.node_name)
+        else:
             job, estimated = made
             jobs.append((reader.created(group.metadata.uid), key, job))
             estimates[f"{job.namespace}/{job.name}"] = estimated
@@ -210,7 +219,9 @@ def node_groups(nodes: Sequence[Node]) -> tuple[NodeGroup, ...]:
 def queues(listed: Iterable[Queue]) -> tuple[TraceQueue, ...]:
     """Every queue but root, with the fields the engine reads."""
     made = []
-    for queue in sorted(listed, key=lambda q: q.metadata.name):
+    everyone = sorted(listed, key=lambda q: q.metadata.name)
+    names = {queue.metadata.name for queue in everyone}
+    for queue in everyone:
         if queue.metadata.name == ROOT:
             continue
         spec = queue.spec
@@ -223,11 +234,26 @@ def queues(listed: Iterable[Queue]) -> tuple[TraceQueue, ...]:
                 deserved=_amounts(spec.deserved),
                 reclaimable=spec.reclaimable,
                 priority=spec.priority,
-                parent=spec.parent or None,
+                # (a parent that does not exist: the engine hangs the queue under root)
+                parent=spec.parent if spec.parent in names else None,
                 state="Closed" if queue.status.state in (CLOSED, CLOSING) else "Open",
             )
         )
     return tuple(made)
+
+
+def queue_problem(name: str, listed: Mapping[str, Queue]) -> str | None:
+    """Why a gang in queue `name` is no job of the trace, None when it is one: the engine keeps
+    a gang whose queue does not exist or has child queues waiting, and a trace's jobs are in
+    leaf queues it lists."""
+    if name == ROOT:
+        return f"its queue is {ROOT}, the top of the queue tree: gangs go in leaf queues"
+    if name != DEFAULT_QUEUE and name not in listed:
+        return f"its queue {name} does not exist (it waits until the queue is made)"
+    children = sorted(q for q, queue in listed.items() if (queue.spec.parent or None) == name)
+    if children:
+        return f"its queue {name} has child queues ({', '.join(children)}): gangs go in leaf queues"
+    return None
 
 
 def topology(state: ClusterState, nodes: Sequence[Node]) -> TraceTopology | None:
@@ -243,7 +269,17 @@ def topology(state: ClusterState, nodes: Sequence[Node]) -> TraceTopology | None
     listed = []
     for domain in domains:
         below = [d for d in domains if d.tier < domain.tier and d.nodes <= domain.nodes]
-        highest = [d for d in below if not any(d.nodes < e.nodes for e in below if e is not d)]
+        # (of two over the same nodes, the lower is a member of the higher: a spine over one
+        # switch holds that switch, and whatever holds the spine lists the spine alone)
+        highest = [
+            d
+            for d in below
+            if not any(
+                d.nodes < e.nodes or (d.nodes == e.nodes and d.tier < e.tier)
+                for e in below
+                if e is not d
+            )
+        ]
         direct = domain.nodes - frozenset().union(*(d.nodes for d in highest))
         listed.append(
             TraceHyperNode(
@@ -332,7 +368,7 @@ class _Reader:
             network_topology=network_topology(group.spec.network_topology),
             tasks=tasks,
             started=started,
-            run_time=_run_time(estimated),
+            run_time=trace_run_time(estimated),
         )
         return made, estimated
 
@@ -353,7 +389,7 @@ class _Reader:
             priority=pod.spec.priority,
             priority_class=pod.spec.priority_class_name or None,
             tasks=self._tasks([pod], None, estimated),
-            run_time=_run_time(estimated),
+            run_time=trace_run_time(estimated),
         )
         return job, estimated
 
@@ -431,7 +467,7 @@ class _Reader:
                     cpu=quantity(request, "cpu"),
                     memory=quantity(request, "memory"),
                     gpu=quantity(request, GPU) if request[GPU] else None,
-                    duration=max(duration, 1e-3),
+                    duration=max(duration, SHORTEST),
                     min_available=(
                         min(minimums[task], len(pods))
                         if task in minimums and name == task
@@ -464,12 +500,11 @@ def network_topology(topology: NetworkTopology | None) -> TraceNetworkTopology |
     )
 
 
-def _run_time(estimated: Estimate) -> RunTime:
-    return RunTime(
-        low=min(estimated.low, FOREVER),
-        high=min(estimated.high, FOREVER),
-        source=estimated.source,
-    )
+def trace_run_time(estimated: Estimate) -> RunTime:
+    """An estimate as a trace job's run time: held within [SHORTEST, FOREVER], as its tasks'
+    durations are."""
+    high = min(max(estimated.high, SHORTEST), FOREVER)
+    return RunTime(low=min(estimated.low, high), high=high, source=estimated.source)
 
 
 def _occupied(node: str, taken: Resources, pods: int) -> Occupied:

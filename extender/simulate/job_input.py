@@ -4,11 +4,14 @@ played as the Job controller would make it.
 A Volcano Job (`batch.volcano.sh/v1alpha1`) goes through the webhook's own rules first
 (`admission.admit`: the mutating rules, Volcano's defaults applied, then the validating rules),
 against the queues and PodGroups of the snapshot, so a Job the cluster would refuse is refused
-here with the very message `kubectl apply` would print. Then it becomes a trace job: its
-PodGroup's minimums and network topology as `api.job_groups.build_pod_group` makes them, each
-task's pod as `api.job_pods.member_pod` makes it (requests, node selector, tolerations, node
-affinity), its priority from the snapshot's PriorityClasses and its run time from the sources a
-running gang's comes from (`simulate.run_times`), or the one the user gives. Pure.
+here with the very message `kubectl apply` would print; one the webhook lets through but no
+Lahar decision is made for (another scheduler's, one with no pod, one in a namespace that cannot
+exist) is refused saying so. Then it becomes a trace job: its PodGroup's minimums and network
+topology as `api.job_groups.build_pod_group` makes them, each task's pod as
+`api.job_pods.member_pod` makes it (requests, node selector, tolerations, node affinity), its
+priority the highest of its pods' PriorityClasses in the snapshot (as a running gang's) and its
+run time from the sources a running gang's comes from (`simulate.run_times`), or the one the
+user gives. Pure.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import yaml
 
 from extender.admission.admit import Settings, mutate_job, validate_job
 from extender.admission.job_defaults import defaulted_spec
+from extender.admission.names import dns_label
 from extender.api.admission import AdmissionRequest, GroupVersionKind, GroupVersionResource
 from extender.api.batch import BATCH_API_VERSION, Job
 from extender.api.duration import parse_duration
@@ -32,11 +36,17 @@ from extender.api.preemptable import preemptable
 from extender.api.run_times import RUN_TIME_ANNOTATION, RunHistory
 from extender.api.scheduling import DEFAULT_QUEUE, ROOT, Queue
 from extender.simulate import world
-from extender.simulate.from_cluster import FOREVER, GPU, network_topology, quantity
+from extender.simulate.from_cluster import (
+    FOREVER,
+    GPU,
+    SHORTEST,
+    network_topology,
+    quantity,
+    trace_run_time,
+)
 from extender.simulate.run_times import Estimate, RunFacts, estimate
 from extender.simulate.trace import (
     PartitionPolicy,
-    RunTime,
     Task,
     Trace,
     TraceJob,
@@ -71,21 +81,10 @@ def read_job(
 ) -> Asked | Refused:
     """The one Volcano Job in `text` (YAML) as the snapshot `trace` would play it, in
     `namespace` when it names none; refused as the webhook refuses it."""
-    try:
-        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
-    except yaml.YAMLError as error:
-        return Refused(f"not YAML: {error}")
-    jobs = [doc for doc in documents if _is_job(doc)]
-    others = [doc for doc in documents if not _is_job(doc)]
-    if len(jobs) != 1 or others:
-        kinds = ", ".join(_kind_of(doc) for doc in documents) or "nothing"
-        return Refused(
-            f"whatif takes one Volcano Job ({BATCH_API_VERSION}, kind Job); the file holds {kinds}"
-        )
-    body: dict[str, Any] = dict(jobs[0])
-    meta = dict(body.get("metadata") or {})
-    meta.setdefault("namespace", namespace)
-    body["metadata"] = meta
+    body = _one_job(text, namespace)
+    if isinstance(body, Refused):
+        return body
+    meta = body["metadata"]
     chosen = settings or Settings()
     view = SnapshotQueues(trace)
     mutated = mutate_job(_request(body), view, chosen)
@@ -96,6 +95,9 @@ def read_job(
     if validated.message:
         return Refused(validated.message)
     job = Job.model_validate({**body, "metadata": {**meta, "uid": UID}})
+    unplayable = _unplayable(job, chosen)
+    if unplayable is not None:
+        return Refused(unplayable)
     estimated = _run_time(job, history, run_time, default)
     return Asked(_trace_job(job, trace, estimated), estimated, validated.warnings)
 
@@ -128,6 +130,44 @@ class SnapshotQueues:
         )
 
 
+def _one_job(text: str, namespace: str) -> dict[str, Any] | Refused:
+    """The one Job the YAML `text` holds, in `namespace` unless it names one."""
+    try:
+        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except yaml.YAMLError as error:
+        return Refused(f"not YAML: {error}")
+    jobs = [doc for doc in documents if _is_job(doc)]
+    others = [doc for doc in documents if not _is_job(doc)]
+    if len(jobs) != 1 or others:
+        kinds = ", ".join(_kind_of(doc) for doc in documents) or "nothing"
+        return Refused(
+            f"whatif takes one Volcano Job ({BATCH_API_VERSION}, kind Job); the file holds {kinds}"
+        )
+    body: dict[str, Any] = dict(jobs[0])
+    meta = dict(body.get("metadata") or {})
+    meta.setdefault("namespace", namespace)
+    body["metadata"] = meta
+    return body
+
+
+def _unplayable(job: Job, settings: Settings) -> str | None:
+    """Why a Job the webhook lets through is no job to play: another scheduler's (the webhook
+    leaves those unread), one without pods, or one in a namespace that cannot exist."""
+    key = job.metadata.key
+    if job.spec.scheduler_name not in settings.served:
+        served = ", ".join(sorted(settings.served))
+        return (
+            f"Job {key} is for scheduler {job.spec.scheduler_name}, not one Lahar serves "
+            f"({served}): there is no Lahar decision to show"
+        )
+    if not any(task.replicas > 0 for task in job.spec.tasks):
+        return f"Job {key} has no pod to play: each of its tasks has 0 replicas"
+    named = dns_label(job.metadata.namespace)
+    if named is not None:
+        return f"Job {key}: namespace {job.metadata.namespace!r} {named}"
+    return None
+
+
 def _is_job(document: object) -> bool:
     return (
         isinstance(document, dict)
@@ -138,7 +178,7 @@ def _is_job(document: object) -> bool:
 
 def _kind_of(document: object) -> str:
     if not isinstance(document, dict):
-        return f"a {type(document).__name__}"
+        return "a list" if isinstance(document, list) else f"a value ({document!r:.40})"
     return f"{document.get('kind') or 'an object with no kind'} ({document.get('apiVersion')})"
 
 
@@ -187,10 +227,13 @@ def _trace_job(job: Job, trace: Trace, estimated: Estimate) -> TraceJob:
     group = build_pod_group(job)["spec"]
     duration = estimated.expected if math.isfinite(estimated.expected) else FOREVER
     tasks = []
+    classes: list[str] = []  # the PriorityClasses its pods name (a task's own, else the job's)
     for task in job.spec.tasks:
         if task.replicas == 0:
             continue
         spec = member_pod(job, task, 0).get("spec") or {}
+        if spec.get("priorityClassName"):
+            classes.append(str(spec["priorityClassName"]))
         pod = Pod.model_validate({"spec": spec})
         request = pod.request
         affinity = (spec.get("affinity") or {}).get("nodeAffinity")
@@ -202,7 +245,7 @@ def _trace_job(job: Job, trace: Trace, estimated: Estimate) -> TraceJob:
                 cpu=quantity(request, "cpu"),
                 memory=quantity(request, "memory"),
                 gpu=quantity(request, GPU) if request[GPU] else None,
-                duration=max(duration, 1e-3),
+                duration=max(duration, SHORTEST),
                 min_available=group["minTaskMember"].get(task.name),
                 node_selector=dict(spec.get("nodeSelector") or {}),
                 tolerations=tuple(spec.get("tolerations") or ()),
@@ -218,20 +261,18 @@ def _trace_job(job: Job, trace: Trace, estimated: Estimate) -> TraceJob:
                 ),
             )
         )
-    priority_class = job.spec.priority_class_name
+    meta = job.metadata
     return TraceJob(
-        name=job.metadata.name,
-        namespace=job.metadata.namespace,
+        name=meta.name,
+        namespace=meta.namespace,
         queue=job.spec.queue or DEFAULT_QUEUE,
-        priority=trace.priority_classes.get(priority_class, 0) if priority_class else 0,
-        priority_class=priority_class or None,
-        preemptable=preemptable(ObjectMeta(annotations=job.metadata.annotations)),
+        # (the gang's priority is its pods' highest, as a running gang's in `from_cluster`)
+        priority=max((trace.priority_classes.get(name, 0) for name in classes), default=0),
+        priority_class=job.spec.priority_class_name or next(iter(classes), None),
+        # (its PodGroup carries the Job's labels and annotations: either may say it)
+        preemptable=preemptable(ObjectMeta(labels=meta.labels, annotations=meta.annotations)),
         min_available=job.spec.min_available or None,
         network_topology=network_topology(job.spec.network_topology),
         tasks=tuple(tasks),
-        run_time=RunTime(
-            low=min(estimated.low, FOREVER),
-            high=min(estimated.high, FOREVER),
-            source=estimated.source,
-        ),
+        run_time=trace_run_time(estimated),
     )

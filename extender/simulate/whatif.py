@@ -27,6 +27,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pydantic import ValidationError
+
+from extender.api.wire import describe_invalid
 from extender.framework.engine import Topology
 from extender.framework.explain import explain
 from extender.framework.policy import Policy
@@ -36,6 +39,8 @@ from extender.simulate.trace import Trace, TraceJob
 NOW_WITHIN = 10.0  # seconds of virtual time: the first rounds of scheduling and backoff
 MOVED = 1.0  # a start later than this by more than this is a delay
 HORIZON = 24 * 3600.0
+IDLE_LIMIT = 3600.0  # nothing moving this long, a run has settled (`Simulation`'s default)
+SETTLES = 600.0  # yet never less: longer than the policy's timers (backoff, barrier, sla...)
 
 
 @dataclass(frozen=True)
@@ -91,10 +96,25 @@ def ask(
 ) -> Answer:
     """The answer for `job` submitted at the snapshot `trace` was taken, under `policy`."""
     if any(j.namespace == job.namespace and j.name == job.name for j in trace.jobs):
-        raise ValueError(f"job {job.namespace}/{job.name} is in the snapshot already")
-    asked = trace.model_copy(update={"jobs": (*trace.jobs, job)})
-    base = Simulation(trace, policy, "without", seed=seed, horizon=horizon).run()
-    played = Simulation(asked, policy, "with", seed=seed, horizon=horizon)
+        raise ValueError(
+            f"a Job {job.namespace}/{job.name} exists already (`lahar explain {job.name} -n "
+            f"{job.namespace}` says why it waits); ask about a Job of another name"
+        )
+    pods = {(j.namespace, name) for j in trace.jobs for _, name in j.pod_names()}
+    for _, name in job.pod_names():
+        if (job.namespace, name) in pods:
+            raise ValueError(
+                f"the Job would make pod {job.namespace}/{name}, which exists already; rename it"
+            )
+    asked = trace.model_copy(update={"jobs": (*trace.jobs, job)})  # (checked above)
+    if any(True for _ in job.topologies):  # (the tiers it names must be the snapshot's)
+        try:
+            asked = Trace.model_validate(asked.model_dump(by_alias=True, exclude_defaults=True))
+        except ValidationError as error:
+            raise ValueError(describe_invalid(error, root="the Job")) from None
+    idle = _idle_limit(horizon)
+    base = Simulation(trace, policy, "without", seed=seed, horizon=horizon, idle_limit=idle).run()
+    played = Simulation(asked, policy, "with", seed=seed, horizon=horizon, idle_limit=idle)
     outcome = played.run()
     record = outcome.jobs[job.key]
     start = record.started
@@ -107,13 +127,14 @@ def ask(
     if start is None:
         reasons = explain(played.state, played.engine, job.gang_key).lines
     victims = _victims(outcome.evictions, job.key)
-    before = {_eviction(e) for e in base.evictions}
+    evicted_anyway = {v for e in base.evictions for v in e.victims} | {job.key}
     knock_on = sorted(
         {
             v
             for e in outcome.evictions
-            if e.preemptor != job.key and _eviction(e) not in before
+            if e.preemptor != job.key
             for v in e.victims
+            if v not in evicted_anyway
         }
     )
     return Answer(
@@ -131,6 +152,14 @@ def ask(
         stuck=start is None and outcome.end < horizon,
         horizon=horizon,
     )
+
+
+def _idle_limit(horizon: float) -> float:
+    """How long a run watches with nothing moving before it counts the gangs left as stuck. A
+    run settles up to twice this after its last move; within a horizon shorter than that, a Job
+    that could never start would read "not within the horizon" rather than "never", so a short
+    horizon watches a quarter of itself, though never less than `SETTLES`."""
+    return min(IDLE_LIMIT, max(SETTLES, horizon / 4))
 
 
 def _first_nodes(outcome: SimulationOutcome, key: str) -> list[str]:
@@ -182,10 +211,6 @@ def _range(start: float | None, blockers: list[Blocker]) -> tuple[float | None, 
 
 def _victims(evictions: Iterable[Eviction], key: str) -> tuple[str, ...]:
     return tuple(sorted({v for e in evictions if e.preemptor == key for v in e.victims}))
-
-
-def _eviction(eviction: Eviction) -> tuple[str, tuple[str, ...]]:
-    return eviction.preemptor, eviction.victims
 
 
 def _delays(trace: Trace, base: SimulationOutcome, asked: SimulationOutcome) -> list[Delay]:

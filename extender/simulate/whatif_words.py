@@ -62,10 +62,9 @@ def lines(answer: Answer) -> list[str]:
     else:
         assert answer.low is not None
         assert answer.high is not None
-        said.append(
-            f"Job {answer.job} starts in about {span(answer.start)} "
-            f"({spans(answer.low, answer.high)}), on {where}"
-        )
+        between = spans(answer.low, answer.high)
+        within = "" if between == span(answer.start) else f" ({between})"
+        said.append(f"Job {answer.job} starts in about {span(answer.start)}{within}, on {where}")
         if answer.blockers:
             said.append("  after these end (run time source, estimated end):")
             said += [f"    {b.job}  ({b.source}, {spans(b.low, b.high)})" for b in answer.blockers]
@@ -75,10 +74,13 @@ def lines(answer: Answer) -> list[str]:
         said.append(f"and, as a result, evicts: {', '.join(_listed(list(answer.knock_on)))}")
     for delay in answer.delays:
         before = span(delay.before) if delay.before is not None else "-"
-        after = (
-            span(delay.after) if delay.after is not None else f"not within {span(answer.horizon)}"
-        )
-        said.append(f"delays {delay.job}: starts in {after} instead of {before}")
+        if delay.after is None:
+            said.append(
+                f"delays {delay.job}: does not start within {span(answer.horizon)}, instead of "
+                f"in {before}"
+            )
+        else:
+            said.append(f"delays {delay.job}: starts in {span(delay.after)} instead of {before}")
     return said
 
 
