@@ -94,6 +94,7 @@ class Limits:
     outside_gangs: int = 0  # bound pods of no gang: their capacity stays taken
     left_out: list[str] = field(default_factory=list)  # gangs left out, each with why
     dropped: list[str] = field(default_factory=list)  # fields not modelled, per gang
+    skipped: list[str] = field(default_factory=list)  # run-time sources unreadable, per gang
 
 
 @dataclass(frozen=True)
@@ -165,6 +166,7 @@ def snapshot(
         ),
     )
     limits.pending_elsewhere.sort()
+    limits.skipped = [f"{key}: {e.problem}" for key, e in sorted(estimates.items()) if e.problem]
     return Snapshot(trace, estimates, limits)
 
 

@@ -122,6 +122,7 @@ def notes(trace: Trace, limits: Limits | None, policy_from: str) -> list[str]:
             )
         said += [f"Left out: {gone}." for gone in limits.left_out]
         said += [f"Not modelled: {dropped}." for dropped in limits.dropped]
+        said += [f"Run time of {skipped}." for skipped in limits.skipped]
     return said
 
 

@@ -749,3 +749,14 @@ def test_gangs_are_in_the_order_they_were_created(lahar: Policy) -> None:
 
 def test_the_snapshot_is_taken_at_its_time() -> None:
     assert take(two_nodes()).trace.taken_at == TAKEN
+
+
+def test_an_unreadable_run_time_annotation_is_skipped_and_named() -> None:
+    group = make_group("tf").min_member(2).phase("Running").annotate(ANNOTATION, "soon")
+    taken = take(two_nodes().group(group).pods(*gang("tf", ["n0", "n1"])))
+    assert job_of(taken.trace, "tf").run_time == RunTime(
+        low=FOREVER, high=FOREVER, source="unknown"
+    )
+    [skipped] = taken.limits.skipped
+    assert skipped.startswith(f"default/tf: {ANNOTATION} 'soon': invalid duration 'soon'")
+    assert skipped.endswith(": skipped")

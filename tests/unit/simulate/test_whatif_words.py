@@ -180,6 +180,7 @@ UNKNOWN = (
                 outside_gangs=3,
                 left_out=["default/g (1 of its minMember 2 pods)"],
                 dropped=["ml/x: subGroupPolicy without a tier"],
+                skipped=["ml/y: lahar.io/expected-run-time 'soon': invalid duration: skipped"],
             ),
             [
                 ESTIMATE.format(when=f"taken at {TAKEN_AT}"),
@@ -191,6 +192,7 @@ UNKNOWN = (
                 "take.",
                 "Left out: default/g (1 of its minMember 2 pods).",
                 "Not modelled: ml/x: subGroupPolicy without a tier.",
+                "Run time of ml/y: lahar.io/expected-run-time 'soon': invalid duration: skipped.",
             ],
         ),
     ],
