@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from pydantic import ValidationError
 
 from extender.api.run_times import RunHistory, parse_run_time
+from extender.api.wire import describe_invalid
 from extender.cli import kubectl
 from extender.framework.policy import Policy, build_policy
 from extender.kube.policy_source import policy_in_force
@@ -97,7 +99,13 @@ def take(args: argparse.Namespace, command: str) -> Taken:
         else:
             text, where = policy_in_force(cluster.api)
         namespace = cluster.namespace
-    taken = snapshot(raw, taken_at, history, default)
+    try:
+        taken = snapshot(raw, taken_at, history, default)
+    except ValidationError as error:  # (a state the snapshot's rules did not foresee)
+        raise SystemExit(
+            f"lahar {command}: the cluster's snapshot cannot be played: "
+            f"{describe_invalid(error, root='(trace)')}"
+        ) from None
     notes = [] if unread is None else [f"Run-time history: {unread}."]
     return Taken(
         taken.trace,

@@ -155,6 +155,12 @@ def _answer(
     if args.output == "json":
         bodies = {
             name: whatif_words.as_json(answer, taken.trace, taken.limits, taken.policy_from)
+            | {
+                "notes": [
+                    *taken.notes,
+                    *whatif_words.notes(taken.trace, taken.limits, taken.policy_from),
+                ]
+            }
             for name, answer in answers
         }
         body = bodies["current"] if len(bodies) == 1 else {"runs": bodies}

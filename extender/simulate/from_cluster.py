@@ -117,9 +117,17 @@ def snapshot(
     jobs: list[tuple[float, str, TraceJob]] = []
     estimates: dict[str, Estimate] = {}
     in_gangs: set[str] = set()
+    nodes = [Node.model_validate(item) for item in raw.nodes]
+    known = {node.metadata.name for node in nodes}
     for key, group in state.pod_groups.items():
         members = [pod for pod in state.gang_pods(key) if not pod.finished]
         in_gangs.update(pod.metadata.uid for pod in members)
+        gone = [pod for pod in members if pod.spec.node_name and pod.spec.node_name not in known]
+        limits.left_out += [
+            f"pod {pod.metadata.key}: bound to node {pod.spec.node_name}, which no longer exists"
+            for pod in gone
+        ]
+        members = [pod for pod in members if pod not in gone]
         if group.status.phase in ("Completed", "Failed") or not members:
             continue
         unplayable = queue_problem(group.spec.queue or DEFAULT_QUEUE, state.queues)
@@ -150,8 +158,6 @@ def snapshot(
         else:
             limits.pending_elsewhere.append(pod.metadata.key)
     jobs.sort(key=lambda item: (item[0], item[1]))
-    nodes = [Node.model_validate(item) for item in raw.nodes]
-    known = {node.metadata.name for node in nodes}
     trace = Trace(
         taken_at=rfc3339(taken_at),
         priority_classes={c.metadata.name: c.value for c in state.priority_classes.values()},

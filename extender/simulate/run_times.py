@@ -16,8 +16,10 @@ in order, the first that gives a value deciding:
 6. nothing: "unknown", an infinite run time (the gang holds what it holds past any horizon).
 
 A deadline is a hard end (the kubelet or the Job controller kills the gang then), so it caps
-every source's range. A gang that has run longer than the top of its range is `overdue`: it may
-end any moment, and its range becomes what has elapsed (nothing remains). Whatever the inputs,
+every source's range. What has elapsed is a floor: a gang past its expected time is expected
+halfway between now and the top of its range. A gang that has run longer than the top of its
+range is `overdue`: it may end any moment, and its range becomes what has elapsed (nothing
+remains). Whatever the inputs,
 low <= expected <= high. Pure.
 """
 
@@ -114,6 +116,11 @@ def estimate(facts: RunFacts, history: RunHistory, default: tuple[float, float] 
     low, high = min(low, expected), max(high, expected)
     if elapsed > high:
         return Estimate(elapsed, elapsed, elapsed, found.source, found.samples, True, problem)
+    # Known to run this long at least: past its expected time, it is expected halfway between
+    # now and the top of its range (not at once: that would read as ending now).
+    low = max(low, elapsed)
+    if elapsed > expected:
+        expected = _middle(elapsed, high)
     return Estimate(low, expected, high, found.source, found.samples, False, problem)
 
 

@@ -127,9 +127,16 @@ def notes(trace: Trace, limits: Limits | None, policy_from: str) -> list[str]:
 
 
 def as_json(
-    answer: Answer, trace: Trace, limits: Limits | None, policy_from: str
+    answer: Answer,
+    trace: Trace,
+    limits: Limits | None,
+    policy_from: str,
+    *,
+    read: Sequence[str] = (),
 ) -> dict[str, Any]:
+    """The answer for scripts; `read`: notes on how the cluster was read, put first."""
     return {
+        "takenAt": trace.taken_at,
         "job": answer.job,
         "start": answer.start,
         "startRange": None if answer.start is None else [answer.low, _finite(answer.high)],
@@ -146,7 +153,7 @@ def as_json(
         "neverWithThisPolicy": answer.stuck,
         "reasons": list(answer.reasons),
         "horizon": answer.horizon,
-        "notes": notes(trace, limits, policy_from),
+        "notes": [*read, *notes(trace, limits, policy_from)],
     }
 
 

@@ -105,6 +105,7 @@ def test_json_is_the_answer_for_scripts(saved: Path, capsys: pytest.CaptureFixtu
     body = json.loads(out)
     assert err == ""
     assert body | {"notes": None} == {
+        "takenAt": TAKEN_AT,
         "job": "default/new",
         "start": 600.0,
         "startRange": [200.0, 1400.0],

@@ -383,8 +383,9 @@ def test_a_running_gangs_run_time_comes_from_history_else_the_default() -> None:
 
     history = RunHistory().add("default/tf", "ml", 1000, TAKEN_AT - 7200)
     history = history.add("default/tf", "ml", 3000, TAKEN_AT - 3600)
+    # (runs of 1,000 and 3,000 s give 1,000-6,000; 1,800 s have gone: it runs that long at least)
     assert run_time(history, (3600, 3600)) == RunTime(
-        low=1000, high=6000, source="history (2 runs of default/tf)"
+        low=1800, high=6000, source="history (2 runs of default/tf)"
     )
     assert run_time(RunHistory(), (3600, 3600)) == RunTime(low=1800, high=7200, source="default")
     assert run_time(RunHistory(), (2400, 4800)) == RunTime(low=2400, high=4800, source="default")

@@ -226,3 +226,19 @@ def test_any_estimate_is_an_ordered_range_a_deadline_caps(
         assert found.samples == len(kept)
         if not found.overdue and facts.deadline is None:
             assert found.low <= statistics.median(kept) <= found.high
+
+
+@pytest.mark.parametrize(
+    ("elapsed", "low", "expected", "high"),
+    [
+        (10.0, 30.0, 75.0, 120.0),  # (not yet at its low end: as the source says)
+        (45.0, 45.0, 75.0, 120.0),  # (past its low end: that long at least)
+        (80.0, 80.0, 100.0, 120.0),  # (past its expected time: halfway to the top)
+    ],
+)
+def test_what_has_elapsed_is_a_floor(
+    elapsed: float, low: float, expected: float, high: float
+) -> None:
+    facts = RunFacts(owner="ml/tf", queue="ml", elapsed=elapsed, annotation="30s-2m")
+    found = estimate(facts, RunHistory(), None)
+    assert (found.low, found.expected, found.high, found.overdue) == (low, expected, high, False)

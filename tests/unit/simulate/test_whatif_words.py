@@ -215,6 +215,7 @@ def test_json_has_the_answer_open_ends_as_null_and_the_notes() -> None:
     trace = make_trace().nodes(names=["a", "b"], cpu="4").model()
     body = as_json(answer.build(), trace, None, "saved.policy.yaml")
     assert json.loads(json.dumps(body)) == {
+        "takenAt": None,  # (a hand-written trace: no snapshot time)
         "job": "ml/tf",
         "start": 600,
         "startRange": [200, None],
