@@ -761,3 +761,14 @@ def test_an_unreadable_run_time_annotation_is_skipped_and_named() -> None:
     [skipped] = taken.limits.skipped
     assert skipped.startswith(f"default/tf: {ANNOTATION} 'soon': invalid duration 'soon'")
     assert skipped.endswith(": skipped")
+
+
+def test_a_pod_bound_to_a_node_that_no_longer_exists_is_left_out_and_named(
+    lahar: Policy,
+) -> None:
+    group = make_group("tf").min_member(1).phase("Running")
+    taken = take(two_nodes().group(group).pods(*gang("tf", ["n0", "gone"])))
+    job = job_of(taken.trace, "tf")
+    assert [pod.name for task in job.tasks for pod in task.pods] == ["tf-0"]
+    assert taken.limits.left_out == ["pod default/tf-1: bound to node gone, which no longer exists"]
+    assert play(taken.trace, lahar).jobs["default/tf"].started is not None
