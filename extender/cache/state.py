@@ -9,6 +9,11 @@ just bound is *assumed*: it counts on its node at once, before the watch shows t
 watch then confirms it (the count stays, never doubled); an assumption the watch never confirms
 expires after `assume_ttl` seconds, so a binding lost in flight cannot leak capacity forever. A
 bind that returns after the watch showed its pod deleted assumes nothing: the pod stays gone.
+A pod Lahar evicts is *going* from the moment it sets out to evict it (`evicting`), as the
+deletionTimestamp the watch shows a moment later says: until then the watch may still show it
+as it was, and its gang would stand on it, so the replacement its Job's controller makes at once
+would be bound as a member beyond minMember, on the room freed for the preemptor, instead of
+waiting its turn in the fair order. An eviction that fails (`kept`) takes the mark back.
 
 A gang's pods (`gang_pods`) include those its Volcano Job will have once Lahar admits it
 (`cache.expected`), which the Job's controller has not created yet. A pod kube-scheduler asks
@@ -93,6 +98,9 @@ class ClusterState:
         # (a slow or retried call) must not bring it back as a pod that no event will remove.
         self._deleted: TTLCache[str, bool] = TTLCache(maxsize=65536, ttl=assume_ttl, timer=clock)
         self._terminating: set[str] = set()  # uids of the pods with a deletionTimestamp
+        # Pods Lahar evicts that the watch does not show going yet, as the watch last showed
+        # them (by uid): the state holds them marked going (`evicting`).
+        self._evicting: dict[str, Pod] = {}
         self._placements: dict[str, Placement] = {}  # by pod uid
         self._priority_classes: dict[str, PriorityClass] = {}
         self._pod_groups: dict[str, PodGroup] = {}  # by namespace/name
@@ -391,6 +399,12 @@ class ClusterState:
 
     def upsert_pod(self, pod: Pod) -> None:
         uid = pod.metadata.uid
+        if uid in self._evicting:
+            if pod.metadata.deletion_timestamp is None:  # (an event from before the eviction)
+                self._evicting[uid] = pod
+                pod = _going(pod)
+            else:
+                del self._evicting[uid]  # the watch shows it going: the mark has done its work
         previous = self._pods.get(uid)
         self._pods[uid] = pod
         if pod.metadata.deletion_timestamp is not None:
@@ -418,8 +432,24 @@ class ClusterState:
         if uid and uid not in self._pods and uid not in self._deleted:
             self.upsert_pod(pod)
 
+    def evicting(self, uid: str) -> None:
+        """Lahar sets out to evict pod `uid`: it is going from now on (a deletionTimestamp), as
+        the watch will show; its gang no longer stands on it."""
+        pod = self._pods.get(uid)
+        if pod is None or pod.metadata.deletion_timestamp is not None or uid in self._evicting:
+            return
+        self._evicting[uid] = pod
+        self.upsert_pod(pod)
+
+    def kept(self, uid: str) -> None:
+        """Lahar's eviction of pod `uid` failed: it is as the watch last showed it again."""
+        pod = self._evicting.pop(uid, None)
+        if pod is not None and uid in self._pods:
+            self.upsert_pod(pod)
+
     def delete_pod(self, uid: str) -> None:
         self._deleted[uid] = True
+        self._evicting.pop(uid, None)
         self._terminating.discard(uid)
         self._index(self._pods.pop(uid, None), None)
         self._place(uid, None)
@@ -636,3 +666,12 @@ class ClusterState:
 
     def _capacity_freed(self) -> None:
         self.events.publish(CapacityFreed())
+
+
+GOING = "evicting"  # the deletionTimestamp of a pod Lahar evicts, until the watch shows its own
+
+
+def _going(pod: Pod) -> Pod:
+    """`pod` marked going, as Lahar's eviction of it will have the API show it."""
+    meta = pod.metadata.model_copy(update={"deletion_timestamp": GOING})
+    return pod.model_copy(update={"metadata": meta})

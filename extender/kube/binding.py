@@ -16,7 +16,8 @@ merge-patches a pod's annotations: Lahar uses it to have the scheduler retry a p
 event loop (`aio.AsyncApi`): they are one per pod, on the scheduling path.
 
 `evict_pod` asks for a pod's eviction through the Eviction API, so PodDisruptionBudgets are
-honoured (a dry run first tells whether they would allow it).
+honoured (a dry run first tells whether they would allow it). A pod already gone, or replaced
+by one made again under its name (the uid precondition fails), is no eviction refused.
 """
 
 from __future__ import annotations
@@ -98,7 +99,8 @@ def evict_pod(
     api: k8s.ApiClient, namespace: str, name: str, uid: str, *, dry_run: bool = False
 ) -> bool:
     """Evict `namespace/name` (only that very pod: its uid is a precondition): True when it was
-    (or would be) evicted, False when it is already gone; raise `KubeError` saying why when the
+    (or would be) evicted, False when it is already gone (also when a pod made again under its
+    name, by its Job's controller, has taken its place); raise `KubeError` saying why when the
     API refuses (a PodDisruptionBudget answers 429)."""
     options: dict[str, object] = {"preconditions": {"uid": uid}} if uid else {}
     if dry_run:
@@ -115,5 +117,16 @@ def evict_pod(
     except ApiStatusError as error:
         if error.status == 404:
             return False  # already gone: what the eviction wanted
+        if error.status == 409 and uid and _replaced(api, namespace, name, uid):
+            return False  # (the precondition failed: that very pod is gone)
         raise KubeError(f"evicting pod {namespace}/{name}: {error}") from error
     return True
+
+
+def _replaced(api: k8s.ApiClient, namespace: str, name: str, uid: str) -> bool:
+    """Whether pod `uid` is gone from `namespace/name` (none there, or another pod)."""
+    try:
+        found = json.loads(send(api, "GET", f"/api/v1/namespaces/{namespace}/pods/{name}").read())
+    except ApiStatusError as error:
+        return error.status == 404
+    return bool((found.get("metadata") or {}).get("uid") != uid)

@@ -11,6 +11,10 @@ the preempt verb hands a gang over, and every `interval` seconds; at most one pr
   (Preempting) and on each victim's (Preempted) say what was evicted, after the fact.
 
 Victims being evicted count as capacity about to be free, so a gang is not preempted for twice.
+Every victim is marked going in the cluster state (`ClusterState.evicting`) before the first is
+evicted: the watch shows a victim gone only a moment after its Job's controller may have made
+its replacement, and until then the victim's gang would stand on it and let the replacement
+bind on the room freed for the preemptor. A victim whose eviction fails is unmarked.
 `on_evicted` hears how many pods went, and why: `preempt` for a victim of the preemptor's own
 queue, `reclaim` for one of another queue (as Volcano's preempt and reclaim actions divide them).
 It hears of each pod once, whether Lahar evicted it or proposed it to the scheduler, which
@@ -86,20 +90,34 @@ class Preemptor:
             return False
         log.info("gang %s: %s", key, preemption.message, extra=subject)
         self.announce(key, PodGroupEvent("Normal", "Preempting", preemption.message))
-        for unit in preemption.victims:
-            evicted: list[str] = []
-            for pod, _ in unit.pods:
-                meta = pod.metadata
-                try:
-                    if await self.evict(meta.namespace, meta.name, meta.uid, False):
-                        evicted.append(meta.uid)
-                except Exception as error:  # allowed a moment ago: stop on this gang, say so
-                    log.warning(
-                        "gang %s: evicting victim %s failed: %s", key, pod.key, error, extra=subject
-                    )
-                    break
-            self._count(_reason(preemption, unit), evicted)
-            self._preempted(unit, f"{len(evicted)} of {len(unit.pods)} pods evicted", key)
+        victims = [pod.metadata.uid for unit in preemption.victims for pod, _ in unit.pods]
+        for uid in victims:  # every victim going before the first is evicted
+            self.state.evicting(uid)
+        gone: set[str] = set()  # evicted, or gone already
+        try:
+            for unit in preemption.victims:
+                evicted: list[str] = []
+                for pod, _ in unit.pods:
+                    meta = pod.metadata
+                    try:
+                        if await self.evict(meta.namespace, meta.name, meta.uid, False):
+                            evicted.append(meta.uid)
+                    except Exception as error:  # allowed a moment ago: stop on this gang, say so
+                        log.warning(
+                            "gang %s: evicting victim %s failed: %s",
+                            key,
+                            pod.key,
+                            error,
+                            extra=subject,
+                        )
+                        break
+                    gone.add(meta.uid)
+                self._count(_reason(preemption, unit), evicted)
+                self._preempted(unit, f"{len(evicted)} of {len(unit.pods)} pods evicted", key)
+        finally:
+            for uid in victims:  # not evicted: it stays
+                if uid not in gone:
+                    self.state.kept(uid)
         return True
 
     def proposed(self, preemption: Preemption) -> None:

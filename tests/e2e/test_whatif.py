@@ -255,14 +255,14 @@ def test_the_victims_named_are_the_gang_the_extender_evicts(
     """A low-priority gang expected to run an hour holds the node; a high-priority Job needs
     its room. Under the preemption policy the extender runs, the answer evicts that gang and
     starts the Job now; under policy/lahar.yaml, it evicts nobody (the Job waits for the hour).
-    Created, the Job has the extender evict that very gang and runs where the answer said. The
-    gang's Job ends when evicted (PodEvicted -> AbortJob), so its room stays free for the Job."""
+    Created, the Job has the extender evict that very gang and runs where the answer said; the
+    gang's Job, with Volcano's default policies, makes its pods again, and they wait their turn."""
     (node,) = own_nodes(1, cpu="4")
     low, high = f"{namespace}-low", f"{namespace}-high"
     for name, value in ((low, 10), (high, 1000)):
         cluster_object(priority_class(name, value))
     held = expecting(pinned_job(namespace, "held", 2, "2"), LONG).priority_class(low)
-    submit(api, held.policy("PodEvicted", "AbortJob").build())
+    submit(api, held.build())
     victims = {p["metadata"]["uid"] for p in running(api, namespace, "held", 2).values()}
     body = pinned_job(namespace, "urgent", 2, "2").priority_class(high).build()
 

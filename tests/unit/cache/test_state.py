@@ -1,11 +1,13 @@
 """The cluster state counts what the scheduler counts: bound, unfinished pods at their effective
-request; assumed pods at once and exactly once; nothing left behind by deletes or relists."""
+request; assumed pods at once and exactly once; nothing left behind by deletes or relists; a pod
+Lahar evicts going at once."""
 
 from __future__ import annotations
 
 from extender.api.resources import Resources
 from extender.cache.events import GangChanged, PodGroupChanged
 from extender.cache.state import ClusterState
+from extender.gangs.members import view_gang
 from tests.builders import cluster, make_group, make_node, make_pod
 
 
@@ -189,3 +191,33 @@ def test_a_pod_the_scheduler_asks_about_first_is_learned_unless_the_watch_showed
     state.delete_pod("w0")
     state.learn(early)  # (a stale copy of a pod the watch showed deleted brings nothing back)
     assert "w0" not in state.pods
+
+
+def test_a_pod_lahar_evicts_is_going_until_the_watch_shows_it_so_or_the_eviction_fails() -> None:
+    """Marked going at the eviction, its gang no longer stands on it: a stale event from before
+    the eviction keeps the mark, the watch's own deletionTimestamp or deletion takes over; a
+    failed eviction brings the pod back as the watch last showed it."""
+    placed = [make_pod(f"g-{i}").uid(f"g{i}").cpu("1").group("g").on("n1") for i in range(2)]
+    state = cluster([make_node("n1").cpu("4")], placed)
+    state.upsert_pod_group(make_group("g").min_member(2).model())
+    assert view_gang(state, "default/g").stands
+    changed: list[str] = []
+    state.events.subscribe(GangChanged, lambda event: changed.append(event.key))
+
+    state.evicting("g0")
+    assert state.terminating == {"g0"} and changed == ["default/g"]
+    assert not view_gang(state, "default/g").stands
+    assert requested(state, "n1") == Resources({"cpu": 2000, "pods": 2})  # (runs till gone)
+    state.upsert_pod(placed[0].phase("Running").model())  # an event from before the eviction
+    assert state.terminating == {"g0"} and not view_gang(state, "default/g").stands
+    state.upsert_pod(placed[0].deleting().model())  # the watch shows it going
+    state.delete_pod("g0")
+    assert state.terminating == set() and "g0" not in state.pods
+
+    state.evicting("g1")
+    state.kept("g1")  # the eviction failed
+    assert state.terminating == set()
+    assert state.pods["g1"] == placed[1].model()
+    state.kept("g1")  # (no mark: nothing to take back)
+    state.evicting("gone")  # (a pod the state does not hold: nothing to mark)
+    assert state.pods["g1"] == placed[1].model() and "gone" not in state.pods

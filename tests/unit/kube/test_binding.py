@@ -1,6 +1,7 @@
 """Creating a binding: idempotent, and a call that got no answer is sent again. A binding that
 landed before its answer was lost is found bound to that very node (409, then the pod read back);
-bound elsewhere, or refused, it is an error at once; three unanswered calls are an error."""
+bound elsewhere, or refused, it is an error at once; three unanswered calls are an error. An
+eviction of a pod already gone, or replaced by one made again under its name, is no refusal."""
 
 from __future__ import annotations
 
@@ -68,3 +69,49 @@ def test_a_binding_is_sent_again_only_when_it_got_no_answer(
         with pytest.raises(KubeError, match="binding pod ns/a to n1"):
             asyncio.run(bind)
     assert api.calls == calls
+
+
+class Answer:
+    """A response whose body is `body` (what `send` returns)."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.body = body
+
+    def read(self) -> bytes:
+        return json.dumps(self.body).encode()
+
+
+@pytest.mark.parametrize(
+    ("post", "found", "outcome"),
+    [
+        (None, None, True),
+        (ApiStatusError("not found", 404), None, False),  # already gone
+        (conflict(), ApiStatusError("not found", 404), False),  # gone since
+        (conflict(), "u2", False),  # made again under its name: that very pod is gone
+        (conflict(), "u1", "evicting pod ns/a"),  # still there: a conflict of another kind
+        (ApiStatusError("disruption budget", 429), None, "evicting pod ns/a"),
+    ],
+    ids=["evicted", "gone", "gone since", "replaced", "conflict", "refused"],
+)
+def test_an_eviction_of_a_pod_gone_or_made_again_under_its_name_is_no_refusal(
+    monkeypatch: pytest.MonkeyPatch,
+    post: ApiStatusError | None,
+    found: ApiStatusError | str | None,
+    outcome: bool | str,
+) -> None:
+    def send(api: Any, method: str, path: str, **_: Any) -> Answer:
+        if method == "POST":
+            if post is not None:
+                raise post
+            return Answer({})
+        assert method == "GET" and path == "/api/v1/namespaces/ns/pods/a"
+        if isinstance(found, ApiStatusError):
+            raise found
+        return Answer({"metadata": {"name": "a", "uid": found}})
+
+    monkeypatch.setattr(binding, "send", send)
+    if isinstance(outcome, str):
+        with pytest.raises(KubeError, match=outcome):
+            binding.evict_pod(None, "ns", "a", "u1")  # type: ignore[arg-type]
+    else:
+        assert binding.evict_pod(None, "ns", "a", "u1") is outcome  # type: ignore[arg-type]

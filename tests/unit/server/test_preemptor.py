@@ -1,5 +1,6 @@
-"""The preemptor: all or nothing by a dry run, Events after the fact, a failing pass survived
-(the engine's preemption loop's passes run with the preemptor's eviction)."""
+"""The preemptor: all or nothing by a dry run, every victim going before the first is evicted,
+Events after the fact, a failing pass survived (the engine's preemption loop's passes run with
+the preemptor's eviction)."""
 
 from __future__ import annotations
 
@@ -12,18 +13,25 @@ from extender.cache.state import ClusterState
 from extender.framework.engine import Engine
 from extender.server.group_status import PodGroupEvent
 from extender.server.preemptor import Preemptor
-from tests.builders import cluster, make_node, running, waiting
+from tests.builders import cluster, make_node, make_pod, running, waiting
 from tests.engines import preempting_engine
 
 
 class Evictions:
-    def __init__(self, refuse: str = "") -> None:
-        self.refuse, self.dry, self.real = refuse, [], []  # type: ignore[var-annotated]
+    """The Eviction API: `refuse` refuses that pod (a PodDisruptionBudget: the dry run too),
+    `fail` fails its real eviction only; `going` is what the state counted going at each real
+    eviction (the watch shows nothing of them: it lags)."""
+
+    def __init__(self, refuse: str = "", fail: str = "", state: ClusterState | None = None):
+        self.refuse, self.fail, self.state = refuse, fail, state
+        self.dry, self.real, self.going = [], [], []  # type: ignore[var-annotated]
 
     async def __call__(self, namespace: str, name: str, uid: str, dry_run: bool) -> bool:
-        if name == self.refuse:
+        if name == self.refuse or (name == self.fail and not dry_run):
             raise RuntimeError("Cannot evict pod as it would violate the pod's disruption budget")
         (self.dry if dry_run else self.real).append(name)
+        if not dry_run and self.state is not None:
+            self.going.append(set(self.state.terminating))
         return True
 
 
@@ -74,6 +82,46 @@ def test_victims_are_evicted_whole_and_reported_after_the_fact() -> None:
             ("default/low", "Preempted"),
         ]
         assert said[1][1].message.startswith("2 of 2 pods evicted (whole)")
+
+    asyncio.run(scenario())
+
+
+LOW = {"uid-default-low-0", "uid-default-low-1"}  # the victims' uids
+
+
+def test_every_victim_is_going_before_the_first_is_evicted_and_its_gang_no_longer_stands() -> None:
+    """The victims' Job makes their pods again as soon as the first is gone, before the watch
+    shows the evictions: a replacement the scheduler asks about waits its turn behind the
+    preemptor (without the mark, its gang stood on the victims and it passed), also once the
+    watch has caught up; the preemptor is admitted."""
+
+    async def scenario() -> None:
+        state, engine = scene()
+        evict = Evictions(state=state)
+        preemptor(state, engine, evict, lambda key, event: None)
+        assert await engine.preemption_pass() is True
+        assert evict.going == [LOW, LOW]
+        again = make_pod("low-0").uid("low-0-again").cpu("2").group("low").priority(1).model()
+        state.learn(again)  # (the scheduler asks about it before the watch shows it)
+        assert engine.filter(state, again, ["n0"]).gang_reason is not None
+        for uid in LOW:  # the watch catches up
+            state.delete_pod(uid)
+        assert engine.filter(state, again, ["n0"]).gang_reason is not None
+        urgent = state.pods["uid-default-urgent-0"]
+        assert engine.filter(state, urgent, ["n0"]).gang_reason is None
+        assert engine.admission("default/urgent") is not None
+
+    asyncio.run(scenario())
+
+
+def test_a_victim_whose_eviction_fails_stays_and_is_no_longer_going() -> None:
+    async def scenario() -> None:
+        state, engine = scene()
+        evict = Evictions(fail="low-1", state=state)
+        preemptor(state, engine, evict, lambda key, event: None)
+        assert await engine.preemption_pass() is True
+        assert evict.real == ["low-0"] and evict.going == [LOW]
+        assert state.terminating == {"uid-default-low-0"}
 
     asyncio.run(scenario())
 
