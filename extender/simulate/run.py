@@ -30,7 +30,8 @@ of its from before time 0) and its bound pods end `duration` less the time it ha
 if that is past); its pending pods go to the scheduler, and a gang found partly bound is
 completed first, as the extender does after a restart (`Engine.recover`). What pods Lahar does
 not schedule take on a node (`Trace.occupied`) is held by one pod bound there that never ends. A
-run given a `horizon` stops there (the run ends then, jobs not started by then never started),
+run given a `horizon` stops there (the run ends then, jobs not started by then never started;
+one given `until_started` ends once those jobs have all started),
 and `SimulationOutcome.evictions` names who preempted whom when. Jobs arriving at the same moment
 are handed over in the trace's order, in one callback per moment (asyncio's timers due at one
 moment do not keep the order they were set in, and the scheduler's order among pods created at
@@ -48,7 +49,7 @@ import contextlib
 import gc
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 
 from extender.actions.bind import BindError
@@ -171,12 +172,17 @@ class Simulation:
         progress_every: float = 2.0,
         scale_up: Mode | None = None,
         horizon: float | None = None,
+        until_started: Collection[str] | None = None,
     ) -> None:
+        """`until_started`: job keys; the run ends once every one of them has started (a
+        what-if asks nothing of the run after that), at the horizon at the latest."""
         if horizon is not None and not horizon > 0:
             raise ValueError(f"horizon: the run stops at a time after 0, not {horizon!r}")
         self.trace, self.name, self.idle_limit = trace, name, idle_limit
         self.horizon = horizon
         self._at_horizon = False  # the run stopped at its horizon
+        self._awaited = None if until_started is None else set(until_started)
+        self._settled = False  # the run stopped: every job awaited had started
         self.on_progress, self.progress_every = on_progress, progress_every
         self.clock = Clock()
         self.state = ClusterState(clock=self.clock)
@@ -227,7 +233,9 @@ class Simulation:
             if self.on_progress is not None:  # where it ended, however soon after the last
                 self._report(time.perf_counter())
         end = max((r.finished or 0.0 for r in self.jobs.values()), default=0.0)
-        if self._at_horizon:
+        if self._settled:
+            end = self.clock.now
+        elif self._at_horizon:
             assert self.horizon is not None
             end = self.horizon
         elif any(r.finished is None for r in self.jobs.values()):
@@ -274,6 +282,7 @@ class Simulation:
             loop.call_at(self.horizon, self._stop)
         if not self.jobs:
             self._all_done.set()
+        self._settle()  # (every job awaited may be running already)
         while not self._all_done.is_set():
             before = self.progress
             watch = self.idle_limit
@@ -325,6 +334,12 @@ class Simulation:
         """The horizon: the run ends here."""
         self._at_horizon = True
         self._all_done.set()
+
+    def _settle(self) -> None:
+        """The run ends here if every job it awaits has started."""
+        if self._awaited is not None and not self._awaited and not self._all_done.is_set():
+            self._settled = True
+            self._all_done.set()
 
     def _arrive_all(self, jobs: list[TraceJob]) -> None:
         for job in jobs:
@@ -427,6 +442,9 @@ class Simulation:
         if record.started is None:
             record.started = now
             self._started += 1
+            if self._awaited is not None:
+                self._awaited.discard(record.job.key)
+                self._settle()
         for member in record.running:
             self._run_to_end(member, now)
 

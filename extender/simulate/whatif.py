@@ -3,7 +3,8 @@ delays, or why it would not start. `lahar whatif -f` answers with this.
 
 The snapshot (a trace of the running cluster, `simulate.from_cluster`) is played twice through
 the real engine in virtual time: as it is, and with the Job arriving at time 0, after every gang
-already pending (it is the newest). Both runs stop at the horizon. Comparing them gives:
+already pending (it is the newest). Each run ends once every gang pending at the snapshot (and
+the Job) has started, at the horizon at the latest. Comparing them gives:
 
 - the start: "now" when the Job's minimum runs within `NOW_WITHIN` seconds of virtual time (the
   first scheduling rounds), else the time it started;
@@ -113,8 +114,21 @@ def ask(
         except ValidationError as error:
             raise ValueError(describe_invalid(error, root="the Job")) from None
     idle = _idle_limit(horizon)
-    base = Simulation(trace, policy, "without", seed=seed, horizon=horizon, idle_limit=idle).run()
-    played = Simulation(asked, policy, "with", seed=seed, horizon=horizon, idle_limit=idle)
+    # Each run ends once every gang waiting at the snapshot (and the Job) has started: the
+    # answer asks nothing of the runs after that.
+    waiting = [j.key for j in trace.jobs if not j.in_progress]
+    base = Simulation(
+        trace, policy, "without", seed=seed, horizon=horizon, idle_limit=idle, until_started=waiting
+    ).run()
+    played = Simulation(
+        asked,
+        policy,
+        "with",
+        seed=seed,
+        horizon=horizon,
+        idle_limit=idle,
+        until_started=[*waiting, job.key],
+    )
     outcome = played.run()
     record = outcome.jobs[job.key]
     start = record.started

@@ -155,6 +155,30 @@ def test_a_run_that_ends_before_its_horizon_ends_there(lahar: Policy) -> None:
     assert Simulation(trace.model(), lahar, "lahar", horizon=1e6).run().end == 60.0
 
 
+@pytest.mark.parametrize(
+    ("awaited", "end"),
+    [
+        ((), 0.0),  # (nothing to wait for: the run ends at once)
+        (("first",), 0.0),
+        (("first", "second"), 600.0),  # (second starts when first ends)
+        (("second", "late"), 5000.0),
+    ],
+)
+def test_a_run_ends_once_every_job_it_awaits_has_started(
+    lahar: Policy, awaited: tuple[str, ...], end: float
+) -> None:
+    trace = (
+        make_trace()
+        .nodes(names=["a"], cpu="4")
+        .job(make_trace_job("first").task("w", 1, cpu="4", duration=600))
+        .job(make_trace_job("second").task("w", 1, cpu="4", duration=60))
+        .job(make_trace_job("late").task("w", 1, cpu="1", duration=60).set(arrival=5000))
+    )
+    outcome = Simulation(trace.model(), lahar, "lahar", horizon=1e6, until_started=awaited).run()
+    assert outcome.end == end
+    assert all(outcome.jobs[job].started is not None for job in awaited)
+
+
 @pytest.mark.parametrize("horizon", [0.0, -5.0])
 def test_a_horizon_is_after_0(lahar: Policy, horizon: float) -> None:
     trace = make_trace().nodes(1).model()
