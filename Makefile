@@ -15,7 +15,7 @@ INSTALLED := $(VENV)/.installed
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: demo test unit image lint bench bench-webhook bench-memory bench-decode bench-simulate bench-compare bench-walks bench-topology bench-e2e bench-backlog bench-scaling faults controlplane dist clean
+.PHONY: demo test unit image lint bench bench-webhook bench-memory bench-decode bench-simulate bench-whatif bench-compare bench-walks bench-topology bench-e2e bench-backlog bench-scaling faults controlplane dist clean
 
 $(INSTALLED): pyproject.toml
 	@echo "lahar: setting up $(VENV) (Python packages from PyPI)"
@@ -53,6 +53,9 @@ bench-decode: $(INSTALLED)
 
 bench-simulate: $(INSTALLED)
 	$(BIN)/python benchmarks/simulate.py $(ARGS)
+
+bench-whatif: $(INSTALLED)
+	$(BIN)/python benchmarks/whatif.py $(ARGS)
 
 bench-compare: $(INSTALLED)
 	$(BIN)/python benchmarks/compare.py $(ARGS)

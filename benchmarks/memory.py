@@ -18,129 +18,14 @@ import sys
 import time
 from multiprocessing import Process, Queue
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cluster_json import GANG, group_json, mib, node_json, pod_json
 
 from extender.api.objects import Node, Pod
 from extender.api.scheduling import PodGroup
 from extender.cache.state import ClusterState
-
-GANG = 8
-
-
-def _status_kib(field: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return float(line.split()[1])
-    raise RuntimeError(f"/proc/self/status has no {field}")
-
-
-def mib(field: str = "VmRSS") -> float:
-    return _status_kib(field) / 1024
-
-
-def node_json(index: int) -> dict[str, Any]:
-    name = f"node-{index:05d}"
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "uid": f"uid-{name}",
-            "resourceVersion": str(1000 + index),
-            "labels": {
-                "kubernetes.io/hostname": name,
-                "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64",
-                "node.kubernetes.io/instance-type": "m6i.8xlarge",
-                "topology.kubernetes.io/zone": f"zone-{index % 3}",
-                "topology.kubernetes.io/region": "region-1",
-            },
-            "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
-        },
-        "spec": {
-            "podCIDR": f"10.{index // 256}.{index % 256}.0/24",
-            "taints": [{"key": "dedicated", "value": "batch", "effect": "PreferNoSchedule"}],
-        },
-        "status": {
-            "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
-            "allocatable": {"cpu": "31800m", "memory": "250Gi", "pods": "110"},
-            "conditions": [
-                {
-                    "type": kind,
-                    "status": "True" if kind == "Ready" else "False",
-                    "lastHeartbeatTime": "2026-11-23T10:00:00Z",
-                    "lastTransitionTime": "2026-11-23T09:00:00Z",
-                    "reason": f"Kubelet{kind}",
-                    "message": f"kubelet reports {kind}",
-                }
-                for kind in ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready")
-            ],
-            "addresses": [
-                {"type": "InternalIP", "address": f"10.0.{index // 256}.{index % 256}"},
-                {"type": "Hostname", "address": name},
-            ],
-            "nodeInfo": {"kubeletVersion": "v1.35.4", "containerRuntimeVersion": "containerd://2"},
-        },
-    }
-
-
-def pod_json(index: int, node: str, group: str) -> dict[str, Any]:
-    name = f"{group}-worker-{index % GANG}"
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": "bench",
-            "uid": f"uid-{index:06d}",
-            "resourceVersion": str(100000 + index),
-            "labels": {"volcano.sh/job-name": group, "volcano.sh/task-spec": "worker"},
-            "annotations": {"scheduling.k8s.io/group-name": group},
-            "ownerReferences": [
-                {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": group}
-            ],
-        },
-        "spec": {
-            "schedulerName": "lahar",
-            "nodeName": node,
-            "priorityClassName": "batch",
-            "priority": 100,
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "registry.example.com/train:1.0",
-                    "env": [{"name": f"VAR_{i}", "value": f"value-{i}"} for i in range(6)],
-                    "resources": {
-                        "requests": {"cpu": "2", "memory": "8Gi"},
-                        "limits": {"cpu": "2", "memory": "8Gi"},
-                    },
-                    "volumeMounts": [{"name": "data", "mountPath": "/data"}],
-                }
-            ],
-            "volumes": [{"name": "data", "emptyDir": {}}],
-            "tolerations": [{"key": "dedicated", "operator": "Exists"}],
-        },
-        "status": {
-            "phase": "Running",
-            "podIP": f"10.1.{index // 256 % 256}.{index % 256}",
-            "conditions": [
-                {"type": kind, "status": "True", "lastTransitionTime": "2026-11-23T10:00:00Z"}
-                for kind in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
-            ],
-        },
-    }
-
-
-def group_json(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "bench", "uid": f"uid-{name}"},
-        "spec": {"minMember": GANG, "queue": "default"},
-        "status": {"phase": "Running", "running": GANG},
-    }
 
 
 def measure(nodes: int, pods: int, out: Queue) -> None:  # type: ignore[type-arg]

@@ -18,7 +18,7 @@ from typing import Any
 from extender.simulate.comparison import Comparison
 from extender.simulate.from_cluster import FOREVER, Limits
 from extender.simulate.trace import Trace
-from extender.simulate.whatif import Answer
+from extender.simulate.whatif import Answer, Delay
 
 SHOWN = 5  # names listed before "and N more"
 
@@ -72,16 +72,19 @@ def lines(answer: Answer) -> list[str]:
         said.append(f"evicts: {', '.join(_listed(list(answer.victims)))}")
     if answer.knock_on:
         said.append(f"and, as a result, evicts: {', '.join(_listed(list(answer.knock_on)))}")
-    for delay in answer.delays:
-        before = span(delay.before) if delay.before is not None else "-"
-        if delay.after is None:
-            said.append(
-                f"delays {delay.job}: does not start within {span(answer.horizon)}, instead of "
-                f"in {before}"
-            )
-        else:
-            said.append(f"delays {delay.job}: starts in {span(delay.after)} instead of {before}")
+    said += [_delayed(delay, answer.horizon) for delay in answer.delays]
     return said
+
+
+def _delayed(delay: Delay, horizon: float) -> str:
+    before = span(delay.before) if delay.before is not None else "-"
+    if delay.after is None:
+        return f"delays {delay.job}: does not start within {span(horizon)}, instead of in {before}"
+    if delay.before is not None and span(delay.after) == before:  # (rounded alike)
+        return (
+            f"delays {delay.job}: starts {delay.after - delay.before:.0f}s later, in about {before}"
+        )
+    return f"delays {delay.job}: starts in {span(delay.after)} instead of {before}"
 
 
 def notes(trace: Trace, limits: Limits | None, policy_from: str) -> list[str]:

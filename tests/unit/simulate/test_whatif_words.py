@@ -106,11 +106,16 @@ def test_a_range_is_two_spans_or_one_or_open_above(low: float, high: float, said
             ],
         ),
         (
-            make_answer("tf").on("b").delays("wait", 200, 600).delays("late", 200, None),
+            make_answer("tf")
+            .on("b")
+            .delays("wait", 200, 600)
+            .delays("late", 200, None)
+            .delays("near", 360, 380),
             [
                 "Job tf starts now, on b",
                 "delays wait: starts in 10m instead of 3m",
                 "delays late: does not start within 24.0h, instead of in 3m",
+                "delays near: starts 20s later, in about 6m",
             ],
         ),
     ],
