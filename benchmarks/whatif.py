@@ -617,7 +617,8 @@ def report(figures: dict[str, Any], held: dict[str, Any], args: argparse.Namespa
     print()
     print(table(("PHASE", "WALL S", "CPU S", "GC S", "RSS MIB"), rows))
     print()
-    print(f"lines the engine logged at WARNING (in virtual time; lahar whatif prints none): {figures['warnings']}")
+    warned = figures["warnings"]
+    print(f"lines the engine logged at WARNING (virtual time; lahar whatif prints none): {warned}")
     empty, peak = figures["empty"], figures["peak"]
     print(f"RSS of the empty process {empty:.1f} MiB, peak (VmHWM) {peak:.1f} MiB")
     print(f"under 10 s on one core: {'yes' if total.wall < 10 else 'no'} ({total.wall:.1f} s)")
