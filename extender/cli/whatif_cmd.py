@@ -203,11 +203,11 @@ def _compare(
     except WorkerDied as error:
         raise SystemExit(f"lahar {COMMAND}: {error}") from None
     compared = compare(outcomes, horizon)
-    for name, _, _ in runs:
-        print(f"{name}: {_run_label(name, args)}")
     if args.output == "json":
         print(json.dumps(whatif_words.comparison_json(compared), indent=2))
         return 0
+    for name, _, _ in runs:
+        print(f"{name}: {_run_label(name, args)}")
     summaries = [summarize(outcome) for outcome in outcomes]
     for headers, rows in (
         whatif_words.share_table(compared),

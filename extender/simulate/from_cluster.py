@@ -440,6 +440,15 @@ class _Reader:
                     ends.append(start + limit)
         return max(0.0, min(ends) - gang_start) if ends else None
 
+    def _spec(self, pod: Pod) -> Mapping[str, Any]:
+        """The pod's spec as listed; for a pod its Job's controller has not made yet, as the
+        cache expects it (its tolerations and node affinity are the template's)."""
+        listed = self.pods.get(pod.metadata.uid)
+        if listed is not None:
+            spec: Mapping[str, Any] = listed.get("spec") or {}
+            return spec
+        return pod.spec.model_dump(by_alias=True, exclude_defaults=True, mode="json")
+
     def _tasks(
         self, members: Sequence[Pod], group: PodGroup | None, estimated: Estimate
     ) -> tuple[Task, ...]:
@@ -447,7 +456,7 @@ class _Reader:
         order; a task name repeated for pods that differ gets a number."""
         split: dict[tuple[Any, ...], list[Pod]] = {}
         for pod in sorted(members, key=lambda p: _natural(p.metadata.name)):
-            raw_spec = (self.pods.get(pod.metadata.uid) or {}).get("spec") or {}
+            raw_spec = self._spec(pod)
             split.setdefault(
                 (
                     task_of(pod),
@@ -465,7 +474,7 @@ class _Reader:
         for (task, *_), pods in split.items():
             name = _task_name(task or "pod", names)
             first = pods[0]
-            raw_spec = (self.pods.get(first.metadata.uid) or {}).get("spec") or {}
+            raw_spec = self._spec(first)
             request = first.request
             node_affinity = (raw_spec.get("affinity") or {}).get("nodeAffinity")
             tasks.append(

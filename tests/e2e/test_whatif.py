@@ -35,6 +35,7 @@ from kubernetes import client as k8s
 from extender import devcluster
 from extender.api.batch import BATCH_API_VERSION
 from extender.api.run_times import RUN_TIME_ANNOTATION
+from extender.api.scheduling import API_VERSION
 from extender.api.times import parse_time
 from extender.cli.main import main
 from extender.devcluster.lifecycle import end_pod
@@ -44,9 +45,10 @@ from extender.kube.raw import ApiStatusError
 from extender.kube.tokens import service_account_token
 from extender.kube.writes import delete as delete_object
 from tests.batch_builders import JobBuilder
-from tests.builders import make_job
+from tests.builders import make_job, make_queue
 from tests.e2e.conftest import TEST_KEY, ClusterObject, NodeFactory, events, priority_class
 from tests.e2e.jobs import job, pods, running, submit
+from tests.e2e.test_queue_tree import make_tree
 from tests.e2e.webhook import create
 
 # Seconds from a blocker's end to the Job's pods Running on the real cluster: the extender hears
@@ -101,19 +103,23 @@ def whatif(
     capsys: pytest.CaptureFixture[str], dev_cluster: devcluster.DevCluster, tmp_path: Path
 ) -> Whatif:
     """`whatif(job, *flags, policy=, kubeconfig=)`: `lahar whatif -f` for the Job `job` (written
-    to a file as a user would), with `--current-policy` the policy the extender runs unless
-    `policy` is given, as the dev cluster's administrator unless `kubeconfig` is given."""
+    to a file as a user would; no `-f` when `job` is None), with `--current-policy` the policy
+    the extender runs unless `policy` is given, as the dev cluster's administrator unless
+    `kubeconfig` is given."""
 
     def ask(
-        body: dict[str, Any],
+        body: dict[str, Any] | None,
         *flags: str,
         policy: Path | None = None,
         kubeconfig: Path | None = None,
     ) -> Said:
-        path = tmp_path / f"{body['metadata']['name']}.yaml"
-        path.write_text(yaml.safe_dump(body), encoding="utf-8")
+        given = []
+        if body is not None:
+            path = tmp_path / f"{body['metadata']['name']}.yaml"
+            path.write_text(yaml.safe_dump(body), encoding="utf-8")
+            given = ["-f", str(path)]
         chosen = policy or running_policy(dev_cluster)
-        argv = ["whatif", "-f", str(path), "--current-policy", str(chosen), *flags]
+        argv = ["whatif", *given, "--current-policy", str(chosen), *flags]
         argv += ["--kubeconfig", str(kubeconfig or dev_cluster.kubeconfig)]
         capsys.readouterr()
         asked = time.time()
@@ -408,3 +414,72 @@ def test_the_rights_missing_are_named_and_the_whatif_roles_are_enough(
     assert answered.lines[0] == f"Job {namespace}/probe starts now, on {namespace}-n0"
     assert TAKEN_AT.sub("", answered.out) == TAKEN_AT.sub("", administrator.out)
     assert answered.err == administrator.err
+
+
+SHARE_TOLERANCE = 0.1  # of the parent's cpu, as the fair-share tests hold a share to
+
+
+def shares_of(answer: dict[str, Any], run: str, paths: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """The run's `levelShares` entries of the queues `paths` names (short name -> path)."""
+    found = {entry["queue"]: entry for entry in answer["levelShares"][run]}
+    return {short: found[path] for short, path in paths.items()}
+
+
+def test_a_weight_changed_shares_the_parent_by_the_new_weights(
+    api: k8s.ApiClient,
+    namespace: str,
+    own_nodes: NodeFactory,
+    cluster_object: ClusterObject,
+    whatif: Whatif,
+) -> None:
+    """parent -> {qa, qb}, weight 1 each, on a node of four 16-cpu slots. Two gangs of each run
+    (expected to end in 5m) and a backlog of an hour's gangs waits in both (more than the whole
+    cluster, the dev cluster's own nodes too, so neither child deserves less than its weight
+    says). Played as it is, qa and qb share the parent half and half; with qa's weight 3, from
+    the first ends on, 3/4 and 1/4 (and the text says which run is which)."""
+    own_nodes(1, cpu="64")
+    names = make_tree(
+        namespace,
+        cluster_object,
+        make_queue("parent"),
+        make_queue("qa").parent("parent"),
+        make_queue("qb").parent("parent"),
+    )
+    paths = {short: f"root/{names['parent']}/{names[short]}" for short in ("qa", "qb")}
+
+    def gang(short: str, name: str, run_time: str) -> str:
+        body = expecting(pinned_job(namespace, name, 1, "16"), run_time).queue(names[short])
+        submit(api, body.build())
+        return name
+
+    runners = [gang(short, f"{short}-run{i}", "5m") for short in ("qa", "qb") for i in range(2)]
+    for name in runners:
+        running(api, namespace, name, 1)
+    backlog = [gang("qa", f"qa-wait{i}", "1h") for i in range(8)]
+    backlog += [gang("qb", f"qb-wait{i}", "1h") for i in range(4)]
+    wait_until(  # (the snapshot reads a waiting Job by its PodGroup)
+        lambda: (
+            len(list_objects(api, API_VERSION, "PodGroup", namespace=namespace))
+            == len(runners) + len(backlog)
+        ),
+        timeout=60,
+        what="a PodGroup for every Job",
+    )
+    assert all(nodes_of(api, namespace, name) == [] for name in backlog)  # the node is full
+    edit = f"{names['qa']}.weight=3"
+
+    answer = whatif(None, "--queue", edit, "--hours", "2", "-o", "json").answer()
+
+    assert answer["runs"] == ["current", "new"]
+    for run, fair in (("current", {"qa": 0.5, "qb": 0.5}), ("new", {"qa": 0.75, "qb": 0.25})):
+        got = shares_of(answer, run, paths)
+        assert {short: entry["fair"] for short, entry in got.items()} == pytest.approx(fair)
+        for short, entry in got.items():
+            assert entry["share"] is not None, (run, got)
+            assert abs(entry["share"] - fair[short]) <= SHARE_TOLERANCE, (run, got)
+    assert shares_of(answer, "new", paths)["qa"]["weight"] == 3
+
+    said = whatif(None, "--queue", edit, "--hours", "2")
+    assert said.code == 0, said.err
+    assert "current: the cluster as it is" in said.out
+    assert any(line.split()[:2] == ["QUEUE", "RUN"] for line in said.lines), said.out

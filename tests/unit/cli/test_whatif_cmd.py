@@ -197,3 +197,12 @@ def test_a_bad_flag_is_one_line_naming_it(saved: Path, flags: list[str], said: s
     message = str(raised.value)
     assert message.startswith(said) and "\n" not in message
     assert flags[1] in message  # (the value refused)
+
+
+def test_a_queue_change_as_json_is_json_alone(
+    saved: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["whatif", "--from", str(saved), "--queue", "default.weight=2", "-o", "json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["runs"] == ["current", "new"]
+    assert set(body) == {"runs", "sharePerHour", "levelShares", "starts", "evictions"}

@@ -464,6 +464,27 @@ def test_a_volcano_job_waiting_for_admission_has_the_pods_its_controller_will_ma
     assert outcome.jobs["default/vj"].started is not None
 
 
+def test_a_waiting_jobs_pods_keep_its_templates_tolerations_and_node_affinity() -> None:
+    toleration = {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu"]}]}
+                ]
+            }
+        }
+    }
+    job = make_job("vj").task("worker", 2, cpu="1")
+    job.set("spec.tasks[0].template.spec.tolerations", [toleration])
+    job.set("spec.tasks[0].template.spec.affinity", affinity)
+    group = make_group("vj-uid-vj").min_member(2).phase("Pending")
+    (made,) = take(two_nodes().jobs(job).group(group)).trace.jobs
+    (task,) = made.tasks
+    assert [dict(t) for t in task.tolerations] == [toleration]
+    assert task.affinity == affinity
+
+
 def test_a_gang_short_of_its_minimum_with_no_job_is_left_out_and_named(lahar: Policy) -> None:
     raw = two_nodes().group(make_group("short").min_member(3)).pods(*gang("short", [None, None]))
     taken = take(raw)
