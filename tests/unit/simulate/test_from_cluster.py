@@ -6,7 +6,6 @@ exact lists; and each snapshot plays in a simulation."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,8 +13,7 @@ import pytest
 from extender.api.run_times import RunHistory
 from extender.api.scheduling import GroupKind
 from extender.api.times import parse_time, rfc3339
-from extender.framework.policy import Policy, load_policy
-from extender.plugins import REGISTRY
+from extender.framework.policy import Policy
 from extender.simulate.from_cluster import FOREVER, SHORTEST, Snapshot, snapshot
 from extender.simulate.run import Simulation, SimulationOutcome
 from extender.simulate.trace import (
@@ -45,16 +43,10 @@ from tests.builders import (
     make_raw_cluster,
 )
 
-POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
 TAKEN = "2026-11-29T10:00:00Z"
 TAKEN_AT = parse_time(TAKEN) or 0.0
 ANNOTATION = "lahar.io/expected-run-time"
 COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
-
-
-@pytest.fixture(scope="module")
-def lahar() -> Policy:
-    return load_policy(POLICY, REGISTRY)
 
 
 def ago(minutes: float) -> str:

@@ -5,20 +5,17 @@ node, from one list kept until a node joins."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from extender.framework.engine import Engine
-from extender.framework.policy import Policy, load_policy
-from extender.plugins import REGISTRY
+from extender.framework.policy import Policy
 from extender.simulate.defaults import stock_policy
 from extender.simulate.run import simulate
 from extender.simulate.scheduler import Scheduler
 from tests.builders import PodBuilder, cluster, make_node, make_pod, make_trace, make_trace_job
 
-POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
 GPU = {"key": "gpu", "effect": "NoSchedule"}
 EXISTS = {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}
 IN_GPU = {
@@ -30,11 +27,6 @@ IN_GPU = {
         }
     }
 }
-
-
-@pytest.fixture(scope="module")
-def lahar() -> Policy:
-    return load_policy(POLICY, REGISTRY)
 
 
 async def _never(namespace: str, name: str, uid: str, node: str) -> None:

@@ -16,17 +16,6 @@ from extender.simulate.summary import summarize
 from tests.builders import TraceBuilder, make_trace, make_trace_job
 
 POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
-PREEMPTING = POLICY.with_name("preemption.yaml")
-
-
-@pytest.fixture(scope="module")
-def lahar() -> Policy:
-    return load_policy(POLICY, REGISTRY)
-
-
-@pytest.fixture(scope="module")
-def preempting() -> Policy:
-    return load_policy(PREEMPTING, REGISTRY)
 
 
 def _two_nodes() -> TraceBuilder:

@@ -4,32 +4,17 @@ from __future__ import annotations
 
 import gc
 from itertools import pairwise
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from extender.framework.policy import Policy, load_policy
-from extender.plugins import REGISTRY
+from extender.framework.policy import Policy
 from extender.simulate import series
 from extender.simulate.defaults import stock_policy, story_trace
 from extender.simulate.report import progress
 from extender.simulate.run import GC_YOUNG_THRESHOLD, Progress, SimulationOutcome, simulate
 from extender.simulate.summary import summarize
 from extender.simulate.trace import Trace, parse_trace
-
-POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
-PREEMPTING = POLICY.with_name("preemption.yaml")  # the shipped policy evicts nothing
-
-
-@pytest.fixture(scope="module")
-def lahar() -> Policy:
-    return load_policy(POLICY, REGISTRY)
-
-
-@pytest.fixture(scope="module")
-def preempting() -> Policy:
-    return load_policy(PREEMPTING, REGISTRY)
 
 
 def _job(name: str, pods: int, cpu: str, seconds: float, **fields: Any) -> dict[str, Any]:

@@ -4,28 +4,13 @@ start (never with the policy, or not within the horizon)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from extender.framework.policy import Policy, load_policy
-from extender.plugins import REGISTRY
+from extender.framework.policy import Policy
 from extender.simulate.whatif import NOW_WITHIN, Answer, Blocker, Delay, ask
 from tests.builders import TraceBuilder, TraceJobBuilder, make_trace, make_trace_job
-
-POLICY = Path(__file__).resolve().parents[3] / "policy" / "lahar.yaml"
-PREEMPTING = POLICY.with_name("preemption.yaml")
-
-
-@pytest.fixture(scope="module")
-def lahar() -> Policy:
-    return load_policy(POLICY, REGISTRY)
-
-
-@pytest.fixture(scope="module")
-def preempting() -> Policy:
-    return load_policy(PREEMPTING, REGISTRY)
 
 
 def _two_nodes() -> TraceBuilder:
