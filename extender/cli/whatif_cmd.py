@@ -95,10 +95,19 @@ def register(commands: Any) -> None:
 
 
 def _whatif(args: argparse.Namespace) -> int:
+    logger = logging.getLogger("extender")
+    level = logger.level
     if not args.verbose:
         # The engine's lines, thousands per run, warnings included, are of virtual time: a
         # member late at the barrier in the replay is no fault of the cluster.
-        logging.getLogger("extender").setLevel(logging.ERROR)
+        logger.setLevel(logging.ERROR)
+    try:
+        return _asked(args)
+    finally:
+        logger.setLevel(level)  # (as it was: the command may run inside a longer process)
+
+
+def _asked(args: argparse.Namespace) -> int:
     changed = args.policy is not None or bool(args.queue)
     if args.filename is None and not changed:
         raise SystemExit(f"lahar {COMMAND}: give -f JOB, --policy FILE or --queue Q.FIELD=VALUE")

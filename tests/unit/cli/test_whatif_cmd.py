@@ -5,6 +5,7 @@ beside it and a bad flag are one line naming what to pass."""
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from pathlib import Path
 from typing import Any
@@ -206,3 +207,12 @@ def test_a_queue_change_as_json_is_json_alone(
     body = json.loads(capsys.readouterr().out)
     assert body["runs"] == ["current", "new"]
     assert set(body) == {"runs", "sharePerHour", "levelShares", "starts", "evictions"}
+
+
+def test_the_engines_log_level_is_as_it_was_after_the_command(saved: Path) -> None:
+    """The command quiets the engine's virtual-time lines while it runs, and only then."""
+    logger = logging.getLogger("extender")
+    before = logger.level
+    job = _file(saved.parent, _job().build())
+    assert main(["whatif", "-f", str(job), "--from", str(saved)]) == 0
+    assert logger.level == before
