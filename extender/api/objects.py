@@ -14,7 +14,7 @@ is added; and one `pods` slot.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from functools import cached_property
 from typing import Annotated, Any
 
@@ -240,6 +240,24 @@ class Pod(KubeModel):
             else None
         )
         return not self.spec.node_selector and required is None
+
+    @cached_property
+    def placement_key(self) -> Hashable:
+        """What decides which nodes the pod may run on (nodeSelector, required node affinity,
+        tolerations), equal for pods that may run on the same nodes: whatever is worked out of
+        `may_run_on` for one of them holds for every other (the members of a gang, mostly)."""
+        spec = self.spec
+        affinity = spec.affinity.node_affinity
+        required = (
+            affinity.required_during_scheduling_ignored_during_execution
+            if affinity is not None
+            else None
+        )
+        return (
+            tuple(sorted(spec.node_selector.items())),
+            required.model_dump_json() if required is not None else "",
+            tuple(spec.tolerations),
+        )
 
     def may_run_on(self, labels: Mapping[str, str], taints: tuple[Taint, ...], name: str) -> bool:
         """The node matches the pod's nodeSelector and required node affinity, and the pod

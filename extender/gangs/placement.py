@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 
@@ -162,9 +162,26 @@ class Room:
     once per walk. (A plan places once: a placement that fits is taken, one that does not is
     remembered.) The free cpu of a group of nodes (a HyperNode's) is summed once and then kept up
     to date as the nodes in it change (`free_cpu_in`): a walk asks it of every HyperNode for
-    every gang kept inside one."""
+    every gang kept inside one.
 
-    __slots__ = ("_free_in", "_groups_of", "_keys", "_nodes_for", "_placed", "free", "nodes")
+    Which nodes a pod may run on (`allows`: nodeSelector, node affinity, taints) is worked out
+    once per node for pods alike (`Pod.placement_key`), and kept by the room and its copies while
+    no node's labels or taints change; and each such kind of pod has binpack's order of only the
+    nodes it may run on, kept up to date beside the order of all (`_order_of`): first fit and
+    the roomiest node skip, without looking, the nodes a pod may not use (tainted GPU nodes with
+    idle cpu, for a CPU gang's members)."""
+
+    __slots__ = (
+        "_allowed",
+        "_free_in",
+        "_groups_of",
+        "_keys",
+        "_nodes_for",
+        "_orders",
+        "_placed",
+        "free",
+        "nodes",
+    )
 
     def __init__(
         self, nodes: Mapping[str, NodeInfo], reserved: Mapping[str, Resources] | None = None
@@ -179,6 +196,11 @@ class Room:
         self._keys = sorted(_rank(name, free) for name, free in self.free.items())
         self._free_in: dict[frozenset[str], int] = {}  # a group of nodes -> its free cpu
         self._groups_of: dict[str, set[frozenset[str]]] = {}  # node -> the groups kept with it
+        # pods' placement key -> node -> whether they may run on it (shared with copies)
+        self._allowed: dict[Hashable, dict[str, bool]] = {}
+        # pods' placement key -> (a pod of that key, binpack's order of the nodes it may run on;
+        # None: it may run on every node, and the order of all is its order)
+        self._orders: dict[Hashable, tuple[Pod, list[tuple[int, int, str]] | None]] = {}
         self._clear_memo()
 
     def _clear_memo(self) -> None:
@@ -195,6 +217,11 @@ class Room:
         # (the index is shared: a copy adds groups to it too, and each room adjusts only the
         # groups it keeps)
         made._free_in, made._groups_of = dict(self._free_in), self._groups_of
+        made._allowed = self._allowed
+        made._orders = {
+            key: (pod, None if order is None else list(order))
+            for key, (pod, order) in self._orders.items()
+        }
         return made
 
     def take(self, name: str, amount: Resources) -> None:
@@ -205,7 +232,11 @@ class Room:
 
     def update(self, nodes: Mapping[str, NodeInfo], changed: Iterable[str]) -> None:
         """Bring a room nothing is taken from up to `nodes`, which differ only in `changed`."""
-        self.nodes = nodes
+        before, self.nodes = self.nodes, nodes
+        changed = list(changed)
+        if any(_placed_apart(before.get(name), nodes.get(name)) for name in changed):
+            # (where pods may run changed: worked out again, and not for the older copies)
+            self._allowed, self._orders = {}, {}
         for name in changed:
             info = nodes.get(name)
             after = info.free if info is not None and not info.unschedulable else None
@@ -227,6 +258,13 @@ class Room:
             del keys[bisect_left(keys, _rank(name, before))]
         if after is not None:
             insort(keys, _rank(name, after))
+        for pod, order in self._orders.values():
+            if order is not None and self.allows(pod, name):
+                if before is not None:
+                    del order[bisect_left(order, _rank(name, before))]
+                if after is not None:
+                    insort(order, _rank(name, after))
+        if after is not None:
             self.free[name] = after  # (set in place: a dict with holes copies slowly)
         elif before is not None:
             del self.free[name]
@@ -238,10 +276,12 @@ class Room:
 
     def _known_not_to_fit(self, members: Planned) -> bool:
         """Whether a placement is known to find some member no node, without placing: the
-        largest member has more cpu than any node has free, or members of the same shape found
-        none on this room."""
-        if members and members[0].request[CPU] > self.most_free_cpu:
-            return True
+        largest member has more cpu than any node it may run on has free, or members of the same
+        shape found none on this room."""
+        if members:
+            order = self._order_of(members[0])
+            if not order or members[0].request[CPU] > order[-1][0]:
+                return True
         shape = members.shape
         return shape is not None and shape in self._nodes_for and self._nodes_for[shape] is None
 
@@ -327,12 +367,13 @@ class Room:
         nothing)."""
         pod = run[0]
         request = pod.request
+        order = self._order_of(pod)
         placed = at = 0
         while placed < len(run):
-            at = self._first_fit(pod, taken, at)
+            at = self._first_fit(pod, order, taken, at)
             if at < 0:
                 return len(run) - placed
-            name = self._keys[at][2]
+            name = order[at][2]
             left = taken[name] if name in taken else self.free[name]
             count = 1 if placed + 1 == len(run) else min(len(run) - placed, request.times_in(left))
             taken[name] = left - request.times(count)
@@ -344,27 +385,54 @@ class Room:
             placed += count
         return 0
 
-    def _first_fit(self, pod: Pod, taken: Mapping[str, Resources], start: int = 0) -> int:
-        """The position in the order of the fullest node with room for `pod` that it may run
-        on, after what `taken` counts (-1: none), looking from `start` on."""
+    def _first_fit(
+        self,
+        pod: Pod,
+        order: Sequence[tuple[int, int, str]],
+        taken: Mapping[str, Resources],
+        start: int = 0,
+    ) -> int:
+        """The position in `order` (the pod's `_order_of`) of the fullest node with room for
+        `pod`, after what `taken` counts (-1: none), looking from `start` on."""
         request = pod.request
         # The order is as it was before this placement, and placing only lowers what is free:
         # no node before the first with enough cpu (as it was) can fit now.
-        first = bisect_left(self._keys, (request[CPU],)) if request[CPU] else 0
-        keys, free = self._keys, self.free
-        for index in range(max(first, start), len(keys)):
-            name = keys[index][2]
-            left = taken[name] if name in taken else free[name]
-            if request.shortfall(left) is None and self.allows(pod, name):  # cheap test first
+        first = bisect_left(order, (request[CPU],)) if request[CPU] else 0
+        free = self.free
+        for index in range(max(first, start), len(order)):
+            name = order[index][2]
+            if request.shortfall(taken[name] if name in taken else free[name]) is None:
                 return index
         return -1
+
+    def _order_of(self, pod: Pod) -> list[tuple[int, int, str]]:
+        """Binpack's order of the nodes `pod` may run on (the order of all, for a pod that may
+        run on any node and a room with no taints): made the first time pods like it ask, then
+        kept up to date as nodes change."""
+        key = pod.placement_key
+        kept = self._orders.get(key)
+        if kept is None:
+            order: list[tuple[int, int, str]] | None = [
+                rank for rank in self._keys if self.allows(pod, rank[2])
+            ]
+            if order is not None and len(order) == len(self._keys):
+                order = None  # (the order of all is kept up to date already)
+            kept = self._orders[key] = (pod, order)
+        return self._keys if kept[1] is None else kept[1]
 
     def allows(self, pod: Pod, name: str) -> bool:
         """Whether `pod` may run on node `name` (nodeSelector, node affinity, taints)."""
         info = self.nodes[name]
         if pod.runs_anywhere and not info.taints:
             return True
-        return pod.may_run_on(info.labels, info.taints, name)
+        key = pod.placement_key
+        known = self._allowed.get(key)
+        if known is None:
+            known = self._allowed[key] = {}
+        found = known.get(name)
+        if found is None:
+            found = known[name] = pod.may_run_on(info.labels, info.taints, name)
+        return found
 
     def _why_not(self, pod: Pod, taken: Mapping[str, Resources]) -> str:
         """Why `pod` found no node: none it may run on, or what it lacks on the roomiest."""
@@ -393,22 +461,23 @@ class Room:
     def roomiest(self, pod: Pod, taken: Mapping[str, Resources] | None = None) -> str | None:
         """The node `pod` may run on with the most free cpu, then memory, then the first by name
         (what `taken` left on the nodes a placement used); None when it may run on none. Looks
-        at the used nodes and, from the roomiest down, only as far as the first the pod may run
-        on and its equals, not at every node: a walk explains every member of every gang that
-        waits."""
+        at the used nodes and at the run of the roomiest others in the pod's order, not at every
+        node: a walk explains every member of every gang that waits."""
         taken = taken or {}
         found = [
             (left[CPU], left[MEMORY], name)
             for name, left in taken.items()
             if self.allows(pod, name)
         ]
-        first: tuple[int, int] | None = None
-        for cpu, memory, name in reversed(self._keys):
-            if first is not None and (cpu, memory) != first:
-                break
-            if name not in taken and self.allows(pod, name):
-                first = first or (cpu, memory)
-                found.append((cpu, memory, name))
+        order = self._order_of(pod)  # (the nodes it may run on only)
+        top = len(order) - 1
+        while top >= 0 and order[top][2] in taken:
+            top -= 1
+        if top >= 0:  # the first by name of the roomiest nodes: the first of their run
+            at = bisect_left(order, order[top][:2])
+            while order[at][2] in taken:
+                at += 1
+            found.append(order[at])
         if not found:
             return None
         return min(found, key=lambda entry: (-entry[0], -entry[1], entry[2]))[2]
@@ -432,11 +501,12 @@ class Room:
     def fitting(self, pod: Pod) -> list[str]:
         """The nodes `pod` alone fits on and may run on."""
         request = pod.request
-        first = bisect_left(self._keys, (request[CPU],)) if request[CPU] else 0
+        order = self._order_of(pod)
+        first = bisect_left(order, (request[CPU],)) if request[CPU] else 0
         return [
             name
-            for _, _, name in islice(self._keys, first, None)
-            if request.shortfall(self.free[name]) is None and self.allows(pod, name)
+            for _, _, name in islice(order, first, None)
+            if request.shortfall(self.free[name]) is None
         ]
 
 
@@ -463,3 +533,11 @@ class KeptRoom:
 
 def _rank(name: str, free: Resources) -> tuple[int, int, str]:
     return (free[CPU], free[MEMORY], name)
+
+
+def _placed_apart(before: NodeInfo | None, after: NodeInfo | None) -> bool:
+    """Whether which pods may run on the node changed (it came, went, or its labels or taints
+    changed), not only what is free on it."""
+    if before is None or after is None:
+        return before is not after
+    return before.labels != after.labels or before.taints != after.taints

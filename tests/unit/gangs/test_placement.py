@@ -1,10 +1,11 @@
 """Room.place puts alike members node by node, as many as fit at once, and stops a plan without
 reasons at the first member with no node: the same assignment as first fit member by member,
 largest first, onto the nodes in binpack's order as they were when the plan began (what place
-did before, written out here plainly), on random rooms with labels, selectors, reservations and
-cordoned nodes. The minResources look, which ends at the first node where the free capacity
-summed so far covers the need, refuses exactly when the sum over every node the members may run
-on falls short, and says that sum."""
+did before, written out here plainly), on random rooms with labels, selectors, reservations,
+cordoned and tainted nodes (which nodes a kind of pod may run on is worked out once and kept,
+with binpack's order of those nodes, as the room changes). The minResources look, which ends at
+the first node where the free capacity summed so far covers the need, refuses exactly when the
+sum over every node the members may run on falls short, and says that sum."""
 
 from __future__ import annotations
 
@@ -29,12 +30,16 @@ def rooms(draw: st.DrawFn) -> tuple[dict[str, NodeInfo], dict[str, Resources], l
         node = make_node(f"n{index}").cpu(draw(st.sampled_from(("2", "4", "8"))))
         node = node.memory(draw(st.sampled_from(("4Gi", "8Gi", "16Gi"))))
         node = node.label("zone", draw(st.sampled_from("ab")))
+        if draw(st.integers(0, 3)) == 0:  # a GPU node: tainted, for the pods that tolerate it
+            node = node.taint("gpu")
         nodes.append(node.cordoned() if draw(st.booleans()) and index else node)
     pods = []
     for index in range(draw(st.integers(1, 12))):
         pod = make_pod(f"p{index:02d}").uid(f"u{index}")
         pod = pod.cpu(draw(st.sampled_from(CPUS))).memory(draw(st.sampled_from(MEMORIES)))
         zone = draw(st.sampled_from(("", "a", "b")))
+        if draw(st.booleans()):
+            pod = pod.tolerate_any("gpu")
         pods.append((pod.node_selector("zone", zone) if zone else pod).model())
     infos = cluster(nodes).view().nodes
     taken = {
@@ -207,3 +212,63 @@ def test_min_resources_refuse_exactly_when_the_nodes_members_may_run_on_fall_sho
     assert (refusal is None) == (short is None)
     if refusal is not None and short is not None:
         assert f"minResources need {short} " in refusal.message
+
+
+@settings(max_examples=200, deadline=None)
+@given(rooms(), st.data())
+def test_the_roomiest_node_is_the_one_with_most_free_that_the_pod_may_run_on(
+    drawn: tuple[dict[str, NodeInfo], dict[str, Resources], list[Pod]], data: st.DataObject
+) -> None:
+    """Most free cpu, then memory, then the first by name, among the nodes the pod may run on,
+    what a placement took (`taken`) counted; on a room that changed since it was first asked."""
+    nodes, reserved, pods = drawn
+    room = Room(nodes, reserved)
+    for pod in pods:
+        room.roomiest(pod)  # (what it works out once, kept)
+    for name in data.draw(st.lists(st.sampled_from(sorted(nodes)), max_size=4)):
+        room.take(name, Resources.parse({"cpu": "1"}))
+        reserved = {
+            **reserved,
+            name: reserved.get(name, Resources()) + Resources.parse({"cpu": "1"}),
+        }
+    names = data.draw(st.sets(st.sampled_from(sorted(room.free))))
+    taken = {name: room.free[name] - Resources.parse({"memory": "1Gi"}) for name in names}
+    for pod in pods:
+        free = {
+            name: taken.get(name, info.free - reserved.get(name, Resources()))
+            for name, info in nodes.items()
+            if not info.unschedulable and pod.may_run_on(info.labels, info.taints, name)
+        }
+        expected = min(
+            free, key=lambda name: (-free[name][CPU], -free[name][MEMORY], name), default=None
+        )
+        assert room.roomiest(pod, taken) == expected
+        fitting = [
+            name
+            for name in free
+            if pod.request.shortfall(nodes[name].free - reserved.get(name, Resources())) is None
+        ]
+        assert sorted(room.fitting(pod)) == sorted(fitting)  # (on the room: `taken` aside)
+
+
+def test_a_room_brought_up_to_date_learns_where_pods_may_run_when_a_node_is_tainted() -> None:
+    """Which nodes a kind of pod may run on is kept from one walk to the next (`KeptRoom` brings
+    one room up to date), until a node's labels or taints change."""
+    pod = make_pod("p").uid("u").cpu("1").node_selector("zone", "a").model()
+    room = Room(
+        cluster([make_node("n1").cpu("4").label("zone", "a"), make_node("n2").cpu("8")])
+        .view()
+        .nodes
+    )
+    assert room.nodes_for([pod]) == {"n1"}
+    assert room.roomiest(pod) == "n1"
+    tainted = cluster(
+        [make_node("n1").cpu("4").label("zone", "a").taint("gpu"), make_node("n2").cpu("8")]
+    )
+    room.update(tainted.view().nodes, ["n1"])
+    assert room.nodes_for([pod]) is None
+    assert room.roomiest(pod) is None
+    relabelled = cluster([make_node("n1").cpu("4"), make_node("n2").cpu("8").label("zone", "a")])
+    room.update(relabelled.view().nodes, ["n1", "n2"])
+    assert room.nodes_for([pod]) == {"n2"}
+    assert room.roomiest(pod) == "n2"
