@@ -21,7 +21,7 @@ affinity (NodeAffinity), with no NoSchedule or NoExecute taint the pod does not 
 (TaintToleration), as `Pod.may_run_on` reads them. A run never changes a node's labels, taints
 or cordon, so the list is kept until a node joins or leaves: one list for every pod that asks for
 no node and tolerates nothing (on a trace without labels, taints or cordons, every node), one per
-other pod.
+kind of other pod (its nodeSelector, node affinity and tolerations: `Pod.placement_key`).
 
 Not modelled: in-tree filters beyond resources, node affinity, taints and cordons (pod affinity,
 topology spread, volumes, ports), the API server's latency, and kube-scheduler 1.33+'s
@@ -38,7 +38,7 @@ import asyncio
 import heapq
 import itertools
 import random
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 
 from cachetools import LRUCache
 
@@ -54,7 +54,7 @@ from extender.simulate.clock import watched
 
 Bound = Callable[[Pod, str], None]
 REFUSING = ("NoSchedule", "NoExecute")  # the taint effects that keep a pod off a node
-PER_POD = 4096  # pods with node constraints whose nodes are kept
+PER_POD = 4096  # kinds of pods with node constraints (`Pod.placement_key`) whose nodes are kept
 BACKOFF_INITIAL, BACKOFF_MAX = 1.0, 10.0  # kube-scheduler's podInitialBackoffSeconds, podMax...
 
 
@@ -81,8 +81,9 @@ class Scheduler:
         self._binds: set[asyncio.Task[None]] = set()
         self.attempts = 0
         self._candidates: tuple[int, Candidates] | None = None  # (membership, the plain pods')
-        # uid -> its nodes, at that membership (bounded: pods come and go in a long run)
-        self._per_pod: LRUCache[str, Candidates] = LRUCache(PER_POD)
+        # placement key -> the nodes of pods of that key, at that membership (bounded: pods come
+        # and go in a long run)
+        self._per_pod: LRUCache[Hashable, Candidates] = LRUCache(PER_POD)
         self._reminder: asyncio.TimerHandle | None = None
         engine.events.subscribe(GangReleased, lambda event: self._released(event.key))
 
@@ -241,15 +242,15 @@ class Scheduler:
             self._per_pod.clear()
         if pod.runs_anywhere and not pod.spec.tolerations:
             return self._candidates[1]
-        uid = pod.metadata.uid
-        found = self._per_pod.get(uid)
+        key = pod.placement_key
+        found = self._per_pod.get(key)
         if found is None:
             names = [
                 name
                 for name, info in sorted(view.nodes.items())
                 if not info.unschedulable and pod.may_run_on(info.labels, info.taints, name)
             ]
-            self._per_pod[uid] = found = Candidates(names, frozenset(names))
+            self._per_pod[key] = found = Candidates(names, frozenset(names))
         return found
 
     async def _bind(self, pod: Pod, node: str) -> None:
