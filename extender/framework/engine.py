@@ -203,10 +203,12 @@ class Engine:
             self._gangs.serve(pod.spec.scheduler_name)
             verdict = self._gangs.verdict(state, view.nodes, pod)
         if fit:
+            # (without reasons, a refusal's words are not worked out: "" refuses as well)
+            refused = verdict.refusal is not None
             outcome = self.session(view).fit(
                 pod,
                 candidates,
-                refusal=verdict.reason,
+                refusal=verdict.reason if with_reasons else ("" if refused else None),
                 credit=verdict.credit,
                 with_reasons=with_reasons,
             )

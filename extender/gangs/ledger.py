@@ -67,7 +67,9 @@ from extender.gangs.walks import Walks
 
 @dataclass(frozen=True)
 class Verdict:
-    """For one pod: None reason = go on (plain fit, minus reservations); else fail every node.
+    """For one pod: no `refusal` = go on (plain fit, minus reservations); else fail every node.
+    The refusal's words (`reason`) are worked out when read: a caller that needs only to know
+    (the simulator's scheduler) does not pay for them.
 
     `credit` is, per node, the reservation of the pod's own gang it may take there: its own
     slot's, and on other nodes a slot of its gang planned for a member asking the same (the
@@ -77,9 +79,14 @@ class Verdict:
     `inside`: the only nodes the pod may go to (None: any), those of the HyperNode its gang's
     network topology keeps it in (`gangs.topology`)."""
 
-    reason: str | None = None
+    refusal: Rejection | None = None
     credit: Mapping[str, Resources] = field(default_factory=dict)
     inside: frozenset[str] | None = None
+
+    @property
+    def reason(self) -> str | None:
+        """Why every node fails the pod, in words (None: it goes on)."""
+        return None if self.refusal is None else self.refusal.message
 
 
 PLAIN = Verdict()
@@ -194,7 +201,7 @@ class Gangs:
         waiting = self._waiting.get(key)
         current = self._walks.current(self._state_key(state), self.clock())
         if waiting is not None and current is not None and waiting.refused_in == current.number:
-            return Verdict(waiting.rejection.message)  # refused in this very order already
+            return Verdict(waiting.rejection)  # refused in this very order already
         gang = view_gang(state, key)
         going = self._admitted_or_standing(state, nodes, gang, pod)
         if going is not None:
@@ -206,7 +213,7 @@ class Gangs:
         self._walks.take(order, self.clock(), until=key)  # the turns after it cannot change it
         turn = order.turns[key]
         if turn.rejection is not None:
-            return self._reject(key, turn.rejection.settled(), order.number)
+            return self._reject(key, turn.rejection, order.number)
         self._admit(gang, turn.slots)
         # The walk already counted these slots as claimed: every other turn stands as it was.
         self._walks.keep(order, self._state_key(state))
@@ -228,7 +235,7 @@ class Gangs:
         if view is not None:
             refusal = view.capability_refusal(gang.key, pod.request)
             if refusal is not None:
-                return Verdict(refusal.message)
+                return Verdict(refusal)
         if admission is None or slot is None:
             inside = staying_inside(gang, pod, admission.slots if admission else None)
             return PLAIN if inside is None else Verdict(inside=inside)
@@ -355,7 +362,7 @@ class Gangs:
             self._walks.drop()
         if previous is None or previous.rejection.cause != rejection.cause:
             self.events.publish(GangRejected(key, rejection))
-        return Verdict(rejection.message)
+        return Verdict(rejection)
 
     def refused_anew(self, key: str, rejection: Rejection, refused_in: int) -> None:
         """Remember the walk's refusal (walk number `refused_in`) of a gang nobody asked about,

@@ -15,7 +15,7 @@ from extender.cache.state import ClusterState
 from extender.framework.engine import Engine, Slot
 from extender.framework.policy import Policy, build_policy
 from extender.plugins import REGISTRY
-from tests.builders import cluster, make_node, make_pod
+from tests.builders import cluster, make_group, make_node, make_pod
 
 
 def make_policy(*plugins: str) -> Policy:
@@ -160,3 +160,32 @@ def test_incremental_tables_equal_a_fresh_evaluation(ops: list[tuple[str, object
             quick = kept.fit(pod, NODES, with_reasons=False)  # (from the nodes the table passes)
             assert sorted(quick.passed) == sorted(fresh.fit(pod, NODES).passed)
             assert kept.score(pod, NODES) == fresh.score(pod, NODES)
+
+
+def test_a_filter_without_reasons_leaves_a_refusals_words_to_whoever_reads_them() -> None:
+    """The simulator's scheduler filters without reasons: a gang refused behind another is
+    refused as surely, and the words of why (a plan made again, with reasons) are worked out
+    only when read, the same words a filter with reasons gives."""
+
+    def refused_behind_a_gang() -> tuple[ClusterState, Engine]:
+        ahead = [make_pod(f"a-{i}").cpu("1").group("a").priority(10) for i in range(2)]
+        behind = [make_pod(f"b-{i}").cpu("3").group("b") for i in range(2)]
+        state = cluster([make_node("n1").cpu("4")], [*ahead, *behind])
+        state.upsert_pod_group(make_group("a").min_member(2).model())
+        state.upsert_pod_group(make_group("b").min_member(2).model())
+        engine = Engine(make_policy("gang", "predicates"))
+        engine.filter(state, state.pods["uid-default-a-0"], ["n1"], fit=True, with_reasons=False)
+        return state, engine
+
+    state, engine = refused_behind_a_gang()
+    pod = state.pods["uid-default-b-0"]
+    quick = engine.filter(state, pod, ["n1"], fit=True, with_reasons=False)
+    assert quick.gang_reason == "" and not quick.passed and not quick.failed
+    kept = engine.refusal("default/b")
+    assert kept is not None and "message" not in vars(kept.rejection)  # (not worked out)
+    assert kept.rejection.cause == "NotEnoughResources"
+
+    state, worded = refused_behind_a_gang()
+    explained = worded.filter(state, state.pods["uid-default-b-0"], ["n1"], fit=True)
+    assert explained.gang_reason is not None and "cannot be placed" in explained.gang_reason
+    assert kept.rejection.message == explained.gang_reason
