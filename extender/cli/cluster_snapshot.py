@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from extender.api.run_times import RunHistory, parse_run_time
 from extender.api.wire import describe_invalid
 from extender.cli import kubectl
-from extender.framework.policy import Policy, build_policy
+from extender.framework.policy import Policy, parse_policy
 from extender.kube.policy_source import policy_in_force
 from extender.kube.run_times import read_history
 from extender.kube.snapshot_lists import list_for_snapshot
@@ -109,7 +109,7 @@ def take(args: argparse.Namespace, command: str) -> Taken:
     notes = [] if unread is None else [f"Run-time history: {unread}."]
     return Taken(
         taken.trace,
-        _policy(text, where),
+        parse_policy(text, REGISTRY, source=where),
         text,
         where,
         namespace,
@@ -149,7 +149,7 @@ def _saved(args: argparse.Namespace, command: str) -> Taken:
     namespace = getattr(args, "namespace", None) or "default"
     return Taken(
         trace,
-        _policy(text, str(policy_file)),
+        parse_policy(text, REGISTRY, source=str(policy_file)),
         text,
         str(policy_file),
         namespace,
@@ -163,11 +163,3 @@ def _read(path: Path, command: str) -> str:
         return path.read_text(encoding="utf-8")
     except OSError as error:
         raise SystemExit(f"lahar {command}: {path}: cannot read it: {error.strerror}") from None
-
-
-def _policy(text: str, where: str) -> Policy:
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise SystemExit(f"the policy in {where} is not valid YAML: {error}") from None
-    return build_policy(document, REGISTRY, source=where)

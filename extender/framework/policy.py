@@ -15,7 +15,8 @@ The file (`policy/lahar.yaml`) reads like Volcano's scheduler configuration:
 
 Plugins are looked up in a registry handed in by the caller (the framework does not know the
 plugins); each factory validates its own arguments. Every problem is a `PolicyError` naming the
-file, the key (`tiers.1.plugins.0.arguments.binpack.cpu`) and the reason.
+file, the key (`tiers.1.plugins.0.arguments.binpack.cpu`) and the reason. `load_policy` reads a
+file; `parse_policy` takes text read elsewhere (a ConfigMap) and names that source instead.
 
 `enablePreemptable` is Volcano's switch beside a plugin's name and arguments: it turns the
 plugin's rule on whom preempt may evict (`Switches.spares_gang_cores`: gang's;
@@ -169,16 +170,24 @@ def _first(values: Iterable[T | None]) -> T | None:
 def load_policy(path: Path, registry: Mapping[str, PluginFactory]) -> Policy:
     """Read, validate and build the policy in `path`."""
     try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise PolicyError(f"policy {path}: cannot read it: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:
         raise PolicyError(
             f"policy {path}: not UTF-8 text: {exc.reason} at byte {exc.start}"
         ) from exc
+    return parse_policy(text, registry, source=str(path))
+
+
+def parse_policy(text: str, registry: Mapping[str, PluginFactory], *, source: str) -> Policy:
+    """Parse, validate and build the policy YAML `text`, read from `source` (a file, the
+    ConfigMap it came from), which every error names."""
+    try:
+        document = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise PolicyError(f"policy {path}: not valid YAML: {exc}") from exc
-    return build_policy(document, registry, source=str(path))
+        raise PolicyError(f"policy {source}: not valid YAML: {exc}") from exc
+    return build_policy(document, registry, source=source)
 
 
 def build_policy(

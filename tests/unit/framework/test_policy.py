@@ -10,7 +10,7 @@ import yaml
 
 from extender.api.engine_settings import GangSettings, ScaleUpSettings
 from extender.api.scale_up import Mode
-from extender.framework.policy import PolicyError, build_policy, load_policy
+from extender.framework.policy import PolicyError, build_policy, load_policy, parse_policy
 from extender.plugins import REGISTRY
 from extender.plugins.binpack import Binpack
 from extender.plugins.predicates import Predicates
@@ -154,6 +154,29 @@ def test_plugins_get_their_arguments() -> None:
 def test_invalid_policies_name_the_key(document: object, message: str) -> None:
     with pytest.raises(PolicyError) as error:
         build_policy(document, REGISTRY, source="p.yaml")
+    assert message in str(error.value)
+
+
+def test_policy_text_is_built_as_its_file_is() -> None:
+    parsed = parse_policy(REPO_POLICY.read_text(encoding="utf-8"), REGISTRY, source="here")
+    loaded = load_policy(REPO_POLICY, REGISTRY)
+    assert parsed.source == "here"
+    assert [[p.name for p in t] for t in parsed.tiers] == [
+        [p.name for p in t] for t in loaded.tiers
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("tiers: [\n", "policy ConfigMap lahar-system/policy key lahar.yaml: not valid YAML"),
+        ("- a list\n", "ConfigMap lahar-system/policy key lahar.yaml: must be a YAML mapping"),
+    ],
+)
+def test_policy_text_errors_name_its_source(text: str, message: str) -> None:
+    where = "ConfigMap lahar-system/policy key lahar.yaml"
+    with pytest.raises(PolicyError) as error:
+        parse_policy(text, REGISTRY, source=where)
     assert message in str(error.value)
 
 
