@@ -32,10 +32,12 @@ completed first, as the extender does after a restart (`Engine.recover`). What p
 not schedule take on a node (`Trace.occupied`) is held by one pod bound there that never ends. A
 run given a `horizon` stops there (the run ends then, jobs not started by then never started;
 one given `until_started` ends once those jobs have all started),
-and `SimulationOutcome.evictions` names who preempted whom when. Jobs arriving at the same moment
-are handed over in the trace's order, in one callback per moment (asyncio's timers due at one
-moment do not keep the order they were set in, and the scheduler's order among pods created at
-one moment follows their arrival).
+and `SimulationOutcome.evictions` names who preempted whom when. The outcome says why the run
+ended (`Ended`): every job ended, every job awaited started, the horizon came, or nothing moved
+and nothing would (the jobs left are stuck). Jobs arriving at the same moment are handed over
+in the trace's order, in one callback per moment (asyncio's timers due at one moment do not
+keep the order they were set in, and the scheduler's order among pods created at one moment
+follows their arrival).
 
 A long run says how far it got: `on_progress` is handed a `Progress` at most every
 `progress_every` wall seconds, when something moves, and once where the run ended (`lahar
@@ -51,6 +53,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from extender.actions.bind import BindError
 from extender.api.objects import Pod, PodStatus
@@ -127,6 +130,15 @@ class Eviction:
     victims: tuple[str, ...]
 
 
+class Ended(StrEnum):
+    """Why a run ended."""
+
+    FINISHED = "finished"  # every job ended
+    STARTED = "started"  # every job awaited (`until_started`) started
+    HORIZON = "horizon"  # at the horizon, jobs not started by then never started
+    IDLE = "idle"  # nothing moved for `idle_limit` and nothing would: the jobs left are stuck
+
+
 @dataclass
 class SimulationOutcome:
     policy: str
@@ -139,6 +151,7 @@ class SimulationOutcome:
     seconds: float  # wall-clock time the simulation took
     pool: PoolRecord | None = None  # what the autoscaler bought (a trace with a pool)
     evictions: list[Eviction] = field(default_factory=list)
+    ended: Ended = Ended.FINISHED
 
     @property
     def stuck(self) -> list[str]:
@@ -233,13 +246,15 @@ class Simulation:
             if self.on_progress is not None:  # where it ended, however soon after the last
                 self._report(time.perf_counter())
         end = max((r.finished or 0.0 for r in self.jobs.values()), default=0.0)
+        ended = Ended.FINISHED
         if self._settled:
-            end = self.clock.now
+            end, ended = self.clock.now, Ended.STARTED
         elif self._at_horizon:
             assert self.horizon is not None
-            end = self.horizon
+            end, ended = self.horizon, Ended.HORIZON
         elif any(r.finished is None for r in self.jobs.values()):
-            end = self._moved_at + self.idle_limit  # watched that long after the last move
+            # (watched that long after the last move)
+            end, ended = self._moved_at + self.idle_limit, Ended.IDLE
         return SimulationOutcome(
             self.name,
             self.trace,
@@ -251,6 +266,7 @@ class Simulation:
             time.perf_counter() - self._began,
             self.autoscaler.record(end) if self.autoscaler is not None else None,
             self.evictions,
+            ended,
         )
 
     async def _main(self) -> None:

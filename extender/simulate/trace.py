@@ -94,7 +94,10 @@ pods Lahar does not schedule take there (DaemonSets, other schedulers), held for
             pods: [{name: train-w-0, node: gpu-a}, {name: train-w-1, node: gpu-b}]
 
 Every one of these fields is optional: a trace without them is played exactly as before.
-Pure: no I/O but reading the file it is given.
+
+A job joins a valid trace by `Trace.with_job` (`lahar whatif` adds the Job it asks about so):
+checked by the rules the validator checks each job by, in one place for both (`_Roster`), and
+the rest of the trace not again. Pure: no I/O but reading the file it is given.
 """
 
 from __future__ import annotations
@@ -103,6 +106,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
@@ -650,6 +654,157 @@ def job_key(gang_key: str) -> str:
     return name if namespace == DEFAULT_NAMESPACE else f"{namespace}/{name}"
 
 
+JobRule = Literal["queue", "name", "pod", "node", "topology"]
+
+
+@dataclass(frozen=True)
+class JobRefusal:
+    """Why a trace cannot take a job: the field at fault (`jobs.N...`), what is wrong with it,
+    and the rule it breaks: `queue` (not a leaf queue of the trace), `name` (a job of its name
+    is in its namespace), `pod` (so is a pod of one of its pods' names: `pod`, of job `other`),
+    `node` (a pod bound to a node the trace lacks) or `topology` (a tier the trace lacks)."""
+
+    field: str
+    reason: str
+    rule: JobRule
+    pod: str | None = None
+    other: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.reason}"
+
+
+class JobRefused(TraceError):
+    """`Trace.with_job`: the trace cannot take the job; `refusal` says why."""
+
+    def __init__(self, refusal: JobRefusal) -> None:
+        super().__init__(str(refusal))
+        self.refusal = refusal
+
+
+class _Roster:
+    """What each of a trace's jobs is checked against, in the trace's order: the trace's queues,
+    nodes and tiers, and the names the jobs before it took, theirs and their pods'. The one
+    check of a job, for the trace's validator and for `Trace.with_job`."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.queues = {queue.name for queue in trace.queues} | {DEFAULT_QUEUE}
+        self.children = trace.children
+        self.nodes = set(trace.node_names)
+        self.topology = trace.topology is not None
+        self.tiers = trace.tier_names
+        self.jobs: set[tuple[str, str]] = set()  # (namespace, name)
+        # (namespace, pod) -> its job, and the field that names it (None: JOB-TASK-INDEX)
+        self.pods: dict[tuple[str, str], tuple[str, str | None]] = {}
+
+    def note(self, index: int, job: TraceJob) -> None:
+        """Take the trace's `index`th job in unchecked (the trace was checked)."""
+        self.jobs.add((job.namespace, job.name))
+        for pod, named in _pod_names(index, job):
+            self.pods.setdefault((job.namespace, pod), (job.name, named))
+
+    def take(self, index: int, job: TraceJob) -> JobRefusal | None:
+        """Check the trace's `index`th job against the jobs before it and the trace, and take
+        it in: None, or why the trace cannot hold it (the first rule it breaks)."""
+        return (
+            self._queue(index, job)
+            or self._name(index, job)
+            or self._pods(index, job)
+            or self._bound(index, job)
+            or self._topologies(index, job)
+        )
+
+    def _queue(self, index: int, job: TraceJob) -> JobRefusal | None:
+        """Jobs go in leaf queues of the trace."""
+        at = f"jobs.{index}.queue"
+        if job.queue not in self.queues:
+            known = ", ".join(sorted(self.queues))
+            return JobRefusal(at, f"queue {job.queue!r} is not in queues (known: {known})", "queue")
+        if job.queue in self.children:
+            kids = ", ".join(self.children[job.queue])
+            return JobRefusal(
+                at, f"queue {job.queue} has child queues ({kids}): jobs go in leaf queues", "queue"
+            )
+        return None
+
+    def _name(self, index: int, job: TraceJob) -> JobRefusal | None:
+        """A namespace holds one job of a name."""
+        key = (job.namespace, job.name)
+        if key in self.jobs:
+            where = "" if job.namespace == DEFAULT_NAMESPACE else f" in {job.namespace}"
+            return JobRefusal(
+                f"jobs.{index}.name", f"job {job.name!r} is listed twice{where}", "name"
+            )
+        self.jobs.add(key)
+        return None
+
+    def _pods(self, index: int, job: TraceJob) -> JobRefusal | None:
+        """A namespace holds one pod of a name."""
+        for pod, named in _pod_names(index, job):
+            key = (job.namespace, pod)
+            if key not in self.pods:
+                self.pods[key] = (job.name, named)
+                continue
+            other, there = self.pods[key]
+            if named is None and there is None:
+                return JobRefusal(
+                    f"jobs.{index}.name",
+                    f"job {job.name!r} would make pod {pod!r}, which job {other!r} makes too "
+                    "(pods are named JOB-TASK-INDEX, as Volcano names them); rename one of them",
+                    "pod",
+                    pod,
+                    other,
+                )
+            return JobRefusal(
+                named or f"jobs.{index}.name",
+                f"pod {pod!r} is a pod of job {other!r} too ({there or 'named JOB-TASK-INDEX'}); "
+                "a namespace holds one pod of a name",
+                "pod",
+                pod,
+                other,
+            )
+        return None
+
+    def _bound(self, index: int, job: TraceJob) -> JobRefusal | None:
+        """Pods bound at time 0 are on nodes of the trace (its starting nodes)."""
+        for number, task in enumerate(job.tasks):
+            for replica, pod in enumerate(task.pods):
+                if pod.node is not None and pod.node not in self.nodes:
+                    return JobRefusal(
+                        f"jobs.{index}.tasks.{number}.pods.{replica}.node",
+                        f"{pod.node!r} is not a node of the trace",
+                        "node",
+                    )
+        return None
+
+    def _topologies(self, index: int, job: TraceJob) -> JobRefusal | None:
+        """A job's network topologies name tiers the trace has."""
+        for where, asked in job.topologies:
+            at = f"jobs.{index}.{where}"
+            if not self.topology:
+                return JobRefusal(at, "the trace has no topology to stay within", "topology")
+            name = asked.highest_tier_name
+            if name is not None and name not in self.tiers:
+                known = ", ".join(sorted(self.tiers)) or "none: no HyperNode names its tier"
+                return JobRefusal(
+                    f"{at}.highestTierName",
+                    f"no HyperNode has tier {name!r} (known: {known})",
+                    "topology",
+                )
+        return None
+
+
+def _pod_names(index: int, job: TraceJob) -> Iterator[tuple[str, str | None]]:
+    """The pods' names of the trace's `index`th job, each with the field that names it (None:
+    named JOB-TASK-INDEX, which a job's own pods never share)."""
+    for number, task in enumerate(job.tasks):
+        for replica in range(task.replicas):
+            if task.pods:
+                yield task.pods[replica].name, f"jobs.{index}.tasks.{number}.pods.{replica}.name"
+            else:
+                yield pod_name(job.name, task.name, replica), None
+
+
 class Trace(_Strict):
     api_version: Literal["lahar.io/v1alpha1"] = "lahar.io/v1alpha1"
     kind: Literal["Trace"] = "Trace"
@@ -666,59 +821,32 @@ class Trace(_Strict):
 
     @model_validator(mode="after")
     def _references(self) -> Trace:
-        queues = {queue.name for queue in self.queues} | {DEFAULT_QUEUE}
         self._check_tree()
-        children = self.children
-        seen: set[tuple[str, str]] = set()
-        for index, job in enumerate(self.jobs):
-            if job.queue not in queues:
-                raise ValueError(
-                    f"jobs.{index}.queue: queue {job.queue!r} is not in queues "
-                    f"(known: {', '.join(sorted(queues))})"
-                )
-            if job.queue in children:
-                raise ValueError(
-                    f"jobs.{index}.queue: queue {job.queue} has child queues "
-                    f"({', '.join(children[job.queue])}): jobs go in leaf queues"
-                )
-            if (job.namespace, job.name) in seen:
-                where = "" if job.namespace == DEFAULT_NAMESPACE else f" in {job.namespace}"
-                raise ValueError(f"jobs.{index}.name: job {job.name!r} is listed twice{where}")
-            seen.add((job.namespace, job.name))
-        self._check_pod_names()
         self._check_nodes()
-        self._check_bound()
-        self._check_topology()
+        if self.topology is not None:
+            self._forest(self.topology.hyper_nodes)
+        roster = _Roster(self)
+        for index, job in enumerate(self.jobs):
+            refusal = roster.take(index, job)
+            if refusal is not None:
+                raise ValueError(str(refusal))
+        self._check_occupied()
         self._check_pool()
         return self
 
-    def _check_pod_names(self) -> None:
-        """A namespace holds one pod of a name."""
-        pods: dict[tuple[str, str], tuple[str, str | None]] = {}  # -> its job, where it is named
-        for index, job in enumerate(self.jobs):
-            for number, task in enumerate(job.tasks):
-                for replica in range(task.replicas):
-                    named: str | None = f"jobs.{index}.tasks.{number}.pods.{replica}.name"
-                    if task.pods:
-                        pod = task.pods[replica].name
-                    else:  # (JOB-TASK-INDEX: a job's own never meet)
-                        pod, named = pod_name(job.name, task.name, replica), None
-                    key = (job.namespace, pod)
-                    if key not in pods:
-                        pods[key] = (job.name, named)
-                        continue
-                    other, there = pods[key]
-                    if named is None and there is None:
-                        raise ValueError(
-                            f"jobs.{index}.name: job {job.name!r} would make pod {pod!r}, which "
-                            f"job {other!r} makes too (pods are named JOB-TASK-INDEX, as Volcano "
-                            "names them); rename one of them"
-                        )
-                    raise ValueError(
-                        f"{named or f'jobs.{index}.name'}: pod {pod!r} is a pod of job "
-                        f"{other!r} too ({there or 'named JOB-TASK-INDEX'}); a namespace holds "
-                        "one pod of a name"
-                    )
+    def with_job(self, job: TraceJob) -> Trace:
+        """The trace with `job` added after its jobs, checked as the validator checks each job
+        (`_Roster.take`: its queue, its name and its pods' names, the nodes its pods are bound
+        to, the tiers it names) and nothing else: the rest was checked when the trace was.
+        `JobRefused` says why the trace cannot take it."""
+        roster = _Roster(self)
+        for index, listed in enumerate(self.jobs):
+            roster.note(index, listed)
+        refusal = roster.take(len(self.jobs), job)
+        if refusal is not None:
+            raise JobRefused(refusal)
+        # (the views the copy keeps, node names, tiers, the queue tree, are of what it shares)
+        return self.model_copy(update={"jobs": (*self.jobs, job)})
 
     def _check_nodes(self) -> None:
         """Node names are unique, whether named or counted (group names apart)."""
@@ -733,18 +861,10 @@ class Trace(_Strict):
                 if first != where:
                     raise ValueError(f"{where}: node {node!r} is named by {first} too")
 
-    def _check_bound(self) -> None:
-        """Pods bound at time 0 and occupied capacity are on nodes of the trace (its starting
-        nodes), each node occupied in one entry."""
+    def _check_occupied(self) -> None:
+        """Occupied capacity is on nodes of the trace (its starting nodes), each node occupied
+        in one entry."""
         nodes = set(self.node_names)
-        for index, job in enumerate(self.jobs):
-            for number, task in enumerate(job.tasks):
-                for replica, pod in enumerate(task.pods):
-                    if pod.node is not None and pod.node not in nodes:
-                        raise ValueError(
-                            f"jobs.{index}.tasks.{number}.pods.{replica}.node: {pod.node!r} is "
-                            "not a node of the trace"
-                        )
         occupied: dict[str, int] = {}
         for index, entry in enumerate(self.occupied):
             if entry.node not in nodes:
@@ -781,24 +901,6 @@ class Trace(_Strict):
                 "autoscaling: a trace with a topology cannot autoscale (the nodes added would be "
                 "under no HyperNode)"
             )
-
-    def _check_topology(self) -> None:
-        """The listed HyperNodes form a forest over the trace's nodes, and the jobs' network
-        topologies name tiers the trace has."""
-        if self.topology is not None:
-            self._forest(self.topology.hyper_nodes)
-        tiers = self.tier_names
-        for index, job in enumerate(self.jobs):
-            for where, asked in job.topologies:
-                at = f"jobs.{index}.{where}"
-                if self.topology is None:
-                    raise ValueError(f"{at}: the trace has no topology to stay within")
-                name = asked.highest_tier_name
-                if name is not None and name not in tiers:
-                    known = ", ".join(sorted(tiers)) or "none: no HyperNode names its tier"
-                    raise ValueError(
-                        f"{at}.highestTierName: no HyperNode has tier {name!r} (known: {known})"
-                    )
 
     def _forest(self, listed: tuple[TraceHyperNode, ...]) -> None:
         nodes = set(self.node_names)

@@ -3,8 +3,11 @@ delays, or why it would not start. `lahar whatif -f` answers with this.
 
 The snapshot (a trace of the running cluster, `simulate.from_cluster`) is played twice through
 the real engine in virtual time: as it is, and with the Job arriving at time 0, after every gang
-already pending (it is the newest). Each run ends once every gang pending at the snapshot (and
-the Job) has started, at the horizon at the latest. Comparing them gives:
+already pending (it is the newest). The Job joins the snapshot by `Trace.with_job`, refused as
+the trace would refuse it: a Job of its name or a pod of one of its pods' names is there already,
+its queue is no leaf queue of the snapshot, it names a tier the snapshot lacks. Each run ends
+once every gang pending at the snapshot (and the Job) has started, at the horizon at the latest.
+Comparing them gives:
 
 - the start: "now" when the Job's minimum runs within `NOW_WITHIN` seconds of virtual time (the
   first scheduling rounds), else the time it started;
@@ -17,7 +20,8 @@ the Job) has started, at the horizon at the latest. Comparing them gives:
 - whom it evicted (the evictions made for it) and the evictions only the second run has;
 - the gangs pending at the snapshot whose start it moves later, or past the horizon;
 - when it does not start: the engine's own explanation (`framework.explain`) at the end of the
-  run, and whether nothing was left to move ("never with this policy") or the horizon came first.
+  run, and why the run ended (`run.Ended`): nothing was left to move ("never with this
+  policy"), or the horizon came first.
 
 An estimate, and the answer says so: arrivals after now, pods of other schedulers that are
 pending, node failures and the extender's reservations are not in the snapshot. Pure.
@@ -28,14 +32,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pydantic import ValidationError
-
-from extender.api.wire import describe_invalid
 from extender.framework.engine import Topology
 from extender.framework.explain import explain
 from extender.framework.policy import Policy
-from extender.simulate.run import Eviction, Simulation, SimulationOutcome
-from extender.simulate.trace import Trace, TraceJob
+from extender.simulate.run import Ended, Eviction, Simulation, SimulationOutcome
+from extender.simulate.trace import JobRefusal, JobRefused, Trace, TraceJob
 
 NOW_WITHIN = 10.0  # seconds of virtual time: the first rounds of scheduling and backoff
 MOVED = 1.0  # a start later than this by more than this is a delay
@@ -96,23 +97,10 @@ def ask(
     seed: int = 0,
 ) -> Answer:
     """The answer for `job` submitted at the snapshot `trace` was taken, under `policy`."""
-    if any(j.namespace == job.namespace and j.name == job.name for j in trace.jobs):
-        raise ValueError(
-            f"a Job {job.namespace}/{job.name} exists already (`lahar explain {job.name} -n "
-            f"{job.namespace}` says why it waits); ask about a Job of another name"
-        )
-    pods = {(j.namespace, name) for j in trace.jobs for _, name in j.pod_names()}
-    for _, name in job.pod_names():
-        if (job.namespace, name) in pods:
-            raise ValueError(
-                f"the Job would make pod {job.namespace}/{name}, which exists already; rename it"
-            )
-    asked = trace.model_copy(update={"jobs": (*trace.jobs, job)})  # (checked above)
-    if any(True for _ in job.topologies):  # (the tiers it names must be the snapshot's)
-        try:
-            asked = Trace.model_validate(asked.model_dump(by_alias=True, exclude_defaults=True))
-        except ValidationError as error:
-            raise ValueError(describe_invalid(error, root="the Job")) from None
+    try:
+        asked = trace.with_job(job)
+    except JobRefused as error:
+        raise ValueError(_refused(job, error.refusal)) from None
     idle = _idle_limit(horizon)
     # Each run ends once every gang waiting at the snapshot (and the Job) has started: the
     # answer asks nothing of the runs after that.
@@ -163,16 +151,32 @@ def ask(
         knock_on=tuple(knock_on),
         delays=tuple(_delays(trace, base, outcome)),
         reasons=reasons,
-        stuck=start is None and outcome.end < horizon,
+        stuck=start is None and outcome.ended is Ended.IDLE,
         horizon=horizon,
     )
 
 
+def _refused(job: TraceJob, refusal: JobRefusal) -> str:
+    """Why the snapshot cannot take the Job, in the words of one asking about it."""
+    if refusal.rule == "name":
+        return (
+            f"a Job {job.namespace}/{job.name} exists already (`lahar explain {job.name} -n "
+            f"{job.namespace}` says why it waits); ask about a Job of another name"
+        )
+    if refusal.rule == "pod" and refusal.other != job.name:
+        return (
+            f"the Job would make pod {job.namespace}/{refusal.pod}, which exists already; rename it"
+        )
+    return f"the Job: {refusal}"
+
+
 def _idle_limit(horizon: float) -> float:
-    """How long a run watches with nothing moving before it counts the gangs left as stuck. A
-    run settles up to twice this after its last move; within a horizon shorter than that, a Job
-    that could never start would read "not within the horizon" rather than "never", so a short
-    horizon watches a quarter of itself, though never less than `SETTLES`."""
+    """How long a run watches with nothing moving before it counts the gangs left as stuck (it
+    ends `Ended.IDLE`). Nothing tells a stuck gang from one a timer will move but that watch: a
+    run settles up to twice this after its last move, and one that reaches its horizon first
+    ends `Ended.HORIZON`, where a Job that could never start reads "not within the horizon"
+    rather than "never". So a short horizon watches a quarter of itself, though never less than
+    `SETTLES`."""
     return min(IDLE_LIMIT, max(SETTLES, horizon / 4))
 
 

@@ -12,7 +12,14 @@ from extender.framework.policy import Policy
 from extender.simulate import series
 from extender.simulate.defaults import stock_policy, story_trace
 from extender.simulate.report import progress
-from extender.simulate.run import GC_YOUNG_THRESHOLD, Progress, SimulationOutcome, simulate
+from extender.simulate.run import (
+    GC_YOUNG_THRESHOLD,
+    Ended,
+    Progress,
+    Simulation,
+    SimulationOutcome,
+    simulate,
+)
 from extender.simulate.summary import summarize
 from extender.simulate.trace import Trace, parse_trace
 
@@ -62,6 +69,28 @@ def test_the_story_pod_at_a_time_wastes_both_jobs() -> None:
     assert summary.partial_gangs == 2
     assert summary.utilisation == 0.0
     assert summary.held > 0.8  # the cores are held, and no job makes progress
+
+
+@pytest.mark.parametrize(
+    ("stock", "options", "ended", "end"),
+    [
+        (False, {}, Ended.FINISHED, 1200.0),  # tf-a, then tf-b, each to its end
+        (False, {"until_started": ["tf-b"]}, Ended.STARTED, 600.0),  # tf-b starts once a ends
+        (False, {"horizon": 900.0}, Ended.HORIZON, 900.0),
+        # pod at a time, both gangs are stuck from time 0: the run ends once it watched 600 s
+        # with nothing moving, within a horizon or none...
+        (True, {}, Ended.IDLE, 600.0),
+        (True, {"horizon": 3600.0}, Ended.IDLE, 600.0),
+        # ...but not within a horizon shorter than the watch
+        (True, {"horizon": 300.0}, Ended.HORIZON, 300.0),
+    ],
+)
+def test_a_run_says_why_it_ended(
+    lahar: Policy, stock: bool, options: dict[str, Any], ended: Ended, end: float
+) -> None:
+    policy = stock_policy() if stock else lahar
+    outcome = Simulation(story_trace(), policy, "p", idle_limit=600, **options).run()
+    assert (outcome.ended, outcome.end) == (ended, end)
 
 
 def test_plain_pods_run_alike_under_both_policies(lahar: Policy) -> None:

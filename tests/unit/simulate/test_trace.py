@@ -1,4 +1,5 @@
-"""Trace files: valid ones load; a broken one names the field and why."""
+"""Trace files: valid ones load; a broken one names the field and why. A job joins a trace
+(`Trace.with_job`) by the rules the trace holds its own jobs to."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 
 from extender.framework.engine import QueueTree
 from extender.simulate import world
-from extender.simulate.trace import TraceError, load_trace, parse_trace
+from extender.simulate.trace import JobRefused, TraceError, load_trace, parse_trace
+from tests.builders import TraceBuilder, TraceJobBuilder, make_trace, make_trace_job
 
 ML = {"name": "ml", "weight": 3}
 C_UNDER_A = {"name": "c", "parent": "a"}
@@ -143,3 +145,81 @@ def test_the_simulated_queues_carry_the_tree_the_core_reads() -> None:
     assert tree.parents == {"ml": "root", "team-a": "ml", "web": "root", "default": "root"}
     assert not tree.strays
     assert made["web"].spec.parent == ""
+
+
+def _held() -> TraceBuilder:
+    """Two nodes a and b, switches of one node each, queue ml over team, and job old running
+    on a, its pod named busy-0."""
+    busy = [{"name": "busy-0", "node": "a"}]
+    old = make_trace_job("old").task("w", 1, cpu="1", duration=60, pods=busy)
+    return (
+        make_trace()
+        .nodes(names=["a", "b"], cpu="4")
+        .set("topology", {"switchSize": 1})
+        .queue("ml")
+        .queue("team", parent="ml")
+        .job(old.set(started=-10))
+    )
+
+
+def _new(**fields: Any) -> TraceJobBuilder:
+    return make_trace_job("new").task("w", 1, cpu="1", duration=60).set(**fields)
+
+
+@pytest.mark.parametrize(
+    ("job", "rule", "message"),
+    [
+        (_new(), None, None),
+        (_new(namespace="ml", name="old"), None, None),  # (another namespace, another job)
+        (_new(queue="team", networkTopology={"highestTierName": "switch"}), None, None),
+        (_new(name="old"), "name", "jobs.1.name: job 'old' is listed twice"),
+        (
+            make_trace_job("new").task("w", 1, cpu="1", duration=60, pods=[{"name": "busy-0"}]),
+            "pod",
+            "jobs.1.tasks.0.pods.0.name: pod 'busy-0' is a pod of job 'old' too "
+            "(jobs.0.tasks.0.pods.0.name); a namespace holds one pod of a name",
+        ),
+        (
+            _new(networkTopology={"highestTierName": "rack"}),
+            "topology",
+            "jobs.1.networkTopology.highestTierName: no HyperNode has tier 'rack' (known: switch)",
+        ),
+        (_new(queue="nope"), "queue", "jobs.1.queue: queue 'nope' is not in queues"),
+        (_new(queue="ml"), "queue", "jobs.1.queue: queue ml has child queues (team)"),
+        (
+            make_trace_job("new").task("w", 1, cpu="1", duration=60).bound("c"),
+            "node",
+            "jobs.1.tasks.0.pods.0.node: 'c' is not a node of the trace",
+        ),
+    ],
+)
+def test_a_job_joins_a_trace_by_the_rules_the_trace_holds_its_jobs_to(
+    job: TraceJobBuilder, rule: str | None, message: str | None
+) -> None:
+    """`with_job` refuses what the validator refuses of a trace listing the job, in its words."""
+    trace, added = _held().model(), job.model()
+    whole = _held().job(job)
+    if rule is None:
+        assert trace.with_job(added) == whole.model()
+        assert trace.with_job(added).jobs == (*trace.jobs, added)
+        return
+    with pytest.raises(JobRefused) as refused:
+        trace.with_job(added)
+    assert refused.value.refusal.rule == rule
+    assert message is not None and str(refused.value).startswith(message)
+    with pytest.raises(TraceError) as invalid:
+        whole.model()
+    assert str(invalid.value) == f"trace: (top level): {refused.value}"
+
+
+def test_a_job_whose_own_pods_share_a_name_is_refused_as_the_trace_refuses_it() -> None:
+    twice = [{"name": "p"}]
+    job = (
+        make_trace_job("new")
+        .task("w", 1, cpu="1", duration=60, pods=twice)
+        .task("v", 1, cpu="1", duration=60, pods=twice)
+    )
+    with pytest.raises(JobRefused) as refused:
+        _held().model().with_job(job.model())
+    assert (refused.value.refusal.pod, refused.value.refusal.other) == ("p", "new")
+    assert str(refused.value).startswith("jobs.1.tasks.1.pods.0.name: pod 'p' is a pod of job")

@@ -4,6 +4,7 @@ start (never with the policy, or not within the horizon)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -329,7 +330,21 @@ def test_a_job_whose_pod_names_another_gang_has_is_refused(lahar: Policy) -> Non
         _answer(clash, _asked(replicas=1), lahar)
 
 
-def test_a_job_asking_for_a_tier_the_snapshot_lacks_is_refused(lahar: Policy) -> None:
-    topology = {"mode": "hard", "highestTierName": "switch"}
-    with pytest.raises(ValueError, match="networkTopology"):
-        _answer(_two_nodes(), _asked(replicas=1, networkTopology=topology), lahar)
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        (
+            {"networkTopology": {"mode": "hard", "highestTierName": "switch"}},
+            "the Job: jobs.0.networkTopology: the trace has no topology to stay within",
+        ),
+        (
+            {"queue": "nope"},
+            "the Job: jobs.0.queue: queue 'nope' is not in queues (known: default)",
+        ),
+    ],
+)
+def test_a_job_the_snapshot_cannot_hold_is_refused_naming_the_field(
+    lahar: Policy, fields: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        _answer(_two_nodes(), _asked(replicas=1, **fields), lahar)
