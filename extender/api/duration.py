@@ -1,7 +1,9 @@
 """Durations as Go writes them (`90s`, `1h30m`, `1.5h`, `250ms`): what Volcano's annotations use.
 
 `parse_duration` returns seconds; anything else than a sequence of decimal numbers each with a unit
-(ns, us, µs, ms, s, m, h), optionally signed, is a `ValueError` saying why. Pure.
+(ns, us, µs, ms, s, m, h), optionally signed, is a `ValueError` saying why. `duration_or_none` is
+for a field the admission webhook has already checked: its seconds, None when the field is absent
+or unreadable. Pure.
 """
 
 from __future__ import annotations
@@ -42,3 +44,13 @@ def parse_duration(text: str) -> float:
             "(e.g. 90s, 1h30m)"
         )
     return -seconds if text.startswith("-") else seconds
+
+
+def duration_or_none(text: str | None) -> float | None:
+    """Seconds in a Go duration string; None when it is absent, empty or unreadable."""
+    if not text:
+        return None
+    try:
+        return parse_duration(text)
+    except ValueError:
+        return None

@@ -4,8 +4,8 @@
 
 The page holds the summary table, utilisation over time (cores of bound pods, and of those
 the cores of pods whose job had started), each policy's queue shares over time (cores per
-queue, stacked) and each policy's per-node timeline (the first nodes, each pod a bar coloured by
-its job; a pale bar is a pod bound before its job could start). When the trace's
+queue, stacked) and each policy's per-node timeline (the first nodes in `natural_order`, each pod
+a bar coloured by its job; a pale bar is a pod bound before its job could start). When the trace's
 queues form a tree, the page also has the table of shares per level (`report.level_table`) and
 the cpu per tree level: a row of panels per level (level 1: the top-level queues, level 2 their
 children...), a column per policy, a line per queue labelled by its path and weight, a parent's
@@ -29,6 +29,7 @@ from typing import Any
 
 from extender.api.resources import Resources
 from extender.simulate import node_hours, series
+from extender.simulate.natural_order import natural_key
 from extender.simulate.report import (
     HEADERS,
     level_notes,
@@ -199,7 +200,7 @@ def _levels(plt: Any, outcomes: Sequence[SimulationOutcome]) -> str:
 def _timeline(plt: Any, outcomes: Sequence[SimulationOutcome]) -> str:
     figure, grid = plt.subplots(len(outcomes), 1, figsize=(10, 4 * len(outcomes)), squeeze=False)
     for axes, outcome in zip(grid[:, 0], outcomes, strict=True):
-        names = sorted({i.node for i in outcome.intervals}, key=_node_order)[:NODES_SHOWN]
+        names = sorted({i.node for i in outcome.intervals}, key=natural_key)[:NODES_SHOWN]
         rows = {name: index for index, name in enumerate(names)}
         jobs = {name: index for index, name in enumerate(outcome.jobs)}
         for interval in outcome.intervals:
@@ -218,11 +219,6 @@ def _timeline(plt: Any, outcomes: Sequence[SimulationOutcome]) -> str:
         axes.set_title(outcome.policy)
     grid[-1, 0].set_xlabel("time (s)")
     return _png(plt, figure)
-
-
-def _node_order(name: str) -> tuple[str, int]:
-    prefix, _, number = name.rpartition("-")
-    return (prefix, int(number)) if number.isdigit() else (name, 0)
 
 
 def _table(

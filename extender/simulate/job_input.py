@@ -28,7 +28,7 @@ from extender.admission.job_defaults import defaulted_spec
 from extender.admission.names import dns_label
 from extender.api.admission import AdmissionRequest, GroupVersionKind, GroupVersionResource
 from extender.api.batch import BATCH_API_VERSION, Job
-from extender.api.duration import parse_duration
+from extender.api.duration import duration_or_none
 from extender.api.job_groups import build_pod_group
 from extender.api.job_pods import member_pod
 from extender.api.objects import ObjectMeta, Pod
@@ -36,7 +36,7 @@ from extender.api.preemptable import preemptable
 from extender.api.run_times import RUN_TIME_ANNOTATION, RunHistory
 from extender.api.scheduling import DEFAULT_QUEUE, ROOT, Queue
 from extender.simulate import world
-from extender.simulate.from_cluster import (
+from extender.simulate.cluster_gangs import (
     FOREVER,
     GPU,
     SHORTEST,
@@ -207,18 +207,13 @@ def _run_time(
     if given is not None:
         low, high = given
         return Estimate(low, low + (high - low) / 2, high, "given")
-    declared = None
-    if job.spec.running_estimate:
-        try:
-            declared = parse_duration(job.spec.running_estimate)
-        except ValueError:
-            declared = None  # (the webhook's rules said so already)
     facts = RunFacts(
         owner=job.metadata.key,
         queue=job.spec.queue or DEFAULT_QUEUE,
         elapsed=0.0,
         annotation=job.metadata.annotations.get(RUN_TIME_ANNOTATION),
-        running_estimate=declared,
+        # (an unreadable one: the webhook's rules said so already)
+        running_estimate=duration_or_none(job.spec.running_estimate),
     )
     return estimate(facts, history, default)
 

@@ -15,8 +15,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from extender.simulate.cluster_gangs import FOREVER
 from extender.simulate.comparison import Comparison
-from extender.simulate.from_cluster import FOREVER, Limits
+from extender.simulate.from_cluster import Limits
 from extender.simulate.trace import Trace
 from extender.simulate.whatif import Answer, Delay
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from extender.api.duration import parse_duration
+from extender.api.duration import duration_or_none, parse_duration
 
 
 @pytest.mark.parametrize(
@@ -39,3 +39,21 @@ def test_long_hostile_text_is_refused_quickly(text: str) -> None:
     # The webhook parses durations users send: a long digit run once backtracked quadratically.
     with pytest.raises(ValueError, match="invalid duration"):
         parse_duration(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("90s", 90.0),
+        ("1h30m", 5400.0),
+        ("0", 0.0),
+        ("", None),
+        (None, None),
+        ("bogus", None),
+        ("10", None),
+    ],
+)
+def test_duration_or_none_is_none_when_absent_or_unreadable(
+    text: str | None, seconds: float | None
+) -> None:
+    assert duration_or_none(text) == (None if seconds is None else pytest.approx(seconds))

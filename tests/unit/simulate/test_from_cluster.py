@@ -14,7 +14,8 @@ from extender.api.run_times import RunHistory
 from extender.api.scheduling import GroupKind
 from extender.api.times import parse_time, rfc3339
 from extender.framework.policy import Policy
-from extender.simulate.from_cluster import FOREVER, SHORTEST, Snapshot, snapshot
+from extender.simulate.cluster_gangs import FOREVER, SHORTEST
+from extender.simulate.from_cluster import Snapshot, snapshot
 from extender.simulate.run import Simulation, SimulationOutcome
 from extender.simulate.trace import (
     NodeGroup,

@@ -15,7 +15,7 @@ from extender.admission.admit import Settings, mutate_job, validate_job
 from extender.api.run_times import RunHistory
 from extender.framework.policy import Policy, load_policy
 from extender.plugins import REGISTRY
-from extender.simulate.from_cluster import FOREVER
+from extender.simulate.cluster_gangs import FOREVER
 from extender.simulate.job_input import Asked, Refused, read_job
 from extender.simulate.run import Simulation
 from extender.simulate.trace import (

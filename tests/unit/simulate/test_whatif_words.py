@@ -9,7 +9,8 @@ import math
 
 import pytest
 
-from extender.simulate.from_cluster import FOREVER, Limits
+from extender.simulate.cluster_gangs import FOREVER
+from extender.simulate.from_cluster import Limits
 from extender.simulate.whatif_words import as_json, lines, notes, span, spans
 from tests.builders import AnswerBuilder, TraceBuilder, make_answer, make_trace, make_trace_job
 
