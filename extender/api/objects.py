@@ -13,8 +13,9 @@ is added; and one `pods` slot.
 
 from __future__ import annotations
 
+import json
 import sys
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from functools import cached_property
 from typing import Annotated, Any
 
@@ -242,10 +243,11 @@ class Pod(KubeModel):
         return not self.spec.node_selector and required is None
 
     @cached_property
-    def placement_key(self) -> Hashable:
+    def placement_key(self) -> str:
         """What decides which nodes the pod may run on (nodeSelector, required node affinity,
         tolerations), equal for pods that may run on the same nodes: whatever is worked out of
-        `may_run_on` for one of them holds for every other (the members of a gang, mostly)."""
+        `may_run_on` for one of them holds for every other (the members of a gang, mostly). A
+        string, which keeps its hash: it is looked up once per node a plan looks at."""
         spec = self.spec
         affinity = spec.affinity.node_affinity
         required = (
@@ -253,10 +255,15 @@ class Pod(KubeModel):
             if affinity is not None
             else None
         )
-        return (
-            tuple(sorted(spec.node_selector.items())),
-            required.model_dump_json() if required is not None else "",
-            tuple(spec.tolerations),
+        if not spec.node_selector and required is None and not spec.tolerations:
+            return ""
+        return json.dumps(
+            [
+                sorted(spec.node_selector.items()),
+                required.model_dump(mode="json") if required is not None else None,
+                [[t.key, t.operator, t.value, t.effect] for t in spec.tolerations],
+            ],
+            separators=(",", ":"),
         )
 
     def may_run_on(self, labels: Mapping[str, str], taints: tuple[Taint, ...], name: str) -> bool:

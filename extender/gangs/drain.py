@@ -48,12 +48,9 @@ def drain(
         pod, wanted, index = members[start], end - start, 0
         request = pod.request
         while wanted and (name := ranked.at(index)) is not None:
-            info = nodes[name]
-            if (pod.runs_anywhere and not info.taints) or pod.may_run_on(
-                info.labels, info.taints, name
-            ):
+            if left.allows(pod, name):
                 have = target.get(name, EMPTY)
-                count = min(wanted, request.times_in(info.allocatable - have))
+                count = min(wanted, request.times_in(nodes[name].allocatable - have))
                 if count:
                     target[name] = have + request.times(count)
                     wanted -= count

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections import Counter
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 
@@ -197,10 +197,10 @@ class Room:
         self._free_in: dict[frozenset[str], int] = {}  # a group of nodes -> its free cpu
         self._groups_of: dict[str, set[frozenset[str]]] = {}  # node -> the groups kept with it
         # pods' placement key -> node -> whether they may run on it (shared with copies)
-        self._allowed: dict[Hashable, dict[str, bool]] = {}
+        self._allowed: dict[str, dict[str, bool]] = {}
         # pods' placement key -> (a pod of that key, binpack's order of the nodes it may run on;
         # None: it may run on every node, and the order of all is its order)
-        self._orders: dict[Hashable, tuple[Pod, list[tuple[int, int, str]] | None]] = {}
+        self._orders: dict[str, tuple[Pod, list[tuple[int, int, str]] | None]] = {}
         self._clear_memo()
 
     def _clear_memo(self) -> None:
@@ -412,13 +412,27 @@ class Room:
         key = pod.placement_key
         kept = self._orders.get(key)
         if kept is None:
-            order: list[tuple[int, int, str]] | None = [
-                rank for rank in self._keys if self.allows(pod, rank[2])
-            ]
+            known = self._allowed.setdefault(key, {})
+            try:  # (on a copy of a room that had none, made again: every node known)
+                order: list[tuple[int, int, str]] | None = [
+                    rank for rank in self._keys if known[rank[2]]
+                ]
+            except KeyError:  # (some node not looked at yet: each looked at, and kept)
+                order = [rank for rank in self._keys if self._learn(pod, rank[2], known)]
             if order is not None and len(order) == len(self._keys):
                 order = None  # (the order of all is kept up to date already)
             kept = self._orders[key] = (pod, order)
         return self._keys if kept[1] is None else kept[1]
+
+    def _learn(self, pod: Pod, name: str, known: dict[str, bool]) -> bool:
+        """Whether `pod` may run on node `name`, kept in `known` (its kind's)."""
+        found = known.get(name)
+        if found is None:
+            info = self.nodes[name]
+            found = known[name] = (pod.runs_anywhere and not info.taints) or pod.may_run_on(
+                info.labels, info.taints, name
+            )
+        return found
 
     def allows(self, pod: Pod, name: str) -> bool:
         """Whether `pod` may run on node `name` (nodeSelector, node affinity, taints)."""

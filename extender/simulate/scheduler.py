@@ -38,7 +38,7 @@ import asyncio
 import heapq
 import itertools
 import random
-from collections.abc import Awaitable, Callable, Hashable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from cachetools import LRUCache
 
@@ -83,7 +83,7 @@ class Scheduler:
         self._candidates: tuple[int, Candidates] | None = None  # (membership, the plain pods')
         # placement key -> the nodes of pods of that key, at that membership (bounded: pods come
         # and go in a long run)
-        self._per_pod: LRUCache[Hashable, Candidates] = LRUCache(PER_POD)
+        self._per_pod: LRUCache[str, Candidates] = LRUCache(PER_POD)
         self._reminder: asyncio.TimerHandle | None = None
         engine.events.subscribe(GangReleased, lambda event: self._released(event.key))
 

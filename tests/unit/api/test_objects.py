@@ -1,15 +1,19 @@
 """A pod's effective request is Kubernetes' (containers, init containers, sidecars, pod-level
-requests, overhead, one pod slot); malformed resources are errors naming the field."""
+requests, overhead, one pod slot); malformed resources are errors naming the field. Pods of one
+placement key may run on the same nodes."""
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from extender.api.objects import Pod
 from extender.api.resources import Resources
 from extender.api.wire import describe_invalid
-from tests.builders import PodBuilder, make_pod
+from extender.cache.snapshot import NodeInfo
+from tests.builders import PodBuilder, cluster, make_node, make_pod
 
 
 def res(**amounts: int) -> Resources:
@@ -112,3 +116,44 @@ def test_a_dumped_pod_reads_back_with_the_same_requests() -> None:
     dumped = pod.model_dump(by_alias=True)
     assert dumped["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "1500m"
     assert Pod.model_validate(dumped).request == pod.request
+
+
+@st.composite
+def constrained_pods(draw: st.DrawFn, name: str) -> Pod:
+    pod = make_pod(name).cpu("1")
+    if draw(st.booleans()):
+        pod = pod.node_selector("zone", draw(st.sampled_from("ab")))
+    if draw(st.booleans()):
+        pod = pod.requires("disk", draw(st.sampled_from(("In", "NotIn"))), "ssd")
+    for key in draw(st.lists(st.sampled_from(("gpu", "infra")), unique=True, max_size=2)):
+        pod = pod.tolerate_any(key) if draw(st.booleans()) else pod.tolerate(key, "yes")
+    return pod.model()
+
+
+@st.composite
+def nodes(draw: st.DrawFn) -> list[NodeInfo]:
+    made = []
+    for index in range(draw(st.integers(1, 6))):
+        node = make_node(f"n{index}").cpu("4").label("zone", draw(st.sampled_from("ab")))
+        if draw(st.booleans()):
+            node = node.label("disk", "ssd")
+        for key in draw(st.lists(st.sampled_from(("gpu", "infra")), unique=True, max_size=2)):
+            node = node.taint(key, value=draw(st.sampled_from(("yes", "no"))))
+        made.append(node)
+    return list(cluster(made).view().nodes.values())
+
+
+@given(constrained_pods("p"), constrained_pods("q"), nodes())
+def test_pods_of_one_placement_key_may_run_on_the_same_nodes(
+    one: Pod, other: Pod, infos: list[NodeInfo]
+) -> None:
+    """What is worked out of `may_run_on` for one pod is kept by its placement key for every
+    pod of that key: pods of one key may run on exactly the same nodes, whatever their names."""
+    if one.placement_key == other.placement_key:
+        for info in infos:
+            assert one.may_run_on(info.labels, info.taints, info.name) == other.may_run_on(
+                info.labels, info.taints, info.name
+            )
+    renamed = Pod.model_validate({**one.model_dump(by_alias=True), "metadata": {"name": "r"}})
+    assert renamed.placement_key == one.placement_key
+    assert (one.placement_key == "") == (one.runs_anywhere and not one.spec.tolerations)
