@@ -25,6 +25,7 @@ from extender.gangs.members import GangView, Planned, Shape
 from extender.gangs.refusals import Cause, Rejection
 
 QUICK_REFUSAL = Rejection(Cause.NOT_ENOUGH_RESOURCES, "")  # `plan_slots` without reasons: no room
+KINDS = 16  # kinds of pods (`Pod.placement_key`) whose order a room makes before it is copied
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,7 @@ class Room:
         "_free_in",
         "_groups_of",
         "_keys",
+        "_kinds",
         "_nodes_for",
         "_orders",
         "_placed",
@@ -196,8 +198,10 @@ class Room:
         self._keys = sorted(_rank(name, free) for name, free in self.free.items())
         self._free_in: dict[frozenset[str], int] = {}  # a group of nodes -> its free cpu
         self._groups_of: dict[str, set[frozenset[str]]] = {}  # node -> the groups kept with it
-        # pods' placement key -> node -> whether they may run on it (shared with copies)
+        # pods' placement key -> node -> whether they may run on it (shared with copies; the
+        # kinds of pods that placed on the room or its copies, the last `KINDS` of them)
         self._allowed: dict[str, dict[str, bool]] = {}
+        self._kinds: dict[str, Pod] = {}  # placement key -> a pod of it (shared with copies)
         # pods' placement key -> (a pod of that key, binpack's order of the nodes it may run on;
         # None: it may run on every node, and the order of all is its order)
         self._orders: dict[str, tuple[Pod, list[tuple[int, int, str]] | None]] = {}
@@ -210,6 +214,12 @@ class Room:
         self._placed: dict[Shape, tuple[list[tuple[int, str]], Counter[str]]] = {}
 
     def copy(self) -> Room:
+        """A room that changes apart from this one. This one first makes the order of every kind
+        of pod its copies placed that it lacks: the copy takes it along instead of each copy
+        making its own (a walk copies the room nothing is taken from, then places on the copy)."""
+        for key, pod in self._kinds.items():
+            if key not in self._orders:
+                self._order_of(pod)
         made = Room.__new__(Room)
         made.nodes, made.free, made._keys = self.nodes, dict(self.free), list(self._keys)
         made._nodes_for = dict(self._nodes_for)
@@ -217,7 +227,7 @@ class Room:
         # (the index is shared: a copy adds groups to it too, and each room adjusts only the
         # groups it keeps)
         made._free_in, made._groups_of = dict(self._free_in), self._groups_of
-        made._allowed = self._allowed
+        made._allowed, made._kinds = self._allowed, self._kinds
         made._orders = {
             key: (pod, None if order is None else list(order))
             for key, (pod, order) in self._orders.items()
@@ -236,7 +246,7 @@ class Room:
         changed = list(changed)
         if any(_placed_apart(before.get(name), nodes.get(name)) for name in changed):
             # (where pods may run changed: worked out again, and not for the older copies)
-            self._allowed, self._orders = {}, {}
+            self._allowed, self._kinds, self._orders = {}, {}, {}
         for name in changed:
             info = nodes.get(name)
             after = info.free if info is not None and not info.unschedulable else None
@@ -412,7 +422,7 @@ class Room:
         key = pod.placement_key
         kept = self._orders.get(key)
         if kept is None:
-            known = self._allowed.setdefault(key, {})
+            known = self._known(pod)
             try:  # (on a copy of a room that had none, made again: every node known)
                 order: list[tuple[int, int, str]] | None = [
                     rank for rank in self._keys if known[rank[2]]
@@ -423,6 +433,20 @@ class Room:
                 order = None  # (the order of all is kept up to date already)
             kept = self._orders[key] = (pod, order)
         return self._keys if kept[1] is None else kept[1]
+
+    def _known(self, pod: Pod) -> dict[str, bool]:
+        """What is known of the nodes pods of `pod`'s kind may run on (kept for the last
+        `KINDS` kinds only: the room's copies make the order of each)."""
+        key = pod.placement_key
+        known = self._allowed.get(key)
+        if known is None:
+            kinds = self._kinds
+            if len(kinds) >= KINDS:  # (the kind first seen longest ago goes)
+                gone = next(iter(kinds))
+                del kinds[gone], self._allowed[gone]
+            kinds[key] = pod
+            known = self._allowed[key] = {}
+        return known
 
     def _learn(self, pod: Pod, name: str, known: dict[str, bool]) -> bool:
         """Whether `pod` may run on node `name`, kept in `known` (its kind's)."""
@@ -439,10 +463,7 @@ class Room:
         info = self.nodes[name]
         if pod.runs_anywhere and not info.taints:
             return True
-        key = pod.placement_key
-        known = self._allowed.get(key)
-        if known is None:
-            known = self._allowed[key] = {}
+        known = self._allowed.get(pod.placement_key) or self._known(pod)
         found = known.get(name)
         if found is None:
             found = known[name] = pod.may_run_on(info.labels, info.taints, name)

@@ -9,12 +9,14 @@ sum over every node the members may run on falls short, and says that sum."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extender.api.objects import Pod
 from extender.api.resources import CPU, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo
+from extender.gangs import placement
 from extender.gangs.members import GangView, largest_first
 from extender.gangs.placement import Room, at_least_zero, min_resources_shortfall
 from tests.builders import cluster, make_group, make_node, make_pod
@@ -272,3 +274,23 @@ def test_a_room_brought_up_to_date_learns_where_pods_may_run_when_a_node_is_tain
     room.update(relabelled.view().nodes, ["n1", "n2"])
     assert room.nodes_for([pod]) == {"n2"}
     assert room.roomiest(pod) == "n2"
+
+
+@settings(max_examples=100, deadline=None)
+@given(rooms(), st.data())
+def test_a_room_keeping_few_kinds_of_pods_places_as_first_fit_does(
+    drawn: tuple[dict[str, NodeInfo], dict[str, Resources], list[Pod]], data: st.DataObject
+) -> None:
+    """A room keeps what it knows of the last few kinds of pods only (`KINDS`): with more kinds
+    than that, on the room, its copies and the copies of those, placements stay first fit's."""
+    nodes, taken, pods = drawn
+    kinds = data.draw(st.integers(1, 3))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(placement, "KINDS", kinds)
+        room = Room(nodes, taken)
+        for pod in pods:  # each kind in turn, placed on the room and on a copy
+            for target in (room, room.copy()):
+                assert target.place([pod])[0] == first_fit(nodes, taken, [pod])[0]
+        copied = room.copy().copy()
+        assert copied.place(pods)[0] == first_fit(nodes, taken, pods)[0]
+        assert len(room._kinds) <= kinds and room._allowed.keys() == room._kinds.keys()
