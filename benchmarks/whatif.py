@@ -84,6 +84,7 @@ from extender.kube.snapshot_lists import RawCluster
 from extender.kube.watch import PAGE
 from extender.plugins import REGISTRY
 from extender.simulate import from_cluster, whatif, whatif_words
+from extender.simulate.collector import young_collections_every
 from extender.simulate.job_input import Refused, read_job
 from extender.simulate.run import Simulation, SimulationOutcome
 
@@ -515,13 +516,6 @@ def measure(directory: str, options: dict[str, Any], out: Any) -> None:
     if profile is not None:
         profile.enable()
     lists: dict[str, list[dict[str, Any]]] = {}
-    for path in files:  # (read apart: the client reads each page off the socket)
-        body = path.read_bytes()
-        with clock.phase("decode"):
-            lists.setdefault(path.stem.rsplit("-", 1)[0], []).extend(json.loads(body)["items"])
-        del body
-    raw = RawCluster(**cast(dict[str, Any], lists))
-    clock.phases["decode"].rss = mib()
     loading = from_cluster.load_state
 
     def load_state(raw: RawCluster) -> ClusterState:
@@ -529,9 +523,18 @@ def measure(directory: str, options: dict[str, Any], out: Any) -> None:
             return loading(raw)
 
     from_cluster.load_state = load_state
-    with clock.phase("snapshot", rss=True):
-        taken = from_cluster.snapshot(raw, TAKEN_AT, RunHistory())
-        del raw, lists  # (as `cluster_snapshot.take` lets the lists go once the trace is made)
+    with young_collections_every():  # (as `cluster_snapshot.take` lists and snapshots)
+        for path in files:  # (read apart: the client reads each page off the socket)
+            body = path.read_bytes()
+            with clock.phase("decode"):
+                kind = path.stem.rsplit("-", 1)[0]
+                lists.setdefault(kind, []).extend(json.loads(body)["items"])
+            del body
+        raw = RawCluster(**cast(dict[str, Any], lists))
+        clock.phases["decode"].rss = mib()
+        with clock.phase("snapshot", rss=True):
+            taken = from_cluster.snapshot(raw, TAKEN_AT, RunHistory())
+            del raw, lists  # (as `take` lets the lists go once the trace is made)
     trace = taken.trace
     with clock.phase("read_job", rss=True):
         asked = read_job(ASKED, trace, namespace="vision", history=RunHistory())

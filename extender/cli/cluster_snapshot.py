@@ -28,6 +28,7 @@ from extender.kube.policy_source import policy_in_force
 from extender.kube.run_times import read_history
 from extender.kube.snapshot_lists import list_for_snapshot
 from extender.plugins import REGISTRY
+from extender.simulate.collector import young_collections_every
 from extender.simulate.from_cluster import Limits, snapshot
 from extender.simulate.trace import Trace, TraceError, load_trace
 
@@ -90,22 +91,23 @@ def take(args: argparse.Namespace, command: str) -> Taken:
     default = run_time_flag(command, "default-run-time", args.default_run_time)
     if getattr(args, "from_file", None) is not None:
         return _saved(args, command)
-    with kubectl.connect(args) as cluster:
-        taken_at = time.time()
-        raw = list_for_snapshot(cluster.api)
-        history, unread = read_history(cluster.api)
-        if args.current_policy is not None:
-            text, where = _read(args.current_policy, command), str(args.current_policy)
-        else:
-            text, where = policy_in_force(cluster.api)
-        namespace = cluster.namespace
-    try:
-        taken = snapshot(raw, taken_at, history, default)
-    except ValidationError as error:  # (a state the snapshot's rules did not foresee)
-        raise SystemExit(
-            f"lahar {command}: the cluster's snapshot cannot be played: "
-            f"{describe_invalid(error, root='(trace)')}"
-        ) from None
+    with young_collections_every():  # (millions of values that form no cycles: its docstring)
+        with kubectl.connect(args) as cluster:
+            taken_at = time.time()
+            raw = list_for_snapshot(cluster.api)
+            history, unread = read_history(cluster.api)
+            if args.current_policy is not None:
+                text, where = _read(args.current_policy, command), str(args.current_policy)
+            else:
+                text, where = policy_in_force(cluster.api)
+            namespace = cluster.namespace
+        try:
+            taken = snapshot(raw, taken_at, history, default)
+        except ValidationError as error:  # (a state the snapshot's rules did not foresee)
+            raise SystemExit(
+                f"lahar {command}: the cluster's snapshot cannot be played: "
+                f"{describe_invalid(error, root='(trace)')}"
+            ) from None
     notes = [] if unread is None else [f"Run-time history: {unread}."]
     return Taken(
         taken.trace,

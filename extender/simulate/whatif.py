@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from extender.framework.engine import Topology
 from extender.framework.explain import explain
 from extender.framework.policy import Policy
+from extender.simulate.collector import frozen
 from extender.simulate.run import Ended, Eviction, Simulation, SimulationOutcome
 from extender.simulate.trace import JobRefusal, JobRefused, Trace, TraceJob
 
@@ -105,19 +106,26 @@ def ask(
     # Each run ends once every gang waiting at the snapshot (and the Job) has started: the
     # answer asks nothing of the runs after that.
     waiting = [j.key for j in trace.jobs if not j.in_progress]
-    base = Simulation(
-        trace, policy, "without", seed=seed, horizon=horizon, idle_limit=idle, until_started=waiting
-    ).run()
-    played = Simulation(
-        asked,
-        policy,
-        "with",
-        seed=seed,
-        horizon=horizon,
-        idle_limit=idle,
-        until_started=[*waiting, job.key],
-    )
-    outcome = played.run()
+    with frozen():  # (the snapshot stays out of the collector's walks: `simulate.collector`)
+        base = Simulation(
+            trace,
+            policy,
+            "without",
+            seed=seed,
+            horizon=horizon,
+            idle_limit=idle,
+            until_started=waiting,
+        ).run()
+        played = Simulation(
+            asked,
+            policy,
+            "with",
+            seed=seed,
+            horizon=horizon,
+            idle_limit=idle,
+            until_started=[*waiting, job.key],
+        )
+        outcome = played.run()
     record = outcome.jobs[job.key]
     start = record.started
     nodes = _first_nodes(outcome, job.key)

@@ -10,10 +10,10 @@ import pytest
 
 from extender.framework.policy import Policy
 from extender.simulate import series
+from extender.simulate.collector import YOUNG
 from extender.simulate.defaults import stock_policy, story_trace
 from extender.simulate.report import progress
 from extender.simulate.run import (
-    GC_YOUNG_THRESHOLD,
     Ended,
     Progress,
     Simulation,
@@ -238,7 +238,7 @@ def test_a_run_collects_young_garbage_less_often_and_puts_the_collector_back(
     )
     seen: list[tuple[int, ...]] = []
     simulate(trace, lahar, "lahar", on_progress=lambda _: seen.append(set_to[-1]), progress_every=0)
-    assert seen and set(seen) == {(GC_YOUNG_THRESHOLD, 10, 10)}
+    assert seen and set(seen) == {(YOUNG, 10, 10)}
     assert set_to[-1] == (700, 10, 10)
 
 
