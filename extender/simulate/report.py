@@ -18,7 +18,7 @@ makespan, waits); `pool_notes` says what the columns count (`node_hours`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from extender.simulate.fragmentation import Fragmentation
 from extender.simulate.node_hours import PoolFigures
@@ -112,17 +112,23 @@ def level_table(summaries: Sequence[Summary]) -> tuple[tuple[str, ...], list[tup
             by_path.setdefault(share.path, {})[summary.policy] = share
     rows = []
     for path, per_policy in by_path.items():
-        first = next(iter(per_policy.values()))
+        shares = list(per_policy.values())
         rows.append(
             (
-                str(first.level),
+                str(shares[0].level),
                 path,
-                str(first.weight),
-                _percent(first.fair),
+                _runs(str(share.weight) for share in shares),
+                _runs(_percent(share.fair) for share in shares),
                 *(_percent(_share(per_policy.get(s.policy))) for s in summaries),
             )
         )
     return headers, rows
+
+
+def _runs(values: Iterable[str]) -> str:
+    """One value when the runs agree (`2`), else each in the runs' order (`1 -> 4`: a run with
+    the queues edited beside one without)."""
+    return " -> ".join(dict.fromkeys(values))
 
 
 def level_notes(summaries: Sequence[Summary]) -> list[str]:

@@ -1,4 +1,4 @@
-"""The printed shares per tree level: a row per queue with siblings, a column per policy."""
+"""The printed shares per tree level: a row per queue with siblings, a column per run."""
 
 from __future__ import annotations
 
@@ -34,3 +34,14 @@ def test_each_queue_a_row_each_policy_a_column_of_shares() -> None:
 def test_a_flat_trace_prints_no_shares_per_level() -> None:
     assert level_table([_summary("lahar", ())])[1] == []
     assert level_notes([_summary("lahar", ())]) == []
+
+
+def test_a_queue_whose_weight_the_runs_differ_in_shows_both() -> None:
+    """`lahar whatif --queue web.weight=3` plays the cluster as it is beside the edit: the row
+    says the weight and the fair share of each run."""
+    before = _summary("as is", (ML, WEB))
+    after = _summary("web.weight=3", (replace(ML, fair=0.5), replace(WEB, weight=3, fair=0.5)))
+    assert level_table([before, after])[1] == [
+        ("1", "root/ml", "3", "75% -> 50%", "74%", "74%"),
+        ("1", "root/web", "1 -> 3", "25% -> 50%", "26%", "26%"),
+    ]
