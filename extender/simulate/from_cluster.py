@@ -139,6 +139,9 @@ def snapshot(
     trace = Trace(
         taken_at=rfc3339(taken_at),
         priority_classes={c.metadata.name: c.value for c in state.priority_classes.values()},
+        default_priority_class=next(
+            (c.metadata.name for c in state.priority_classes.values() if c.global_default), None
+        ),
         nodes=node_groups(nodes),
         queues=queues(state.queues.values()),
         jobs=tuple(job for _, _, job in jobs),

@@ -9,7 +9,8 @@ Lahar decision is made for (another scheduler's, one with no pod, one in a names
 exist) is refused saying so. Then it becomes a trace job: its PodGroup's minimums and network
 topology as `api.job_groups.build_pod_group` makes them, each task's pod as
 `api.job_pods.member_pod` makes it (requests, node selector, tolerations, node affinity), its
-priority the highest of its pods' PriorityClasses in the snapshot (as a running gang's) and its
+priority the highest of its pods' PriorityClasses in the snapshot (as a running gang's; a pod
+naming none has the snapshot's globalDefault one, as the API server gives it) and its
 run time from the sources a running gang's comes from (`simulate.run_times`), or the one the
 user gives. Pure.
 """
@@ -227,8 +228,9 @@ def _trace_job(job: Job, trace: Trace, estimated: Estimate) -> TraceJob:
         if task.replicas == 0:
             continue
         spec = member_pod(job, task, 0).get("spec") or {}
-        if spec.get("priorityClassName"):
-            classes.append(str(spec["priorityClassName"]))
+        named = spec.get("priorityClassName") or trace.default_priority_class
+        if named:  # (a pod naming none gets the globalDefault one, as the API server gives it)
+            classes.append(str(named))
         pod = Pod.model_validate({"spec": spec})
         request = pod.request
         affinity = (spec.get("affinity") or {}).get("nodeAffinity")

@@ -816,8 +816,10 @@ class Trace(_Strict):
     autoscaling: Autoscaling | None = None
     occupied: tuple[Occupied, ...] = ()
     # The cluster's PriorityClasses, name -> value: what a Job asked about (`lahar whatif -f`)
-    # that names one gets as its priority.
+    # that names one gets as its priority; and the one marked globalDefault, which the API
+    # server gives a pod that names none.
     priority_classes: dict[Subdomain, int] = Field(default_factory=dict)
+    default_priority_class: Subdomain | None = None
 
     @model_validator(mode="after")
     def _references(self) -> Trace:
@@ -832,6 +834,12 @@ class Trace(_Strict):
                 raise ValueError(str(refusal))
         self._check_occupied()
         self._check_pool()
+        default = self.default_priority_class
+        if default is not None and default not in self.priority_classes:
+            known = ", ".join(sorted(self.priority_classes)) or "none"
+            raise ValueError(
+                f"defaultPriorityClass: {default!r} is none of priorityClasses (known: {known})"
+            )
         return self
 
     def with_job(self, job: TraceJob) -> Trace:

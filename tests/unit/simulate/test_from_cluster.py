@@ -743,7 +743,10 @@ def test_a_gang_asking_for_one_switch_plays_on_the_snapshots_hyper_nodes(lahar: 
 
 def test_priority_classes_are_the_traces_by_name() -> None:
     raw = two_nodes().priority_class("high", 1000).priority_class("low", -10, global_default=True)
-    assert take(raw).trace.priority_classes == {"high": 1000, "low": -10}
+    trace = take(raw).trace
+    assert trace.priority_classes == {"high": 1000, "low": -10}
+    assert trace.default_priority_class == "low"  # (globalDefault: a pod naming none gets it)
+    assert take(two_nodes().priority_class("high", 1000)).trace.default_priority_class is None
 
 
 def test_gangs_are_in_the_order_they_were_created(lahar: Policy) -> None:

@@ -431,3 +431,23 @@ def test_the_job_asked_plays_in_the_snapshot_where_its_constraints_let_it() -> N
 
 def _policy() -> Policy:
     return load_policy(POLICY, REGISTRY)
+
+
+@pytest.mark.parametrize(
+    ("job", "priority"),
+    [
+        (tf(), 10),  # (no pod names one: each gets the globalDefault class)
+        (tf().priority_class("high"), 1000),
+        (tf().task("chief", 1, priority_class_name="high"), 1000),
+    ],
+)
+def test_a_pod_naming_no_priority_class_gets_the_snapshots_global_default(
+    job: JobBuilder, priority: int
+) -> None:
+    """The API server gives a pod that names no PriorityClass the one marked globalDefault: so
+    does the replay of a Job asked about."""
+    trace = snapshot_trace().model_copy(update={"default_priority_class": "low"})
+    text = yaml.safe_dump(job.build())
+    answer = read_job(text, trace, namespace="ml-team", history=RunHistory())
+    assert isinstance(answer, Asked), answer
+    assert answer.job.priority == priority

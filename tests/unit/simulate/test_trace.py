@@ -93,6 +93,10 @@ def test_queues_form_a_tree_by_parent_and_root_is_the_top_level() -> None:
         ({"queues": [{"name": "root"}]}, "queues.0.name: root is the top of the queue tree"),
         ({"queues": [ML, ML]}, "queues.1.name: queue 'ml' is listed twice"),
         ({"queues": [{"name": "a", "parent": "Not_A_Name"}]}, "queues.0.parent: String should"),
+        (
+            {"priorityClasses": {"high": 1000}, "defaultPriorityClass": "low"},
+            "defaultPriorityClass: 'low' is none of priorityClasses (known: high)",
+        ),
     ],
 )
 def test_a_broken_trace_names_the_field(changes: dict[str, Any], message: str) -> None:
