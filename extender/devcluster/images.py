@@ -219,6 +219,9 @@ def lahar_image(source: Path | None = None) -> Image:
             "buildah",
             "bud",
             "--layers",
+            # (a RUN step in a chroot needs no OCI runtime and no cgroup of its own: crun refuses
+            # to start a container on a host whose cgroups are mounted in hybrid mode)
+            "--isolation=chroot",
             "--network=host",
             f"--build-arg=BASE={base}",
             *secret,
