@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, KeysView, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from extender.api.engine_settings import GangSettings, Ordering
 from extender.api.job_pods import expected_name, is_expected
@@ -126,8 +126,12 @@ class Gangs:
         return self._reservations.keys()
 
     def refusal(self, key: str) -> Refusal | None:
-        """Why and since when the gang waits, when it was refused (None: it was not)."""
-        return self._waiting.get(key)
+        """Why and since when the gang waits, when it was refused (None: it was not): its words
+        worked out now if they were not yet (a verdict keeps them unworked until read)."""
+        found = self._waiting.get(key)
+        if found is not None and type(found.rejection) is not Rejection:
+            found = self._waiting[key] = replace(found, rejection=found.rejection.settled())
+        return found
 
     def holds(self, key: str) -> bool:
         """Whether Lahar's gate holds members of gang `key` (as last seen): the scheduler cannot

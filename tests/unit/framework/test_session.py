@@ -4,6 +4,7 @@ always equal a fresh evaluation, whatever happened in between."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -14,6 +15,8 @@ from extender.api.resources import CPU, Resources
 from extender.cache.state import ClusterState
 from extender.framework.engine import Engine, Slot
 from extender.framework.policy import Policy, build_policy
+from extender.gangs import order as order_module
+from extender.gangs.refusals import Rejection
 from extender.plugins import REGISTRY
 from tests.builders import cluster, make_group, make_node, make_pod
 
@@ -162,10 +165,20 @@ def test_incremental_tables_equal_a_fresh_evaluation(ops: list[tuple[str, object
             assert kept.score(pod, NODES) == fresh.score(pod, NODES)
 
 
-def test_a_filter_without_reasons_leaves_a_refusals_words_to_whoever_reads_them() -> None:
+def test_a_filter_without_reasons_leaves_a_refusals_words_to_whoever_reads_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The simulator's scheduler filters without reasons: a gang refused behind another is
     refused as surely, and the words of why (a plan made again, with reasons) are worked out
     only when read, the same words a filter with reasons gives."""
+    worded: list[str] = []
+    lacking = order_module._Claims._lacking
+
+    def counted(claims: Any, gang: Any, at: int) -> Rejection:
+        worded.append(gang.key)
+        return lacking(claims, gang, at)
+
+    monkeypatch.setattr(order_module._Claims, "_lacking", counted)
 
     def refused_behind_a_gang() -> tuple[ClusterState, Engine]:
         ahead = [make_pod(f"a-{i}").cpu("1").group("a").priority(10) for i in range(2)]
@@ -178,14 +191,16 @@ def test_a_filter_without_reasons_leaves_a_refusals_words_to_whoever_reads_them(
         return state, engine
 
     state, engine = refused_behind_a_gang()
-    pod = state.pods["uid-default-b-0"]
-    quick = engine.filter(state, pod, ["n1"], fit=True, with_reasons=False)
+    quick = engine.filter(
+        state, state.pods["uid-default-b-0"], ["n1"], fit=True, with_reasons=False
+    )
     assert quick.gang_reason == "" and not quick.passed and not quick.failed
-    kept = engine.refusal("default/b")
-    assert kept is not None and "message" not in vars(kept.rejection)  # (not worked out)
-    assert kept.rejection.cause == "NotEnoughResources"
+    assert worded == []  # (refused, and not worded)
+    kept = engine.refusal("default/b")  # (read: worded now)
+    assert kept is not None and kept.rejection.cause == "NotEnoughResources"
+    assert worded == ["default/b"]
 
-    state, worded = refused_behind_a_gang()
-    explained = worded.filter(state, state.pods["uid-default-b-0"], ["n1"], fit=True)
+    state, with_words = refused_behind_a_gang()
+    explained = with_words.filter(state, state.pods["uid-default-b-0"], ["n1"], fit=True)
     assert explained.gang_reason is not None and "cannot be placed" in explained.gang_reason
     assert kept.rejection.message == explained.gang_reason
