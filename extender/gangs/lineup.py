@@ -119,17 +119,25 @@ class Lineup:
     def floor(self) -> int | None:
         return min(self._cpus) if self._cpus else None
 
+    def holds(self, lines: Mapping[str, QueueLine]) -> bool:
+        """Whether `lines` (handed to a walk) are the lines as they stand: nothing was put in
+        line or dropped since (a line handed out is copied before it changes)."""
+        queues = self._queues
+        return queues.keys() == lines.keys() and all(queues[q] is line for q, line in lines.items())
+
     def lines(self) -> dict[str, QueueLine]:
         """Each queue's line as it stands, for a walk: never changed after this."""
         self._handed = set(self._queues)
         return dict(self._queues)
 
     def put(self, contender: Contender, queues: Mapping[str, QueueView], ranking: Ranking) -> None:
-        """Line the contender up (in place of what it was), or note why it is refused."""
+        """Line the contender up (in place of what it was), or note why it is refused. The same
+        contender at the same rank in the same line changes nothing (not even the line a walk
+        holds: walks tell a lineup that moved from one that did not by its lines)."""
         gang = contender.gang
-        self.drop(gang.key)
         refusal = contender.blocked or queue_refusal(gang, queues)
         if refusal is not None:
+            self.drop(gang.key)
             self.refused[gang.key] = refusal
             return
         hungry = starving(contender, ranking.ordering, ranking.now)
@@ -138,6 +146,11 @@ class Lineup:
         waiting = WaitingGang(gang.key, gang.queue, priority, share_of, contender.since, hungry)
         # Ties (gangs first seen at the same moment) go in the order they arrived.
         rank = (*(key(waiting) for key in ranking.ordering.job_keys), waiting.since, gang.arrival)
+        if self._queue_of.get(gang.key) == gang.queue:
+            was = self._queues[gang.queue].entries[gang.key]
+            if was[1] is contender and was[0] == rank and was[2] == hungry:
+                return
+        self.drop(gang.key)
         line = self._own(gang.queue)
         insort(line.ranked, (rank, gang.key))
         if hungry:

@@ -97,6 +97,10 @@ class Walk:
         # their aims (`aimless`).
         self._aimless = list(self._targets.keys() - lineup.starving)
         self._claims = _Claims(empty if empty is not None else Room(nodes), reserved)
+        # What the walk was made from, for telling a walk made afresh would be this one again
+        # (`same_inputs`): the lines, the refusals, what was reserved, the aims handed in.
+        self._reserved = dict(reserved)
+        self._targets_given = {key: dict(aims) for key, aims in self._targets.items()}
         self._allocated = {name: view.allocated for name, view in queues.items()}
         self._ranks = _QueueRanks(queues, self._allocated, by_share=ordering.by_queue_share)
         # (a queue's rank moves only with an allocation)
@@ -109,6 +113,58 @@ class Walk:
         self._past: list[tuple[str, int]] | None = None
         self._rest: _Rest | None = None
         self._pending: Run | None = None
+
+    def same_inputs(
+        self,
+        lineup: Lineup,
+        nodes: Mapping[str, NodeInfo],
+        reserved: Mapping[str, Resources],
+        targets: Mapping[str, dict[str, Resources]],
+        changed: Iterable[str],
+    ) -> bool:
+        """Whether a walk made now from these would be this one: the same lines (the very
+        objects: the lineup copies a line before it changes one a walk holds) and refusals,
+        the same aims handed in, and on every node what admitted gangs leave free exactly as
+        it was (`_room_as_was`)."""
+        if not lineup.holds(self._lines) or len(lineup.refused) != len(self._refused):
+            return False
+        if any(lineup.refused.get(turn.key) is not turn.rejection for turn in self._refused):
+            return False
+        return targets == self._targets_given and self._room_as_was(nodes, reserved, changed)
+
+    def _room_as_was(
+        self,
+        nodes: Mapping[str, NodeInfo],
+        reserved: Mapping[str, Resources],
+        changed: Iterable[str],
+    ) -> bool:
+        """Whether every node offers what it offered when the walk began, less what admitted
+        gangs reserve: the nodes `changed` since looked at, and those whose reservation moved
+        (a member bound on the node its slot was planned on moves its request from reserved
+        to used: nothing changes for the gangs in line)."""
+        before = self._claims.reserved  # (what admitted gangs left when the walk began)
+        was_reserved = self._reserved
+        moved = {
+            name
+            for name in reserved.keys() | was_reserved.keys()
+            if reserved.get(name) != was_reserved.get(name)
+        }
+        for name in moved.union(changed):
+            info, was = nodes.get(name), before.nodes.get(name)
+            if info is None or was is None:
+                if info is not was:
+                    return False
+                continue
+            if (info.allocatable, info.labels, info.taints) != (
+                was.allocatable,
+                was.labels,
+                was.taints,
+            ):
+                return False
+            free = None if info.unschedulable else info.free - reserved.get(name, EMPTY)
+            if free != before.free.get(name):
+                return False
+        return True
 
     @property
     def pending(self) -> Run | None:

@@ -48,6 +48,7 @@ class Walks:
         self._contending = Contending()  # walk to walk
         self._room = KeptRoom()  # the nodes' free capacity, walk to walk
         self._order: Order | None = None
+        self._generation = 0  # the nodes' generation the current walk was made or kept at
         self._numbers = itertools.count()
         self._targets: dict[str, dict[str, Resources]] = {}  # starving gangs: where they drain
         self._let_in_since: dict[str, float] = {}  # fit, not come for it yet
@@ -118,8 +119,20 @@ class Walks:
         backoffs: Iterable[float],
     ) -> Order:
         """A new walk of the lined-up contenders, the current one from now on: valid until a
-        contender's standing moves with the clock or one of `backoffs` ends."""
+        contender's standing moves with the clock or one of `backoffs` ends. The current walk
+        instead, moved to `made_at`, when a walk made now would be the same (`_same`)."""
         contending = self._contending
+        valid_until = min([*backoffs, contending.next_moment(now)])
+        previous = self._order
+        if (
+            previous is not None
+            and previous.valid_until == valid_until
+            and now < valid_until
+            and self._same(previous, view, nodes, queues, reserved=reserved, made_at=made_at)
+        ):
+            self._order = replace(previous, made_at=made_at)
+            self._generation = view.generation
+            return self._order
         walk = Walk(
             contending.lineup,
             queues,
@@ -129,12 +142,35 @@ class Walks:
             empty=self._room.of(view),
             targets=self._targets,
         )
-        valid_until = min([*backoffs, contending.next_moment(now)])
         order = Order(
             next(self._numbers), made_at, valid_until, queues, contending.contenders.keys(), walk
         )
-        self._order = order
+        self._order, self._generation = order, view.generation
         return order
+
+    def _same(
+        self,
+        previous: Order,
+        view: Snapshot,
+        nodes: Mapping[str, NodeInfo],
+        queues: Mapping[str, QueueView],
+        *,
+        reserved: Mapping[str, Resources],
+        made_at: tuple[int, ...],
+    ) -> bool:
+        """Whether a walk made now would be `previous` again: what the fair order reads of the
+        queues, PriorityClasses and topology has not moved (the state's stamp), nor the queues'
+        figures, and the walk's own inputs are as they were (`Walk.same_inputs`). Most walks a
+        cluster event makes are of that kind: a member of an admitted gang bound where its slot
+        was planned changes the state and the ledger, and nothing the gangs in line are given."""
+        if previous.made_at[2:4] != made_at[2:4] or _read(previous.queues) != _read(queues):
+            return False
+        changed = view.changed_since(self._generation)
+        if changed is None:
+            return False
+        return previous.walk.same_inputs(
+            self._contending.lineup, nodes, reserved, self._targets, changed
+        )
 
     # -- taking it -----------------------------------------------------------------------------
 
@@ -214,3 +250,19 @@ class Walks:
     def stop_awaiting(self, key: str) -> None:
         """Gang `key` is no longer awaited to come for what a walk let it in to."""
         self._let_in_since.pop(key, None)
+
+
+def _read(queues: Mapping[str, QueueView]) -> dict[str, tuple[object, ...]]:
+    """Of each queue's figures, those a walk reads (a member bound where its slot was planned
+    moves its queue's `placed`, not its `allocated`)."""
+    return {
+        name: (
+            view.queue,
+            view.allocated,
+            view.deserved,
+            view.path,
+            view.leaf,
+            view.parent.name if view.parent is not None else None,
+        )
+        for name, view in queues.items()
+    }
