@@ -181,6 +181,7 @@ class Room:
         "_nodes_for",
         "_orders",
         "_placed",
+        "_seen",
         "free",
         "nodes",
     )
@@ -190,6 +191,9 @@ class Room:
     ) -> None:
         """`reserved`: per node, the capacity taken off its free from the start."""
         self.nodes = nodes
+        # Each node as the room last saw it (`nodes` may be the cache's own map, changed in
+        # place: `update` tells what changed on a node from this, not from `nodes`).
+        self._seen: dict[str, NodeInfo] = dict(nodes)
         self.free: dict[str, Resources] = {}
         for name, info in nodes.items():
             if not info.unschedulable:
@@ -222,6 +226,7 @@ class Room:
                 self._order_of(pod)
         made = Room.__new__(Room)
         made.nodes, made.free, made._keys = self.nodes, dict(self.free), list(self._keys)
+        made._seen = self._seen  # (read by `update` only, which a copy is not given)
         made._nodes_for = dict(self._nodes_for)
         made._placed = dict(self._placed)
         # (the index is shared: a copy adds groups to it too, and each room adjusts only the
@@ -242,11 +247,17 @@ class Room:
 
     def update(self, nodes: Mapping[str, NodeInfo], changed: Iterable[str]) -> None:
         """Bring a room nothing is taken from up to `nodes`, which differ only in `changed`."""
-        before, self.nodes = self.nodes, nodes
+        self.nodes, seen = nodes, self._seen
         changed = list(changed)
-        if any(_placed_apart(before.get(name), nodes.get(name)) for name in changed):
+        if any(_placed_apart(seen.get(name), nodes.get(name)) for name in changed):
             # (where pods may run changed: worked out again, and not for the older copies)
             self._allowed, self._kinds, self._orders = {}, {}, {}
+        for name in changed:
+            info = nodes.get(name)
+            if info is None:
+                seen.pop(name, None)
+            else:
+                seen[name] = info
         for name in changed:
             info = nodes.get(name)
             after = info.free if info is not None and not info.unschedulable else None
@@ -571,8 +582,14 @@ def _rank(name: str, free: Resources) -> tuple[int, int, str]:
 
 
 def _placed_apart(before: NodeInfo | None, after: NodeInfo | None) -> bool:
-    """Whether which pods may run on the node changed (it came, went, or its labels or taints
-    changed), not only what is free on it."""
+    """Whether which pods may run on the node changed, not only what is free on it: it came,
+    went, was cordoned or uncordoned (the order of a kind that may run on every node is the order
+    of all: a node joining it must be one the kind may run on), or its labels or taints
+    changed."""
     if before is None or after is None:
         return before is not after
-    return before.labels != after.labels or before.taints != after.taints
+    return (
+        before.unschedulable != after.unschedulable
+        or before.labels != after.labels
+        or before.taints != after.taints
+    )

@@ -18,7 +18,7 @@ from extender.api.resources import CPU, MEMORY, Resources
 from extender.cache.snapshot import NodeInfo
 from extender.gangs import placement
 from extender.gangs.members import GangView, largest_first
-from extender.gangs.placement import Room, at_least_zero, min_resources_shortfall
+from extender.gangs.placement import KeptRoom, Room, at_least_zero, min_resources_shortfall
 from tests.builders import cluster, make_group, make_node, make_pod
 
 CPUS = ("500m", "1", "2", "3", "4")
@@ -294,3 +294,31 @@ def test_a_room_keeping_few_kinds_of_pods_places_as_first_fit_does(
         copied = room.copy().copy()
         assert copied.place(pods)[0] == first_fit(nodes, taken, pods)[0]
         assert len(room._kinds) <= kinds and room._allowed.keys() == room._kinds.keys()
+
+
+def test_a_node_uncordoned_joins_only_the_orders_of_the_pods_that_may_run_on_it() -> None:
+    """A kind of pod that may run on every schedulable node plans on the order of all; a node
+    uncordoned that it may not run on (tainted) must not become one of its nodes."""
+    pod = make_pod("p").uid("u").cpu("1").model()
+    free = make_node("n1").cpu("4")
+    room = Room(cluster([free, make_node("n2").cpu("8").taint("gpu").cordoned()]).view().nodes)
+    assert room.nodes_for([pod]) == {"n1"}
+    room.take("n1", Resources.parse({"cpu": "4"}))
+    uncordoned = cluster([free, make_node("n2").cpu("8").taint("gpu")]).view().nodes
+    room.update(uncordoned, ["n2"])
+    assert room.nodes_for([pod]) is None  # (n1 is full; n2 is tainted)
+    assert room.roomiest(pod) == "n1"
+
+
+def test_a_kept_room_over_the_caches_own_map_sees_a_node_tainted_in_place() -> None:
+    """The cache's view is its own map of nodes, changed in place: a room kept from walk to walk
+    tells what changed on a node from what it saw, not from that map."""
+    pod = make_pod("p").uid("u").cpu("1").model()
+    state = cluster([make_node("n1").cpu("4"), make_node("n2").cpu("4").taint("gpu")])
+    kept = KeptRoom()
+    assert kept.of(state.view()).nodes_for([pod]) == {"n1"}
+    state.upsert_node(make_node("n1").cpu("4").taint("gpu").model())
+    state.upsert_node(make_node("n2").cpu("4").model())
+    assert kept.of(state.view()).nodes_for([pod]) == {"n2"}
+    state.upsert_node(make_node("n2").cpu("4").cordoned().model())
+    assert kept.of(state.view()).nodes_for([pod]) is None
