@@ -100,6 +100,7 @@ class Walk:
         # What the walk was made from, for telling a walk made afresh would be this one again
         # (`same_inputs`): the lines, the refusals, what was reserved, the aims handed in.
         self._reserved = dict(reserved)
+        self._nodes = dict(nodes)  # (the cache's map changes in place: each node as it was)
         self._targets_given = {key: dict(aims) for key, aims in self._targets.items()}
         self._allocated = {name: view.allocated for name, view in queues.items()}
         self._ranks = _QueueRanks(queues, self._allocated, by_share=ordering.by_queue_share)
@@ -143,14 +144,14 @@ class Walk:
         (a member bound on the node its slot was planned on moves its request from reserved
         to used: nothing changes for the gangs in line)."""
         before = self._claims.reserved  # (what admitted gangs left when the walk began)
-        was_reserved = self._reserved
+        was_reserved, was_nodes = self._reserved, self._nodes
         moved = {
             name
             for name in reserved.keys() | was_reserved.keys()
             if reserved.get(name) != was_reserved.get(name)
         }
         for name in moved.union(changed):
-            info, was = nodes.get(name), before.nodes.get(name)
+            info, was = nodes.get(name), was_nodes.get(name)
             if info is None or was is None:
                 if info is not was:
                     return False

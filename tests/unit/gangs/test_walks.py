@@ -1,8 +1,8 @@
 """A walk of the fair order is kept through cluster changes that leave what it was made from as it
 was, and only those: after any sequence of filter calls, binds of admitted members on their
-slots, pods ending and pods of no gang coming and going, an engine that keeps walks answers every
-filter call as one that makes a new walk whenever the state or the ledger moved: the same nodes
-pass, refused in the same words, the same slots."""
+slots, pods ending, pods of no gang coming and going and nodes tainted, an engine that keeps
+walks answers every filter call as one that makes a new walk whenever the state or the ledger
+moved: the same nodes pass, refused in the same words, the same slots."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ steps = st.lists(
         st.tuples(st.just("bind"), st.integers(0, 20)),
         st.tuples(st.just("end"), st.integers(0, 20)),
         st.tuples(st.just("plain"), st.sampled_from(NODES), st.integers(0, 1)),
+        st.tuples(st.just("taint"), st.sampled_from(NODES)),
     ),
     max_size=40,
 )
@@ -91,6 +92,11 @@ def test_a_kept_walk_answers_as_a_walk_made_afresh(sequence: list[tuple[object, 
                 )
             )
             bound.append(uid)
+        elif kind == "taint":  # tainted, or no longer: where pods may run changes, not room
+            name = str(rest[0])
+            node = make_node(name).cpu("4")
+            tainted = bool(state.view().nodes[name].taints)
+            state.upsert_node((node if tainted else node.taint("gpu")).model())
         elif kind == "plain":  # a pod of no gang comes or goes: no queue is charged for it
             node, index = str(rest[0]), int(str(rest[1]))
             uid = f"plain-{node}-{index}"
@@ -134,3 +140,13 @@ def test_a_member_bound_on_its_slot_keeps_the_walk_and_a_pod_ending_does_not() -
         ended.model_copy(update={"status": ended.status.model_copy(update={"phase": "Succeeded"})})
     )
     assert engine.order(state).number != walk  # (its node has room again)
+
+
+def test_a_node_tainted_makes_a_new_walk() -> None:
+    """The cache changes its map of nodes in place: the walk compares with each node as it was."""
+    state = _state()
+    engine = Engine(build_policy(POLICY, REGISTRY), clock=lambda: 0.0)
+    engine.filter(state, state.pods["c-0"], NODES, fit=True)
+    walk = engine.order(state).number
+    state.upsert_node(make_node("n3").cpu("4").taint("gpu").model())
+    assert engine.order(state).number != walk
