@@ -471,14 +471,9 @@ class Room:
 
     def allows(self, pod: Pod, name: str) -> bool:
         """Whether `pod` may run on node `name` (nodeSelector, node affinity, taints)."""
-        info = self.nodes[name]
-        if pod.runs_anywhere and not info.taints:
-            return True
-        known = self._allowed.get(pod.placement_key) or self._known(pod)
-        found = known.get(name)
-        if found is None:
-            found = known[name] = pod.may_run_on(info.labels, info.taints, name)
-        return found
+        if pod.runs_anywhere and not self.nodes[name].taints:
+            return True  # (the common case, known without a lookup)
+        return self._learn(pod, name, self._allowed.get(pod.placement_key) or self._known(pod))
 
     def _why_not(self, pod: Pod, taken: Mapping[str, Resources]) -> str:
         """Why `pod` found no node: none it may run on, or what it lacks on the roomiest."""
